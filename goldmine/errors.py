@@ -1,0 +1,53 @@
+"""The project's own exceptions, each with the exit code the CLI maps it to.
+
+Library code raises these with a message a user can act on; the CLI prints the message on one line
+and exits with the code, never a traceback (unless ``--debug``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+EXIT_FAILURE = 1
+EXIT_INPUT = 2
+EXIT_BUSY = 3
+
+
+class GoldmineError(Exception):
+    """Base class: a failure with a user-facing message and an exit code."""
+
+    exit_code = EXIT_FAILURE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InputError(GoldmineError):
+    """Bad input: a malformed file, a bad option value, an unknown metric name."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, message: str, path: str | Path | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class StoreError(GoldmineError):
+    """The DuckDB file cannot be used: written by a newer goldmine, or damaged."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the DuckDB file (DuckDB allows one writer process)."""
+
+    exit_code = EXIT_BUSY
+
+
+class NotFoundError(GoldmineError):
+    """Something asked for by name or id does not exist in the store."""
+
+    exit_code = EXIT_INPUT

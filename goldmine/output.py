@@ -1,0 +1,90 @@
+"""Printing: rich tables for people, JSON for scripts, warnings and progress bars on stderr.
+
+rich is imported lazily so that commands printing JSON pay nothing for it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@lru_cache(maxsize=1)
+def console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+@lru_cache(maxsize=1)
+def err_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    if hasattr(value, "__fspath__"):
+        return str(value)
+    return str(value)
+
+
+def print_json(data: Any) -> None:
+    """One JSON document on stdout; floats stay full precision."""
+    sys.stdout.write(json.dumps(data, default=_jsonable, ensure_ascii=False, indent=2))
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+
+
+def warn(message: str) -> None:
+    err_console().print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+
+
+def info(message: str) -> None:
+    """A line for people on stderr, so stdout stays clean for --json."""
+    err_console().print(message, markup=False, highlight=False)
+
+
+@contextmanager
+def progress(description: str, total: int | None = None) -> Iterator[Any]:
+    """A progress bar on stderr; yields ``advance(n=1)``. Silent when stderr is not a terminal."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console(),
+        transient=True,
+        disable=not sys.stderr.isatty(),
+    )
+    with bar:
+        task = bar.add_task(description, total=total)
+
+        def advance(n: int = 1) -> None:
+            bar.advance(task, n)
+
+        yield advance

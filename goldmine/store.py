@@ -1,0 +1,171 @@
+"""The one DuckDB file every stage reads and writes, and the migrations that shape it.
+
+Each stage declares its tables as named, numbered migrations in its own ``schema`` module; opening
+the store applies the ones a file lacks, each with the record that it ran in one transaction. A file
+that has migrations this code does not know was written by a newer goldmine and is refused.
+
+DuckDB allows one writer process, and while one process has the file open no other can open it at
+all. Commands therefore hold a connection only for their unit of work (``open_store`` as a context
+manager), and a lock conflict becomes ``StoreBusyError`` with a plain message.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from goldmine.config import resolve_db_path
+from goldmine.errors import StoreBusyError, StoreError
+
+if TYPE_CHECKING:
+    import duckdb
+
+# Number ranges keep stages from colliding: core 1-99, ingest 100-199, triage 200-299,
+# goldset 300-399, eval 400-499.
+SCHEMA_MODULES = (
+    "goldmine.schema",
+    "goldmine.ingest.schema",
+    "goldmine.triage.schema",
+    "goldmine.goldset.schema",
+    "goldmine.eval.schema",
+)
+
+Apply = str | Callable[["duckdb.DuckDBPyConnection"], None]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step. ``apply`` is SQL (may hold several statements) or a function."""
+
+    number: int
+    name: str
+    apply: Apply
+
+    @property
+    def key(self) -> str:
+        return f"{self.number:04d}_{self.name}"
+
+    def run(self, con: duckdb.DuckDBPyConnection) -> None:
+        if callable(self.apply):
+            self.apply(con)
+        else:
+            con.execute(self.apply)
+
+
+def all_migrations() -> list[Migration]:
+    found: list[Migration] = []
+    for module_name in SCHEMA_MODULES:
+        found.extend(importlib.import_module(module_name).MIGRATIONS)
+    found.sort(key=lambda m: m.number)
+    numbers = [m.number for m in found]
+    if len(numbers) != len(set(numbers)):
+        dupes = sorted({n for n in numbers if numbers.count(n) > 1})
+        raise RuntimeError(f"two migrations share a number: {dupes}")
+    return found
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """BEGIN … COMMIT, rolled back on any exception (Ctrl-C included)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+    )
+    return [row[0] for row in con.execute("SELECT name FROM schema_migrations").fetchall()]
+
+
+def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[Migration]:
+    """Migrations this file lacks; raises if the file knows migrations this code does not."""
+    done = set(applied_migrations(con))
+    known = all_migrations()
+    unknown = done - {m.key for m in known}
+    if unknown:
+        raise StoreError(
+            f"this store was written by a newer goldmine (it has migration "
+            f"{sorted(unknown)[-1]}, which this version does not know); upgrade goldmine"
+        )
+    return [m for m in known if m.key not in done]
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply every pending migration, each with its record in one transaction."""
+    ran = []
+    for migration in pending_migrations(con):
+        with transaction(con):
+            migration.run(con)
+            con.execute("INSERT INTO schema_migrations (name) VALUES (?)", [migration.key])
+        ran.append(migration.key)
+    return ran
+
+
+_LOCK_PID = re.compile(r"PID (\d+)")
+
+
+def _busy_error(path: Path, exc: Exception) -> StoreBusyError:
+    match = _LOCK_PID.search(str(exc))
+    who = f" (PID {match.group(1)})" if match else ""
+    return StoreBusyError(
+        f"database is in use by another goldmine process{who}: {path}. "
+        "Wait for it to finish, or point --db at another file."
+    )
+
+
+def connect(
+    db: str | Path | None = None, *, read_only: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """Open (creating and migrating as needed) the store. Callers close it; prefer open_store."""
+    import duckdb
+
+    path = resolve_db_path(db)
+    if read_only and not path.exists():
+        raise StoreError(f"no goldmine store at {path} (pass --db, or import something first)")
+    if not read_only and path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise _busy_error(path, exc) from exc
+        raise StoreError(f"cannot open {path}: {exc}") from exc
+    except duckdb.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}") from exc
+    try:
+        if read_only:
+            if pending_migrations(con):
+                con.close()
+                # An older file needs upgrading first: do it read-write, then reopen read-only.
+                connect(path).close()
+                return connect(path, read_only=True)
+        else:
+            migrate(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+@contextmanager
+def open_store(
+    db: str | Path | None = None, *, read_only: bool = False
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The store for one unit of work; closed on exit so other processes can open it."""
+    con = connect(db, read_only=read_only)
+    try:
+        yield con
+    finally:
+        con.close()

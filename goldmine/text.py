@@ -1,0 +1,35 @@
+"""Text utilities every stage agrees on: hashing and query normalization.
+
+The normalized form is the key of exact dedupe (triage) and of matching queries by text (eval), so
+there is one definition of it. Triage applies the same steps in SQL for speed; a test keeps the two
+equal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+_PUNCT = re.compile(r"[^\w\s]|_", re.UNICODE)
+_SPACE = re.compile(r"\s+", re.UNICODE)
+
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of the UTF-8 text: the hash stored for chunk texts, queries and files' contents."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_file(path, chunk_size: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk_size):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def normalize_query(text: str) -> str:
+    """NFKC, case fold, punctuation to spaces, whitespace collapsed and trimmed."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _PUNCT.sub(" ", text)
+    return _SPACE.sub(" ", text).strip()

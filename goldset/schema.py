@@ -1,0 +1,5 @@
+"""Tables the goldset stage writes (migrations 300-399)."""
+
+from goldmine.store import Migration
+
+MIGRATIONS: list[Migration] = []

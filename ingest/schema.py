@@ -1,0 +1,106 @@
+"""Tables the ingest stage writes (migrations 100-199).
+
+Every stored row carries the ``batch_id`` of the import that brought it; ``import_batches`` knows
+the file, its hash, the counts and the watermark. Tables have no PRIMARY KEY on purpose: dedupe is
+an anti-join on the natural key (``event_id``, ``ticket_id``, …), which DuckDB does 3x faster.
+"""
+
+from goldmine.store import Migration
+
+MIGRATIONS = [
+    Migration(
+        100,
+        "ingest_core",
+        """
+        CREATE SEQUENCE batch_id_seq START 1;
+        CREATE TABLE import_batches (
+            batch_id BIGINT NOT NULL,
+            source VARCHAR NOT NULL,          -- searchlog | ubi | tickets | chat | corpus | manual
+            path VARCHAR,
+            size_bytes BIGINT,
+            file_hash VARCHAR,
+            format VARCHAR,
+            started_at TIMESTAMP NOT NULL,
+            finished_at TIMESTAMP,
+            rows_in BIGINT NOT NULL DEFAULT 0,
+            stored BIGINT NOT NULL DEFAULT 0,
+            rejected BIGINT NOT NULL DEFAULT 0,
+            already_present BIGINT NOT NULL DEFAULT 0,
+            watermark TIMESTAMP,              -- max ts of the batch's rows
+            options JSON
+        );
+        CREATE TABLE rejects (
+            batch_id BIGINT NOT NULL,
+            path VARCHAR,
+            line BIGINT,                      -- line, row number or Parquet row group
+            reason VARCHAR NOT NULL,
+            raw VARCHAR
+        );
+        CREATE TABLE search_events (
+            event_id VARCHAR NOT NULL,
+            batch_id BIGINT NOT NULL,
+            source VARCHAR NOT NULL DEFAULT 'searchlog',   -- searchlog | ubi | manual
+            ts TIMESTAMP,
+            session_id VARCHAR,
+            user_id VARCHAR,
+            query VARCHAR NOT NULL,
+            result_ids VARCHAR[],             -- ranked, as shown
+            num_results INTEGER,
+            clicked_ids VARCHAR[],
+            feedback VARCHAR,                 -- e.g. 'negative', 'positive', a rating
+            extra JSON
+        );
+        CREATE TABLE tickets (
+            ticket_id VARCHAR NOT NULL,
+            batch_id BIGINT NOT NULL,
+            ts TIMESTAMP,
+            user_id VARCHAR,
+            subject VARCHAR,
+            body VARCHAR,                     -- full text, redacted, kept for reading
+            question VARCHAR NOT NULL,        -- subject + first question of the body
+            status VARCHAR,
+            extra JSON
+        );
+        CREATE TABLE chat_turns (
+            conversation_id VARCHAR NOT NULL,
+            turn INTEGER NOT NULL,            -- order within the conversation, from 0
+            batch_id BIGINT NOT NULL,
+            turn_id VARCHAR,
+            ts TIMESTAMP,
+            user_id VARCHAR,
+            role VARCHAR NOT NULL,            -- user | assistant
+            text VARCHAR NOT NULL,
+            feedback VARCHAR,                 -- 'down' / 'up' / free text
+            dont_know BOOLEAN NOT NULL DEFAULT false,  -- an assistant answer that does not know
+            extra JSON
+        );
+        CREATE TABLE manual_queries (
+            query_id VARCHAR NOT NULL,
+            batch_id BIGINT NOT NULL,
+            ts TIMESTAMP NOT NULL,
+            query VARCHAR NOT NULL,
+            source VARCHAR NOT NULL DEFAULT 'manual',   -- e.g. 'colleague'
+            note VARCHAR
+        );
+        CREATE SEQUENCE snapshot_id_seq START 1;
+        CREATE TABLE corpus_snapshots (
+            snapshot_id BIGINT NOT NULL,
+            batch_id BIGINT NOT NULL,
+            created_at TIMESTAMP NOT NULL,
+            content_hash VARCHAR NOT NULL,    -- over sorted (chunk_id, text_hash)
+            n_chunks BIGINT NOT NULL,
+            label VARCHAR
+        );
+        CREATE TABLE chunks (
+            snapshot_id BIGINT NOT NULL,
+            chunk_id VARCHAR NOT NULL,
+            doc_id VARCHAR,
+            title VARCHAR,
+            url VARCHAR,
+            text VARCHAR NOT NULL,
+            text_hash VARCHAR NOT NULL,       -- sha256 of text, hex
+            metadata JSON
+        );
+        """,
+    ),
+]
