@@ -66,7 +66,7 @@ def load_config(start: Path | None = None) -> Config:
 
 
 def resolve_db_path(flag: str | Path | None = None) -> Path:
-    """Where the store lives: ``--db`` > ``GOLDMINE_DB`` > ``[store] db`` in goldmine.toml > default.
+    """Where the store lives: --db > GOLDMINE_DB > [store] db in goldmine.toml > default.
 
     A relative path in goldmine.toml is taken relative to the toml file, so it means the same
     from any subfolder.

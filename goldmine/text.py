@@ -16,7 +16,7 @@ _SPACE = re.compile(r"\s+", re.UNICODE)
 
 
 def sha256_text(text: str) -> str:
-    """Hex sha256 of the UTF-8 text: the hash stored for chunk texts, queries and files' contents."""
+    """Hex sha256 of the UTF-8 text: the hash stored for chunk texts and queries."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
