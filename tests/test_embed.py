@@ -19,7 +19,7 @@ def _cached_rows(con) -> int:
 
 def test_importing_embed_does_not_import_torch():
     code = (
-        "import sys, goldmine.embed; "
+        "import sys, goldmine.embed, goldmine.eval.baselines; "
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'bm25s', 'Stemmer') "
         "if m in sys.modules))"
     )

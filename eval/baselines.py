@@ -1,0 +1,294 @@
+"""The built-in retrievers: BM25, dense MiniLM, and their reciprocal rank fusion.
+
+Three stages use them: triage asks for each query's best score (the ``no-answer-likely`` tag), the
+gold set drafts candidate chunks with one, and ``goldmine eval run --baseline bm25|dense|hybrid``
+scores one against a gold set. So they are plain, deterministic and cheap to build:
+
+- ``bm25``: bm25s (Lucene's BM25, k1 = 1.5, b = 0.75) over title + text, lower-cased, English stop
+  words removed, Snowball English stemming (PyStemmer).
+- ``dense``: the bundled all-MiniLM-L6-v2 (or any sentence-transformers model); chunk vectors come
+  through :func:`goldmine.embed.embed_texts`, so they are cached in the store by text hash and a
+  re-run encodes only changed chunks. Score = cosine = dot product of L2-normalized vectors.
+- ``hybrid``: reciprocal rank fusion, score = sum over the two lists of 1 / (60 + rank), of the top
+  N = max(k, 100) of each.
+
+Ties are broken by chunk id, descending — trec_eval's order — so a run saved as a TREC file and read
+back ranks exactly as it was returned. Scores are float (from float32 for BM25 and dense).
+
+Only the queries are encoded at search time, without the cache: a retriever outlives the store
+connection it was built with (commands hold the store only for their unit of work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from goldmine.errors import InputError, NotFoundError
+
+if TYPE_CHECKING:
+    import duckdb
+
+KINDS = ("bm25", "dense", "hybrid")
+RRF_K = 60
+FUSION_DEPTH = 100
+
+Hits = list[tuple[str, float]]
+
+
+class Retriever:
+    """Ranks the chunks it was built over.
+
+    ``search(queries, k)`` gives, for each query, up to k (chunk_id, score) pairs, best first.
+    """
+
+    kind: str = ""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        self.ids = np.asarray(list(ids), dtype=object)
+        _check_ids(self.ids)
+        # Position of each chunk in descending id order: the tie-break key.
+        order = np.argsort(self.ids.astype(str), kind="stable")[::-1]
+        self._tie_rank = np.empty(len(order), dtype=np.int64)
+        self._tie_rank[order] = np.arange(len(order))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def search(self, queries: Sequence[str], k: int) -> list[Hits]:
+        raise NotImplementedError
+
+    def _top(self, scores: np.ndarray, k: int) -> Hits:
+        """The k best of one query's scores over every chunk, ties by chunk id descending."""
+        n = len(scores)
+        k = min(k, n)
+        if k <= 0:
+            return []
+        if k < n:
+            # Keep every chunk tied with the k-th best, then order exactly.
+            kth = np.partition(scores, n - k)[n - k]
+            candidates = np.flatnonzero(scores >= kth)
+        else:
+            candidates = np.arange(n)
+        picked = candidates[np.lexsort((self._tie_rank[candidates], -scores[candidates]))][:k]
+        return [(str(self.ids[i]), float(scores[i])) for i in picked]
+
+
+def _check_ids(ids: np.ndarray) -> None:
+    if len(ids) == 0:
+        raise NotFoundError("the corpus is empty: there is nothing to retrieve from")
+    unique, counts = np.unique(ids.astype(str), return_counts=True)
+    if len(unique) != len(ids):
+        raise InputError(
+            f"chunk id {str(unique[counts > 1][0])!r} appears more than once in the corpus"
+        )
+
+
+def _check_k(k: int) -> None:
+    if not isinstance(k, int | np.integer) or k < 1:
+        raise InputError(f"k must be a whole number of at least 1, not {k!r}")
+
+
+class BM25Retriever(Retriever):
+    kind = "bm25"
+
+    def __init__(self, ids: Sequence[str], titles: Sequence[str | None], texts: Sequence[str]):
+        super().__init__(ids)
+        import bm25s
+        import Stemmer
+
+        self._bm25s = bm25s
+        self._stemmer = Stemmer.Stemmer("english")
+        pairs = zip(titles, texts, strict=True)
+        docs = [f"{title}\n{text}" if title else text for title, text in pairs]
+        tokens = bm25s.tokenize(docs, stopwords="en", stemmer=self._stemmer, show_progress=False)
+        self._index = bm25s.BM25()
+        self._index.index(tokens, show_progress=False)
+
+    def _query_token_ids(self, queries: Sequence[str]) -> list[list[int]]:
+        tokens = self._bm25s.tokenize(
+            list(queries),
+            stopwords="en",
+            stemmer=self._stemmer,
+            return_ids=False,
+            show_progress=False,
+        )
+        return [self._index.get_tokens_ids([t for t in query if t]) for query in tokens]
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk for one query (zeros when no query term is in the corpus)."""
+        ids = self._query_token_ids([query])[0]
+        if not ids:
+            return np.zeros(len(self), dtype=np.float32)
+        return self._index.get_scores_from_ids(ids)
+
+    def search(self, queries: Sequence[str], k: int) -> list[Hits]:
+        """Chunks sharing no term with the query are left out, so a query may get fewer than k."""
+        _check_k(k)
+        hits: list[Hits] = []
+        for ids in self._query_token_ids(queries):
+            if not ids:
+                hits.append([])
+                continue
+            top = self._top(self._index.get_scores_from_ids(ids), k)
+            hits.append([h for h in top if h[1] > 0])
+        return hits
+
+
+class DenseRetriever(Retriever):
+    kind = "dense"
+
+    def __init__(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        *,
+        con: duckdb.DuckDBPyConnection | None = None,
+        model: str | None = None,
+        show_progress: bool = True,
+    ):
+        super().__init__(ids)
+        from goldmine.embed import embed_texts, embed_uncached, model_key
+
+        self.model = model_key(model)
+        texts = list(texts)
+        if con is not None:
+            self.vectors = embed_texts(con, texts, self.model, show_progress=show_progress)
+        else:
+            self.vectors = embed_uncached(texts, self.model, show_progress=show_progress)
+
+    def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        from goldmine.embed import embed_uncached
+
+        return embed_uncached(list(queries), self.model)
+
+    def search(self, queries: Sequence[str], k: int) -> list[Hits]:
+        _check_k(k)
+        if not len(queries):
+            return []
+        q = self.embed_queries(queries)
+        hits: list[Hits] = []
+        # Blocks of queries bound the score matrix (block x chunks float32) on large corpora.
+        block = max(1, 4_000_000 // max(len(self), 1))
+        for start in range(0, len(q), block):
+            scores = q[start : start + block] @ self.vectors.T
+            hits.extend(self._top(row, k) for row in scores)
+        return hits
+
+
+class HybridRetriever(Retriever):
+    """Reciprocal rank fusion (k = 60) of BM25 and dense, each cut to its top max(k, 100)."""
+
+    kind = "hybrid"
+
+    def __init__(self, bm25: BM25Retriever, dense: DenseRetriever):
+        if list(bm25.ids) != list(dense.ids):
+            raise InputError("hybrid: the BM25 and dense retrievers must cover the same chunks")
+        super().__init__(bm25.ids)
+        self.bm25 = bm25
+        self.dense = dense
+        self._position = {str(chunk_id): i for i, chunk_id in enumerate(self.ids)}
+
+    def search(self, queries: Sequence[str], k: int) -> list[Hits]:
+        _check_k(k)
+        depth = max(k, FUSION_DEPTH)
+        lexical = self.bm25.search(queries, depth)
+        semantic = self.dense.search(queries, depth)
+        hits: list[Hits] = []
+        for one, two in zip(lexical, semantic, strict=True):
+            fused = np.zeros(len(self), dtype=np.float64)
+            for ranked in (one, two):
+                for rank, (chunk_id, _) in enumerate(ranked, start=1):
+                    fused[self._position[chunk_id]] += 1.0 / (RRF_K + rank)
+            hits.append([h for h in self._top(fused, k) if h[1] > 0])
+        return hits
+
+
+def build_retriever_from_chunks(
+    ids: Sequence[str],
+    texts: Sequence[str],
+    kind: str = "bm25",
+    *,
+    titles: Sequence[str | None] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+    model: str | None = None,
+    show_progress: bool = True,
+) -> Retriever:
+    """A retriever over chunks in memory; with ``con``, dense vectors are cached in the store."""
+    kind = _check_kind(kind)
+    ids, texts = list(ids), list(texts)
+    titles = list(titles) if titles is not None else [None] * len(ids)
+    if not (len(ids) == len(texts) == len(titles)):
+        raise InputError(
+            f"ids, texts and titles differ in length ({len(ids)}, {len(texts)}, {len(titles)})"
+        )
+    if kind == "bm25":
+        return BM25Retriever(ids, titles, texts)
+    dense = DenseRetriever(ids, texts, con=con, model=model, show_progress=show_progress)
+    if kind == "dense":
+        return dense
+    return HybridRetriever(BM25Retriever(ids, titles, texts), dense)
+
+
+def build_retriever(
+    con: duckdb.DuckDBPyConnection,
+    kind: str = "bm25",
+    *,
+    snapshot_id: int | None = None,
+    model: str | None = None,
+    show_progress: bool = True,
+) -> Retriever:
+    """A retriever over a stored corpus snapshot (the current one, the highest id, by default)."""
+    kind = _check_kind(kind)
+    snapshot_id = resolve_snapshot(con, snapshot_id)
+    frame = con.sql(
+        "SELECT chunk_id, title, text FROM chunks WHERE snapshot_id = ? ORDER BY chunk_id",
+        params=[snapshot_id],
+    ).pl()
+    if frame.height == 0:
+        raise NotFoundError(f"corpus snapshot {snapshot_id} has no chunks")
+    return build_retriever_from_chunks(
+        frame["chunk_id"].to_list(),
+        frame["text"].to_list(),
+        kind,
+        titles=frame["title"].to_list(),
+        con=con,
+        model=model,
+        show_progress=show_progress,
+    )
+
+
+def resolve_snapshot(con: duckdb.DuckDBPyConnection, snapshot_id: int | None = None) -> int:
+    """The given snapshot id, checked, or the current one; NotFoundError when there is none."""
+    known = [
+        row[0]
+        for row in con.execute(
+            "SELECT snapshot_id FROM corpus_snapshots ORDER BY snapshot_id"
+        ).fetchall()
+    ]
+    if not known:
+        raise NotFoundError(
+            "no corpus in the store: import one first with `goldmine ingest corpus FILE`"
+        )
+    if snapshot_id is None:
+        return known[-1]
+    if snapshot_id not in known:
+        raise NotFoundError(
+            f"corpus snapshot {snapshot_id} not found; the store has snapshots "
+            + ", ".join(str(s) for s in known)
+        )
+    return snapshot_id
+
+
+def best_scores(retriever: Retriever, queries: Sequence[str]) -> list[float]:
+    """Each query's best score over the corpus (0.0 when nothing matches): for no-answer-likely."""
+    return [hits[0][1] if hits else 0.0 for hits in retriever.search(queries, 1)]
+
+
+def _check_kind(kind: Any) -> str:
+    value = str(kind).strip().lower()
+    if value not in KINDS:
+        raise InputError(f"unknown baseline {kind!r}; choose one of: {', '.join(KINDS)}")
+    return value

@@ -1,0 +1,128 @@
+"""The built-in retrievers: known answers on a hand-made corpus, and Cranfield end to end."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from goldmine.eval.baselines import (
+    best_scores,
+    build_retriever,
+    build_retriever_from_chunks,
+)
+
+from goldmine.errors import InputError, NotFoundError
+from goldmine.store import open_store, transaction
+from goldmine.text import sha256_text
+
+CHUNKS = [
+    ("pw-reset", "Resetting your password", "Open Settings, choose Security and click Reset."),
+    ("refund", "Refunds", "Money is returned to the original card within five business days."),
+    ("shipping", "Delivery times", "Parcels ship from Lyon and arrive in two to four days."),
+    ("hours", "Store opening hours", "The Paris shop opens at nine and closes at seven."),
+    ("api-keys", "API keys", "Create an API key under Developer settings; keys never expire."),
+]
+IDS = [c[0] for c in CHUNKS]
+TITLES = [c[1] for c in CHUNKS]
+TEXTS = [c[2] for c in CHUNKS]
+
+
+def store_corpus(con, chunks, *, label: str = "test") -> int:
+    """Insert a corpus snapshot directly (independent of `goldmine ingest corpus`)."""
+    snapshot_id = (
+        con.execute("SELECT coalesce(max(snapshot_id), 0) + 1 FROM corpus_snapshots").fetchall()
+    )[0][0]
+    with transaction(con):
+        con.execute(
+            "INSERT INTO corpus_snapshots VALUES (?, 0, ?, ?, ?, ?)",
+            [snapshot_id, dt.datetime.now(), f"hash-{snapshot_id}", len(chunks), label],
+        )
+        con.executemany(
+            "INSERT INTO chunks (snapshot_id, chunk_id, title, text, text_hash) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [[snapshot_id, cid, title, text, sha256_text(text)] for cid, title, text in chunks],
+        )
+    return snapshot_id
+
+
+def ids_of(hits):
+    return [chunk_id for chunk_id, _ in hits]
+
+
+def test_bm25_finds_the_chunk_sharing_stemmed_terms():
+    retriever = build_retriever_from_chunks(IDS, TEXTS, "bm25", titles=TITLES)
+    hits = retriever.search(["how to reset my passwords", "refund to my card", "zebra"], 3)
+    assert hits[0][0][0] == "pw-reset"  # "passwords" stems to the title's "password"
+    assert hits[1][0][0] == "refund"
+    assert hits[2] == []  # nothing shares a term: no chunk at all, not k arbitrary ones
+    assert all(a[1] >= b[1] for a, b in zip(hits[1], hits[1][1:], strict=False))
+
+
+def test_bm25_indexes_the_title_too():
+    retriever = build_retriever_from_chunks(IDS, TEXTS, "bm25", titles=TITLES)
+    assert ids_of(retriever.search(["opening hours"], 1)[0]) == ["hours"]
+    without_titles = build_retriever_from_chunks(IDS, TEXTS, "bm25")
+    assert without_titles.search(["hours"], 1) == [[]]  # "hours" is only in the title
+
+
+def test_ties_are_broken_by_chunk_id_descending():
+    retriever = build_retriever_from_chunks(
+        ["b", "c", "a"], ["same words", "same words", "same words"]
+    )
+    hits = retriever.search(["words"], 3)[0]
+    assert ids_of(hits) == ["c", "b", "a"]
+    assert len({score for _, score in hits}) == 1
+    assert ids_of(retriever.search(["words"], 2)[0]) == ["c", "b"]
+
+
+def test_bad_inputs_are_refused_clearly():
+    with pytest.raises(InputError, match="unknown baseline 'bm26'"):
+        build_retriever_from_chunks(IDS, TEXTS, "bm26")
+    with pytest.raises(InputError, match="'x' appears more than once"):
+        build_retriever_from_chunks(["x", "x"], ["a b", "c d"])
+    with pytest.raises(NotFoundError, match="empty"):
+        build_retriever_from_chunks([], [])
+    with pytest.raises(InputError, match="k must be"):
+        build_retriever_from_chunks(IDS, TEXTS).search(["reset"], 0)
+
+
+def test_build_retriever_without_a_corpus_says_so(db_path):
+    with open_store(db_path) as con, pytest.raises(NotFoundError, match="no corpus in the store"):
+        build_retriever(con, "bm25")
+
+
+def test_build_retriever_uses_the_current_snapshot(db_path):
+    with open_store(db_path) as con:
+        first = store_corpus(con, CHUNKS)
+        second = store_corpus(con, [("hours-v2", "Opening hours", "Open nine to seven daily.")])
+        assert ids_of(build_retriever(con).search(["hours"], 5)[0]) == ["hours-v2"]
+        old = build_retriever(con, "bm25", snapshot_id=first)
+        assert ids_of(old.search(["opening hours"], 1)[0]) == ["hours"]
+        with pytest.raises(NotFoundError, match=f"snapshot 99 not found.*{first}, {second}"):
+            build_retriever(con, snapshot_id=99)
+
+
+def test_best_scores_are_zero_when_nothing_matches():
+    retriever = build_retriever_from_chunks(IDS, TEXTS, "bm25", titles=TITLES)
+    strong, none = best_scores(retriever, ["reset password", "zebra"])
+    assert strong > 0
+    assert none == 0.0
+
+
+@pytest.mark.slow
+def test_dense_and_hybrid_find_paraphrases_and_cache_chunk_vectors(db_path):
+    queries = ["I forgot my login credentials", "when will my package arrive"]
+    with open_store(db_path) as con:
+        store_corpus(con, CHUNKS)
+        dense = build_retriever(con, "dense", show_progress=False)
+        assert [h[0][0] for h in dense.search(queries, 3)] == ["pw-reset", "shipping"]
+        assert con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0] == len(CHUNKS)
+
+        hybrid = build_retriever(con, "hybrid", show_progress=False)
+        # BM25 alone cannot answer the paraphrase; fusion keeps dense's answer on top.
+        assert [h[0][0] for h in hybrid.search(queries, 3)] == ["pw-reset", "shipping"]
+        # A query both agree on: fused score is the sum of two 1/(60 + 1).
+        top = hybrid.search(["refund to my card"], 1)[0][0]
+        assert top == ("refund", pytest.approx(2 / 61))
+        # Building again re-encodes nothing: the chunk vectors come from the cache.
+        assert con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0] == len(CHUNKS)
