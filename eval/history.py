@@ -1,0 +1,109 @@
+"""The history CSV kept in the user's repository: one row per eval run.
+
+Columns: the fixed ones below, then one per metric in order of first appearance. A run that brings
+a new metric rewrites the file with the wider header (earlier rows get an empty cell), atomically,
+so a new column never shifts or corrupts earlier rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from goldmine.errors import InputError
+
+FORMAT_VERSION = 1
+FIXED_COLUMNS = [
+    "time",
+    "run_id",
+    "label",
+    "git_commit",
+    "gold_source",
+    "gold_version",
+    "gold_hash",
+    "run_source",
+    "run_hash",
+    "rel_level",
+    "n_queries",
+    "n_missing",
+    "n_no_answer",
+    "format_version",
+]
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """HEAD of the working directory's repository, with ``-dirty`` for uncommitted changes."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=40", "--match=NOT-A-TAG"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def read_history(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"cannot read the history: {exc}", path=path) from exc
+
+
+def _header(path: Path) -> list[str]:
+    if not path.exists() or path.stat().st_size == 0:
+        return []
+    with path.open(newline="", encoding="utf-8") as handle:
+        return next(csv.reader(handle), [])
+
+
+def check_history(path: Path) -> None:
+    """Fail before anything is written if the file is not a goldmine history."""
+    header = _header(path)
+    if header and header[: len(FIXED_COLUMNS)] != FIXED_COLUMNS:
+        raise InputError(
+            "exists but is not a goldmine history CSV (its header differs); "
+            "pass another --history file",
+            path=path,
+        )
+
+
+def append_history(path: Path, row: dict[str, object]) -> None:
+    """Append one row; widen the header first if the row brings new metric columns."""
+    check_history(path)
+    header = _header(path) or list(FIXED_COLUMNS)
+    new_columns = [c for c in row if c not in header]
+    if new_columns:
+        rows = read_history(path)
+        header = header + new_columns
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", newline="", encoding="utf-8") as handle:
+                writer = csv.DictWriter(handle, fieldnames=header, lineterminator="\n")
+                writer.writeheader()
+                writer.writerows(rows)
+                writer.writerow(_cells(row))
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return
+    with path.open("a", newline="", encoding="utf-8") as handle:
+        csv.DictWriter(handle, fieldnames=header, lineterminator="\n").writerow(_cells(row))
+
+
+def _cells(row: dict[str, object]) -> dict[str, str]:
+    return {
+        k: "" if v is None else (repr(v) if isinstance(v, float) else str(v))
+        for k, v in row.items()
+    }

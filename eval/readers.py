@@ -1,0 +1,560 @@
+"""Readers for gold sets and runs in the formats users already have, detected from content.
+
+Gold: TREC qrels, BEIR qrels TSV, goldmine gold JSONL (including exported versions, whose first
+line is a header), and a plain JSON object mapping a query to its relevant ids (the seed lesson's
+``gold`` dict). Runs: TREC run files, JSONL, CSV/Parquet with ``query_id, doc_id`` and ``rank`` or
+``score``, and a JSON object mapping a query to its ranked ids (the seed's ``runs`` dict).
+
+These readers are pure Python on purpose: at the sizes a gold set and most runs have, the start-up
+of a columnar library costs more than the parse. Large run files go to ``goldmine.eval.columnar``.
+Every parse error names the file and the line.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from pathlib import Path
+
+from goldmine.eval.model import Gold, GoldQuery, Run
+
+from goldmine.errors import InputError
+
+GOLD_FORMATS = ("trec", "beir", "jsonl", "json")
+RUN_FORMATS = ("trec", "jsonl", "csv", "parquet", "json")
+
+_ID_KEYS = ("query_id", "qid", "query-id", "id", "_id")
+_DOC_KEYS = ("doc_id", "docid", "chunk_id", "corpus-id", "corpus_id", "docno", "id")
+
+
+def read_bytes(path: Path) -> tuple[bytes, str]:
+    """The file's bytes and their sha256; a missing or unreadable file is an InputError."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError as exc:
+        raise InputError("no such file", path=path) from exc
+    except IsADirectoryError as exc:
+        raise InputError("is a folder, not a file", path=path) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def _decode(data: bytes, path: Path) -> str:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError("not valid UTF-8", path=path, line=line) from exc
+    return text
+
+
+def _lines(text: str):
+    """(line number, stripped line) for non-blank lines; CRLF tolerated."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped:
+            yield number, stripped
+
+
+def _first_line(text: str) -> str:
+    return next((line for _, line in _lines(text)), "")
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_int(token: str) -> bool:
+    try:
+        int(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _looks_like_json_object(text: str) -> bool:
+    return text.lstrip().startswith("{")
+
+
+def _json_kind(text: str, markers: frozenset[str]) -> str:
+    """'jsonl' (one object a line) or 'json' (one document, e.g. a dict of query -> ids)."""
+    first = _first_line(text)
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        return "json"  # the first line alone is not a document: pretty-printed JSON
+    if isinstance(obj, dict) and (markers & obj.keys() or "format_version" in obj):
+        return "jsonl"
+    return "json" if first == text.strip() else "jsonl"
+
+
+_GOLD_MARKERS = frozenset({"query_id", "qid", "query", "relevant"})
+_RUN_MARKERS = frozenset({"query_id", "qid", "query", "results"})
+
+
+# ----------------------------------------------------------------------------- gold
+
+
+def detect_gold_format(text: str) -> str:
+    if _looks_like_json_object(text):
+        return _json_kind(text, _GOLD_MARKERS)
+    first = _first_line(text)
+    if "\t" in first and any(k in first.lower() for k in ("query-id", "query_id", "qid")):
+        return "beir"
+    fields = first.split()
+    if len(fields) == 4 and _is_int(fields[3]):
+        return "trec"
+    if len(fields) == 3 and _is_int(fields[2]):
+        return "beir"  # a BEIR qrels file without its header
+    raise InputError(
+        "cannot tell the gold format (expected TREC qrels 'qid 0 docid grade', a BEIR qrels TSV, "
+        "goldmine gold JSONL or a JSON object of query -> ids); pass --gold-format"
+    )
+
+
+def read_gold(path: str | Path, fmt: str | None = None) -> Gold:
+    """Read a gold set from a file, detecting its format unless ``fmt`` is given."""
+    path = Path(path)
+    data, digest = read_bytes(path)
+    text = _decode(data, path)
+    if fmt is None:
+        try:
+            fmt = detect_gold_format(text)
+        except InputError as exc:
+            raise InputError(exc.message, path=path) from None
+    readers = {
+        "trec": _gold_trec,
+        "beir": _gold_beir,
+        "jsonl": _gold_jsonl,
+        "json": _gold_json,
+    }
+    if fmt not in readers:
+        raise InputError(f"unknown gold format {fmt!r}; expected one of {', '.join(GOLD_FORMATS)}")
+    gold = readers[fmt](text, path)
+    gold.hash = digest if gold.hash == "" else gold.hash
+    gold.source = str(path)
+    if not gold.queries:
+        raise InputError("the gold set is empty", path=path)
+    return gold
+
+
+def _grade(value: object, path: Path, line: int) -> int:
+    if isinstance(value, bool):
+        raise InputError(f"grade must be an integer, got {value!r}", path=path, line=line)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and _is_int(value.strip()):
+        return int(value.strip())
+    raise InputError(f"grade must be an integer, got {value!r}", path=path, line=line)
+
+
+def _gold_trec(text: str, path: Path) -> Gold:
+    queries: dict[str, GoldQuery] = {}
+    for number, line in _lines(text):
+        fields = line.split()
+        if len(fields) != 4:
+            raise InputError(
+                f"expected 4 fields 'qid iteration docid grade', got {len(fields)}",
+                path=path,
+                line=number,
+            )
+        qid, _, doc, grade = fields
+        query = queries.setdefault(qid, GoldQuery(qid, None))
+        query.judged[doc] = _grade(grade, path, number)
+    return Gold(queries, str(path), "", "trec")
+
+
+def _gold_beir(text: str, path: Path) -> Gold:
+    queries: dict[str, GoldQuery] = {}
+    for number, line in _lines(text):
+        fields = line.split("\t") if "\t" in line else line.split()
+        if not queries and fields[0].strip().lower() in ("query-id", "query_id", "qid"):
+            continue  # the header
+        if len(fields) != 3:
+            raise InputError(
+                f"expected 3 tab-separated fields 'query-id corpus-id score', got {len(fields)}",
+                path=path,
+                line=number,
+            )
+        qid, doc, grade = (f.strip() for f in fields)
+        query = queries.setdefault(qid, GoldQuery(qid, None))
+        query.judged[doc] = _grade(grade, path, number)
+    return Gold(queries, str(path), "", "beir")
+
+
+def _relevant(value: object, path: Path, line: int) -> dict[str, int]:
+    """A list of ids (grade 1 each), an object id -> grade, or a list of {id, grade} objects."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return {str(doc): _grade(grade, path, line) for doc, grade in value.items()}
+    if isinstance(value, list):
+        judged: dict[str, int] = {}
+        for item in value:
+            if isinstance(item, str | int) and not isinstance(item, bool):
+                judged.setdefault(str(item), 1)
+            elif isinstance(item, dict) and ("id" in item or "chunk_id" in item):
+                doc = item.get("id", item.get("chunk_id"))
+                judged[str(doc)] = _grade(item.get("grade", 1), path, line)
+            else:
+                raise InputError(
+                    f"relevant entries must be ids or {{id, grade}} objects, got {item!r}",
+                    path=path,
+                    line=line,
+                )
+        return judged
+    raise InputError(
+        f"'relevant' must be a list of ids or an object id -> grade, got {type(value).__name__}",
+        path=path,
+        line=line,
+    )
+
+
+def _gold_jsonl(text: str, path: Path) -> Gold:
+    queries: dict[str, GoldQuery] = {}
+    version = None
+    content_hash = ""
+    by_text = False
+    for number, line in _lines(text):
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise InputError(f"not valid JSON: {exc.msg}", path=path, line=number) from None
+        if not isinstance(obj, dict):
+            raise InputError("each line must be a JSON object", path=path, line=number)
+        if "format_version" in obj and "query_id" not in obj:
+            version = obj.get("version")
+            content_hash = str(obj.get("content_hash") or obj.get("hash") or "")
+            continue
+        qid = obj.get("query_id", obj.get("qid", obj.get("_id")))
+        text_ = obj.get("query", obj.get("text"))
+        if qid is None and text_ is None:
+            raise InputError("a gold line needs 'query_id' or 'query'", path=path, line=number)
+        if "relevant" not in obj:
+            raise InputError(
+                "a gold line needs 'relevant' (a list of ids, an object id -> grade, "
+                "or [] for 'no answer')",
+                path=path,
+                line=number,
+            )
+        if qid is None:
+            by_text = True
+        key = str(qid) if qid is not None else str(text_)
+        if key in queries:
+            raise InputError(f"query {key!r} appears twice", path=path, line=number)
+        queries[key] = GoldQuery(
+            key,
+            None if text_ is None else str(text_),
+            _relevant(obj["relevant"], path, number),
+            obj.get("context") if isinstance(obj.get("context"), str) else None,
+        )
+    gold = Gold(queries, str(path), content_hash, "jsonl", keyed_by_text=by_text)
+    if version is not None:
+        gold.version = int(version)
+    return gold
+
+
+def _load_json(text: str, path: Path) -> object:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", path=path, line=exc.lineno) from None
+
+
+def _gold_json(text: str, path: Path) -> Gold:
+    obj = _load_json(text, path)
+    if not isinstance(obj, dict):
+        raise InputError("expected a JSON object mapping each query to its relevant ids", path=path)
+    queries = {
+        str(query): GoldQuery(str(query), str(query), _relevant(ids, path, 1))
+        for query, ids in obj.items()
+    }
+    return Gold(queries, str(path), "", "json", keyed_by_text=True)
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def detect_run_format(data: bytes, text: str | None) -> str:
+    if data[:4] == b"PAR1":
+        return "parquet"
+    assert text is not None
+    if _looks_like_json_object(text):
+        return _json_kind(text, _RUN_MARKERS)
+    first = _first_line(text)
+    fields = first.split()
+    if len(fields) >= 6 and _is_int(fields[3]) and _is_number(fields[4]):
+        return "trec"
+    if "," in first or "\t" in first:
+        return "csv"
+    raise InputError(
+        "cannot tell the run format (expected a TREC run 'qid Q0 docid rank score tag', JSONL, "
+        "CSV/Parquet with query_id, doc_id and rank or score, or a JSON object of query -> ids); "
+        "pass --run-format"
+    )
+
+
+def read_run(path: str | Path, fmt: str | None = None) -> Run:
+    """Read a run file into ranked ids per query, ordered as trec_eval would order them."""
+    path = Path(path)
+    data, digest = read_bytes(path)
+    text = None if data[:4] == b"PAR1" else _decode(data, path)
+    if fmt is None:
+        try:
+            fmt = detect_run_format(data, text)
+        except InputError as exc:
+            raise InputError(exc.message, path=path) from None
+    if fmt == "parquet":
+        run = _run_parquet(path)
+    else:
+        if text is None:
+            raise InputError(f"a Parquet file cannot be read as {fmt}", path=path)
+        readers = {"trec": _run_trec, "jsonl": _run_jsonl, "csv": _run_csv, "json": _run_json}
+        if fmt not in readers:
+            raise InputError(
+                f"unknown run format {fmt!r}; expected one of {', '.join(RUN_FORMATS)}"
+            )
+        run = readers[fmt](text, path)
+    run.hash = digest
+    run.source = str(path)
+    return run
+
+
+def order_trec(docs: list[str], scores: list[float]) -> tuple[list[str], list[float]]:
+    """trec_eval's order: score descending, ties by doc id descending (byte order)."""
+    pairs = sorted(
+        zip(scores, docs, strict=True), key=lambda p: (p[0], p[1].encode()), reverse=True
+    )
+    return [d for _, d in pairs], [s for s, _ in pairs]
+
+
+def dedupe(run: Run) -> Run:
+    """Keep each id once per query, at its first position; count what was dropped."""
+    dropped = 0
+    for key, docs in run.results.items():
+        if len(set(docs)) == len(docs):
+            continue
+        seen: set[str] = set()
+        keep = [i for i, d in enumerate(docs) if not (d in seen or seen.add(d))]
+        dropped += len(docs) - len(keep)
+        run.results[key] = [docs[i] for i in keep]
+        if run.scores is not None and key in run.scores:
+            run.scores[key] = [run.scores[key][i] for i in keep]
+    run.n_duplicates += dropped
+    return run
+
+
+def _score(token: object, path: Path, line: int) -> float:
+    try:
+        value = float(token)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"score must be a number, got {token!r}", path=path, line=line) from None
+    if math.isnan(value):
+        raise InputError("score is NaN", path=path, line=line)
+    return value
+
+
+def _finish_scored(
+    docs: dict[str, list[str]], scores: dict[str, list[float]], fmt: str, path: Path
+) -> Run:
+    for key in docs:
+        docs[key], scores[key] = order_trec(docs[key], scores[key])
+    return dedupe(Run(docs, str(path), None, fmt, scores=scores))
+
+
+def _run_trec(text: str, path: Path) -> Run:
+    docs: dict[str, list[str]] = {}
+    scores: dict[str, list[float]] = {}
+    for number, line in _lines(text):
+        fields = line.split()
+        if len(fields) < 6:
+            raise InputError(
+                f"expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}",
+                path=path,
+                line=number,
+            )
+        qid, doc, score = fields[0], fields[2], _score(fields[4], path, number)
+        docs.setdefault(qid, []).append(doc)
+        scores.setdefault(qid, []).append(score)
+    return _finish_scored(docs, scores, "trec", path)
+
+
+def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list[float] | None]:
+    """A list of ids, or of {id, score} objects, or of [id, score] pairs."""
+    if not isinstance(value, list):
+        raise InputError(
+            f"results must be a list of ids or of {{id, score}} objects, got "
+            f"{type(value).__name__}",
+            path=path,
+            line=line,
+        )
+    ids: list[str] = []
+    scores: list[float] = []
+    for item in value:
+        if isinstance(item, str | int) and not isinstance(item, bool):
+            ids.append(str(item))
+        elif isinstance(item, dict) and any(k in item for k in ("id", "doc_id", "chunk_id")):
+            doc = item.get("id", item.get("doc_id", item.get("chunk_id")))
+            ids.append(str(doc))
+            if "score" in item:
+                scores.append(_score(item["score"], path, line))
+        elif isinstance(item, list | tuple) and len(item) == 2:
+            ids.append(str(item[0]))
+            scores.append(_score(item[1], path, line))
+        else:
+            raise InputError(
+                f"a result must be an id or an {{id, score}} object, got {item!r}",
+                path=path,
+                line=line,
+            )
+    if scores and len(scores) != len(ids):
+        raise InputError("some results have a score and some do not", path=path, line=line)
+    return ids, (scores or None)
+
+
+def _run_jsonl(text: str, path: Path) -> Run:
+    results: dict[str, list[str]] = {}
+    all_scores: dict[str, list[float]] = {}
+    keyed_by = None
+    texts: dict[str, str] = {}
+    for number, line in _lines(text):
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise InputError(f"not valid JSON: {exc.msg}", path=path, line=number) from None
+        if not isinstance(obj, dict):
+            raise InputError("each line must be a JSON object", path=path, line=number)
+        qid = next((obj[k] for k in ("query_id", "qid") if k in obj), None)
+        query = obj.get("query")
+        if qid is None and query is None:
+            raise InputError("a run line needs 'query_id' or 'query'", path=path, line=number)
+        key_kind = "id" if qid is not None else "text"
+        if keyed_by not in (None, key_kind):
+            raise InputError(
+                "mix of lines with 'query_id' and lines with only 'query'", path=path, line=number
+            )
+        keyed_by = key_kind
+        key = str(qid) if qid is not None else str(query)
+        if query is not None:
+            texts[key] = str(query)
+        if "results" not in obj:
+            raise InputError("a run line needs 'results'", path=path, line=number)
+        ids, scores = _result_items(obj["results"], path, number)
+        if key in results:
+            raise InputError(f"query {key!r} appears twice", path=path, line=number)
+        results[key] = ids
+        if scores is not None:
+            all_scores[key] = scores
+    run = Run(results, str(path), None, "jsonl", keyed_by=keyed_by or "id", texts=texts)
+    run.scores = all_scores or None
+    return dedupe(run)
+
+
+def _run_json(text: str, path: Path) -> Run:
+    obj = _load_json(text, path)
+    if not isinstance(obj, dict):
+        raise InputError("expected a JSON object mapping each query to its ranked ids", path=path)
+    results: dict[str, list[str]] = {}
+    all_scores: dict[str, list[float]] = {}
+    for query, value in obj.items():
+        ids, scores = _result_items(value, path, 1)
+        results[str(query)] = ids
+        if scores is not None:
+            all_scores[str(query)] = scores
+    return dedupe(Run(results, str(path), None, "json", keyed_by="text", scores=all_scores or None))
+
+
+def _pick(columns: list[str], candidates: tuple[str, ...]) -> str | None:
+    lowered = {c.strip().lower(): c for c in columns}
+    return next((lowered[c] for c in candidates if c in lowered), None)
+
+
+def _table_columns(columns: list[str], path: Path) -> tuple[str, bool, str, str | None, str | None]:
+    qcol = _pick(columns, ("query_id", "qid", "query-id"))
+    keyed_by_text = qcol is None
+    if qcol is None:
+        qcol = _pick(columns, ("query", "query_text"))
+    dcol = _pick(columns, ("doc_id", "docid", "chunk_id", "corpus-id", "corpus_id", "docno"))
+    rcol = _pick(columns, ("rank",))
+    scol = _pick(columns, ("score",))
+    if qcol is None or dcol is None or (rcol is None and scol is None):
+        raise InputError(
+            f"a tabular run needs query_id (or query), doc_id and rank or score columns; "
+            f"found {', '.join(columns)}",
+            path=path,
+        )
+    return qcol, keyed_by_text, dcol, rcol, scol
+
+
+def _rows_to_run(
+    rows,
+    qcol: str,
+    dcol: str,
+    rcol: str | None,
+    scol: str | None,
+    fmt: str,
+    keyed_by_text: bool,
+    path: Path,
+    first_line: int,
+) -> Run:
+    docs: dict[str, list[str]] = {}
+    keys: dict[str, list[float]] = {}
+    for number, row in enumerate(rows, start=first_line):
+        qid, doc = row.get(qcol), row.get(dcol)
+        if qid in (None, "") or doc in (None, ""):
+            raise InputError("empty query id or doc id", path=path, line=number)
+        if rcol is not None:
+            try:
+                key = float(row[rcol])
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"rank must be a number, got {row[rcol]!r}", path=path, line=number
+                ) from None
+            key = -key  # rank ascending == key descending
+        else:
+            key = _score(row[scol], path, number)
+        docs.setdefault(str(qid), []).append(str(doc))
+        keys.setdefault(str(qid), []).append(key)
+    if rcol is not None:
+        # Rank given: stable order by rank; the score column (if any) is only carried along.
+        for q in docs:
+            order = sorted(range(len(docs[q])), key=lambda i, q=q: -keys[q][i])
+            docs[q] = [docs[q][i] for i in order]
+        run = dedupe(Run(docs, str(path), None, fmt))
+    else:
+        run = _finish_scored(docs, keys, fmt, path)
+    run.keyed_by = "text" if keyed_by_text else "id"
+    return run
+
+
+def _run_csv(text: str, path: Path) -> Run:
+    sample = text[:4096]
+    delimiter = "\t" if sample.count("\t") > sample.count(",") else ","
+    reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+    if not reader.fieldnames:
+        raise InputError("empty CSV file", path=path)
+    qcol, by_text, dcol, rcol, scol = _table_columns(list(reader.fieldnames), path)
+    return _rows_to_run(reader, qcol, dcol, rcol, scol, "csv", by_text, path, first_line=2)
+
+
+def _run_parquet(path: Path) -> Run:
+    try:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise InputError(f"cannot read Parquet: {exc}", path=path) from None
+    qcol, by_text, dcol, rcol, scol = _table_columns(table.column_names, path)
+    wanted = [c for c in (qcol, dcol, rcol, scol) if c is not None]
+    rows = table.select(wanted).to_pylist()
+    return _rows_to_run(rows, qcol, dcol, rcol, scol, "parquet", by_text, path, first_line=1)

@@ -1,0 +1,111 @@
+"""How eval results read for a person: one line per metric, rounded like the seed lesson.
+
+The lines are plain print() (rich's start-up is not worth it for unstyled text), and the metric
+lines are plain ``name value`` (``recall@1 0.33``, ``MRR 0.56``) so they can be read
+and grepped alike; the counts that qualify them (queries missing from the run, queries ignored,
+no-answer queries, repeated ids) follow, each on its own line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from goldmine.output import console
+
+if TYPE_CHECKING:
+    from goldmine.eval.runner import EvalOutcome
+
+
+def display_name(name: str) -> str:
+    """``mrr`` -> ``MRR``, ``mrr@10`` -> ``MRR@10``; other names as they are."""
+    return "MRR" + name[3:] if name.startswith("mrr") else name
+
+
+def _short(digest: str | None) -> str:
+    return digest[:12] if digest else "-"
+
+
+def print_outcome(outcome: EvalOutcome, *, per_query: bool = False) -> None:
+    result = outcome.result
+    gold = outcome.gold
+    version = f" v{gold.version}" if gold.version is not None else ""
+    print(
+        f"gold {gold.source}{version}: {len(gold.queries)} queries, "
+        f"{result.n_queries} answerable (sha256 {_short(gold.hash)})"
+    )
+    print(f"run  {outcome.run_source} ({outcome.run_format}, sha256 {_short(outcome.run_hash)})")
+    for name, value in result.summary.items():
+        print(f"{display_name(name)} {value:.2f}")
+    _print_counts(outcome)
+    if per_query:
+        _print_per_query(outcome)
+    if outcome.run_id is not None:
+        print(f"stored as run {outcome.run_id}" + (f" ({outcome.label})" if outcome.label else ""))
+
+
+def _print_counts(outcome: EvalOutcome) -> None:
+    result = outcome.result
+    if result.missing:
+        shown = ", ".join(result.missing[:5]) + (" …" if len(result.missing) > 5 else "")
+        print(
+            f"{len(result.missing)} gold queries missing from the run scored 0 "
+            f"(counted in the averages): {shown}"
+        )
+    if result.ignored:
+        print(f"{len(result.ignored)} run queries have no gold and were ignored")
+    if result.n_duplicates:
+        print(f"{result.n_duplicates} repeated ids within a query counted once, at first rank")
+    if result.errors:
+        print(
+            f"{len(result.errors)} queries failed to retrieve (scored 0): "
+            + ", ".join(list(result.errors)[:5])
+        )
+    if result.no_answer:
+        abstained = sum(r.abstained for r in result.no_answer)
+        print(
+            f"no-answer queries (left out of the averages): {len(result.no_answer)}, "
+            f"abstained on {abstained} ({abstained / len(result.no_answer):.0%})"
+        )
+        for r in result.no_answer:
+            verdict = "abstained" if r.abstained else f"returned {r.returned}"
+            print(
+                f"  {r.query_id}: {verdict}"
+                + (f"  {r.query}" if r.query and r.query != r.query_id else "")
+            )
+
+
+def _print_per_query(outcome: EvalOutcome) -> None:
+    from rich.table import Table
+
+    result = outcome.result
+    table = Table(show_edge=False, box=None, pad_edge=False)
+    table.add_column("query")
+    for name in result.summary:
+        table.add_column(display_name(name), justify="right")
+    for qid, scores in result.per_query.items():
+        table.add_row(qid, *(f"{v:.2f}" for v in scores.values()))
+    console().print(table)
+
+
+def print_runs(runs: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    if not runs:
+        console().print("no eval runs stored yet (goldmine eval run --gold … --run …)")
+        return
+    table = Table(show_edge=False, box=None, pad_edge=False)
+    for column in ("id", "time", "label", "gold", "run", "n", "metrics"):
+        table.add_column(column)
+    for run in runs:
+        gold = run["gold_source"] + (f" v{run['gold_version']}" if run["gold_version"] else "")
+        metrics = "  ".join(f"{display_name(k)} {v:.2f}" for k, v in run["metrics"].items())
+        table.add_row(
+            str(run["run_id"]),
+            run["created_at"].strftime("%Y-%m-%d %H:%M"),
+            run["label"] or "",
+            gold,
+            run["run_source"],
+            str(run["n_queries"]),
+            metrics,
+        )
+    console().print(table)

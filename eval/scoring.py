@@ -1,0 +1,206 @@
+"""Score a run against a gold set: per-query values, averages, and the counts around them.
+
+Semantics (trec_eval with ``-c``): a gold query missing from the run scores 0 on every metric and
+counts in the averages; a run query with no gold is ignored; both are counted. Gold queries with no
+relevant chunk at ``rel_level`` ("the corpus does not answer this") are left out of the averages and
+scored apart: did the system abstain (return nothing, or nothing scoring at least
+``abstain_below``)?
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from goldmine.eval.metrics import Metric, aggregate, score_query
+from goldmine.eval.model import Gold, Run
+from goldmine.eval.readers import read_gold, read_run
+
+from goldmine.text import normalize_query
+
+# Above this size a run file goes to the columnar engine (goldmine.eval.columnar); below it, the
+# columnar library's start-up costs more than the whole parse.
+COLUMNAR_MIN_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class NoAnswerResult:
+    query_id: str
+    query: str | None
+    returned: int
+    top_score: float | None
+    abstained: bool
+
+
+@dataclass
+class EvalResult:
+    metrics: list[Metric]
+    summary: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+    rel_level: int
+    n_queries: int
+    missing: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
+    no_answer: list[NoAnswerResult] = field(default_factory=list)
+    n_duplicates: int = 0
+    errors: dict[str, str] = field(default_factory=dict)
+    returned: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def abstention_rate(self) -> float | None:
+        if not self.no_answer:
+            return None
+        return sum(r.abstained for r in self.no_answer) / len(self.no_answer)
+
+    def to_json(self) -> dict:
+        return {
+            "metrics": self.summary,
+            "n_queries": self.n_queries,
+            "n_missing": len(self.missing),
+            "n_ignored": len(self.ignored),
+            "n_no_answer": len(self.no_answer),
+            "n_duplicates": self.n_duplicates,
+            "n_errors": len(self.errors),
+            "rel_level": self.rel_level,
+            "abstention_rate": self.abstention_rate,
+            "missing": self.missing,
+            "ignored": self.ignored,
+            "errors": self.errors,
+            "no_answer": [r.__dict__ for r in self.no_answer],
+            "per_query": self.per_query,
+        }
+
+
+def match_run_to_gold(gold: Gold, run: Run) -> tuple[dict[str, str], list[str]]:
+    """Run key -> gold query id, and the run keys that match no gold query.
+
+    Keys match by id; where either side keys queries by their text, by normalized text too.
+    """
+    by_text = gold.text_index() if (run.keyed_by == "text" or gold.keyed_by_text) else {}
+    matched: dict[str, str] = {}
+    ignored: list[str] = []
+    for key in run.results:
+        if key in gold.queries:
+            matched[key] = key
+        elif by_text and (qid := by_text.get(normalize_query(key))) is not None:
+            matched[key] = qid
+        else:
+            ignored.append(key)
+    return matched, ignored
+
+
+def evaluate(
+    gold: Gold,
+    run: Run,
+    metrics: Sequence[Metric],
+    rel_level: int = 1,
+    abstain_below: float | None = None,
+) -> EvalResult:
+    matched, ignored = match_run_to_gold(gold, run)
+    ranked_for = {qid: run.results[key] for key, qid in matched.items()}
+    scores_for = {qid: (run.scores or {}).get(key) for key, qid in matched.items()}
+    errors = {matched.get(key, key): msg for key, msg in run.errors.items()}
+
+    per_query: dict[str, dict[str, float]] = {}
+    missing: list[str] = []
+    no_answer: list[NoAnswerResult] = []
+    for qid, query in gold.queries.items():
+        ranked = ranked_for.get(qid)
+        if not query.answerable(rel_level):
+            no_answer.append(
+                _abstention(qid, query.query, ranked, scores_for.get(qid), abstain_below)
+            )
+            continue
+        if ranked is None:
+            missing.append(qid)
+            ranked = []
+        per_query[qid] = score_query(metrics, ranked, query.judged, rel_level)
+    return EvalResult(
+        metrics=list(metrics),
+        summary=aggregate(per_query, metrics),
+        per_query=per_query,
+        rel_level=rel_level,
+        n_queries=len(per_query),
+        missing=missing,
+        ignored=ignored,
+        no_answer=no_answer,
+        n_duplicates=run.n_duplicates,
+        errors=errors,
+        returned={qid: len(r) for qid, r in ranked_for.items()},
+    )
+
+
+def _abstention(
+    qid: str,
+    text: str | None,
+    ranked: list[str] | None,
+    scores: list[float] | None,
+    abstain_below: float | None,
+) -> NoAnswerResult:
+    returned = len(ranked or [])
+    top = max(scores) if scores else None
+    abstained = returned == 0 or (
+        abstain_below is not None and top is not None and top < abstain_below
+    )
+    return NoAnswerResult(qid, text, returned, top, abstained)
+
+
+def evaluate_files(
+    gold_path: Path | str,
+    run_path: Path | str,
+    metrics: Sequence[Metric],
+    rel_level: int = 1,
+    *,
+    gold_format: str | None = None,
+    run_format: str | None = None,
+    force: bool = False,
+    abstain_below: float | None = None,
+) -> EvalResult:
+    """Score files, choosing the engine by the run file's size (``force`` for columnar)."""
+    gold = read_gold(gold_path, gold_format)
+    return evaluate_run_file(
+        gold,
+        Path(run_path),
+        metrics,
+        rel_level,
+        run_format=run_format,
+        force=force,
+        abstain_below=abstain_below,
+    )[0]
+
+
+def evaluate_run_file(
+    gold: Gold,
+    run_path: Path,
+    metrics: Sequence[Metric],
+    rel_level: int = 1,
+    *,
+    run_format: str | None = None,
+    force: bool = False,
+    abstain_below: float | None = None,
+) -> tuple[EvalResult, str | None]:
+    """Score a run file against a gold set; returns the result and the run file's format."""
+    big = force or Path(run_path).stat().st_size >= COLUMNAR_MIN_BYTES
+    if big:
+        from goldmine.eval import columnar  # polars: worth its start-up only at this size
+    if big and not gold.keyed_by_text:
+        ranked = columnar.read_ranked_frame(Path(run_path), run_format)
+        if ranked is not None:
+            frame, n_dupes = ranked
+            result = columnar.score_frame(
+                gold, frame, metrics, rel_level, n_duplicates=n_dupes, abstain_below=abstain_below
+            )
+            return result, "trec"
+    run = read_run(run_path, run_format)
+    if big and run.keyed_by == "id" and not gold.keyed_by_text:
+        result = columnar.score_frame(
+            gold,
+            columnar.run_to_frame(run),
+            metrics,
+            rel_level,
+            n_duplicates=run.n_duplicates,
+            abstain_below=abstain_below,
+        )
+        return result, run.format
+    return evaluate(gold, run, metrics, rel_level, abstain_below), run.format

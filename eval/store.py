@@ -1,0 +1,124 @@
+"""Eval runs in the DuckDB store: each run's summary, its per-query scores and its queries.
+
+Kept so that ``compare`` and the history can pair runs query by query long after the run files are
+gone. Lists are passed as parameters and unnested in SQL: one statement per table, no row loop and
+no dataframe library on the path.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from goldmine.errors import NotFoundError
+from goldmine.store import transaction
+
+if TYPE_CHECKING:
+    import duckdb
+    from goldmine.eval.runner import EvalOutcome
+
+
+def save_run(con: duckdb.DuckDBPyConnection, outcome: EvalOutcome) -> int:
+    result = outcome.result
+    with transaction(con):
+        run_id = con.execute("SELECT nextval('eval_run_id_seq')").fetchall()[0][0]
+        con.execute(
+            """
+            INSERT INTO eval_runs (run_id, created_at, label, gold_source, gold_hash, gold_version,
+                run_source, run_hash, git_commit, rel_level, n_queries, n_missing, n_ignored,
+                n_no_answer, metrics, config)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                run_id,
+                outcome.created_at.replace(tzinfo=None),
+                outcome.label,
+                outcome.gold.source,
+                outcome.gold.hash,
+                outcome.gold.version,
+                outcome.run_source,
+                outcome.run_hash,
+                outcome.git_commit,
+                result.rel_level,
+                result.n_queries,
+                len(result.missing),
+                len(result.ignored),
+                len(result.no_answer),
+                json.dumps(result.summary),
+                json.dumps({"run_format": outcome.run_format, "gold_format": outcome.gold.format}),
+            ],
+        )
+        qids: list[str] = []
+        names: list[str] = []
+        values: list[float] = []
+        for qid, scores in result.per_query.items():
+            for name, value in scores.items():
+                qids.append(qid)
+                names.append(name)
+                values.append(value)
+        con.execute(
+            "INSERT INTO eval_scores SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+            "unnest(?::DOUBLE[])",
+            [run_id, qids, names, values],
+        )
+        _save_queries(con, run_id, outcome)
+    return int(run_id)
+
+
+def _save_queries(con: duckdb.DuckDBPyConnection, run_id: int, outcome: EvalOutcome) -> None:
+    result = outcome.result
+    gold = outcome.gold
+    qids = list(gold.queries)
+    texts = [gold.queries[q].query for q in qids]
+    answerable = [q in result.per_query for q in qids]
+    no_answer = {r.query_id: r.returned for r in result.no_answer}
+    missing = set(result.missing)
+    returned = [no_answer.get(q, result.returned.get(q, 0)) for q in qids]
+    in_run = [q not in missing and (q not in no_answer or no_answer[q] > 0) for q in qids]
+    con.execute(
+        "INSERT INTO eval_queries SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+        "unnest(?::BOOLEAN[]), unnest(?::INTEGER[]), unnest(?::BOOLEAN[])",
+        [run_id, qids, texts, answerable, returned, in_run],
+    )
+
+
+def find_run(con: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
+    """A stored run by id (``12``, ``#12``) or by label (the latest run with that label)."""
+    ref = ref.strip().lstrip("#")
+    rows = []
+    if ref.isdigit():
+        rows = con.execute("SELECT * FROM eval_runs WHERE run_id = ?", [int(ref)]).fetchall()
+    if not rows:
+        rows = con.execute(
+            "SELECT * FROM eval_runs WHERE label = ? ORDER BY run_id DESC LIMIT 1", [ref]
+        ).fetchall()
+    if not rows:
+        raise NotFoundError(f"no stored eval run with id or label {ref!r} (see goldmine eval runs)")
+    columns = [d[0] for d in con.description]
+    return dict(zip(columns, rows[0], strict=True))
+
+
+def run_scores(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[str, dict[str, float]]:
+    """query id -> metric -> value for a stored run."""
+    scores: dict[str, dict[str, float]] = {}
+    rows = con.execute(
+        "SELECT query_id, metric, value FROM eval_scores WHERE run_id = ?", [run_id]
+    ).fetchall()
+    for qid, metric, value in rows:
+        scores.setdefault(qid, {})[metric] = value
+    return scores
+
+
+def list_runs(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[dict[str, Any]]:
+    rows = con.execute(
+        "SELECT run_id, created_at, label, gold_source, gold_version, run_source, n_queries, "
+        "metrics FROM eval_runs ORDER BY run_id DESC LIMIT ?",
+        [limit],
+    ).fetchall()
+    columns = [d[0] for d in con.description]
+    out = []
+    for row in rows:
+        item = dict(zip(columns, row, strict=True))
+        item["metrics"] = json.loads(item["metrics"])
+        out.append(item)
+    return out

@@ -1,0 +1,78 @@
+"""The columnar engine gives the Python engine's numbers, on messy runs too."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from goldmine.eval.metrics import parse_metrics
+from goldmine.eval.readers import read_gold, read_run
+from goldmine.eval.scoring import evaluate, evaluate_run_file
+
+METRICS = parse_metrics(
+    "recall@1,recall@5,frac_recall@10,mrr,mrr@3,ndcg,ndcg@5,precision@5,map,map@10,r_precision"
+)
+
+
+def messy_files(tmp_path: Path, seed: int, sep: str = " ") -> tuple[Path, Path]:
+    """Unsorted lines, score ties, repeated ids, queries without gold and gold without run."""
+    rng = random.Random(seed)
+    qrels, run = [], []
+    for q in range(60):
+        for d in rng.sample(range(40), 6):
+            qrels.append(f"q{q} 0 d{d} {rng.choice((-1, 0, 1, 2, 3))}")
+        if q % 7 == 0:
+            continue  # gold query missing from the run
+        for d in rng.choices(range(40), k=25):  # choices: repeats on purpose
+            run.append(
+                sep.join([f"q{q}", "Q0", f"d{d}", "0", f"{rng.choice((1, 2, 2.5, 3))}", "t"])
+            )
+    run += [sep.join(["extra", "Q0", "d1", "1", "1.0", "t"])]
+    rng.shuffle(run)
+    qrels_path = tmp_path / "qrels.txt"
+    run_path = tmp_path / "run.trec"
+    qrels_path.write_text("\n".join(qrels) + "\n")
+    run_path.write_text("\n".join(run) + "\n")
+    return qrels_path, run_path
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("sep", [" ", "\t"])
+@pytest.mark.parametrize("rel_level", [1, 2])
+def test_engines_agree(tmp_path: Path, seed: int, sep: str, rel_level: int) -> None:
+    qrels, run_path = messy_files(tmp_path, seed, sep)
+    gold = read_gold(qrels)
+    python = evaluate(gold, read_run(run_path), METRICS, rel_level)
+    columnar, fmt = evaluate_run_file(gold, run_path, METRICS, rel_level, force=True)
+    assert fmt == "trec"
+    assert columnar.n_queries == python.n_queries
+    assert columnar.missing == python.missing
+    assert columnar.ignored == python.ignored == ["extra"]
+    assert columnar.n_duplicates == python.n_duplicates > 0
+    assert [r.query_id for r in columnar.no_answer] == [r.query_id for r in python.no_answer]
+    for qid, scores in python.per_query.items():
+        for name, value in scores.items():
+            assert columnar.per_query[qid][name] == pytest.approx(value, abs=1e-12), (qid, name)
+    for name, value in python.summary.items():
+        assert columnar.summary[name] == pytest.approx(value, abs=1e-12)
+
+
+def test_sorted_file_skips_the_sort_and_agrees(tmp_path: Path) -> None:
+    from goldmine.eval import columnar
+
+    qrels, run_path = messy_files(tmp_path, 5)
+    run = read_run(run_path)
+    lines = [
+        f"{q} Q0 {d} {i} {s!r} t"
+        for q, docs in run.results.items()
+        for i, (d, s) in enumerate(zip(docs, run.scores[q], strict=True), start=1)
+    ]
+    sorted_path = tmp_path / "sorted.trec"
+    sorted_path.write_text("\n".join(lines) + "\n")
+    frame = columnar._read_trec_frame(sorted_path)
+    assert frame is not None and columnar._in_trec_order(frame)
+    gold = read_gold(qrels)
+    a = evaluate(gold, run, METRICS)
+    b, _ = evaluate_run_file(gold, sorted_path, METRICS, force=True)
+    assert b.summary == pytest.approx(a.summary)
