@@ -1,9 +1,289 @@
-"""Command line for the ingest stage."""
+"""Command line for the ingest stage: ``goldmine ingest …``, ``add``, ``status``, ``rejects``.
+
+Each command parses its options, opens the store for the import, calls one function of the stage
+and prints the accounting (rows in = stored + rejected + already present) per file and in total.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from goldmine.options import DbOption, JsonOption, db_flag
+
+ingest_app = typer.Typer(
+    name="ingest",
+    help="Import search logs, UBI, tickets, chat and the corpus into the store.",
+    no_args_is_help=True,
+)
+
+Paths = Annotated[list[str], typer.Argument(help="Files, globs or folders.", show_default=False)]
+FormatOption = Annotated[
+    str | None,
+    typer.Option("--format", help="jsonl, json, csv or parquet (default: from the file name)."),
+]
+MapOption = Annotated[
+    list[str] | None,
+    typer.Option("--map", help="field=column for a field under another name (repeatable)."),
+]
+PatternOption = Annotated[
+    list[str] | None,
+    typer.Option("--redact-pattern", help="NAME=REGEX: also replace matches with <NAME>."),
+]
+NoRedactOption = Annotated[
+    bool, typer.Option("--no-redact", help="Store the text as it is (PII redaction is on).")
+]
+
+
+def _import(kind: str, db: Path | None, as_json: bool, **kwargs: Any) -> None:
+    from goldmine.ingest import api
+
+    from goldmine.store import open_store
+
+    with open_store(db_flag(db)) as con:
+        result = getattr(api, kind)(con, **kwargs)
+    _print_result(result, as_json)
+
+
+@ingest_app.command("searchlog")
+def searchlog_cmd(
+    paths: Paths,
+    fmt: FormatOption = None,
+    mapping: MapOption = None,
+    redact: Annotated[bool, typer.Option("--redact", help="Redact PII in queries.")] = False,
+    patterns: PatternOption = None,
+    click_action: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--click-action", help="With --format ubi: event action names that count as clicks."
+        ),
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Search logs (JSONL, CSV, Parquet; gzip/zstd): one row per search as shown."""
+    if fmt == "ubi":
+        _ubi(paths, click_action, redact, patterns, db, as_json)
+        return
+    _import(
+        "searchlog",
+        db,
+        as_json,
+        paths=paths,
+        fmt=fmt,
+        mapping=mapping,
+        redact=redact,
+        patterns=patterns,
+    )
+
+
+@ingest_app.command("ubi")
+def ubi_cmd(
+    queries: Annotated[str, typer.Argument(help="ubi_queries: JSON, JSONL or a _search dump.")],
+    events: Annotated[str, typer.Argument(help="ubi_events: JSON, JSONL or a _search dump.")],
+    click_action: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--click-action", help="Event action names that count as clicks (default: click)."
+        ),
+    ] = None,
+    redact: Annotated[bool, typer.Option("--redact", help="Redact PII in queries.")] = False,
+    patterns: PatternOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """User Behavior Insights: ubi_queries joined to their click events by query_id."""
+    _ubi([queries, events], click_action, redact, patterns, db, as_json)
+
+
+def _ubi(paths, click_action, redact, patterns, db, as_json) -> None:
+    from goldmine.errors import InputError
+
+    if len(paths) != 2:
+        raise InputError("UBI wants two files: QUERIES EVENTS")
+    _import(
+        "ubi",
+        db,
+        as_json,
+        queries=paths[0],
+        events=paths[1],
+        click_actions=click_action or ["click"],
+        redact=redact,
+        patterns=patterns,
+    )
+
+
+@ingest_app.command("tickets")
+def tickets_cmd(
+    paths: Paths,
+    fmt: FormatOption = None,
+    mapping: MapOption = None,
+    no_redact: NoRedactOption = False,
+    patterns: PatternOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Support tickets: Zendesk-style JSON export or CSV; question = subject + first question."""
+    _import(
+        "tickets",
+        db,
+        as_json,
+        paths=paths,
+        fmt=fmt,
+        mapping=mapping,
+        redact=not no_redact,
+        patterns=patterns,
+    )
+
+
+@ingest_app.command("chat")
+def chat_cmd(
+    paths: Paths,
+    fmt: FormatOption = None,
+    mapping: MapOption = None,
+    no_redact: NoRedactOption = False,
+    patterns: PatternOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Chat: JSONL of turns or conversations, or message CSV with reply-to ids (threads rebuilt)."""
+    _import(
+        "chat",
+        db,
+        as_json,
+        paths=paths,
+        fmt=fmt,
+        mapping=mapping,
+        redact=not no_redact,
+        patterns=patterns,
+    )
+
+
+@ingest_app.command("corpus")
+def corpus_cmd(
+    paths: Paths,
+    fmt: FormatOption = None,
+    label: Annotated[str | None, typer.Option("--label", help="A name for the snapshot.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Corpus chunks (JSONL/Parquet, or BEIR corpus.jsonl): each import is a snapshot."""
+    _import("corpus", db, as_json, paths=paths, fmt=fmt, label=label)
+
+
+def add_cmd(
+    queries: Annotated[list[str] | None, typer.Argument(help="The queries.")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="Queries, one a line.")] = None,
+    source: Annotated[str, typer.Option("--source", help="Who or where from.")] = "manual",
+    note: Annotated[str | None, typer.Option("--note", help="A note kept with each.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add queries by hand ("ask five colleagues what they would type")."""
+    _import("add", db, as_json, queries=queries or [], file=file, source=source, note=note)
+
+
+def status_cmd(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """What is in the store: rows per table and source, the corpus snapshot, the last batches."""
+    from goldmine.ingest.status import status
+
+    from goldmine.output import print_json
+    from goldmine.store import open_store
+
+    with open_store(db_flag(db)) as con:
+        data = status(con)
+    if as_json:
+        print_json(data)
+        return
+    _print_status(data)
+
+
+def rejects_cmd(
+    batch: Annotated[int | None, typer.Option("--batch", help="Only this batch.")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many rows.")] = 100,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Rejected rows with file, line and reason."""
+    from goldmine.ingest.status import rejects
+
+    from goldmine.output import console, print_json
+    from goldmine.store import open_store
+
+    with open_store(db_flag(db)) as con:
+        rows = rejects(con, batch, limit)
+    if as_json:
+        print_json(rows)
+        return
+    cols = ("batch_id", "path", "line", "reason", "raw")
+    console().print(_table(cols, [[r[c] for c in cols] for r in rows], "rejects"))
+
+
+def _table(columns, rows, title=None):
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col.replace("_", " "), overflow="fold")
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    return table
+
+
+def _print_result(result, as_json: bool) -> None:
+    from goldmine.output import console, info, print_json
+
+    if as_json:
+        print_json(result.as_dict())
+        return
+    cols = ("path", "batch_id", "rows_in", "stored", "rejected", "already_present", "note")
+    rows = [[getattr(f, c) for c in cols] for f in result.files]
+    total = result.total
+    rows.append(["total", "", *(total[c] for c in cols[2:6]), ""])
+    console().print(_table(cols, rows))
+    info(
+        f"rows in {total['rows_in']} = stored {total['stored']} + rejected {total['rejected']}"
+        f" + already present {total['already_present']}"
+    )
+    if total["rejected"]:
+        info("see the rejected rows with: goldmine rejects --batch ID")
+
+
+def _print_status(data) -> None:
+    from goldmine.output import console
+
+    out = console()
+    out.print(
+        _table(
+            ("table", "source", "rows"),
+            [[c["table"], c["source"], c["rows"]] for c in data["counts"]],
+            "store",
+        )
+    )
+    corpus = data["corpus"]
+    out.print(
+        f"corpus: snapshot {corpus['snapshot_id']}, {corpus['n_chunks']} chunks"
+        if corpus
+        else "corpus: none imported"
+    )
+    cols = (
+        "batch_id",
+        "source",
+        "path",
+        "rows_in",
+        "stored",
+        "rejected",
+        "already_present",
+        "finished_at",
+    )
+    out.print(_table(cols, [[b[c] for c in cols] for b in data["batches"]], "last batches"))
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the root app."""
+    app.add_typer(ingest_app)
+    app.command("add")(add_cmd)
+    app.command("status")(status_cmd)
+    app.command("rejects")(rejects_cmd)

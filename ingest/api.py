@@ -1,0 +1,141 @@
+"""The ingest stage's functions, one per command; each takes an open store connection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+from goldmine.ingest import batch
+from goldmine.ingest import chat as _chat
+from goldmine.ingest import corpus as _corpus
+from goldmine.ingest import manual as _manual
+from goldmine.ingest import searchlog as _searchlog
+from goldmine.ingest import tickets as _tickets
+from goldmine.ingest import ubi as _ubi
+from goldmine.ingest.batch import ImportResult, parse_map
+from goldmine.ingest.files import discover
+from goldmine.ingest.redact import make_redactor
+
+from goldmine.errors import InputError
+
+Mapping = list[str] | dict[str, str] | None
+
+
+def _fields(mapping: Mapping) -> dict[str, str]:
+    return mapping if isinstance(mapping, dict) else parse_map(mapping)
+
+
+def searchlog(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str | Path],
+    fmt: str | None = None,
+    mapping: Mapping = None,
+    redact: bool = False,
+    patterns: list[str] | None = None,
+) -> ImportResult:
+    """Search logs into ``search_events``; PII redaction only with ``redact``."""
+    fields = _fields(mapping)
+    return batch.run(
+        con,
+        _searchlog.target(fields),
+        discover(paths, fmt),
+        make_redactor(redact, patterns),
+        {"map": fields, "redact": redact},
+    )
+
+
+def tickets(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str | Path],
+    fmt: str | None = None,
+    mapping: Mapping = None,
+    redact: bool = True,
+    patterns: list[str] | None = None,
+) -> ImportResult:
+    """Support tickets into ``tickets``; PII redaction on unless ``redact=False``."""
+    fields = _fields(mapping)
+    return batch.run(
+        con,
+        _tickets.target(fields),
+        discover(paths, fmt),
+        make_redactor(redact, patterns),
+        {"map": fields, "redact": redact},
+    )
+
+
+def chat(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str | Path],
+    fmt: str | None = None,
+    mapping: Mapping = None,
+    redact: bool = True,
+    patterns: list[str] | None = None,
+) -> ImportResult:
+    """Chat turns into ``chat_turns``; PII and @handles redacted unless ``redact=False``."""
+    fields = _fields(mapping)
+    return batch.run(
+        con,
+        _chat.target(fields),
+        discover(paths, fmt),
+        make_redactor(redact, patterns, handles=True),
+        {"map": fields, "redact": redact},
+    )
+
+
+def corpus(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str | Path],
+    fmt: str | None = None,
+    mapping: Mapping = None,
+    label: str | None = None,
+) -> ImportResult:
+    """Chunks into a new corpus snapshot (unless the content equals the current one)."""
+    fields = _fields(mapping)
+    return batch.run(
+        con,
+        _corpus.target(fields, label),
+        discover(paths, fmt),
+        make_redactor(False),
+        {"map": fields, "label": label},
+    )
+
+
+def ubi(
+    con: duckdb.DuckDBPyConnection,
+    queries: str | Path,
+    events: str | Path,
+    click_actions: list[str] | None = None,
+    redact: bool = False,
+    patterns: list[str] | None = None,
+) -> ImportResult:
+    """UBI queries and events into ``search_events`` (source ``ubi``), clicks joined."""
+    found = discover([queries]) + discover([events])
+    if len(found) != 2:
+        raise InputError("UBI wants one queries file and one events file")
+    actions = click_actions or ["click"]
+    batch.prepare(con)
+    source = _ubi.source(con, found[0], found[1])
+    result = batch.import_source(
+        con,
+        _ubi.target(actions),
+        source,
+        make_redactor(redact, patterns),
+        {"events": str(found[1].path), "click_actions": actions},
+    )
+    return ImportResult([result])
+
+
+def add(
+    con: duckdb.DuckDBPyConnection,
+    queries: list[str],
+    file: Path | None = None,
+    source: str = "manual",
+    note: str | None = None,
+) -> ImportResult:
+    """Queries by hand into ``manual_queries``; the same query from the same source once."""
+    batch.prepare(con)
+    src = _manual.source(queries, file, source, note)
+    result = batch.import_source(
+        con, _manual.target(), src, make_redactor(False), {"source": source, "note": note}
+    )
+    return ImportResult([result])

@@ -1,0 +1,387 @@
+"""One file, one batch, one transaction: the accounting every ingest command shares.
+
+A batch reads its file into ``gm_raw``, lets the stage's SQL map fields and find the reason a
+record cannot be stored, redacts, and then writes, all inside one transaction: the rejects with
+their line and reason, and the new rows (an anti-join on the natural key, no PRIMARY KEY). So
+``rows_in = stored + rejected + already_present`` holds by construction, and a batch that fails or
+is interrupted leaves nothing behind. A file whose hash a finished batch already has is not read
+again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+from goldmine.ingest.files import InputFile, discover_keys, read_raw
+from goldmine.ingest.redact import Redactor, install_macros
+
+from goldmine.errors import InputError
+from goldmine.output import progress
+from goldmine.store import transaction
+from goldmine.text import sha256_file
+
+COUNTS = ("rows_in", "stored", "rejected", "already_present")
+
+# Timestamps: ISO 8601 with or without offset (converted to UTC), epoch seconds or
+# milliseconds, and Twitter's "Wed Oct 11 06:55:44 +0000 2017".
+# Ids lists: a JSON array (of ids, or of objects with an id) or a "a,b|c" string.
+MACROS = r"""
+CREATE OR REPLACE TEMP MACRO gm_ts(s) AS (
+    CASE WHEN s IS NULL OR trim(s) = '' THEN NULL
+         WHEN regexp_full_match(trim(s), '[0-9]{9,10}(\.[0-9]+)?')
+             THEN make_timestamp((trim(s)::DOUBLE * 1000000)::BIGINT)
+         WHEN regexp_full_match(trim(s), '[0-9]{12,13}') THEN make_timestamp(trim(s)::BIGINT * 1000)
+         ELSE coalesce(try_cast(s AS TIMESTAMPTZ)::TIMESTAMP,
+                       try_strptime(s, '%a %b %d %H:%M:%S %z %Y')::TIMESTAMP) END
+);
+CREATE OR REPLACE TEMP MACRO gm_jtype(t) AS (
+    CASE WHEN t IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN 'a number'
+         WHEN t = 'BOOLEAN' THEN 'a boolean'
+         WHEN t = 'OBJECT' THEN 'an object' WHEN t = 'ARRAY' THEN 'a list' ELSE lower(t) END
+);
+CREATE OR REPLACE TEMP MACRO gm_ids(s) AS (
+    CASE WHEN s IS NULL THEN NULL
+         WHEN left(ltrim(s), 1) = '[' AND json_valid(s) THEN list_transform(
+             from_json(s, '["JSON"]'),
+             lambda e: coalesce(json_extract_string(e, '$.id'), json_extract_string(e, '$.doc_id'),
+                                json_extract_string(e, '$._id'), json_extract_string(e, '$')))
+         ELSE list_filter(regexp_split_to_array(trim(s), '\s*[,;|]\s*'), lambda e: e <> '') END
+);
+"""
+
+
+@dataclass
+class FileResult:
+    path: str
+    source: str
+    format: str
+    batch_id: int | None
+    rows_in: int = 0
+    stored: int = 0
+    rejected: int = 0
+    already_present: int = 0
+    skipped: bool = False
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.update(out.pop("extra"))
+        return out
+
+
+@dataclass
+class ImportResult:
+    files: list[FileResult]
+
+    @property
+    def total(self) -> dict[str, int]:
+        return {k: sum(getattr(f, k) for f in self.files) for k in COUNTS}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"files": [f.as_dict() for f in self.files], "total": self.total}
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a source's rows go and how they are made from ``gm_raw``.
+
+    ``stage(keys)`` returns SQL over ``gm_raw`` (and the parameters it uses) selecting ``line``,
+    ``raw``, ``reason`` (NULL for a good row) and every name in ``columns``; ``ts`` among them
+    gives the watermark. ``redact`` names the text columns PII redaction applies to.
+    """
+
+    source: str
+    table: str
+    key: tuple[str, ...]
+    columns: tuple[str, ...]
+    stage: Callable[[list[str]], tuple[str, dict[str, Any]]]
+    redact: tuple[str, ...] = ()
+    macros: str = ""
+    reshape: Callable[[duckdb.DuckDBPyConnection, list[str]], None] | None = None
+    store: Callable[[duckdb.DuckDBPyConnection, Target, int], int] | None = None
+    summary: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def prepare(con: duckdb.DuckDBPyConnection) -> None:
+    """Session settings and macros every ingest statement relies on."""
+    con.execute("SET TimeZone = 'UTC'")
+    install_macros(con)
+    con.execute(MACROS)
+
+
+def run(
+    con: duckdb.DuckDBPyConnection,
+    target: Target,
+    items: list[InputFile],
+    redactor: Redactor,
+    options: dict[str, Any] | None = None,
+) -> ImportResult:
+    prepare(con)
+    results = []
+    with progress(f"importing {target.source}", total=3 * len(items)) as advance:
+        for item in items:
+            results.append(import_file(con, target, item, redactor, options or {}, advance))
+    return ImportResult(results)
+
+
+@dataclass(frozen=True)
+class Source:
+    """What one batch reads: a file, or (``goldmine add``) text given on the command line."""
+
+    path: str
+    label: str
+    size: int | None
+    file_hash: str
+    read: Callable[[duckdb.DuckDBPyConnection], None]
+
+
+def import_file(
+    con: duckdb.DuckDBPyConnection,
+    target: Target,
+    item: InputFile,
+    redactor: Redactor,
+    options: dict[str, Any],
+    advance: Callable[[int], None] = lambda n=1: None,
+) -> FileResult:
+    source = Source(
+        str(item.path),
+        item.label,
+        item.path.stat().st_size,
+        sha256_file(item.path),
+        lambda con: read_raw(con, item),
+    )
+    return import_source(con, target, source, redactor, options, advance)
+
+
+def import_source(
+    con: duckdb.DuckDBPyConnection,
+    target: Target,
+    source: Source,
+    redactor: Redactor,
+    options: dict[str, Any],
+    advance: Callable[[int], None] = lambda n=1: None,
+) -> FileResult:
+    result = FileResult(source.path, target.source, source.label, None)
+    done = con.execute(
+        "SELECT batch_id, rows_in FROM import_batches WHERE source = ? AND file_hash = ? "
+        "AND finished_at IS NOT NULL ORDER BY batch_id LIMIT 1",
+        [target.source, source.file_hash],
+    ).fetchall()
+    if done:
+        result.batch_id, result.rows_in = done[0]
+        result.already_present, result.skipped = result.rows_in, True
+        result.note = f"already imported (batch {result.batch_id}, same file hash)"
+        advance(3)
+        return result
+    with transaction(con):
+        batch_id = con.execute("SELECT nextval('batch_id_seq')").fetchall()[0][0]
+        result.batch_id = batch_id
+        con.execute(
+            "INSERT INTO import_batches (batch_id, source, path, size_bytes, file_hash, format, "
+            "started_at, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                batch_id,
+                target.source,
+                source.path,
+                source.size,
+                source.file_hash,
+                source.label,
+                _now(),
+                json.dumps(options, default=str),
+            ],
+        )
+        source.read(con)
+        advance(1)
+        if target.macros:
+            con.execute(target.macros)
+        keys = discover_keys(con)
+        if target.reshape:
+            target.reshape(con, keys)
+            keys = discover_keys(con)
+        stage_sql, params = target.stage(keys)
+        sql = "CREATE OR REPLACE TEMP TABLE gm_stage AS " + _wrap(stage_sql, target, redactor)
+        _execute(con, sql, {**params, **redactor.sql_params()}, source.path)
+        advance(1)
+        result.rows_in, result.rejected = con.execute(
+            "SELECT count(*), count(reason) FROM gm_stage"
+        ).fetchall()[0]
+        con.execute(
+            "INSERT INTO rejects (batch_id, path, line, reason, raw) "
+            "SELECT ?, ?, line, reason, raw FROM gm_stage WHERE reason IS NOT NULL ORDER BY line",
+            [batch_id, source.path],
+        )
+        result.stored = (target.store or store_new_rows)(con, target, batch_id)
+        result.already_present = result.rows_in - result.stored - result.rejected
+        finish_batch(con, batch_id, result, "ts" in target.columns)
+        if target.summary:
+            result.extra = target.summary(con)
+        con.execute("DROP TABLE gm_stage; DROP TABLE gm_raw")
+        advance(1)
+    return result
+
+
+def finish_batch(con, batch_id: int, result: FileResult, has_ts: bool) -> None:
+    watermark = (
+        con.execute("SELECT max(ts) FROM gm_stage WHERE reason IS NULL").fetchall()[0][0]
+        if has_ts
+        else None
+    )
+    con.execute(
+        "UPDATE import_batches SET finished_at = ?, rows_in = ?, stored = ?, rejected = ?, "
+        "already_present = ?, watermark = ? WHERE batch_id = ?",
+        [
+            _now(),
+            result.rows_in,
+            result.stored,
+            result.rejected,
+            result.already_present,
+            watermark,
+            batch_id,
+        ],
+    )
+
+
+def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
+    """Insert the good rows whose natural key is neither earlier in the file nor stored."""
+    cols = ", ".join(target.columns)
+    keys = ", ".join(target.key)
+    match = " AND ".join(f"t.{k} = s.{k}" for k in target.key)
+    sql = f"""
+        INSERT INTO {target.table} (batch_id, {cols})
+        SELECT ?, {cols} FROM (
+            SELECT * FROM gm_stage WHERE reason IS NULL
+            QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY line) = 1
+        ) s
+        WHERE NOT EXISTS (SELECT 1 FROM {target.table} t WHERE {match})
+    """
+    return con.execute(sql, [batch_id]).fetchall()[0][0]
+
+
+def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
+    """Drop the raw text of good rows, then redact the text columns and the rejects' raw."""
+    sql = f"SELECT * REPLACE (CASE WHEN reason IS NOT NULL THEN raw END AS raw) FROM ({stage_sql})"
+    cols = (*target.redact, "raw")
+    step_lists = [redactor.steps(c) for c in cols]
+    for depth in range(len(step_lists[0])):
+        replaced = ", ".join(
+            f"{steps[depth]} AS {c}" for c, steps in zip(cols, step_lists, strict=True)
+        )
+        sql = f"SELECT * REPLACE ({replaced}) FROM ({sql})"
+    return sql
+
+
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _execute(con, sql: str, params: dict[str, Any], path: str | None = None):
+    """Run with only the named parameters the SQL uses (DuckDB refuses unused ones)."""
+    used = set(_PARAM.findall(sql))
+    try:
+        return con.execute(sql, {k: v for k, v in params.items() if k in used})
+    except duckdb.ConversionException as exc:
+        raise InputError(f"cannot convert a value: {str(exc).splitlines()[0]}", path=path) from exc
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def resolve_fields(
+    keys: list[str], aliases: dict[str, tuple[str, ...]], mapping: dict[str, str]
+) -> dict[str, list[str]]:
+    """Canonical field -> the file's fields for it: the --map column, else every alias present
+    (in alias order; the first non-null wins per row)."""
+    unknown = set(mapping) - set(aliases)
+    if unknown:
+        raise InputError(
+            f"--map names unknown field(s) {sorted(unknown)}; known: {', '.join(aliases)}"
+        )
+    by_lower: dict[str, str] = {}
+    for k in keys:
+        by_lower.setdefault(k.lower(), k)
+    out = {}
+    for name, names in aliases.items():
+        if name in mapping:
+            out[name] = [mapping[name]]
+            continue
+        found = [by_lower[a] for a in names if a in by_lower]
+        if found:
+            out[name] = found
+    return out
+
+
+def parse_map(specs: list[str] | None) -> dict[str, str]:
+    out = {}
+    for spec in specs or []:
+        name, sep, column = spec.partition("=")
+        if not sep or not name.strip() or not column.strip():
+            raise InputError(f"--map wants field=column, got {spec!r}")
+        out[name.strip()] = column.strip()
+    return out
+
+
+def json_path(key: str) -> str:
+    """A JSON path for one top-level key (a parameter value, never SQL text)."""
+    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def field_access(fields: dict[str, list[str]], extra_keys: list[str]) -> tuple[str, dict[str, Any]]:
+    """SQL selecting ``line, raw, err, v, t, x`` from gm_raw: values, JSON types, extras."""
+    paths = [json_path(k) for keys in fields.values() for k in keys]
+    params: dict[str, Any] = {"gm_paths": paths or ["$.none"]}
+    extra = "NULL::VARCHAR"
+    if extra_keys:
+        params["gm_extra_keys"] = extra_keys
+        params["gm_extra_paths"] = [json_path(k) for k in extra_keys]
+        extra = (
+            "CASE WHEN err IS NULL THEN nullif(to_json(map_from_entries(list_filter("
+            "list_zip($gm_extra_keys, json_extract(raw, $gm_extra_paths)), "
+            "lambda e: e[2] IS NOT NULL)))::VARCHAR, '{}') END"
+        )
+    sql = f"""
+        SELECT line, raw, err,
+               CASE WHEN err IS NULL THEN json_extract_string(raw, $gm_paths) END AS v,
+               CASE WHEN err IS NULL THEN json_type(raw, $gm_paths) END AS t,
+               {extra} AS x
+        FROM gm_raw
+    """
+    return sql, params
+
+
+def _positions(fields: dict[str, list[str]], name: str) -> list[int]:
+    start = 1
+    for field_name, keys in fields.items():
+        if field_name == name:
+            return list(range(start, start + len(keys)))
+        start += len(keys)
+    return []
+
+
+def _pick(fields: dict[str, list[str]], name: str, array: str) -> str:
+    refs = [f"{array}[{i}]" for i in _positions(fields, name)]
+    if not refs:
+        return "NULL::VARCHAR"
+    return refs[0] if len(refs) == 1 else f"coalesce({', '.join(refs)})"
+
+
+def val(fields: dict[str, list[str]], name: str) -> str:
+    """SQL for a canonical field's text value (NULL when the file lacks the field)."""
+    return _pick(fields, name, "v")
+
+
+def typ(fields: dict[str, list[str]], name: str) -> str:
+    """SQL for the JSON type of a canonical field's value."""
+    refs = _positions(fields, name)
+    if len(refs) <= 1:
+        return _pick(fields, name, "t")
+    # The type of the value val() picks: the first alias whose value is not null.
+    whens = " ".join(f"WHEN v[{i}] IS NOT NULL THEN t[{i}]" for i in refs)
+    return f"(CASE {whens} END)"

@@ -1,0 +1,198 @@
+"""Chat history into ``chat_turns``, in turn order, so a follow-up keeps its context.
+
+Three shapes are read: JSONL of turns, JSONL of whole conversations (a ``messages`` list each),
+and message-level CSV with reply-to ids, as in a Twitter customer-support export, whose threads
+are rebuilt with a recursive query. Thumbs down and "I don't know"-style answers are kept as
+failure signals (``feedback = 'down'``, ``dont_know``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+from goldmine.ingest.batch import Target, field_access, resolve_fields, typ, val
+
+from goldmine.errors import InputError
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "conversation_id": (
+        "conversation_id",
+        "conversation",
+        "thread_id",
+        "chat_id",
+        "dialog_id",
+        "session_id",
+    ),
+    "turn": ("turn", "turn_index", "seq", "position", "message_index", "index"),
+    "turn_id": ("turn_id", "message_id", "tweet_id", "id"),
+    "ts": ("ts", "timestamp", "created_at", "time", "date"),
+    "user_id": ("user_id", "user", "customer_id", "author_id"),
+    "role": ("role", "speaker", "author_role", "sender", "from"),
+    "text": ("text", "content", "message", "body", "utterance"),
+    "feedback": ("feedback", "rating", "thumbs", "vote"),
+}
+
+COLUMNS = (
+    "conversation_id",
+    "turn",
+    "turn_id",
+    "ts",
+    "user_id",
+    "role",
+    "text",
+    "feedback",
+    "dont_know",
+    "extra",
+)
+
+_USER = "('user', 'customer', 'human', 'client', 'visitor', 'inbound', 'true')"
+_ASSISTANT = (
+    "('assistant', 'bot', 'agent', 'ai', 'support', 'system', 'model', 'outbound', 'false')"
+)
+_DOWN = "('down', 'thumbs_down', 'thumbsdown', '-1', 'negative', 'bad', 'dislike', '👎')"
+_UP = "('up', 'thumbs_up', 'thumbsup', '1', '+1', 'positive', 'good', 'like', '👍')"
+DONT_KNOW = (
+    r"(?i)\b(i (do not|don't|don’t) know|i'?m not sure|i am not sure|i (could not|couldn't|can't|"
+    r"cannot|can’t) (find|answer|help with)|(do not|don't|don’t) have (that|any|enough) "
+    r"information|no information (about|on)|unable to (find|answer|help)|not able to "
+    r"(find|answer|help)|outside (of )?my knowledge)"
+)
+
+
+def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    fields = resolve_fields(keys, ALIASES, mapping)
+    if keys and "text" not in fields:
+        raise InputError(
+            "no text field (looked for text, content, message, body); "
+            "name it with --map text=COLUMN"
+        )
+    known = {k for names in fields.values() for k in names}
+    access, params = field_access(fields, [k for k in keys if k not in known])
+    text, ts, role = val(fields, "text"), val(fields, "ts"), val(fields, "role")
+    conv, turn = val(fields, "conversation_id"), val(fields, "turn")
+    fb = val(fields, "feedback")
+    sql = f"""
+        SELECT * REPLACE (
+            coalesce(turn, row_number() OVER (PARTITION BY conversation_id, reason IS NULL
+                                              ORDER BY ts, line) - 1)::INTEGER AS turn)
+        FROM (
+        SELECT line, raw,
+            CASE WHEN err IS NOT NULL THEN err
+                 WHEN {text} IS NULL OR trim({text}) = '' THEN 'missing text'
+                 WHEN {typ(fields, "text")} <> 'VARCHAR'
+                     THEN 'wrong type: text is ' || gm_jtype({typ(fields, "text")})
+                 WHEN {conv} IS NULL THEN 'missing conversation_id'
+                 WHEN {role} IS NULL THEN 'missing role'
+                 WHEN lower({role}) NOT IN {_USER} AND lower({role}) NOT IN {_ASSISTANT}
+                     THEN 'unknown role: ' || left({role}, 40)
+                 WHEN {ts} IS NOT NULL AND gm_ts({ts}) IS NULL
+                     THEN 'unparseable timestamp: ' || left({ts}, 60)
+                 WHEN {turn} IS NOT NULL AND try_cast({turn} AS INTEGER) IS NULL
+                     THEN 'wrong type: turn is not an integer: ' || left({turn}, 40)
+            END AS reason,
+            {conv} AS conversation_id,
+            try_cast({turn} AS INTEGER) AS turn,
+            {val(fields, "turn_id")} AS turn_id,
+            gm_ts({ts}) AS ts,
+            {val(fields, "user_id")} AS user_id,
+            CASE WHEN lower({role}) IN {_USER} THEN 'user' ELSE 'assistant' END AS role,
+            {text} AS text,
+            CASE WHEN lower({fb}) IN {_DOWN} THEN 'down' WHEN lower({fb}) IN {_UP} THEN 'up'
+                 ELSE {fb} END AS feedback,
+            coalesce(lower({role}) IN {_ASSISTANT} AND regexp_matches({text}, $gm_dont_know),
+                     false) AS dont_know,
+            x AS extra
+        FROM ({access}))
+    """
+    return sql, {**params, "gm_dont_know": DONT_KNOW}
+
+
+# Whole conversations become one record per turn before mapping: the conversation's own fields
+# (id, user) are merged into each message, and the message's position is its turn.
+_EXPAND_CONVERSATIONS = """
+CREATE OR REPLACE TEMP TABLE gm_raw AS
+SELECT line, raw, err FROM gm_raw
+WHERE err IS NOT NULL OR json_type(raw, $list_path) IS DISTINCT FROM 'ARRAY'
+UNION ALL
+SELECT line,
+       json_merge_patch(
+           json_object('conversation_id', coalesce(raw ->> '$.conversation_id', raw ->> '$.id'),
+                       'user_id', raw ->> '$.user_id', 'turn', i - 1),
+           msgs[i])::VARCHAR,
+       CASE WHEN json_type(msgs[i]) <> 'OBJECT' THEN 'not a JSON object' END
+FROM (SELECT line, raw, json_extract(raw, $list_path || '[*]') AS msgs FROM gm_raw
+      WHERE err IS NULL AND json_type(raw, $list_path) = 'ARRAY'),
+     range(1, len(msgs) + 1) r(i)
+"""
+
+# Reply-to threads (Twitter customer support): the root is the message that answers nothing
+# in the file; every message gets its root as conversation id and its depth for turn order.
+_REBUILD_THREADS = """
+CREATE OR REPLACE TEMP TABLE gm_raw AS
+WITH RECURSIVE m AS (
+    SELECT line, raw, err,
+           regexp_replace(json_extract_string(raw, $id_path), '\\.0$', '') AS id,
+           nullif(regexp_replace(json_extract_string(raw, $parent_path), '\\.0$', ''), '') AS parent
+    FROM gm_raw
+),
+tree(id, root, depth) AS (
+    SELECT id, id, 0 FROM m
+    WHERE id IS NOT NULL
+      AND (parent IS NULL OR parent NOT IN (SELECT id FROM m WHERE id IS NOT NULL))
+    UNION ALL
+    SELECT m.id, tree.root, tree.depth + 1 FROM m JOIN tree ON m.parent = tree.id
+    WHERE tree.depth < 500
+),
+placed AS (SELECT id, min(root) AS root, min(depth) AS depth FROM tree GROUP BY id),
+ordered AS (
+    SELECT m.*, coalesce(p.root, m.id) AS root, coalesce(p.depth, 0) AS depth,
+           gm_ts(json_extract_string(m.raw, $ts_path)) AS ts,
+           lower(json_extract_string(m.raw, '$.inbound')) AS inbound
+    FROM m LEFT JOIN placed p ON p.id = m.id
+)
+SELECT line,
+       CASE WHEN err IS NULL THEN json_merge_patch(raw, json_object(
+           'conversation_id', root,
+           'turn', row_number() OVER (PARTITION BY root ORDER BY depth, ts, line) - 1,
+           'role', CASE inbound WHEN 'true' THEN 'user' WHEN 'false' THEN 'assistant' END
+       ))::VARCHAR ELSE raw END AS raw,
+       err
+FROM ordered
+"""
+
+_PARENTS = ("in_response_to_tweet_id", "in_response_to", "reply_to", "parent_id", "in_reply_to")
+_IDS = ("tweet_id", "message_id", "id")
+_LISTS = ("messages", "turns", "dialog", "conversation")
+
+
+def reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
+    """Turn conversation records or reply-to messages into turn records, in place."""
+    lower = {k.lower(): k for k in keys}
+    list_key = next((lower[k] for k in _LISTS if k in lower), None)
+    parent = next((lower[k] for k in _PARENTS if k in lower), None)
+    if list_key:
+        con.execute(_EXPAND_CONVERSATIONS, {"list_path": f'$."{list_key}"'})
+    elif parent and "conversation_id" not in lower:
+        ident = next((lower[k] for k in _IDS if k in lower), None)
+        if ident is None:
+            raise InputError(
+                f"reply-to column {parent!r} but no message id column (tweet_id, message_id or id)"
+            )
+        ts_key = next((lower[k] for k in ("created_at", "ts", "timestamp") if k in lower), "ts")
+        con.execute(
+            _REBUILD_THREADS,
+            {"id_path": f'$."{ident}"', "parent_path": f'$."{parent}"', "ts_path": f'$."{ts_key}"'},
+        )
+
+
+def target(mapping: dict[str, str] | None = None) -> Target:
+    return Target(
+        source="chat",
+        table="chat_turns",
+        key=("conversation_id", "turn"),
+        columns=COLUMNS,
+        stage=lambda keys: stage_sql(keys, mapping or {}),
+        redact=("text", "extra"),
+        reshape=reshape,
+    )

@@ -1,0 +1,143 @@
+"""Corpus chunks into ``chunks``; every import is a snapshot with a content hash.
+
+Labels record which snapshot (which chunking) they were made on, and each chunk's text hash, so
+drift can be found later. The content hash is over the sorted (chunk id, text hash) pairs: the
+same chunks imported from another file make no new snapshot. The current snapshot is the one
+with the highest id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+from goldmine.ingest.batch import Target, field_access, resolve_fields, typ, val
+
+from goldmine.errors import InputError
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "chunk_id": ("chunk_id", "id", "_id", "pid", "passage_id", "docid"),
+    "doc_id": ("doc_id", "document_id", "parent_id", "source_id"),
+    "title": ("title", "heading", "name"),
+    "url": ("url", "link", "source_url", "href"),
+    "text": ("text", "content", "contents", "body", "chunk", "passage"),
+}
+
+COLUMNS = ("chunk_id", "doc_id", "title", "url", "text", "text_hash", "metadata")
+
+
+def current_snapshot_id(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The snapshot labels and baselines use by default: the newest one."""
+    return con.execute("SELECT max(snapshot_id) FROM corpus_snapshots").fetchall()[0][0]
+
+
+def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    fields = resolve_fields(keys, ALIASES, mapping)
+    if keys and not {"chunk_id", "text"} <= set(fields):
+        raise InputError(
+            f"chunks need an id and a text field (found {', '.join(keys[:12])}); "
+            "name them with --map chunk_id=COLUMN --map text=COLUMN"
+        )
+    known = {k for names in fields.values() for k in names}
+    access, params = field_access(fields, [k for k in keys if k not in known])
+    cid, text = val(fields, "chunk_id"), val(fields, "text")
+    sql = f"""
+        SELECT * REPLACE (coalesce(reason, CASE WHEN row_number() OVER (
+            PARTITION BY chunk_id, reason IS NULL ORDER BY line) > 1
+            THEN 'duplicate chunk id: ' || chunk_id END) AS reason)
+        FROM (
+        SELECT line, raw,
+            CASE WHEN err IS NOT NULL THEN err
+                 WHEN {cid} IS NULL OR trim({cid}) = '' THEN 'missing chunk id'
+                 WHEN {text} IS NULL OR trim({text}) = '' THEN 'missing text'
+                 WHEN {typ(fields, "text")} <> 'VARCHAR'
+                     THEN 'wrong type: text is ' || gm_jtype({typ(fields, "text")})
+            END AS reason,
+            {cid} AS chunk_id,
+            {val(fields, "doc_id")} AS doc_id,
+            {val(fields, "title")} AS title,
+            {val(fields, "url")} AS url,
+            {text} AS text,
+            sha256({text}) AS text_hash,
+            x AS metadata
+        FROM ({access}))
+    """
+    return sql, params
+
+
+def store_snapshot(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
+    """A new snapshot unless the content equals the current one; returns chunks stored."""
+    content_hash, n = con.execute(
+        "SELECT sha256(coalesce(string_agg(chunk_id || chr(9) || text_hash, chr(10) "
+        "ORDER BY chunk_id), '')), count(*) FROM gm_stage WHERE reason IS NULL"
+    ).fetchall()[0]
+    current = current_snapshot_id(con)
+    if current is not None:
+        same = con.execute(
+            "SELECT content_hash = ? FROM corpus_snapshots WHERE snapshot_id = ?",
+            [content_hash, current],
+        ).fetchall()[0][0]
+        if same:
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE gm_snapshot AS SELECT ?::BIGINT AS id, false AS new",
+                [current],
+            )
+            return 0
+    if n == 0:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE gm_snapshot AS SELECT NULL::BIGINT AS id, false AS new"
+        )
+        return 0
+    snapshot_id = con.execute("SELECT nextval('snapshot_id_seq')").fetchall()[0][0]
+    con.execute(
+        "INSERT INTO corpus_snapshots (snapshot_id, batch_id, created_at, content_hash, n_chunks, "
+        "label) SELECT ?, ?, now()::TIMESTAMP, ?, ?, ?",
+        [snapshot_id, batch_id, content_hash, n, target.options.get("label")],
+    )
+    cols = ", ".join(COLUMNS)
+    con.execute(
+        f"INSERT INTO chunks (snapshot_id, {cols}) SELECT ?, {cols} FROM gm_stage "
+        "WHERE reason IS NULL ORDER BY line",
+        [snapshot_id],
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE gm_snapshot AS SELECT ?::BIGINT AS id, true AS new",
+        [snapshot_id],
+    )
+    return n
+
+
+def snapshot_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """After a store: the snapshot and how it differs from the one before."""
+    snapshot_id, new = con.execute("SELECT id, new FROM gm_snapshot").fetchall()[0]
+    out: dict[str, Any] = {"snapshot_id": snapshot_id, "new_snapshot": new}
+    if new:
+        previous = con.execute(
+            "SELECT max(snapshot_id) FROM corpus_snapshots WHERE snapshot_id < ?", [snapshot_id]
+        ).fetchall()[0][0]
+        if previous is not None:
+            row = con.execute(
+                """SELECT count(*) FILTER (WHERE a.text_hash = b.text_hash),
+                          count(*) FILTER (WHERE a.text_hash <> b.text_hash),
+                          count(*) FILTER (WHERE b.text_hash IS NULL),
+                          count(*) FILTER (WHERE a.text_hash IS NULL)
+                   FROM (SELECT * FROM chunks WHERE snapshot_id = ?) a
+                   FULL JOIN (SELECT * FROM chunks WHERE snapshot_id = ?) b USING (chunk_id)""",
+                [snapshot_id, previous],
+            ).fetchall()[0]
+            out.update(dict(zip(("unchanged", "changed", "added", "removed"), row, strict=True)))
+    con.execute("DROP TABLE gm_snapshot")
+    return out
+
+
+def target(mapping: dict[str, str] | None = None, label: str | None = None) -> Target:
+    return Target(
+        source="corpus",
+        table="chunks",
+        key=("chunk_id",),
+        columns=COLUMNS,
+        stage=lambda keys: stage_sql(keys, mapping or {}),
+        store=store_snapshot,
+        summary=snapshot_summary,
+        options={"label": label},
+    )

@@ -1,0 +1,132 @@
+"""Search logs into ``search_events``: one row per search as shown to the user.
+
+Field names vary between systems, so common aliases are mapped (``q``, ``timestamp``, ``hits``, …)
+and ``--map field=column`` names the rest. A log without event ids gets a stable id from the
+row's content, so the same search imported twice is still recognised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from goldmine.ingest.batch import Target, field_access, resolve_fields, typ, val
+
+from goldmine.errors import InputError
+
+ALIASES: dict[str, tuple[str, ...]] = {
+    "event_id": ("event_id", "eventid", "id", "search_id", "request_id", "query_id", "_id"),
+    "ts": ("ts", "timestamp", "time", "datetime", "created_at", "event_time", "@timestamp", "date"),
+    "session_id": ("session_id", "sid", "session", "sessionid"),
+    "user_id": ("user_id", "uid", "user", "userid", "client_id", "visitor_id", "customer_id"),
+    "query": (
+        "query",
+        "q",
+        "query_text",
+        "search_term",
+        "search_query",
+        "user_query",
+        "term",
+        "keywords",
+        "querystring",
+    ),
+    "result_ids": (
+        "result_ids",
+        "results",
+        "hits",
+        "shown",
+        "shown_ids",
+        "doc_ids",
+        "documents",
+        "result_list",
+        "query_response_hit_ids",
+    ),
+    "num_results": (
+        "num_results",
+        "n_results",
+        "result_count",
+        "results_count",
+        "total_hits",
+        "num_hits",
+        "hit_count",
+        "nresults",
+    ),
+    "clicked_ids": ("clicked_ids", "clicks", "clicked", "clicked_docs", "click_ids"),
+    "feedback": ("feedback", "rating", "thumbs", "vote"),
+}
+
+COLUMNS = (
+    "event_id",
+    "source",
+    "ts",
+    "session_id",
+    "user_id",
+    "query",
+    "result_ids",
+    "num_results",
+    "clicked_ids",
+    "feedback",
+    "extra",
+)
+
+_LISTS = "('ARRAY', 'VARCHAR', 'NULL')"
+
+
+def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[str, dict[str, Any]]:
+    fields = resolve_fields(keys, ALIASES, mapping)
+    if keys and "query" not in fields:
+        raise InputError(
+            f"no query field (looked for {', '.join(ALIASES['query'])}; "
+            f"found {', '.join(keys[:12])}); name it with --map query=COLUMN"
+        )
+    known = {k for keys in fields.values() for k in keys}
+    access, params = field_access(fields, [k for k in keys if k not in known])
+    params["gm_source"] = source
+    q, ts = val(fields, "query"), val(fields, "ts")
+    res, clk = val(fields, "result_ids"), val(fields, "clicked_ids")
+    num = val(fields, "num_results")
+    content = ", ".join(
+        f"coalesce({val(fields, n)}, '')"
+        for n in ("ts", "session_id", "user_id", "query", "result_ids", "clicked_ids")
+    )
+    sql = f"""
+        SELECT line, raw,
+            CASE WHEN err IS NOT NULL THEN err
+                 WHEN {q} IS NULL OR trim({q}) = '' THEN 'missing query'
+                 WHEN {typ(fields, "query")} <> 'VARCHAR'
+                     THEN 'wrong type: query is ' || gm_jtype({typ(fields, "query")})
+                 WHEN {ts} IS NOT NULL AND gm_ts({ts}) IS NULL
+                     THEN 'unparseable timestamp: ' || left({ts}, 60)
+                 WHEN {typ(fields, "result_ids")} NOT IN {_LISTS}
+                     THEN 'wrong type: result_ids is ' || gm_jtype({typ(fields, "result_ids")})
+                 WHEN {typ(fields, "clicked_ids")} NOT IN {_LISTS}
+                     THEN 'wrong type: clicked_ids is ' || gm_jtype({typ(fields, "clicked_ids")})
+                 WHEN {num} IS NOT NULL AND try_cast({num} AS DOUBLE) IS NULL
+                     THEN 'wrong type: num_results is not a number: ' || left({num}, 40)
+            END AS reason,
+            coalesce({val(fields, "event_id")}, 'h-' || md5(concat_ws(chr(31), {content})))
+                AS event_id,
+            $gm_source AS source,
+            gm_ts({ts}) AS ts,
+            {val(fields, "session_id")} AS session_id,
+            {val(fields, "user_id")} AS user_id,
+            trim({q}) AS query,
+            gm_ids({res}) AS result_ids,
+            coalesce(try_cast({num} AS DOUBLE)::INTEGER, len(gm_ids({res})))::INTEGER
+                AS num_results,
+            gm_ids({clk}) AS clicked_ids,
+            {val(fields, "feedback")} AS feedback,
+            x AS extra
+        FROM ({access})
+    """
+    return sql, params
+
+
+def target(mapping: dict[str, str] | None = None, source: str = "searchlog") -> Target:
+    return Target(
+        source=source,
+        table="search_events",
+        key=("event_id",),
+        columns=COLUMNS,
+        stage=lambda keys: stage_sql(keys, mapping or {}, source),
+        redact=("query", "extra"),
+    )

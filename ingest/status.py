@@ -1,0 +1,79 @@
+"""What is in the store: counts per table and source, the last batches, the rejected rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from goldmine.errors import NotFoundError
+
+_TABLES = (
+    ("search_events", "source"),
+    ("tickets", None),
+    ("chat_turns", None),
+    ("manual_queries", "source"),
+    ("chunks", None),
+    ("rejects", None),
+)
+
+
+def status(con: duckdb.DuckDBPyConnection, last: int = 10) -> dict[str, Any]:
+    counts = []
+    for table, by in _TABLES:
+        if by:
+            rows = con.execute(
+                f"SELECT {by}, count(*) FROM {table} GROUP BY {by} ORDER BY {by}"
+            ).fetchall()
+            counts.extend({"table": table, "source": s, "rows": n} for s, n in rows)
+            if not rows:
+                counts.append({"table": table, "source": None, "rows": 0})
+        else:
+            n = con.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0]
+            counts.append({"table": table, "source": None, "rows": n})
+    snapshot = con.execute(
+        "SELECT snapshot_id, n_chunks, content_hash, created_at FROM corpus_snapshots "
+        "ORDER BY snapshot_id DESC LIMIT 1"
+    ).fetchall()
+    batches = _rows(
+        con,
+        """
+        SELECT batch_id, source, path, format, started_at, finished_at, rows_in, stored, rejected,
+               already_present, watermark
+        FROM import_batches ORDER BY batch_id DESC LIMIT ?""",
+        [last],
+    )
+    return {
+        "counts": counts,
+        "corpus": dict(
+            zip(("snapshot_id", "n_chunks", "content_hash", "created_at"), snapshot[0], strict=True)
+        )
+        if snapshot
+        else None,
+        "batches": batches,
+    }
+
+
+def rejects(
+    con: duckdb.DuckDBPyConnection, batch: int | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    if batch is not None:
+        found = con.execute(
+            "SELECT count(*) FROM import_batches WHERE batch_id = ?", [batch]
+        ).fetchall()[0][0]
+        if not found:
+            raise NotFoundError(f"no import batch {batch} (see `goldmine status`)")
+    return _rows(
+        con,
+        """
+        SELECT batch_id, path, line, reason, raw FROM rejects
+        WHERE ?::BIGINT IS NULL OR batch_id = ?
+        ORDER BY batch_id, line LIMIT ?""",
+        [batch, batch, limit],
+    )
+
+
+def _rows(con, sql: str, params: list) -> list[dict[str, Any]]:
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]

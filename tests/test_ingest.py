@@ -1,0 +1,347 @@
+"""Ingest: accounting, idempotence, rejects, atomic batches, formats and redaction.
+
+Real DuckDB files in tmp_path, real files in their real formats, the CLI in a subprocess where the
+command line is the contract; every expected number below is counted by hand from the fixture.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import duckdb
+import pytest
+import zstandard
+from goldmine.ingest import api, batch
+from goldmine.ingest.redact import Redactor, redact_text
+
+from goldmine.store import open_store
+
+
+def write_jsonl(path: Path, rows: list[dict | str | bytes]) -> Path:
+    with path.open("wb") as handle:
+        for row in rows:
+            if isinstance(row, dict):
+                row = json.dumps(row)
+            handle.write(row if isinstance(row, bytes) else row.encode())
+            handle.write(b"\n")
+    return path
+
+
+def event(i: int, **over) -> dict:
+    row = {
+        "event_id": f"e{i}",
+        "ts": f"2026-11-2{i % 10}T10:00:0{i % 10}Z",
+        "session_id": f"s{i // 3}",
+        "user_id": "u1",
+        "query": f"query number {i}",
+        "result_ids": [f"policy-{i}", "finance-3"],
+        "num_results": 2,
+        "clicked_ids": [f"policy-{i}"] if i % 2 else [],
+    }
+    row.update(over)
+    return row
+
+
+def ingest_json(cli, *args: str) -> dict:
+    result = cli("ingest", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def query(db_path: Path, sql: str, params: list | None = None) -> list[tuple]:
+    with open_store(db_path) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+COUNT_KEYS = ("rows_in", "stored", "rejected", "already_present")
+
+
+def counts(summary: dict) -> tuple[int, ...]:
+    return tuple(summary[k] for k in COUNT_KEYS)
+
+
+def test_searchlog_accounts_for_every_row_and_reimport_is_instant(tmp_path, db_path, cli):
+    log = write_jsonl(
+        tmp_path / "week.jsonl",
+        [
+            event(1),
+            event(2),
+            "{not json",  # line 3: malformed JSON
+            b'{"event_id": "e4", "query": "caf\xe9"}',  # line 4: invalid UTF-8
+            "",  # a blank line is not a row
+            event(6, query=""),  # line 6: missing query
+            event(7, ts="next tuesday"),  # line 7: unparseable timestamp
+            event(8, query=42),  # line 8: wrong type
+            event(9),
+            event(1),  # line 10: e1 again, already present
+        ],
+    )
+    out = ingest_json(cli, "searchlog", str(log), "--db", str(db_path))
+    assert counts(out["files"][0]) == (9, 3, 5, 1)
+    assert counts(out["total"]) == (9, 3, 5, 1)
+
+    result = cli("rejects", "--db", str(db_path), "--json")
+    rejects = [(r["line"], r["reason"]) for r in json.loads(result.stdout)]
+    assert rejects == [
+        (3, "malformed JSON"),
+        (4, "invalid UTF-8"),
+        (6, "missing query"),
+        (7, "unparseable timestamp: next tuesday"),
+        (8, "wrong type: query is a number"),
+    ]
+    assert all(r["path"] == str(log) for r in json.loads(result.stdout))
+    stored = query(
+        db_path,
+        "SELECT event_id, ts::VARCHAR, result_ids, clicked_ids, batch_id "
+        "FROM search_events ORDER BY event_id",
+    )
+    assert stored == [
+        ("e1", "2026-11-21 10:00:01", ["policy-1", "finance-3"], ["policy-1"], 1),
+        ("e2", "2026-11-22 10:00:02", ["policy-2", "finance-3"], [], 1),
+        ("e9", "2026-11-29 10:00:09", ["policy-9", "finance-3"], ["policy-9"], 1),
+    ]
+    assert query(
+        db_path,
+        "SELECT rows_in, stored, rejected, already_present, watermark::VARCHAR FROM import_batches",
+    ) == [(9, 3, 5, 1, "2026-11-29 10:00:09")]
+
+    again = cli("ingest", "searchlog", str(log), "--db", str(db_path))
+    assert again.returncode == 0
+    assert "already imported" in again.stdout
+    assert "rows in 9 = stored 0 + rejected 0 + already present 9" in again.stderr
+    assert query(db_path, "SELECT count(*) FROM search_events") == [(3,)]
+    assert query(db_path, "SELECT count(*) FROM import_batches") == [(1,)]
+
+
+def test_overlapping_file_adds_only_the_new_rows(tmp_path, db_path, cli):
+    first = write_jsonl(tmp_path / "a.jsonl", [event(i) for i in range(1, 7)])
+    second = write_jsonl(tmp_path / "b.jsonl", [event(i) for i in range(4, 10)])
+    assert counts(ingest_json(cli, "searchlog", str(first), "--db", str(db_path))["total"]) == (
+        6,
+        6,
+        0,
+        0,
+    )
+    out = ingest_json(cli, "searchlog", str(second), "--db", str(db_path))
+    assert counts(out["total"]) == (6, 3, 0, 3)
+    rows = query(
+        db_path,
+        "SELECT batch_id, list(event_id ORDER BY event_id) FROM search_events "
+        "GROUP BY batch_id ORDER BY batch_id",
+    )
+    assert rows == [(1, ["e1", "e2", "e3", "e4", "e5", "e6"]), (2, ["e7", "e8", "e9"])]
+
+
+def test_csv_parquet_gzip_zstd_and_aliases_give_the_same_events(tmp_path, db_path):
+    (tmp_path / "log.csv").write_text(
+        "id,timestamp,sid,q,hits,clicks\n"
+        "e1,2026-11-21T10:00:01Z,s0,query number 1,policy-1|finance-3,policy-1\n"
+        'e2,1795342802,s0,query number 2,"[""policy-2"",""finance-3""]",\n'
+    )
+    rows = [event(3), event(4)]
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE t AS SELECT * FROM read_json(?)",
+        [str(write_jsonl(tmp_path / "p.jsonl", rows))],
+    )
+    con.execute(f"COPY t TO '{tmp_path / 'log.parquet'}' (FORMAT parquet)")
+    con.close()
+    raw = b"".join(json.dumps(r).encode() + b"\n" for r in (event(5), event(6)))
+    (tmp_path / "log.jsonl.gz").write_bytes(gzip.compress(raw))
+    raw = b"".join(json.dumps(r).encode() + b"\n" for r in (event(7),))
+    (tmp_path / "log.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(raw))
+    (tmp_path / "p.jsonl").unlink()
+
+    with open_store(db_path) as con:
+        result = api.searchlog(con, [tmp_path])  # a folder: every known file in it
+        assert [f.format for f in result.files] == ["csv", "jsonl+gzip", "jsonl+zstd", "parquet"]
+        assert con.execute("SELECT line, reason FROM rejects").fetchall() == []
+        assert result.total == {"rows_in": 7, "stored": 7, "rejected": 0, "already_present": 0}
+        got = con.execute(
+            "SELECT event_id, ts::VARCHAR, session_id, query, result_ids, "
+            "clicked_ids FROM search_events ORDER BY event_id"
+        ).fetchall()
+    assert got[0] == (
+        "e1",
+        "2026-11-21 10:00:01",
+        "s0",
+        "query number 1",
+        ["policy-1", "finance-3"],
+        ["policy-1"],
+    )
+    assert got[1] == (
+        "e2",
+        "2026-11-22 10:20:02",
+        "s0",
+        "query number 2",
+        ["policy-2", "finance-3"],
+        None,
+    )
+    assert [g[0] for g in got] == [f"e{i}" for i in range(1, 8)]
+    assert got[3][4:] == (["policy-4", "finance-3"], [])
+
+
+def test_rows_without_event_id_get_a_stable_key(tmp_path, db_path):
+    rows = [{k: v for k, v in event(i).items() if k != "event_id"} for i in range(3)]
+    first = write_jsonl(tmp_path / "a.jsonl", rows)
+    second = write_jsonl(tmp_path / "b.jsonl", list(reversed(rows)) + [{"query": "new one"}])
+    with open_store(db_path) as con:
+        api.searchlog(con, [first])
+        result = api.searchlog(con, [second])
+    assert result.total == {"rows_in": 4, "stored": 1, "rejected": 0, "already_present": 3}
+
+
+def test_map_names_a_column_the_aliases_do_not_know(tmp_path, db_path):
+    log = write_jsonl(
+        tmp_path / "log.jsonl", [{"needle": "gift card balance", "when": "2026-11-20"}]
+    )
+    with open_store(db_path) as con:
+        result = api.searchlog(con, [log], mapping=["query=needle", "ts=when"])
+        assert result.total["stored"] == 1
+        assert con.execute("SELECT query, ts::VARCHAR FROM search_events").fetchall() == [
+            ("gift card balance", "2026-11-20 00:00:00")
+        ]
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("log.txt", b"hello", "unknown file format"),
+        ("missing.jsonl", None, "no such file or folder"),
+        ("broken.parquet", b"PAR1 this is not parquet", "cannot read as parquet"),
+    ],
+)
+def test_unknown_or_unreadable_file_is_one_error_line_and_exit_2(
+    tmp_path, db_path, cli, name, content, message
+):
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    result = cli("ingest", "searchlog", str(path), "--db", str(db_path))
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr
+
+
+def test_a_failure_mid_batch_leaves_nothing_and_the_next_run_imports_it_whole(
+    tmp_path, db_path, monkeypatch
+):
+    log = write_jsonl(tmp_path / "log.jsonl", [event(1), event(2), "{bad"])
+
+    real = batch.store_new_rows
+
+    def interrupted(con, target, batch_id):
+        real(con, target, batch_id)  # rows written, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(batch, "store_new_rows", interrupted)
+    with open_store(db_path) as con, pytest.raises(KeyboardInterrupt):
+        api.searchlog(con, [log])
+    monkeypatch.undo()
+    for table in ("search_events", "import_batches", "rejects"):
+        assert query(db_path, f"SELECT count(*) FROM {table}") == [(0,)]
+    with open_store(db_path) as con:
+        assert api.searchlog(con, [log]).total["stored"] == 2
+
+
+def test_a_killed_import_leaves_nothing(tmp_path, db_path):
+    log = write_jsonl(tmp_path / "log.jsonl", [event(i) for i in range(50)])
+    script = textwrap.dedent(f"""
+        import sys, time
+        from goldmine.ingest import api, batch
+        from goldmine.store import open_store
+        real = batch.store_new_rows
+        def slow(con, target, batch_id):
+            n = real(con, target, batch_id)
+            print("written", flush=True)
+            time.sleep(60)
+            return n
+        batch.store_new_rows = slow
+        with open_store({str(db_path)!r}) as con:
+            api.searchlog(con, [{str(log)!r}])
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "written"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert query(db_path, "SELECT count(*) FROM search_events") == [(0,)]
+    assert query(db_path, "SELECT count(*) FROM import_batches") == [(0,)]
+    with open_store(db_path) as con:
+        assert api.searchlog(con, [log]).total["stored"] == 50
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mail jane.doe+x@example.co.uk now", "mail <EMAIL> now"),
+        ("card 4111 1111 1111 1111 ok", "card <CARD> ok"),  # Luhn holds
+        ("card 4111 1111 1111 1112 ok", "card 4111 1111 1111 1112 ok"),  # Luhn fails
+        ("pay 5500-0000-0000-0004", "pay <CARD>"),
+        ("iban GB82 WEST 1234 5698 7654 32.", "iban <IBAN>."),  # mod 97 holds
+        ("iban GB82 WEST 1234 5698 7654 33.", "iban GB82 WEST 1234 5698 7654 33."),
+        ("DE89370400440532013000", "<IBAN>"),
+        ("from 192.168.1.20 and 2001:db8::1", "from <IPV4> and <IPV6>"),
+        ("call +44 20 7946 0958 or 555-123-4567", "call <PHONE> or <PHONE>"),
+        ("order NW-123456 on 2026-11-23 at 10:30", "order NW-123456 on 2026-11-23 at 10:30"),
+    ],
+)
+def test_redaction_patterns(text, expected):
+    con = duckdb.connect()
+    assert redact_text(con, text) == expected
+
+
+def test_user_patterns_from_the_flag_and_from_goldmine_toml(tmp_path, db_path):
+    log = write_jsonl(
+        tmp_path / "log.jsonl",
+        [
+            event(1, query="order NW-123456 for jane@example.com, staff E123456"),
+        ],
+    )
+    (tmp_path / "goldmine.toml").write_text('[ingest]\nredact_patterns = { STAFF = "E[0-9]{6}" }\n')
+    from goldmine.config import _load
+
+    _load.cache_clear()
+    with open_store(db_path) as con:
+        api.searchlog(con, [log], redact=True, patterns=["ORDER=NW-[0-9]{6}"])
+        assert con.execute("SELECT query FROM search_events").fetchall() == [
+            ("order <ORDER> for <EMAIL>, staff <STAFF>",)
+        ]
+
+
+def test_searchlog_redaction_is_opt_in_and_covers_rejects(tmp_path, db_path):
+    plain = write_jsonl(tmp_path / "a.jsonl", [event(1, query="refund for a@b.com")])
+    redacted = write_jsonl(
+        tmp_path / "b.jsonl",
+        [
+            event(2, query="refund for a@b.com"),
+            event(3, query="refund for c@d.com", ts="soon"),
+        ],
+    )
+    with open_store(db_path) as con:
+        api.searchlog(con, [plain])
+        api.searchlog(con, [redacted], redact=True)
+        assert con.execute("SELECT query FROM search_events ORDER BY event_id").fetchall() == [
+            ("refund for a@b.com",),
+            ("refund for <EMAIL>",),
+        ]
+        raw = con.execute("SELECT raw FROM rejects").fetchall()[0][0]
+    assert "c@d.com" not in raw and "<EMAIL>" in raw
+    # The original is in no table of the file.
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+            text = con.execute(f"SELECT string_agg(t::VARCHAR, ' ') FROM \"{table}\" t")
+            assert "c@d.com" not in str(text.fetchall()[0][0])
+
+
+def test_redactor_steps_are_sql_not_python():
+    steps = Redactor(user_patterns=(("X", "x+"),)).steps("col")
+    assert all("regexp" in s for s in steps)
+    assert "$gm_rx_0" in steps[-1]
