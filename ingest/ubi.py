@@ -86,7 +86,8 @@ SELECT q.line, q.raw,
     trim(v[2]) AS query,
     gm_ids(v[5]) AS result_ids,
     len(gm_ids(v[5]))::INTEGER AS num_results,
-    coalesce(list_distinct(c.clicked_ids), []) AS clicked_ids,
+    coalesce(list_filter(c.clicked_ids, lambda x, i: list_position(c.clicked_ids, x) = i), [])
+        AS clicked_ids,
     NULL::VARCHAR AS feedback,
     CASE WHEN q.err IS NULL THEN json_object(
         'application', raw -> '$.application',
