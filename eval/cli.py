@@ -36,7 +36,7 @@ GoldOption = Annotated[
     ),
 ]
 RunOption = Annotated[
-    Path,
+    Path | None,
     typer.Option(
         "--run",
         "-r",
@@ -46,22 +46,97 @@ RunOption = Annotated[
         dir_okay=False,
     ),
 ]
+_SOURCES = "Run sources (give one)"
+_HTTP = "HTTP retriever"
+_GATE = "CI gate"
 
 
 @eval_app.command("run")
 def run_command(
     gold: GoldOption,
-    run: RunOption,
+    run: RunOption = None,
+    retriever: Annotated[
+        str | None,
+        typer.Option(
+            "--retriever",
+            help="A Python callable module:function(query, k) returning ids or (id, score) "
+            "pairs; a first parameter named 'queries' gets the whole list. The working "
+            "directory is importable.",
+            rich_help_panel=_SOURCES,
+        ),
+    ] = None,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            help="POST each query to this URL; the answer is a JSON list of ids or {id, score}, "
+            "or an object holding it under results/hits (or --json-path).",
+            rich_help_panel=_SOURCES,
+        ),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            help="A built-in retriever over the stored corpus: bm25, dense or hybrid.",
+            rich_help_panel=_SOURCES,
+        ),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--k",
+            "-k",
+            help="Ids to ask a retriever for (default: --k-candidates or the largest cut-off).",
+            min=1,
+        ),
+    ] = None,
+    http_body: Annotated[
+        str | None,
+        typer.Option(
+            "--http-body",
+            help='JSON body template with "{query}" and "{k}", e.g. \'{"q": "{query}", '
+            '"size": "{k}"}\'. Default: {"query": ..., "k": ...}.',
+            rich_help_panel=_HTTP,
+        ),
+    ] = None,
+    json_path: Annotated[
+        str | None,
+        typer.Option(
+            "--json-path",
+            help="Dotted path to the result list in the response, e.g. hits.hits.",
+            rich_help_panel=_HTTP,
+        ),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option("--header", help="Extra HTTP header 'Name: value' (repeatable).",
+                     rich_help_panel=_HTTP),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Requests in flight.", min=1,
+                          rich_help_panel=_HTTP)
+    ] = 8,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds per request.", rich_help_panel=_HTTP)
+    ] = 10.0,
+    retries: Annotated[
+        int,
+        typer.Option("--retries", help="Retries on timeouts, 5xx and 429, with backoff.",
+                     min=0, rich_help_panel=_HTTP),
+    ] = 2,
     metrics: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--metrics",
             "-m",
             help="Comma-separated metrics: recall@k, frac_recall@k, mrr[@k], ndcg[@k], "
             "precision@k, map[@k], r_precision. trec_eval and ranx names are accepted "
-            "(P_10, success_5, ndcg_cut_10, hit_rate@5).",
+            "(P_10, success_5, ndcg_cut_10, hit_rate@5). "
+            "[default: recall@1,recall@5,recall@10,mrr,ndcg@10]",
+            show_default=False,
         ),
-    ] = "recall@1,recall@5,recall@10,mrr,ndcg@10",
+    ] = None,
     rel_level: Annotated[
         int,
         typer.Option(
@@ -71,13 +146,25 @@ def run_command(
             "nDCG uses the grade as gain whatever the level.",
         ),
     ] = 1,
+    k_prompt: Annotated[
+        int | None,
+        typer.Option("--k-prompt", help="Chunks sent to the model. [default: 5]", min=1,
+                     show_default=False),
+    ] = None,
+    k_candidates: Annotated[
+        int | None,
+        typer.Option("--k-candidates", help="Chunks the first stage returns. [default: 50]",
+                     min=1, show_default=False),
+    ] = None,
     gold_format: Annotated[
         str | None,
         typer.Option("--gold-format", help="Force the gold format: trec, beir, jsonl, json."),
     ] = None,
     run_format: Annotated[
         str | None,
-        typer.Option("--run-format", help="Force the run format: trec, jsonl, csv, parquet, json."),
+        typer.Option(
+            "--run-format", help="Force the run format: trec, jsonl, csv, parquet, json."
+        ),
     ] = None,
     label: Annotated[
         str | None,
@@ -91,11 +178,36 @@ def run_command(
             dir_okay=False,
         ),
     ] = None,
+    save_run: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-run",
+            help="Write what the retriever returned as a TREC run (or JSONL for .jsonl).",
+            dir_okay=False,
+        ),
+    ] = None,
     abstain_below: Annotated[
         float | None,
         typer.Option(
             "--abstain-below",
             help="For no-answer queries: a best score under this counts as abstaining.",
+        ),
+    ] = None,
+    fail_under: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-under",
+            help="Exit 1 if a metric is under a floor, e.g. recall@5=0.70 (repeatable).",
+            rich_help_panel=_GATE,
+        ),
+    ] = None,
+    fail_if_worse_than: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-if-worse-than",
+            help="Exit 1 if this run is worse than a stored run (id or label) by the compare's "
+            "verdict: outside the noise, not any drop.",
+            rich_help_panel=_GATE,
         ),
     ] = None,
     per_query: Annotated[
@@ -112,29 +224,56 @@ def run_command(
     json_output: JsonOption = False,
 ) -> None:
     """Score a run against a gold set: recall@k, MRR, nDCG@k … equal to trec_eval's."""
-    from goldmine.eval.runner import run_eval
+    from goldmine.eval.runner import Reranker, RunSource, eval_defaults, run_eval
 
+    defaults = eval_defaults()
+    source = RunSource(path=run, format=run_format, retriever=retriever, baseline=baseline, k=k)
+    if http is not None:
+        from goldmine.eval.sources import HttpOptions, parse_headers
+
+        source.http = HttpOptions(
+            url=http,
+            body_template=http_body,
+            json_path=json_path,
+            concurrency=concurrency,
+            timeout=timeout,
+            retries=retries,
+            headers=parse_headers(header or []),
+        )
+    gate = None
+    if fail_under or fail_if_worse_than:
+        from goldmine.eval.ci import Gate
+
+        gate = Gate.parse(fail_under or [], fail_if_worse_than)
+    asked = metrics or defaults["metrics"]
+    if gate is not None and gate.metrics():
+        asked = ",".join([asked, *gate.metrics()])
     outcome = run_eval(
         gold,
-        run,
-        metrics,
+        source,
+        asked,
         rel_level=rel_level,
         gold_format=gold_format,
-        run_format=run_format,
         abstain_below=abstain_below,
         label=label,
         history=history,
         db=db_flag(db),
         store=store,
+        reranker=Reranker(
+            k_prompt or defaults["k_prompt"], k_candidates or defaults["k_candidates"]
+        ),
+        save_run=save_run,
     )
     if json_output:
         from goldmine.output import print_json
 
         print_json(outcome.to_json())
-        return
-    from goldmine.eval.report import print_outcome
+    else:
+        from goldmine.eval.report import print_outcome
 
-    print_outcome(outcome, per_query=per_query)
+        print_outcome(outcome, per_query=per_query)
+    if gate is not None:
+        gate.enforce(outcome, db_flag(db))
 
 
 @eval_app.command("runs")

@@ -36,11 +36,29 @@ def print_outcome(outcome: EvalOutcome, *, per_query: bool = False) -> None:
     print(f"run  {outcome.run_source} ({outcome.run_format}, sha256 {_short(outcome.run_hash)})")
     for name, value in result.summary.items():
         print(f"{display_name(name)} {value:.2f}")
+    _print_reranker(outcome)
     _print_counts(outcome)
     if per_query:
         _print_per_query(outcome)
     if outcome.run_id is not None:
         print(f"stored as run {outcome.run_id}" + (f" ({outcome.label})" if outcome.label else ""))
+
+
+def _print_reranker(outcome: EvalOutcome) -> None:
+    r = outcome.reranker
+    if not r or not outcome.result.per_query:
+        return
+    kp, kc = r["k_prompt"], r["k_candidates"]
+    print(
+        f"k sent to the model {kp}, k from the first stage {kc}: "
+        f"recall@{kp} {r['recall_at_prompt']:.2f}, recall@{kc} {r['recall_at_candidates']:.2f}, "
+        f"MRR {r['mrr']:.2f}"
+    )
+    print(
+        f"reranker opportunity: {r['opportunity_per_100']:.0f} queries per hundred have their "
+        "answer in the candidates but not in the prompt"
+    )
+    print(f"reading: {r['reading']}")
 
 
 def _print_counts(outcome: EvalOutcome) -> None:

@@ -13,16 +13,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from goldmine.eval.history import FORMAT_VERSION, append_history, check_history, git_commit
 from goldmine.eval.metrics import Metric, parse_metrics
-from goldmine.eval.model import Gold
-from goldmine.eval.readers import read_gold
-from goldmine.eval.scoring import EvalResult, evaluate_run_file
+from goldmine.eval.model import Gold, Run
+from goldmine.eval.readers import read_gold, read_run
+from goldmine.eval.scoring import EvalResult, evaluate, evaluate_run_file
 
 from goldmine.errors import InputError
 from goldmine.text import sha256_file
+
+if TYPE_CHECKING:
+    from goldmine.eval.sources import HttpOptions
 
 DEFAULT_METRICS = "recall@1,recall@5,recall@10,mrr,ndcg@10"
 _VERSION_SPEC = re.compile(r"^(v?\d+|latest)$", re.IGNORECASE)
@@ -39,6 +42,7 @@ class EvalOutcome:
     run_id: int | None = None
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     git_commit: str | None = None
+    reranker: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = self.result.to_json()
@@ -60,9 +64,28 @@ class EvalOutcome:
                     "format": self.run_format,
                     "hash": self.run_hash,
                 },
+                "reranker": self.reranker,
             }
         )
         return data
+
+
+def eval_defaults() -> dict[str, Any]:
+    """``[eval]`` in goldmine.toml: metrics, k_prompt, k_candidates."""
+    from goldmine.config import load_config
+
+    section = load_config().section("eval")
+    metrics = section.get("metrics", DEFAULT_METRICS)
+    if isinstance(metrics, list):
+        metrics = ",".join(metrics)
+    try:
+        return {
+            "metrics": str(metrics),
+            "k_prompt": int(section.get("k_prompt", 5)),
+            "k_candidates": int(section.get("k_candidates", 50)),
+        }
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"goldmine.toml [eval]: {exc}") from exc
 
 
 def load_gold(spec: str, fmt: str | None = None, db: Path | None = None) -> Gold:
@@ -115,9 +138,117 @@ def score_run_file(
     return EvalOutcome(result, gold, str(run_path), fmt, hasher.digest, label)
 
 
+@dataclass
+class RunSource:
+    """Where the ranked ids come from: exactly one of a file, a callable, a URL, a baseline."""
+
+    path: Path | None = None
+    format: str | None = None
+    retriever: str | None = None
+    batch: bool | None = None
+    http: HttpOptions | None = None
+    baseline: str | None = None
+    k: int | None = None  # how many ids to ask a retriever for
+
+    def check(self) -> None:
+        given = [x for x in (self.path, self.retriever, self.http, self.baseline) if x is not None]
+        if len(given) != 1:
+            raise InputError(
+                "give exactly one run source: --run FILE, --retriever module:function, "
+                "--http URL or --baseline bm25|dense|hybrid"
+            )
+
+    def retrieve(self, gold: Gold, k: int, db: Path | None) -> Run:
+        from goldmine.eval import sources
+
+        if self.retriever is not None:
+            return sources.run_callable(gold, self.retriever, k, batch=self.batch)
+        if self.http is not None:
+            return sources.run_http(gold, self.http, k)
+        if self.baseline is not None:
+            return sources.run_baseline(gold, self.baseline, k, db)
+        assert self.path is not None
+        return read_run(self.path, self.format)
+
+
+@dataclass(frozen=True)
+class Reranker:
+    """The two k's: what the model sees (k_prompt) and what the first stage returns."""
+
+    k_prompt: int = 5
+    k_candidates: int = 50
+
+    def metrics(self) -> list[Metric]:
+        return parse_metrics([f"recall@{self.k_prompt}", f"recall@{self.k_candidates}", "mrr"])
+
+
+def _reranker_report(result: EvalResult, reranker: Reranker) -> dict[str, Any]:
+    kp, kc = f"recall@{reranker.k_prompt}", f"recall@{reranker.k_candidates}"
+    n = len(result.per_query)
+    gap = sum(1 for s in result.per_query.values() if s[kc] > 0 and s[kp] == 0)
+    at_prompt, at_candidates = result.summary[kp], result.summary[kc]
+    mrr = result.summary["mrr"]
+    return {
+        "k_prompt": reranker.k_prompt,
+        "k_candidates": reranker.k_candidates,
+        "recall_at_prompt": at_prompt,
+        "recall_at_candidates": at_candidates,
+        "mrr": mrr,
+        "opportunity_per_100": 100.0 * gap / n if n else 0.0,
+        "opportunity_queries": gap,
+        "reading": reading(at_candidates, mrr, reranker, 100.0 * gap / n if n else 0.0),
+    }
+
+
+# Where the lesson's reading draws its lines: at least 0.80 of answers in the candidates is "high"
+# recall, an MRR under 0.50 means the first answer sits below rank 2 on average ("low").
+HIGH_RECALL = 0.80
+LOW_MRR = 0.50
+
+
+def reading(
+    recall_at_candidates: float, mrr: float, reranker: Reranker, opportunity: float
+) -> str:
+    """The lesson's diagnosis from recall at the candidate depth, MRR and the gap."""
+    kc = reranker.k_candidates
+    if recall_at_candidates < HIGH_RECALL:
+        return (
+            f"low recall@{kc}: not a ranking problem; the answers are not in the candidates "
+            "(look at chunking, the embedding model, filters, the query)"
+        )
+    if mrr < LOW_MRR:
+        return f"high recall@{kc} and low MRR: a ranking problem, a reranker is the fix"
+    if opportunity >= 10:
+        return (
+            f"high recall@{kc} and MRR, but {opportunity:.0f} per hundred miss the top "
+            f"{reranker.k_prompt}: a reranker (or a larger k sent to the model) would recover them"
+        )
+    return f"high recall@{kc} and MRR: the first stage already ranks answers into the prompt"
+
+
+def _with_extras(
+    metrics: Sequence[Metric], extras: Sequence[Metric]
+) -> tuple[list[Metric], list[str]]:
+    names = {m.name for m in metrics}
+    added = [m for m in extras if m.name not in names]
+    return [*metrics, *added], [m.name for m in added]
+
+
+def _strip(result: EvalResult, names: Sequence[str]) -> None:
+    """Drop metrics the user did not ask for (computed only for the reranker report)."""
+    if not names:
+        return
+    result.metrics = [m for m in result.metrics if m.name not in names]
+    for name in names:
+        result.summary.pop(name, None)
+    for scores in result.per_query.values():
+        for name in names:
+            scores.pop(name, None)
+
+
 def run_eval(
     gold_spec: str,
-    run_path: Path,
+    source: RunSource | Path,
     metrics: str | Sequence[str] = DEFAULT_METRICS,
     *,
     rel_level: int = 1,
@@ -128,21 +259,40 @@ def run_eval(
     history: Path | None = None,
     db: Path | None = None,
     store: bool = True,
+    reranker: Reranker | None = None,
+    save_run: Path | None = None,
 ) -> EvalOutcome:
-    """Score ``run_path`` against ``gold_spec``, store the run, append the history row."""
-    parsed = parse_metrics(metrics)
+    """Score a run against ``gold_spec``, store it, append the history row."""
+    if isinstance(source, Path):
+        source = RunSource(path=source, format=run_format)
+    source.check()
+    asked = parse_metrics(metrics)
+    reranker = reranker or Reranker()
+    parsed, extras = _with_extras(asked, reranker.metrics())
     if history is not None:
         check_history(history)
     gold = load_gold(gold_spec, gold_format, db)
-    outcome = score_run_file(
-        gold,
-        run_path,
-        parsed,
-        rel_level=rel_level,
-        run_format=run_format,
-        abstain_below=abstain_below,
-        label=label,
-    )
+    if source.path is not None and save_run is None:
+        outcome = score_run_file(
+            gold,
+            source.path,
+            parsed,
+            rel_level=rel_level,
+            run_format=source.format,
+            abstain_below=abstain_below,
+            label=label,
+        )
+    else:
+        k = source.k or max([reranker.k_candidates, *(m.k or 0 for m in parsed)])
+        run = source.retrieve(gold, k, db)
+        result = evaluate(gold, run, parsed, rel_level, abstain_below)
+        outcome = EvalOutcome(result, gold, run.source, run.format, run.hash, label)
+        if save_run is not None:
+            from goldmine.eval.sources import save_run as write_run
+
+            write_run(run, save_run)
+    outcome.reranker = _reranker_report(outcome.result, reranker)
+    _strip(outcome.result, extras)
     keep(outcome, history=history, db=db, store=store)
     return outcome
 
@@ -157,7 +307,7 @@ def keep(
 
         from goldmine.store import open_store
 
-        with open_store(db) as con:
+        with open_store(db, lean=True) as con:
             outcome.run_id = save_run(con, outcome)
     if history is not None:
         append_history(history, history_row(outcome))

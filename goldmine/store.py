@@ -103,6 +103,11 @@ def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[Migration]:
     return [m for m in known if m.key not in done]
 
 
+def _duckdb_error() -> type[Exception]:
+    """DuckDB's base exception, from whichever module the open connection came from."""
+    return (sys.modules.get("_duckdb") or sys.modules["duckdb"]).Error
+
+
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply every pending migration, each with its record in one transaction."""
     ran = []
@@ -111,7 +116,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
             with transaction(con):
                 migration.run(con)
                 con.execute("INSERT INTO schema_migrations (name) VALUES (?)", [migration.key])
-        except duckdb_engine().Error as exc:
+        except _duckdb_error() as exc:
             raise StoreError(f"migration {migration.key} failed: {exc}") from exc
         ran.append(migration.key)
     return ran
@@ -129,30 +134,35 @@ def _busy_error(path: Path, exc: Exception) -> StoreBusyError:
     )
 
 
-def duckdb_engine():
+def duckdb_engine(lean: bool = False):
     """The DuckDB module to connect with.
 
-    The C extension ``_duckdb`` (which the ``duckdb`` package re-exports) gives the same
-    connection class and exceptions and imports in half the time, because the package's Python
-    wrappers pull in importlib.metadata. That matters for ``goldmine eval run``, whose whole run
-    on a starter set takes less than the full import. Code that wants relations' Python helpers
-    imports ``duckdb`` itself; the connection is the same object.
+    ``lean`` takes the C extension ``_duckdb`` alone, which the ``duckdb`` package re-exports: the
+    same connection class and exceptions, imported in half the time (the package's Python layer
+    pulls in importlib.metadata). Its connections lack that layer's helpers (``con.sql``,
+    relations' ``.pl()``), so only code that sticks to ``execute``/``fetchall`` asks for it:
+    ``goldmine eval run``, whose whole run on a starter set takes less than the full import.
     """
-    if "duckdb" in sys.modules:
-        return sys.modules["duckdb"]
-    try:
-        import _duckdb
+    if lean and "duckdb" not in sys.modules:
+        try:
+            import _duckdb
 
-        return _duckdb
-    except ImportError:  # a DuckDB build without the separate extension module
-        import duckdb
+            return _duckdb
+        except ImportError:  # a DuckDB build without the separate extension module
+            pass
+    import duckdb
 
-        return duckdb
+    return duckdb
 
 
-def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (creating and migrating as needed) the store. Callers close it; prefer open_store."""
-    duckdb = duckdb_engine()
+def connect(
+    db: str | Path | None = None, *, read_only: bool = False, lean: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """Open (creating and migrating as needed) the store. Callers close it; prefer open_store.
+
+    ``lean``: execute/fetch only, for start-up-sensitive commands (see ``duckdb_engine``).
+    """
+    duckdb = duckdb_engine(lean)
     path = resolve_db_path(db)
     if read_only and not path.exists():
         raise StoreError(f"no goldmine store at {path} (pass --db, or import something first)")
@@ -171,8 +181,8 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
             if pending_migrations(con):
                 con.close()
                 # An older file needs upgrading first: do it read-write, then reopen read-only.
-                connect(path).close()
-                return connect(path, read_only=True)
+                connect(path, lean=lean).close()
+                return connect(path, read_only=True, lean=lean)
         else:
             migrate(con)
     except BaseException:
@@ -183,10 +193,10 @@ def connect(db: str | Path | None = None, *, read_only: bool = False) -> duckdb.
 
 @contextmanager
 def open_store(
-    db: str | Path | None = None, *, read_only: bool = False
+    db: str | Path | None = None, *, read_only: bool = False, lean: bool = False
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """The store for one unit of work; closed on exit so other processes can open it."""
-    con = connect(db, read_only=read_only)
+    con = connect(db, read_only=read_only, lean=lean)
     try:
         yield con
     finally:

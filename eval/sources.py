@@ -1,0 +1,318 @@
+"""Runs that come from a retriever rather than a file: a Python callable, an HTTP endpoint, or a
+built-in baseline over the stored corpus.
+
+Each asks for the top k of every gold query and returns a ``Run`` keyed by gold query id. A query
+whose retrieval fails (the callable raises, the endpoint times out or answers 500 after its retries)
+is recorded in ``Run.errors`` and reported: never a crash, never a silent zero.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from goldmine.eval.model import Gold, Run
+
+from goldmine.errors import InputError
+from goldmine.output import progress
+
+Results = list[tuple[str, float | None]]
+
+
+def gold_queries(gold: Gold) -> list[tuple[str, str]]:
+    """(query id, query text) for every gold query; a retriever needs the text."""
+    missing = [q.query_id for q in gold.queries.values() if not q.query]
+    if missing:
+        raise InputError(
+            f"the gold set has no query text for {len(missing)} queries (e.g. {missing[0]}); a "
+            "retriever needs the text: use a gold JSONL with 'query', or a published version",
+            path=gold.source,
+        )
+    return [(q.query_id, q.query or "") for q in gold.queries.values()]
+
+
+def normalize_results(value: Any, json_path: str | None = None) -> Results:
+    """Ids, ``(id, score)`` pairs, ``{id, score}`` objects (``_id``/``_score`` too), or an object
+    holding such a list under ``results``, ``hits`` (``hits.hits`` for OpenSearch) or
+    ``json_path`` (dotted)."""
+    if json_path:
+        for part in json_path.split("."):
+            if not isinstance(value, dict) or part not in value:
+                raise ValueError(f"the response has no {json_path!r}")
+            value = value[part]
+    while isinstance(value, dict):
+        for key in ("results", "hits", "documents", "data"):
+            if key in value:
+                value = value[key]
+                break
+        else:
+            raise ValueError(
+                "the response is an object without 'results' or 'hits'; pass --json-path"
+            )
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"expected a list of ids or of {{id, score}}, got {type(value).__name__}")
+    out: Results = []
+    for item in value:
+        if isinstance(item, str | int) and not isinstance(item, bool):
+            out.append((str(item), None))
+        elif isinstance(item, list | tuple) and len(item) == 2:
+            out.append((str(item[0]), float(item[1])))
+        elif isinstance(item, dict):
+            doc = next((item[k] for k in ("id", "_id", "chunk_id", "doc_id") if k in item), None)
+            if doc is None:
+                raise ValueError(f"a result object has no id: {item!r}")
+            score = next((item[k] for k in ("score", "_score") if k in item), None)
+            out.append((str(doc), None if score is None else float(score)))
+        else:
+            raise ValueError(f"a result must be an id, (id, score) or {{id, score}}: {item!r}")
+    return out
+
+
+def build_run(
+    gold: Gold, results: dict[str, Results], errors: dict[str, str], source: str, fmt: str
+) -> Run:
+    """A Run from per-query results; repeated ids counted once; a content hash for history."""
+    from goldmine.eval.readers import dedupe
+
+    ids = {qid: [doc for doc, _ in res] for qid, res in results.items()}
+    scored = all(s is not None for res in results.values() for _, s in res)
+    scores = {q: [float(s) for _, s in res] for q, res in results.items()} if scored else None
+    digest = hashlib.sha256(
+        json.dumps(results, sort_keys=True, separators=(",", ":")).encode()
+    ).hexdigest()
+    run = Run(ids, source, digest, fmt, scores=scores, errors=errors)
+    run.texts = {qid: gold.queries[qid].query or "" for qid in ids}
+    return dedupe(run)
+
+
+# ----------------------------------------------------------------------------- callable
+
+
+def load_callable(spec: str) -> Callable[..., Any]:
+    """``module:function`` or ``path/to/file.py:function``; the working directory is importable."""
+    module_name, sep, func_name = spec.rpartition(":")
+    if not sep or not module_name or not func_name:
+        raise InputError(f"--retriever must be module:function, got {spec!r}")
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        if module_name.endswith(".py"):
+            path = Path(module_name)
+            spec_ = importlib.util.spec_from_file_location(path.stem, path)
+            if spec_ is None or spec_.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(spec_)
+            spec_.loader.exec_module(module)
+        else:
+            module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module may raise anything while importing
+        raise InputError(f"cannot import {module_name!r}: {exc}") from exc
+    func = getattr(module, func_name, None)
+    if not callable(func):
+        raise InputError(f"{module_name!r} has no function {func_name!r}")
+    return func
+
+
+def _wants_batch(func: Callable[..., Any]) -> bool:
+    """A function whose first parameter is named ``queries`` takes the whole list."""
+    try:
+        params = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return False
+    return bool(params) and params[0] in ("queries", "batch", "texts")
+
+
+def run_callable(gold: Gold, spec: str, k: int, *, batch: bool | None = None) -> Run:
+    func = load_callable(spec)
+    queries = gold_queries(gold)
+    results: dict[str, Results] = {}
+    errors: dict[str, str] = {}
+    if batch if batch is not None else _wants_batch(func):
+        try:
+            answers = func([text for _, text in queries], k)
+            if len(answers) != len(queries):
+                raise ValueError(f"returned {len(answers)} result lists for {len(queries)} queries")
+            for (qid, _), answer in zip(queries, answers, strict=True):
+                results[qid] = normalize_results(answer)
+        except Exception as exc:  # the user's code: report, don't crash
+            raise InputError(f"{spec} failed on the batch: {type(exc).__name__}: {exc}") from exc
+        return build_run(gold, results, errors, spec, "callable")
+    with progress(f"retrieving with {spec}", total=len(queries)) as advance:
+        for qid, text in queries:
+            try:
+                results[qid] = normalize_results(func(text, k))
+            except Exception as exc:  # one failing query is an error row, not a crash
+                errors[qid] = f"{type(exc).__name__}: {exc}"
+            advance()
+    return build_run(gold, results, errors, spec, "callable")
+
+
+# ----------------------------------------------------------------------------- HTTP
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    url: str
+    body_template: str | None = None  # JSON with "{query}" and "{k}" placeholders
+    json_path: str | None = None
+    concurrency: int = 8
+    timeout: float = 10.0
+    retries: int = 2
+    backoff: float = 0.2
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def parse_headers(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    headers = []
+    for item in items:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise InputError(f"--header takes 'Name: value', got {item!r}")
+        headers.append((name.strip(), value.strip()))
+    return tuple(headers)
+
+
+def _fill(template: Any, query: str, k: int) -> Any:
+    """Substitute placeholders in a parsed JSON template: "{k}" alone becomes a number."""
+    if isinstance(template, dict):
+        return {key: _fill(value, query, k) for key, value in template.items()}
+    if isinstance(template, list):
+        return [_fill(value, query, k) for value in template]
+    if template == "{k}":
+        return k
+    if isinstance(template, str):
+        return template.replace("{query}", query).replace("{k}", str(k))
+    return template
+
+
+def parse_template(template: str | None) -> Any:
+    if template is None:
+        return {"query": "{query}", "k": "{k}"}
+    try:
+        return json.loads(template)
+    except ValueError as exc:
+        raise InputError(f"--http-body is not valid JSON: {exc}") from exc
+
+
+def _post(options: HttpOptions, body: bytes) -> Any:
+    request = urllib.request.Request(
+        options.url,
+        data=body,
+        headers={"Content-Type": "application/json", **dict(options.headers)},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=options.timeout) as response:
+        return json.loads(response.read().decode("utf-8"))
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, urllib.error.HTTPError):
+        return exc.code >= 500 or exc.code == 429
+    return isinstance(exc, urllib.error.URLError | TimeoutError | ConnectionError | OSError)
+
+
+def _ask(options: HttpOptions, template: Any, query: str, k: int) -> Results:
+    body = json.dumps(_fill(template, query, k)).encode("utf-8")
+    attempt = 0
+    while True:
+        try:
+            return normalize_results(_post(options, body), options.json_path)
+        except Exception as exc:  # classified below: retried, or raised as the query's error
+            if attempt >= options.retries or not _retryable(exc):
+                raise
+            time.sleep(options.backoff * (2**attempt))
+            attempt += 1
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code} {exc.reason}"
+    if isinstance(exc, urllib.error.URLError):
+        return f"connection failed: {exc.reason}"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run_http(gold: Gold, options: HttpOptions, k: int) -> Run:
+    queries = gold_queries(gold)
+    template = parse_template(options.body_template)
+    results: dict[str, Results] = {}
+    errors: dict[str, str] = {}
+
+    def one(item: tuple[str, str]) -> tuple[str, Results | None, str | None]:
+        qid, text = item
+        try:
+            return qid, _ask(options, template, text, k), None
+        except Exception as exc:  # recorded as the query's error row
+            return qid, None, _describe(exc)
+
+    with (
+        progress(f"querying {options.url}", total=len(queries)) as advance,
+        ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool,
+    ):
+        for qid, answer, error in pool.map(one, queries):
+            if error is not None:
+                errors[qid] = error
+            else:
+                results[qid] = answer or []
+            advance()
+    return build_run(gold, results, errors, options.url, "http")
+
+
+# ----------------------------------------------------------------------------- baselines
+
+
+def run_baseline(gold: Gold, kind: str, k: int, db: Path | None = None) -> Run:
+    """The built-in BM25, dense or hybrid retriever over the store's current corpus."""
+    from goldmine.eval.baselines import build_retriever
+
+    from goldmine.store import open_store
+
+    if kind not in ("bm25", "dense", "hybrid"):
+        raise InputError(f"--baseline must be bm25, dense or hybrid, got {kind!r}")
+    queries = gold_queries(gold)
+    with open_store(db) as con:
+        retriever = build_retriever(con, kind)
+        answers: Sequence[Results] = retriever.search([text for _, text in queries], k)
+    results = {qid: list(answer) for (qid, _), answer in zip(queries, answers, strict=True)}
+    return build_run(gold, results, {}, f"baseline:{kind}", "baseline")
+
+
+# ----------------------------------------------------------------------------- saving
+
+
+def save_run(run: Run, path: Path, tag: str = "goldmine") -> None:
+    """Write a run as a TREC run file, or JSONL when the name ends in .jsonl/.json."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+            for qid, ids in run.results.items():
+                scores = (run.scores or {}).get(qid)
+                results = (
+                    [{"id": d, "score": s} for d, s in zip(ids, scores, strict=True)]
+                    if scores
+                    else ids
+                )
+                handle.write(json.dumps({"query_id": qid, "results": results}) + "\n")
+            return
+        for qid, ids in run.results.items():
+            scores = (run.scores or {}).get(qid)
+            if not scores or any(a <= b for a, b in zip(scores, scores[1:], strict=False)):
+                # No scores, or ties trec_eval would reorder: a strictly descending score from the
+                # rank keeps the order the retriever gave.
+                scores = [float(len(ids) - i) for i in range(len(ids))]
+            for rank, (doc, score) in enumerate(zip(ids, scores, strict=True), start=1):
+                handle.write(f"{qid} Q0 {doc} {rank} {score!r} {tag}\n")

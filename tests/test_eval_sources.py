@@ -1,0 +1,184 @@
+"""Runs from a callable, an HTTP endpoint and a baseline; the two k's; --save-run; the CI gate."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+GOLD = [
+    {"query_id": "q1", "query": "refund damaged item", "relevant": {"policy-14": 2}},
+    {"query_id": "q2", "query": "expense report deadline", "relevant": ["finance-3"]},
+    {"query_id": "q3", "query": "parental leave", "relevant": ["hr-7"]},
+    {"query_id": "q4", "query": "do you sell cars", "relevant": []},
+]
+ANSWERS = {
+    "refund damaged item": ["policy-14", "policy-2"],
+    "expense report deadline": ["finance-1", "finance-3"],
+    "parental leave": ["hr-1", "hr-2", "hr-3", "hr-7"],
+    "do you sell cars": [],
+}
+
+
+@pytest.fixture
+def gold(tmp_path: Path) -> Path:
+    path = tmp_path / "gold.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in GOLD))
+    return path
+
+
+def run_json(cli, *args: str, cwd: Path | None = None) -> dict:
+    result = cli("eval", "run", *args, "--json", "--no-store", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_callable_retriever_from_the_project_directory(cli, tmp_path: Path, gold: Path) -> None:
+    (tmp_path / "my_retriever.py").write_text(
+        f"ANSWERS = {ANSWERS!r}\n"
+        "def search(query, k):\n"
+        "    if query == 'parental leave':\n"
+        "        raise RuntimeError('index down')\n"
+        "    return [(doc, 1.0 / (i + 1)) for i, doc in enumerate(ANSWERS[query][:k])]\n"
+    )
+    data = run_json(cli, "-g", str(gold), "--retriever", "my_retriever:search",
+                    "-m", "mrr,recall@1", cwd=tmp_path)
+    assert data["per_query"]["q1"]["mrr"] == 1.0
+    assert data["per_query"]["q2"]["mrr"] == 0.5
+    assert data["errors"] == {"q3": "RuntimeError: index down"}
+    assert data["per_query"]["q3"]["mrr"] == 0.0  # reported as an error, scored 0
+    assert data["no_answer"][0]["abstained"] is True
+
+
+def test_batched_callable(cli, tmp_path: Path, gold: Path) -> None:
+    (tmp_path / "batched.py").write_text(
+        f"ANSWERS = {ANSWERS!r}\n"
+        "def search(queries, k):\n"
+        "    return [ANSWERS[q][:k] for q in queries]\n"
+    )
+    data = run_json(cli, "-g", str(gold), "--retriever", "batched:search", "-m", "mrr",
+                    cwd=tmp_path)
+    assert data["metrics"]["mrr"] == pytest.approx((1 + 0.5 + 0.25) / 3)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    calls: dict[str, int] = {}
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        query = body["q"]
+        _Handler.calls[query] = _Handler.calls.get(query, 0) + 1
+        if query == "expense report deadline" and _Handler.calls[query] == 1:
+            self.send_error(503)  # a transient failure: the retry succeeds
+            return
+        if query == "parental leave":
+            self.send_error(500)  # always failing: an error row
+            return
+        if query == "do you sell cars":
+            time.sleep(2)  # slower than the timeout
+        hits = [{"_id": d, "_score": 10 - i} for i, d in enumerate(ANSWERS[query][: body["size"]])]
+        payload = json.dumps({"hits": {"hits": hits}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture
+def server():
+    _Handler.calls = {}
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/search"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_http_retriever_with_retries_timeouts_and_errors(cli, gold: Path, server: str) -> None:
+    data = run_json(
+        cli, "-g", str(gold), "--http", server, "--http-body", '{"q": "{query}", "size": "{k}"}',
+        "--json-path", "hits.hits", "--timeout", "0.5", "--retries", "1", "-m", "mrr",
+    )
+    assert data["per_query"]["q1"]["mrr"] == 1.0
+    assert data["per_query"]["q2"]["mrr"] == 0.5  # 503 once, then answered
+    assert data["errors"]["q3"].startswith("HTTP 500")
+    assert "timed out" in data["errors"]["q4"]
+    assert data["n_errors"] == 2
+
+
+def test_save_run_then_score_the_file_gives_the_same(cli, tmp_path: Path, gold: Path) -> None:
+    (tmp_path / "r.py").write_text(f"A = {ANSWERS!r}\ndef f(query, k):\n    return A[query][:k]\n")
+    saved = tmp_path / "saved.trec"
+    first = run_json(cli, "-g", str(gold), "--retriever", "r:f", "--save-run", str(saved),
+                     "-m", "mrr,ndcg@3", cwd=tmp_path)
+    second = run_json(cli, "-g", str(gold), "-r", str(saved), "-m", "mrr,ndcg@3")
+    assert first["metrics"] == second["metrics"]
+    assert saved.read_text().splitlines()[0] == "q1 Q0 policy-14 1 2.0 goldmine"
+
+
+def test_two_ks_and_the_reranker_reading(cli, tmp_path: Path, gold: Path) -> None:
+    (tmp_path / "r.py").write_text(f"A = {ANSWERS!r}\ndef f(query, k):\n    return A[query][:k]\n")
+    data = run_json(cli, "-g", str(gold), "--retriever", "r:f", "--k-prompt", "1",
+                    "--k-candidates", "4", "-m", "mrr", cwd=tmp_path)
+    reranker = data["reranker"]
+    assert reranker["recall_at_prompt"] == pytest.approx(1 / 3)
+    assert reranker["recall_at_candidates"] == 1.0
+    assert reranker["opportunity_per_100"] == pytest.approx(200 / 3)
+    assert "recall@4" not in data["metrics"]  # computed for the report, not added to the table
+    result = cli("eval", "run", "-g", str(gold), "--retriever", "r:f", "--k-prompt", "1",
+                 "--k-candidates", "4", "--no-store", cwd=tmp_path)
+    assert "reranker opportunity: 67 queries per hundred" in result.stdout
+
+
+def test_exactly_one_source(cli, gold: Path) -> None:
+    result = cli("eval", "run", "-g", str(gold), "--no-store")
+    assert result.returncode == 2 and "exactly one run source" in result.stderr
+
+
+def test_fail_under_gate(cli, tmp_path: Path, gold: Path) -> None:
+    (tmp_path / "r.py").write_text(f"A = {ANSWERS!r}\ndef f(query, k):\n    return A[query][:k]\n")
+    base = ["eval", "run", "-g", str(gold), "--retriever", "r:f", "--no-store"]
+    ok = cli(*base, "--fail-under", "recall@5=0.9", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    failed = cli(*base, "--fail-under", "recall@1=0.5", "--fail-under", "mrr=0.1", cwd=tmp_path)
+    assert failed.returncode == 1
+    assert failed.stderr.strip() == "gate failed: recall@1 0.3333 is under 0.5000"
+    bad = cli(*base, "--fail-under", "recall@1", cwd=tmp_path)
+    assert bad.returncode == 2 and "METRIC=VALUE" in bad.stderr
+
+
+def test_bm25_baseline_over_the_stored_corpus(cli, tmp_path: Path, gold: Path, db_path: Path):
+    from goldmine.store import open_store
+
+    chunks = [
+        ("policy-14", "Returns of damaged items: refund within 30 days of delivery."),
+        ("policy-2", "Shipping policy: orders ship within two days."),
+        ("finance-3", "Expense reports are due on the fifth working day of the month."),
+        ("finance-1", "The finance team approves purchase orders."),
+        ("hr-7", "Parental leave: sixteen weeks paid for every new parent."),
+        ("hr-1", "Holidays and annual leave requests."),
+    ]
+    with open_store(db_path) as con:
+        con.execute(
+            "INSERT INTO corpus_snapshots VALUES (1, 1, now(), 'h', ?, 'test')", [len(chunks)]
+        )
+        for cid, text in chunks:
+            con.execute(
+                "INSERT INTO chunks VALUES (1, ?, ?, ?, NULL, ?, ?, NULL)",
+                [cid, cid.split("-")[0], cid, text, cid],
+            )
+    result = cli("eval", "run", "-g", str(gold), "--baseline", "bm25", "-m", "mrr,recall@1",
+                 "--db", str(db_path), "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["metrics"]["recall@1"] == 1.0
+    assert data["run"]["source"] == "baseline:bm25"
