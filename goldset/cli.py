@@ -1,9 +1,503 @@
-"""Command line for the goldset stage."""
+"""Command line for the goldset stage: ``goldmine gold …``.
+
+Each command opens the store for its unit of work, calls one function of the stage and prints.
+Heavy modules (rich, polars, the retrievers) are imported inside the commands.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from goldmine.options import DbOption, JsonOption, db_flag
+
+ByOption = Annotated[
+    str | None,
+    typer.Option("--by", help="Who did it (default: $GOLDMINE_USER, then the login name)."),
+]
+
+
+def _store(db):
+    from goldmine.store import open_store
+
+    return open_store(db_flag(db))
+
+
+def _user(by: str | None) -> str:
+    from goldmine.goldset.items import default_user
+
+    return default_user(by)
+
+
+def _table(title: str, columns: list[str], rows: list[list]) -> None:
+    from rich.table import Table
+
+    from goldmine.output import console
+
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        table.add_row(*("" if v is None else str(v) for v in row))
+    console().print(table)
+
+
+def starter(
+    n: Annotated[int, typer.Option("--n", help="How many queries to propose.")] = 50,
+    by: ByOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Propose a starter set covering head, tail, failures and awkward queries; says why."""
+    from goldmine.goldset.starter import starter as propose
+
+    from goldmine.output import info, print_json
+
+    with _store(db) as con:
+        picks = propose(con, n, _user(by))
+    if as_json:
+        print_json(
+            [
+                {
+                    "query_id": p.query_id,
+                    "query": p.query["query"],
+                    "reasons": p.reasons,
+                    "cluster_id": p.query["cluster_id"],
+                    "band": p.query["band"],
+                    "tags": p.query["tags"],
+                }
+                for p in picks
+            ]
+        )
+        return
+    _table(
+        f"{len(picks)} new candidates",
+        ["query_id", "query", "why"],
+        [[p.query_id, p.query["query"], "; ".join(p.reasons)] for p in picks],
+    )
+    if not picks:
+        info("nothing new to propose: every query triage knows is already in the set")
+
+
+def add_query(
+    queries: Annotated[
+        list[str] | None, typer.Argument(help="Query texts or gold query ids.")
+    ] = None,
+    cluster: Annotated[
+        list[int] | None,
+        typer.Option("--cluster", help="Add a triage cluster's representative query (repeatable)."),
+    ] = None,
+    by: ByOption = None,
+    db: DbOption = None,
+) -> None:
+    """Add specific queries, or clusters' representatives, as candidates."""
+    from goldmine.goldset.starter import add_queries
+
+    from goldmine.errors import InputError
+
+    if not queries and not cluster:
+        raise InputError("give a query, a query id, or --cluster ID")
+    with _store(db) as con:
+        added = add_queries(con, list(queries or []), list(cluster or []), _user(by))
+    for qid, text, is_new in added:
+        print(f"{'added' if is_new else 'already in the set'}\t{qid}\t{text}")
+
+
+def draft(
+    retriever: Annotated[str, typer.Option(help="bm25, dense or hybrid.")] = "bm25",
+    k: Annotated[int, typer.Option("-k", help="Chunks to propose per query.")] = 10,
+    db: DbOption = None,
+) -> None:
+    """Propose the top-k chunks for every candidate without a label (never gold by itself)."""
+    from goldmine.goldset.draft import draft as run_draft
+
+    from goldmine.output import info
+
+    with _store(db) as con:
+        result = run_draft(con, retriever, k, by=f"retriever:{retriever}")
+    info(
+        f"drafted {result.items} queries with {result.retriever} over snapshot "
+        f"{result.snapshot_id}: {result.drafts} candidate chunks"
+    )
+
+
+def review(by: ByOption = None, db: DbOption = None) -> None:
+    """Review drafted queries in the terminal, one key per action; resumes where you left off."""
+    from goldmine.goldset.review import run
+
+    run(db_flag(db), _user(by))
+
+
+def _parse_chunks(values: list[str]) -> dict[str, int]:
+    from goldmine.errors import InputError
+
+    grades = {}
+    for value in values:
+        chunk_id, sep, grade = value.rpartition("=")
+        if not sep or not chunk_id or grade.strip() not in ("0", "1", "2"):
+            raise InputError(f"--chunk is written ID=GRADE with grade 0, 1 or 2, not {value!r}")
+        grades[chunk_id] = int(grade)
+    return grades
+
+
+def label(
+    query_id: Annotated[str, typer.Argument(help="The gold query id.")],
+    chunk: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--chunk", help="CHUNK_ID=GRADE (2 answers, 1 useful context, 0 not); repeatable."
+        ),
+    ] = None,
+    no_answer: Annotated[
+        bool, typer.Option("--no-answer", help="The corpus does not answer this query.")
+    ] = False,
+    by: ByOption = None,
+    note: Annotated[str | None, typer.Option("--note", help="A note on the item.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Grade chunks for a query, or record "no answer", without the interactive loop."""
+    from goldmine.goldset.items import label as do_label
+
+    from goldmine.store import transaction
+
+    grades = _parse_chunks(chunk or [])
+    with _store(db) as con, transaction(con):
+        item = do_label(con, query_id, grades, no_answer=no_answer, by=_user(by), note=note)
+    print(f"{query_id}\t{item['status']}" + ("\tno answer" if item["no_answer"] else ""))
+
+
+def list_(
+    status: Annotated[
+        list[str] | None,
+        typer.Option("--status", help="candidate, drafted, verified or rejected (repeatable)."),
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The items, with status, grades and where they came from."""
+    from goldmine.goldset.items import list_items, progress_counts
+
+    from goldmine.output import info, print_json
+
+    with _store(db) as con:
+        rows = list_items(con, status)
+        verified, total = progress_counts(con)
+    if as_json:
+        print_json(rows)
+        return
+    _table(
+        f"{verified} of {total} verified",
+        ["query_id", "status", "query", "relevant", "labels", "drafts", "cluster", "tags"],
+        [
+            [
+                r["query_id"],
+                r["status"] + (" (no answer)" if r["no_answer"] else ""),
+                r["query"],
+                r["n_relevant"],
+                r["n_labels"],
+                r["n_drafts"],
+                r["cluster_id"],
+                ", ".join(r["tags"] or []),
+            ]
+            for r in rows
+        ],
+    )
+    if not rows:
+        info("no items: run `goldmine gold starter` or `goldmine gold add-query`")
+
+
+def show(
+    query_id: Annotated[str, typer.Argument(help="The gold query id.")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """One item: status, grades, drafts, provenance and its full history."""
+    from goldmine.goldset.items import show_item
+
+    from goldmine.output import print_json
+
+    with _store(db) as con:
+        item = show_item(con, query_id)
+    if as_json:
+        print_json(item)
+        return
+    for key in (
+        "query_id",
+        "query",
+        "status",
+        "no_answer",
+        "context",
+        "tags",
+        "cluster_id",
+        "origin",
+        "reason",
+        "sources",
+        "source_ids",
+        "frequency",
+        "first_seen",
+        "last_seen",
+        "notes",
+        "drafted_by",
+        "verified_by",
+        "verified_at",
+    ):
+        if item[key] not in (None, [], ""):
+            print(f"{key}: {item[key]}")
+    _table(
+        "labels",
+        ["chunk_id", "grade", "by", "at", "text_hash"],
+        [
+            [r["chunk_id"], r["grade"], r["who"], r["ts"], (r["text_hash"] or "")[:12]]
+            for r in item["labels"]
+        ],
+    )
+    if item["drafts"]:
+        _table(
+            "drafts",
+            ["rank", "chunk_id", "score", "source", "suggested"],
+            [
+                [r["rank"], r["chunk_id"], r["score"], r["source"], r["suggested_grade"]]
+                for r in item["drafts"]
+            ],
+        )
+    _table(
+        "history",
+        ["at", "by", "action", "detail"],
+        [[h["at"], h["by"], h["action"], h["detail"]] for h in item["history"]],
+    )
+
+
+def publish(
+    message: Annotated[str, typer.Option("-m", "--message", help="What changed.")],
+    by: ByOption = None,
+    db: DbOption = None,
+) -> None:
+    """Freeze every verified item as the next version, hashed, in one transaction."""
+    from goldmine.goldset.versions import publish as do_publish
+
+    with _store(db) as con:
+        p = do_publish(con, message, _user(by))
+    print(
+        f"published v{p.version}: {p.n_items} queries ({p.n_answerable} answerable, "
+        f"{p.n_no_answer} no answer), {p.n_labels} labels, hash {p.content_hash[:12]}"
+    )
+
+
+def versions(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """The published versions."""
+    from goldmine.goldset.versions import list_versions
+
+    from goldmine.output import print_json
+
+    with _store(db) as con:
+        rows = list_versions(con)
+    if as_json:
+        print_json(rows)
+        return
+    _table(
+        "gold versions",
+        ["version", "published", "by", "queries", "no answer", "hash", "message"],
+        [
+            [
+                f"v{r['version']}",
+                r["published_at"],
+                r["published_by"],
+                r["n_items"],
+                r["n_no_answer"],
+                r["content_hash"][:12],
+                r["message"],
+            ]
+            for r in rows
+        ],
+    )
+
+
+def verify(db: DbOption = None) -> None:
+    """Recompute every published version's content hash; fails if one changed."""
+    from goldmine.goldset.versions import assert_verified, verify_versions
+
+    with _store(db) as con:
+        checks = verify_versions(con)
+    for c in checks:
+        print(
+            f"v{c.version}\t{'ok' if c.ok else 'CHANGED'}\t{c.n_items} items\t{c.recomputed[:12]}"
+        )
+    assert_verified(checks)
+
+
+def diff(
+    a: Annotated[str, typer.Argument(help="Older version (v2, 2, latest).")],
+    b: Annotated[str, typer.Argument(help="Newer version.")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Queries added, removed and relabelled between two versions."""
+    from goldmine.goldset.versions import diff_versions
+
+    from goldmine.output import print_json
+
+    with _store(db) as con:
+        d = diff_versions(con, a, b)
+    if as_json:
+        print_json(d)
+        return
+    print(
+        f"{d['from']} → {d['to']}: {len(d['added'])} added, {len(d['removed'])} removed, "
+        f"{len(d['relabelled'])} relabelled, {d['unchanged']} unchanged"
+    )
+    for q in d["added"]:
+        print(f"+ {q['query_id']}\t{q['query']}")
+    for q in d["removed"]:
+        print(f"- {q['query_id']}\t{q['query']}")
+    for q in d["relabelled"]:
+        changes = ", ".join(f"{c['chunk_id']} {c['from']}→{c['to']}" for c in q["changes"])
+        if q["no_answer"][0] != q["no_answer"][1]:
+            changes += f"{', ' if changes else ''}no answer {q['no_answer'][0]}→{q['no_answer'][1]}"
+        print(f"~ {q['query_id']}\t{q['query']}\t{changes}")
+
+
+def export(
+    version: Annotated[str, typer.Option("--version", help="v3, 3 or latest.")] = "latest",
+    out: Annotated[Path, typer.Option("--out", help="Folder to write into.")] = Path("gold"),
+    fmt: Annotated[str, typer.Option("--format", help="jsonl, trec or beir.")] = "jsonl",
+    db: DbOption = None,
+) -> None:
+    """Write a version as a deterministic, sorted file (gold/v0003.jsonl), TREC or BEIR."""
+    from goldmine.goldset.exchange import export_version
+
+    with _store(db) as con:
+        paths = export_version(con, version, out, fmt)
+    for path in paths:
+        print(path)
+
+
+def import_(
+    path: Annotated[
+        Path, typer.Argument(help="A version file, gold JSONL, TREC qrels or BEIR folder.")
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", help="auto, goldmine, jsonl, trec or beir.")
+    ] = "auto",
+    topics: Annotated[
+        Path | None,
+        typer.Option("--topics", help="TREC topics / id<TAB>text / JSONL queries, for qrels."),
+    ] = None,
+    grade_map: Annotated[
+        str | None,
+        typer.Option("--grade-map", help="Map the file's grades, e.g. 1=2,2=2,3=1,4=1,-1=0."),
+    ] = None,
+    split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
+    by: ByOption = None,
+    db: DbOption = None,
+) -> None:
+    """Restore an exported version, or add TREC/BEIR/gold-JSONL judgments as verified items."""
+    from goldmine.goldset.exchange import import_path, parse_grade_map
+
+    from goldmine.output import warn
+
+    with _store(db) as con:
+        r = import_path(
+            con,
+            path,
+            by=_user(by),
+            fmt=fmt,
+            topics=topics,
+            grade_map=parse_grade_map(grade_map),
+            split=split,
+        )
+    if r.format == "goldmine":
+        state = "restored" if r.restored else "unchanged"
+        print(
+            f"v{r.version} {state}: {r.added} items added to the working set, "
+            f"{r.labels} labels, {r.no_answer} no answer"
+        )
+    else:
+        print(
+            f"imported {r.added} verified queries ({r.format}), {r.labels} labels, "
+            f"{r.no_answer} no answer, {r.already_present} already in the set"
+        )
+    for note in r.notes:
+        warn(note)
+
+
+def drift(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Labels whose chunk is gone from the current corpus or whose text changed."""
+    from goldmine.goldset.drift import drift as find_drift
+
+    from goldmine.output import info, print_json
+
+    with _store(db) as con:
+        rows = find_drift(con)
+    if as_json:
+        print_json(rows)
+        return
+    _table(
+        f"{len(rows)} drifted labels",
+        ["query_id", "chunk_id", "grade", "reason", "query"],
+        [[r["query_id"], r["chunk_id"], r["grade"], r["reason"], r["query"]] for r in rows],
+    )
+    if rows:
+        info("`goldmine gold remap` proposes the new chunks that hold these passages")
+
+
+def remap(by: ByOption = None, db: DbOption = None) -> None:
+    """Propose, as drafts to confirm, the new chunks holding each drifted label's passage."""
+    from goldmine.goldset.drift import remap as do_remap
+
+    from goldmine.output import warn
+
+    with _store(db) as con:
+        r = do_remap(con, _user(by))
+    print(
+        f"{r.labels} drifted labels: {r.proposals} proposals on {len(r.items)} queries, "
+        f"{len(r.unmatched)} without a match; review them with `goldmine gold review`"
+    )
+    for u in r.unmatched:
+        warn(f"{u['query_id']}: no chunk holds the passage of {u['chunk_id']} any more")
+
+
+def stale(
+    older_than: Annotated[str, typer.Option("--older-than", help="Age: 180d, 26w, 6m, 1y.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List only.")] = False,
+    by: ByOption = None,
+    db: DbOption = None,
+) -> None:
+    """Send labels older than an age back for a re-read (as drafts with their old grade)."""
+    from goldmine.goldset.drift import parse_age
+    from goldmine.goldset.drift import stale as do_stale
+
+    age = parse_age(older_than)
+    with _store(db) as con:
+        rows = do_stale(con, age, _user(by), dry_run=dry_run)
+    verb = "would go back" if dry_run else "sent back"
+    print(f"{len(rows)} queries labelled before {older_than} ago {verb} for a re-read")
+    for r in rows:
+        print(f"{r['query_id']}\t{r['labelled_at'] or r['verified_at']}\t{r['query']}")
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the root app."""
+    gold = typer.Typer(
+        name="gold",
+        help="Curate the gold set: starter, draft, review, publish, export/import, drift.",
+        no_args_is_help=True,
+    )
+    gold.command("starter")(starter)
+    gold.command("add-query")(add_query)
+    gold.command("draft")(draft)
+    gold.command("review")(review)
+    gold.command("label")(label)
+    gold.command("list")(list_)
+    gold.command("show")(show)
+    gold.command("publish")(publish)
+    gold.command("versions")(versions)
+    gold.command("verify")(verify)
+    gold.command("diff")(diff)
+    gold.command("export")(export)
+    gold.command("import")(import_)
+    gold.command("drift")(drift)
+    gold.command("remap")(remap)
+    gold.command("stale")(stale)
+    app.add_typer(gold)

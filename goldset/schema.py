@@ -1,5 +1,91 @@
-"""Tables the goldset stage writes (migrations 300-399)."""
+"""Tables the goldset stage writes (migrations 300-399).
+
+The working set (``gold_items`` and ``gold_labels``) changes as people review; every change is also
+appended to ``gold_history``, which is never updated. ``publish`` freezes the verified items into
+``gold_versions`` + ``gold_version_items``: each frozen item is kept as the exact JSON line that
+export writes, so a version's content hash can be recomputed at any time (``gold verify``) and an
+export is byte-for-byte what was published. The triage stage reads ``gold_items`` (norm_query,
+cluster_id, any status) for its coverage.
+"""
 
 from goldmine.store import Migration
 
-MIGRATIONS: list[Migration] = []
+MIGRATIONS = [
+    Migration(
+        300,
+        "goldset_core",
+        """
+        CREATE SEQUENCE gold_position_seq START 1;
+        CREATE SEQUENCE gold_history_seq START 1;
+        CREATE TABLE gold_items (
+            query_id VARCHAR NOT NULL,        -- stable: q_ + sha256(norm_query)[:12], or imported
+            position BIGINT NOT NULL,         -- review order
+            query VARCHAR NOT NULL,           -- original text
+            norm_query VARCHAR NOT NULL,      -- goldmine.text.normalize_query(query)
+            context VARCHAR,                  -- previous turns, for a follow-up
+            cluster_id BIGINT,
+            status VARCHAR NOT NULL,          -- candidate | drafted | verified | rejected
+            no_answer BOOLEAN NOT NULL DEFAULT false,  -- verified: the corpus does not answer it
+            tags VARCHAR[],
+            origin VARCHAR NOT NULL,          -- starter | add-query | cluster | import:<file>
+            reason VARCHAR,                   -- why it was picked
+            sources VARCHAR[],
+            source_ids VARCHAR[],
+            frequency BIGINT,
+            first_seen TIMESTAMP,
+            last_seen TIMESTAMP,
+            notes VARCHAR[],
+            drafted_by VARCHAR,               -- retriever that drafted it, e.g. 'retriever:bm25'
+            verified_by VARCHAR,
+            verified_at TIMESTAMP,
+            created_at TIMESTAMP NOT NULL,
+            updated_at TIMESTAMP NOT NULL
+        );
+        CREATE TABLE gold_labels (
+            query_id VARCHAR NOT NULL,
+            chunk_id VARCHAR NOT NULL,
+            kind VARCHAR NOT NULL,            -- draft (never gold) | label (graded by a person)
+            grade INTEGER,                    -- label: 2 answers, 1 useful context, 0 not relevant
+            suggested_grade INTEGER,          -- draft from remap/stale: the grade it had before
+            rank INTEGER,                     -- draft: the retriever's rank
+            score DOUBLE,                     -- draft: the retriever's score
+            source VARCHAR NOT NULL,          -- bm25 | dense | hybrid | search | remap | stale
+            text_hash VARCHAR,                -- the chunk's text hash when drafted/labelled
+            snapshot_id BIGINT,               -- the corpus snapshot it was made on
+            who VARCHAR,
+            ts TIMESTAMP NOT NULL
+        );
+        CREATE TABLE gold_texts (
+            text_hash VARCHAR NOT NULL,       -- labelled passages, for remap after re-chunking
+            text VARCHAR NOT NULL
+        );
+        CREATE TABLE gold_history (
+            seq BIGINT NOT NULL,
+            query_id VARCHAR NOT NULL,
+            ts TIMESTAMP NOT NULL,
+            who VARCHAR,
+            action VARCHAR NOT NULL,          -- add | draft | grade | no-answer | verify | ...
+            detail VARCHAR                    -- JSON
+        );
+        CREATE TABLE gold_versions (
+            version INTEGER NOT NULL,
+            message VARCHAR NOT NULL,
+            content_hash VARCHAR NOT NULL,    -- sha256 over the frozen item lines
+            published_at TIMESTAMP NOT NULL,
+            published_by VARCHAR,
+            format_version INTEGER NOT NULL,
+            n_items INTEGER NOT NULL,
+            n_answerable INTEGER NOT NULL,
+            n_no_answer INTEGER NOT NULL,
+            n_labels INTEGER NOT NULL,
+            snapshot_id BIGINT,
+            snapshot_hash VARCHAR
+        );
+        CREATE TABLE gold_version_items (
+            version INTEGER NOT NULL,
+            query_id VARCHAR NOT NULL,
+            item VARCHAR NOT NULL             -- the exact exported JSON line, never rewritten
+        );
+        """,
+    ),
+]

@@ -1,0 +1,565 @@
+"""Gold versions in and out of the store as files: goldmine JSONL, TREC qrels, BEIR.
+
+The goldmine version file (``gold/v0003.jsonl``) is a header line (``format_version``, version,
+message, content hash, who/when, counts; no ``query_id``) and then one line per item, sorted by
+``query_id`` with keys sorted, exactly as the version froze them. Importing it restores the version
+as published, so export → import into an empty store → export gives the same bytes.
+
+TREC qrels (+ topics), BEIR (``queries.jsonl`` + ``qrels/test.tsv``) and the minimal gold JSONL
+(``query_id``, ``query``, ``relevant``) come in as new verified items, with the file as provenance.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from goldmine.goldset.items import add_item, current_snapshot, now, query_id_for
+from goldmine.goldset.versions import (
+    FORMAT,
+    FORMAT_VERSION,
+    content_hash,
+    dump_line,
+    judged_of,
+    resolve_version,
+    version_header,
+    version_lines,
+)
+
+from goldmine.errors import InputError
+from goldmine.store import transaction
+from goldmine.text import normalize_query
+
+if TYPE_CHECKING:
+    import duckdb
+
+EXPORT_FORMATS = ("jsonl", "trec", "beir")
+IMPORT_FORMATS = ("auto", "goldmine", "jsonl", "trec", "beir")
+
+
+# --- export ------------------------------------------------------------------------------------
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="\n") as handle:
+        handle.writelines(line + "\n" for line in lines)
+    return path
+
+
+def export_version(
+    con: duckdb.DuckDBPyConnection, spec: str, out_dir: Path, fmt: str = "jsonl"
+) -> list[Path]:
+    """Write one version as files under ``out_dir``; returns the paths written."""
+    if fmt not in EXPORT_FORMATS:
+        raise InputError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
+    version = resolve_version(con, spec)
+    lines = version_lines(con, version)
+    stem = f"v{version:04d}"
+    if fmt == "jsonl":
+        header = dump_line(version_header(con, version))
+        return [_write(out_dir / f"{stem}.jsonl", [header, *lines])]
+    items = [json.loads(line) for line in lines]
+    qrels = [
+        (item["query_id"], chunk_id, grade)
+        for item in items
+        for chunk_id, grade in sorted(judged_of(item).items())
+    ]
+    if fmt == "trec":
+        return [
+            _write(out_dir / f"{stem}.qrels", [f"{q} 0 {c} {g}" for q, c, g in qrels]),
+            _write(
+                out_dir / f"{stem}.topics.tsv",
+                [f"{i['query_id']}\t{_one_line(i['query'])}" for i in items],
+            ),
+        ]
+    folder = out_dir / f"{stem}-beir"
+    queries = [
+        dump_line({"_id": i["query_id"], "text": i["query"], "metadata": {"tags": i["tags"]}})
+        for i in items
+    ]
+    tsv = ["query-id\tcorpus-id\tscore", *(f"{q}\t{c}\t{g}" for q, c, g in qrels)]
+    return [_write(folder / "queries.jsonl", queries), _write(folder / "qrels" / "test.tsv", tsv)]
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+# --- reading files -----------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    """One query read from a file, before it becomes an item."""
+
+    query_id: str
+    query: str | None
+    judged: dict[str, int] = field(default_factory=dict)
+    context: str | None = None
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        # Universal newlines: CRLF files (Cranfield) read like any other.
+        return path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text: {exc}", path=path) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
+
+
+def _json_lines(path: Path) -> list[tuple[int, dict]]:
+    out = []
+    for n, line in enumerate(_read_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not JSON: {exc.msg}", path=path, line=n) from exc
+        if not isinstance(obj, dict):
+            raise InputError("each line must be a JSON object", path=path, line=n)
+        out.append((n, obj))
+    return out
+
+
+def _is_header(obj: dict) -> bool:
+    return "format_version" in obj and "query_id" not in obj
+
+
+def detect_format(path: Path) -> str:
+    if path.is_dir():
+        return "beir"
+    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
+        first = next((obj for _, obj in _json_lines(path)[:1]), {})
+        return "goldmine" if _is_header(first) and first.get("format") == FORMAT else "jsonl"
+    return "trec"
+
+
+def _grade(value, path: Path, line: int) -> int:
+    try:
+        number = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"grade {value!r} is not a number", path=path, line=line) from exc
+    if number != int(number):
+        raise InputError(f"grade {value!r} is not a whole number", path=path, line=line)
+    return int(number)
+
+
+def read_minimal_jsonl(path: Path) -> list[Entry]:
+    """``{"query_id", "query", "relevant": [ids] | {id: grade}}`` per line; a header is skipped."""
+    entries = []
+    for n, obj in _json_lines(path):
+        if _is_header(obj):
+            continue
+        relevant = obj.get("relevant", obj.get("relevant_ids"))
+        if "query_id" not in obj and "query" not in obj:
+            raise InputError("a line needs query_id or query", path=path, line=n)
+        if isinstance(relevant, list):
+            judged = {str(c): 1 for c in relevant}
+        elif isinstance(relevant, dict):
+            judged = {str(c): _grade(g, path, n) for c, g in relevant.items()}
+        elif relevant is None:
+            judged = {}
+        else:
+            raise InputError(
+                "relevant must be a list of ids or an object id -> grade", path=path, line=n
+            )
+        query = obj.get("query")
+        qid = str(obj["query_id"]) if obj.get("query_id") is not None else None
+        if qid is None:
+            qid = query_id_for(normalize_query(str(query)))
+        entries.append(Entry(qid, query, judged, obj.get("context")))
+    return entries
+
+
+_TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
+_NUM = re.compile(r"<num>\s*(?:Number:)?\s*(\S+)", re.I)
+_TITLE = re.compile(r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=<|\Z)", re.S | re.I)
+
+
+def read_topics(path: Path) -> dict[str, str]:
+    """Query texts by id: TREC ``<top>`` topics, ``id<TAB>text`` lines, or JSONL."""
+    text = "\n".join(_read_lines(path))
+    if "<top>" in text.lower():
+        topics = {}
+        for block in _TOP.findall(text):
+            num, title = _NUM.search(block), _TITLE.search(block)
+            if num and title:
+                topics[num.group(1)] = _one_line(title.group(1))
+        return topics
+    if path.suffix.lower() in (".jsonl", ".json"):
+        topics = {}
+        for n, obj in _json_lines(path):
+            qid = obj.get("_id", obj.get("query_id", obj.get("qid")))
+            query = obj.get("text", obj.get("query", obj.get("title")))
+            if qid is None or query is None:
+                raise InputError("a topic needs _id/query_id and text/query", path=path, line=n)
+            topics[str(qid)] = str(query)
+        return topics
+    topics = {}
+    for n, line in enumerate(_read_lines(path), 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t", 1) if "\t" in line else line.strip().split(None, 1)
+        if len(parts) != 2:
+            raise InputError("expected: query id, a tab, the query text", path=path, line=n)
+        topics[parts[0].strip()] = parts[1].strip()
+    return topics
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    """TREC qrels (``qid iter docid grade``); three columns (``qid docid grade``) also read."""
+    qrels: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(_read_lines(path), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) == 4:
+            qid, _, doc, grade = parts
+        elif len(parts) == 3:
+            qid, doc, grade = parts
+        else:
+            raise InputError(
+                f"expected 4 columns (query id, iteration, doc id, grade), got {len(parts)}",
+                path=path,
+                line=n,
+            )
+        qrels.setdefault(qid, {})[doc] = _grade(grade, path, n)
+    return qrels
+
+
+def read_beir(folder: Path, split: str = "test") -> list[Entry]:
+    queries_path, qrels_path = folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
+    for needed in (queries_path, qrels_path):
+        if not needed.is_file():
+            raise InputError(f"a BEIR folder needs {needed.relative_to(folder)}", path=folder)
+    topics = read_topics(queries_path)
+    qrels: dict[str, dict[str, int]] = {}
+    for n, line in enumerate(_read_lines(qrels_path), 1):
+        parts = line.split("\t")
+        if n == 1 and parts[0].strip() in ("query-id", "query_id"):
+            continue
+        if len(parts) != 3:
+            raise InputError("expected query-id, corpus-id, score", path=qrels_path, line=n)
+        qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = _grade(parts[2], qrels_path, n)
+    return _join(qrels, topics, qrels_path)
+
+
+def _join(qrels: dict[str, dict[str, int]], topics: dict[str, str], path: Path) -> list[Entry]:
+    missing = sorted(set(qrels) - set(topics))
+    if missing:
+        raise InputError(
+            f"{len(missing)} judged queries have no text in the topics (e.g. {missing[:3]})",
+            path=path,
+        )
+    # Topics without judgments are kept: judged by nobody, they are "no answer" only if the
+    # file says so, so they are left out rather than guessed.
+    return [Entry(qid, topics[qid], judged) for qid, judged in qrels.items()]
+
+
+def parse_grade_map(text: str | None) -> dict[int, int] | None:
+    """``"1=2,2=2,3=1,4=1,-1=0"`` -> {1: 2, 2: 2, 3: 1, 4: 1, -1: 0}."""
+    if not text:
+        return None
+    mapping = {}
+    for part in text.split(","):
+        src, sep, dst = part.partition("=")
+        try:
+            mapping[int(src)] = int(dst)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise InputError(f"--grade-map is written like 1=2,2=1,3=0; could not read {part!r}")
+    return mapping
+
+
+# --- import ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Imported:
+    format: str
+    path: str
+    version: int | None = None
+    restored: bool = False
+    added: int = 0
+    already_present: int = 0
+    labels: int = 0
+    no_answer: int = 0
+    missing_chunks: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def import_path(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    *,
+    by: str,
+    fmt: str = "auto",
+    topics: Path | None = None,
+    grade_map: dict[int, int] | None = None,
+    split: str = "test",
+) -> Imported:
+    if fmt not in IMPORT_FORMATS:
+        raise InputError(f"--format must be one of {', '.join(IMPORT_FORMATS)}, not {fmt!r}")
+    if not path.exists():
+        raise InputError("no such file or folder", path=path)
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    if fmt == "goldmine":
+        return restore_version(con, path)
+    if fmt == "beir":
+        entries = read_beir(path, split)
+    elif fmt == "jsonl":
+        entries = read_minimal_jsonl(path)
+    else:
+        if topics is None:
+            raise InputError("TREC qrels carry no query text: pass --topics FILE", path=path)
+        entries = _join(read_qrels(path), read_topics(topics), path)
+    if grade_map is not None:
+        entries = [_map_grades(e, grade_map, path) for e in entries]
+    return add_entries(con, entries, origin=f"import:{path.name}", by=by, fmt=fmt, path=path)
+
+
+def _map_grades(entry: Entry, grade_map: dict[int, int], path: Path) -> Entry:
+    unmapped = sorted({g for g in entry.judged.values() if g not in grade_map})
+    if unmapped:
+        raise InputError(f"--grade-map has no entry for grade(s) {unmapped}", path=path)
+    return Entry(
+        entry.query_id,
+        entry.query,
+        {c: grade_map[g] for c, g in entry.judged.items()},
+        entry.context,
+    )
+
+
+def add_entries(
+    con: duckdb.DuckDBPyConnection,
+    entries: list[Entry],
+    *,
+    origin: str,
+    by: str,
+    fmt: str,
+    path: Path,
+) -> Imported:
+    """Entries as new verified items (an empty or all-zero judgment set means "no answer")."""
+    import duckdb  # noqa: F401  (scanning a polars frame needs the full duckdb package)
+    import polars as pl
+
+    result = Imported(format=fmt, path=str(path))
+    snapshot_id, _ = current_snapshot(con)
+    at = now()
+    rows = []
+    with transaction(con):
+        for e in entries:
+            if not e.query:
+                raise InputError(f"query {e.query_id!r} has no text", path=path)
+            qid = add_item(
+                con,
+                e.query,
+                query_id=e.query_id,
+                origin=origin,
+                by=by,
+                status="verified",
+                source_ids=[e.query_id],
+                sources=["import"],
+                context=e.context,
+                at=at,
+                reason=f"imported from {path.name}",
+            )
+            if qid is None:
+                result.already_present += 1
+                continue
+            result.added += 1
+            no_answer = not any(g > 0 for g in e.judged.values())
+            result.no_answer += no_answer
+            con.execute(
+                "UPDATE gold_items SET verified_by = ?, verified_at = ?, no_answer = ?"
+                " WHERE query_id = ?",
+                [by, at, no_answer, qid],
+            )
+            rows.extend((qid, c, g) for c, g in e.judged.items())
+        if rows:
+            incoming = pl.DataFrame(
+                rows,
+                schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "grade": pl.Int64},
+                orient="row",
+            )
+            con.register("gold_incoming", incoming)
+            con.execute(
+                """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, text_hash,
+                       snapshot_id, who, ts)
+                   SELECT i.query_id, i.chunk_id, 'label', i.grade, 'import', c.text_hash,
+                          CASE WHEN c.chunk_id IS NULL THEN NULL ELSE ? END, ?, ?
+                   FROM gold_incoming i LEFT JOIN chunks c
+                     ON c.snapshot_id = ? AND c.chunk_id = i.chunk_id""",
+                [snapshot_id, by, at, snapshot_id],
+            )
+            con.execute(
+                """INSERT INTO gold_texts SELECT DISTINCT c.text_hash, c.text
+                   FROM gold_incoming i JOIN chunks c
+                     ON c.snapshot_id = ? AND c.chunk_id = i.chunk_id
+                   WHERE c.text_hash NOT IN (SELECT text_hash FROM gold_texts)""",
+                [snapshot_id],
+            )
+            con.execute(
+                """INSERT INTO gold_history
+                   SELECT nextval('gold_history_seq'), query_id, ?, ?, 'grade',
+                          json_object('chunk_id', chunk_id, 'grade', grade, 'source', ?)::VARCHAR
+                   FROM gold_incoming ORDER BY query_id, chunk_id""",
+                [at, by, path.name],
+            )
+            result.missing_chunks = con.execute(
+                "SELECT count(*) FROM gold_incoming i WHERE NOT EXISTS (SELECT 1 FROM chunks c"
+                " WHERE c.snapshot_id = ? AND c.chunk_id = i.chunk_id)",
+                [snapshot_id],
+            ).fetchall()[0][0]
+            con.unregister("gold_incoming")
+    result.labels = len(rows)
+    if result.missing_chunks:
+        where = f"snapshot {snapshot_id}" if snapshot_id else "the store (no corpus ingested)"
+        result.notes.append(
+            f"{result.missing_chunks} labelled chunk ids are not in {where}:"
+            " `gold drift` lists them"
+        )
+    return result
+
+
+def restore_version(con: duckdb.DuckDBPyConnection, path: Path) -> Imported:
+    """Restore a goldmine version file as published: same number, message, hash and items."""
+    rows = _json_lines(path)
+    if not rows or not _is_header(rows[0][1]):
+        raise InputError("a goldmine version file starts with a header line", path=path)
+    header = rows[0][1]
+    if header.get("format_version", 0) > FORMAT_VERSION:
+        raise InputError(
+            f"format_version {header['format_version']} is newer than this goldmine reads"
+            f" ({FORMAT_VERSION}); upgrade goldmine",
+            path=path,
+        )
+    for key in ("version", "message", "content_hash", "published_at"):
+        if key not in header:
+            raise InputError(f"the header has no {key!r}", path=path, line=1)
+    items = sorted((obj for _, obj in rows[1:]), key=lambda o: str(o.get("query_id")))
+    lines = [dump_line(obj) for obj in items]
+    digest = content_hash(lines)
+    if digest != header["content_hash"]:
+        raise InputError(
+            f"the items do not match the header's content hash (file has {digest[:12]}…, header "
+            f"says {header['content_hash'][:12]}…): was the file edited after export?",
+            path=path,
+        )
+    version = int(header["version"])
+    result = Imported(format="goldmine", path=str(path), version=version)
+    with transaction(con):
+        existing = con.execute(
+            "SELECT content_hash, message FROM gold_versions WHERE version = ?", [version]
+        ).fetchall()
+        if existing:
+            if existing[0][0] == digest and existing[0][1] == header["message"]:
+                result.notes.append(f"v{version} is already in the store with the same content")
+                return result
+            raise InputError(
+                f"a different v{version} is already published in this store (hash "
+                f"{existing[0][0][:12]}…, the file has {digest[:12]}…); published versions never "
+                "change: import into another store",
+                path=path,
+            )
+        counts = header.get("counts", {})
+        snapshot = header.get("snapshot") or {}
+        con.execute(
+            "INSERT INTO gold_versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                version,
+                header["message"],
+                digest,
+                header["published_at"],
+                header.get("published_by"),
+                header["format_version"],
+                len(items),
+                counts.get("answerable", sum(1 for i in items if i.get("relevant"))),
+                counts.get("no_answer", sum(1 for i in items if not i.get("relevant"))),
+                counts.get("labels", sum(len(judged_of(i)) for i in items)),
+                snapshot.get("snapshot_id"),
+                snapshot.get("content_hash"),
+            ],
+        )
+        con.executemany(
+            "INSERT INTO gold_version_items VALUES (?, ?, ?)",
+            [[version, i["query_id"], line] for i, line in zip(items, lines, strict=True)],
+        )
+        for item in items:
+            result.added += _restore_item(con, item)
+        result.restored = True
+        result.labels = sum(len(judged_of(i)) for i in items)
+        result.no_answer = sum(1 for i in items if not i.get("relevant"))
+    return result
+
+
+def _restore_item(con: duckdb.DuckDBPyConnection, item: dict) -> int:
+    """Put a frozen item back into the working set, unless the store already has it."""
+    qid = item["query_id"]
+    if con.execute("SELECT count(*) FROM gold_items WHERE query_id = ?", [qid]).fetchall()[0][0]:
+        return 0
+    prov = item.get("provenance") or {}
+    con.execute(
+        """INSERT INTO gold_items (query_id, position, query, norm_query, context, cluster_id,
+               status, no_answer, tags, origin, reason, sources, source_ids, frequency,
+               first_seen, last_seen, notes, verified_by, verified_at, created_at, updated_at)
+           VALUES (?, nextval('gold_position_seq'), ?, ?, ?, ?, 'verified', ?, ?, ?, ?, ?, ?, ?,
+                   ?, ?, ?, ?, ?, ?, ?)""",
+        [
+            qid,
+            item["query"],
+            item.get("norm_query") or normalize_query(item["query"]),
+            item.get("context"),
+            prov.get("cluster_id"),
+            bool(item.get("no_answer")),
+            item.get("tags") or [],
+            prov.get("origin") or "import",
+            prov.get("reason"),
+            prov.get("sources") or [],
+            prov.get("source_ids") or [],
+            prov.get("frequency"),
+            prov.get("first_seen"),
+            prov.get("last_seen"),
+            item.get("notes") or [],
+            item.get("verified_by"),
+            item.get("verified_at"),
+            item.get("verified_at") or now(),
+            item.get("verified_at") or now(),
+        ],
+    )
+    hashes = item.get("label_text_hashes") or {}
+    labelled = item.get("labelled") or {}
+    for chunk_id, grade in sorted(judged_of(item).items()):
+        meta = labelled.get(chunk_id) or {}
+        con.execute(
+            """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, text_hash,
+                   snapshot_id, who, ts) VALUES (?, ?, 'label', ?, 'import', ?, ?, ?, ?)""",
+            [
+                qid,
+                chunk_id,
+                grade,
+                hashes.get(chunk_id),
+                meta.get("snapshot_id"),
+                meta.get("by"),
+                meta.get("at") or item.get("verified_at") or now(),
+            ],
+        )
+    for h in item.get("history") or []:
+        con.execute(
+            "INSERT INTO gold_history VALUES (nextval('gold_history_seq'), ?, ?, ?, ?, ?)",
+            [
+                qid,
+                h["at"],
+                h.get("by"),
+                h["action"],
+                json.dumps(h.get("detail") or {}, sort_keys=True, ensure_ascii=False),
+            ],
+        )
+    return 1

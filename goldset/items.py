@@ -1,0 +1,407 @@
+"""The working gold set: items, their labels, and the append-only history of every change.
+
+An item moves candidate → drafted → verified | rejected. Only a person's grade (a ``label`` row)
+or an explicit "no answer" verifies an item; a retriever's proposal is a ``draft`` row and is never
+gold. Every function here writes its change and the history row that records it together; callers
+wrap a unit of work in ``goldmine.store.transaction``.
+
+Time comes from ``now()``, which honours ``GOLDMINE_NOW`` (an ISO timestamp) so that tests and
+scripted demos can run with a fixed or advanced clock.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from goldmine.errors import InputError, NotFoundError
+from goldmine.text import normalize_query, sha256_text
+
+if TYPE_CHECKING:
+    import duckdb
+
+STATUSES = ("candidate", "drafted", "verified", "rejected")
+GRADES = (0, 1, 2)
+NOW_ENV = "GOLDMINE_NOW"
+USER_ENV = "GOLDMINE_USER"
+
+
+def now() -> datetime:
+    """The current time, naive UTC at second precision; ``GOLDMINE_NOW`` overrides it."""
+    fixed = os.environ.get(NOW_ENV)
+    if fixed:
+        try:
+            value = datetime.fromisoformat(fixed)
+        except ValueError as exc:
+            raise InputError(f"{NOW_ENV}={fixed!r} is not an ISO timestamp") from exc
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return value.replace(microsecond=0)
+    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+
+
+def default_user(by: str | None = None) -> str:
+    if by:
+        return by
+    return os.environ.get(USER_ENV) or getpass.getuser() or "unknown"
+
+
+def query_id_for(norm_query: str) -> str:
+    """A stable id from the normalized text, so the same query gets the same id in any store."""
+    return "q_" + sha256_text(norm_query)[:12]
+
+
+def fetch_dicts(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> list[dict]:
+    cur = con.execute(sql, params or [])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def current_snapshot(con: duckdb.DuckDBPyConnection) -> tuple[int | None, str | None]:
+    """The current corpus snapshot (the highest snapshot_id) and its content hash."""
+    rows = con.execute(
+        "SELECT snapshot_id, content_hash FROM corpus_snapshots ORDER BY snapshot_id DESC LIMIT 1"
+    ).fetchall()
+    if rows:
+        return rows[0][0], rows[0][1]
+    rows = con.execute("SELECT max(snapshot_id) FROM chunks").fetchall()
+    return (rows[0][0], None) if rows and rows[0][0] is not None else (None, None)
+
+
+def record(
+    con: duckdb.DuckDBPyConnection,
+    query_id: str,
+    action: str,
+    by: str | None,
+    detail: dict | None = None,
+    at: datetime | None = None,
+) -> None:
+    """Append one history row. History is never updated or deleted."""
+    con.execute(
+        "INSERT INTO gold_history VALUES (nextval('gold_history_seq'), ?, ?, ?, ?, ?)",
+        [
+            query_id,
+            at or now(),
+            by,
+            action,
+            json.dumps(detail or {}, sort_keys=True, ensure_ascii=False),
+        ],
+    )
+
+
+def add_item(
+    con: duckdb.DuckDBPyConnection,
+    query: str,
+    *,
+    origin: str,
+    by: str,
+    query_id: str | None = None,
+    reason: str | None = None,
+    cluster_id: int | None = None,
+    tags: list[str] | None = None,
+    sources: list[str] | None = None,
+    source_ids: list[str] | None = None,
+    frequency: int | None = None,
+    first_seen: datetime | None = None,
+    last_seen: datetime | None = None,
+    context: str | None = None,
+    status: str = "candidate",
+    at: datetime | None = None,
+) -> str | None:
+    """Add a candidate; returns its id, or None when the query (id or text) is already there."""
+    if not query or not query.strip():
+        raise InputError("an empty query cannot be a gold item")
+    norm = normalize_query(query)
+    qid = query_id or query_id_for(norm)
+    exists = con.execute(
+        "SELECT count(*) FROM gold_items WHERE query_id = ? OR (? AND norm_query = ?)",
+        [qid, query_id is None, norm],
+    ).fetchall()[0][0]
+    if exists:
+        return None
+    at = at or now()
+    con.execute(
+        """INSERT INTO gold_items (query_id, position, query, norm_query, context, cluster_id,
+               status, tags, origin, reason, sources, source_ids, frequency, first_seen,
+               last_seen, notes, created_at, updated_at)
+           VALUES (?, nextval('gold_position_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, [],
+                   ?, ?)""",
+        [
+            qid,
+            query,
+            norm,
+            context,
+            cluster_id,
+            status,
+            sorted(set(tags or [])),
+            origin,
+            reason,
+            sorted(set(sources or [])),
+            list(source_ids or []),
+            frequency,
+            first_seen,
+            last_seen,
+            at,
+            at,
+        ],
+    )
+    record(con, qid, "add", by, {"origin": origin, "reason": reason, "status": status}, at)
+    return qid
+
+
+def get_item(con: duckdb.DuckDBPyConnection, query_id: str) -> dict:
+    rows = fetch_dicts(con, "SELECT * FROM gold_items WHERE query_id = ?", [query_id])
+    if not rows:
+        raise NotFoundError(f"no gold item {query_id!r} (see `goldmine gold list`)")
+    return rows[0]
+
+
+def labels_of(con: duckdb.DuckDBPyConnection, query_id: str, kind: str | None = None) -> list[dict]:
+    return fetch_dicts(
+        con,
+        """SELECT * FROM gold_labels WHERE query_id = ? AND (? IS NULL OR kind = ?)
+           ORDER BY kind DESC, rank NULLS LAST, chunk_id""",
+        [query_id, kind, kind],
+    )
+
+
+def chunk_info(con: duckdb.DuckDBPyConnection, chunk_id: str) -> dict | None:
+    """The chunk as it is in the current snapshot, or None."""
+    snapshot_id, _ = current_snapshot(con)
+    rows = fetch_dicts(
+        con,
+        "SELECT chunk_id, doc_id, title, url, text, text_hash FROM chunks"
+        " WHERE snapshot_id = ? AND chunk_id = ?",
+        [snapshot_id, chunk_id],
+    )
+    return rows[0] if rows else None
+
+
+def _touch(con: duckdb.DuckDBPyConnection, query_id: str, at: datetime) -> None:
+    con.execute("UPDATE gold_items SET updated_at = ? WHERE query_id = ?", [at, query_id])
+
+
+def set_grade(
+    con: duckdb.DuckDBPyConnection,
+    query_id: str,
+    chunk_id: str,
+    grade: int,
+    by: str,
+    *,
+    source: str = "review",
+    at: datetime | None = None,
+    require_chunk: bool = True,
+) -> None:
+    """A person's grade for one chunk; replaces an earlier grade or draft of the same chunk."""
+    if grade not in GRADES:
+        raise InputError(f"grade must be 0, 1 or 2 (2 answers, 1 useful context), not {grade}")
+    item = get_item(con, query_id)
+    at = at or now()
+    chunk = chunk_info(con, chunk_id)
+    if chunk is None and require_chunk:
+        raise NotFoundError(f"no chunk {chunk_id!r} in the current corpus snapshot")
+    snapshot_id, _ = current_snapshot(con)
+    text_hash = chunk["text_hash"] if chunk else None
+    if chunk:
+        con.execute(
+            "INSERT INTO gold_texts SELECT ?, ? WHERE NOT EXISTS"
+            " (SELECT 1 FROM gold_texts WHERE text_hash = ?)",
+            [text_hash, chunk["text"], text_hash],
+        )
+    previous = con.execute(
+        "SELECT grade FROM gold_labels WHERE query_id = ? AND chunk_id = ? AND kind = 'label'",
+        [query_id, chunk_id],
+    ).fetchall()
+    con.execute("DELETE FROM gold_labels WHERE query_id = ? AND chunk_id = ?", [query_id, chunk_id])
+    con.execute(
+        """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, text_hash,
+               snapshot_id, who, ts) VALUES (?, ?, 'label', ?, ?, ?, ?, ?, ?)""",
+        [query_id, chunk_id, grade, source, text_hash, snapshot_id, by, at],
+    )
+    detail: dict[str, Any] = {"chunk_id": chunk_id, "grade": grade, "text_hash": text_hash}
+    if previous:
+        detail["previous"] = previous[0][0]
+    record(con, query_id, "grade", by, detail, at)
+    if item["no_answer"] and grade > 0:
+        con.execute("UPDATE gold_items SET no_answer = false WHERE query_id = ?", [query_id])
+    _touch(con, query_id, at)
+    if grade > 0:
+        verify(con, query_id, by, at=at)
+
+
+def verify(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=None) -> bool:
+    """Mark verified when a relevant label or "no answer" backs it; returns whether it is."""
+    item = get_item(con, query_id)
+    relevant = con.execute(
+        "SELECT count(*) FROM gold_labels WHERE query_id = ? AND kind = 'label' AND grade > 0",
+        [query_id],
+    ).fetchall()[0][0]
+    if not relevant and not item["no_answer"]:
+        return False
+    if item["status"] != "verified":
+        at = at or now()
+        con.execute(
+            "UPDATE gold_items SET status = 'verified', verified_by = ?, verified_at = ?,"
+            " updated_at = ? WHERE query_id = ?",
+            [by, at, at, query_id],
+        )
+        record(con, query_id, "verify", by, {"no_answer": bool(item["no_answer"])}, at)
+    return True
+
+
+def set_no_answer(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=None) -> None:
+    """Verified with an explicit empty set: the corpus does not answer this query."""
+    get_item(con, query_id)
+    at = at or now()
+    con.execute(
+        "UPDATE gold_labels SET grade = 0 WHERE query_id = ? AND kind = 'label' AND grade > 0",
+        [query_id],
+    )
+    con.execute(
+        "UPDATE gold_items SET no_answer = true, updated_at = ? WHERE query_id = ?", [at, query_id]
+    )
+    record(con, query_id, "no-answer", by, {}, at)
+    verify(con, query_id, by, at=at)
+
+
+def set_status(
+    con: duckdb.DuckDBPyConnection, query_id: str, status: str, by: str, *, at=None, why=None
+) -> None:
+    if status not in STATUSES:
+        raise InputError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+    get_item(con, query_id)
+    at = at or now()
+    con.execute(
+        "UPDATE gold_items SET status = ?, updated_at = ? WHERE query_id = ?",
+        [status, at, query_id],
+    )
+    record(
+        con,
+        query_id,
+        status if status == "rejected" else "status",
+        by,
+        {"status": status, **({"why": why} if why else {})},
+        at,
+    )
+
+
+def add_note(con: duckdb.DuckDBPyConnection, query_id: str, note: str, by: str, *, at=None) -> None:
+    get_item(con, query_id)
+    at = at or now()
+    con.execute(
+        "UPDATE gold_items SET notes = list_append(coalesce(notes, []), ?), updated_at = ?"
+        " WHERE query_id = ?",
+        [note, at, query_id],
+    )
+    record(con, query_id, "note", by, {"note": note}, at)
+
+
+def label(
+    con: duckdb.DuckDBPyConnection,
+    query_id: str,
+    grades: dict[str, int],
+    *,
+    no_answer: bool = False,
+    by: str,
+    note: str | None = None,
+) -> dict:
+    """The non-interactive review: grade chunks or record "no answer"; returns the item after."""
+    if no_answer and grades:
+        raise InputError("give either --chunk grades or --no-answer, not both")
+    if not no_answer and not grades:
+        raise InputError("nothing to label: give --chunk ID=GRADE or --no-answer")
+    at = now()
+    for chunk_id, grade in grades.items():
+        set_grade(con, query_id, chunk_id, grade, by, source="label", at=at)
+    if no_answer:
+        set_no_answer(con, query_id, by, at=at)
+    if note:
+        add_note(con, query_id, note, by, at=at)
+    return get_item(con, query_id)
+
+
+# --- undo: the review loop snapshots an item before each action and can put it back ---------
+
+
+def snapshot_item(con: duckdb.DuckDBPyConnection, query_id: str) -> dict:
+    item = get_item(con, query_id)
+    return {"item": item, "labels": labels_of(con, query_id)}
+
+
+def restore_item(con: duckdb.DuckDBPyConnection, saved: dict, by: str) -> None:
+    item, labels = saved["item"], saved["labels"]
+    qid = item["query_id"]
+    at = now()
+    con.execute(
+        "UPDATE gold_items SET status = ?, no_answer = ?, notes = ?, verified_by = ?,"
+        " verified_at = ?, updated_at = ? WHERE query_id = ?",
+        [
+            item["status"],
+            item["no_answer"],
+            item["notes"],
+            item["verified_by"],
+            item["verified_at"],
+            at,
+            qid,
+        ],
+    )
+    con.execute("DELETE FROM gold_labels WHERE query_id = ?", [qid])
+    for row in labels:
+        con.execute(
+            f"INSERT INTO gold_labels ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
+        )
+    record(con, qid, "undo", by, {"status": item["status"]}, at)
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def list_items(con: duckdb.DuckDBPyConnection, status: list[str] | None = None) -> list[dict]:
+    for s in status or []:
+        if s not in STATUSES:
+            raise InputError(f"status must be one of {', '.join(STATUSES)}, not {s!r}")
+    return fetch_dicts(
+        con,
+        """SELECT i.query_id, i.status, i.query, i.no_answer, i.cluster_id, i.tags, i.frequency,
+                  i.origin, i.verified_by, i.updated_at, i.position,
+                  count(l.chunk_id) FILTER (WHERE l.kind = 'label' AND l.grade > 0) AS n_relevant,
+                  count(l.chunk_id) FILTER (WHERE l.kind = 'label') AS n_labels,
+                  count(l.chunk_id) FILTER (WHERE l.kind = 'draft') AS n_drafts
+           FROM gold_items i LEFT JOIN gold_labels l USING (query_id)
+           WHERE ? OR list_contains(?, i.status)
+           GROUP BY ALL ORDER BY i.position""",
+        [not status, list(status or [])],
+    )
+
+
+def show_item(con: duckdb.DuckDBPyConnection, query_id: str) -> dict:
+    item = get_item(con, query_id)
+    item["labels"] = labels_of(con, query_id, "label")
+    item["drafts"] = labels_of(con, query_id, "draft")
+    item["history"] = history_of(con, query_id)
+    return item
+
+
+def history_of(con: duckdb.DuckDBPyConnection, query_id: str) -> list[dict]:
+    rows = fetch_dicts(
+        con,
+        'SELECT ts AS at, who AS "by", action, detail FROM gold_history'
+        " WHERE query_id = ? ORDER BY seq",
+        [query_id],
+    )
+    for row in rows:
+        row["detail"] = json.loads(row["detail"]) if row["detail"] else {}
+    return rows
+
+
+def progress_counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(verified, total) over the items not rejected: "12 of 50 verified"."""
+    verified, total = con.execute(
+        "SELECT count(*) FILTER (WHERE status = 'verified'), count(*) FILTER"
+        " (WHERE status != 'rejected') FROM gold_items"
+    ).fetchall()[0]
+    return verified, total

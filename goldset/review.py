@@ -1,0 +1,414 @@
+"""The review loop: one key per action, the store opened and closed around each one.
+
+A person reads the query (text, context turns, tags, volume, failure signals, raw examples), then
+each candidate chunk with its title and passage, query terms highlighted, and presses one key:
+
+    2 / 1 / 0   grade the chunk: fully answers / useful context / not relevant
+    s           search the corpus by keyword for another chunk
+    a           no answer in the corpus (verified, with an empty relevant set)
+    k           skip this query for now        r   reject this query
+    n           add a note                     u   undo the last action
+    q           quit (everything is already saved)
+
+Every action is written at once, in its own short connection, so another terminal can run
+``triage show`` or ``eval`` meanwhile and quitting loses nothing; the next ``gold review`` resumes
+at the first query still waiting. ``ReviewSession`` holds the logic and is driven by ``run``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from goldmine.goldset import items as gi
+
+from goldmine.store import open_store, transaction
+from goldmine.text import normalize_query
+
+KEYS_HELP = (
+    "[2] answers  [1] useful  [0] not relevant  [s] search  [a] no answer  "
+    "[k] skip  [r] reject  [n] note  [u] undo  [q] quit"
+)
+PASSAGE_CHARS = 900
+
+
+@dataclass
+class View:
+    """Everything shown for one step: the item, its candidates and the one to grade now."""
+
+    item: dict
+    candidates: list[dict]
+    current: dict | None
+    verified: int
+    total: int
+    signals: dict | None = None
+    examples: list[dict] = field(default_factory=list)
+
+
+class ReviewSession:
+    def __init__(self, db: Path | None, by: str):
+        self.db = db
+        self.by = by
+        self.skipped: set[str] = set()
+        self.focus: str | None = None
+        self.undo_stack: list[tuple[str, str, dict | None]] = []
+        self.message = ""
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def _next_item(self, con) -> str | None:
+        if self.focus:
+            # Stay on the item until its candidates are graded or the person moves on.
+            rows = con.execute(
+                "SELECT status FROM gold_items WHERE query_id = ?", [self.focus]
+            ).fetchall()
+            status = rows[0][0] if rows else None
+            if status in ("candidate", "drafted") or (
+                status == "verified" and self._ungraded(con, self.focus)
+            ):
+                return self.focus
+        rows = con.execute(
+            "SELECT query_id FROM gold_items WHERE status IN ('candidate', 'drafted')"
+            " AND NOT list_contains(?, query_id) ORDER BY position LIMIT 1",
+            [sorted(self.skipped)],
+        ).fetchall()
+        return rows[0][0] if rows else None
+
+    @staticmethod
+    def _ungraded(con, qid: str) -> int:
+        return con.execute(
+            "SELECT count(*) FROM gold_labels d WHERE d.query_id = ? AND d.kind = 'draft'",
+            [qid],
+        ).fetchall()[0][0]
+
+    def view(self) -> View | None:
+        with gi_store(self.db) as con:
+            qid = self._next_item(con)
+            if qid is None:
+                self.focus = None
+                return None
+            self.focus = qid
+            item = gi.get_item(con, qid)
+            snapshot_id, _ = gi.current_snapshot(con)
+            candidates = gi.fetch_dicts(
+                con,
+                """SELECT l.chunk_id, l.kind, l.grade, l.suggested_grade, l.rank, l.score,
+                          l.source, c.title, c.text, c.doc_id
+                   FROM gold_labels l LEFT JOIN chunks c
+                     ON c.snapshot_id = ? AND c.chunk_id = l.chunk_id
+                   WHERE l.query_id = ?
+                   ORDER BY l.kind = 'label' DESC, l.ts, l.rank NULLS LAST, l.chunk_id""",
+                [snapshot_id, qid],
+            )
+            current = next((c for c in candidates if c["kind"] == "draft"), None)
+            signals = gi.fetch_dicts(
+                con,
+                """SELECT n_events, n_sessions, n_zero_results, n_no_click, n_reformulated,
+                          n_negative_feedback, n_tickets, n_chat_fail, failure_rate
+                   FROM triage_queries WHERE norm_query = ?""",
+                [item["norm_query"]],
+            )
+            from goldmine.goldset.provenance import origins
+
+            examples = origins(con, [item["norm_query"]], limit=3)[item["norm_query"]].examples
+            verified, total = gi.progress_counts(con)
+        return View(
+            item, candidates, current, verified, total, signals[0] if signals else None, examples
+        )
+
+    # --- acting --------------------------------------------------------------------------------
+
+    def _act(self, qid: str, what: str, fn: Callable) -> None:
+        with gi_store(self.db) as con, transaction(con):
+            saved = gi.snapshot_item(con, qid)
+            fn(con)
+        self.undo_stack.append((what, qid, saved))
+
+    def grade(self, qid: str, chunk_id: str, grade: int) -> None:
+        self._act(
+            qid,
+            f"grade {chunk_id}={grade}",
+            lambda con: gi.set_grade(
+                con, qid, chunk_id, grade, self.by, source="review", require_chunk=False
+            ),
+        )
+        self.message = f"graded {chunk_id} = {grade}"
+
+    def no_answer(self, qid: str) -> None:
+        self._act(qid, "no answer", lambda con: gi.set_no_answer(con, qid, self.by))
+        self._finish(qid, "marked: no answer in the corpus")
+
+    def reject(self, qid: str) -> None:
+        self._act(qid, "reject", lambda con: gi.set_status(con, qid, "rejected", self.by))
+        self._finish(qid, "rejected")
+
+    def note(self, qid: str, text: str) -> None:
+        if text.strip():
+            self._act(qid, "note", lambda con: gi.add_note(con, qid, text.strip(), self.by))
+            self.message = "note added"
+
+    def skip(self, qid: str) -> None:
+        self.skipped.add(qid)
+        self.undo_stack.append(("skip", qid, None))
+        self._finish(qid, "skipped")
+
+    def _finish(self, qid: str, message: str) -> None:
+        if self.focus == qid:
+            self.focus = None
+        self.message = message
+
+    def undo(self) -> None:
+        if not self.undo_stack:
+            self.message = "nothing to undo"
+            return
+        what, qid, saved = self.undo_stack.pop()
+        if saved is None:
+            self.skipped.discard(qid)
+        else:
+            with gi_store(self.db) as con, transaction(con):
+                gi.restore_item(con, saved, self.by)
+        self.focus = qid
+        self.message = f"undone: {what}"
+
+    def search(self, text: str, limit: int = 5) -> list[dict]:
+        words = normalize_query(text).split()
+        if not words:
+            return []
+        with gi_store(self.db) as con:
+            snapshot_id, _ = gi.current_snapshot(con)
+            body = "lower(coalesce(title, '') || ' ' || text)"
+            where = " AND ".join(f"contains({body}, ?)" for _ in words)
+            hits = " + ".join(
+                f"(length({body}) - length(replace({body}, ?, ''))) / length(?)" for _ in words
+            )
+            params = [w for w in words for _ in (0, 1)] + [snapshot_id] + words + [limit]
+            return gi.fetch_dicts(
+                con,
+                f"""SELECT chunk_id, title, text, {hits} AS hits FROM chunks
+                    WHERE snapshot_id = ? AND {where}
+                    ORDER BY hits DESC, chunk_id LIMIT ?""",
+                params,
+            )
+
+    def add_candidate(self, qid: str, chunk_id: str) -> None:
+        def put(con) -> None:
+            snapshot_id, _ = gi.current_snapshot(con)
+            con.execute(
+                "DELETE FROM gold_labels WHERE query_id = ? AND chunk_id = ? AND kind = 'draft'",
+                [qid, chunk_id],
+            )
+            con.execute(
+                """INSERT INTO gold_labels (query_id, chunk_id, kind, rank, source, text_hash,
+                       snapshot_id, by, at)
+                   SELECT ?, chunk_id, 'draft', 0, 'search', text_hash, snapshot_id, ?, ?
+                   FROM chunks WHERE snapshot_id = ? AND chunk_id = ?""",
+                [qid, self.by, gi.now(), snapshot_id, chunk_id],
+            )
+            gi.record(con, qid, "search-add", self.by, {"chunk_id": chunk_id})
+
+        self._act(qid, f"add {chunk_id}", put)
+        self.focus = qid
+        self.message = f"added {chunk_id} from search: grade it now"
+
+
+def gi_store(db: Path | None):
+    return open_store(db)
+
+
+# --- the terminal -------------------------------------------------------------------------------
+
+
+class Keys:
+    """One key at a time from a terminal (cbreak mode), or from a pipe one character at a time."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stdin
+        self.fd = self.stream.fileno()
+        self.tty = os.isatty(self.fd)
+
+    def key(self) -> str:
+        if self.tty:
+            import termios
+            import tty
+
+            saved = termios.tcgetattr(self.fd)
+            try:
+                tty.setcbreak(self.fd, termios.TCSANOW)
+                data = os.read(self.fd, 1)
+            finally:
+                termios.tcsetattr(self.fd, termios.TCSANOW, saved)
+            return data.decode("utf-8", "replace") if data else "q"
+        while True:
+            ch = self.stream.read(1)
+            if not ch:
+                return "q"
+            if not ch.isspace():
+                return ch
+
+    def line(self, prompt: str) -> str:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        if self.tty:
+            data = b""
+            while not data.endswith((b"\n", b"\r")):
+                chunk = os.read(self.fd, 1)
+                if not chunk:
+                    break
+                data += chunk
+            return data.decode("utf-8", "replace").strip()
+        return (self.stream.readline() or "").strip()
+
+
+def _render(console, view: View, message: str) -> None:
+    from rich.text import Text
+
+    item = view.item
+    console.rule(f"{view.verified} of {view.total} verified")
+    if message:
+        console.print(f"[dim]{message}[/dim]")
+    console.print(
+        Text(item["query"], style="bold"), f"[dim]({item['query_id']}, {item['status']})[/dim]"
+    )
+    if item["context"]:
+        console.print("[dim]context:[/dim]")
+        console.print(Text(item["context"], style="italic"))
+    facts = []
+    if item["tags"]:
+        facts.append("tags: " + ", ".join(item["tags"]))
+    s = view.signals
+    if s:
+        facts.append(f"volume {s['n_events']}")
+        failures = {
+            k[2:]: v
+            for k, v in s.items()
+            if k.startswith("n_") and k not in ("n_events", "n_sessions") and v
+        }
+        if failures:
+            facts.append(
+                "failures "
+                + ", ".join(f"{k} {v}" for k, v in failures.items())
+                + f" ({s['failure_rate']:.0%})"
+            )
+    elif item["frequency"]:
+        facts.append(f"volume {item['frequency']}")
+    if facts:
+        console.print("  ".join(facts), markup=False)
+    for ex in view.examples[:3]:
+        console.print(Text(f"  e.g. [{ex['source']}] {ex['text']}", style="dim"))
+    if item["notes"]:
+        for note in item["notes"]:
+            console.print(Text(f"  note: {note}", style="cyan"))
+    graded = [c for c in view.candidates if c["kind"] == "label"]
+    waiting = [c for c in view.candidates if c["kind"] == "draft"]
+    if graded:
+        console.print(
+            "graded: " + ", ".join(f"{c['chunk_id']}={c['grade']}" for c in graded), markup=False
+        )
+    if item["no_answer"]:
+        console.print("marked: no answer in the corpus", markup=False)
+    current = view.current
+    if current is None:
+        if not graded:
+            console.print("No candidate chunks: [s] search the corpus, [a] no answer.")
+        else:
+            console.print(
+                "Every candidate is graded and none answers: [s] search, [a] no answer,"
+                " [k] skip, [r] reject."
+            )
+    else:
+        position = len(graded) + 1
+        total = len(graded) + len(waiting)
+        how = f"{current['source']}"
+        if current["score"] is not None:
+            how += f" score {current['score']:.3g}"
+        if current["suggested_grade"] is not None:
+            how += f", was graded {current['suggested_grade']}"
+        console.print(
+            f"[bold]candidate {position} of {total}[/bold]  {current['chunk_id']}"
+            f"  [dim]({how})[/dim]"
+        )
+        if current["text"] is None:
+            console.print("[red]this chunk is not in the current corpus snapshot[/red]")
+        else:
+            if current["title"]:
+                console.print(Text(current["title"], style="bold underline"))
+            passage = current["text"]
+            if len(passage) > PASSAGE_CHARS:
+                passage = passage[:PASSAGE_CHARS] + " …"
+            text = Text(passage)
+            words = [w for w in normalize_query(item["query"]).split() if len(w) > 2]
+            text.highlight_words(words, style="bold yellow", case_sensitive=False)
+            console.print(text)
+    console.print(f"[dim]{KEYS_HELP}[/dim]")
+
+
+def run(db: Path | None, by: str, keys: Keys | None = None) -> tuple[int, int]:
+    """The interactive loop; returns (verified, total) when the person quits or nothing is left."""
+    from goldmine.output import console as get_console
+
+    console = get_console()
+    keys = keys or Keys()
+    session = ReviewSession(db, by)
+    while True:
+        view = session.view()
+        if view is None:
+            with gi_store(db) as con:
+                verified, total = gi.progress_counts(con)
+            console.print(f"Nothing left to review: {verified} of {total} verified.")
+            return verified, total
+        _render(console, view, session.message)
+        session.message = ""
+        qid = view.item["query_id"]
+        key = keys.key()
+        if key in ("2", "1", "0"):
+            if view.current is None:
+                session.message = "no candidate to grade: [s] search or [a] no answer"
+            else:
+                session.grade(qid, view.current["chunk_id"], int(key))
+        elif key == "s":
+            _search(console, keys, session, qid)
+        elif key == "a":
+            session.no_answer(qid)
+        elif key == "k":
+            session.skip(qid)
+        elif key == "r":
+            session.reject(qid)
+        elif key == "n":
+            session.note(qid, keys.line("note: "))
+        elif key == "u":
+            session.undo()
+        elif key in ("q", "\x04", "\x03"):
+            console.print(
+                f"Saved. {view.verified} of {view.total} verified; "
+                "`goldmine gold review` resumes here."
+            )
+            with gi_store(db) as con:
+                return gi.progress_counts(con)
+        else:
+            session.message = f"unknown key {key!r}: {KEYS_HELP}"
+
+
+def _search(console, keys: Keys, session: ReviewSession, qid: str) -> None:
+    from rich.text import Text
+
+    words = keys.line("search the corpus for: ")
+    hits = session.search(words)
+    if not hits:
+        session.message = f"no chunk holds every word of {words!r}"
+        return
+    for n, hit in enumerate(hits, 1):
+        snippet = " ".join(hit["text"].split())[:160]
+        line = Text(f"[{n}] {hit['chunk_id']}  {hit['title'] or ''}  {snippet}")
+        line.highlight_words(
+            normalize_query(words).split(), style="bold yellow", case_sensitive=False
+        )
+        console.print(line)
+    console.print("press a number to add that chunk as a candidate, any other key to go back")
+    key = keys.key()
+    if key.isdigit() and 1 <= int(key) <= len(hits):
+        session.add_candidate(qid, hits[int(key) - 1]["chunk_id"])
+    else:
+        session.message = "search closed"

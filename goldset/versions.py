@@ -1,0 +1,332 @@
+"""Published gold versions: frozen, hashed, never changed; what the eval pins to.
+
+``publish`` turns every verified item into one canonical JSON line (keys sorted) and stores those
+lines as they are; the version's content hash is the sha256 of the lines joined by newlines. So an
+export is the stored lines under a header, ``verify`` can recompute every hash from the store, and
+an import that restores a version gets back the same bytes. There is no code path that rewrites a
+stored version: publishing always takes a new number, and importing a version whose number exists
+with other content is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from goldmine.goldset.items import current_snapshot, fetch_dicts, history_of, now
+
+from goldmine.errors import InputError, NotFoundError, StoreError
+from goldmine.store import transaction
+from goldmine.text import sha256_text
+
+if TYPE_CHECKING:
+    import duckdb
+    from goldmine.eval.model import Gold
+
+FORMAT = "goldmine-gold"
+FORMAT_VERSION = 1
+
+
+def dump_line(obj: Any) -> str:
+    """The one canonical JSON serialisation: keys sorted, UTF-8 kept, default separators."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False)
+
+
+def content_hash(lines: list[str]) -> str:
+    return sha256_text("".join(line + "\n" for line in lines))
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _parse_spec(spec: str | int) -> str | int:
+    text = str(spec).strip().lower()
+    if text == "latest":
+        return "latest"
+    digits = text[1:] if text.startswith("v") else text
+    if not digits.isdigit():
+        raise InputError(f"a version is written v3, 3 or latest, not {spec!r}")
+    return int(digits)
+
+
+def resolve_version(con: duckdb.DuckDBPyConnection, spec: str | int) -> int:
+    """The version number for "v3", "3", 3 or "latest"; NotFoundError when there is none."""
+    parsed = _parse_spec(spec)
+    known = [r[0] for r in con.execute("SELECT version FROM gold_versions ORDER BY 1").fetchall()]
+    if not known:
+        raise NotFoundError("no gold version is published yet (run `goldmine gold publish -m …`)")
+    if parsed == "latest":
+        return known[-1]
+    if parsed not in known:
+        listed = ", ".join(f"v{v}" for v in known)
+        raise NotFoundError(f"no gold version v{parsed} (published: {listed})")
+    return int(parsed)
+
+
+# --- freezing ---------------------------------------------------------------------------------
+
+
+def item_record(con: duckdb.DuckDBPyConnection, item: dict) -> dict:
+    """One verified item as the dict a version freezes (and an export writes)."""
+    qid = item["query_id"]
+    labels = fetch_dicts(
+        con,
+        """SELECT chunk_id, grade, text_hash, snapshot_id, who AS "by", ts AS at FROM gold_labels
+           WHERE query_id = ? AND kind = 'label' ORDER BY chunk_id""",
+        [qid],
+    )
+    relevant = {r["chunk_id"]: r["grade"] for r in labels if r["grade"] > 0}
+    if item["no_answer"]:
+        relevant = {}
+    not_relevant = {
+        r["chunk_id"]: min(r["grade"], 0) for r in labels if r["chunk_id"] not in relevant
+    }
+    history = [
+        {"action": h["action"], "at": _iso(h["at"]), "by": h["by"], "detail": h["detail"]}
+        for h in history_of(con, qid)
+    ]
+    return {
+        "query_id": qid,
+        "query": item["query"],
+        "norm_query": item["norm_query"],
+        "context": item["context"],
+        "relevant": relevant,
+        "not_relevant": not_relevant,
+        "no_answer": bool(item["no_answer"]),
+        "tags": list(item["tags"] or []),
+        "notes": list(item["notes"] or []),
+        "provenance": {
+            "origin": item["origin"],
+            "reason": item["reason"],
+            "cluster_id": item["cluster_id"],
+            "sources": list(item["sources"] or []),
+            "source_ids": list(item["source_ids"] or []),
+            "frequency": item["frequency"],
+            "first_seen": _iso(item["first_seen"]),
+            "last_seen": _iso(item["last_seen"]),
+        },
+        "label_text_hashes": {r["chunk_id"]: r["text_hash"] for r in labels},
+        "snapshot": sorted({r["snapshot_id"] for r in labels if r["snapshot_id"] is not None}),
+        "labelled": {
+            r["chunk_id"]: {"at": _iso(r["at"]), "by": r["by"], "snapshot_id": r["snapshot_id"]}
+            for r in labels
+        },
+        "verified_by": item["verified_by"],
+        "verified_at": _iso(item["verified_at"]),
+        "history": history,
+    }
+
+
+@dataclass
+class Published:
+    version: int
+    content_hash: str
+    n_items: int
+    n_answerable: int
+    n_no_answer: int
+    n_labels: int
+
+
+def publish(con: duckdb.DuckDBPyConnection, message: str, by: str) -> Published:
+    """Freeze every verified item as version N+1, in one transaction."""
+    if not message or not message.strip():
+        raise InputError('publish needs a message (-m "what changed")')
+    with transaction(con):
+        items = fetch_dicts(
+            con, "SELECT * FROM gold_items WHERE status = 'verified' ORDER BY query_id"
+        )
+        if not items:
+            raise InputError("nothing to publish: no item is verified yet (review or label first)")
+        at = now()
+        # Publishing is not a change to an item, so it adds no item history: an item untouched
+        # since the last version freezes to the same line, and a version file diffs cleanly.
+        records = [item_record(con, item) for item in items]
+        lines = [dump_line(r) for r in records]
+        digest = content_hash(lines)
+        latest = con.execute(
+            "SELECT version, content_hash FROM gold_versions ORDER BY version DESC LIMIT 1"
+        ).fetchall()
+        if latest and latest[0][1] == digest:
+            raise InputError(f"nothing changed since v{latest[0][0]}: not publishing a copy")
+        version = latest[0][0] + 1 if latest else 1
+        snapshot_id, snapshot_hash = current_snapshot(con)
+        n_no_answer = sum(1 for r in records if not r["relevant"])
+        n_labels = sum(len(r["label_text_hashes"]) for r in records)
+        con.execute(
+            "INSERT INTO gold_versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                version,
+                message,
+                digest,
+                at,
+                by,
+                FORMAT_VERSION,
+                len(records),
+                len(records) - n_no_answer,
+                n_no_answer,
+                n_labels,
+                snapshot_id,
+                snapshot_hash,
+            ],
+        )
+        con.executemany(
+            "INSERT INTO gold_version_items VALUES (?, ?, ?)",
+            [[version, r["query_id"], line] for r, line in zip(records, lines, strict=True)],
+        )
+    return Published(
+        version, digest, len(records), len(records) - n_no_answer, n_no_answer, n_labels
+    )
+
+
+# --- reading versions --------------------------------------------------------------------------
+
+
+def version_header(con: duckdb.DuckDBPyConnection, version: int) -> dict:
+    rows = fetch_dicts(con, "SELECT * FROM gold_versions WHERE version = ?", [version])
+    if not rows:
+        raise NotFoundError(f"no gold version v{version}")
+    v = rows[0]
+    return {
+        "format": FORMAT,
+        "format_version": v["format_version"],
+        "version": v["version"],
+        "message": v["message"],
+        "content_hash": v["content_hash"],
+        "published_at": _iso(v["published_at"]),
+        "published_by": v["published_by"],
+        "counts": {
+            "items": v["n_items"],
+            "answerable": v["n_answerable"],
+            "no_answer": v["n_no_answer"],
+            "labels": v["n_labels"],
+        },
+        "snapshot": {"snapshot_id": v["snapshot_id"], "content_hash": v["snapshot_hash"]},
+    }
+
+
+def version_lines(con: duckdb.DuckDBPyConnection, version: int) -> list[str]:
+    rows = con.execute(
+        "SELECT item FROM gold_version_items WHERE version = ? ORDER BY query_id", [version]
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def version_items(con: duckdb.DuckDBPyConnection, version: int) -> dict[str, dict]:
+    return {(d := json.loads(line))["query_id"]: d for line in version_lines(con, version)}
+
+
+def list_versions(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    return fetch_dicts(
+        con,
+        "SELECT version, message, content_hash, published_at, published_by, n_items,"
+        " n_answerable, n_no_answer, n_labels FROM gold_versions ORDER BY version",
+    )
+
+
+def judged_of(item: dict) -> dict[str, int]:
+    """chunk id -> grade, with the chunks judged not relevant at grade 0."""
+    judged = dict(item.get("not_relevant") or {})
+    judged.update(item.get("relevant") or {})
+    return judged
+
+
+def load_gold(con: duckdb.DuckDBPyConnection, spec: str) -> Gold:
+    """A published version as the eval's ``Gold`` ("v3", "3" or "latest")."""
+    from goldmine.eval.model import Gold, GoldQuery
+
+    version = resolve_version(con, spec)
+    header = version_header(con, version)
+    queries = {
+        qid: GoldQuery(
+            query_id=qid, query=item["query"], judged=judged_of(item), context=item.get("context")
+        )
+        for qid, item in version_items(con, version).items()
+    }
+    return Gold(
+        queries=queries,
+        source=f"v{version}",
+        hash=header["content_hash"],
+        format="goldmine-version",
+        version=version,
+    )
+
+
+# --- integrity ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Check:
+    version: int
+    stored: str
+    recomputed: str
+    n_items: int
+    expected_items: int
+
+    @property
+    def ok(self) -> bool:
+        return self.stored == self.recomputed and self.n_items == self.expected_items
+
+
+def verify_versions(con: duckdb.DuckDBPyConnection) -> list[Check]:
+    """Recompute every version's content hash from its frozen lines."""
+    checks = []
+    for v in list_versions(con):
+        lines = version_lines(con, v["version"])
+        checks.append(
+            Check(v["version"], v["content_hash"], content_hash(lines), len(lines), v["n_items"])
+        )
+    return checks
+
+
+def assert_verified(checks: list[Check]) -> None:
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        parts = [
+            f"v{c.version}: stored hash {c.stored[:12]}…, recomputed {c.recomputed[:12]}…"
+            f" ({c.n_items} of {c.expected_items} items)"
+            for c in bad
+        ]
+        raise StoreError(
+            "published versions were changed after publishing: "
+            + "; ".join(parts)
+            + ". Published versions never change: restore them from an exported file."
+        )
+
+
+# --- diff -------------------------------------------------------------------------------------
+
+
+def diff_versions(con: duckdb.DuckDBPyConnection, a: str, b: str) -> dict:
+    """Queries added, removed and relabelled (grade changes per chunk) from version a to b."""
+    va, vb = resolve_version(con, a), resolve_version(con, b)
+    items_a, items_b = version_items(con, va), version_items(con, vb)
+    added = sorted(set(items_b) - set(items_a))
+    removed = sorted(set(items_a) - set(items_b))
+    relabelled = []
+    for qid in sorted(set(items_a) & set(items_b)):
+        ja, jb = judged_of(items_a[qid]), judged_of(items_b[qid])
+        changes = [
+            {"chunk_id": c, "from": ja.get(c), "to": jb.get(c)}
+            for c in sorted(set(ja) | set(jb))
+            if ja.get(c) != jb.get(c)
+        ]
+        if changes or items_a[qid]["no_answer"] != items_b[qid]["no_answer"]:
+            relabelled.append(
+                {
+                    "query_id": qid,
+                    "query": items_b[qid]["query"],
+                    "no_answer": [items_a[qid]["no_answer"], items_b[qid]["no_answer"]],
+                    "changes": changes,
+                }
+            )
+    return {
+        "from": f"v{va}",
+        "to": f"v{vb}",
+        "added": [{"query_id": q, "query": items_b[q]["query"]} for q in added],
+        "removed": [{"query_id": q, "query": items_a[q]["query"]} for q in removed],
+        "relabelled": relabelled,
+        "unchanged": len(set(items_a) & set(items_b)) - len(relabelled),
+    }
