@@ -100,7 +100,8 @@ class ReviewSession:
                    FROM gold_labels l LEFT JOIN chunks c
                      ON c.snapshot_id = ? AND c.chunk_id = l.chunk_id
                    WHERE l.query_id = ?
-                   ORDER BY l.kind = 'label' DESC, l.ts, l.rank NULLS LAST, l.chunk_id""",
+                   ORDER BY l.kind = 'label' DESC, l.source = 'search' DESC, l.ts,
+                            l.rank NULLS LAST, l.chunk_id""",
                 [snapshot_id, qid],
             )
             current = next((c for c in candidates if c["kind"] == "draft"), None)
@@ -202,7 +203,7 @@ class ReviewSession:
             )
             con.execute(
                 """INSERT INTO gold_labels (query_id, chunk_id, kind, rank, source, text_hash,
-                       snapshot_id, by, at)
+                       snapshot_id, who, ts)
                    SELECT ?, chunk_id, 'draft', 0, 'search', text_hash, snapshot_id, ?, ?
                    FROM chunks WHERE snapshot_id = ? AND chunk_id = ?""",
                 [qid, self.by, gi.now(), snapshot_id, chunk_id],
@@ -268,9 +269,9 @@ def _render(console, view: View, message: str) -> None:
     item = view.item
     console.rule(f"{view.verified} of {view.total} verified")
     if message:
-        console.print(f"[dim]{message}[/dim]")
+        console.print(Text(message, style="dim"))
     console.print(
-        Text(item["query"], style="bold"), f"[dim]({item['query_id']}, {item['status']})[/dim]"
+        Text.assemble((item["query"], "bold"), (f"  ({item['query_id']}, {item['status']})", "dim"))
     )
     if item["context"]:
         console.print("[dim]context:[/dim]")
@@ -312,11 +313,14 @@ def _render(console, view: View, message: str) -> None:
     current = view.current
     if current is None:
         if not graded:
-            console.print("No candidate chunks: [s] search the corpus, [a] no answer.")
+            console.print(
+                "No candidate chunks: [s] search the corpus, [a] no answer.", markup=False
+            )
         else:
             console.print(
                 "Every candidate is graded and none answers: [s] search, [a] no answer,"
-                " [k] skip, [r] reject."
+                " [k] skip, [r] reject.",
+                markup=False,
             )
     else:
         position = len(graded) + 1
@@ -327,8 +331,11 @@ def _render(console, view: View, message: str) -> None:
         if current["suggested_grade"] is not None:
             how += f", was graded {current['suggested_grade']}"
         console.print(
-            f"[bold]candidate {position} of {total}[/bold]  {current['chunk_id']}"
-            f"  [dim]({how})[/dim]"
+            Text.assemble(
+                (f"candidate {position} of {total}", "bold"),
+                f"  {current['chunk_id']}",
+                (f"  ({how})", "dim"),
+            )
         )
         if current["text"] is None:
             console.print("[red]this chunk is not in the current corpus snapshot[/red]")
@@ -342,7 +349,7 @@ def _render(console, view: View, message: str) -> None:
             words = [w for w in normalize_query(item["query"]).split() if len(w) > 2]
             text.highlight_words(words, style="bold yellow", case_sensitive=False)
             console.print(text)
-    console.print(f"[dim]{KEYS_HELP}[/dim]")
+    console.print(Text(KEYS_HELP, style="dim"))
 
 
 def run(db: Path | None, by: str, keys: Keys | None = None) -> tuple[int, int]:
@@ -358,7 +365,13 @@ def run(db: Path | None, by: str, keys: Keys | None = None) -> tuple[int, int]:
             with gi_store(db) as con:
                 verified, total = gi.progress_counts(con)
             console.print(f"Nothing left to review: {verified} of {total} verified.")
-            return verified, total
+            if not session.undo_stack:
+                return verified, total
+            console.print("[u] undo the last action, any other key to quit", markup=False)
+            if keys.key() != "u":
+                return verified, total
+            session.undo()
+            continue
         _render(console, view, session.message)
         session.message = ""
         qid = view.item["query_id"]

@@ -1,0 +1,195 @@
+"""``goldmine gold review`` driven in a pseudo-terminal, as a person would: keys in, screen out.
+
+Draft → review (grade, note, undo, search, skip, quit, resume, reject, undo, no answer) → publish
+→ diff → export → import, with a second process reading the store while the review waits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from goldmine.goldset.items import query_id_for
+
+from tests.test_goldset_sample import build
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\r")
+
+
+class Terminal:
+    """A child process on a pty; ``expect`` waits for text on its screen, ``send`` types."""
+
+    def __init__(self, *args: str, env: dict):
+        master, slave = pty.openpty()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "goldmine", *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.fd = master
+        self.raw = b""
+        self.pos = 0
+
+    @property
+    def screen(self) -> str:
+        return ANSI.sub("", self.raw.decode("utf-8", "replace"))
+
+    def _read(self, timeout: float) -> bool:
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:  # the child closed the terminal
+            return False
+        self.raw += data
+        return bool(data)
+
+    def expect(self, text: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen
+            found = screen.find(text, self.pos)
+            if found >= 0:
+                seen = screen[self.pos : found + len(text)]
+                self.pos = found + len(text)
+                return seen
+            if time.monotonic() > deadline or (
+                not self._read(0.2) and self.proc.poll() is not None
+            ):
+                pytest.fail(f"never saw {text!r}; the screen after it was:\n{screen[self.pos :]}")
+
+    def send(self, keys: str) -> None:
+        time.sleep(0.15)  # let the loop switch the terminal to one-key mode
+        os.write(self.fd, keys.encode())
+
+    def wait(self) -> int:
+        while self._read(0.2) or self.proc.poll() is None:
+            pass
+        os.close(self.fd)
+        return self.proc.returncode
+
+
+def qid(text: str) -> str:
+    return query_id_for(text)
+
+
+def test_review_in_a_terminal_then_publish_diff_export_import(cli, db_path, tmp_path):
+    build(db_path)
+
+    def gold(*args: str) -> str:
+        result = cli("--db", str(db_path), "gold", *args)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    gold("add-query", "reset password", "vpn setup", "dark mode")
+    gold("draft", "-k", "2")
+    drafts = {
+        q: [d["chunk_id"] for d in json.loads(gold("show", qid(q), "--json"))["drafts"]]
+        for q in ("reset password", "vpn setup", "dark mode")
+    }
+    assert drafts["reset password"][0] == "kb-reset-1"
+
+    env = {**os.environ, "TERM": "dumb", "COLUMNS": "120", "LINES": "40"}
+    term = Terminal("--db", str(db_path), "gold", "review", "--by", "rita", env=env)
+    term.expect("0 of 3 verified")
+    screen = term.expect("[q] quit")
+    assert "reset password" in screen and "candidate 1 of" in screen
+    assert "Reset your password" in screen  # the chunk's title and passage
+    assert "volume 400" in screen and "e.g. [searchlog] Reset password" in screen
+
+    # Another terminal can read the store while the review waits for a key.
+    listed = cli("--db", str(db_path), "gold", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+
+    term.send("2")
+    for _ in drafts["reset password"][1:]:
+        term.expect("[q] quit")
+        term.send("0")
+    term.expect("1 of 3 verified")
+    screen = term.expect("[q] quit")
+    assert "vpn setup" in screen
+    assert "context" not in screen  # not a follow-up
+
+    term.send("n")
+    term.expect("note: ")
+    term.send("check the mobile app\r")
+    assert "note: check the mobile app" in term.expect("[q] quit")
+    term.send("u")
+    screen = term.expect("[q] quit")
+    assert "undone: note" in screen and "note: check the mobile app" not in screen
+
+    term.send("s")
+    term.expect("search the corpus for: ")
+    term.send("mobile vpn\r")
+    term.expect("[1] kb-vpn-2")
+    term.expect("press a number")
+    term.send("1")
+    screen = term.expect("[q] quit")
+    assert "added kb-vpn-2 from search" in screen and "kb-vpn-2" in screen
+    term.send("2")
+    term.expect("2 of 3 verified")
+    term.expect("[q] quit")
+    term.send("q")
+    term.expect("Saved. 2 of 3 verified")
+    assert term.wait() == 0
+
+    # Resume: the next session starts at the first query still waiting.
+    term = Terminal("--db", str(db_path), "gold", "review", "--by", "rita", env=env)
+    term.expect("2 of 3 verified")
+    screen = term.expect("[q] quit")
+    assert "dark mode" in screen
+    term.send("r")
+    term.expect("Nothing left to review: 2 of 2 verified.")  # rejected: out of the count
+    term.expect("[u] undo the last action")
+    term.send("u")
+    term.expect("undone: reject")
+    screen = term.expect("[q] quit")
+    assert "dark mode" in screen
+    term.send("a")
+    term.expect("Nothing left to review: 3 of 3 verified.")
+    term.expect("[u] undo the last action")
+    term.send("q")
+    assert term.wait() == 0
+
+    items = {i["query"]: i for i in json.loads(gold("list", "--json"))}
+    assert {i["status"] for i in items.values()} == {"verified"}
+    assert items["dark mode"]["no_answer"] is True
+    vpn = json.loads(gold("show", qid("vpn setup"), "--json"))
+    assert vpn["notes"] == [] and vpn["verified_by"] == "rita"
+    assert [r["chunk_id"] for r in vpn["labels"]] == ["kb-vpn-2"]
+    actions = [h["action"] for h in vpn["history"]]
+    assert actions[:3] == ["add", "draft", "note"] and "undo" in actions
+    assert "search-add" in actions
+
+    assert gold("publish", "-m", "reviewed").startswith("published v1: 3 queries")
+    gold("label", qid("vpn setup"), "--chunk", "kb-vpn-1=1")
+    gold("publish", "-m", "vpn context")
+    assert f"~ {qid('vpn setup')}\tvpn setup\tkb-vpn-1 " in gold("diff", "v1", "v2")
+    out = tmp_path / "gold"
+    gold("export", "--version", "2", "--out", str(out))
+    empty = tmp_path / "empty.duckdb"
+    assert cli("--db", str(empty), "gold", "import", str(out / "v0002.jsonl")).returncode == 0
+    again = tmp_path / "again"
+    assert cli("--db", str(empty), "gold", "export", "--out", str(again)).returncode == 0
+    assert (again / "v0002.jsonl").read_bytes() == (out / "v0002.jsonl").read_bytes()
+
+
+def test_review_with_nothing_to_do_says_so(cli, db_path: Path) -> None:
+    build(db_path)
+    env = {**os.environ, "TERM": "dumb", "COLUMNS": "120"}
+    term = Terminal("--db", str(db_path), "gold", "review", env=env)
+    term.expect("Nothing left to review: 0 of 0 verified.")
+    assert term.wait() == 0
