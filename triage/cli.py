@@ -1,9 +1,205 @@
-"""Command line for the triage stage."""
+"""Command line for the triage stage: ``goldmine triage run|show|export|cluster``.
+
+Each command parses, opens the store for its unit of work, calls one function and prints. Nothing
+here imports torch or sentence-transformers: only ``triage run`` embeds, inside the pipeline.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from goldmine.options import DbOption, JsonOption, db_flag
+
+triage_app = typer.Typer(
+    help="Dedupe and cluster the queries, and put the failures no gold item covers on top.",
+    no_args_is_help=True,
+)
+
+
+@triage_app.command("run")
+def run_cmd(
+    since: Annotated[
+        datetime | None,
+        typer.Option("--since", help="Only events at or after this date/time.", show_default=False),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Embedding model name or path (default: bundled MiniLM)."),
+    ] = None,
+    window: Annotated[
+        int | None,
+        typer.Option(
+            "--window",
+            help="Seconds within which a similar next query in the same "
+            "session counts as a reformulation (default 300; [triage] "
+            "reformulation_window).",
+        ),
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Normalize, dedupe, embed (only new texts), cluster (ids kept across runs), tag and rank."""
+    from goldmine.triage.pipeline import run_triage
+
+    from goldmine.output import info, print_json
+    from goldmine.store import open_store
+
+    with open_store(db_flag(db)) as con:
+        result = run_triage(con, since=since, model=model, window_s=window)
+    if as_json:
+        print_json(result.__dict__)
+        return
+    info(
+        f"triage run {result.run_id}: {result.n_events} events, {result.n_queries} distinct "
+        f"queries ({result.n_new_queries} new), {result.n_embedded} embedded, "
+        f"{result.n_clusters} clusters ({result.cluster.get('n_joined', 0)} queries joined "
+        f"existing clusters, {result.cluster.get('n_new_clusters', 0)} new clusters)"
+    )
+    info("timings (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items()))
+
+
+def _fmt_rate(value: Any) -> str:
+    return f"{value:.0%}" if value is not None else ""
+
+
+@triage_app.command("show")
+def show_cmd(
+    top: Annotated[int, typer.Option("--top", help="How many clusters.")] = 20,
+    uncovered: Annotated[
+        bool, typer.Option("--uncovered", help="Only clusters no gold item covers.")
+    ] = False,
+    new: Annotated[
+        bool, typer.Option("--new", help="Only clusters first seen after the previous run.")
+    ] = False,
+    tag: Annotated[
+        str | None, typer.Option("--tag", help="Only clusters with a query so tagged (typo, …).")
+    ] = None,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Only clusters with traffic from this source.")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The ranked clusters: label, volume, variants, failure rate and signals, tags, coverage."""
+    from goldmine.triage.report import ShowFilter, ranked_clusters
+
+    from goldmine.output import console, print_json
+    from goldmine.store import open_store
+
+    with open_store(db_flag(db)) as con:
+        rows = ranked_clusters(con, ShowFilter(top, uncovered, new, tag, source))
+    if as_json:
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table(
+        "id",
+        "priority",
+        "label",
+        "volume",
+        "variants",
+        "failed",
+        "signals",
+        "tags",
+        "sources",
+        "first / last seen",
+        "new",
+        "covered",
+    )
+    for r in rows:
+        signals = ", ".join(f"{k} {v}" for k, v in r["signals"].items() if v)
+        seen = f"{r['first_seen'] or ''} / {r['last_seen'] or ''}"
+        table.add_row(
+            str(r["cluster_id"]),
+            f"{r['priority']:.1f}",
+            r["label"],
+            str(r["volume"]),
+            str(r["n_variants"]),
+            _fmt_rate(r["failure_rate"]),
+            signals,
+            ", ".join(r["tags"] or []),
+            ", ".join(r["sources"] or []),
+            seen,
+            "yes" if r["is_new"] else "",
+            "yes" if r["covered"] else "no",
+        )
+    console().print(table)
+
+
+@triage_app.command("export")
+def export_cmd(
+    file: Annotated[Path, typer.Argument(help="Output .csv or .parquet", dir_okay=False)],
+    db: DbOption = None,
+) -> None:
+    """One row per distinct query: text, normalized, cluster, canonical, counts, signals, tags."""
+    from goldmine.triage.report import export_queries
+
+    from goldmine.output import info
+    from goldmine.store import open_store
+
+    with open_store(db_flag(db)) as con:
+        n = export_queries(con, file)
+    info(f"wrote {n} queries to {file}")
+
+
+@triage_app.command("cluster")
+def cluster_cmd(
+    cluster_id: Annotated[int, typer.Argument(metavar="ID", help="A cluster id from `show`.")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Every query in one cluster: counts, signals, sessions, raw examples, previous turns."""
+    from goldmine.triage.report import cluster_detail
+
+    from goldmine.output import console, print_json
+    from goldmine.store import open_store
+
+    with open_store(db_flag(db)) as con:
+        detail = cluster_detail(con, cluster_id)
+    if as_json:
+        print_json(detail)
+        return
+    from rich.table import Table
+
+    console().print(
+        f"cluster {detail['cluster_id']}: {detail['label']!r} — volume {detail['volume']}, "
+        f"{_fmt_rate(detail['failure_rate'])} failed, priority {detail['priority']:.1f}, "
+        f"{'covered' if detail['covered'] else 'uncovered'}"
+    )
+    table = Table(
+        "query", "events", "sessions", "failed", "signals", "tags", "examples", "previous turn"
+    )
+    for q in detail["queries"]:
+        signals = ", ".join(
+            f"{k[2:]} {q[k]}"
+            for k in (
+                "n_zero_results",
+                "n_no_click",
+                "n_reformulated",
+                "n_negative_feedback",
+                "n_tickets",
+                "n_chat_fail",
+            )
+            if q[k]
+        )
+        table.add_row(
+            q["query"],
+            str(q["n_events"]),
+            str(q["n_sessions"]),
+            _fmt_rate(q["failure_rate"]),
+            signals,
+            ", ".join(q["tags"] or []),
+            " | ".join(q["examples"] or []),
+            " | ".join(q["previous_turns"] or []),
+        )
+    console().print(table)
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the root app."""
+    app.add_typer(triage_app, name="triage")

@@ -1,7 +1,15 @@
 """Tables the triage stage writes (migrations 200-299).
 
 ``triage_queries`` holds one row per distinct normalized query and ``triage_clusters`` one row per
-cluster; the gold set's starter picks from them, and ``triage show`` ranks them.
+cluster; the gold set's starter picks from them, and ``triage show`` ranks them. Both are rebuilt by
+every ``triage run`` from the events, so they always describe the current window of traffic.
+
+What must survive from run to run lives apart: ``triage_assignments`` remembers, for every
+normalized query triage has ever seen, its fuzzy-dedupe canonical and its cluster, so a query keeps
+its cluster id across runs (and after dropping out of a ``--since`` window and coming back), and
+``triage_cluster_ids`` remembers every cluster id ever given so a new cluster never reuses one.
+``triage_events`` is the per-event working table (one row per search, ticket, chat turn or manual
+query, with its failure signals) that ``triage cluster`` reads for sessions and raw examples.
 """
 
 from goldmine.store import Migration
@@ -11,6 +19,24 @@ MIGRATIONS = [
         200,
         "triage_core",
         """
+        CREATE TABLE triage_events (
+            source VARCHAR NOT NULL,          -- searchlog, ubi, tickets, chat, manual, ...
+            event_key VARCHAR NOT NULL,       -- event_id, ticket_id, conversation:turn, query_id
+            ts TIMESTAMP,
+            session_id VARCHAR,
+            seq BIGINT,                       -- order within the session
+            query VARCHAR NOT NULL,           -- the raw text
+            norm_query VARCHAR,               -- set for every row once the step has run
+            prev_query VARCHAR,               -- the previous query/turn in the session
+            is_zero_results BOOLEAN NOT NULL DEFAULT false,
+            is_no_click BOOLEAN NOT NULL DEFAULT false,
+            is_reformulated BOOLEAN NOT NULL DEFAULT false,
+            is_negative_feedback BOOLEAN NOT NULL DEFAULT false,
+            is_ticket BOOLEAN NOT NULL DEFAULT false,
+            is_chat_fail BOOLEAN NOT NULL DEFAULT false,
+            is_follow_up BOOLEAN NOT NULL DEFAULT false,
+            is_failed BOOLEAN NOT NULL DEFAULT false
+        );
         CREATE TABLE triage_queries (
             norm_query VARCHAR NOT NULL,      -- goldmine.text.normalize_query of the text
             query VARCHAR NOT NULL,           -- the most frequent original spelling
@@ -29,8 +55,28 @@ MIGRATIONS = [
             n_chat_fail BIGINT NOT NULL DEFAULT 0,
             n_failed BIGINT NOT NULL DEFAULT 0,   -- events with at least one failure signal
             failure_rate DOUBLE NOT NULL DEFAULT 0,
-            tags VARCHAR[],                   -- acronym, typo, follow-up, no-answer-likely, question|keyword
-            text_hash VARCHAR                 -- sha256 of query, for the embedding cache
+            tags VARCHAR[],  -- acronym, typo, follow-up, no-answer-likely, question|keyword
+            text_hash VARCHAR,                -- sha256 of norm_query, the embedding cache key
+            n_by_source JSON,                 -- {"searchlog": 12, "tickets": 3}
+            n_follow_up BIGINT NOT NULL DEFAULT 0,
+            fuzzy_score DOUBLE,               -- fuzz.ratio to the canonical (100 for a canonical)
+            best_score DOUBLE                 -- best corpus chunk's score (no-answer-likely)
+        );
+        CREATE TABLE triage_assignments (
+            norm_query VARCHAR NOT NULL,
+            canonical_query VARCHAR NOT NULL, -- itself, or the more frequent variant it joined
+            fuzzy_score DOUBLE,
+            cluster_id BIGINT,                -- NULL until the cluster step has run
+            how VARCHAR,                      -- clustered | joined | new | variant
+            similarity DOUBLE,                -- cosine to the cluster's centroid when it joined
+            run_id BIGINT NOT NULL            -- the run that first saw the query
+        );
+        CREATE TABLE triage_cluster_ids (
+            cluster_id BIGINT NOT NULL,
+            run_id BIGINT NOT NULL,           -- the run that created the cluster
+            centroid FLOAT[],                 -- normalized mean of the members at creation/update
+            radius DOUBLE,                    -- cosine a new query needs to join
+            n_members BIGINT
         );
         CREATE TABLE triage_clusters (
             cluster_id BIGINT NOT NULL,
@@ -45,7 +91,11 @@ MIGRATIONS = [
             first_seen TIMESTAMP,
             last_seen TIMESTAMP,
             is_new BOOLEAN NOT NULL DEFAULT false,
-            centroid FLOAT[]
+            centroid FLOAT[],
+            signals JSON,                     -- {"zero_results": n, "no_click": n, ...}
+            tag_counts JSON,                  -- {"typo": n, ...} over the distinct queries
+            shrunk_rate DOUBLE,               -- failure rate pulled toward the global rate
+            created_run_id BIGINT
         );
         CREATE TABLE triage_runs (
             run_id BIGINT NOT NULL,
@@ -55,7 +105,11 @@ MIGRATIONS = [
             n_queries BIGINT,
             n_embedded BIGINT,
             n_clusters BIGINT,
-            params JSON
+            params JSON,
+            status VARCHAR,                   -- running | done
+            since TIMESTAMP,
+            watermark TIMESTAMP,              -- latest event time this run saw
+            timings JSON                      -- seconds per step
         );
         """,
     ),

@@ -1,0 +1,544 @@
+"""Benchmark: triage on real and generated queries. Prints medians and same-run ratios.
+
+    .venv/bin/python bench/bench_triage.py                       # everything, 3 repeats
+    .venv/bin/python bench/bench_triage.py --only b77,fuzzy --repeats 1
+
+Parts (``--only``):
+
+- ``threads``: MiniLM sentences/s with 1 and 2 torch threads; the faster count is used below.
+- ``b77``: banking77 (10,003 real queries, 77 intents) loaded as a search log into a fresh store,
+  ``triage run`` end to end vs bare embedding of the same 10,003 texts (model load + encode), each
+  in its own process after the imports; then ARI, NMI and purity of the clusters against the
+  intents, and of k-means told k = 77 on the same vectors for reference.
+- ``incr``: triage on 95% of banking77, then a second run after adding the other 5%: the second
+  run's time as a share of the first, and the ARI after the incremental run.
+- ``fuzzy``: fuzz.ratio >= 90 (the chosen dedupe) over banking77: time, pairs, share of pairs in
+  one intent; precision/recall on twenty pairs labelled by hand (ten variants, ten look-alikes).
+- ``scale``: 50,000 distinct generated queries (seeded, written to bench/out/triage/): the full
+  triage in its own process, with its time per step and peak memory (max RSS).
+
+Timings drift on a shared machine; the ratios measured side by side are what hold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+OUT = HERE / "out" / "triage"
+SHARED = Path(os.environ.get("GOLDMINE_SHARED", ROOT.parent / "shared"))
+BANKING = SHARED / "datasets" / "banking77" / "train.csv"
+PY = sys.executable
+
+# Hand-labelled pairs of real banking77 queries (both sides are rows of train.csv): ten that are
+# the same query written differently, ten distinct queries that look alike. (a, b, same query?)
+FUZZY_PAIRS = [
+    ("I want a refund for an item", "I want a refund for my item", True),
+    (
+        "My card payment had the wrong exchange rate",
+        "My card payment has the wrong exchange rate",
+        True,
+    ),
+    ("What is the max I can top up?", "Whats the max I can top up", True),
+    ("How can I close my account?", "How to I close my account?", True),
+    ("I do not recognise this card payment.", "I do not recognize the card payment.", True),
+    ("i cannot seem to activate card", "i cant seem to activate card", True),
+    (
+        "Do I have to go into the bank to change my PIN?",
+        "Do I have to go to the bank to change my PIN?",
+        True,
+    ),
+    (
+        "Is there a charge for exchanging foreign currencies?",
+        "Is there a charge for exchanging foreign currency?",
+        True,
+    ),
+    ("Will my card be a MasterCard or a Visa?", "Will the card be a Mastercard or a Visa?", True),
+    ("What does a 'pending payment' mean?", "What does pending payment mean?", True),
+    ("Can I use this card at any ATM?", "Can i use this card at any store?", False),
+    ("How do I change my card PIN?", "How do I get my card PIN?", False),
+    ("What is the current exchange fee?", "What is the current exchange rate?", False),
+    ("I can't get my actual card to work", "I can't get my virtual card to work.", False),
+    (
+        "How do I go about getting a virtual card?",
+        "How do I go about getting an actual card?",
+        False,
+    ),
+    ("What is the auto top-up limit?", "What is the top-up limit?", False),
+    ("I cant transfer money into my account", "I want to transfer money into my account", False),
+    ("How do I activate a card?", "How do I reactivate my card?", False),
+    ("The app rejected my top up", "The app reverted my top up", False),
+    (
+        "How long does it take to activate my card?",
+        "How long does it take to receive my card?",
+        False,
+    ),
+]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def child(part: str, *args: str, env: dict | None = None) -> dict:
+    """Run one measured part in its own process; it prints one JSON line last."""
+    out = subprocess.run(
+        [PY, __file__, "--child", part, *args],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if out.returncode:
+        sys.stderr.write(out.stderr)
+        raise SystemExit(f"{part} failed")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# --- child parts: each runs in a fresh process --------------------------------------------------
+
+
+def _imports() -> None:
+    import goldmine.triage.pipeline  # noqa: F401
+    import sentence_transformers  # noqa: F401  (imported before the clock starts, as for bare)
+
+
+def _load_banking(con, rows) -> None:
+    con.register("_b77", rows.with_row_index("i"))
+    con.execute(
+        """INSERT INTO search_events (event_id, batch_id, source, ts, session_id, query,
+                                      num_results, clicked_ids)
+           SELECT 'b' || (i + off), 1, 'searchlog',
+                  TIMESTAMP '2026-01-05' + to_seconds((i + off)::BIGINT), 's' || ((i + off) // 4),
+                  text, CASE WHEN hash(text) % 9 = 0 THEN 0 ELSE 10 END,
+                  CASE WHEN hash(text) % 3 = 0 THEN [] ELSE ['c1'] END
+           FROM _b77"""
+    )
+    con.unregister("_b77")
+
+
+def child_bare(n: str) -> dict:
+    import polars as pl
+
+    _imports()
+    texts = pl.read_csv(BANKING)["text"].to_list()[: int(n)]
+    start = time.perf_counter()
+    from goldmine.embed import embed_uncached
+
+    embed_uncached(texts)
+    return {"seconds": time.perf_counter() - start, "n": len(texts)}
+
+
+def child_triage(db: str, share: str, offset: str) -> dict:
+    """Load banking77 rows [offset, offset + share * n) into db and run triage."""
+    import polars as pl
+
+    from goldmine.store import open_store
+
+    _imports()
+    rows = pl.read_csv(BANKING)
+    lo = int(float(offset) * rows.height)
+    hi = int((float(offset) + float(share)) * rows.height)
+    with open_store(db) as con:
+        _load_banking(con, rows.slice(lo, hi - lo).with_columns(pl.lit(lo).alias("off")))
+        from goldmine.triage.pipeline import run_triage
+
+        start = time.perf_counter()
+        result = run_triage(con)
+        seconds = time.perf_counter() - start
+    return {
+        "seconds": seconds,
+        "timings": result.timings,
+        "cluster": result.cluster,
+        "n_queries": result.n_queries,
+        "n_embedded": result.n_embedded,
+    }
+
+
+def scores(db: str) -> dict:
+    """ARI, NMI, purity of the stored clusters against banking77's intents, over every row."""
+    import numpy as np
+    import polars as pl
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+    from sklearn.metrics.cluster import contingency_matrix
+
+    from goldmine.store import open_store
+    from goldmine.text import normalize_query
+
+    rows = pl.read_csv(BANKING)
+    with open_store(db) as con:
+        got = dict(con.execute("SELECT norm_query, cluster_id FROM triage_queries").fetchall())
+    pred = np.array([got.get(normalize_query(t), -1) for t in rows["text"]])
+    labels = rows["category"].to_numpy()
+    table = contingency_matrix(labels, pred)
+    return {
+        "ari": round(adjusted_rand_score(labels, pred), 4),
+        "nmi": round(normalized_mutual_info_score(labels, pred), 4),
+        "purity": round(table.max(axis=0).sum() / table.sum(), 4),
+        "clusters": len(set(pred.tolist())),
+    }
+
+
+def child_kmeans(db: str) -> dict:
+    """k-means told k = 77 on the very vectors triage cached: the reference point."""
+    import numpy as np
+    import polars as pl
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import adjusted_rand_score
+
+    from goldmine.embed import embed_texts
+    from goldmine.store import open_store
+    from goldmine.text import normalize_query
+
+    rows = pl.read_csv(BANKING)
+    norms = [normalize_query(t) for t in rows["text"]]
+    with open_store(db) as con:
+        x = embed_texts(con, norms, show_progress=False)
+    pred = KMeans(77, n_init=10, random_state=0).fit_predict(x)
+    return {
+        "ari": round(adjusted_rand_score(rows["category"].to_numpy(), pred), 4),
+        "n": int(np.unique(pred).size),
+    }
+
+
+def child_speed(threads: str) -> dict:
+    import polars as pl
+
+    _imports()
+    texts = pl.read_csv(BANKING)["text"].to_list()[:1000]
+    from goldmine.embed import embed_uncached, load_model
+
+    load_model()
+    start = time.perf_counter()
+    embed_uncached(texts)
+    return {"per_s": len(texts) / (time.perf_counter() - start), "threads": int(threads)}
+
+
+def generate_50k(path: Path, n: int = 50_000, seed: int = 11) -> Path:
+    """Seeded distinct queries: support-style templates x slots, plus typos of a tenth of them."""
+    import random
+
+    import polars as pl
+
+    rng = random.Random(seed)
+    verbs = [
+        "reset",
+        "change",
+        "cancel",
+        "update",
+        "close",
+        "open",
+        "verify",
+        "transfer",
+        "find",
+        "download",
+        "delete",
+        "renew",
+        "activate",
+        "freeze",
+        "report",
+        "dispute",
+        "track",
+        "export",
+        "share",
+        "connect",
+        "link",
+        "restore",
+        "upgrade",
+        "pay",
+        "refund",
+    ]
+    things = [
+        "password",
+        "account",
+        "card",
+        "invoice",
+        "subscription",
+        "order",
+        "payment",
+        "address",
+        "email",
+        "phone number",
+        "plan",
+        "statement",
+        "receipt",
+        "profile",
+        "device",
+        "license",
+        "api key",
+        "report",
+        "backup",
+        "wallet",
+        "pin",
+        "limit",
+        "username",
+        "two factor code",
+        "bank details",
+        "delivery",
+        "return",
+        "warranty",
+    ]
+    frames = [
+        "how do i {v} my {t}",
+        "how to {v} {t}",
+        "can i {v} my {t} {w}",
+        "{t} {v}",
+        "why can't i {v} my {t}",
+        "i need to {v} my {t} {w}",
+        "{v} {t} not working",
+        "where do i {v} the {t}",
+        "is it possible to {v} a {t} {w}",
+        "{t} {v} error {c}",
+        "what happens if i {v} my {t}",
+        "help {v} {t} {w}",
+    ]
+    when = [
+        "today",
+        "abroad",
+        "on mobile",
+        "on the website",
+        "after moving",
+        "for my business",
+        "without the app",
+        "for a family member",
+        "on android",
+        "on iphone",
+        "in europe",
+        "after a refund",
+        "before renewal",
+        "twice",
+        "online",
+        "by phone",
+        "",
+    ]
+    seen: set[str] = set()
+    out: list[str] = []
+    while len(out) < n:
+        q = (
+            rng.choice(frames)
+            .format(
+                v=rng.choice(verbs),
+                t=rng.choice(things),
+                w=rng.choice(when),
+                c=rng.randint(100, 999),
+            )
+            .strip()
+        )
+        if rng.random() < 0.1 and len(q) > 6:  # a typo: swap two letters
+            i = rng.randrange(1, len(q) - 2)
+            q = q[:i] + q[i + 1] + q[i] + q[i + 2 :]
+        if q not in seen:
+            seen.add(q)
+            out.append(q)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame({"text": out}).write_parquet(path)
+    return path
+
+
+def child_scale(db: str, queries: str) -> dict:
+    import resource
+
+    import polars as pl
+
+    from goldmine.store import open_store
+
+    _imports()
+    texts = pl.read_parquet(queries)
+    with open_store(db) as con:
+        con.register("_q", texts.with_row_index("i"))
+        con.execute(
+            """INSERT INTO search_events (event_id, batch_id, source, ts, session_id, query,
+                                          num_results, clicked_ids)
+               SELECT 'g' || i, 1, 'searchlog', TIMESTAMP '2026-01-05' + to_seconds(i::BIGINT),
+                      's' || (i // 5), text, (hash(text) % 7)::INT, []
+               FROM _q"""
+        )
+        from goldmine.triage.pipeline import run_triage
+
+        start = time.perf_counter()
+        result = run_triage(con)
+        seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "seconds": seconds,
+        "timings": result.timings,
+        "peak_mb": round(peak),
+        "n_queries": result.n_queries,
+        "n_clusters": result.n_clusters,
+        "cluster": {k: v for k, v in result.cluster.items() if k != "tried"},
+    }
+
+
+CHILDREN = {
+    "bare": child_bare,
+    "triage": child_triage,
+    "kmeans": child_kmeans,
+    "speed": child_speed,
+    "scale": child_scale,
+}
+
+
+# --- parent parts ------------------------------------------------------------------------------
+
+
+def part_threads(repeats: int) -> int:
+    speeds = {1: [], 2: []}
+    for _ in range(repeats):
+        for t in (1, 2):
+            speeds[t].append(
+                child("speed", str(t), env={"GOLDMINE_TORCH_THREADS": str(t)})["per_s"]
+            )
+    for t, v in speeds.items():
+        print(
+            f"threads {t}: median {median(v):.0f} sentences/s  ({', '.join(f'{x:.0f}' for x in v)})"
+        )
+    best = max(speeds, key=lambda t: median(speeds[t]))
+    print(f"best thread count: {best} ({median(speeds[best]) / median(speeds[3 - best]):.2f}x)")
+    return best
+
+
+def part_b77(repeats: int, threads: int) -> None:
+    env = {"GOLDMINE_TORCH_THREADS": str(threads)}
+    bare, full = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(repeats):
+            db = str(Path(tmp) / f"b77_{r}.duckdb")
+            bare.append(child("bare", "10003", env=env)["seconds"])
+            run = child("triage", db, "1.0", "0", env=env)
+            full.append(run["seconds"])
+            print(
+                f"  repeat {r + 1}: bare {bare[-1]:.1f} s, triage {full[-1]:.1f} s "
+                f"(steps {run['timings']}; k chosen {run['cluster']['k']}, "
+                f"silhouettes {run['cluster']['tried']})"
+            )
+        quality = scores(db)
+        reference = child("kmeans", db)
+    print(
+        f"banking77 end to end: triage median {median(full):.1f} s, bare embedding median "
+        f"{median(bare):.1f} s, ratio {median(full) / median(bare):.2f} (goal <= 1.3)"
+    )
+    print(
+        f"banking77 clusters: {quality} ; k-means told k=77 on the same vectors: ARI "
+        f"{reference['ari']}"
+    )
+
+
+def part_incr(repeats: int, threads: int) -> None:
+    env = {"GOLDMINE_TORCH_THREADS": str(threads)}
+    first, second, quality = [], [], None
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(repeats):
+            db = str(Path(tmp) / f"incr_{r}.duckdb")
+            a = child("triage", db, "0.95", "0", env=env)
+            b = child("triage", db, "0.05", "0.95", env=env)
+            first.append(a["seconds"])
+            second.append(b["seconds"])
+            print(
+                f"  repeat {r + 1}: first {a['seconds']:.1f} s, second {b['seconds']:.1f} s "
+                f"({b['n_embedded']} embedded; {b['cluster']['n_joined']} joined, "
+                f"{b['cluster']['n_new_clusters']} new clusters; steps {b['timings']})"
+            )
+        quality = scores(db)
+    print(
+        f"incremental: first run median {median(first):.1f} s, second (+5%) median "
+        f"{median(second):.1f} s, ratio {median(second) / median(first):.3f} (goal <= 0.10)"
+    )
+    print(f"after the incremental run: {quality}")
+
+
+def part_fuzzy(repeats: int) -> None:
+    import polars as pl
+    from goldmine.triage.dedupe import FUZZY_CUTOFF, similar_pairs
+    from rapidfuzz import fuzz
+
+    from goldmine.text import normalize_query
+
+    rows = pl.read_csv(BANKING)
+    norms = sorted({normalize_query(t) for t in rows["text"]})
+    intent: dict[str, set] = {}
+    for t, c in zip(rows["text"], rows["category"], strict=True):
+        intent.setdefault(normalize_query(t), set()).add(c)
+    times, pairs = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        pairs = similar_pairs(norms, norms)
+        times.append(time.perf_counter() - start)
+    unique = {tuple(sorted((norms[i], norms[j]))) for i, j, _ in pairs}
+    same = sum(bool(intent[a] & intent[b]) for a, b in unique)
+    print(
+        f"fuzzy dedupe (fuzz.ratio >= {FUZZY_CUTOFF}, length-blocked, digits equal) over "
+        f"{len(norms)} distinct banking77 queries: median {median(times):.2f} s, "
+        f"{len(unique)} pairs, {same / max(len(unique), 1):.1%} in one intent"
+    )
+    tp = fp = fn = 0
+    for a, b, truth in FUZZY_PAIRS:
+        na, nb = normalize_query(a), normalize_query(b)
+        merged = na == nb or bool(similar_pairs([na], [nb]))
+        tp += merged and truth
+        fp += merged and not truth
+        fn += truth and not merged
+        print(
+            f"  {'MERGE' if merged else 'keep '} {'variant  ' if truth else 'different'} "
+            f"ratio {fuzz.ratio(na, nb):5.1f}  {a!r} ~ {b!r}"
+        )
+    print(
+        f"hand-labelled pairs: precision {tp / max(tp + fp, 1):.2f}, recall {tp / 10:.2f} "
+        f"({tp} of 10 variants merged, {fp} of 10 look-alikes merged)"
+    )
+
+
+def part_scale(threads: int) -> None:
+    path = OUT / "queries_50k.parquet"
+    if not path.exists():
+        generate_50k(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        run = child(
+            "scale",
+            str(Path(tmp) / "scale.duckdb"),
+            str(path),
+            env={"GOLDMINE_TORCH_THREADS": str(threads)},
+        )
+    print(
+        f"50,000 distinct queries: {run['seconds']:.1f} s, peak memory {run['peak_mb']} MB, "
+        f"{run['n_clusters']} clusters; steps {run['timings']}; {run['cluster']}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="threads,b77,incr,fuzzy,scale")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None, help="skip measuring; use this")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(CHILDREN[args.child[0]](*args.child[1:])))
+        return
+    if not BANKING.exists():
+        raise SystemExit(f"{BANKING} is absent: the triage benchmark needs ../shared/datasets")
+    parts = args.only.split(",")
+    threads = args.threads
+    if "threads" in parts and threads is None:
+        threads = part_threads(args.repeats)
+    threads = threads or 1
+    if "b77" in parts:
+        part_b77(args.repeats, threads)
+    if "incr" in parts:
+        part_incr(args.repeats, threads)
+    if "fuzzy" in parts:
+        part_fuzzy(args.repeats)
+    if "scale" in parts:
+        part_scale(threads)
+
+
+if __name__ == "__main__":
+    main()

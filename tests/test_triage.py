@@ -1,0 +1,463 @@
+"""Triage: normalization, events and failure signals, fuzzy dedupe, clustering, tags, commands.
+
+Rows go straight into the ingest tables with SQL (the ingest commands are another stage's). Tests
+whose behaviour depends on the embedding model use the real bundled MiniLM and are marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import xml.etree.ElementTree as ET
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+from goldmine.triage.dedupe import similar_pairs, words_compatible
+from goldmine.triage.events import aggregate_queries, build_events, fill_non_ascii, norm_sql
+
+from goldmine.store import open_store, transaction
+from goldmine.text import normalize_query
+
+T0 = datetime(2026, 11, 2, 9, 0, 0)
+
+
+def add_searches(con, rows, batch_id=1):
+    """rows: (event_id, session, seconds after T0, query, num_results, clicked, feedback)."""
+    for event_id, session, sec, query, num, clicked, feedback in rows:
+        con.execute(
+            """INSERT INTO search_events (event_id, batch_id, source, ts, session_id, query,
+                                          num_results, result_ids, clicked_ids, feedback)
+               VALUES (?, ?, 'searchlog', ?, ?, ?, ?, ?, ?, ?)""",
+            [
+                event_id,
+                batch_id,
+                T0 + timedelta(seconds=sec),
+                session,
+                query,
+                num,
+                [f"d{i}" for i in range(num or 0)],
+                clicked,
+                feedback,
+            ],
+        )
+
+
+def norm_in_sql(con, texts: list[str]) -> list[str]:
+    con.execute("CREATE OR REPLACE TEMP TABLE t (i INTEGER, raw VARCHAR, norm VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?, NULL)", list(enumerate(texts)))
+    con.execute(f"UPDATE t SET norm = {norm_sql('raw')}")
+    fill_non_ascii(con, "t", "raw", "norm")
+    return [r[0] for r in con.execute("SELECT norm FROM t ORDER BY i").fetchall()]
+
+
+# --- normalization -------------------------------------------------------------------------------
+
+
+def test_sql_normalization_equals_normalize_query(db_path):
+    rng = random.Random(5)
+    alphabet = [chr(c) for c in range(0, 128)]
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    texts += [
+        "  Where's my CARD?!  ",
+        "top_up\tfees\x1c\x1fnow",
+        "a\x0b\x0cb\r\nc",
+        "___",
+        "",
+        "Straße ÇA",
+        "ﬁnance ① Ⅻ",
+        "ΟΔΟΣ",
+        "İstanbul",
+        "naïve café",
+        "日本語の質問？",
+        "e\u0301te\u0301",
+        "नमस्ते दुनिया",
+        "x\u00a0y\u2003z\u3000w",
+        "١٢٣ arabic digits",
+        "emoji 👍 ok",
+        "ǅemal",
+        "Ⅷ. Kapitel",
+    ]
+    with open_store(db_path) as con:
+        got = norm_in_sql(con, texts)
+    assert got == [normalize_query(t) for t in texts]
+
+
+def test_sql_normalization_on_real_queries(db_path, shared_dataset):
+    import polars as pl
+
+    texts = pl.read_csv(shared_dataset("datasets", "banking77", "train.csv"))["text"].to_list()
+    with open_store(db_path) as con:
+        assert norm_in_sql(con, texts) == [normalize_query(t) for t in texts]
+
+
+# --- events and failure signals -----------------------------------------------------------------
+
+
+def test_events_signals_and_query_rows(db_path):
+    with open_store(db_path) as con:
+        add_searches(
+            con,
+            [
+                # session a: zero results, then a similar query within the window (a reformulation)
+                ("e1", "a", 0, "reset pasword", 0, [], None),
+                ("e2", "a", 30, "reset password", 5, ["d1"], None),
+                # then, 20 minutes later, another similar query: outside the 5-minute window
+                ("e3", "a", 1230, "reset password email", 5, ["d2"], None),
+                # session b: shown and not clicked; then an unrelated query (not a reformulation)
+                ("e4", "b", 0, "Reset Password!", 5, [], None),
+                ("e5", "b", 60, "invoice download", 3, ["d0"], "thumbs_down"),
+                ("e6", "b", 90, "what about the pdf", 3, ["d1"], None),
+                ("e7", "d", 0, "Straße Öffnungszeiten", 2, ["d1"], None),
+            ],
+        )
+        # batch 2 records no clicks at all: its no-click says nothing
+        add_searches(con, [("f1", "c", 0, "opening hours", 4, None, None)], batch_id=2)
+        con.execute(
+            """INSERT INTO tickets (ticket_id, batch_id, ts, question)
+               VALUES ('t1', 3, ?, 'Reset password?')""",
+            [T0],
+        )
+        con.executemany(
+            """INSERT INTO chat_turns (conversation_id, turn, batch_id, ts, role, text, feedback,
+                                       dont_know) VALUES ('c1', ?, 4, ?, ?, ?, ?, ?)""",
+            [
+                (0, T0, "user", "How do I export invoices?", None, False),
+                (1, T0, "assistant", "Use the billing page.", None, False),
+                (2, T0, "user", "and for last year?", None, False),
+                (3, T0, "assistant", "I don't know.", None, True),
+            ],
+        )
+        con.execute(
+            """INSERT INTO manual_queries (query_id, batch_id, ts, query, source)
+               VALUES ('m1', 5, ?, 'invoice download', 'colleague')""",
+            [T0],
+        )
+        with transaction(con):
+            n = build_events(con, None, 300)
+            aggregate_queries(con)
+        assert n == 12
+        ev = {
+            r[0]: r[1:]
+            for r in con.execute(
+                """SELECT event_key, is_zero_results, is_no_click, is_reformulated,
+                      is_negative_feedback, is_ticket, is_chat_fail, is_follow_up, prev_query
+               FROM triage_events"""
+            ).fetchall()
+        }
+        assert ev["e1"][:3] == (True, False, True)
+        assert ev["e2"][2] is False  # the next similar query came 20 minutes later
+        assert ev["e4"][1:3] == (True, False)
+        assert ev["e5"][3] is True and ev["e5"][1] is False
+        assert ev["e6"][6] is True and ev["e6"][7] == "invoice download"
+        assert ev["f1"][1] is False
+        assert con.execute(
+            "SELECT norm_query FROM triage_events WHERE event_key = 'e7'"
+        ).fetchall() == [("strasse öffnungszeiten",)]
+        assert ev["t1"][4] is True
+        assert ev["c1:2"][5:7] == (True, True)
+        assert ev["c1:0"][5:7] == (False, False)
+        q = {
+            r[0]: r[1:]
+            for r in con.execute(
+                """SELECT norm_query, query, n_events, n_failed, sources, n_tickets, n_no_click
+               FROM triage_queries"""
+            ).fetchall()
+        }
+        # "Reset Password!", "reset password" and the ticket share a normalized form
+        assert q["reset password"][1:] == (3, 2, ["searchlog", "tickets"], 1, 1)
+        assert q["invoice download"][3] == ["colleague", "searchlog"]
+
+
+def test_since_limits_the_window(db_path):
+    with open_store(db_path) as con:
+        add_searches(
+            con, [("e1", "a", 0, "old", 1, [], None), ("e2", "a", 86400, "new", 1, ["d0"], None)]
+        )
+        with transaction(con):
+            assert build_events(con, T0 + timedelta(hours=1)) == 1
+
+
+# --- fuzzy dedupe --------------------------------------------------------------------------------
+
+
+def test_blocked_pairs_equal_brute_force():
+    from rapidfuzz import fuzz
+
+    rng = random.Random(3)
+    words = ["card", "top", "up", "pin", "reset", "fee", "transfer", "declined", "where", "my"]
+    texts = []
+    for _ in range(600):
+        t = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+        if rng.random() < 0.3 and len(t) > 3:
+            i = rng.randrange(len(t) - 1)
+            t = t[:i] + t[i + 1] + t[i] + t[i + 2 :]
+        texts.append(t)
+    texts = sorted(set(texts))
+    got = {(i, j) for i, j, _ in similar_pairs(texts, texts)}
+    want = {
+        (i, j)
+        for i, a in enumerate(texts)
+        for j, b in enumerate(texts)
+        if i != j
+        and fuzz.ratio(a, b) >= 90
+        and words_compatible(a, b)
+        and [c for c in a if c.isdigit()] == [c for c in b if c.isdigit()]
+    }
+    assert got == want and got
+
+
+def test_variants_and_look_alikes():
+    assert words_compatible("i have not recieved my card", "i have not received my card")
+    assert words_compatible("how can i close my account", "how to i close my account")
+    assert not words_compatible("how do i change my card pin", "how do i get my card pin")
+    assert not words_compatible("can i edit my details", "why can t i edit my details")
+    assert similar_pairs(["card 1 blocked"], ["card 7 blocked"]) == []
+    assert similar_pairs(["card not working"], ["card not arrived"]) == []
+
+
+# --- the whole run, with the real model ----------------------------------------------------------
+
+QUERIES = {
+    "card": [
+        "Where is my card?",
+        "my card has not arrived",
+        "When will my card arrive?",
+        "card still not delivered",
+        "how long does card delivery take",
+        "I have not recieved my card yet",
+        "I have not received my card yet",
+    ],
+    "pin": [
+        "How do I change my PIN?",
+        "change pin number",
+        "I want to reset my PIN",
+        "where can i change my pin",
+        "PIN change at ATM",
+    ],
+    "refund": [
+        "I want a refund",
+        "how do I get my money back",
+        "refund for a purchase",
+        "request a refund for an item",
+        "can I get a refund",
+    ],
+}
+
+
+def load_queries(con, texts, start=0):
+    rows = []
+    for n, text in enumerate(texts, start):
+        rows.append((f"q{n}", f"s{n}", n * 400, text, 0 if n % 4 == 0 else 5, [], None))
+        rows.append((f"r{n}", f"s{n}x", n * 400, text, 5, ["d1"], None))
+    add_searches(con, rows)
+
+
+@pytest.mark.slow
+def test_run_incremental_stable_ids_and_commands(db_path, cli):
+    from goldmine.triage.pipeline import run_triage
+
+    first = [q for qs in QUERIES.values() for q in qs]
+    with open_store(db_path) as con:
+        load_queries(con, first)
+        r1 = run_triage(con)
+        assert r1.n_queries == len(first)
+        # the misspelling joined its more frequent / better-ranked twin and was not embedded
+        canon = dict(
+            con.execute("SELECT norm_query, canonical_query FROM triage_queries").fetchall()
+        )
+        assert canon["i have not recieved my card yet"] == "i have not received my card yet"
+        assert r1.n_embedded == len(first) - 1
+        before = dict(con.execute("SELECT norm_query, cluster_id FROM triage_queries").fetchall())
+        by_intent = {k: {before[normalize_query(q)] for q in qs} for k, qs in QUERIES.items()}
+        tags = dict(con.execute("SELECT norm_query, tags FROM triage_queries").fetchall())
+    assert "typo" in tags["i have not recieved my card yet"]
+    assert "acronym" in tags["pin change at atm"] and "question" in tags["where is my card"]
+    assert "keyword" in tags["change pin number"]
+    # each intent lands in its own cluster(s), and no cluster mixes two intents
+    assert all(not (a & b) for a in by_intent.values() for b in by_intent.values() if a is not b)
+
+    with open_store(db_path) as con:
+        load_queries(con, ["my card never arrived", "How to bake sourdough bread at home"], 100)
+        r2 = run_triage(con)
+        after = dict(con.execute("SELECT norm_query, cluster_id FROM triage_queries").fetchall())
+    assert r2.n_embedded == 2
+    assert {q: after[q] for q in before} == before  # ids stable
+    assert after["my card never arrived"] in by_intent["card"]
+    assert after["how to bake sourdough bread at home"] > max(before.values())
+
+    out = cli("--db", str(db_path), "triage", "show", "--json", "--top", "50")
+    assert out.returncode == 0, out.stderr
+    shown = json.loads(out.stdout)
+    assert [r["priority"] for r in shown] == sorted((r["priority"] for r in shown), reverse=True)
+    parts = shown[0]["priority_parts"]
+    assert parts["volume"] * (parts["n_failed"] + 10 * parts["global_rate"]) / (
+        parts["volume"] + 10
+    ) == pytest.approx(shown[0]["priority"])
+    new = json.loads(cli("--db", str(db_path), "triage", "show", "--json", "--new").stdout)
+    assert [r["label"] for r in new] == ["How to bake sourdough bread at home"]
+    typo = json.loads(cli("--db", str(db_path), "triage", "show", "--json", "--tag", "typo").stdout)
+    assert [r["cluster_id"] for r in typo] == [after["i have not received my card yet"]]
+
+    # coverage: a gold item on one query covers its whole cluster
+    with open_store(db_path) as con:
+        con.execute(
+            """INSERT INTO gold_items (query_id, position, query, norm_query, status, origin,
+                                       created_at, updated_at)
+               VALUES ('q_1', 1, 'Where is my card?', 'where is my card', 'candidate', 'test',
+                       now(), now())"""
+        )
+    rows = json.loads(cli("--db", str(db_path), "triage", "show", "--json", "--top", "50").stdout)
+    covered = {r["cluster_id"] for r in rows if r["covered"]}
+    assert covered == {after["where is my card"]}
+    unc = json.loads(
+        cli("--db", str(db_path), "triage", "show", "--json", "--uncovered", "--top", "50").stdout
+    )
+    assert {r["cluster_id"] for r in unc} == {r["cluster_id"] for r in rows} - covered
+
+    detail = json.loads(
+        cli(
+            "--db", str(db_path), "triage", "cluster", str(after["where is my card"]), "--json"
+        ).stdout
+    )
+    assert "Where is my card?" in {q["query"] for q in detail["queries"]}
+    assert cli("--db", str(db_path), "triage", "show", "--top", "3").returncode == 0
+
+    out = cli("--db", str(db_path), "triage", "export", str(db_path.parent / "q.parquet"))
+    assert out.returncode == 0, out.stderr
+    import polars as pl
+
+    exported = pl.read_parquet(db_path.parent / "q.parquet")
+    assert exported.height == len(first) + 2
+    assert {"query", "norm_query", "cluster_id", "canonical_query", "n_events", "tags"} <= set(
+        exported.columns
+    )
+    assert (
+        cli("--db", str(db_path), "triage", "export", str(db_path.parent / "q.csv")).returncode == 0
+    )
+
+
+def test_commands_before_a_run_and_bad_input(db_path, cli):
+    out = cli("--db", str(db_path), "triage", "show")
+    assert out.returncode == 2 and "triage run" in out.stderr and "Traceback" not in out.stderr
+    out = cli("--db", str(db_path), "triage", "show", "--tag", "nonsense")
+    assert out.returncode == 2 and "unknown tag" in out.stderr
+    out = cli("--db", str(db_path), "triage", "cluster", "42")
+    assert out.returncode == 2 and "no triage cluster 42" in out.stderr
+    out = cli("--db", str(db_path), "triage", "export", str(db_path.parent / "x.txt"))
+    assert out.returncode == 2 and ".csv or .parquet" in out.stderr
+
+
+def test_show_needs_no_torch(db_path, cli):
+    import subprocess
+    import sys
+
+    with open_store(db_path):
+        pass
+    code = (
+        "import sys\n"
+        "from goldmine.cli import main\n"
+        "try:\n"
+        f"    main(['--db', {str(db_path)!r}, 'triage', 'show', '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
+# --- real data -----------------------------------------------------------------------------------
+
+
+def at(clock: str) -> datetime:
+    """A session-track clock time ("09:54:27.674484") on a fixed day (the file has no dates)."""
+    return datetime(2012, 1, 1) + (datetime.strptime(clock, "%H:%M:%S.%f") - datetime(1900, 1, 1))
+
+
+def session_track_rows(path) -> list[tuple]:
+    """TREC Session Track 2012 as search events: each interaction, then the current query."""
+    rows = []
+    root = ET.parse(path).getroot()
+    for session in root.iter("session"):
+        sid = session.get("num")
+        for inter in session.iter("interaction"):
+            ids = [r.findtext("clueweb09id") for r in inter.iter("result")]
+            ranks = [int(c.findtext("rank")) for c in inter.iter("click")]
+            rows.append(
+                (
+                    f"{sid}.{inter.get('num')}",
+                    sid,
+                    at(inter.get("starttime")),
+                    inter.findtext("query"),
+                    len(ids),
+                    ids,
+                    [ids[r - 1] for r in ranks if 0 < r <= len(ids)],
+                )
+            )
+        current = session.find("currentquery")
+        if current is not None:
+            rows.append(
+                (
+                    f"{sid}.current",
+                    sid,
+                    at(current.get("starttime")),
+                    current.findtext("query"),
+                    None,
+                    None,
+                    None,
+                )
+            )
+    return rows
+
+
+def test_session_track_reformulations_and_no_clicks(db_path, shared_dataset):
+    rows = session_track_rows(
+        shared_dataset("datasets", "trec_session_track", "sessiontrack2012.xml")
+    )
+    with open_store(db_path) as con:
+        con.executemany(
+            """INSERT INTO search_events (event_id, batch_id, source, ts, session_id, query,
+                                          num_results, result_ids, clicked_ids)
+               VALUES (?, 1, 'searchlog', ?, ?, ?, ?, ?, ?)""",
+            [(e, ts, s, q, n, ids, clicks) for e, s, ts, q, n, ids, clicks in rows],
+        )
+        with transaction(con):
+            build_events(con)
+        ev = {
+            r[0]: r[1:]
+            for r in con.execute(
+                "SELECT event_key, is_no_click, is_reformulated, norm_query FROM triage_events"
+            ).fetchall()
+        }
+    assert len({r[1] for r in rows}) == 98
+    # no click: exactly the interactions whose <clicked> is empty (results were always shown)
+    want_no_click = {r[0] for r in rows if r[4] and not r[6]}
+    assert {k for k, v in ev.items() if v[0]} == want_no_click
+    # hand-checked (session 2): "personal IRA" -> "personal IRA v 403 (b)" 58 s later
+    assert ev["2.2"][1] is True
+    assert ev["2.3"][1] is True  # -> "personal IRA or 403 (b)"
+    assert ev["2.4"][1] is False  # -> "help retirement plan" came 65 s later but shares no word
+    assert ev["1.1"][1] is True  # "US tax code 403 (b)" -> "... eligibility"
+    assert not any(v[1] for k, v in ev.items() if k.endswith(".current"))
+
+
+@pytest.mark.slow
+def test_banking77_clusters_without_k(db_path, shared_dataset):
+    """A quarter of banking77's intents (2,723 queries): the chosen method, never told k."""
+    import polars as pl
+    from goldmine.triage.cluster import cluster_fresh
+    from sklearn.metrics import adjusted_rand_score
+
+    from goldmine.embed import embed_texts
+
+    rows = pl.read_csv(shared_dataset("datasets", "banking77", "train.csv"))
+    intents = sorted(set(rows["category"]))[:20]
+    rows = rows.filter(pl.col("category").is_in(intents))
+    with open_store(db_path) as con:
+        x = embed_texts(con, rows["text"].to_list(), show_progress=False)
+    labels, info = cluster_fresh(x)
+    again, _ = cluster_fresh(x)
+    assert np.array_equal(labels, again)  # deterministic
+    assert info["k"] in (5, 8, 12, 20)
+    assert adjusted_rand_score(rows["category"].to_numpy(), labels) >= 0.6

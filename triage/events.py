@@ -1,0 +1,298 @@
+"""Steps 1 and 5 of triage: every event as one row with its failure signals, then one row per
+distinct normalized query.
+
+All of it is DuckDB SQL over the ingest tables, so a million events take seconds. The normalized
+form is :func:`goldmine.text.normalize_query`, computed in SQL for ASCII text (where NFKC is the
+identity and case folding is ``lower``) and by that very function for the rest, so the two can never
+disagree; ``tests/test_triage.py`` checks the SQL form against the function.
+
+Failure signals, per event (DESIGN.md, "Failure signals and tags"):
+
+- ``zero_results``: a search that showed nothing (``num_results`` = 0, else an empty result list);
+- ``no_click``: results were shown and none was clicked, counted only for import batches that
+  record clicks at all (a log without click data says nothing about clicks);
+- ``reformulated``: the next query in the same session, within ``window`` seconds, is a different
+  but similar query (shares a content word, or Jaro-Winkler >= 0.85: a spelling fix);
+- ``negative_feedback``: an explicit thumbs-down, "negative", "bad", … or a negative number;
+- ``ticket``: every ticket is a search that failed;
+- ``chat_fail``: the assistant's answer to this user turn says it does not know, or got a
+  thumbs-down (on the answer or the turn).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from goldmine.text import normalize_query
+
+if TYPE_CHECKING:
+    import duckdb
+
+DEFAULT_WINDOW_S = 300  # five minutes: the usual bound for a query reformulation in a session
+NEGATIVE_FEEDBACK = (
+    "negative",
+    "down",
+    "thumbs_down",
+    "thumbsdown",
+    "thumbs-down",
+    "bad",
+    "unhelpful",
+    "not_helpful",
+    "not helpful",
+    "no",
+    "dislike",
+    "wrong",
+)
+# Words too common to make two queries "similar" by sharing them.
+STOP_WORDS = (
+    "the",
+    "and",
+    "for",
+    "you",
+    "your",
+    "are",
+    "was",
+    "can",
+    "how",
+    "what",
+    "why",
+    "who",
+    "when",
+    "where",
+    "which",
+    "does",
+    "did",
+    "not",
+    "with",
+    "from",
+    "have",
+    "has",
+    "this",
+    "that",
+    "there",
+    "they",
+    "them",
+    "its",
+    "into",
+    "about",
+    "get",
+    "got",
+    "but",
+    "any",
+    "all",
+    "our",
+    "out",
+    "off",
+    "will",
+    "would",
+    "could",
+    "should",
+    "been",
+    "were",
+    "just",
+    "still",
+    "why",
+    "yet",
+    "one",
+)
+# A turn whose meaning leans on the one before: opening words, and pronouns with no referent.
+FOLLOW_UP_START = r"^(and|but|also|so|then|ok|okay|what about|how about|what if|and what|same)\b"
+FOLLOW_UP_REF = r"\b(it|its|that|this|those|these|they|them|there|he|she|him|her|one|ones)\b"
+
+_WS = r"\t\n\x0B\x0C\r\x1C-\x1F "  # what Python's str.isspace() calls whitespace in ASCII
+
+
+def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
+    """A query's result as a polars DataFrame.
+
+    The store may connect through DuckDB's bare C module (goldmine.store.duckdb_engine); importing
+    the ``duckdb`` package adds the relation helpers (``sql``, ``pl``) to that same connection.
+    """
+    import duckdb  # noqa: F401
+
+    return con.sql(sql, params=params).pl()
+
+
+def norm_sql(column: str) -> str:
+    """SQL for normalize_query(column) on ASCII text; NULL for non-ASCII (finished in Python)."""
+    return (
+        f"CASE WHEN regexp_matches({column}, '^[\\x00-\\x7F]*$') THEN "
+        f"trim(regexp_replace(regexp_replace(lower({column}), '[^a-z0-9{_WS}]', ' ', 'g'), "
+        f"'[{_WS}]+', ' ', 'g')) END"
+    )
+
+
+def fill_non_ascii(con: duckdb.DuckDBPyConnection, table: str, raw: str, norm: str) -> int:
+    """Set ``norm`` where SQL left it NULL (non-ASCII text), by normalize_query itself."""
+    import polars as pl
+
+    texts = [
+        r[0]
+        for r in con.execute(
+            f"SELECT DISTINCT {raw} FROM {table} WHERE {norm} IS NULL AND {raw} IS NOT NULL"
+        ).fetchall()
+    ]
+    if not texts:
+        return 0
+    frame = pl.DataFrame({"raw": texts, "norm": [normalize_query(t) for t in texts]})
+    con.register("_gm_norm", frame)
+    try:
+        con.execute(
+            f"UPDATE {table} SET {norm} = n.norm FROM _gm_norm n "
+            f"WHERE {table}.{norm} IS NULL AND {table}.{raw} = n.raw"
+        )
+    finally:
+        con.unregister("_gm_norm")
+    return len(texts)
+
+
+def _sql_list(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + "]"
+
+
+def build_events(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None, window_s: int = DEFAULT_WINDOW_S
+) -> int:
+    """Rebuild ``triage_events`` from the ingest tables (events at or after ``since``)."""
+    neg = _sql_list(NEGATIVE_FEEDBACK)
+    stop = _sql_list(STOP_WORDS)
+    con.execute("DELETE FROM triage_events")
+    con.execute(
+        f"""
+        INSERT INTO triage_events
+        WITH clicky AS (   -- import batches that record clicks at all
+            SELECT DISTINCT batch_id FROM search_events WHERE len(clicked_ids) > 0
+        ),
+        search AS (
+            SELECT e.source, e.event_id AS event_key, e.ts, e.session_id, e.query,
+                   coalesce(e.num_results, len(e.result_ids)) AS shown,
+                   coalesce(len(e.clicked_ids), 0) AS clicks,
+                   e.batch_id IN (SELECT batch_id FROM clicky) AS tracks_clicks,
+                   lower(trim(e.feedback)) AS fb
+            FROM search_events e WHERE ?::TIMESTAMP IS NULL OR e.ts >= ?::TIMESTAMP
+        ),
+        chat AS (
+            SELECT c.*, sum(CASE WHEN role = 'user' THEN 1 ELSE 0 END)
+                        OVER (PARTITION BY conversation_id ORDER BY turn) AS grp
+            FROM chat_turns c
+        ),
+        answers AS (
+            SELECT conversation_id, grp, bool_or(dont_know) AS dont_know,
+                   bool_or(lower(trim(feedback)) IN (SELECT unnest({neg}))) AS thumbs_down
+            FROM chat WHERE role <> 'user' GROUP BY ALL
+        ),
+        raw AS (
+            SELECT source, event_key, ts, session_id, query,
+                   shown = 0 AS is_zero_results,
+                   tracks_clicks AND shown > 0 AND clicks = 0 AND source <> 'manual' AS is_no_click,
+                   coalesce(fb IN (SELECT unnest({neg})) OR try_cast(fb AS DOUBLE) < 0, false)
+                       AS is_negative_feedback,
+                   false AS is_ticket, false AS is_chat_fail
+            FROM search
+            UNION ALL
+            SELECT 'tickets', ticket_id, ts, NULL, question, false, false, false, true, false
+            FROM tickets WHERE ?::TIMESTAMP IS NULL OR ts >= ?::TIMESTAMP
+            UNION ALL
+            SELECT 'chat', c.conversation_id || ':' || c.turn, c.ts, c.conversation_id, c.text,
+                   false, false, coalesce(lower(trim(c.feedback)) IN (SELECT unnest({neg})), false),
+                   false, coalesce(a.dont_know OR a.thumbs_down, false)
+            FROM chat c LEFT JOIN answers a USING (conversation_id, grp)
+            WHERE c.role = 'user' AND (?::TIMESTAMP IS NULL OR c.ts >= ?::TIMESTAMP)
+            UNION ALL
+            SELECT source, query_id, ts, NULL, query, false, false, false, false, false
+            FROM manual_queries WHERE ?::TIMESTAMP IS NULL OR ts >= ?::TIMESTAMP
+        )
+        SELECT source, event_key, ts, session_id,
+               CASE WHEN session_id IS NOT NULL THEN row_number() OVER (
+                   PARTITION BY session_id ORDER BY ts NULLS LAST, event_key) END AS seq,
+               query, {norm_sql("query")}, NULL,
+               coalesce(is_zero_results, false), coalesce(is_no_click, false), false,
+               is_negative_feedback, is_ticket, is_chat_fail, false, false
+        FROM raw WHERE query IS NOT NULL AND trim(query) <> ''
+        """,
+        [since, since] * 4,
+    )
+    fill_non_ascii(con, "triage_events", "query", "norm_query")
+    con.execute("DELETE FROM triage_events WHERE norm_query = ''")
+    # Session order: the previous query, a reformulation, a follow-up.
+    con.execute(
+        f"""
+        UPDATE triage_events SET
+            prev_query = s.prev_q,
+            is_reformulated = s.is_reformulated,
+            is_follow_up = s.is_follow_up
+        FROM (
+            SELECT source, event_key, prev_q,
+                   coalesce(next_norm IS NOT NULL AND next_norm <> norm_query
+                       AND (next_ts IS NULL OR ts IS NULL
+                            OR next_ts - ts <= to_seconds(?::BIGINT))
+                       AND (list_has_any(words, next_words)
+                            OR jaro_winkler_similarity(norm_query, next_norm) >= 0.85), false)
+                       AS is_reformulated,
+                   seq > 1 AND (regexp_matches(norm_query, '{FOLLOW_UP_START}')
+                       OR regexp_matches(norm_query, '{FOLLOW_UP_REF}')
+                       OR (source = 'chat' AND len(string_split(norm_query, ' ')) <= 2))
+                       AS is_follow_up
+            FROM (
+                SELECT *, lead(norm_query) OVER w AS next_norm, lead(ts) OVER w AS next_ts,
+                       lag(query) OVER w AS prev_q,
+                       lead(words) OVER w AS next_words
+                FROM (SELECT *, list_filter(string_split(norm_query, ' '),
+                                  lambda t: length(t) >= 3 AND NOT list_contains({stop}, t))
+                                  AS words
+                      FROM triage_events WHERE session_id IS NOT NULL)
+                WINDOW w AS (PARTITION BY session_id ORDER BY seq)
+            )
+        ) s
+        WHERE triage_events.source = s.source AND triage_events.event_key = s.event_key
+        """,
+        [int(window_s)],
+    )
+    con.execute(
+        """UPDATE triage_events SET is_failed = is_zero_results OR is_no_click OR is_reformulated
+                  OR is_negative_feedback OR is_ticket OR is_chat_fail"""
+    )
+    return con.execute("SELECT count(*) FROM triage_events").fetchall()[0][0]
+
+
+def aggregate_queries(con: duckdb.DuckDBPyConnection) -> int:
+    """Rebuild ``triage_queries``: one row per normalized query, with what is remembered of it."""
+    con.execute("DELETE FROM triage_queries")
+    con.execute(
+        """
+        INSERT INTO triage_queries BY NAME
+        WITH spell AS (
+            SELECT norm_query, query, count(*) AS n FROM triage_events GROUP BY ALL
+        ),
+        per_source AS (
+            SELECT norm_query, source, count(*) AS n FROM triage_events GROUP BY ALL
+        ),
+        agg AS (
+            SELECT norm_query,
+                   count(*) AS n_events,
+                   count(DISTINCT session_id) AS n_sessions,
+                   min(ts) AS first_seen, max(ts) AS last_seen,
+                   count_if(is_zero_results) AS n_zero_results,
+                   count_if(is_no_click) AS n_no_click,
+                   count_if(is_reformulated) AS n_reformulated,
+                   count_if(is_negative_feedback) AS n_negative_feedback,
+                   count_if(is_ticket) AS n_tickets,
+                   count_if(is_chat_fail) AS n_chat_fail,
+                   count_if(is_failed) AS n_failed,
+                   count_if(is_follow_up) AS n_follow_up
+            FROM triage_events GROUP BY norm_query
+        )
+        SELECT agg.*, agg.n_failed / agg.n_events AS failure_rate, b.query, src.sources,
+               src.n_by_source, sha256(agg.norm_query) AS text_hash,
+               a.canonical_query, a.cluster_id, a.fuzzy_score
+        FROM agg
+        JOIN (SELECT norm_query, first(query ORDER BY n DESC, query) AS query
+              FROM spell GROUP BY norm_query) b USING (norm_query)
+        JOIN (SELECT norm_query, list(source ORDER BY source) AS sources,
+                     json_group_object(source, n) AS n_by_source
+              FROM per_source GROUP BY norm_query) src USING (norm_query)
+        LEFT JOIN triage_assignments a USING (norm_query)
+        """
+    )
+    return con.execute("SELECT count(*) FROM triage_queries").fetchall()[0][0]

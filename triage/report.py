@@ -1,0 +1,221 @@
+"""Step 7 of triage and what the commands read: ranked clusters, coverage, exports, one cluster.
+
+Priority weighs volume by failure rate, with the rate shrunk toward the global one so a cluster of
+one failed search does not outrank a cluster of a hundred searches that fail half the time::
+
+    shrunk_rate = (n_failed + PRIOR_EVENTS * global_rate) / (volume + PRIOR_EVENTS)
+    priority    = volume * shrunk_rate
+
+``global_rate`` is the failure rate over every event in the run; ``PRIOR_EVENTS`` = 10 events of
+prior weight. ``triage show --json`` carries every part. A cluster is covered when a gold item (any
+status) belongs to it: same ``cluster_id``, or a ``norm_query`` that triage put in the cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goldmine.triage.events import frame
+
+from goldmine.errors import InputError, NotFoundError
+
+if TYPE_CHECKING:
+    import duckdb
+
+PRIOR_EVENTS = 10
+SIGNALS = ("zero_results", "no_click", "reformulated", "negative_feedback", "tickets", "chat_fail")
+KNOWN_TAGS = ("acronym", "typo", "follow-up", "no-answer-likely", "question", "keyword")
+
+
+def summarize_clusters(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
+    """Rebuild ``triage_clusters`` from triage_queries; returns the number of clusters."""
+    counts = ", ".join(f"'{s}': sum(n_{s})" for s in SIGNALS)
+    con.execute("DELETE FROM triage_clusters")
+    con.execute(
+        f"""
+        INSERT INTO triage_clusters BY NAME
+        WITH g AS (
+            SELECT coalesce(sum(n_failed) / nullif(sum(n_events), 0), 0) AS rate
+            FROM triage_queries
+        ),
+        prev AS (
+            SELECT max(watermark) AS watermark FROM triage_runs
+            WHERE status = 'done' AND run_id < ?
+        ),
+        tag_n AS (
+            SELECT cluster_id, tag, count(*) AS n FROM
+                (SELECT cluster_id, unnest(tags) AS tag FROM triage_queries)
+            GROUP BY ALL
+        ),
+        src AS (
+            SELECT cluster_id, list(DISTINCT s ORDER BY s) AS sources FROM
+                (SELECT cluster_id, unnest(sources) AS s FROM triage_queries) GROUP BY ALL
+        ),
+        c AS (
+            SELECT cluster_id,
+                   first(query ORDER BY n_events DESC, length(query), query) AS label,
+                   sum(n_events) AS volume, count(*) AS n_variants,
+                   sum(n_failed) AS n_failed,
+                   sum(n_failed) / sum(n_events) AS failure_rate,
+                   min(first_seen) AS first_seen, max(last_seen) AS last_seen,
+                   to_json({{{counts}}}) AS signals
+            FROM triage_queries WHERE cluster_id IS NOT NULL GROUP BY cluster_id
+        )
+        SELECT c.*,
+               (c.n_failed + {PRIOR_EVENTS} * g.rate) / (c.volume + {PRIOR_EVENTS})
+                   AS shrunk_rate,
+               c.volume * (c.n_failed + {PRIOR_EVENTS} * g.rate) / (c.volume + {PRIOR_EVENTS})
+                   AS priority,
+               (SELECT list(tag ORDER BY tag) FROM tag_n t WHERE t.cluster_id = c.cluster_id)
+                   AS tags,
+               (SELECT json_group_object(tag, n) FROM tag_n t WHERE t.cluster_id = c.cluster_id)
+                   AS tag_counts,
+               s.sources,
+               prev.watermark IS NULL OR c.first_seen > prev.watermark AS is_new,
+               k.centroid, k.run_id AS created_run_id
+        FROM c CROSS JOIN g CROSS JOIN prev
+        LEFT JOIN src s USING (cluster_id)
+        LEFT JOIN (SELECT cluster_id, any_value(centroid) AS centroid, min(run_id) AS run_id
+                   FROM triage_cluster_ids GROUP BY cluster_id) k USING (cluster_id)
+        """,
+        [run_id],
+    )
+    return con.execute("SELECT count(*) FROM triage_clusters").fetchall()[0][0]
+
+
+def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    return bool(
+        con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchall()[
+            0
+        ][0]
+    )
+
+
+def _covered_sql(con: duckdb.DuckDBPyConnection) -> str:
+    if not _has_table(con, "gold_items"):
+        return "false"
+    return """(c.cluster_id IN (SELECT cluster_id FROM gold_items WHERE cluster_id IS NOT NULL)
+               OR c.cluster_id IN (SELECT q.cluster_id FROM gold_items gi
+                                   JOIN triage_queries q USING (norm_query)))"""
+
+
+@dataclass(frozen=True)
+class ShowFilter:
+    top: int = 20
+    uncovered: bool = False
+    new: bool = False
+    tag: str | None = None
+    source: str | None = None
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[dict[str, Any]]:
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def ranked_clusters(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[str, Any]]:
+    """The clusters, highest priority first, with every part of the priority."""
+    import json
+
+    if f.top < 1:
+        raise InputError(f"--top must be at least 1, not {f.top}")
+    if f.tag is not None and f.tag not in KNOWN_TAGS:
+        raise InputError(f"unknown tag {f.tag!r}; choose one of: {', '.join(KNOWN_TAGS)}")
+    if not con.execute("SELECT count(*) FROM triage_runs WHERE status = 'done'").fetchall()[0][0]:
+        raise NotFoundError("triage has not run yet: `goldmine triage run` first")
+    rows = _rows(
+        con,
+        f"""
+        SELECT c.cluster_id, c.label, c.volume, c.n_variants, c.n_failed, c.failure_rate,
+               c.signals, c.priority, c.shrunk_rate,
+               (SELECT coalesce(sum(n_failed) / nullif(sum(n_events), 0), 0)
+                FROM triage_queries) AS global_rate,
+               c.tags, c.tag_counts, c.sources, c.first_seen, c.last_seen, c.is_new,
+               {_covered_sql(con)} AS covered
+        FROM triage_clusters c
+        WHERE (NOT ? OR NOT {_covered_sql(con)}) AND (NOT ? OR c.is_new)
+          AND (?::VARCHAR IS NULL OR list_contains(c.tags, ?::VARCHAR))
+          AND (?::VARCHAR IS NULL OR list_contains(c.sources, ?::VARCHAR))
+        ORDER BY c.priority DESC, c.volume DESC, c.cluster_id
+        LIMIT ?
+        """,
+        [f.uncovered, f.new, f.tag, f.tag, f.source, f.source, f.top],
+    )
+    for row in rows:
+        row["signals"] = json.loads(row["signals"]) if row["signals"] else {}
+        row["tag_counts"] = json.loads(row["tag_counts"]) if row["tag_counts"] else {}
+        row["priority_parts"] = {
+            "volume": row["volume"],
+            "n_failed": row["n_failed"],
+            "failure_rate": row["failure_rate"],
+            "global_rate": row.pop("global_rate"),
+            "prior_events": PRIOR_EVENTS,
+            "shrunk_rate": row.pop("shrunk_rate"),
+            "formula": "volume * (n_failed + prior_events * global_rate) / (volume + prior_events)",
+        }
+    return rows
+
+
+EXPORT_COLUMNS = """
+    q.query, q.norm_query, q.cluster_id, q.canonical_query, c.label AS cluster_label,
+    q.n_events, q.n_sessions, q.n_failed, q.failure_rate, q.n_zero_results, q.n_no_click,
+    q.n_reformulated, q.n_negative_feedback, q.n_tickets, q.n_chat_fail, q.n_follow_up,
+    q.fuzzy_score, q.best_score, q.tags, q.sources, q.first_seen, q.last_seen
+"""
+
+
+def export_queries(con: duckdb.DuckDBPyConnection, path: Path) -> int:
+    """One row per distinct query to CSV or Parquet (by extension); returns the row count."""
+    import polars as pl
+
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise InputError("export needs a .csv or .parquet file name", path=path)
+    rows_df = frame(
+        con,
+        f"""SELECT {EXPORT_COLUMNS} FROM triage_queries q
+            LEFT JOIN triage_clusters c USING (cluster_id)
+            ORDER BY q.cluster_id NULLS LAST, q.n_events DESC, q.norm_query""",
+    )
+    if suffix == ".csv":
+        rows_df = rows_df.with_columns(
+            pl.col("tags").list.join("|"), pl.col("sources").list.join("|")
+        )
+        rows_df.write_csv(path)
+    else:
+        rows_df.write_parquet(path)
+    return rows_df.height
+
+
+def cluster_detail(con: duckdb.DuckDBPyConnection, cluster_id: int) -> dict[str, Any]:
+    """Every query in a cluster with counts, signals, sessions, raw examples, previous turns."""
+    head = _rows(
+        con,
+        f"SELECT c.*, {_covered_sql(con)} AS covered FROM triage_clusters c WHERE cluster_id = ?",
+        [cluster_id],
+    )
+    if not head:
+        raise NotFoundError(f"no triage cluster {cluster_id} (see `goldmine triage show`)")
+    cluster = head[0]
+    cluster.pop("centroid", None)
+    cluster["queries"] = _rows(
+        con,
+        """
+        SELECT q.query, q.norm_query, q.canonical_query, q.n_events, q.n_sessions, q.n_failed,
+               q.failure_rate, q.n_zero_results, q.n_no_click, q.n_reformulated,
+               q.n_negative_feedback, q.n_tickets, q.n_chat_fail, q.tags, q.sources,
+               (SELECT list(DISTINCT e.query)[:5] FROM triage_events e
+                WHERE e.norm_query = q.norm_query) AS examples,
+               (SELECT list(DISTINCT e.session_id)[:5] FROM triage_events e
+                WHERE e.norm_query = q.norm_query AND e.session_id IS NOT NULL) AS sessions,
+               (SELECT list(DISTINCT e.prev_query)[:3] FROM triage_events e
+                WHERE e.norm_query = q.norm_query AND e.is_follow_up) AS previous_turns
+        FROM triage_queries q WHERE q.cluster_id = ?
+        ORDER BY q.n_events DESC, q.norm_query
+        """,
+        [cluster_id],
+    )
+    return cluster

