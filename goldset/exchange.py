@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from goldmine.goldset.items import add_item, current_snapshot, now, query_id_for
+from goldmine.goldset.items import current_snapshot, now, query_id_for
 from goldmine.goldset.versions import (
     FORMAT,
     FORMAT_VERSION,
@@ -354,35 +354,51 @@ def add_entries(
     snapshot_id, _ = current_snapshot(con)
     at = now()
     rows = []
+    present = {r[0] for r in con.execute("SELECT query_id FROM gold_items").fetchall()}
+    items, rows = [], []
+    for e in entries:
+        if not e.query:
+            raise InputError(f"query {e.query_id!r} has no text", path=path)
+        if e.query_id in present:
+            result.already_present += 1
+            continue
+        present.add(e.query_id)
+        no_answer = not any(g > 0 for g in e.judged.values())
+        result.no_answer += no_answer
+        items.append((e.query_id, e.query, normalize_query(e.query), e.context, no_answer))
+        rows.extend((e.query_id, c, g) for c, g in e.judged.items())
+    result.added = len(items)
+    reason = f"imported from {path.name}"
     with transaction(con):
-        for e in entries:
-            if not e.query:
-                raise InputError(f"query {e.query_id!r} has no text", path=path)
-            qid = add_item(
-                con,
-                e.query,
-                query_id=e.query_id,
-                origin=origin,
-                by=by,
-                status="verified",
-                source_ids=[e.query_id],
-                sources=["import"],
-                context=e.context,
-                at=at,
-                reason=f"imported from {path.name}",
+        if items:
+            new_items = pl.DataFrame(
+                items,
+                schema={
+                    "query_id": pl.Utf8,
+                    "query": pl.Utf8,
+                    "norm_query": pl.Utf8,
+                    "context": pl.Utf8,
+                    "no_answer": pl.Boolean,
+                },
+                orient="row",
             )
-            if qid is None:
-                result.already_present += 1
-                continue
-            result.added += 1
-            no_answer = not any(g > 0 for g in e.judged.values())
-            result.no_answer += no_answer
+            con.register("gold_new_items", new_items)
             con.execute(
-                "UPDATE gold_items SET verified_by = ?, verified_at = ?, no_answer = ?"
-                " WHERE query_id = ?",
-                [by, at, no_answer, qid],
+                """INSERT INTO gold_items (query_id, position, query, norm_query, context,
+                       status, no_answer, tags, origin, reason, sources, source_ids, notes,
+                       verified_by, verified_at, created_at, updated_at)
+                   SELECT query_id, nextval('gold_position_seq'), query, norm_query, context,
+                          'verified', no_answer, [], ?, ?, ['import'], [query_id], [], ?, ?, ?, ?
+                   FROM gold_new_items""",
+                [origin, reason, by, at, at, at],
             )
-            rows.extend((qid, c, g) for c, g in e.judged.items())
+            con.execute(
+                """INSERT INTO gold_history
+                   SELECT nextval('gold_history_seq'), query_id, ?, ?, 'add',
+                          json_object('origin', ?, 'reason', ?, 'status', 'verified')::VARCHAR
+                   FROM gold_new_items""",
+                [at, by, origin, reason],
+            )
         if rows:
             incoming = pl.DataFrame(
                 rows,
@@ -419,6 +435,15 @@ def add_entries(
                 [snapshot_id],
             ).fetchall()[0][0]
             con.unregister("gold_incoming")
+        if items:
+            con.execute(
+                """INSERT INTO gold_history
+                   SELECT nextval('gold_history_seq'), query_id, ?, ?, 'verify',
+                          json_object('no_answer', no_answer)::VARCHAR
+                   FROM gold_new_items""",
+                [at, by],
+            )
+            con.unregister("gold_new_items")
     result.labels = len(rows)
     if result.missing_chunks:
         where = f"snapshot {snapshot_id}" if snapshot_id else "the store (no corpus ingested)"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from goldmine.goldset.items import current_snapshot, fetch_dicts, history_of, now
+from goldmine.goldset.items import current_snapshot, fetch_dicts, now
 
 from goldmine.errors import InputError, NotFoundError, StoreError
 from goldmine.store import transaction
@@ -69,25 +69,47 @@ def resolve_version(con: duckdb.DuckDBPyConnection, spec: str | int) -> int:
 # --- freezing ---------------------------------------------------------------------------------
 
 
-def item_record(con: duckdb.DuckDBPyConnection, item: dict) -> dict:
-    """One verified item as the dict a version freezes (and an export writes)."""
-    qid = item["query_id"]
-    labels = fetch_dicts(
+def item_records(con: duckdb.DuckDBPyConnection, items: list[dict]) -> list[dict]:
+    """The verified items as the dicts a version freezes; labels and history read in one go."""
+    labels: dict[str, list[dict]] = {}
+    for row in fetch_dicts(
         con,
-        """SELECT chunk_id, grade, text_hash, snapshot_id, who AS "by", ts AS at FROM gold_labels
-           WHERE query_id = ? AND kind = 'label' ORDER BY chunk_id""",
-        [qid],
-    )
+        """SELECT query_id, chunk_id, grade, text_hash, snapshot_id, who AS "by", ts AS at
+           FROM gold_labels WHERE kind = 'label' AND list_contains(?, query_id)
+           ORDER BY query_id, chunk_id""",
+        [[i["query_id"] for i in items]],
+    ):
+        labels.setdefault(row["query_id"], []).append(row)
+    history: dict[str, list[dict]] = {}
+    for row in fetch_dicts(
+        con,
+        """SELECT query_id, ts AS at, who AS "by", action, detail FROM gold_history
+           WHERE list_contains(?, query_id) ORDER BY seq""",
+        [[i["query_id"] for i in items]],
+    ):
+        history.setdefault(row["query_id"], []).append(
+            {
+                "action": row["action"],
+                "at": _iso(row["at"]),
+                "by": row["by"],
+                "detail": json.loads(row["detail"]) if row["detail"] else {},
+            }
+        )
+    return [
+        item_record(item, labels.get(item["query_id"], []), history.get(item["query_id"], []))
+        for item in items
+    ]
+
+
+def item_record(item: dict, labels: list[dict], history: list[dict]) -> dict:
+    """One verified item, its person-made labels and its history, as a version freezes it."""
+    qid = item["query_id"]
     relevant = {r["chunk_id"]: r["grade"] for r in labels if r["grade"] > 0}
     if item["no_answer"]:
         relevant = {}
     not_relevant = {
         r["chunk_id"]: min(r["grade"], 0) for r in labels if r["chunk_id"] not in relevant
     }
-    history = [
-        {"action": h["action"], "at": _iso(h["at"]), "by": h["by"], "detail": h["detail"]}
-        for h in history_of(con, qid)
-    ]
     return {
         "query_id": qid,
         "query": item["query"],
@@ -143,7 +165,7 @@ def publish(con: duckdb.DuckDBPyConnection, message: str, by: str) -> Published:
         at = now()
         # Publishing is not a change to an item, so it adds no item history: an item untouched
         # since the last version freezes to the same line, and a version file diffs cleanly.
-        records = [item_record(con, item) for item in items]
+        records = item_records(con, items)
         lines = [dump_line(r) for r in records]
         digest = content_hash(lines)
         latest = con.execute(
