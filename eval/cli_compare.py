@@ -1,0 +1,323 @@
+"""``goldmine eval compare``, ``history``, ``diagnose`` and ``export-generation``.
+
+Added to ``goldmine.eval.cli.eval_app`` on import. numpy is imported by the compare itself, inside
+the command, so ``goldmine eval run`` (and ``eval history``) start without it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from goldmine.eval.cli import eval_app
+
+from goldmine.options import DbOption, JsonOption, db_flag
+
+PlotOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        help="Write a plot: .html (self-contained, inline SVG) or .png (needs matplotlib).",
+        dir_okay=False,
+        show_default=False,
+    ),
+]
+MetricsOption = Annotated[
+    str | None,
+    typer.Option("--metrics", "-m", help="Comma-separated metrics. Default: all both sides have."),
+]
+
+
+@eval_app.command("compare")
+def compare_command(
+    a: Annotated[
+        str,
+        typer.Argument(
+            help="A: a stored run (id or label), a run file, or "
+            "history:FILE:LABEL / history:FILE:ROW."
+        ),
+    ],
+    b: Annotated[str, typer.Argument(help="B: the same kinds; deltas are B - A.")],
+    gold: Annotated[
+        str | None,
+        typer.Option("--gold", "-g", help="Gold set to score run files against (file or v3)."),
+    ] = None,
+    metrics: MetricsOption = None,
+    permutations: Annotated[
+        int, typer.Option("--permutations", help="Sign flips in the randomization test.", min=1)
+    ] = 10_000,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", help="Resamples for the 95% interval.", min=1)
+    ] = 10_000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of both resamplings.")] = 0,
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="A verdict needs the (Holm) p under this.")
+    ] = 0.05,
+    rel_level: Annotated[
+        int, typer.Option("--rel-level", "-l", help="Relevance level for run files.")
+    ] = 1,
+    plot: PlotOption = None,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Pair two runs query by query: delta, randomization test, bootstrap interval, verdict."""
+    from goldmine.eval.compare import compare_refs, format_comparison
+
+    if plot is not None:
+        from goldmine.eval.plot import plot_kind
+
+        plot_kind(plot)
+    comparison = compare_refs(
+        a,
+        b,
+        gold=gold,
+        metrics=metrics,
+        db=db_flag(db),
+        rel_level=rel_level,
+        permutations=permutations,
+        seed=seed,
+        alpha=alpha,
+        bootstrap=bootstrap,
+    )
+    if plot is not None:
+        from goldmine.eval.plot import write_compare_plot
+
+        write_compare_plot(comparison, plot)
+    if json_output:
+        from goldmine.output import print_json
+
+        print_json(comparison.to_json() | ({"plot": str(plot)} if plot else {}))
+        return
+    print("\n".join(format_comparison(comparison)))
+    if plot is not None:
+        print(f"\nplot written to {plot}")
+
+
+@eval_app.command("history")
+def history_command(
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file",
+            "-f",
+            help="The history CSV (what eval run --history appends to). "
+            "Default: [eval] history in goldmine.toml.",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
+    metrics: MetricsOption = None,
+    plot: PlotOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """The table of eval runs in the history file, and a trend plot per metric."""
+    from goldmine.eval.history import read_history
+
+    path = _history_path(file)
+    if plot is not None:
+        from goldmine.eval.plot import plot_kind
+
+        plot_kind(plot)
+    rows = read_history(path)
+    names = _history_metrics(rows, metrics)
+    if plot is not None:
+        from goldmine.eval.plot import write_history_plot
+
+        write_history_plot(rows, names, plot)
+    if json_output:
+        from goldmine.output import print_json
+
+        print_json(_history_json(path, rows, names) | ({"plot": str(plot)} if plot else {}))
+        return
+    _print_history(path, rows, names)
+    if plot is not None:
+        print(f"plot written to {plot}")
+
+
+@eval_app.command("diagnose")
+def diagnose_command(
+    grades: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV or JSONL with query_id, with_gold, production: booleans, 0/1, or grades "
+            "(with --pass-at).",
+            dir_okay=False,
+        ),
+    ],
+    pass_at: Annotated[
+        float | None,
+        typer.Option("--pass-at", help="A grade at least this counts as right (e.g. 4 on 1-5)."),
+    ] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Which half fails: right with the gold passages but wrong in production is retrieval;
+    wrong even with the gold passages is the prompt."""
+    from goldmine.eval.generation import diagnose, print_diagnosis, read_grades
+
+    diagnosis = diagnose(read_grades(grades, pass_at), str(grades))
+    diagnosis.pass_at = pass_at
+    if json_output:
+        from goldmine.output import print_json
+
+        print_json(diagnosis.to_json())
+        return
+    print_diagnosis(diagnosis)
+
+
+@eval_app.command("export-generation")
+def export_generation_command(
+    gold: Annotated[
+        str, typer.Option("--gold", "-g", help="Gold set: a file, or a version (v3, latest).")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSONL file to write.", dir_okay=False)],
+    run: Annotated[
+        Path | None,
+        typer.Option(
+            "--run", "-r", help="Also write this run file's top k chunks per query.", dir_okay=False
+        ),
+    ] = None,
+    k: Annotated[
+        int, typer.Option("--k", help="Retrieved chunks per query (with --run).", min=1)
+    ] = 5,
+    rel_level: Annotated[
+        int, typer.Option("--rel-level", "-l", help="A chunk is gold when graded at least this.")
+    ] = 1,
+    db: DbOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Each answerable query with its gold chunks' text (and a run's), for your generation step."""
+    from goldmine.eval.generation import export_generation
+    from goldmine.eval.readers import read_run
+    from goldmine.eval.runner import load_gold
+
+    from goldmine.store import open_store
+
+    gold_set = load_gold(gold, None, db_flag(db))
+    ranked = read_run(run) if run is not None else None
+    with open_store(db_flag(db)) as con:
+        stats = export_generation(con, gold_set, out, run=ranked, k=k, rel_level=rel_level)
+    if json_output:
+        from goldmine.output import print_json
+
+        print_json(stats.to_json())
+        return
+    print(
+        f"wrote {stats.n_queries} answerable queries with {stats.n_gold_chunks} gold chunks "
+        f"to {out} (corpus snapshot {stats.snapshot_id})"
+    )
+    if run is not None:
+        print(f"with the top {k} chunks of {run} for {stats.n_with_run} of them")
+    if stats.n_missing_chunks:
+        from goldmine.output import warn
+
+        warn(
+            f"{stats.n_missing_chunks} chunk ids are not in corpus snapshot {stats.snapshot_id} "
+            "(their text is null): was the corpus re-chunked since the gold set was made?"
+        )
+
+
+# --- history helpers ----------------------------------------------------------------------------
+
+
+def _history_path(file: Path | None) -> Path:
+    from goldmine.config import load_config
+    from goldmine.errors import InputError
+
+    if file is None:
+        config = load_config()
+        configured = config.get("eval", "history")
+        if not configured:
+            raise InputError(
+                "which history? give --file HISTORY.csv (the file eval run --history appends to) "
+                "or set [eval] history in goldmine.toml"
+            )
+        file = Path(configured)
+        if not file.is_absolute() and config.path is not None:
+            file = config.path.parent / file
+    if not file.is_file():
+        raise InputError("no such history file", path=file)
+    return file
+
+
+def _history_metrics(rows: list[dict[str, str]], wanted: str | None) -> list[str]:
+    """Metric columns: beyond the fixed ones, holding a number in some row (or ``--metrics``)."""
+    from goldmine.eval.history import FIXED_COLUMNS
+    from goldmine.eval.plot import _float
+
+    from goldmine.errors import InputError
+
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(k for k in row if k and k not in FIXED_COLUMNS))
+    names = [c for c in columns if any(_float(r.get(c)) is not None for r in rows)]
+    if wanted is None:
+        return names
+    from goldmine.eval.metrics import parse_metrics
+
+    picked = [m.name for m in parse_metrics(wanted)]
+    absent = [m for m in picked if m not in names]
+    if absent:
+        raise InputError(
+            f"no {', '.join(absent)} in the history; it has: {', '.join(names) or 'no metrics'}"
+        )
+    return picked
+
+
+def _history_json(path: Path, rows: list[dict[str, str]], names: list[str]) -> dict:
+    from goldmine.eval.plot import _float, gold_changes, run_labels
+
+    runs = []
+    for label, row in zip(run_labels(rows), rows, strict=True):
+        item: dict[str, object] = {k: v for k, v in row.items() if k not in names}
+        item["name"] = label
+        item["metrics"] = {m: _float(row.get(m)) for m in names}
+        runs.append(item)
+    return {
+        "file": str(path),
+        "n_runs": len(rows),
+        "metrics": names,
+        "runs": runs,
+        "gold_changes": [{"row": i + 1, "note": note} for i, note in gold_changes(rows)],
+    }
+
+
+def _print_history(path: Path, rows: list[dict[str, str]], names: list[str]) -> None:
+    from goldmine.eval.plot import _float, gold_changes, run_labels
+
+    if not rows:
+        print(f"{path}: no runs yet")
+        return
+    changed = {i for i, _ in gold_changes(rows)}
+    header = ["#", "time", "run", "gold", "queries", *names]
+    table = [header]
+    for i, (label, row) in enumerate(zip(run_labels(rows), rows, strict=True)):
+        gold = (
+            f"v{row['gold_version']}"
+            if row.get("gold_version")
+            else (row.get("gold_hash") or "")[:8]
+        )
+        values = [_float(row.get(m)) for m in names]
+        table.append(
+            [
+                str(i + 1),
+                (row.get("time") or "")[:16].replace("T", " "),
+                label,
+                gold + ("*" if i in changed else ""),
+                row.get("n_queries") or "",
+                *("-" if v is None else f"{v:.4f}" for v in values),
+            ]
+        )
+    widths = [max(len(r[j]) for r in table) for j in range(len(header))]
+    for r in table:
+        cells = [
+            c.ljust(w) if j in (1, 2, 3) else c.rjust(w)
+            for j, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        print("  ".join(cells).rstrip())
+    print(f"{len(rows)} runs in {path}")
+    if changed:
+        print(
+            "* the gold set changed from the row before: means across it are over different "
+            "queries (goldmine eval compare pairs two runs on their common queries)"
+        )

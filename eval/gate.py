@@ -1,0 +1,123 @@
+"""The CI gate of ``goldmine eval run``: fail the step on a floor or on a real regression.
+
+``--fail-under recall@5=0.70`` is a floor on a mean. ``--fail-if-worse-than RUN`` fails only when
+``compare`` calls the new run *worse* than RUN (its Holm-corrected randomization test under alpha),
+not on any drop: on fifty queries a drop of a point is usually noise, and a gate that fails on
+noise gets switched off.
+
+Nothing here imports numpy at module level: ``eval run`` without a gate stays light.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from goldmine.errors import InputError
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+def parse_fail_under(items: Iterable[str] | str | None) -> dict[str, float]:
+    """``["recall@5=0.70", "mrr=0.5"]`` (or comma-separated) -> ``{"recall@5": 0.7, ...}``.
+
+    Metric names are normalised as ``--metrics`` normalises them (``P_5`` -> ``precision@5``).
+    """
+    from goldmine.eval.metrics import parse_metric
+
+    if items is None:
+        return {}
+    if isinstance(items, str):
+        items = [items]
+    thresholds: dict[str, float] = {}
+    for item in items:
+        for part in item.split(","):
+            if not part.strip():
+                continue
+            name, sep, value = part.partition("=")
+            if not sep or not name.strip() or not value.strip():
+                raise InputError(
+                    f"--fail-under expects METRIC=VALUE, e.g. recall@5=0.70; got {part.strip()!r}"
+                )
+            try:
+                floor = float(value)
+            except ValueError:
+                raise InputError(
+                    f"--fail-under {part.strip()!r}: {value.strip()!r} is not a number"
+                ) from None
+            thresholds[parse_metric(name).name] = floor
+    return thresholds
+
+
+def check_fail_under(summary: Mapping[str, float], thresholds: Mapping[str, float]) -> list[str]:
+    """One line per metric under its floor (or not computed); empty when the run passes."""
+    failures = []
+    for name, floor in thresholds.items():
+        value = summary.get(name)
+        if value is None:
+            failures.append(
+                f"--fail-under {name}={floor:g}: {name} was not computed (add it to --metrics)"
+            )
+        elif value < floor:
+            failures.append(f"{name} {value:.4f} is under the --fail-under floor {floor:g}")
+    return failures
+
+
+def worse_than(
+    outcome_scores: Any,
+    ref: str,
+    con: duckdb.DuckDBPyConnection | None,
+    *,
+    gold: Any = None,
+    metrics: Iterable[str] | None = None,
+    permutations: int = 10_000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> str | None:
+    """One line when the new run is *worse* than ``ref`` by compare's verdict, else None.
+
+    ``outcome_scores`` is the new run's per-query scores (``{query: {metric: value}}``), an
+    ``EvalOutcome`` or a ``ScoreTable``; ``ref`` is what ``compare`` accepts as a side (a stored
+    run id or label, a history row, or a run file scored against ``gold``). The metrics compared
+    are those both have (or ``metrics``), Holm-corrected.
+    """
+    from goldmine.eval.compare import compare_runs, resolve_side
+
+    new = _as_scores(outcome_scores)
+    names = list(metrics) if metrics is not None else None
+    reference = resolve_side(ref, con, gold, metrics=names or new.metric_names)
+    comparison = compare_runs(
+        reference, new, names, permutations=permutations, seed=seed, alpha=alpha
+    )
+    worse = [m for m in comparison.metrics if m.verdict == "worse"]
+    if not worse:
+        return None
+    parts = [
+        f"{m.metric} {m.mean_b:.4f} vs {m.mean_a:.4f} (delta {m.delta:+.4f}, 95% CI "
+        f"[{m.ci[0]:+.4f}, {m.ci[1]:+.4f}], p {m.p_value:.4g}"
+        + (" Holm" if comparison.correction else "")
+        + ")"
+        for m in worse
+    ]
+    return (
+        f"worse than {comparison.label_a} on {comparison.n_queries} common queries: "
+        + "; ".join(parts)
+    )
+
+
+def _as_scores(value: Any) -> Any:
+    from goldmine.eval.compare import ScoreTable
+
+    if isinstance(value, ScoreTable):
+        return value
+    result = getattr(value, "result", None)
+    if result is not None:  # an EvalOutcome
+        label = getattr(value, "label", None) or "this run"
+        texts = {q: g.query for q, g in value.gold.queries.items() if g.query}
+        return ScoreTable(
+            dict(result.per_query), label=label, texts=texts, gold_hash=value.gold.hash
+        )
+    if isinstance(value, Mapping):
+        return ScoreTable({str(q): dict(v) for q, v in value.items()}, label="this run")
+    raise TypeError(f"worse_than: per-query scores expected, got {type(value).__name__}")
