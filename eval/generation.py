@@ -174,6 +174,11 @@ def reading(d: Diagnosis) -> str:
     retrieval, prompt = d.count("retrieval"), d.wrong_with_gold
     if retrieval == 0 and prompt == 0:
         return "every query is right in both: neither half shows a problem on this set"
+    if prompt == retrieval:
+        return (
+            f"retrieval and the prompt lose as many queries ({prompt} each): work on both; "
+            "the prompt's are the cheaper to find (they fail with the answer in hand)"
+        )
     if prompt > retrieval:
         return (
             f"fix the prompt first: {prompt} queries are wrong even with the gold passages "
