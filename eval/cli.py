@@ -112,20 +112,24 @@ def run_command(
     ] = None,
     header: Annotated[
         list[str] | None,
-        typer.Option("--header", help="Extra HTTP header 'Name: value' (repeatable).",
-                     rich_help_panel=_HTTP),
+        typer.Option(
+            "--header", help="Extra HTTP header 'Name: value' (repeatable).", rich_help_panel=_HTTP
+        ),
     ] = None,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Requests in flight.", min=1,
-                          rich_help_panel=_HTTP)
+        int, typer.Option("--concurrency", help="Requests in flight.", min=1, rich_help_panel=_HTTP)
     ] = 8,
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds per request.", rich_help_panel=_HTTP)
     ] = 10.0,
     retries: Annotated[
         int,
-        typer.Option("--retries", help="Retries on timeouts, 5xx and 429, with backoff.",
-                     min=0, rich_help_panel=_HTTP),
+        typer.Option(
+            "--retries",
+            help="Retries on timeouts, 5xx and 429, with backoff.",
+            min=0,
+            rich_help_panel=_HTTP,
+        ),
     ] = 2,
     metrics: Annotated[
         str | None,
@@ -150,13 +154,18 @@ def run_command(
     ] = 1,
     k_prompt: Annotated[
         int | None,
-        typer.Option("--k-prompt", help="Chunks sent to the model. [default: 5]", min=1,
-                     show_default=False),
+        typer.Option(
+            "--k-prompt", help="Chunks sent to the model. [default: 5]", min=1, show_default=False
+        ),
     ] = None,
     k_candidates: Annotated[
         int | None,
-        typer.Option("--k-candidates", help="Chunks the first stage returns. [default: 50]",
-                     min=1, show_default=False),
+        typer.Option(
+            "--k-candidates",
+            help="Chunks the first stage returns. [default: 50]",
+            min=1,
+            show_default=False,
+        ),
     ] = None,
     gold_format: Annotated[
         str | None,
@@ -164,9 +173,7 @@ def run_command(
     ] = None,
     run_format: Annotated[
         str | None,
-        typer.Option(
-            "--run-format", help="Force the run format: trec, jsonl, csv, parquet, json."
-        ),
+        typer.Option("--run-format", help="Force the run format: trec, jsonl, csv, parquet, json."),
     ] = None,
     label: Annotated[
         str | None,

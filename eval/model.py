@@ -7,6 +7,7 @@ endpoint, a built-in baseline) can produce them and the scoring code stays one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -37,6 +38,9 @@ class Gold:
     # True when the file keyed queries by their text (the seed's dict): runs are then matched by
     # query text as well as by id.
     keyed_by_text: bool = False
+    # The judged documents as a (qid, doc, grade) polars frame, when a large file was read
+    # column-wise; the columnar engine uses it instead of rebuilding it from ``queries``.
+    frame: Any = None
 
     def text_index(self) -> dict[str, str]:
         """Query text (normalized) -> query id, for runs that carry text but no ids."""

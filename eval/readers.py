@@ -123,6 +123,12 @@ def detect_gold_format(text: str) -> str:
 def read_gold(path: str | Path, fmt: str | None = None) -> Gold:
     """Read a gold set from a file, detecting its format unless ``fmt`` is given."""
     path = Path(path)
+    if fmt in (None, "trec") and _is_large(path):
+        from goldmine.eval.columnar import read_trec_qrels
+
+        gold = read_trec_qrels(path)
+        if gold is not None:
+            return gold
     data, digest = read_bytes(path)
     text = _decode(data, path)
     if fmt is None:
@@ -146,6 +152,16 @@ def read_gold(path: str | Path, fmt: str | None = None) -> Gold:
     return gold
 
 
+LARGE_FILE_BYTES = 8 * 1024 * 1024  # above this, a columnar reader beats a Python loop
+
+
+def _is_large(path: Path) -> bool:
+    try:
+        return path.stat().st_size >= LARGE_FILE_BYTES
+    except OSError:
+        return False  # read_bytes will say what is wrong with it
+
+
 def _grade(value: object, path: Path, line: int) -> int:
     if isinstance(value, bool):
         raise InputError(f"grade must be an integer, got {value!r}", path=path, line=line)
@@ -160,17 +176,24 @@ def _grade(value: object, path: Path, line: int) -> int:
 
 def _gold_trec(text: str, path: Path) -> Gold:
     queries: dict[str, GoldQuery] = {}
-    for number, line in _lines(text):
+    for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if len(fields) != 4:
+            if not fields:
+                continue
             raise InputError(
                 f"expected 4 fields 'qid iteration docid grade', got {len(fields)}",
                 path=path,
                 line=number,
             )
         qid, _, doc, grade = fields
-        query = queries.setdefault(qid, GoldQuery(qid, None))
-        query.judged[doc] = _grade(grade, path, number)
+        query = queries.get(qid)
+        if query is None:
+            query = queries[qid] = GoldQuery(qid, None)
+        try:
+            query.judged[doc] = int(grade)
+        except ValueError:
+            query.judged[doc] = _grade(grade, path, number)
     return Gold(queries, str(path), "", "trec")
 
 

@@ -206,9 +206,7 @@ HIGH_RECALL = 0.80
 LOW_MRR = 0.50
 
 
-def reading(
-    recall_at_candidates: float, mrr: float, reranker: Reranker, opportunity: float
-) -> str:
+def reading(recall_at_candidates: float, mrr: float, reranker: Reranker, opportunity: float) -> str:
     """The lesson's diagnosis from recall at the candidate depth, MRR and the gap."""
     kc = reranker.k_candidates
     if recall_at_candidates < HIGH_RECALL:
@@ -307,7 +305,9 @@ def keep(
 
         from goldmine.store import open_store
 
-        with open_store(db, lean=True) as con:
+        # The lean connection for small runs (start-up is the product); the full one when the
+        # columnar engine hands over a frame to write through Arrow.
+        with open_store(db, lean=outcome.result.frame is None) as con:
             outcome.run_id = save_run(con, outcome)
     if history is not None:
         append_history(history, history_row(outcome))

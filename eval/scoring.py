@@ -12,16 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from goldmine.eval.metrics import Metric, aggregate, score_query
 from goldmine.eval.model import Gold, Run
-from goldmine.eval.readers import read_gold, read_run
+from goldmine.eval.readers import LARGE_FILE_BYTES, read_gold, read_run
 
 from goldmine.text import normalize_query
-
-# Above this size a run file goes to the columnar engine (goldmine.eval.columnar); below it, the
-# columnar library's start-up costs more than the whole parse.
-COLUMNAR_MIN_BYTES = 8 * 1024 * 1024
 
 
 @dataclass
@@ -46,6 +43,9 @@ class EvalResult:
     n_duplicates: int = 0
     errors: dict[str, str] = field(default_factory=dict)
     returned: dict[str, int] = field(default_factory=dict)
+    # The per-query table as a polars frame (qid + one column per metric), from the columnar
+    # engine: the store writes it through Arrow instead of row by row.
+    frame: Any = None
 
     @property
     def abstention_rate(self) -> float | None:
@@ -181,7 +181,8 @@ def evaluate_run_file(
     abstain_below: float | None = None,
 ) -> tuple[EvalResult, str | None]:
     """Score a run file against a gold set; returns the result and the run file's format."""
-    big = force or Path(run_path).stat().st_size >= COLUMNAR_MIN_BYTES
+    # Above this size the columnar engine wins; below it polars' start-up costs more than a parse.
+    big = force or Path(run_path).stat().st_size >= LARGE_FILE_BYTES
     if big:
         from goldmine.eval import columnar  # polars: worth its start-up only at this size
     if big and not gold.keyed_by_text:

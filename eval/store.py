@@ -48,21 +48,44 @@ def save_run(con: duckdb.DuckDBPyConnection, outcome: EvalOutcome) -> int:
                 json.dumps({"run_format": outcome.run_format, "gold_format": outcome.gold.format}),
             ],
         )
-        qids: list[str] = []
-        names: list[str] = []
-        values: list[float] = []
-        for qid, scores in result.per_query.items():
-            for name, value in scores.items():
-                qids.append(qid)
-                names.append(name)
-                values.append(value)
-        con.execute(
-            "INSERT INTO eval_scores SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
-            "unnest(?::DOUBLE[])",
-            [run_id, qids, names, values],
-        )
+        if result.frame is not None:
+            _save_scores_frame(con, run_id, result)
+        else:
+            _save_scores(con, run_id, result.per_query)
         _save_queries(con, run_id, outcome)
     return int(run_id)
+
+
+def _save_scores(
+    con: duckdb.DuckDBPyConnection, run_id: int, per_query: dict[str, dict[str, float]]
+) -> None:
+    qids: list[str] = []
+    names: list[str] = []
+    values: list[float] = []
+    for qid, scores in per_query.items():
+        for name, value in scores.items():
+            qids.append(qid)
+            names.append(name)
+            values.append(value)
+    con.execute(
+        "INSERT INTO eval_scores SELECT ?, unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+        "unnest(?::DOUBLE[])",
+        [run_id, qids, names, values],
+    )
+
+
+def _save_scores_frame(con: duckdb.DuckDBPyConnection, run_id: int, result) -> None:
+    """The columnar engine's per-query table, long, through Arrow (one scan, no Python rows)."""
+    long = result.frame.select("qid", *(m.name for m in result.metrics)).unpivot(
+        index="qid", variable_name="metric", value_name="value"
+    )
+    con.register("goldmine_scores", long.to_arrow())
+    try:
+        con.execute(
+            "INSERT INTO eval_scores SELECT ?, qid, metric, value FROM goldmine_scores", [run_id]
+        )
+    finally:
+        con.unregister("goldmine_scores")
 
 
 def _save_queries(con: duckdb.DuckDBPyConnection, run_id: int, outcome: EvalOutcome) -> None:

@@ -71,8 +71,24 @@ def test_sorted_file_skips_the_sort_and_agrees(tmp_path: Path) -> None:
     sorted_path = tmp_path / "sorted.trec"
     sorted_path.write_text("\n".join(lines) + "\n")
     frame = columnar._read_trec_frame(sorted_path)
-    assert frame is not None and columnar._in_trec_order(frame)
+    assert frame is not None and columnar._order(frame) is frame  # no sort: the same frame
     gold = read_gold(qrels)
     a = evaluate(gold, run, METRICS)
     b, _ = evaluate_run_file(gold, sorted_path, METRICS, force=True)
     assert b.summary == pytest.approx(a.summary)
+
+
+def test_contiguous_file_with_one_query_out_of_order(tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("a 0 x 1\nb 0 y 1\nc 0 z 1\n")
+    run = tmp_path / "run.trec"
+    # Query b's lines are in ascending score order; a and c are already in order.
+    run.write_text(
+        "a Q0 x 1 3 t\na Q0 w 2 2 t\n"
+        "b Q0 w 1 1 t\nb Q0 v 2 2 t\nb Q0 y 3 3 t\n"
+        "c Q0 w 1 5 t\nc Q0 z 2 5 t\n"
+    )
+    gold = read_gold(qrels)
+    result, _ = evaluate_run_file(gold, run, parse_metrics("mrr"), force=True)
+    assert result.per_query == {"a": {"mrr": 1.0}, "b": {"mrr": 1.0}, "c": {"mrr": 1.0}}
+    assert result.summary == evaluate(gold, read_run(run), parse_metrics("mrr")).summary
