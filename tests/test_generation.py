@@ -20,11 +20,11 @@ def grades_csv(path: Path, rows: list[tuple[str, object, object]]) -> Path:
     return path
 
 
-# 6 right in both, 3 retrieval (right with gold, wrong in production), 2 wrong in both,
+# 6 right in both, 4 retrieval (right with gold, wrong in production), 2 wrong in both,
 # 1 wrong with gold but right in production.
 ROWS = (
     [(f"ok{i}", "true", "true") for i in range(6)]
-    + [(f"ret{i}", 1, 0) for i in range(3)]
+    + [(f"ret{i}", 1, 0) for i in range(4)]
     + [(f"both{i}", "no", "no") for i in range(2)]
     + [("luck", "fail", "pass")]
 )
@@ -37,14 +37,14 @@ def test_diagnose_table(cli, tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     right = next(line for line in lines if line.startswith("with gold: right"))
     wrong = next(line for line in lines if line.startswith("with gold: wrong"))
-    assert right.split()[3:5] == ["6", "3"] and right.endswith("retrieval")
+    assert right.split()[3:5] == ["6", "4"] and right.endswith("retrieval")
     assert wrong.split()[3:5] == ["1", "2"] and wrong.endswith("the prompt")
     assert any(
-        line.startswith("retrieval: right with the gold passages") and " 3 " in line
+        line.startswith("retrieval: right with the gold passages") and " 4 " in line
         for line in lines
     )
-    assert "fix retrieval first: 3 queries are right with the gold passages" in result.stdout
-    assert "  retrieval: ret0, ret1, ret2" in lines
+    assert "fix retrieval first: 4 queries are right with the gold passages" in result.stdout
+    assert "  retrieval: ret0, ret1, ret2, ret3" in lines
 
 
 def test_diagnose_json_and_jsonl_grades_with_a_pass_threshold(cli, tmp_path: Path) -> None:
@@ -86,6 +86,10 @@ def test_diagnose_input_errors(tmp_path: Path) -> None:
     empty = grades_csv(tmp_path / "e.csv", [])
     with pytest.raises(InputError, match="no grades"):
         read_grades(empty)
+    tie = diagnose({"a": (True, False), "b": (False, False)})
+    assert tie.to_json()["reading"].startswith(
+        "retrieval and the prompt lose as many queries (1 each)"
+    )
     d = diagnose({"q": (True, True)})
     assert d.n == 1 and d.to_json()["reading"].startswith("every query is right in both")
 
