@@ -6,7 +6,7 @@ document is *relevant* when its grade is at least ``rel_level`` (trec_eval's ``-
 grade as the gain whatever the level, as trec_eval does. Aggregation (the mean over answerable
 queries) is apart, in ``aggregate``.
 
-The definitions follow trec_eval 10 exactly (see ``docs/metrics.md`` for the table of names):
+The definitions follow trec_eval 10 exactly (the README maps the names to trec_eval and ranx):
 
 =================  ==========================================================  ============
 goldmine           definition                                                  trec_eval

@@ -45,8 +45,16 @@ def test_callable_retriever_from_the_project_directory(cli, tmp_path: Path, gold
         "        raise RuntimeError('index down')\n"
         "    return [(doc, 1.0 / (i + 1)) for i, doc in enumerate(ANSWERS[query][:k])]\n"
     )
-    data = run_json(cli, "-g", str(gold), "--retriever", "my_retriever:search",
-                    "-m", "mrr,recall@1", cwd=tmp_path)
+    data = run_json(
+        cli,
+        "-g",
+        str(gold),
+        "--retriever",
+        "my_retriever:search",
+        "-m",
+        "mrr,recall@1",
+        cwd=tmp_path,
+    )
     assert data["per_query"]["q1"]["mrr"] == 1.0
     assert data["per_query"]["q2"]["mrr"] == 0.5
     assert data["errors"] == {"q3": "RuntimeError: index down"}
@@ -60,8 +68,9 @@ def test_batched_callable(cli, tmp_path: Path, gold: Path) -> None:
         "def search(queries, k):\n"
         "    return [ANSWERS[q][:k] for q in queries]\n"
     )
-    data = run_json(cli, "-g", str(gold), "--retriever", "batched:search", "-m", "mrr",
-                    cwd=tmp_path)
+    data = run_json(
+        cli, "-g", str(gold), "--retriever", "batched:search", "-m", "mrr", cwd=tmp_path
+    )
     assert data["metrics"]["mrr"] == pytest.approx((1 + 0.5 + 0.25) / 3)
 
 
@@ -105,8 +114,21 @@ def server():
 
 def test_http_retriever_with_retries_timeouts_and_errors(cli, gold: Path, server: str) -> None:
     data = run_json(
-        cli, "-g", str(gold), "--http", server, "--http-body", '{"q": "{query}", "size": "{k}"}',
-        "--json-path", "hits.hits", "--timeout", "0.5", "--retries", "1", "-m", "mrr",
+        cli,
+        "-g",
+        str(gold),
+        "--http",
+        server,
+        "--http-body",
+        '{"q": "{query}", "size": "{k}"}',
+        "--json-path",
+        "hits.hits",
+        "--timeout",
+        "0.5",
+        "--retries",
+        "1",
+        "-m",
+        "mrr",
     )
     assert data["per_query"]["q1"]["mrr"] == 1.0
     assert data["per_query"]["q2"]["mrr"] == 0.5  # 503 once, then answered
@@ -118,8 +140,18 @@ def test_http_retriever_with_retries_timeouts_and_errors(cli, gold: Path, server
 def test_save_run_then_score_the_file_gives_the_same(cli, tmp_path: Path, gold: Path) -> None:
     (tmp_path / "r.py").write_text(f"A = {ANSWERS!r}\ndef f(query, k):\n    return A[query][:k]\n")
     saved = tmp_path / "saved.trec"
-    first = run_json(cli, "-g", str(gold), "--retriever", "r:f", "--save-run", str(saved),
-                     "-m", "mrr,ndcg@3", cwd=tmp_path)
+    first = run_json(
+        cli,
+        "-g",
+        str(gold),
+        "--retriever",
+        "r:f",
+        "--save-run",
+        str(saved),
+        "-m",
+        "mrr,ndcg@3",
+        cwd=tmp_path,
+    )
     second = run_json(cli, "-g", str(gold), "-r", str(saved), "-m", "mrr,ndcg@3")
     assert first["metrics"] == second["metrics"]
     assert saved.read_text().splitlines()[0] == "q1 Q0 policy-14 1 2.0 goldmine"
@@ -127,15 +159,39 @@ def test_save_run_then_score_the_file_gives_the_same(cli, tmp_path: Path, gold: 
 
 def test_two_ks_and_the_reranker_reading(cli, tmp_path: Path, gold: Path) -> None:
     (tmp_path / "r.py").write_text(f"A = {ANSWERS!r}\ndef f(query, k):\n    return A[query][:k]\n")
-    data = run_json(cli, "-g", str(gold), "--retriever", "r:f", "--k-prompt", "1",
-                    "--k-candidates", "4", "-m", "mrr", cwd=tmp_path)
+    data = run_json(
+        cli,
+        "-g",
+        str(gold),
+        "--retriever",
+        "r:f",
+        "--k-prompt",
+        "1",
+        "--k-candidates",
+        "4",
+        "-m",
+        "mrr",
+        cwd=tmp_path,
+    )
     reranker = data["reranker"]
     assert reranker["recall_at_prompt"] == pytest.approx(1 / 3)
     assert reranker["recall_at_candidates"] == 1.0
     assert reranker["opportunity_per_100"] == pytest.approx(200 / 3)
     assert "recall@4" not in data["metrics"]  # computed for the report, not added to the table
-    result = cli("eval", "run", "-g", str(gold), "--retriever", "r:f", "--k-prompt", "1",
-                 "--k-candidates", "4", "--no-store", cwd=tmp_path)
+    result = cli(
+        "eval",
+        "run",
+        "-g",
+        str(gold),
+        "--retriever",
+        "r:f",
+        "--k-prompt",
+        "1",
+        "--k-candidates",
+        "4",
+        "--no-store",
+        cwd=tmp_path,
+    )
     assert "reranker opportunity: 67 queries per hundred" in result.stdout
 
 
@@ -151,7 +207,8 @@ def test_fail_under_gate(cli, tmp_path: Path, gold: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     failed = cli(*base, "--fail-under", "recall@1=0.5", "--fail-under", "mrr=0.1", cwd=tmp_path)
     assert failed.returncode == 1
-    assert failed.stderr.strip() == "gate failed: recall@1 0.3333 is under 0.5000"
+    floor = "gate failed: recall@1 0.3333 is under the --fail-under floor 0.5"
+    assert failed.stderr.strip() == floor
     bad = cli(*base, "--fail-under", "recall@1", cwd=tmp_path)
     assert bad.returncode == 2 and "METRIC=VALUE" in bad.stderr
 
@@ -176,9 +233,52 @@ def test_bm25_baseline_over_the_stored_corpus(cli, tmp_path: Path, gold: Path, d
                 "INSERT INTO chunks VALUES (1, ?, ?, ?, NULL, ?, ?, NULL)",
                 [cid, cid.split("-")[0], cid, text, cid],
             )
-    result = cli("eval", "run", "-g", str(gold), "--baseline", "bm25", "-m", "mrr,recall@1",
-                 "--db", str(db_path), "--json")
+    result = cli(
+        "eval",
+        "run",
+        "-g",
+        str(gold),
+        "--baseline",
+        "bm25",
+        "-m",
+        "mrr,recall@1",
+        "--db",
+        str(db_path),
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["metrics"]["recall@1"] == 1.0
     assert data["run"]["source"] == "baseline:bm25"
+
+
+def test_fail_if_worse_than_uses_the_compare_verdict(cli, tmp_path: Path, db_path: Path) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        "".join(
+            json.dumps({"query_id": f"q{i}", "query": f"query {i}", "relevant": [f"d{i}"]}) + "\n"
+            for i in range(30)
+        )
+    )
+    good = tmp_path / "good.jsonl"
+    good.write_text(
+        "".join(
+            json.dumps({"query_id": f"q{i}", "results": [f"d{i}", "x"]}) + "\n" for i in range(30)
+        )
+    )
+    bad = tmp_path / "bad.jsonl"  # loses the answer on 20 of 30 queries
+    bad.write_text(
+        "".join(
+            json.dumps({"query_id": f"q{i}", "results": ["x", f"d{i}"] if i < 20 else [f"d{i}"]})
+            + "\n"
+            for i in range(30)
+        )
+    )
+    base = ["eval", "run", "-g", str(gold), "-m", "mrr", "--db", str(db_path)]
+    assert cli(*base, "-r", str(good), "--label", "good").returncode == 0
+    same = cli(*base, "-r", str(good), "--fail-if-worse-than", "good")
+    assert same.returncode == 0, same.stderr
+    worse = cli(*base, "-r", str(bad), "--fail-if-worse-than", "good")
+    assert worse.returncode == 1
+    assert worse.stderr.startswith("gate failed: worse than run 1 (good) on 30 common queries")
+    assert len(worse.stderr.strip().splitlines()) == 1
