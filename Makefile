@@ -11,7 +11,6 @@ setup: $(STAMP)
 # torch is pinned and installed first: an unpinned torch pulls a multi-GB CUDA build (DEVELOPERS.md).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[models,dev]'
 	touch $(STAMP)
