@@ -461,3 +461,47 @@ def test_banking77_clusters_without_k(db_path, shared_dataset):
     assert np.array_equal(labels, again)  # deterministic
     assert info["k"] in (5, 8, 12, 20)
     assert adjusted_rand_score(rows["category"].to_numpy(), labels) >= 0.6
+
+
+def test_no_answer_likely_on_cranfield(db_path, shared_dataset):
+    """Cranfield's own queries are answerable by its aeronautics abstracts; banking ones are not."""
+    from goldmine.triage.tags import tag_queries
+
+    from tests.realdata import cranfield_chunks, cranfield_queries
+
+    folder = shared_dataset("datasets", "cranfield")
+    chunks = cranfield_chunks(folder)
+    real = list(cranfield_queries(folder).values())[:40]
+    off = [
+        "how do i reset my online banking password",
+        "when will my debit card arrive",
+        "refund for a cancelled hotel booking",
+        "sourdough bread recipe",
+        "best pizza delivery near me",
+        "change my mobile phone contract",
+    ]
+    with open_store(db_path) as con:
+        con.execute(
+            "INSERT INTO corpus_snapshots VALUES (1, 1, now(), 'h', ?, NULL)", [len(chunks)]
+        )
+        con.executemany(
+            "INSERT INTO chunks (snapshot_id, chunk_id, title, text, text_hash) "
+            "VALUES (1, ?, ?, ?, 'h')",
+            [(c.id, c.title, c.text) for c in chunks],
+        )
+        load_queries(con, real + off)
+        with transaction(con):
+            build_events(con)
+            aggregate_queries(con)
+            con.execute("UPDATE triage_queries SET canonical_query = norm_query")
+            tag_queries(con)
+        answer_scores = con.execute("SELECT norm_query, best_score FROM triage_queries").fetchall()
+        tagged = {
+            r[0]
+            for r in con.execute(
+                "SELECT norm_query FROM triage_queries "
+                "WHERE list_contains(tags, 'no-answer-likely')"
+            ).fetchall()
+        }
+    assert len(tagged & {normalize_query(q) for q in off}) >= 4, answer_scores
+    assert len(tagged & {normalize_query(q) for q in real}) <= 2, answer_scores

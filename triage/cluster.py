@@ -17,6 +17,9 @@ variant always goes where its canonical went.
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
+import os
+from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -85,26 +88,39 @@ def silhouette(x: np.ndarray, labels: np.ndarray) -> float:
     return float(silhouette_score(x, labels, metric="cosine", sample_size=size, random_state=SEED))
 
 
+_GRAPH: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # inherited by forked workers
+
+
+def _partition(k: int) -> tuple[int, np.ndarray, float]:
+    x, idx, sims = _GRAPH
+    labels = louvain(idx, sims, k)
+    return k, labels, silhouette(x, labels)
+
+
 def cluster_fresh(x: np.ndarray, k_grid: tuple[int, ...] = K_GRID) -> tuple[np.ndarray, dict]:
-    """Labels for the rows of x with k chosen by silhouette; and what was tried."""
+    """Labels for the rows of x with k chosen by silhouette; and what was tried.
+
+    The Louvain runs for the grid are independent, so they run in parallel processes, one per
+    core: embedding used one torch thread, clustering may use them all.
+    """
     n = len(x)
     if n <= 2:
         return np.arange(n, dtype=np.int64), {"k": None, "tried": {}}
-    idx, sims = knn(x, max(k_grid))
-    tried: dict[int, float] = {}
-    best: tuple[float, int, np.ndarray] | None = None
-    for k in k_grid:
-        if k >= n:
-            break
-        labels = louvain(idx, sims, k)
-        score = silhouette(x, labels)
-        tried[k] = round(score, 4)
-        if best is None or score > best[0]:
-            best = (score, k, labels)
-    if best is None:
-        labels = louvain(idx, sims, n - 1)
-        return labels, {"k": n - 1, "tried": tried}
-    return best[2], {"k": best[1], "tried": tried}
+    grid = [k for k in k_grid if k < n] or [n - 1]
+    global _GRAPH
+    _GRAPH = (x, *knn(x, max(grid)))
+    try:
+        workers = min(len(grid), os.cpu_count() or 1)
+        if workers > 1 and "fork" in mp.get_all_start_methods():
+            with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+                runs = list(pool.map(_partition, grid))
+        else:
+            runs = [_partition(k) for k in grid]
+    finally:
+        _GRAPH = None
+    tried = {k: round(score, 4) for k, _, score in runs}
+    k, labels, _ = max(runs, key=lambda run: (run[2], -run[0]))  # ties: the smaller k
+    return labels, {"k": k, "tried": tried}
 
 
 def centroids(x: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -12,20 +12,22 @@
   letters, 2 from 6) of a word that is common among the queries (in at least three) or in the
   corpus; or a fuzzy variant whose differing word is such an edit of its more frequent
   canonical's.
-- ``no-answer-likely``: the best corpus chunk for the query scores under what queries made of random
-  corpus words of the same length score (95th percentile), with the built-in retriever
+- ``no-answer-likely``: the best corpus chunk for the query scores under a threshold calibrated on
+  the corpus, per number of content words n: the 90th percentile of the best scores of n words
+  drawn from n different chunks (words that do not belong together). Built-in retriever
   ``[triage] no_answer_retriever`` (``bm25`` by default). Skipped when there is no corpus.
 """
 
 from __future__ import annotations
 
+import random
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from goldmine.triage.dedupe import auto_fuzziness
+from goldmine.triage.dedupe import FUNCTION_WORDS, auto_fuzziness
 from goldmine.triage.events import frame, norm_sql
 
 from goldmine.config import load_config
@@ -41,8 +43,9 @@ QUESTION_START = (
 ACRONYM = re.compile(r"(?<![\w.])(?:[A-Z][A-Z0-9&]{1,5}s?|(?:[A-Za-z]\.){2,})(?![\w])")
 EXPANDED = r"\(([A-Z][A-Za-z0-9&]{1,7})\)"
 RARE_DF, COMMON_DF = 2, 3
-NO_ANSWER_QUANTILE = 0.95
-RANDOM_QUERIES_PER_LENGTH = 100
+CALIBRATION_CHUNKS = 200
+NO_ANSWER_QUANTILE = 0.9
+MAX_WORDS = 6
 
 
 def _corpus_snapshot(con: duckdb.DuckDBPyConnection) -> int | None:
@@ -174,15 +177,26 @@ def acronym_queries(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> set
     }
 
 
+def content_words(text: str) -> list[str]:
+    return [w for w in text.split() if len(w) >= 3 and w.isalpha() and w not in FUNCTION_WORDS]
+
+
 def no_answer_scores(
     con: duckdb.DuckDBPyConnection, kind: str
 ) -> tuple[dict[str, float], dict[int, float]] | None:
-    """Each canonical query's best score and the per-length thresholds; None without a corpus."""
+    """Each canonical query's best score and the per-length thresholds; None without a corpus.
+
+    The threshold for queries of n content words is the 90th percentile of the best scores of
+    n corpus words drawn from n different chunks of a seeded sample: words that do not belong
+    together. A query the corpus answers matches its words together in one chunk and should beat
+    nine in ten such random combinations (a one-sided test at 0.1).
+    """
     try:
         from goldmine.eval.baselines import best_scores, build_retriever
     except ImportError:
         return None
-    if _corpus_snapshot(con) is None:
+    snapshot = _corpus_snapshot(con)
+    if snapshot is None:
         return None
     retriever = build_retriever(con, kind, show_progress=False)
     queries = [
@@ -192,15 +206,22 @@ def no_answer_scores(
         ).fetchall()
     ]
     scores = dict(zip(queries, best_scores(retriever, queries), strict=True))
-    vocab = sorted(_vocab(con, _corpus_snapshot(con))[1])
-    if not vocab:
+    chunks = [
+        words
+        for (text,) in con.execute(
+            f"SELECT {norm_sql('text')} FROM chunks WHERE snapshot_id = ? ORDER BY chunk_id",
+            [snapshot],
+        ).fetchall()
+        if text and (words := content_words(text))
+    ]
+    if len(chunks) < 2:
         return None
-    rng = np.random.default_rng(0)
-    lengths = sorted({min(len(q.split()), 8) for q in queries})
+    rng = random.Random(0)
+    sample = rng.sample(chunks, min(len(chunks), CALIBRATION_CHUNKS))
     thresholds: dict[int, float] = {}
-    for n in lengths:
-        fake = [" ".join(rng.choice(vocab, size=n)) for _ in range(RANDOM_QUERIES_PER_LENGTH)]
-        thresholds[n] = float(np.quantile(best_scores(retriever, fake), NO_ANSWER_QUANTILE))
+    for n in sorted({min(len(content_words(q)), MAX_WORDS) for q in queries} - {0}):
+        across = [" ".join(rng.choice(rng.choice(sample)) for _ in range(n)) for _ in sample]
+        thresholds[n] = float(np.quantile(best_scores(retriever, across), NO_ANSWER_QUANTILE))
     return scores, thresholds
 
 
@@ -239,8 +260,8 @@ def tag_queries(con: duckdb.DuckDBPyConnection) -> dict:
         score = None
         if answer is not None:
             score = answer[0].get(canon or norm)
-            length = min(len((canon or norm).split()), 8)
-            if score is not None and score < answer[1].get(length, 0.0):
+            length = min(len(content_words(canon or norm)), MAX_WORDS)
+            if score is not None and length and score < answer[1].get(length, 0.0):
                 t.append("no-answer-likely")
         t.append("question" if question else "keyword")
         tags.append(t)
