@@ -283,6 +283,13 @@ def publish(
         f"published v{p.version}: {p.n_items} queries ({p.n_answerable} answerable, "
         f"{p.n_no_answer} no answer), {p.n_labels} labels, hash {p.content_hash[:12]}"
     )
+    if p.n_drifted:
+        from goldmine.output import warn
+
+        warn(
+            f"{p.n_drifted} labels point at chunks missing from, or changed in, the current "
+            "corpus: `goldmine gold drift` lists them, `goldmine gold remap` proposes new ones"
+        )
 
 
 def versions(db: DbOption = None, as_json: JsonOption = False) -> None:

@@ -12,16 +12,20 @@ Volume bands are over clusters ranked by volume: the clusters that make up the f
 traffic are the head, the ones after 90% of it the tail, the rest the torso. Clusters are spread:
 no cluster gets a second place before every head and torso cluster has one (a coverage pick may
 break this only when no other cluster has the tag). Queries already in the gold set, any status,
-are never proposed again, and the clusters they cover count as used.
+are never proposed again, and the clusters they cover count as used. A query that differs from one
+already picked only by digits or a letter or two (rapidfuzz ratio >= 90, digits masked) is left out:
+ticket subjects with order numbers are one query to a gold set.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from goldmine.goldset.items import add_item, fetch_dicts, now
 from goldmine.goldset.provenance import origins
+from rapidfuzz import fuzz
 
 from goldmine.errors import NotFoundError
 from goldmine.store import transaction
@@ -33,6 +37,12 @@ AWKWARD_TAGS = ("acronym", "typo", "follow-up", "no-answer-likely", "question", 
 BANDS = ("head", "torso", "tail")
 HEAD_SHARE, TAIL_SHARE = 0.5, 0.9
 FAILING_RATE = 0.5
+NEAR_DUPLICATE = 90  # rapidfuzz ratio, digits masked: a closer query is not proposed as well
+_DIGITS = re.compile(r"\d")
+
+
+def _shape(norm: str) -> str:
+    return _DIGITS.sub("0", norm)
 
 
 @dataclass
@@ -100,18 +110,33 @@ def choose(
     used = set(used_clusters)
     large = {q["ckey"] for q in queries if q["band"] in ("head", "torso")}
 
+    picked: list[str] = []
+    rounds: dict[str, int] = {}
+
+    def near_duplicate(norm: str) -> bool:
+        # "change the address on order NW-1085" and "... NW-1244" are one query for a gold set.
+        return any(fuzz.ratio(_shape(norm), _shape(p)) >= NEAR_DUPLICATE for p in picked)
+
     def take(candidates: list[dict], reason: str, *, coverage: bool) -> bool:
-        free = [q for q in candidates if q["norm_query"] not in taken]
-        fresh = [q for q in free if q["ckey"] not in used]
-        if fresh:
-            choice = fresh[0]
-        elif free and (coverage or large <= used):
-            choice = free[0]
-        else:
+        choice = fallback = None
+        for q in candidates:
+            if q["norm_query"] in taken or near_duplicate(q["norm_query"]):
+                continue
+            if q["ckey"] not in used:
+                choice = q
+                break
+            fallback = fallback or q
+        if choice is None and fallback is not None and (coverage or large <= used):
+            choice = fallback
+        if choice is None:
             return False
+        if rounds.get(choice["ckey"]):
+            reason += f", another variant in cluster {choice['cluster_id']}"
         picks.append(Pick(choice, [reason]))
         taken.add(choice["norm_query"])
+        picked.append(choice["norm_query"])
         used.add(choice["ckey"])
+        rounds[choice["ckey"]] = rounds.get(choice["ckey"], 0) + 1
         return True
 
     def covered_tag(tag: str) -> bool:
@@ -148,7 +173,9 @@ def choose(
             if len(picks) < n and take(queue, reason, coverage=False):
                 progressed = True
         if not progressed:
-            if not any(q["norm_query"] not in taken for q in pool):
+            if not any(
+                q["norm_query"] not in taken and not near_duplicate(q["norm_query"]) for q in pool
+            ):
                 break
             # Every cluster has its place: a new round, where each may take one more.
             used = set()

@@ -150,6 +150,7 @@ class Published:
     n_answerable: int
     n_no_answer: int
     n_labels: int
+    n_drifted: int = 0  # labels whose chunk is gone from, or changed in, the current corpus
 
 
 def publish(con: duckdb.DuckDBPyConnection, message: str, by: str) -> Published:
@@ -198,8 +199,23 @@ def publish(con: duckdb.DuckDBPyConnection, message: str, by: str) -> Published:
             "INSERT INTO gold_version_items VALUES (?, ?, ?)",
             [[version, r["query_id"], line] for r, line in zip(records, lines, strict=True)],
         )
+    n_drifted = 0
+    if snapshot_id is not None:
+        n_drifted = con.execute(
+            """SELECT count(*) FROM gold_labels l JOIN gold_items i USING (query_id)
+               LEFT JOIN chunks c ON c.snapshot_id = ? AND c.chunk_id = l.chunk_id
+               WHERE i.status = 'verified' AND l.kind = 'label'
+                 AND c.text_hash IS DISTINCT FROM l.text_hash""",
+            [snapshot_id],
+        ).fetchall()[0][0]
     return Published(
-        version, digest, len(records), len(records) - n_no_answer, n_no_answer, n_labels
+        version,
+        digest,
+        len(records),
+        len(records) - n_no_answer,
+        n_no_answer,
+        n_labels,
+        n_drifted,
     )
 
 

@@ -67,11 +67,15 @@ def test_no_cluster_takes_two_places_before_every_large_one_has_one(store: Path)
     assert len(picks) == len(QUERIES)  # asked for all of them: every query is proposed once
 
 
+TOPICS = ["returns", "invoices", "passwords", "shipping", "discounts"]
+ASPECTS = ["how long", "which form", "who pays"]
+
+
 def test_choose_spreads_one_per_cluster_when_there_is_room() -> None:
     queries = [
         {
-            "norm_query": f"q{c}{v}",
-            "query": f"q{c}{v}",
+            "norm_query": f"{TOPICS[c]} {ASPECTS[v]}",
+            "query": f"{TOPICS[c]} {ASPECTS[v]}",
             "ckey": str(c),
             "cluster_id": c,
             "band": "head" if c < 2 else "tail",
@@ -86,6 +90,14 @@ def test_choose_spreads_one_per_cluster_when_there_is_room() -> None:
     ]
     picks = choose(queries, 5, set(), set(), set())
     assert sorted(p.query["cluster_id"] for p in picks) == [0, 1, 2, 3, 4]
+    # Near-duplicates (the same text but for digits) are proposed once.
+    tickets = [
+        {**queries[0], "norm_query": f"change the address on order nw {n}", "ckey": "9"}
+        for n in (10851, 12447, 39567)
+    ]
+    picks = choose(tickets + queries, 20, set(), set(), set())
+    assert sum(p.query["norm_query"].startswith("change the address") for p in picks) == 1
+    assert len(picks) == 1 + len(queries)
 
 
 def test_rerunning_starter_proposes_only_what_is_new(cli, store: Path) -> None:
@@ -349,6 +361,8 @@ def test_drift_and_remap_after_rechunking(cli, store: Path) -> None:
         ("kb-vpn-2", "missing"),
         ("kb-invoice-1", "changed"),
     }
+    published = gold(cli, store, "publish", "-m", "on the old chunking")
+    assert "4 labels point at chunks missing from, or changed in" in published.stderr
     out = gold(cli, store, "remap", "--by", "carol").stdout
     assert out.startswith("4 drifted labels:") and "0 without a match" in out
 

@@ -193,3 +193,21 @@ def test_review_with_nothing_to_do_says_so(cli, db_path: Path) -> None:
     term = Terminal("--db", str(db_path), "gold", "review", env=env)
     term.expect("Nothing left to review: 0 of 0 verified.")
     assert term.wait() == 0
+
+
+def test_review_reads_keys_from_a_pipe_too(cli, db_path: Path) -> None:
+    build(db_path)
+    assert (
+        cli("--db", str(db_path), "gold", "add-query", "reset password", "dark mode").returncode
+        == 0
+    )
+    assert cli("--db", str(db_path), "gold", "draft", "-k", "1").returncode == 0
+    # Grade the one candidate 2, then "no answer" for the second query; end of input quits.
+    result = cli("--db", str(db_path), "gold", "review", "--by", "script", input="2\na\n")
+    assert result.returncode == 0, result.stderr
+    assert "Nothing left to review: 2 of 2 verified." in result.stdout
+    listed = json.loads(cli("--db", str(db_path), "gold", "list", "--json").stdout)
+    assert {(i["query"], i["status"], i["no_answer"]) for i in listed} == {
+        ("reset password", "verified", False),
+        ("dark mode", "verified", True),
+    }
