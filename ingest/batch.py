@@ -11,14 +11,22 @@ again.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
-from goldmine.ingest.files import InputFile, discover_keys, read_raw
+from goldmine.ingest.files import (
+    InputFile,
+    discover_keys,
+    drop_raw,
+    fix_reject_lines,
+    read_raw,
+    run_sql,
+    sample_keys,
+    streaming_rows,
+)
 from goldmine.ingest.redact import Redactor, install_macros
 
 from goldmine.errors import InputError
@@ -32,13 +40,13 @@ COUNTS = ("rows_in", "stored", "rejected", "already_present")
 # milliseconds, and Twitter's "Wed Oct 11 06:55:44 +0000 2017".
 # Ids lists: a JSON array (of ids, or of objects with an id) or a "a,b|c" string.
 MACROS = r"""
-CREATE OR REPLACE TEMP MACRO gm_ts(s) AS (
-    CASE WHEN s IS NULL OR trim(s) = '' THEN NULL
-         WHEN regexp_full_match(trim(s), '[0-9]{9,10}(\.[0-9]+)?')
+CREATE OR REPLACE TEMP MACRO gm_ts(s) AS coalesce(
+    try_cast(s AS TIMESTAMPTZ)::TIMESTAMP,
+    CASE WHEN regexp_full_match(trim(s), '[0-9]{9,10}(\.[0-9]+)?')
              THEN make_timestamp((trim(s)::DOUBLE * 1000000)::BIGINT)
          WHEN regexp_full_match(trim(s), '[0-9]{12,13}') THEN make_timestamp(trim(s)::BIGINT * 1000)
-         ELSE coalesce(try_cast(s AS TIMESTAMPTZ)::TIMESTAMP,
-                       try_strptime(s, '%a %b %d %H:%M:%S %z %Y')::TIMESTAMP) END
+    END,
+    try_strptime(s, '%a %b %d %H:%M:%S %z %Y')::TIMESTAMP
 );
 CREATE OR REPLACE TEMP MACRO gm_jtype(t) AS (
     CASE WHEN t IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN 'a number'
@@ -47,11 +55,21 @@ CREATE OR REPLACE TEMP MACRO gm_jtype(t) AS (
 );
 CREATE OR REPLACE TEMP MACRO gm_ids(s) AS (
     CASE WHEN s IS NULL THEN NULL
-         WHEN left(ltrim(s), 1) = '[' AND json_valid(s) THEN list_transform(
+         WHEN starts_with(s, '["') OR s = '[]' THEN coalesce(
+             try(from_json(s, '["VARCHAR"]')),
+             list_filter(regexp_split_to_array(trim(s), '\s*[,;|]\s*'), lambda e: e <> ''))
+         WHEN starts_with(ltrim(s), '[') AND json_valid(s) THEN list_transform(
              from_json(s, '["JSON"]'),
              lambda e: coalesce(json_extract_string(e, '$.id'), json_extract_string(e, '$.doc_id'),
                                 json_extract_string(e, '$._id'), json_extract_string(e, '$')))
          ELSE list_filter(regexp_split_to_array(trim(s), '\s*[,;|]\s*'), lambda e: e <> '') END
+);
+-- The JSON type of a value given as JSON text, from its first character.
+CREATE OR REPLACE TEMP MACRO gm_jtype_of(j) AS (
+    CASE WHEN j IS NULL THEN 'NULL' ELSE
+    CASE left(j, 1) WHEN '"' THEN 'VARCHAR' WHEN '[' THEN 'ARRAY' WHEN '{' THEN 'OBJECT'
+         WHEN 'n' THEN 'NULL' WHEN 't' THEN 'BOOLEAN' WHEN 'f' THEN 'BOOLEAN'
+         ELSE 'DOUBLE' END END
 );
 """
 
@@ -104,6 +122,7 @@ class Target:
     stage: Callable[[list[str]], tuple[str, dict[str, Any]]]
     redact: tuple[str, ...] = ()
     macros: str = ""
+    streaming: bool = True  # False when the stage SQL needs every row's line number
     reshape: Callable[[duckdb.DuckDBPyConnection, list[str]], None] | None = None
     store: Callable[[duckdb.DuckDBPyConnection, Target, int], int] | None = None
     summary: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]] | None = None
@@ -113,6 +132,8 @@ class Target:
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """Session settings and macros every ingest statement relies on."""
     con.execute("SET TimeZone = 'UTC'")
+    # DuckDB's own bar writes to stdout, which --json keeps for the result; ours is on stderr.
+    con.execute("SET enable_progress_bar = false")
     install_macros(con)
     con.execute(MACROS)
 
@@ -134,13 +155,18 @@ def run(
 
 @dataclass(frozen=True)
 class Source:
-    """What one batch reads: a file, or (``goldmine add``) text given on the command line."""
+    """What one batch reads: a file, or (``goldmine add``) text given on the command line.
+
+    ``read`` materializes the records as ``gm_raw(line, raw, err)``; ``file`` allows the
+    streaming path, which parses a clean JSONL or Parquet file once, straight from disk.
+    """
 
     path: str
     label: str
     size: int | None
     file_hash: str
     read: Callable[[duckdb.DuckDBPyConnection], None]
+    file: InputFile | None = None
 
 
 def import_file(
@@ -157,6 +183,7 @@ def import_file(
         item.path.stat().st_size,
         sha256_file(item.path),
         lambda con: read_raw(con, item),
+        item,
     )
     return import_source(con, target, source, redactor, options, advance)
 
@@ -169,6 +196,7 @@ def import_source(
     options: dict[str, Any],
     advance: Callable[[int], None] = lambda n=1: None,
 ) -> FileResult:
+    """Stage the file in temp tables, then write the batch in one transaction."""
     result = FileResult(source.path, target.source, source.label, None)
     done = con.execute(
         "SELECT batch_id, rows_in FROM import_batches WHERE source = ? AND file_hash = ? "
@@ -181,51 +209,108 @@ def import_source(
         result.note = f"already imported (batch {result.batch_id}, same file hash)"
         advance(3)
         return result
-    with transaction(con):
-        batch_id = con.execute("SELECT nextval('batch_id_seq')").fetchall()[0][0]
-        result.batch_id = batch_id
-        con.execute(
-            "INSERT INTO import_batches (batch_id, source, path, size_bytes, file_hash, format, "
-            "started_at, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                batch_id,
-                target.source,
-                source.path,
-                source.size,
-                source.file_hash,
-                source.label,
-                _now(),
-                json.dumps(options, default=str),
-            ],
-        )
-        source.read(con)
-        advance(1)
+    try:
         if target.macros:
             con.execute(target.macros)
-        keys = discover_keys(con)
-        if target.reshape:
-            target.reshape(con, keys)
-            keys = discover_keys(con)
-        stage_sql, params = target.stage(keys)
-        sql = "CREATE OR REPLACE TEMP TABLE gm_stage AS " + _wrap(stage_sql, target, redactor)
-        _execute(con, sql, {**params, **redactor.sql_params()}, source.path)
+        if not _stage_streaming(con, target, source, redactor):
+            _stage_materialized(con, target, source, redactor)
+        advance(2)
+        with transaction(con):
+            _write_batch(con, target, source, result, options)
         advance(1)
-        result.rows_in, result.rejected = con.execute(
-            "SELECT count(*), count(reason) FROM gm_stage"
-        ).fetchall()[0]
-        con.execute(
-            "INSERT INTO rejects (batch_id, path, line, reason, raw) "
-            "SELECT ?, ?, line, reason, raw FROM gm_stage WHERE reason IS NOT NULL ORDER BY line",
-            [batch_id, source.path],
-        )
-        result.stored = (target.store or store_new_rows)(con, target, batch_id)
-        result.already_present = result.rows_in - result.stored - result.rejected
-        finish_batch(con, batch_id, result, "ts" in target.columns)
-        if target.summary:
-            result.extra = target.summary(con)
-        con.execute("DROP TABLE gm_stage; DROP TABLE gm_raw")
-        advance(1)
+    finally:
+        con.execute("DROP TABLE IF EXISTS gm_stage")
+        drop_raw(con)
     return result
+
+
+def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) -> bool:
+    """Stage a clean JSONL or Parquet file parsed once by DuckDB's reader; False when the
+    file needs the line-by-line path (a malformed line, bad encoding, a reshaping target)."""
+    item = source.file
+    if (
+        item is None
+        or not target.streaming
+        or target.reshape
+        or item.format not in ("jsonl", "parquet")
+    ):
+        return False
+    try:
+        keys = sample_keys(con, item)
+    except duckdb.Error:
+        return False
+    stage_sql, params = target.stage(keys)
+    if "gm_columns" not in params:
+        return False
+    rows, rows_params = streaming_rows(item)
+    try:
+        _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
+    except (duckdb.InvalidInputException, duckdb.ConversionException):
+        return False
+    fix_reject_lines(con, item, redactor)
+    return True
+
+
+def _stage_materialized(con, target: Target, source: Source, redactor: Redactor) -> None:
+    source.read(con)
+    keys = discover_keys(con)
+    if target.reshape:
+        target.reshape(con, keys)
+        keys = discover_keys(con)
+    stage_sql, params = target.stage(keys)
+    rows = (
+        "SELECT line, raw, err, CASE WHEN err IS NULL "
+        "THEN try(json_transform(raw, $gm_structure)) END AS j FROM gm_raw"
+    )
+    _create_stage(con, rows, stage_sql, params, target, redactor, source.path)
+
+
+def _create_stage(
+    con,
+    rows: str,
+    stage_sql: str,
+    params: dict[str, Any],
+    target: Target,
+    redactor: Redactor,
+    path: str | None = None,
+) -> None:
+    cte = f"WITH gm_rows AS NOT MATERIALIZED ({rows}) " if "gm_columns" in params else ""
+    sql = "CREATE OR REPLACE TEMP TABLE gm_stage AS " + cte + _wrap(stage_sql, target, redactor)
+    _execute(con, sql, {**params, **redactor.sql_params()}, path)
+
+
+def _write_batch(
+    con, target: Target, source: Source, result: FileResult, options: dict[str, Any]
+) -> None:
+    batch_id = con.execute("SELECT nextval('batch_id_seq')").fetchall()[0][0]
+    result.batch_id = batch_id
+    con.execute(
+        "INSERT INTO import_batches (batch_id, source, path, size_bytes, file_hash, format, "
+        "started_at, options) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            batch_id,
+            target.source,
+            source.path,
+            source.size,
+            source.file_hash,
+            source.label,
+            _now(),
+            json.dumps(options, default=str),
+        ],
+    )
+    result.rows_in, result.rejected = con.execute(
+        "SELECT count(*), count(reason) FROM gm_stage"
+    ).fetchall()[0]
+    con.execute(
+        "INSERT INTO rejects (batch_id, path, line, reason, raw) "
+        "SELECT ?, ?, line, reason, raw FROM gm_stage WHERE reason IS NOT NULL ORDER BY line",
+        [batch_id, source.path],
+    )
+    result.stored = (target.store or store_new_rows)(con, target, batch_id)
+    result.already_present = result.rows_in - result.stored - result.rejected
+    finish_batch(con, batch_id, result, "ts" in target.columns)
+    if target.summary:
+        result.extra = target.summary(con)
 
 
 def finish_batch(con, batch_id: int, result: FileResult, has_ts: bool) -> None:
@@ -254,12 +339,16 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     cols = ", ".join(target.columns)
     keys = ", ".join(target.key)
     match = " AND ".join(f"t.{k} = s.{k}" for k in target.key)
+    good = "SELECT * FROM gm_stage WHERE reason IS NULL"
+    # The window that keeps a key's first row costs a sort; most files repeat no key.
+    repeats = con.execute(
+        f"SELECT count(*) > count(DISTINCT ({keys})) FROM gm_stage WHERE reason IS NULL"
+    ).fetchall()[0][0]
+    if repeats:
+        good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY rowid) = 1"
     sql = f"""
         INSERT INTO {target.table} (batch_id, {cols})
-        SELECT ?, {cols} FROM (
-            SELECT * FROM gm_stage WHERE reason IS NULL
-            QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY line) = 1
-        ) s
+        SELECT ?, {cols} FROM ({good}) s
         WHERE NOT EXISTS (SELECT 1 FROM {target.table} t WHERE {match})
     """
     return con.execute(sql, [batch_id]).fetchall()[0][0]
@@ -278,14 +367,10 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
     return sql
 
 
-_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
-
-
 def _execute(con, sql: str, params: dict[str, Any], path: str | None = None):
     """Run with only the named parameters the SQL uses (DuckDB refuses unused ones)."""
-    used = set(_PARAM.findall(sql))
     try:
-        return con.execute(sql, {k: v for k, v in params.items() if k in used})
+        return run_sql(con, sql, params)
     except duckdb.ConversionException as exc:
         raise InputError(f"cannot convert a value: {str(exc).splitlines()[0]}", path=path) from exc
 
@@ -333,25 +418,57 @@ def json_path(key: str) -> str:
     return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def field_access(fields: dict[str, list[str]], extra_keys: list[str]) -> tuple[str, dict[str, Any]]:
-    """SQL selecting ``line, raw, err, v, t, x`` from gm_raw: values, JSON types, extras."""
-    paths = [json_path(k) for keys in fields.values() for k in keys]
-    params: dict[str, Any] = {"gm_paths": paths or ["$.none"]}
+def field_access(
+    fields: dict[str, list[str]], extra_keys: list[str], typed: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any]]:
+    """SQL selecting ``line, raw, err, v, t, x`` from ``gm_rows(line, raw, err, j)``.
+
+    ``j`` is the record parsed once into a struct of the file's fields (``gm_columns``): the
+    fields named in ``typed`` and the extra fields come as JSON, so a type can be checked and
+    extras kept as they were, the rest as text. ``v[i]``/``t[i]`` follow the order of
+    ``fields``' source keys.
+    """
+    keys = [k for names in fields.values() for k in names]
+    typed_keys = {k for name in typed for k in fields.get(name, [])}
+    columns = {k: ("JSON" if k in typed_keys else "VARCHAR") for k in keys}
+    extra_keys = [k for k in extra_keys if k not in columns]
+    columns.update({k: "JSON" for k in extra_keys})
+    positions = {k: i + 1 for i, k in enumerate(columns)}
+    params: dict[str, Any] = {
+        "gm_columns": columns or {"gm_none": "VARCHAR"},
+        "gm_structure": json.dumps(columns or {"gm_none": "VARCHAR"}),
+    }
+    values, types = [], []
+    for k in keys:
+        got = f"struct_extract_at(j, {positions[k]})"
+        if k in typed_keys:
+            values.append(
+                f"CASE WHEN left({got}, 1) = '\"' THEN json_extract_string({got}, '$') "
+                f"WHEN {got} <> 'null' THEN {got}::VARCHAR END"
+            )
+            types.append(f"gm_jtype_of({got})")
+        else:
+            values.append(got)
+            types.append(f"CASE WHEN {got} IS NULL THEN 'NULL' ELSE 'VARCHAR' END")
     extra = "NULL::VARCHAR"
     if extra_keys:
         params["gm_extra_keys"] = extra_keys
-        params["gm_extra_paths"] = [json_path(k) for k in extra_keys]
+        pairs = ", ".join(f"struct_extract_at(j, {positions[k]})::VARCHAR" for k in extra_keys)
         extra = (
             "CASE WHEN err IS NULL THEN nullif(to_json(map_from_entries(list_filter("
-            "list_zip($gm_extra_keys, json_extract(raw, $gm_extra_paths)), "
-            "lambda e: e[2] IS NOT NULL)))::VARCHAR, '{}') END"
+            f"list_zip($gm_extra_keys, [{pairs}]::JSON[]), "
+            "lambda e: e[2] IS NOT NULL AND e[2]::VARCHAR <> 'null')))::VARCHAR, '{}') END"
         )
     sql = f"""
         SELECT line, raw, err,
-               CASE WHEN err IS NULL THEN json_extract_string(raw, $gm_paths) END AS v,
-               CASE WHEN err IS NULL THEN json_type(raw, $gm_paths) END AS t,
+               [{", ".join(values) or "NULL"}]::VARCHAR[] AS v,
+               [{", ".join(types) or "NULL"}]::VARCHAR[] AS t,
                {extra} AS x
-        FROM gm_raw
+        FROM (
+            SELECT line, raw, j,
+                   coalesce(err, CASE WHEN j IS NULL THEN 'malformed JSON' END) AS err
+            FROM gm_rows
+        )
     """
     return sql, params
 
@@ -381,7 +498,7 @@ def typ(fields: dict[str, list[str]], name: str) -> str:
     """SQL for the JSON type of a canonical field's value."""
     refs = _positions(fields, name)
     if len(refs) <= 1:
-        return _pick(fields, name, "t")
+        return _pick(fields, name, "t").replace("NULL::VARCHAR", "'NULL'")
     # The type of the value val() picks: the first alias whose value is not null.
     whens = " ".join(f"WHEN v[{i}] IS NOT NULL THEN t[{i}]" for i in refs)
     return f"(CASE {whens} END)"

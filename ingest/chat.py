@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
-from goldmine.ingest.batch import Target, field_access, resolve_fields, typ, val
+from goldmine.ingest.batch import Target, field_access, json_path, resolve_fields, typ, val
+from goldmine.ingest.files import check_json, replace_raw
 
 from goldmine.errors import InputError
 
@@ -68,7 +69,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             "name it with --map text=COLUMN"
         )
     known = {k for names in fields.values() for k in names}
-    access, params = field_access(fields, [k for k in keys if k not in known])
+    access, params = field_access(fields, [k for k in keys if k not in known], ("text",))
     text, ts, role = val(fields, "text"), val(fields, "ts"), val(fields, "role")
     conv, turn = val(fields, "conversation_id"), val(fields, "turn")
     fb = val(fields, "feedback")
@@ -111,7 +112,6 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
 # Whole conversations become one record per turn before mapping: the conversation's own fields
 # (id, user) are merged into each message, and the message's position is its turn.
 _EXPAND_CONVERSATIONS = """
-CREATE OR REPLACE TEMP TABLE gm_raw AS
 SELECT line, raw, err FROM gm_raw
 WHERE err IS NOT NULL OR json_type(raw, $list_path) IS DISTINCT FROM 'ARRAY'
 UNION ALL
@@ -129,11 +129,12 @@ FROM (SELECT line, raw, json_extract(raw, $list_path || '[*]') AS msgs FROM gm_r
 # Reply-to threads (Twitter customer support): the root is the message that answers nothing
 # in the file; every message gets its root as conversation id and its depth for turn order.
 _REBUILD_THREADS = """
-CREATE OR REPLACE TEMP TABLE gm_raw AS
 WITH RECURSIVE m AS (
     SELECT line, raw, err,
-           regexp_replace(json_extract_string(raw, $id_path), '\\.0$', '') AS id,
-           nullif(regexp_replace(json_extract_string(raw, $parent_path), '\\.0$', ''), '') AS parent
+           CASE WHEN err IS NULL THEN
+               regexp_replace(json_extract_string(raw, $id_path), '\\.0$', '') END AS id,
+           CASE WHEN err IS NULL THEN nullif(regexp_replace(
+               json_extract_string(raw, $parent_path), '\\.0$', ''), '') END AS parent
     FROM gm_raw
 ),
 tree(id, root, depth) AS (
@@ -147,8 +148,9 @@ tree(id, root, depth) AS (
 placed AS (SELECT id, min(root) AS root, min(depth) AS depth FROM tree GROUP BY id),
 ordered AS (
     SELECT m.*, coalesce(p.root, m.id) AS root, coalesce(p.depth, 0) AS depth,
-           gm_ts(json_extract_string(m.raw, $ts_path)) AS ts,
-           lower(json_extract_string(m.raw, '$.inbound')) AS inbound
+           CASE WHEN m.err IS NULL THEN gm_ts(json_extract_string(m.raw, $ts_path)) END AS ts,
+           CASE WHEN m.err IS NULL THEN lower(json_extract_string(m.raw, '$.inbound')) END
+               AS inbound
     FROM m LEFT JOIN placed p ON p.id = m.id
 )
 SELECT line,
@@ -171,8 +173,10 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
     lower = {k.lower(): k for k in keys}
     list_key = next((lower[k] for k in _LISTS if k in lower), None)
     parent = next((lower[k] for k in _PARENTS if k in lower), None)
+    if list_key or parent:
+        check_json(con)
     if list_key:
-        con.execute(_EXPAND_CONVERSATIONS, {"list_path": f'$."{list_key}"'})
+        replace_raw(con, _EXPAND_CONVERSATIONS, {"list_path": json_path(list_key)})
     elif parent and "conversation_id" not in lower:
         ident = next((lower[k] for k in _IDS if k in lower), None)
         if ident is None:
@@ -180,9 +184,14 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
                 f"reply-to column {parent!r} but no message id column (tweet_id, message_id or id)"
             )
         ts_key = next((lower[k] for k in ("created_at", "ts", "timestamp") if k in lower), "ts")
-        con.execute(
+        replace_raw(
+            con,
             _REBUILD_THREADS,
-            {"id_path": f'$."{ident}"', "parent_path": f'$."{parent}"', "ts_path": f'$."{ts_key}"'},
+            {
+                "id_path": json_path(ident),
+                "parent_path": json_path(parent),
+                "ts_path": json_path(ts_key),
+            },
         )
 
 

@@ -39,7 +39,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             "name them with --map chunk_id=COLUMN --map text=COLUMN"
         )
     known = {k for names in fields.values() for k in names}
-    access, params = field_access(fields, [k for k in keys if k not in known])
+    access, params = field_access(fields, [k for k in keys if k not in known], ("text",))
     cid, text = val(fields, "chunk_id"), val(fields, "text")
     sql = f"""
         SELECT * REPLACE (coalesce(reason, CASE WHEN row_number() OVER (
@@ -138,6 +138,7 @@ def target(mapping: dict[str, str] | None = None, label: str | None = None) -> T
         columns=COLUMNS,
         stage=lambda keys: stage_sql(keys, mapping or {}),
         store=store_snapshot,
+        streaming=False,
         summary=snapshot_summary,
         options={"label": label},
     )

@@ -9,6 +9,7 @@ accounting starts from one row per input record. Paths reach DuckDB as parameter
 from __future__ import annotations
 
 import glob
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,27 +111,32 @@ FROM read_csv($path, header = true, all_varchar = true, compression = $compressi
 """
 
 # Lines the reader skipped (bad encoding, too long, wrong column count) shift the row numbers of
-# the lines after them; ``shift`` counts, for each surviving row, the skipped lines before it.
-_LINES_TO_RAW = """
-CREATE OR REPLACE TEMP TABLE gm_raw AS
+# the lines after them: ``before`` is how many rows precede each skipped line, and an ASOF join
+# gives each row the number of skipped lines before it.
+_READER_ERRORS = """
+CREATE OR REPLACE TEMP TABLE gm_errs AS
 WITH errs AS (
-    SELECT DISTINCT line, first(error_type) AS error_type, first(csv_line) AS csv_line
+    SELECT line, first(error_type) AS error_type, first(csv_line) AS csv_line
     FROM gm_reader_errors GROUP BY line
-),
-shifts AS (SELECT line - $header - row_number() OVER (ORDER BY line) AS before FROM errs)
-SELECT rn + (SELECT count(*) FROM shifts WHERE before < rn) + $header AS line,
-       raw, NULL::VARCHAR AS err
-FROM gm_lines WHERE raw IS NOT NULL AND trim(raw) <> ''
-UNION ALL
-SELECT line, trim(csv_line, chr(10) || chr(13)),
+)
+SELECT line, line - $header - row_number() OVER (ORDER BY line) AS before,
+       row_number() OVER (ORDER BY line) AS skipped,
+       trim(csv_line, chr(10) || chr(13)) AS raw,
        CASE error_type WHEN 'INVALID ENCODING' THEN 'invalid UTF-8'
                        WHEN 'LINE SIZE OVER MAXIMUM' THEN 'line too long'
-                       ELSE lower(replace(error_type, '_', ' ')) END
+                       ELSE lower(replace(error_type, '_', ' ')) END AS err
 FROM errs
 """
 
+# A JSON object per line is taken as valid here; the single parse that maps the fields finds
+# the malformed ones (``try(json_transform(…))``), so a clean file is parsed once.
+_JSONL_ERR = (
+    "CASE WHEN left(ltrim(raw), 1) <> '{' THEN CASE WHEN json_valid(raw) "
+    "THEN 'not a JSON object' ELSE 'malformed JSON' END END"
+)
+
 _READ_PARQUET = """
-CREATE OR REPLACE TEMP TABLE gm_raw AS
+CREATE OR REPLACE TEMP TABLE gm_src AS
 SELECT file_row_number + 1 AS line, to_json(t)::VARCHAR AS raw, NULL::VARCHAR AS err
 FROM (SELECT * EXCLUDE (file_row_number), file_row_number
       FROM read_parquet($path, file_row_number = true)) t
@@ -139,7 +145,7 @@ FROM (SELECT * EXCLUDE (file_row_number), file_row_number
 # A JSON document: an array of records, an object wrapping one (``{"tickets": […]}``,
 # an OpenSearch ``_search`` dump), or a single record.
 _READ_JSON = """
-CREATE OR REPLACE TEMP TABLE gm_raw AS
+CREATE OR REPLACE TEMP TABLE gm_src AS
 WITH doc AS (SELECT content::JSON AS j FROM read_text($path)),
 items AS (
     SELECT CASE
@@ -169,27 +175,77 @@ _WRAPPERS = (
 
 
 def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
-    """Fill temp table ``gm_raw(line, raw, err)`` from one file; JSON validity is checked here."""
+    """Make view ``gm_raw(line, raw, err)`` over one file's records."""
     params = {"path": str(item.path), "compression": item.compression}
     try:
         if item.format == "parquet":
             con.execute(_READ_PARQUET, {"path": str(item.path)})
+            con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
         elif item.format == "json":
             _read_json_document(con, item)
+            con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
         else:
             con.execute(_READ_LINES if item.format == "jsonl" else _READ_CSV, params)
-            con.execute(_LINES_TO_RAW, {"header": 1 if item.format == "csv" else 0})
-            con.execute("DELETE FROM gm_reader_errors; DELETE FROM gm_reader_scans")
+            _lines_view(con, header=1 if item.format == "csv" else 0, jsonl=item.format == "jsonl")
     except duckdb.Error as exc:
         raise InputError(
             f"cannot read as {item.label}: {_first_line(exc)}", path=item.path
         ) from exc
-    if item.format == "jsonl":
-        con.execute(
-            "UPDATE gm_raw SET err = CASE WHEN NOT json_valid(raw) THEN 'malformed JSON' "
-            "ELSE 'not a JSON object' END "
-            "WHERE err IS NULL AND (NOT json_valid(raw) OR json_type(raw) <> 'OBJECT')"
+
+
+def _lines_view(con: duckdb.DuckDBPyConnection, header: int, jsonl: bool) -> None:
+    con.execute(_READER_ERRORS, {"header": header})
+    con.execute("DELETE FROM gm_reader_errors; DELETE FROM gm_reader_scans")
+    err = _JSONL_ERR if jsonl else "NULL::VARCHAR"
+    # header is 0 or 1, a constant of this module: views cannot take parameters.
+    if con.execute("SELECT count(*) FROM gm_errs").fetchall()[0][0] == 0:
+        line = f"rn + {int(header)}"
+        source = "gm_lines"
+    else:
+        line = f"rn + coalesce(e.skipped, 0) + {int(header)}"
+        source = (
+            "gm_lines l ASOF LEFT JOIN (SELECT before, max(skipped) AS skipped FROM gm_errs "
+            "GROUP BY before) e ON l.rn > e.before"
         )
+    con.execute(f"""
+        CREATE OR REPLACE TEMP VIEW gm_raw AS
+        SELECT {line} AS line, raw, {err} AS err FROM {source}
+        WHERE raw IS NOT NULL AND trim(raw) <> ''
+        UNION ALL
+        SELECT line, raw, err FROM gm_errs
+    """)
+
+
+_replaced = 0
+
+
+def replace_raw(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) -> None:
+    """Materialize ``sql`` (over the current gm_raw) as the new gm_raw."""
+    global _replaced
+    _replaced += 1
+    name = f"gm_src_{_replaced}"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}", params or {})
+    con.execute(f"CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM {name}")
+
+
+def check_json(con: duckdb.DuckDBPyConnection) -> None:
+    """Mark malformed JSON records up front, for the steps that read gm_raw with JSON functions
+    before the mapping parse (chat threads, UBI)."""
+    replace_raw(
+        con,
+        "SELECT line, raw, coalesce(err, CASE WHEN NOT json_valid(raw) THEN 'malformed JSON' "
+        "WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object' END) AS err FROM gm_raw",
+    )
+
+
+def drop_raw(con: duckdb.DuckDBPyConnection) -> None:
+    names = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE temporary AND (table_name LIKE 'gm_src%' "
+        "OR table_name IN ('gm_lines', 'gm_errs'))"
+    ).fetchall()
+    con.execute("DROP VIEW IF EXISTS gm_raw")
+    for (name,) in names:
+        con.execute(f"DROP TABLE {name}")
 
 
 def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
@@ -212,11 +268,108 @@ def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
+_RAW_LINE_OPTIONS = """columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0), quote = '',
+    escape = '', auto_detect = false, compression = $gm_compression"""
+
+
+def sample_keys(con: duckdb.DuckDBPyConnection, item: InputFile, sample: int = 20000) -> list[str]:
+    """Field names from the first records, read straight from the file (streaming path)."""
+    if item.format == "parquet":
+        rows = con.execute(
+            "SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet($p))",
+            {"p": str(item.path)},
+        ).fetchall()
+        return [r[0] for r in rows]
+    rows = con.execute(
+        f"""SELECT k FROM (
+                SELECT unnest(try(json_keys(raw))) AS k, n FROM (
+                    SELECT raw, row_number() OVER () AS n
+                    FROM read_csv($gm_path, {_RAW_LINE_OPTIONS}) LIMIT $n))
+            GROUP BY k ORDER BY min(n), k""",
+        {"gm_path": str(item.path), "gm_compression": item.compression, "n": sample},
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def streaming_rows(item: InputFile) -> tuple[str, dict]:
+    """SQL for ``gm_rows(line, raw, err, j)`` parsed by DuckDB's reader in one pass.
+
+    For JSONL, ``line`` is left empty until ``fix_reject_lines`` gives the rejected rows their
+    line number (blank lines are not records) and their text, so a clean file is never held as
+    text.
+    """
+    params = {"gm_path": str(item.path), "gm_compression": item.compression}
+    if item.format == "parquet":
+        sql = (
+            "SELECT file_row_number + 1 AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, "
+            "json_transform(to_json(t), $gm_structure) AS j "
+            "FROM read_parquet($gm_path, file_row_number = true) t"
+        )
+        return sql, {"gm_path": str(item.path)}
+    # No row_number() here: it would serialise the parallel reader. The stage table keeps the
+    # file's order, so a row's record number is its rowid + 1 (see fix_reject_lines).
+    sql = (
+        "SELECT NULL::BIGINT AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, r AS j "
+        "FROM read_json($gm_path, format = 'newline_delimited', columns = $gm_columns, "
+        "compression = $gm_compression) r"
+    )
+    return sql, params
+
+
+def fix_reject_lines(con: duckdb.DuckDBPyConnection, item: InputFile, redactor) -> None:
+    """Give the rejected rows of a streamed file their line number and (redacted) text."""
+    if item.format != "parquet":
+        con.execute("UPDATE gm_stage SET line = rowid + 1 WHERE reason IS NOT NULL")
+    recs = con.execute("SELECT list(line) FROM gm_stage WHERE reason IS NOT NULL").fetchall()[0][0]
+    if not recs:
+        return
+    raw = "m.raw"
+    for step in redactor.steps("gm_col"):
+        raw = step.replace("gm_col", f"({raw})")
+    if item.format == "parquet":
+        source = (
+            "SELECT file_row_number + 1 AS rec, file_row_number + 1 AS line, to_json(t)::VARCHAR "
+            "AS raw FROM read_parquet($gm_path, file_row_number = true) t"
+        )
+    else:
+        source = f"""SELECT row_number() OVER () AS rec, line, raw FROM (
+                SELECT row_number() OVER () AS line, raw
+                FROM read_csv($gm_path, {_RAW_LINE_OPTIONS}))
+            WHERE raw IS NOT NULL AND trim(raw) <> ''"""
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE gm_linemap AS
+            SELECT * FROM ({source}) WHERE rec IN (SELECT unnest($recs))""",
+        {
+            "gm_path": str(item.path),
+            "gm_compression": item.compression,
+            "recs": recs,
+            **redactor.sql_params(),
+        }
+        if item.format != "parquet"
+        else {"gm_path": str(item.path), "recs": recs},
+    )
+    con.execute(
+        f"""UPDATE gm_stage SET line = m.line, raw = {raw} FROM gm_linemap m
+            WHERE gm_stage.reason IS NOT NULL AND gm_stage.line = m.rec""",
+        redactor.sql_params(),
+    )
+    con.execute("DROP TABLE gm_linemap")
+
+
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def run_sql(con: duckdb.DuckDBPyConnection, sql: str, params: dict):
+    """Execute with only the named parameters the SQL uses (DuckDB refuses unused ones)."""
+    used = set(_PARAM.findall(sql))
+    return con.execute(sql, {k: v for k, v in params.items() if k in used})
+
+
 def discover_keys(con: duckdb.DuckDBPyConnection, sample: int = 20000) -> list[str]:
     """The field names seen in the first records, in first-seen order."""
     rows = con.execute(
-        "SELECT k FROM (SELECT unnest(json_keys(raw)) AS k, line FROM "
-        "(SELECT raw, line FROM gm_raw WHERE err IS NULL ORDER BY line LIMIT ?)) "
+        "SELECT k FROM (SELECT unnest(try(json_keys(raw))) AS k, line FROM "
+        "(SELECT raw, line FROM gm_raw WHERE err IS NULL LIMIT ?)) "
         "GROUP BY k ORDER BY min(line), k",
         [sample],
     ).fetchall()

@@ -8,6 +8,7 @@ from typing import Any
 
 import duckdb
 from goldmine.ingest.batch import Source, Target
+from goldmine.ingest.files import replace_raw
 
 from goldmine.errors import InputError
 
@@ -58,10 +59,10 @@ def source(queries: list[str], file: Path | None, who: str, note: str | None) ->
     digest = hashlib.sha256("\n".join([who, note or "", *texts]).encode()).hexdigest()
 
     def read(con: duckdb.DuckDBPyConnection) -> None:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE gm_raw AS SELECT i AS line, json_object('query', "
-            "$q[i], 'source', $who, 'note', $note)::VARCHAR AS raw, NULL::VARCHAR AS err "
-            "FROM range(1, len($q) + 1) r(i)",
+        replace_raw(
+            con,
+            "SELECT i AS line, json_object('query', $q[i], 'source', $who, 'note', $note)::VARCHAR"
+            " AS raw, NULL::VARCHAR AS err FROM range(1, len($q) + 1) r(i)",
             {"q": texts, "who": who, "note": note},
         )
 

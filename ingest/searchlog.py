@@ -71,6 +71,9 @@ COLUMNS = (
 _LISTS = "('ARRAY', 'VARCHAR', 'NULL')"
 
 
+_TYPED = ("query", "result_ids", "clicked_ids")
+
+
 def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and "query" not in fields:
@@ -78,8 +81,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             f"no query field (looked for {', '.join(ALIASES['query'])}; "
             f"found {', '.join(keys[:12])}); name it with --map query=COLUMN"
         )
-    known = {k for keys in fields.values() for k in keys}
-    access, params = field_access(fields, [k for k in keys if k not in known])
+    known = {k for names in fields.values() for k in names}
+    access, params = field_access(fields, [k for k in keys if k not in known], _TYPED)
     params["gm_source"] = source
     q, ts = val(fields, "query"), val(fields, "ts")
     res, clk = val(fields, "result_ids"), val(fields, "clicked_ids")
@@ -89,6 +92,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
         for n in ("ts", "session_id", "user_id", "query", "result_ids", "clicked_ids")
     )
     sql = f"""
+        SELECT * REPLACE (coalesce(num_results, len(result_ids))::INTEGER AS num_results)
+        FROM (
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
                  WHEN {q} IS NULL OR trim({q}) = '' THEN 'missing query'
@@ -111,12 +116,11 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             {val(fields, "user_id")} AS user_id,
             trim({q}) AS query,
             gm_ids({res}) AS result_ids,
-            coalesce(try_cast({num} AS DOUBLE)::INTEGER, len(gm_ids({res})))::INTEGER
-                AS num_results,
+            try_cast({num} AS DOUBLE)::INTEGER AS num_results,
             gm_ids({clk}) AS clicked_ids,
             {val(fields, "feedback")} AS feedback,
             x AS extra
-        FROM ({access})
+        FROM ({access}))
     """
     return sql, params
 

@@ -69,7 +69,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             "text); name one with --map subject=COLUMN or --map body=COLUMN"
         )
     known = {k for names in fields.values() for k in names}
-    access, params = field_access(fields, [k for k in keys if k not in known])
+    access, params = field_access(fields, [k for k in keys if k not in known], ("subject",))
     subject, ts = val(fields, "subject"), val(fields, "ts")
     comments = val(fields, "comments")
     body = (

@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 from goldmine.ingest.batch import Source, Target
-from goldmine.ingest.files import InputFile, read_raw
+from goldmine.ingest.files import InputFile, check_json, read_raw
 from goldmine.ingest.searchlog import COLUMNS
 
 from goldmine.errors import InputError
@@ -125,11 +125,13 @@ def source(con: duckdb.DuckDBPyConnection, queries: InputFile, events: InputFile
 
     def read(con: duckdb.DuckDBPyConnection) -> None:
         read_raw(con, events)
+        check_json(con)
         try:
             con.execute(_EVENTS, {"object_paths": _OBJECT_ID, "ordinal_paths": _ORDINAL})
         except duckdb.Error as exc:
             raise InputError(f"cannot read UBI events: {exc}", path=events.path) from exc
         read_raw(con, queries)
+        check_json(con)
 
     size = queries.path.stat().st_size + events.path.stat().st_size
     return Source(str(queries.path), f"ubi:{queries.label}+{events.label}", size, digest, read)

@@ -345,3 +345,22 @@ def test_redactor_steps_are_sql_not_python():
     steps = Redactor(user_patterns=(("X", "x+"),)).steps("col")
     assert all("regexp" in s for s in steps)
     assert "$gm_rx_0" in steps[-1]
+
+
+def test_clean_file_with_blank_lines_gets_true_line_numbers_for_its_rejects(tmp_path, db_path):
+    # A well-formed file is parsed in one pass; its rejects still name the right line.
+    log = write_jsonl(tmp_path / "log.jsonl", ["", event(1), "   ", event(4, query="")])
+    parquet = tmp_path / "log.parquet"
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT * FROM read_json(?)", [str(log)])
+    con.execute(f"COPY t TO '{parquet}' (FORMAT parquet)")
+    con.close()
+    with open_store(db_path) as con:
+        api.searchlog(con, [log])
+        api.searchlog(con, [parquet])
+        rows = con.execute("SELECT path, line, reason, raw FROM rejects ORDER BY path").fetchall()
+    assert [r[:3] for r in rows] == [
+        (str(log), 4, "missing query"),
+        (str(parquet), 2, "missing query"),
+    ]
+    assert json.loads(rows[0][3])["event_id"] == "e4"

@@ -1,0 +1,178 @@
+"""Ingest speed: ``goldmine ingest searchlog`` against DuckDB's own load of the same file.
+
+Generates a seeded search log (default 1,000,000 events, ~50k distinct queries, sessions, clicks,
+1% of queries carrying an email or phone number) as JSONL and Parquet in bench/out/, plus a file
+whose second half is new. Then, in the same run and the same kind of on-disk DuckDB file, times:
+
+- bare load: ``CREATE TABLE t AS SELECT * FROM read_json/read_parquet(file)``
+- goldmine ingest of the same file (fresh store), with and without --redact
+- re-import of the same file (known by its hash)
+- the overlapping file (half new) after the first import, against a bare load of the new half
+
+Prints medians over ``--repeat`` runs and same-run ratios; asserts nothing about time.
+Run: ``.venv/bin/python bench/bench_ingest.py [--events N] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+from goldmine.ingest import api
+
+from goldmine.store import open_store
+
+OUT = Path(__file__).resolve().parent / "out"
+SEED = 7
+
+_EVENTS = """
+SELECT
+    printf('ev-%09d', i) AS event_id,
+    (TIMESTAMP '2026-11-16 00:00:00' + to_microseconds((i * 600000)::BIGINT))::VARCHAR AS ts,
+    printf('s%08d', i // 6) AS session_id,
+    printf('u%06d', hash(i // 6 + $seed) % 200000) AS user_id,
+    (['how do i', 'where is', 'cancel', 'refund', 'change', 'track', 'return', 'vacation',
+      'invoice', 'pto'])[(hash(i + $seed) % 10)::BIGINT + 1]
+      || ' ' || (['order', 'parcel', 'policy', 'days', 'address', 'card', 'label', 'payslip'])
+      [(hash(i * 7 + $seed) % 8)::BIGINT + 1]
+      || ' ' || (hash(i * 13 + $seed) % 625)::VARCHAR
+      || CASE WHEN hash(i + 3 * $seed) % 100 = 0 THEN ' for jane.doe@example.com'
+              WHEN hash(i + 5 * $seed) % 100 = 0 THEN ' call +44 20 7946 0958' ELSE '' END
+      AS query,
+    list_transform(range(10), lambda r: printf('doc-%d', hash(i + r * 31 + $seed) % 40000))
+      AS result_ids,
+    10 AS num_results,
+    CASE WHEN hash(i * 3 + $seed) % 3 = 0 THEN [printf('doc-%d', hash(i + $seed) % 40000)]
+         ELSE []::VARCHAR[] END AS clicked_ids,
+    CASE WHEN hash(i * 11 + $seed) % 50 = 0 THEN 'negative' END AS feedback
+FROM range($start, $stop) t(i)
+"""
+
+
+def generate(out: Path, n: int) -> dict[str, Path]:
+    """The bench files, made once per size (their names carry it)."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "jsonl": out / f"events_{n}.jsonl",
+        "parquet": out / f"events_{n}.parquet",
+        "overlap": out / f"events_{n}_overlap.jsonl",
+        "new_half": out / f"events_{n}_new_half.jsonl",
+    }
+    ranges = {
+        "jsonl": (0, n),
+        "parquet": (0, n),
+        "overlap": (n // 2, n + n // 2),
+        "new_half": (n, n + n // 2),
+    }
+    con = duckdb.connect()
+    for name, path in files.items():
+        if path.exists():
+            continue
+        start, stop = ranges[name]
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE gen AS " + _EVENTS,
+            {"seed": SEED, "start": start, "stop": stop},
+        )
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        fmt = "parquet" if name == "parquet" else "json"
+        # COPY takes no parameters for its target; the path is this script's own.
+        con.execute(f"COPY gen TO '{str(tmp).replace(chr(39), chr(39) * 2)}' (FORMAT {fmt})")
+        tmp.rename(path)
+    con.close()
+    return files
+
+
+def _fresh(path: Path) -> Path:
+    for p in (path, Path(str(path) + ".wal")):
+        p.unlink(missing_ok=True)
+    return path
+
+
+def bare_load(db: Path, path: Path) -> float:
+    reader = "read_parquet" if path.suffix == ".parquet" else "read_json"
+    start = time.perf_counter()
+    con = duckdb.connect(str(_fresh(db)))
+    con.execute(f"CREATE TABLE t AS SELECT * FROM {reader}(?)", [str(path)])
+    con.close()
+    return time.perf_counter() - start
+
+
+def goldmine_ingest(db: Path, path: Path, redact: bool = False) -> float:
+    start = time.perf_counter()
+    with open_store(db) as con:
+        api.searchlog(con, [path], redact=redact)
+    return time.perf_counter() - start
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def run(n: int, repeat: int, out: Path) -> dict[str, list[float]]:
+    files = generate(out, n)
+    work = out / "work"
+    work.mkdir(exist_ok=True)
+    times: dict[str, list[float]] = {}
+
+    def add(name: str, seconds: float) -> None:
+        times.setdefault(name, []).append(seconds)
+        print(f"  {name:<24} {seconds:7.2f} s", flush=True)
+
+    for r in range(repeat):
+        print(f"run {r + 1}/{repeat}", flush=True)
+        add("bare jsonl", bare_load(work / "bare.duckdb", files["jsonl"]))
+        add("goldmine jsonl", goldmine_ingest(_fresh(work / "gm.duckdb"), files["jsonl"]))
+        db = work / "gm.duckdb"
+        with open_store(db) as con:
+            add("re-import (hash)", _timed(lambda con=con: api.searchlog(con, [files["jsonl"]])))
+            add("overlap, half new", _timed(lambda con=con: api.searchlog(con, [files["overlap"]])))
+        add("bare new half", bare_load(work / "bare.duckdb", files["new_half"]))
+        add(
+            "goldmine jsonl --redact",
+            goldmine_ingest(_fresh(work / "gm.duckdb"), files["jsonl"], redact=True),
+        )
+        add("bare parquet", bare_load(work / "bare.duckdb", files["parquet"]))
+        add("goldmine parquet", goldmine_ingest(_fresh(work / "gm.duckdb"), files["parquet"]))
+    shutil.rmtree(work, ignore_errors=True)
+    return times
+
+
+def report(times: dict[str, list[float]], n: int) -> None:
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"\n{n:,} events, medians of {len(next(iter(times.values())))} runs")
+    for name, value in med.items():
+        print(f"  {name:<24} {value:7.2f} s")
+    ratios = [
+        ("goldmine / bare, JSONL", med["goldmine jsonl"] / med["bare jsonl"], "<= 1.5"),
+        (
+            "goldmine --redact / bare, JSONL",
+            med["goldmine jsonl --redact"] / med["bare jsonl"],
+            "<= 3",
+        ),
+        ("goldmine / bare, Parquet", med["goldmine parquet"] / med["bare parquet"], "<= 1.5"),
+        ("overlap / bare new half", med["overlap, half new"] / med["bare new half"], "<= 1.5"),
+    ]
+    print("same-run ratios (target)")
+    for name, ratio, target in ratios:
+        print(f"  {name:<34} {ratio:5.2f}x  ({target})")
+    print(f"  re-import of the same file      {med['re-import (hash)']:5.2f} s  (< 1 s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    report(run(args.events, args.repeat, args.out), args.events)
+
+
+if __name__ == "__main__":
+    main()
