@@ -221,9 +221,10 @@ def bootstrap_ci(
     resampled: list[int] = []
     for j in range(columns):
         values, counts = np.unique(matrix[:, j], return_counts=True)
-        if values.size <= 512:
+        if values.size <= 32 and values.size * 16 <= n:
             # Few distinct deltas (recall@k: -1, 0, 1): how often each is drawn is multinomial,
-            # the same distribution as resampling indices, at a fraction of the cost.
+            # the same distribution as resampling indices, at a fraction of the cost (a few
+            # binomial draws per resample instead of n index draws).
             rng = np.random.default_rng(seed)
             means[:, j] = rng.multinomial(n, counts / n, size=resamples) @ values / n
         else:

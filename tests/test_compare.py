@@ -108,7 +108,7 @@ def test_p_is_count_plus_one_over_permutations_plus_one() -> None:
 def test_bootstrap_is_seeded_and_both_engines_agree() -> None:
     rng = np.random.default_rng(0)
     discrete = rng.choice([-1.0, 0.0, 1.0], size=400, p=[0.2, 0.5, 0.3])
-    continuous = discrete + rng.normal(0, 1e-6, 400)  # > 512 distinct values: index resampling
+    continuous = discrete + rng.normal(0, 1e-6, 400)  # many distinct values: index resampling
     low, high = bootstrap_ci(discrete, 10_000, seed=1)
     assert (low, high) == bootstrap_ci(discrete, 10_000, seed=1)
     assert low < discrete.mean() < high
