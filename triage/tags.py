@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from goldmine.triage.dedupe import FUNCTION_WORDS, auto_fuzziness
-from goldmine.triage.events import frame, norm_sql
+from goldmine.triage.events import norm_sql
 
 from goldmine.config import load_config
 from goldmine.output import info, warn
@@ -230,8 +230,6 @@ def tag_queries(con: duckdb.DuckDBPyConnection) -> dict:
     import polars as pl
 
     snapshot = _corpus_snapshot(con)
-    typos = typo_queries(con, snapshot)
-    acronyms = acronym_queries(con, snapshot)
     kind = str(load_config().get("triage", "no_answer_retriever", "bm25"))
     try:
         answer = no_answer_scores(con, kind)
@@ -240,46 +238,54 @@ def tag_queries(con: duckdb.DuckDBPyConnection) -> dict:
         answer = None
     if answer is None:
         info("no corpus (or no retriever): the no-answer-likely tag is skipped")
-    rows_df = frame(
-        con,
-        f"""SELECT norm_query, canonical_query, n_follow_up > 0 AS follow_up,
-                   regexp_matches(query, '\\?\\s*$') OR regexp_matches(norm_query,
-                   '{QUESTION_START}') AS question
-            FROM triage_queries""",
+        answer = ({}, {})
+    scores, thresholds = answer
+    acronyms = sorted(acronym_queries(con, snapshot))
+    typos = sorted(typo_queries(con, snapshot))
+    flags = pl.DataFrame(
+        {"norm_query": sorted(set(acronyms) | set(typos))}, schema={"norm_query": pl.Utf8}
+    ).with_columns(
+        pl.col("norm_query").is_in(acronyms).alias("acronym"),
+        pl.col("norm_query").is_in(typos).alias("typo"),
     )
-    tags: list[list[str]] = []
-    best: list[float | None] = []
-    for norm, canon, follow_up, question in rows_df.iter_rows():
-        t = []
-        if norm in acronyms:
-            t.append("acronym")
-        if norm in typos:
-            t.append("typo")
-        if follow_up:
-            t.append("follow-up")
-        score = None
-        if answer is not None:
-            score = answer[0].get(canon or norm)
-            length = min(len(content_words(canon or norm)), MAX_WORDS)
-            if score is not None and length and score < answer[1].get(length, 0.0):
-                t.append("no-answer-likely")
-        t.append("question" if question else "keyword")
-        tags.append(t)
-        best.append(score)
-    out = pl.DataFrame(
-        {"norm_query": rows_df["norm_query"], "tags": tags, "best_score": best},
-        schema={"norm_query": pl.Utf8, "tags": pl.List(pl.Utf8), "best_score": pl.Float64},
+    best = pl.DataFrame(
+        {
+            "canonical_query": list(scores),
+            "best_score": list(scores.values()),
+            "threshold": [thresholds.get(min(len(content_words(q)), MAX_WORDS)) for q in scores],
+        },
+        schema={"canonical_query": pl.Utf8, "best_score": pl.Float64, "threshold": pl.Float64},
     )
-    con.register("_gm_tags", out)
+    con.register("_gm_flags", flags)
+    con.register("_gm_best", best)
     try:
         con.execute(
-            """UPDATE triage_queries SET tags = t.tags, best_score = t.best_score
-               FROM _gm_tags t WHERE triage_queries.norm_query = t.norm_query"""
+            rf"""
+            UPDATE triage_queries SET best_score = t.best_score, tags = t.tags
+            FROM (
+                SELECT q.norm_query, b.best_score, list_filter([
+                    CASE WHEN f.acronym THEN 'acronym' END,
+                    CASE WHEN f.typo THEN 'typo' END,
+                    CASE WHEN q.n_follow_up > 0 THEN 'follow-up' END,
+                    CASE WHEN b.best_score < b.threshold THEN 'no-answer-likely' END,
+                    CASE WHEN regexp_matches(q.query, '\?\s*$')
+                              OR regexp_matches(q.norm_query, '{QUESTION_START}')
+                         THEN 'question' ELSE 'keyword' END
+                ], lambda t: t IS NOT NULL) AS tags
+                FROM triage_queries q
+                LEFT JOIN _gm_flags f USING (norm_query)
+                LEFT JOIN _gm_best b ON b.canonical_query = coalesce(q.canonical_query,
+                                                                     q.norm_query)
+            ) t
+            WHERE triage_queries.norm_query = t.norm_query
+            """
         )
     finally:
-        con.unregister("_gm_tags")
-    counts: dict[str, int] = {}
-    for t in tags:
-        for name in t:
-            counts[name] = counts.get(name, 0) + 1
-    return counts
+        con.unregister("_gm_flags")
+        con.unregister("_gm_best")
+    return dict(
+        con.execute(
+            "SELECT tag, count(*) FROM (SELECT unnest(tags) AS tag FROM triage_queries) "
+            "GROUP BY tag ORDER BY tag"
+        ).fetchall()
+    )
