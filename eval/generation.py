@@ -230,6 +230,8 @@ class ExportStats:
     n_with_run: int
     snapshot_id: int
     k: int | None
+    gold_source: str = ""
+    gold_hash: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -318,6 +320,8 @@ def export_generation(
         n_with_run=sum(1 for q in answerable if q.query_id in ranked),
         snapshot_id=snapshot,
         k=k if run is not None else None,
+        gold_source=gold.source,
+        gold_hash=gold.hash,
     )
 
 

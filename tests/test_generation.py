@@ -190,3 +190,43 @@ def test_export_generation_from_a_file_without_run_and_without_corpus(
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert "retrieved" not in records[0]
     assert records[2]["gold"][0]["text"] == "text 2"
+
+
+def test_export_generation_from_a_published_version(cli, tmp_path: Path, db_path: Path) -> None:
+    add_corpus(db_path, [("c1", "Passwords", "Reset it from the login page."), ("c2", "VPN", "x")])
+
+    def gold(*args: str) -> str:
+        result = cli("--db", str(db_path), "gold", *args)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    added = gold("add-query", "reset password", "vpn setup", "--by", "t")
+    ids = [line.split("\t")[1] for line in added.splitlines()]
+    gold("label", ids[0], "--chunk", "c1=2", "--by", "a")
+    gold("label", ids[1], "--no-answer", "--by", "a")
+    gold("publish", "-m", "first", "--by", "a")
+    out = tmp_path / "gen.jsonl"
+    result = cli(
+        "eval",
+        "export-generation",
+        "--gold",
+        "v1",
+        "--out",
+        str(out),
+        "--db",
+        str(db_path),
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert stats["gold_source"] == "v1" and stats["n_queries"] == 1
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["query"] == "reset password"
+    assert record["gold"] == [
+        {
+            "chunk_id": "c1",
+            "title": "Passwords",
+            "text": "Reset it from the login page.",
+            "grade": 2,
+        }
+    ]
