@@ -179,7 +179,11 @@ class DenseRetriever(Retriever):
         _check_k(k)
         if not len(queries):
             return []
-        q = self.embed_queries(queries)
+        return self.search_vectors(self.embed_queries(queries), k)
+
+    def search_vectors(self, q: np.ndarray, k: int) -> list[Hits]:
+        """``search`` for queries already embedded (e.g. from the cache) with the same model."""
+        _check_k(k)
         hits: list[Hits] = []
         # Blocks of queries bound the score matrix (block x chunks float32) on large corpora.
         block = max(1, 4_000_000 // max(len(self), 1))

@@ -95,6 +95,23 @@ def test_similar_texts_are_closer_than_unrelated_ones():
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
 
 
+def test_new_vectors_are_added_once_and_skipped_on_a_read_only_store(db_path):
+    import duckdb
+
+    with open_store(db_path) as con:
+        embed._store(con, "m", ["h1", "h2"], np.ones((2, 4), dtype=np.float32))
+        embed._store(con, "m", ["h2", "h3"], np.ones((2, 4), dtype=np.float32))
+        embed._store(con, "other", ["h1"], np.ones((1, 4), dtype=np.float32))
+        rows = con.execute("SELECT model, text_hash FROM embeddings ORDER BY 1, 2").fetchall()
+    assert rows == [("m", "h1"), ("m", "h2"), ("m", "h3"), ("other", "h1")]
+    con = duckdb.connect(str(db_path), read_only=True)
+    try:
+        embed._store(con, "m", ["h4"], np.ones((1, 4), dtype=np.float32))  # no error
+        assert _cached_rows(con) == 4
+    finally:
+        con.close()
+
+
 def test_empty_input_gives_an_empty_matrix(db_path):
     with open_store(db_path) as con:
         assert embed.embed_texts(con, [], show_progress=False).shape[0] == 0
