@@ -1,11 +1,13 @@
 """One file, one batch, one transaction: the accounting every ingest command shares.
 
-A batch reads its file into ``gm_raw``, lets the stage's SQL map fields and find the reason a
-record cannot be stored, redacts, and then writes, all inside one transaction: the rejects with
-their line and reason, and the new rows (an anti-join on the natural key, no PRIMARY KEY). So
-``rows_in = stored + rejected + already_present`` holds by construction, and a batch that fails or
-is interrupted leaves nothing behind. A file whose hash a finished batch already has is not read
-again.
+A batch is staged first, in temp tables that never reach the file: a clean JSONL or Parquet file
+is parsed once by DuckDB's own reader; anything else (a malformed line, bad encoding, CSV, a JSON
+document, chat threads to rebuild) is read record by record into ``gm_raw(line, raw, err)``. The
+stage's SQL maps fields by name, finds the reason a record cannot be stored, and redacts. Then
+one transaction writes the batch: its ``import_batches`` row, the rejects with line and reason,
+and the new rows (an anti-join on the natural key, no PRIMARY KEY). So ``rows_in = stored +
+rejected + already_present`` holds by construction, and a batch that fails or is interrupted
+leaves nothing behind. A file whose hash a finished batch already has is not read again.
 """
 
 from __future__ import annotations
@@ -108,11 +110,13 @@ class ImportResult:
 
 @dataclass(frozen=True)
 class Target:
-    """Where a source's rows go and how they are made from ``gm_raw``.
+    """Where a source's rows go and how they are made from the file's records.
 
-    ``stage(keys)`` returns SQL over ``gm_raw`` (and the parameters it uses) selecting ``line``,
-    ``raw``, ``reason`` (NULL for a good row) and every name in ``columns``; ``ts`` among them
-    gives the watermark. ``redact`` names the text columns PII redaction applies to.
+    ``stage(keys)`` returns SQL (and the parameters it uses) selecting ``line``, ``raw``,
+    ``reason`` (NULL for a good row) and every name in ``columns``, over ``gm_rows`` (through
+    ``field_access``) or over ``gm_raw``; ``ts`` among the columns gives the watermark.
+    ``redact`` names the text columns PII redaction applies to; ``reshape`` rewrites ``gm_raw``
+    first (chat threads); ``store`` replaces the anti-join insert (corpus snapshots).
     """
 
     source: str
@@ -242,7 +246,7 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     stage_sql, params = target.stage(keys)
     if "gm_columns" not in params:
         return False
-    rows, rows_params = streaming_rows(item)
+    rows, rows_params = streaming_rows(item, params["gm_columns"], keys)
     try:
         _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
     except (duckdb.InvalidInputException, duckdb.ConversionException):

@@ -1,9 +1,11 @@
-"""Finding the files to import and reading any of them into one shape: ``gm_raw(line, raw, err)``.
+"""Finding the files to import and reading any of them as records with a line number.
 
-Every format becomes a temp table of JSON objects, one per record, with the record's line (JSONL,
-CSV) or row number (Parquet, JSON documents) and a reader error where the record could not be
-read. The stage-specific SQL then maps fields by name, whatever the file format was, and the
-accounting starts from one row per input record. Paths reach DuckDB as parameters only.
+Two ways in. The streaming one (``streaming_rows``) lets DuckDB's reader parse a clean JSONL or
+Parquet file once, straight from disk. The record-by-record one (``read_raw``) makes every format
+a view ``gm_raw(line, raw, err)`` of JSON objects, one per record, with its line (JSONL, CSV) or
+row number (Parquet, JSON documents) and a reader error where the record could not be read (bad
+JSON, invalid UTF-8, a line too long), so that no bad record stops the import or goes unseen.
+Paths reach DuckDB as parameters only.
 """
 
 from __future__ import annotations
@@ -239,11 +241,11 @@ def check_json(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def drop_raw(con: duckdb.DuckDBPyConnection) -> None:
-    names = con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE temporary AND (table_name LIKE 'gm_src%' "
-        "OR table_name IN ('gm_lines', 'gm_errs'))"
-    ).fetchall()
+    """Drop the batch's temp tables and views (all named ``gm_…``)."""
     con.execute("DROP VIEW IF EXISTS gm_raw")
+    names = con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE temporary AND starts_with(table_name, 'gm_')"
+    ).fetchall()
     for (name,) in names:
         con.execute(f"DROP TABLE {name}")
 
@@ -291,18 +293,27 @@ def sample_keys(con: duckdb.DuckDBPyConnection, item: InputFile, sample: int = 2
     return [r[0] for r in rows]
 
 
-def streaming_rows(item: InputFile) -> tuple[str, dict]:
+def streaming_rows(item: InputFile, columns: dict[str, str], keys: list[str]) -> tuple[str, dict]:
     """SQL for ``gm_rows(line, raw, err, j)`` parsed by DuckDB's reader in one pass.
 
-    For JSONL, ``line`` is left empty until ``fix_reject_lines`` gives the rejected rows their
-    line number (blank lines are not records) and their text, so a clean file is never held as
-    text.
+    ``j`` holds the ``columns`` (file field -> VARCHAR or JSON) in that order. For JSONL,
+    ``line`` is left empty until ``fix_reject_lines`` gives the rejected rows their line number
+    (blank lines are not records) and their text, so a clean file is never held as text. For
+    Parquet, ``j`` is built from the typed columns by position (``keys`` is the file's column
+    order), with no JSON round trip for the row.
     """
     params = {"gm_path": str(item.path), "gm_compression": item.compression}
     if item.format == "parquet":
+        parts = []
+        for key, kind in columns.items():
+            if key not in keys:
+                parts.append("NULL::VARCHAR")
+                continue
+            got = f"struct_extract_at(t, {keys.index(key) + 1})"
+            parts.append(f"to_json({got})::VARCHAR" if kind == "JSON" else f"{got}::VARCHAR")
         sql = (
             "SELECT file_row_number + 1 AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, "
-            "json_transform(to_json(t), $gm_structure) AS j "
+            f"row({', '.join(parts)}) AS j "
             "FROM read_parquet($gm_path, file_row_number = true) t"
         )
         return sql, {"gm_path": str(item.path)}
