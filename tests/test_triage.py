@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
-from goldmine.triage.dedupe import similar_pairs, words_compatible
+from goldmine.triage.dedupe import blocked_pairs, similar_pairs, words_compatible
 from goldmine.triage.events import aggregate_queries, build_events, fill_non_ascii, norm_sql
 
 from goldmine.store import open_store, transaction
@@ -205,6 +205,8 @@ def test_blocked_pairs_equal_brute_force():
         and [c for c in a if c.isdigit()] == [c for c in b if c.isdigit()]
     }
     assert got == want and got
+    # word blocking finds the same pairs here (every pair shares a content word)
+    assert {(i, j) for i, j, _ in blocked_pairs(list(range(len(texts))), texts)} == got
 
 
 def test_variants_and_look_alikes():

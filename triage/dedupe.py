@@ -9,7 +9,9 @@ word was swapped for another word rather than misspelled ("change my PIN" vs "ge
 fee" vs "exchange rate"), or where one is negated: every word one has and the other lacks must
 be a function word or within Elasticsearch's AUTO fuzziness of a word the other has.
 
-Only queries triage has not seen before are compared (against every current query); a query keeps
+Blocking keeps it near-linear: texts are compared only within blocks that share a rare content word
+(:func:`block_keys`), and inside a block only across the length band. Only queries triage has not
+seen before are compared (against every current query); a query keeps
 the canonical it was given. The canonical of a group is its most frequent variant (ties: shorter,
 then alphabetical), reached through the variant's best-ranked match.
 """
@@ -174,7 +176,8 @@ def similar_pairs(
             [targets[j] for j in cols],
             scorer=fuzz.ratio,
             score_cutoff=cutoff,
-            workers=-1,
+            # threads pay off on big blocks only; a tiny block is faster on this one
+            workers=-1 if len(rows) * len(cols) >= PARALLEL_CELLS else 1,
             dtype=np.uint8,
         )
         for r, c in zip(*np.nonzero(scores), strict=True):
@@ -187,6 +190,52 @@ def similar_pairs(
                 continue
             out.append((i, j, float(scores[r, c])))
     return out
+
+
+KEYS_PER_QUERY = 3
+PARALLEL_CELLS = 200_000
+
+
+def block_keys(texts: list[str]) -> list[list[str]]:
+    """Blocking keys per text: its three rarest content words (document frequency over texts,
+    ties alphabetical); for texts of one or two content words also each word's first and last
+    three letters, so a misspelled keyword still meets its correct spelling.
+
+    Two texts that share all but at most two of their content words share a key, so every variant
+    pair the word rule accepts, short of every word being misspelled, lands in a common block.
+    """
+    from collections import Counter
+
+    words = [[w for w in dict.fromkeys(t.split()) if w not in FUNCTION_WORDS] for t in texts]
+    df = Counter(w for ws in words for w in ws)
+    keys = []
+    for ws in words:
+        if not ws:
+            keys.append(["\0"])  # function words only: one block
+            continue
+        own = sorted(ws, key=lambda w: (df[w], w))[:KEYS_PER_QUERY]
+        if len(ws) <= 2:
+            own += [f"<{w[:3]}" for w in ws] + [f">{w[-3:]}" for w in ws]
+        keys.append(own)
+    return keys
+
+
+def blocked_pairs(queries: list[str], texts: list[str]) -> set[tuple[int, int]]:
+    """(i, j) index pairs into ``texts``: each of ``queries`` (indexes into texts) against the
+    texts it shares a block with, length-banded cdist inside each block."""
+    blocks: dict[str, list[int]] = {}
+    for j, keys in enumerate(block_keys(texts)):
+        for key in keys:
+            blocks.setdefault(key, []).append(j)
+    wanted = set(queries)
+    found: set[tuple[int, int, float]] = set()
+    for members in blocks.values():
+        mine = [i for i in members if i in wanted]
+        if not mine or len(members) < 2:
+            continue
+        for a, b, score in similar_pairs([texts[i] for i in mine], [texts[j] for j in members]):
+            found.add((mine[a], members[b], score))
+    return found
 
 
 def fuzzy_dedupe(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
@@ -205,10 +254,8 @@ def fuzzy_dedupe(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
     texts = rows_df["norm_query"].to_list()
     known = dict(zip(texts, rows_df["canonical_query"].to_list(), strict=True))
     new_idx = np.flatnonzero(new_mask)  # rank order: the frame is sorted best first
-    pairs = similar_pairs([texts[i] for i in new_idx], texts)
     best: dict[int, tuple[int, float]] = {}
-    for qi, j, score in pairs:
-        i = int(new_idx[qi])
+    for i, j, score in blocked_pairs([int(i) for i in new_idx], texts):
         if j < i and (i not in best or j < best[i][0]):  # a better-ranked partner
             best[i] = (j, score)
     canonical: list[str] = []
