@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from goldmine.goldset.items import current_snapshot, now, query_id_for
+from goldmine.goldset.items import current_snapshot, now, query_id_for, reserve
 from goldmine.goldset.versions import (
     FORMAT,
     FORMAT_VERSION,
     content_hash,
     dump_line,
+    insert_version_items,
     judged_of,
     resolve_version,
     version_header,
@@ -513,78 +514,127 @@ def restore_version(con: duckdb.DuckDBPyConnection, path: Path) -> Imported:
                 snapshot.get("content_hash"),
             ],
         )
-        con.executemany(
-            "INSERT INTO gold_version_items VALUES (?, ?, ?)",
-            [[version, i["query_id"], line] for i, line in zip(items, lines, strict=True)],
-        )
-        for item in items:
-            result.added += _restore_item(con, item)
+        insert_version_items(con, version, [i["query_id"] for i in items], lines)
+        result.added = _restore_items(con, items)
         result.restored = True
         result.labels = sum(len(judged_of(i)) for i in items)
         result.no_answer = sum(1 for i in items if not i.get("relevant"))
     return result
 
 
-def _restore_item(con: duckdb.DuckDBPyConnection, item: dict) -> int:
-    """Put a frozen item back into the working set, unless the store already has it."""
-    qid = item["query_id"]
-    if con.execute("SELECT count(*) FROM gold_items WHERE query_id = ?", [qid]).fetchall()[0][0]:
+def _restore_items(con: duckdb.DuckDBPyConnection, items: list[dict]) -> int:
+    """Put frozen items back into the working set, in bulk, except those the store has."""
+    import duckdb  # noqa: F401  (scanning polars frames needs the full duckdb package)
+    import polars as pl
+
+    present = {r[0] for r in con.execute("SELECT query_id FROM gold_items").fetchall()}
+    new = [i for i in items if i["query_id"] not in present]
+    if not new:
         return 0
-    prov = item.get("provenance") or {}
+    at = now().isoformat()
+    text = pl.Utf8
+    rows, labels, history = [], [], []
+    for item in new:
+        qid, prov = item["query_id"], item.get("provenance") or {}
+        rows.append({
+            "query_id": qid, "query": item["query"],
+            "norm_query": item.get("norm_query") or normalize_query(item["query"]),
+            "context": item.get("context"), "cluster_id": prov.get("cluster_id"),
+            "no_answer": bool(item.get("no_answer")), "tags": item.get("tags") or [],
+            "origin": prov.get("origin") or "import", "reason": prov.get("reason"),
+            "sources": prov.get("sources") or [], "source_ids": prov.get("source_ids") or [],
+            "frequency": prov.get("frequency"), "first_seen": prov.get("first_seen"),
+            "last_seen": prov.get("last_seen"), "notes": item.get("notes") or [],
+            "verified_by": item.get("verified_by"), "verified_at": item.get("verified_at"),
+        })  # fmt: skip
+        hashes, labelled = item.get("label_text_hashes") or {}, item.get("labelled") or {}
+        for chunk_id, grade in sorted(judged_of(item).items()):
+            meta = labelled.get(chunk_id) or {}
+            when = meta.get("at") or item.get("verified_at") or at
+            labels.append(
+                (qid, chunk_id, grade, hashes.get(chunk_id), meta.get("snapshot_id"),
+                 meta.get("by"), when)
+            )  # fmt: skip
+        for h in item.get("history") or []:
+            detail = json.dumps(h.get("detail") or {}, sort_keys=True, ensure_ascii=False)
+            history.append((qid, h["at"], h.get("by"), h["action"], detail))
+    frames = {
+        "gold_restore_items": pl.DataFrame(
+            rows,
+            schema={
+                "query_id": text,
+                "query": text,
+                "norm_query": text,
+                "context": text,
+                "cluster_id": pl.Int64,
+                "no_answer": pl.Boolean,
+                "tags": pl.List(text),
+                "origin": text,
+                "reason": text,
+                "sources": pl.List(text),
+                "source_ids": pl.List(text),
+                "frequency": pl.Int64,
+                "first_seen": text,
+                "last_seen": text,
+                "notes": pl.List(text),
+                "verified_by": text,
+                "verified_at": text,
+            },
+        ),  # fmt: skip
+        "gold_restore_labels": pl.DataFrame(
+            labels,
+            orient="row",
+            schema={
+                "query_id": text,
+                "chunk_id": text,
+                "grade": pl.Int64,
+                "text_hash": text,
+                "snapshot_id": pl.Int64,
+                "who": text,
+                "ts": text,
+            },
+        ),  # fmt: skip
+        "gold_restore_history": pl.DataFrame(
+            history,
+            orient="row",
+            schema={
+                "query_id": text,
+                "ts": text,
+                "who": text,
+                "action": text,
+                "detail": text,
+            },
+        ).with_row_index("ord"),  # fmt: skip
+    }
+    for name, frame in frames.items():
+        con.register(name, frame)
     con.execute(
         """INSERT INTO gold_items (query_id, position, query, norm_query, context, cluster_id,
                status, no_answer, tags, origin, reason, sources, source_ids, frequency,
                first_seen, last_seen, notes, verified_by, verified_at, created_at, updated_at)
-           VALUES (?, nextval('gold_position_seq'), ?, ?, ?, ?, 'verified', ?, ?, ?, ?, ?, ?, ?,
-                   ?, ?, ?, ?, ?, ?, ?)""",
-        [
-            qid,
-            item["query"],
-            item.get("norm_query") or normalize_query(item["query"]),
-            item.get("context"),
-            prov.get("cluster_id"),
-            bool(item.get("no_answer")),
-            item.get("tags") or [],
-            prov.get("origin") or "import",
-            prov.get("reason"),
-            prov.get("sources") or [],
-            prov.get("source_ids") or [],
-            prov.get("frequency"),
-            prov.get("first_seen"),
-            prov.get("last_seen"),
-            item.get("notes") or [],
-            item.get("verified_by"),
-            item.get("verified_at"),
-            item.get("verified_at") or now(),
-            item.get("verified_at") or now(),
-        ],
+           SELECT query_id, nextval('gold_position_seq'), query, norm_query, context,
+                  cluster_id, 'verified', no_answer, tags, origin, reason, sources, source_ids,
+                  frequency, first_seen::TIMESTAMP, last_seen::TIMESTAMP, notes, verified_by,
+                  verified_at::TIMESTAMP, coalesce(verified_at, ?)::TIMESTAMP,
+                  coalesce(verified_at, ?)::TIMESTAMP
+           FROM gold_restore_items""",
+        [at, at],
     )
-    hashes = item.get("label_text_hashes") or {}
-    labelled = item.get("labelled") or {}
-    for chunk_id, grade in sorted(judged_of(item).items()):
-        meta = labelled.get(chunk_id) or {}
-        con.execute(
-            """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, text_hash,
-                   snapshot_id, who, ts) VALUES (?, ?, 'label', ?, 'import', ?, ?, ?, ?)""",
-            [
-                qid,
-                chunk_id,
-                grade,
-                hashes.get(chunk_id),
-                meta.get("snapshot_id"),
-                meta.get("by"),
-                meta.get("at") or item.get("verified_at") or now(),
-            ],
-        )
-    for h in item.get("history") or []:
-        con.execute(
-            "INSERT INTO gold_history VALUES (nextval('gold_history_seq'), ?, ?, ?, ?, ?)",
-            [
-                qid,
-                h["at"],
-                h.get("by"),
-                h["action"],
-                json.dumps(h.get("detail") or {}, sort_keys=True, ensure_ascii=False),
-            ],
-        )
-    return 1
+    con.execute(
+        """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, text_hash,
+               snapshot_id, who, ts)
+           SELECT query_id, chunk_id, 'label', grade, 'import', text_hash, snapshot_id, who,
+                  ts::TIMESTAMP
+           FROM gold_restore_labels"""
+    )
+    # History keeps its order: the rows take consecutive numbers reserved from the sequence.
+    first = reserve(con, "gold_history_seq", len(history))
+    con.execute(
+        """INSERT INTO gold_history
+           SELECT ? + ord, query_id, ts::TIMESTAMP, who, action, detail
+           FROM gold_restore_history""",
+        [first],
+    )
+    for name in frames:
+        con.unregister(name)
+    return len(new)

@@ -60,6 +60,16 @@ def fetch_dicts(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = 
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
+def reserve(con: duckdb.DuckDBPyConnection, sequence: str, n: int) -> int:
+    """Take ``n`` consecutive numbers from one of our sequences; returns the first."""
+    if n <= 0:
+        return 0
+    first = con.execute(f"SELECT nextval('{sequence}')").fetchall()[0][0]
+    if n > 1:
+        con.execute(f"SELECT count(nextval('{sequence}')) FROM range(?)", [n - 1]).fetchall()
+    return first
+
+
 def current_snapshot(con: duckdb.DuckDBPyConnection) -> tuple[int | None, str | None]:
     """The current corpus snapshot (the highest snapshot_id) and its content hash."""
     rows = con.execute(

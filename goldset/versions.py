@@ -75,7 +75,8 @@ def item_records(con: duckdb.DuckDBPyConnection, items: list[dict]) -> list[dict
     for row in fetch_dicts(
         con,
         """SELECT query_id, chunk_id, grade, text_hash, snapshot_id, who AS "by", ts AS at
-           FROM gold_labels WHERE kind = 'label' AND list_contains(?, query_id)
+           FROM gold_labels WHERE kind = 'label'
+             AND query_id IN (SELECT unnest(?::VARCHAR[]))
            ORDER BY query_id, chunk_id""",
         [[i["query_id"] for i in items]],
     ):
@@ -84,7 +85,7 @@ def item_records(con: duckdb.DuckDBPyConnection, items: list[dict]) -> list[dict
     for row in fetch_dicts(
         con,
         """SELECT query_id, ts AS at, who AS "by", action, detail FROM gold_history
-           WHERE list_contains(?, query_id) ORDER BY seq""",
+           WHERE query_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY seq""",
         [[i["query_id"] for i in items]],
     ):
         history.setdefault(row["query_id"], []).append(
@@ -195,10 +196,7 @@ def publish(con: duckdb.DuckDBPyConnection, message: str, by: str) -> Published:
                 snapshot_hash,
             ],
         )
-        con.executemany(
-            "INSERT INTO gold_version_items VALUES (?, ?, ?)",
-            [[version, r["query_id"], line] for r, line in zip(records, lines, strict=True)],
-        )
+        insert_version_items(con, version, [r["query_id"] for r in records], lines)
     n_drifted = 0
     if snapshot_id is not None:
         n_drifted = con.execute(
@@ -217,6 +215,21 @@ def publish(con: duckdb.DuckDBPyConnection, message: str, by: str) -> Published:
         n_labels,
         n_drifted,
     )
+
+
+def insert_version_items(
+    con: duckdb.DuckDBPyConnection, version: int, query_ids: list[str], lines: list[str]
+) -> None:
+    """The frozen lines of a version, written in one statement."""
+    import duckdb  # noqa: F401  (scanning a polars frame needs the full duckdb package)
+    import polars as pl
+
+    frame = pl.DataFrame({"query_id": query_ids, "item": lines}, schema={
+        "query_id": pl.Utf8, "item": pl.Utf8})  # fmt: skip
+    con.register("gold_frozen", frame)
+    con.execute("INSERT INTO gold_version_items SELECT ?, query_id, item FROM gold_frozen",
+                [version])  # fmt: skip
+    con.unregister("gold_frozen")
 
 
 # --- reading versions --------------------------------------------------------------------------

@@ -221,6 +221,10 @@ def test_draft_label_publish_diff_export_import_round_trip(cli, store: Path, tmp
     assert {i["status"] for i in restored_items} == {"verified"}
     with open_store(empty) as con:
         assert load_gold(con, "v2").hash == header["content_hash"]
+    # The working set restored from v2 freezes to v2's very lines: history order, text hashes,
+    # who and when all came back.
+    unchanged = gold(cli, empty, "publish", "-m", "copy", ok=False)
+    assert "nothing changed since v2" in unchanged.stderr
     # Importing the same version twice adds nothing.
     assert "unchanged" in gold(cli, empty, "import", str(out_dir / "v0002.jsonl")).stdout
 
