@@ -30,7 +30,31 @@ goldmine ingest searchlog data/sample/searchlog_week1.jsonl --redact
 goldmine ingest tickets data/sample/tickets.json
 goldmine ingest chat data/sample/chat.jsonl
 
-step "4. The next Monday: week 2 overlaps week 1; only the new rows are stored"
+step "4. Triage: normalize, dedupe, embed, cluster; the failures nobody covers on top"
+goldmine triage run
+goldmine triage show --top 10
+
+step "5. The starter set: fifty queries that cover the traffic, drafted with BM25"
+goldmine gold starter --n 50
+goldmine gold draft --retriever bm25 -k 10
+step "   a scripted review (the label command standing in for the person), publish, export"
+python data/review_demo.py --by demo-reviewer
+goldmine gold publish -m "starter set" --by demo-reviewer
+goldmine gold export --version v1 --out "$OUT/gold"
+goldmine gold export --version v1 --out "$OUT/gold" --format trec
+
+step "6. Regression eval: two retriever configurations on gold v1, one history row each"
+goldmine eval run --gold v1 --baseline bm25 --label bm25 --history "$OUT/eval-history.csv"
+goldmine eval run --gold v1 --baseline hybrid --label hybrid --history "$OUT/eval-history.csv"
+step "   compare them query by query: better, worse, or inside the noise"
+goldmine eval compare bm25 hybrid --plot "$OUT/compare.html"
+goldmine eval history --file "$OUT/eval-history.csv" --plot "$OUT/history.html"
+
+step "7. The next Monday: week 2 overlaps week 1, so only its new rows are stored"
 goldmine ingest searchlog data/sample/searchlog_week2.jsonl --redact
 goldmine ingest searchlog data/sample/searchlog_week1.jsonl --redact
+goldmine triage run
+goldmine triage show --new --uncovered --top 5
 goldmine status
+
+step "Done. Everything is in $OUT/: the store, gold/v0001.jsonl, the history, compare.html, history.html"
