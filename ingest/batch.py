@@ -279,8 +279,28 @@ def _create_stage(
     path: str | None = None,
 ) -> None:
     cte = f"WITH gm_rows AS NOT MATERIALIZED ({rows}) " if "gm_columns" in params else ""
-    sql = "CREATE OR REPLACE TEMP TABLE gm_stage AS " + cte + _wrap(stage_sql, target, redactor)
+    staged = _wrap(stage_sql, target, redactor)
+    if target.store is None:
+        staged = _mark_present(staged, target)
+    sql = "CREATE OR REPLACE TEMP TABLE gm_stage AS " + cte + staged
     _execute(con, sql, {**params, **redactor.sql_params()}, path)
+
+
+def _mark_present(staged: str, target: Target) -> str:
+    """Flag rows whose key is already stored and keep only their key: in a weekly file that
+    overlaps the last, half the rows need neither staging nor writing."""
+    match = " AND ".join(f"t.{k} = s.{k}" for k in target.key)
+    light = ", ".join(
+        f"CASE WHEN gm_present THEN NULL ELSE {c} END AS {c}"
+        for c in target.columns
+        if c not in target.key and c != "ts"  # ts: the batch watermark
+    )
+    return f"""
+        SELECT * REPLACE ({light}) FROM (
+            SELECT s.*, (s.reason IS NULL AND EXISTS (
+                SELECT 1 FROM {target.table} t WHERE {match})) AS gm_present
+            FROM ({staged}) s)
+    """
 
 
 def _write_batch(
@@ -339,22 +359,16 @@ def finish_batch(con, batch_id: int, result: FileResult, has_ts: bool) -> None:
 
 
 def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
-    """Insert the good rows whose natural key is neither earlier in the file nor stored."""
+    """Insert the good rows whose natural key is neither stored (``gm_present``, found while
+    staging: the anti-join) nor earlier in the file."""
     cols = ", ".join(target.columns)
     keys = ", ".join(target.key)
-    match = " AND ".join(f"t.{k} = s.{k}" for k in target.key)
-    good = "SELECT * FROM gm_stage WHERE reason IS NULL"
+    good = "SELECT * FROM gm_stage WHERE reason IS NULL AND NOT gm_present"
     # The window that keeps a key's first row costs a sort; most files repeat no key.
-    repeats = con.execute(
-        f"SELECT count(*) > count(DISTINCT ({keys})) FROM gm_stage WHERE reason IS NULL"
-    ).fetchall()[0][0]
-    if repeats:
+    repeats = con.execute(f"SELECT count(*) > count(DISTINCT ({keys})) FROM ({good})").fetchall()
+    if repeats[0][0]:
         good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY rowid) = 1"
-    sql = f"""
-        INSERT INTO {target.table} (batch_id, {cols})
-        SELECT ?, {cols} FROM ({good}) s
-        WHERE NOT EXISTS (SELECT 1 FROM {target.table} t WHERE {match})
-    """
+    sql = f"INSERT INTO {target.table} (batch_id, {cols}) SELECT ?, {cols} FROM ({good})"
     return con.execute(sql, [batch_id]).fetchall()[0][0]
 
 
