@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
-from goldmine.triage.events import frame
+from goldmine.triage.events import frame, registered
 
 if TYPE_CHECKING:
     import duckdb
@@ -222,29 +222,23 @@ def cluster_queries(con: duckdb.DuckDBPyConnection, run_id: int, model: str | No
                     "n_members": counts,
                 }
             )
-            con.register("_gm_clusters", new)
-            try:
+            with registered(con, _gm_clusters=new):
                 con.execute(
                     "INSERT INTO triage_cluster_ids SELECT cluster_id, ?, centroid::FLOAT[], "
                     "radius, n_members FROM _gm_clusters",
                     [run_id],
                 )
-            finally:
-                con.unregister("_gm_clusters")
         if stats["n_joined"]:
             _move_centroids(con, x[ids < next_id], ids[ids < next_id])
         done = pl.DataFrame(
             {"norm_query": todo, "cluster_id": ids, "how": how.tolist(), "similarity": sim}
         )
-        con.register("_gm_done", done)
-        try:
+        with registered(con, _gm_done=done):
             con.execute(
                 """UPDATE triage_assignments SET cluster_id = d.cluster_id, how = d.how,
                           similarity = d.similarity
                    FROM _gm_done d WHERE triage_assignments.norm_query = d.norm_query"""
             )
-        finally:
-            con.unregister("_gm_done")
     # Variants go where their canonical went.
     con.execute(
         """UPDATE triage_assignments SET cluster_id = c.cluster_id, how = 'variant'
@@ -290,12 +284,9 @@ def _move_centroids(con: duckdb.DuckDBPyConnection, x: np.ndarray, ids: np.ndarr
             "n_members": counts,
         }
     )
-    con.register("_gm_moved", moved)
-    try:
+    with registered(con, _gm_moved=moved):
         con.execute(
             """UPDATE triage_cluster_ids SET centroid = m.centroid::FLOAT[],
                       n_members = m.n_members
                FROM _gm_moved m WHERE triage_cluster_ids.cluster_id = m.cluster_id"""
         )
-    finally:
-        con.unregister("_gm_moved")

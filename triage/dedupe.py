@@ -22,7 +22,7 @@ import re
 from typing import TYPE_CHECKING
 
 import numpy as np
-from goldmine.triage.events import frame
+from goldmine.triage.events import frame, registered
 
 if TYPE_CHECKING:
     import duckdb
@@ -278,15 +278,12 @@ def fuzzy_dedupe(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
             "fuzzy_score": scores,
         }
     )
-    con.register("_gm_new", rows)
-    try:
+    with registered(con, _gm_new=rows):
         con.execute(
             "INSERT INTO triage_assignments (norm_query, canonical_query, fuzzy_score, run_id) "
             "SELECT norm_query, canonical_query, fuzzy_score, ? FROM _gm_new",
             [run_id],
         )
-    finally:
-        con.unregister("_gm_new")
     con.execute(
         """UPDATE triage_queries SET canonical_query = a.canonical_query,
                   fuzzy_score = a.fuzzy_score

@@ -21,6 +21,8 @@ Failure signals, per event (DESIGN.md, "Failure signals and tags"):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -114,6 +116,18 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
     return con.sql(sql, params=params).pl()
 
 
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, **frames) -> Iterator[None]:
+    """Polars frames visible to SQL under the given names for the block, then dropped."""
+    for name, value in frames.items():
+        con.register(name, value)
+    try:
+        yield
+    finally:
+        for name in frames:
+            con.unregister(name)
+
+
 def norm_sql(column: str) -> str:
     """SQL for normalize_query(column) on ASCII text; NULL for non-ASCII (finished in Python)."""
     return (
@@ -136,14 +150,11 @@ def fill_non_ascii(con: duckdb.DuckDBPyConnection, table: str, raw: str, norm: s
     if not texts:
         return 0
     frame = pl.DataFrame({"raw": texts, "norm": [normalize_query(t) for t in texts]})
-    con.register("_gm_norm", frame)
-    try:
+    with registered(con, _gm_norm=frame):
         con.execute(
             f"UPDATE {table} SET {norm} = n.norm FROM _gm_norm n "
             f"WHERE {table}.{norm} IS NULL AND {table}.{raw} = n.raw"
         )
-    finally:
-        con.unregister("_gm_norm")
     return len(texts)
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from goldmine.triage.dedupe import FUNCTION_WORDS, auto_fuzziness
-from goldmine.triage.events import norm_sql
+from goldmine.triage.events import norm_sql, registered
 
 from goldmine.config import load_config
 from goldmine.output import info, warn
@@ -256,9 +256,7 @@ def tag_queries(con: duckdb.DuckDBPyConnection) -> dict:
         },
         schema={"canonical_query": pl.Utf8, "best_score": pl.Float64, "threshold": pl.Float64},
     )
-    con.register("_gm_flags", flags)
-    con.register("_gm_best", best)
-    try:
+    with registered(con, _gm_flags=flags, _gm_best=best):
         con.execute(
             rf"""
             UPDATE triage_queries SET best_score = t.best_score, tags = t.tags
@@ -280,9 +278,6 @@ def tag_queries(con: duckdb.DuckDBPyConnection) -> dict:
             WHERE triage_queries.norm_query = t.norm_query
             """
         )
-    finally:
-        con.unregister("_gm_flags")
-        con.unregister("_gm_best")
     return dict(
         con.execute(
             "SELECT tag, count(*) FROM (SELECT unnest(tags) AS tag FROM triage_queries) "
