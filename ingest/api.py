@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import duckdb
 from goldmine.ingest import batch
@@ -12,9 +14,9 @@ from goldmine.ingest import manual as _manual
 from goldmine.ingest import searchlog as _searchlog
 from goldmine.ingest import tickets as _tickets
 from goldmine.ingest import ubi as _ubi
-from goldmine.ingest.batch import ImportResult, parse_map
+from goldmine.ingest.batch import ImportResult, Target, parse_map
 from goldmine.ingest.files import discover
-from goldmine.ingest.redact import make_redactor
+from goldmine.ingest.redact import Redactor, make_redactor
 
 from goldmine.errors import InputError
 
@@ -23,6 +25,20 @@ Mapping = list[str] | dict[str, str] | None
 
 def _fields(mapping: Mapping) -> dict[str, str]:
     return mapping if isinstance(mapping, dict) else parse_map(mapping)
+
+
+def _files(
+    con: duckdb.DuckDBPyConnection,
+    target: Callable[[dict[str, str]], Target],
+    paths: list[str | Path],
+    fmt: str | None,
+    mapping: Mapping,
+    redactor: Redactor,
+    **options: Any,
+) -> ImportResult:
+    fields = _fields(mapping)
+    items = discover(paths, fmt)
+    return batch.run(con, target(fields), items, redactor, {"map": fields, **options})
 
 
 def searchlog(
@@ -34,14 +50,8 @@ def searchlog(
     patterns: list[str] | None = None,
 ) -> ImportResult:
     """Search logs into ``search_events``; PII redaction only with ``redact``."""
-    fields = _fields(mapping)
-    return batch.run(
-        con,
-        _searchlog.target(fields),
-        discover(paths, fmt),
-        make_redactor(redact, patterns),
-        {"map": fields, "redact": redact},
-    )
+    redactor = make_redactor(redact, patterns)
+    return _files(con, _searchlog.target, paths, fmt, mapping, redactor, redact=redact)
 
 
 def tickets(
@@ -53,14 +63,8 @@ def tickets(
     patterns: list[str] | None = None,
 ) -> ImportResult:
     """Support tickets into ``tickets``; PII redaction on unless ``redact=False``."""
-    fields = _fields(mapping)
-    return batch.run(
-        con,
-        _tickets.target(fields),
-        discover(paths, fmt),
-        make_redactor(redact, patterns),
-        {"map": fields, "redact": redact},
-    )
+    redactor = make_redactor(redact, patterns)
+    return _files(con, _tickets.target, paths, fmt, mapping, redactor, redact=redact)
 
 
 def chat(
@@ -72,14 +76,8 @@ def chat(
     patterns: list[str] | None = None,
 ) -> ImportResult:
     """Chat turns into ``chat_turns``; PII and @handles redacted unless ``redact=False``."""
-    fields = _fields(mapping)
-    return batch.run(
-        con,
-        _chat.target(fields),
-        discover(paths, fmt),
-        make_redactor(redact, patterns, handles=True),
-        {"map": fields, "redact": redact},
-    )
+    redactor = make_redactor(redact, patterns, handles=True)
+    return _files(con, _chat.target, paths, fmt, mapping, redactor, redact=redact)
 
 
 def corpus(
@@ -90,14 +88,11 @@ def corpus(
     label: str | None = None,
 ) -> ImportResult:
     """Chunks into a new corpus snapshot (unless the content equals the current one)."""
-    fields = _fields(mapping)
-    return batch.run(
-        con,
-        _corpus.target(fields, label),
-        discover(paths, fmt),
-        make_redactor(False),
-        {"map": fields, "label": label},
-    )
+
+    def target(fields: dict[str, str]) -> Target:
+        return _corpus.target(fields, label)
+
+    return _files(con, target, paths, fmt, mapping, make_redactor(False), label=label)
 
 
 def ubi(

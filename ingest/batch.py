@@ -153,7 +153,8 @@ def run(
     results = []
     with progress(f"importing {target.source}", total=3 * len(items)) as advance:
         for item in items:
-            results.append(import_file(con, target, item, redactor, options or {}, advance))
+            source = file_source(item)
+            results.append(import_source(con, target, source, redactor, options or {}, advance))
     return ImportResult(results)
 
 
@@ -173,15 +174,8 @@ class Source:
     file: InputFile | None = None
 
 
-def import_file(
-    con: duckdb.DuckDBPyConnection,
-    target: Target,
-    item: InputFile,
-    redactor: Redactor,
-    options: dict[str, Any],
-    advance: Callable[[int], None] = lambda n=1: None,
-) -> FileResult:
-    source = Source(
+def file_source(item: InputFile) -> Source:
+    return Source(
         str(item.path),
         item.label,
         item.path.stat().st_size,
@@ -189,7 +183,6 @@ def import_file(
         lambda con: read_raw(con, item),
         item,
     )
-    return import_source(con, target, source, redactor, options, advance)
 
 
 def import_source(

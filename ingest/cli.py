@@ -115,50 +115,46 @@ def _ubi(paths, click_action, redact, patterns, db, as_json) -> None:
     )
 
 
-@ingest_app.command("tickets")
-def tickets_cmd(
-    paths: Paths,
-    fmt: FormatOption = None,
-    mapping: MapOption = None,
-    no_redact: NoRedactOption = False,
-    patterns: PatternOption = None,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Support tickets: Zendesk-style JSON export or CSV; question = subject + first question."""
-    _import(
+def _text_command(kind: str, doc: str):
+    """Tickets and chat take the same options: PII redaction is on unless --no-redact."""
+
+    def command(
+        paths: Paths,
+        fmt: FormatOption = None,
+        mapping: MapOption = None,
+        no_redact: NoRedactOption = False,
+        patterns: PatternOption = None,
+        db: DbOption = None,
+        as_json: JsonOption = False,
+    ) -> None:
+        _import(
+            kind,
+            db,
+            as_json,
+            paths=paths,
+            fmt=fmt,
+            mapping=mapping,
+            redact=not no_redact,
+            patterns=patterns,
+        )
+
+    command.__doc__ = doc
+    return command
+
+
+ingest_app.command("tickets")(
+    _text_command(
         "tickets",
-        db,
-        as_json,
-        paths=paths,
-        fmt=fmt,
-        mapping=mapping,
-        redact=not no_redact,
-        patterns=patterns,
+        "Support tickets: Zendesk-style JSON export or CSV; question = subject + first question.",
     )
-
-
-@ingest_app.command("chat")
-def chat_cmd(
-    paths: Paths,
-    fmt: FormatOption = None,
-    mapping: MapOption = None,
-    no_redact: NoRedactOption = False,
-    patterns: PatternOption = None,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Chat: JSONL of turns or conversations, or message CSV with reply-to ids (threads rebuilt)."""
-    _import(
+)
+ingest_app.command("chat")(
+    _text_command(
         "chat",
-        db,
-        as_json,
-        paths=paths,
-        fmt=fmt,
-        mapping=mapping,
-        redact=not no_redact,
-        patterns=patterns,
+        "Chat: JSONL of turns or conversations, or message CSV with reply-to ids (threads "
+        "rebuilt).",
     )
+)
 
 
 @ingest_app.command("corpus")
