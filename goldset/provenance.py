@@ -74,10 +74,14 @@ def _search_context(con: duckdb.DuckDBPyConnection, session: str, event_id: str)
     rows = con.execute(
         """SELECT query FROM search_events WHERE session_id = ? AND ts < (
                SELECT ts FROM search_events WHERE event_id = ? LIMIT 1)
-           ORDER BY ts DESC LIMIT 3""",
+           ORDER BY ts DESC LIMIT 6""",
         [session, event_id],
     ).fetchall()
-    return "\n".join(f"user: {r[0]}" for r in reversed(rows)) or None
+    lines: list[str] = []
+    for (query,) in reversed(rows):
+        if not lines or lines[-1] != f"user: {query}":  # a repeated search is one turn
+            lines.append(f"user: {query}")
+    return "\n".join(lines[-3:]) or None
 
 
 def origins(
@@ -91,17 +95,28 @@ def origins(
     found: dict[str, Origin] = {n: Origin() for n in norms}
     if not norms:
         return found
+    threads: dict[str, list[dict]] = {}
     for row in _raw_rows(con, list(norms), limit):
         norm = row["norm"]
         if normalize_query(row["text"]) != norm:
             continue
         origin = found[norm]
         origin.source_ids.append(f"{row['source']}:{row['source_id']}")
-        if len(origin.examples) < 5:
+        if len(origin.examples) < 5 and all(e["text"] != row["text"] for e in origin.examples):
             origin.examples.append({"source": row["source"], "ts": row["ts"], "text": row["text"]})
-        if norm in follow_ups and origin.context is None and row["thread"] is not None:
+        if norm in follow_ups and row["thread"] is not None:
+            threads.setdefault(norm, []).append(row)
+    for norm, rows in threads.items():
+        # A chat conversation carries the assistant's side too, so it is the better context.
+        rows.sort(key=lambda r: r["source"] != "chat")
+        for row in rows:
             if row["source"] == "chat":
-                origin.context = _chat_context(con, row["thread"], row["turn"])
+                context = _chat_context(con, row["thread"], row["turn"])
             elif row["source"] == "searchlog":
-                origin.context = _search_context(con, row["thread"], row["source_id"])
+                context = _search_context(con, row["thread"], row["source_id"])
+            else:
+                continue
+            if context:
+                found[norm].context = context
+                break
     return found

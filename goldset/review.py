@@ -114,7 +114,7 @@ class ReviewSession:
             )
             from goldmine.goldset.provenance import origins
 
-            examples = origins(con, [item["norm_query"]], limit=3)[item["norm_query"]].examples
+            examples = origins(con, [item["norm_query"]], limit=20)[item["norm_query"]].examples
             verified, total = gi.progress_counts(con)
         return View(
             item, candidates, current, verified, total, signals[0] if signals else None, examples

@@ -125,7 +125,11 @@ def test_add_query_by_text_and_cluster_keeps_provenance(cli, store: Path) -> Non
 def test_follow_up_gets_its_context(cli, store: Path) -> None:
     add(cli, store, "and on mobile")
     shown = json.loads(gold(cli, store, "show", qid("and on mobile"), "--json").stdout)
-    assert shown["context"] == "user: VPN setup"
+    # The chat conversation is preferred to the search session: it has the assistant's side.
+    assert (
+        shown["context"] == "user: do you have a vpn\nassistant: Yes: see VPN access in the portal."
+    )
+    assert shown["source_ids"] == ["chat:c1#2", "searchlog:e4"]
 
 
 # --- label, publish, diff, export, import ------

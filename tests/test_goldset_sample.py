@@ -136,6 +136,17 @@ def build(db: Path, chunks: dict[str, tuple[str, str]] | None = None) -> None:
             ("e4", "s3", datetime(2026, 11, 3, 9, 1), "and on mobile?"),
             ("e5", "s4", datetime(2026, 11, 4, 9, 0), "pasword reset"),
         ]
+        turns = [
+            (0, "user", "do you have a vpn"),
+            (1, "assistant", "Yes: see VPN access in the portal."),
+            (2, "user", "and on mobile?"),
+        ]
+        for turn, role, text in turns:
+            con.execute(
+                "INSERT INTO chat_turns (conversation_id, turn, batch_id, ts, role, text)"
+                " VALUES ('c1', ?, 1, ?, ?, ?)",
+                [turn, datetime(2026, 11, 5, 10, turn), role, text],
+            )
         for event_id, session, ts, query in events:
             con.execute(
                 "INSERT INTO search_events (event_id, batch_id, ts, session_id, query)"
