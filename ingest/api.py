@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from goldmine.ingest import manual as _manual
 from goldmine.ingest import searchlog as _searchlog
 from goldmine.ingest import tickets as _tickets
 from goldmine.ingest import ubi as _ubi
-from goldmine.ingest.batch import ImportResult, Target, parse_map
+from goldmine.ingest.batch import ImportResult, parse_map, resolve_fields
 from goldmine.ingest.files import discover
 from goldmine.ingest.redact import Redactor, make_redactor
 
@@ -29,16 +28,21 @@ def _fields(mapping: Mapping) -> dict[str, str]:
 
 def _files(
     con: duckdb.DuckDBPyConnection,
-    target: Callable[[dict[str, str]], Target],
+    module: Any,
     paths: list[str | Path],
     fmt: str | None,
     mapping: Mapping,
     redactor: Redactor,
-    **options: Any,
+    options: dict[str, Any],
+    **target_options: Any,
 ) -> ImportResult:
+    """Import files with ``module.target``; --map is checked against ``module.ALIASES`` first,
+    so a wrong name fails even for a file already imported."""
     fields = _fields(mapping)
+    resolve_fields([], module.ALIASES, fields)
     items = discover(paths, fmt)
-    return batch.run(con, target(fields), items, redactor, {"map": fields, **options})
+    target = module.target(fields, **target_options)
+    return batch.run(con, target, items, redactor, {"map": fields, **options})
 
 
 def searchlog(
@@ -51,7 +55,7 @@ def searchlog(
 ) -> ImportResult:
     """Search logs into ``search_events``; PII redaction only with ``redact``."""
     redactor = make_redactor(redact, patterns)
-    return _files(con, _searchlog.target, paths, fmt, mapping, redactor, redact=redact)
+    return _files(con, _searchlog, paths, fmt, mapping, redactor, {"redact": redact})
 
 
 def tickets(
@@ -64,7 +68,7 @@ def tickets(
 ) -> ImportResult:
     """Support tickets into ``tickets``; PII redaction on unless ``redact=False``."""
     redactor = make_redactor(redact, patterns)
-    return _files(con, _tickets.target, paths, fmt, mapping, redactor, redact=redact)
+    return _files(con, _tickets, paths, fmt, mapping, redactor, {"redact": redact})
 
 
 def chat(
@@ -77,7 +81,7 @@ def chat(
 ) -> ImportResult:
     """Chat turns into ``chat_turns``; PII and @handles redacted unless ``redact=False``."""
     redactor = make_redactor(redact, patterns, handles=True)
-    return _files(con, _chat.target, paths, fmt, mapping, redactor, redact=redact)
+    return _files(con, _chat, paths, fmt, mapping, redactor, {"redact": redact})
 
 
 def corpus(
@@ -88,11 +92,8 @@ def corpus(
     label: str | None = None,
 ) -> ImportResult:
     """Chunks into a new corpus snapshot (unless the content equals the current one)."""
-
-    def target(fields: dict[str, str]) -> Target:
-        return _corpus.target(fields, label)
-
-    return _files(con, target, paths, fmt, mapping, make_redactor(False), label=label)
+    redactor = make_redactor(False)
+    return _files(con, _corpus, paths, fmt, mapping, redactor, {"label": label}, label=label)
 
 
 def ubi(

@@ -161,12 +161,13 @@ ingest_app.command("chat")(
 def corpus_cmd(
     paths: Paths,
     fmt: FormatOption = None,
+    mapping: MapOption = None,
     label: Annotated[str | None, typer.Option("--label", help="A name for the snapshot.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Corpus chunks (JSONL/Parquet, or BEIR corpus.jsonl): each import is a snapshot."""
-    _import("corpus", db, as_json, paths=paths, fmt=fmt, label=label)
+    _import("corpus", db, as_json, paths=paths, fmt=fmt, mapping=mapping, label=label)
 
 
 def add_cmd(

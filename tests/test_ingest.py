@@ -19,6 +19,7 @@ import zstandard
 from goldmine.ingest import api, batch
 from goldmine.ingest.redact import Redactor, redact_text
 
+from goldmine.errors import InputError
 from goldmine.store import open_store
 
 
@@ -208,6 +209,14 @@ def test_map_names_a_column_the_aliases_do_not_know(tmp_path, db_path):
         ]
 
 
+def test_map_with_an_unknown_field_is_refused_even_for_a_known_file(tmp_path, db_path):
+    log = write_jsonl(tmp_path / "log.jsonl", [event(1)])
+    with open_store(db_path) as con:
+        api.searchlog(con, [log])
+        with pytest.raises(InputError, match=r"--map names unknown field\(s\) \['qeury'\]"):
+            api.searchlog(con, [log], mapping=["qeury=q"])
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
@@ -254,7 +263,8 @@ def test_a_killed_import_leaves_nothing(tmp_path, db_path):
     log = write_jsonl(tmp_path / "log.jsonl", [event(i) for i in range(50)])
     script = textwrap.dedent(f"""
         import sys, time
-        from goldmine.ingest import api, batch
+        from goldmine.errors import InputError
+from goldmine.ingest import api, batch
         from goldmine.store import open_store
         real = batch.store_new_rows
         def slow(con, target, batch_id):
