@@ -263,8 +263,7 @@ def test_a_killed_import_leaves_nothing(tmp_path, db_path):
     log = write_jsonl(tmp_path / "log.jsonl", [event(i) for i in range(50)])
     script = textwrap.dedent(f"""
         import sys, time
-        from goldmine.errors import InputError
-from goldmine.ingest import api, batch
+        from goldmine.ingest import api, batch
         from goldmine.store import open_store
         real = batch.store_new_rows
         def slow(con, target, batch_id):
