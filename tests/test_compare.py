@@ -145,6 +145,8 @@ def test_several_metrics_are_holm_corrected_one_is_not() -> None:
     one = compare_runs(a, b, ["m2"])
     assert one.correction is None
     assert one.metric("m2").p_value == one.metric("m2").p_raw == several.metric("m2").p_raw
+    # A metric's test and interval do not depend on which other metrics are compared with it.
+    assert one.metric("m2").ci == several.metric("m2").ci
 
 
 def test_a_grown_gold_set_is_compared_on_the_common_queries() -> None:
