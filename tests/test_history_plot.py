@@ -100,3 +100,24 @@ def test_svg_pieces_are_well_formed() -> None:
         ),
     ):
         ET.fromstring(svg)
+
+
+def test_png_plots_when_matplotlib_is_installed(cli, tmp_path: Path, grown_history: Path) -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib is optional; PNG plots need it")
+    out = tmp_path / "trend.png"
+    result = cli("eval", "history", "--file", str(grown_history), "--plot", str(out))
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    out = tmp_path / "compare.png"
+    result = cli(
+        "eval",
+        "compare",
+        "history:" + str(grown_history) + ":bm25",
+        "history:" + str(grown_history) + ":hybrid",
+        "--db",
+        str(tmp_path / "store.duckdb"),
+        "--plot",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
