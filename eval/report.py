@@ -29,6 +29,8 @@ def print_outcome(outcome: EvalOutcome, *, per_query: bool = False) -> None:
     result = outcome.result
     gold = outcome.gold
     version = f" v{gold.version}" if gold.version is not None else ""
+    if gold.source == version.strip():
+        version = ""  # a version from the store is its own source
     print(
         f"gold {gold.source}{version}: {len(gold.queries)} queries, "
         f"{result.n_queries} answerable (sha256 {_short(gold.hash)})"
