@@ -19,43 +19,54 @@ from goldmine.eval.readers import detect_run_format, read_bytes
 from goldmine.eval.scoring import EvalResult, _abstention
 
 
-def _trec_separator(head: str) -> str | None:
-    """' ' or '\\t' when every line of the head splits into clean fields on it, else None."""
+def _separator(path: Path, n_fields: int, *, extra_ok: bool) -> str | None:
+    """The file's one-character separator ('\\t' or ' ') when every line of its head splits into
+    ``n_fields`` clean fields on it (more allowed with ``extra_ok``), else None: the Python reader
+    handles padded or ragged files and names a bad line."""
+    with open(path, "rb") as handle:
+        head = handle.read(1 << 16).decode("utf-8", errors="replace")
     lines = [line for line in head.splitlines()[:-1] if line.strip()]  # last may be cut short
     for sep in ("\t", " "):
         fields = [line.split(sep) for line in lines]
-        if fields and all(len(f) >= 6 and all(x and x == x.strip() for x in f[:6]) for f in fields):
+        if fields and all(
+            (len(f) >= n_fields if extra_ok else len(f) == n_fields)
+            and all(x and x == x.strip() for x in f[:n_fields])
+            for f in fields
+        ):
             return sep
     return None
 
 
-def _read_trec_frame(path: Path) -> pl.DataFrame | None:
-    with open(path, "rb") as handle:
-        head = handle.read(1 << 16).decode("utf-8", errors="replace")
-    sep = _trec_separator(head)
-    if sep is None:
-        return None
+def _read_columns(
+    path: Path, sep: str, columns: dict[int, tuple[str, pl.DataType]]
+) -> pl.DataFrame | None:
+    """Only the named columns, typed as given (ids stay strings: "007" is not 7)."""
     try:
         frame = pl.read_csv(
             path,
             separator=sep,
             has_header=False,
-            columns=[0, 2, 4],
-            schema_overrides={
-                "column_0": pl.String,
-                "column_2": pl.String,
-                "column_4": pl.Float64,
-            },
-            infer_schema=False,  # ids stay strings: "007" is not 7
+            columns=list(columns),
+            schema_overrides={f"column_{i}": dtype for i, (_, dtype) in columns.items()},
+            infer_schema=False,
             quote_char=None,
             truncate_ragged_lines=True,
             comment_prefix=None,
-        ).rename({"column_0": "qid", "column_2": "doc", "column_4": "score"})
-    except (pl.exceptions.ComputeError, pl.exceptions.PolarsError):
+        ).rename({f"column_{i}": name for i, (name, _) in columns.items()})
+    except pl.exceptions.PolarsError:
         return None  # the Python reader will name the bad line
-    if frame["qid"].null_count() or frame["doc"].null_count() or frame["score"].null_count():
+    if frame.null_count().sum_horizontal().item():
         return None
     return frame
+
+
+def _read_trec_frame(path: Path) -> pl.DataFrame | None:
+    sep = _separator(path, 6, extra_ok=True)
+    if sep is None:
+        return None
+    return _read_columns(
+        path, sep, {0: ("qid", pl.String), 2: ("doc", pl.String), 4: ("score", pl.Float64)}
+    )
 
 
 def _order(frame: pl.DataFrame) -> pl.DataFrame:
@@ -242,25 +253,13 @@ def read_trec_qrels(path: Path) -> Gold | None:
     """A large TREC qrels file read column-wise, or None when it needs the Python reader."""
     from goldmine.eval.model import GoldQuery
 
-    with open(path, "rb") as handle:
-        head = handle.read(1 << 16).decode("utf-8", errors="replace")
-    lines = [line for line in head.splitlines()[:-1] if line.strip()]
-    sep = next((c for c in (" ", "\t") if lines and all(len(x.split(c)) == 4 for x in lines)), None)
+    sep = _separator(path, 4, extra_ok=False)
     if sep is None:
         return None
-    try:
-        frame = pl.read_csv(
-            path,
-            separator=sep,
-            has_header=False,
-            columns=[0, 2, 3],
-            schema_overrides={"column_0": pl.String, "column_2": pl.String, "column_3": pl.Int64},
-            infer_schema=False,
-            quote_char=None,
-        ).rename({"column_0": "qid", "column_2": "doc", "column_3": "grade"})
-    except pl.exceptions.PolarsError:
-        return None  # the Python reader names the bad line
-    if frame.null_count().sum_horizontal().item():
+    frame = _read_columns(
+        path, sep, {0: ("qid", pl.String), 2: ("doc", pl.String), 3: ("grade", pl.Int64)}
+    )
+    if frame is None:
         return None
     # Last judgment wins for a repeated (qid, doc), as in the Python reader.
     frame = frame.unique(subset=["qid", "doc"], keep="last", maintain_order=True)

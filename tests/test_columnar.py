@@ -92,3 +92,22 @@ def test_contiguous_file_with_one_query_out_of_order(tmp_path: Path) -> None:
     result, _ = evaluate_run_file(gold, run, parse_metrics("mrr"), force=True)
     assert result.per_query == {"a": {"mrr": 1.0}, "b": {"mrr": 1.0}, "c": {"mrr": 1.0}}
     assert result.summary == evaluate(gold, read_run(run), parse_metrics("mrr")).summary
+
+
+def test_large_qrels_read_column_wise_equal_the_python_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from goldmine.eval import readers
+
+    qrels, run_path = messy_files(tmp_path, 4)
+    small = read_gold(qrels)
+    monkeypatch.setattr(readers, "LARGE_FILE_BYTES", 1)
+    large = read_gold(qrels)
+    assert large.frame is not None and small.frame is None
+    assert {q: g.judged for q, g in large.queries.items()} == {
+        q: g.judged for q, g in small.queries.items()
+    }
+    assert large.hash == small.hash
+    a, _ = evaluate_run_file(small, run_path, METRICS, force=True)
+    b, _ = evaluate_run_file(large, run_path, METRICS, force=True)
+    assert a.summary == b.summary
