@@ -87,6 +87,8 @@ def worse_than(
     new = _as_scores(outcome_scores)
     names = list(metrics) if metrics is not None else None
     reference = resolve_side(ref, con, gold, metrics=names or new.metric_names)
+    if con is not None and new.run_id is not None and reference.run_id == new.run_id:
+        reference = _earlier_run(con, ref, new.run_id)
     comparison = compare_runs(
         reference, new, names, permutations=permutations, seed=seed, alpha=alpha
     )
@@ -106,6 +108,22 @@ def worse_than(
     )
 
 
+def _earlier_run(con: duckdb.DuckDBPyConnection, ref: str, run_id: int) -> Any:
+    """``--fail-if-worse-than main`` from a run labelled ``main``: the label's latest run is
+    this one, just stored, so the reference is the one before it."""
+    from goldmine.eval.compare import stored_side
+
+    earlier = con.execute(
+        "SELECT max(run_id) FROM eval_runs WHERE label = ? AND run_id < ?", [ref, run_id]
+    ).fetchall()[0][0]
+    if earlier is None:
+        raise InputError(
+            f"--fail-if-worse-than {ref}: that is this run itself (run {run_id}) and no earlier "
+            "run has that label; name an earlier run"
+        )
+    return stored_side(con, str(earlier))
+
+
 def _as_scores(value: Any) -> Any:
     from goldmine.eval.compare import ScoreTable
 
@@ -116,7 +134,11 @@ def _as_scores(value: Any) -> Any:
         label = getattr(value, "label", None) or "this run"
         texts = {q: g.query for q, g in value.gold.queries.items() if g.query}
         return ScoreTable(
-            dict(result.per_query), label=label, texts=texts, gold_hash=value.gold.hash
+            dict(result.per_query),
+            label=label,
+            texts=texts,
+            gold_hash=value.gold.hash,
+            run_id=getattr(value, "run_id", None),
         )
     if isinstance(value, Mapping):
         return ScoreTable({str(q): dict(v) for q, v in value.items()}, label="this run")

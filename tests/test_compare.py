@@ -400,3 +400,18 @@ def test_worse_than_uses_the_verdict_not_any_drop(cli, tmp_path: Path, stored) -
         slipped = {q: dict(v) for q, v in better.scores.items()}
         slipped["q0"] = {"recall@1": 0.0, "recall@5": 1.0, "mrr": 0.5}
         assert worse_than(slipped, "better", con) is None
+
+
+def test_worse_than_its_own_label_means_the_run_before(cli, tmp_path: Path, db_path: Path) -> None:
+    gold = write_gold(tmp_path / "gold.jsonl", 40)
+    eval_run(cli, gold, write_run(tmp_path / "good.trec", 40, default=1), db_path, "main")
+    with open_store(db_path) as con:
+        only = resolve_side("main", con)
+        with pytest.raises(InputError, match="that is this run itself"):
+            worse_than(only, "main", con)
+    eval_run(cli, gold, write_run(tmp_path / "bad.trec", 40, default=4), db_path, "main")
+    with open_store(db_path) as con:
+        latest = resolve_side("main", con)
+        assert latest.run_id == 2
+        line = worse_than(latest, "main", con)
+    assert line is not None and line.startswith("worse than run 1 (main) on 40 common queries")
