@@ -221,10 +221,13 @@ def embed_texts(
     for i in np.flatnonzero(missing):
         first_row.setdefault(hashes[i], int(i))
     new_rows = list(first_row.values())
-    new_vectors = _encode([texts[i] for i in new_rows], model, batch_size, show_progress)
-
-    dim = new_vectors.shape[1] if new_rows else (cached[1].shape[1] if cached else None)
-    if dim is None:
+    if new_rows:
+        new_vectors = _encode([texts[i] for i in new_rows], model, batch_size, show_progress)
+        dim = new_vectors.shape[1]
+    elif cached is not None:
+        # Everything was cached: no model is loaded, so torch is not even imported.
+        dim = cached[1].shape[1]
+    else:
         dim = _dimension(load_model(model))
     out = np.empty((len(texts), dim), dtype=np.float32)
     if cached is not None:

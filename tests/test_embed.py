@@ -75,11 +75,11 @@ def test_embed_texts_caches_by_text_hash(db_path, monkeypatch):
     monkeypatch.setattr(embed, "_encode", counting_encode)
     with open_store(db_path) as con:
         again = embed.embed_texts(con, list(reversed(texts)), show_progress=False)
-        assert encoded == [0]
+        assert encoded == []  # all four from the cache: the model is not called at all
         np.testing.assert_array_equal(again, first[::-1])
 
         mixed = embed.embed_texts(con, ["reset password", "billing address"], show_progress=False)
-        assert encoded == [0, 1]
+        assert encoded == [1]
         assert _cached_rows(con) == 4
         np.testing.assert_array_equal(mixed[0], first[1])
         # The cached vector is the one the model gives without a store.
@@ -110,6 +110,19 @@ def test_new_vectors_are_added_once_and_skipped_on_a_read_only_store(db_path):
         assert _cached_rows(con) == 4
     finally:
         con.close()
+
+
+def test_a_fully_cached_call_does_not_import_torch(db_path):
+    with open_store(db_path) as con:
+        embed._store(con, embed.DEFAULT_MODEL, [embed.sha256_text("hi")], np.ones((1, 384), "f4"))
+    code = (
+        "import sys; from goldmine import embed; from goldmine.store import open_store\n"
+        f"with open_store({str(db_path)!r}) as con:\n"
+        "    v = embed.embed_texts(con, ['hi', 'hi'], show_progress=False)\n"
+        "print(v.shape, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "(2, 384) False"
 
 
 def test_empty_input_gives_an_empty_matrix(db_path):
