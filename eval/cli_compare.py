@@ -243,14 +243,14 @@ def _history_path(file: Path | None) -> Path:
 def _history_metrics(rows: list[dict[str, str]], wanted: str | None) -> list[str]:
     """Metric columns: beyond the fixed ones, holding a number in some row (or ``--metrics``)."""
     from goldmine.eval.history import FIXED_COLUMNS
-    from goldmine.eval.plot import _float
+    from goldmine.eval.plot import metric_value
 
     from goldmine.errors import InputError
 
     columns: dict[str, None] = {}
     for row in rows:
         columns.update(dict.fromkeys(k for k in row if k and k not in FIXED_COLUMNS))
-    names = [c for c in columns if any(_float(r.get(c)) is not None for r in rows)]
+    names = [c for c in columns if any(metric_value(r.get(c)) is not None for r in rows)]
     if wanted is None:
         return names
     from goldmine.eval.metrics import parse_metrics
@@ -265,13 +265,13 @@ def _history_metrics(rows: list[dict[str, str]], wanted: str | None) -> list[str
 
 
 def _history_json(path: Path, rows: list[dict[str, str]], names: list[str]) -> dict:
-    from goldmine.eval.plot import _float, gold_changes, run_labels
+    from goldmine.eval.plot import gold_changes, metric_value, run_labels
 
     runs = []
     for label, row in zip(run_labels(rows), rows, strict=True):
         item: dict[str, object] = {k: v for k, v in row.items() if k not in names}
         item["name"] = label
-        item["metrics"] = {m: _float(row.get(m)) for m in names}
+        item["metrics"] = {m: metric_value(row.get(m)) for m in names}
         runs.append(item)
     return {
         "file": str(path),
@@ -283,7 +283,7 @@ def _history_json(path: Path, rows: list[dict[str, str]], names: list[str]) -> d
 
 
 def _print_history(path: Path, rows: list[dict[str, str]], names: list[str]) -> None:
-    from goldmine.eval.plot import _float, gold_changes, run_labels
+    from goldmine.eval.plot import gold_changes, metric_value, run_labels
 
     if not rows:
         print(f"{path}: no runs yet")
@@ -297,7 +297,7 @@ def _print_history(path: Path, rows: list[dict[str, str]], names: list[str]) -> 
             if row.get("gold_version")
             else (row.get("gold_hash") or "")[:8]
         )
-        values = [_float(row.get(m)) for m in names]
+        values = [metric_value(row.get(m)) for m in names]
         table.append(
             [
                 str(i + 1),

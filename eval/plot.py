@@ -289,7 +289,7 @@ def _write(out: Path, text: str) -> None:
 # --- history ------------------------------------------------------------------------------------
 
 
-def _float(cell: str | None) -> float | None:
+def metric_value(cell: str | None) -> float | None:
     try:
         value = float(cell) if cell not in (None, "") else None
     except ValueError:
@@ -319,7 +319,7 @@ def write_history_plot(rows: Sequence[dict[str, str]], metrics: Sequence[str], o
         raise InputError("the history is empty: nothing to plot")
     kind = plot_kind(out)
     labels = run_labels(rows)
-    series = {m: [_float(r.get(m)) for r in rows] for m in metrics}
+    series = {m: [metric_value(r.get(m)) for r in rows] for m in metrics}
     marks = gold_changes(rows)
     if kind == "png":
         _history_png(labels, series, marks, out)
