@@ -198,12 +198,10 @@ def child_kmeans(db: str) -> dict:
 
     from goldmine.embed import embed_texts
     from goldmine.store import open_store
-    from goldmine.text import normalize_query
 
     rows = pl.read_csv(BANKING)
-    norms = [normalize_query(t) for t in rows["text"]]
     with open_store(db) as con:
-        x = embed_texts(con, norms, show_progress=False)
+        x = embed_texts(con, rows["text"].to_list(), show_progress=False)
     pred = KMeans(77, n_init=10, random_state=0).fit_predict(x)
     return {
         "ari": round(adjusted_rand_score(rows["category"].to_numpy(), pred), 4),

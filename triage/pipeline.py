@@ -90,7 +90,7 @@ def run_triage(
     # run keeps them; clustering then reads them back and commits with its assignments.
     before = con.execute("SELECT count(*) FROM embeddings WHERE model = ?", [key]).fetchall()[0][0]
     start = time.perf_counter()
-    cluster.embed_canonicals(con, cluster.pending_canonicals(con), model)
+    cluster.embed_canonicals(con, cluster.pending_canonicals(con)[1], model)
     result.timings["embed"] = round(time.perf_counter() - start, 3)
     after = con.execute("SELECT count(*) FROM embeddings WHERE model = ?", [key]).fetchall()[0][0]
     result.n_embedded = after - before

@@ -2,8 +2,9 @@
 
 - ``question`` or ``keyword``: a question mark, or a question word or auxiliary verb first;
   everything else is a keyword query.
-- ``acronym``: an all-caps token of 2-6 letters/digits ("ATM", "IRA", "403B" is not: it needs two
-  capitals), a dotted one ("u.s.", "e.g."), or a token the corpus expands ("... (IBAN)").
+- ``acronym``: an all-caps word of 2-6 letters ("ATM", "PTO"; not an order code such as
+  "NW-123456" nor a redaction placeholder such as "<EMAIL>"), a dotted one ("u.s.", "e.g."), or a
+  word the corpus expands ("... (IBAN)").
 - ``follow-up``: a turn that leans on the one before — not first in its session and opening with
   "and", "what about", … or a pronoun with no referent; in chat also a bare one- or two-word turn.
 - ``typo``: a word that is rare among the queries (in at most two of them), absent from the corpus
@@ -40,7 +41,8 @@ QUESTION_START = (
     r"^(what|whats|how|why|when|where|who|whom|whose|which|can|could|do|does|did|is|are|was|"
     r"were|will|would|should|shall|may|might|must|have|has|am|isn|aren|don|doesn|didn|won|cant)\b"
 )
-ACRONYM = re.compile(r"(?<![\w.])(?:[A-Z][A-Z0-9&]{1,5}s?|(?:[A-Za-z]\.){2,})(?![\w])")
+ACRONYM = re.compile(r"(?<![\w.<>-])(?:[A-Z]{2,6}s?|(?:[A-Za-z]\.){2,})(?![\w<>-])")
+NOT_ACRONYMS = frozenset(["OK", "OKAY", "HI", "PS", "AM", "PM"])
 EXPANDED = r"\(([A-Z][A-Za-z0-9&]{1,7})\)"
 RARE_DF, COMMON_DF = 2, 3
 CALIBRATION_CHUNKS = 200
@@ -173,8 +175,15 @@ def acronym_queries(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> set
     return {
         norm
         for norm, raw in rows
-        if ACRONYM.search(raw) or (expanded and expanded & set(norm.split()))
+        if has_acronym(raw) or (expanded and expanded & set(norm.split()))
     }
+
+
+def has_acronym(raw: str) -> bool:
+    """An all-caps or dotted token in a text that is not shouted as a whole."""
+    if raw.isupper() and len(raw.split()) > 2:  # "WHERE IS MY CARD" is shouting, not acronyms
+        return False
+    return any(m.group(0).upper() not in NOT_ACRONYMS for m in ACRONYM.finditer(raw))
 
 
 def content_words(text: str) -> list[str]:
