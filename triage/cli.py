@@ -87,13 +87,16 @@ def show_cmd(
     """The ranked clusters: label, volume, variants, failure rate and signals, tags, coverage."""
     from goldmine.triage.report import ShowFilter, ranked_clusters
 
-    from goldmine.output import console, print_json
+    from goldmine.output import console, info, print_json
     from goldmine.store import open_store
 
     with open_store(db_flag(db)) as con:
         rows = ranked_clusters(con, ShowFilter(top, uncovered, new, tag, source))
     if as_json:
         print_json(rows)
+        return
+    if not rows:
+        info("no cluster matches (see `goldmine triage show` without filters)")
         return
     from rich.table import Table
 
