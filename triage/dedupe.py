@@ -18,6 +18,7 @@ then alphabetical), reached through the variant's best-ranked match.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -122,10 +123,22 @@ def auto_fuzziness(length: int) -> int:
 NEGATIONS = frozenset(["not", "no", "never", "cannot", "cant", "dont", "didnt", "doesnt", "t"])
 
 
+def near_spelling(w: str, t: str) -> bool:
+    """A misspelling or an inflection of the same word: the same first letter and within AUTO
+    fuzziness of the longer (Elasticsearch's fuzzy query with prefix_length 1: "cant"/"cannot",
+    "recieved"/"received", not "activate"/"reactivate"), or one stem ("currency"/"currencies":
+    a shared prefix of all but two letters of the shorter, at least four)."""
+    from rapidfuzz.distance import OSA
+
+    if w[0] == t[0] and OSA.distance(w, t) <= auto_fuzziness(max(len(w), len(t))):
+        return True
+    shared = len(os.path.commonprefix([w, t]))
+    return shared >= max(4, min(len(w), len(t)) - 2)
+
+
 def words_compatible(a: str, b: str) -> bool:
     """Every word only one side has is a function word or a near-spelling of one the other has,
     and both or neither are negated ("can I" vs "can't I" differ by one letter, not by a typo)."""
-    from rapidfuzz.distance import OSA
 
     wa, wb = set(a.split()), set(b.split())
     if bool(wa & NEGATIONS) != bool(wb & NEGATIONS):
@@ -133,8 +146,7 @@ def words_compatible(a: str, b: str) -> bool:
     only_a, only_b = wa - wb, wb - wa
     for mine, theirs in ((only_a, only_b), (only_b, only_a)):
         for w in mine - FUNCTION_WORDS:
-            edits = auto_fuzziness(len(w))
-            near = any(OSA.distance(w, t) <= edits for t in theirs)
+            near = any(near_spelling(w, t) for t in theirs)
             # a split or joined word ("top up" / "topup") is a variant too
             joined = any(w == t1 + t2 for t1 in wa | wb for t2 in wa | wb if t1 != w != t2)
             if not (near or joined):
