@@ -214,6 +214,9 @@ def test_variants_and_look_alikes():
     assert words_compatible("how can i close my account", "how to i close my account")
     assert not words_compatible("how do i change my card pin", "how do i get my card pin")
     assert not words_compatible("can i edit my details", "why can t i edit my details")
+    assert words_compatible("i cannot seem to activate card", "i cant seem to activate card")
+    assert words_compatible("exchanging foreign currencies", "exchanging foreign currency")
+    assert not words_compatible("how do i activate a card", "how do i reactivate my card")
     assert similar_pairs(["card 1 blocked"], ["card 7 blocked"]) == []
     assert similar_pairs(["card not working"], ["card not arrived"]) == []
 
