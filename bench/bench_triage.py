@@ -367,10 +367,12 @@ def child_scale(db: str, queries: str) -> dict:
         result = run_triage(con)
         seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Louvain processes
     return {
         "seconds": seconds,
         "timings": result.timings,
         "peak_mb": round(peak),
+        "worker_peak_mb": round(workers),
         "n_queries": result.n_queries,
         "n_clusters": result.n_clusters,
         "cluster": {k: v for k, v in result.cluster.items() if k != "tried"},
@@ -507,7 +509,8 @@ def part_scale(threads: int) -> None:
             env={"GOLDMINE_TORCH_THREADS": str(threads)},
         )
     print(
-        f"50,000 distinct queries: {run['seconds']:.1f} s, peak memory {run['peak_mb']} MB, "
+        f"50,000 distinct queries: {run['seconds']:.1f} s, peak memory {run['peak_mb']} MB "
+        f"(largest clustering worker {run.get('worker_peak_mb')} MB), "
         f"{run['n_clusters']} clusters; steps {run['timings']}; {run['cluster']}"
     )
 
