@@ -111,13 +111,10 @@ def ubi(
     actions = click_actions or ["click"]
     batch.prepare(con)
     source = _ubi.source(con, found[0], found[1])
-    result = batch.import_source(
-        con,
-        _ubi.target(actions),
-        source,
-        make_redactor(redact, patterns),
-        {"events": str(found[1].path), "click_actions": actions},
-    )
+    redactor = make_redactor(redact, patterns)
+    target = _ubi.target(actions, str(found[1].path), redactor)
+    options = {"events": str(found[1].path), "click_actions": actions}
+    result = batch.import_source(con, target, source, redactor, options)
     return ImportResult([result])
 
 

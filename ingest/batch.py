@@ -129,7 +129,7 @@ class Target:
     streaming: bool = True  # False when the stage SQL needs every row's line number
     reshape: Callable[[duckdb.DuckDBPyConnection, list[str]], None] | None = None
     store: Callable[[duckdb.DuckDBPyConnection, Target, int], int] | None = None
-    summary: Callable[[duckdb.DuckDBPyConnection], dict[str, Any]] | None = None
+    summary: Callable[[duckdb.DuckDBPyConnection, int], dict[str, Any]] | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -327,7 +327,7 @@ def _write_batch(
     result.already_present = result.rows_in - result.stored - result.rejected
     finish_batch(con, batch_id, result, "ts" in target.columns)
     if target.summary:
-        result.extra = target.summary(con)
+        result.extra = target.summary(con, batch_id)
 
 
 def finish_batch(con, batch_id: int, result: FileResult, has_ts: bool) -> None:

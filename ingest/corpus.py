@@ -107,7 +107,7 @@ def store_snapshot(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     return n
 
 
-def snapshot_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+def snapshot_summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, Any]:
     """After a store: the snapshot and how it differs from the one before."""
     snapshot_id, new = con.execute("SELECT id, new FROM gm_snapshot").fetchall()[0]
     out: dict[str, Any] = {"snapshot_id": snapshot_id, "new_snapshot": new}

@@ -14,7 +14,8 @@ from typing import Any
 
 import duckdb
 from goldmine.ingest.batch import Source, Target
-from goldmine.ingest.files import InputFile, check_json, read_raw
+from goldmine.ingest.files import InputFile, check_json, read_raw, run_sql
+from goldmine.ingest.redact import Redactor
 from goldmine.ingest.searchlog import COLUMNS
 
 from goldmine.errors import InputError
@@ -97,8 +98,26 @@ FROM q LEFT JOIN clicks c ON c.query_id = q.v[1]
 """
 
 
-def target(click_actions: list[str]) -> Target:
+def target(click_actions: list[str], events_path: str, redactor: Redactor) -> Target:
+    """Rows are the queries (rows in = queries); the events file's own bad records are kept in
+    ``rejects`` under its path and counted apart (``events_rejected``)."""
     actions = [a.lower() for a in click_actions]
+
+    def summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, Any]:
+        raw = "raw"
+        for step in redactor.steps("gm_col"):
+            raw = step.replace("gm_col", f"({raw})")
+        run_sql(
+            con,
+            f"INSERT INTO rejects (batch_id, path, line, reason, raw) SELECT $batch, $path, line, "
+            f"'ubi_events: ' || err, {raw} FROM gm_ubi_events WHERE err IS NOT NULL ORDER BY line",
+            {"batch": batch_id, "path": events_path, **redactor.sql_params()},
+        )
+        n, bad, objects = con.execute(
+            "SELECT count(*), count(err), count(object_id) FROM gm_ubi_events"
+        ).fetchall()[0]
+        return {"events_in": n, "events_rejected": bad, "events_with_object": objects}
+
     return Target(
         source="ubi",
         table="search_events",
@@ -106,15 +125,8 @@ def target(click_actions: list[str]) -> Target:
         columns=COLUMNS,
         stage=lambda keys: (_STAGE, {"click_actions": actions}),
         redact=("query", "extra"),
-        summary=_events_summary,
+        summary=summary,
     )
-
-
-def _events_summary(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
-    n, clicks = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE object_id IS NOT NULL) FROM gm_ubi_events"
-    ).fetchall()[0]
-    return {"events_in": n, "events_with_object": clicks}
 
 
 def source(con: duckdb.DuckDBPyConnection, queries: InputFile, events: InputFile) -> Source:

@@ -260,17 +260,19 @@ def test_ubi_queries_joined_to_click_events(tmp_path, db_path, cli):
         },
     ]
     events = tmp_path / "ubi_events.json"  # an OpenSearch _search dump
-    events.write_text(json.dumps({"hits": {"hits": [{"_source": h} for h in hits]}}))
+    dump = {"hits": {"hits": [{"_source": h} for h in hits] + [{"_source": "not an event"}]}}
+    events.write_text(json.dumps(dump))
     result = cli("ingest", "ubi", str(queries), str(events), "--db", str(db_path), "--json")
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["total"] == {"rows_in": 3, "stored": 2, "rejected": 1, "already_present": 0}
-    assert out["files"][0]["events_in"] == 4
+    assert (out["files"][0]["events_in"], out["files"][0]["events_rejected"]) == (5, 1)
     with open_store(db_path) as con:
         rows = con.execute(
             "SELECT event_id, source, session_id, user_id, query, result_ids, clicked_ids "
             "FROM search_events ORDER BY event_id"
         ).fetchall()
+        rejects = con.execute("SELECT path, line, reason FROM rejects ORDER BY path").fetchall()
     assert rows == [
         (
             "q1",
@@ -282,6 +284,10 @@ def test_ubi_queries_joined_to_click_events(tmp_path, db_path, cli):
             ["policy-14", "finance-3"],
         ),
         ("q2", "ubi", None, "c-2", "vacation days", ["hr-1", "hr-2"], []),
+    ]
+    assert rejects == [
+        (str(events), 5, "ubi_events: not a JSON object"),
+        (str(queries), 3, "missing query"),
     ]
     # add_to_cart counts when named a click action; the same files are not read twice.
     again = cli(
