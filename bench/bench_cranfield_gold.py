@@ -9,6 +9,7 @@ Parts (``--only``):
   with goldmine's grade map, published, exported as the version file and as TREC qrels, restored
   into an empty store, and loaded for the eval (``load_gold``). In-process calls on real DuckDB
   files; the corpus is stored first so labels get their text hashes.
+  Then every chunk is cut in two (a re-chunking) and ``drift`` and ``remap`` are timed.
 - ``scale``: a generated gold set of ``--n`` queries with 10 judgments each (seeded), through the
   same steps, to see how they grow.
 
@@ -30,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from goldmine.goldset.drift import drift, remap  # noqa: E402
 from goldmine.goldset.exchange import export_version, import_path, parse_grade_map  # noqa: E402
 from goldmine.goldset.versions import load_gold, publish  # noqa: E402
 
@@ -63,8 +65,26 @@ def store_chunks(db: Path, chunks: list[tuple[str, str, str]]) -> None:
         )
 
 
-def steps(folder: Path, chunks, qrels: Path, topics: Path | None, grade_map) -> dict[str, float]:
-    """One pass through import → publish → export ×2 → restore → load_gold; seconds per step."""
+def split_every_chunk(con) -> None:
+    """A re-chunking: snapshot 2 holds every chunk of snapshot 1 cut in two halves."""
+    con.execute("INSERT INTO corpus_snapshots VALUES (2, 1, now(), 'split', 0, 'split')")
+    con.execute(
+        """INSERT INTO chunks
+           SELECT 2, chunk_id || '-' || part, chunk_id, title, NULL, t, sha256(t), NULL FROM (
+               SELECT chunk_id, title, 1 AS part, left(text, length(text) // 2) AS t
+               FROM chunks WHERE snapshot_id = 1
+               UNION ALL
+               SELECT chunk_id, title, 2, substr(text, length(text) // 2 + 1)
+               FROM chunks WHERE snapshot_id = 1)
+           WHERE length(t) > 0"""
+    )
+
+
+def steps(
+    folder: Path, chunks, qrels: Path, topics: Path | None, grade_map, rechunk: bool = False
+) -> dict[str, float]:
+    """One pass through import → publish → export ×2 → restore → load_gold (→ re-chunk, drift,
+    remap); seconds per step."""
     times: dict[str, float] = {}
     db, empty = folder / "gold.duckdb", folder / "empty.duckdb"
     store_chunks(db, chunks)
@@ -87,6 +107,14 @@ def steps(folder: Path, chunks, qrels: Path, topics: Path | None, grade_map) -> 
         again = timed("export again", lambda: export_version(con, "latest", folder / "again"))
     if again[0].read_bytes() != paths[0].read_bytes():
         raise SystemExit("the restored version does not export byte-identical")
+    if rechunk:
+        with open_store(db) as con, transaction(con):
+            split_every_chunk(con)
+        with open_store(db) as con:
+            drifted = timed("drift", lambda: drift(con))
+            remapped = timed("remap", lambda: remap(con, "bench"))
+        times["labels drifted"] = len(drifted)
+        times["proposals"] = remapped.proposals
     times["file MB"] = paths[0].stat().st_size / 1e6
     return times
 
@@ -117,13 +145,19 @@ def generated_inputs(folder: Path, n: int):
 
 
 def report(name: str, runs: list[dict[str, float]]) -> None:
-    keys = [k for k in runs[0] if k != "file MB"]
+    counts = ("file MB", "labels drifted", "proposals")
+    keys = [k for k in runs[0] if k not in counts]
     medians = {k: statistics.median(r[k] for r in runs) for k in keys}
     total = sum(medians.values())
     print(f"\n{name}: median of {len(runs)}, version file {runs[0]['file MB']:.2f} MB")
     for k in keys:
         print(f"  {k:<14} {medians[k]:8.3f} s  {medians[k] / total:6.1%}")
     print(f"  {'total':<14} {total:8.3f} s")
+    if "proposals" in runs[0]:
+        print(
+            f"  re-chunked (every chunk cut in two): {runs[0]['labels drifted']:.0f} labels "
+            f"drifted, {runs[0]['proposals']:.0f} remap proposals"
+        )
 
 
 def main() -> None:
@@ -141,7 +175,7 @@ def main() -> None:
                 if inputs is None:
                     print("cranfield: ../shared/datasets/cranfield is absent, skipped")
                     break
-                runs.append(steps(Path(tmp), *inputs, parse_grade_map(GRADE_MAP)))
+                runs.append(steps(Path(tmp), *inputs, parse_grade_map(GRADE_MAP), rechunk=True))
         if runs:
             report("cranfield (225 queries, 1,837 judgments)", runs)
     if "scale" in parts:

@@ -11,12 +11,13 @@ given age back for a re-read the same way.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from goldmine.goldset.items import current_snapshot, fetch_dicts, now, record
+from goldmine.goldset.items import current_snapshot, fetch_dicts, now, reserve
 
 from goldmine.errors import InputError, NotFoundError
 from goldmine.store import transaction
@@ -59,38 +60,105 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
 
-def _passage(con: duckdb.DuckDBPyConnection, text_hash: str | None) -> str | None:
-    if text_hash is None:
-        return None
+def _passages(con: duckdb.DuckDBPyConnection, hashes: set[str]) -> dict[str, tuple[str, str]]:
+    """Labelled passages by text hash, as (text, doc_id): the text kept at labelling time, else
+    any snapshot's chunk with that hash; the document it was in, when a snapshot still says."""
+    wanted = sorted(h for h in hashes if h)
     rows = con.execute(
-        "SELECT text FROM gold_texts WHERE text_hash = ? UNION ALL"
-        " SELECT text FROM chunks WHERE text_hash = ? LIMIT 1",
-        [text_hash, text_hash],
+        """WITH t AS (
+               SELECT text_hash, text, NULL AS doc_id FROM gold_texts
+               WHERE text_hash IN (SELECT unnest(?))
+               UNION ALL
+               SELECT text_hash, text, doc_id FROM chunks WHERE text_hash IN (SELECT unnest(?)))
+           SELECT text_hash, any_value(text), any_value(doc_id) FROM t GROUP BY text_hash""",
+        [wanted, wanted],
     ).fetchall()
-    return rows[0][0] if rows else None
+    return {h: (text, doc) for h, text, doc in rows}
 
 
-def proposals_for(passage: str, chunks: list[tuple[str, str]]) -> list[tuple[str, float, str]]:
-    """(chunk_id, score, how) for the chunks holding the passage; pure, for tests and remap."""
-    old = _squash(passage)
-    contained = []
-    for chunk_id, text in chunks:
-        new = _squash(text)
-        if old and (old in new or (len(new) >= MIN_PIECE and new in old)):
-            contained.append((chunk_id, 100.0, "contains" if old in new else "part of"))
+def _contained(
+    con: duckdb.DuckDBPyConnection, passages: dict[str, tuple[str, str]], snapshot_id: int
+) -> dict[str, list[tuple[str, float, str]]]:
+    """Containment either way between each passage and the current chunks, in SQL (the test of
+    ``_proposals``: whitespace collapsed, case folded). Chunks of the passage's own document are
+    tried first, a cheap equi-join; only a passage no chunk of its document holds is compared
+    with the whole corpus."""
+    import polars as pl
+
+    if not passages:
+        return {}
+    frame = pl.DataFrame(
+        [(h, text, doc) for h, (text, doc) in passages.items()],
+        orient="row",
+        schema={"text_hash": pl.Utf8, "text": pl.Utf8, "doc_id": pl.Utf8},
+    )
+    squash = "trim(lower(regexp_replace(text, '\\s+', ' ', 'g')))"
+    holds = (
+        "length(p.old) > 0 AND (contains(c.new, p.old)"
+        " OR (length(c.new) >= ? AND contains(p.old, c.new)))"
+    )
+    con.register("gold_passages", frame)
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE gold_remap_p AS
+            SELECT text_hash, doc_id, {squash} AS old FROM gold_passages;
+            CREATE OR REPLACE TEMP TABLE gold_remap_c AS
+            SELECT chunk_id, doc_id, {squash} AS new FROM chunks
+            WHERE snapshot_id = {int(snapshot_id)}"""
+    )
+    con.unregister("gold_passages")
+    rows = con.execute(
+        f"""SELECT p.text_hash, c.chunk_id, contains(c.new, p.old)
+            FROM gold_remap_p p JOIN gold_remap_c c ON p.doc_id = c.doc_id AND {holds}
+            ORDER BY 1, 2""",
+        [MIN_PIECE],
+    ).fetchall()
+    left = sorted(set(passages) - {r[0] for r in rows})
+    if left:
+        rows += con.execute(
+            f"""SELECT p.text_hash, c.chunk_id, contains(c.new, p.old)
+                FROM (SELECT * FROM gold_remap_p WHERE text_hash IN (SELECT unnest(?))) p
+                JOIN gold_remap_c c ON {holds}
+                ORDER BY 1, 2""",
+            [left, MIN_PIECE],
+        ).fetchall()
+    con.execute("DROP TABLE gold_remap_p; DROP TABLE gold_remap_c")
+    found: dict[str, list[tuple[str, float, str]]] = {}
+    for text_hash, chunk_id, holds_it in rows:
+        found.setdefault(text_hash, []).append(
+            (chunk_id, 100.0, "contains" if holds_it else "part of")
+        )
+    return found
+
+
+def _proposals(old: str, chunks: list[tuple[str, str]]) -> list[tuple[str, float, str]]:
+    """Proposals for a squashed passage among squashed (chunk_id, text) pairs."""
+    contained = [
+        (chunk_id, 100.0, "contains" if old in new else "part of")
+        for chunk_id, new in chunks
+        if old and (old in new or (len(new) >= MIN_PIECE and new in old))
+    ]
     if contained:
         return contained
     from rapidfuzz import fuzz, process
 
-    texts = [_squash(t) for _, t in chunks]
     hits = process.extract(
-        old, texts, scorer=fuzz.partial_ratio, score_cutoff=FUZZY_CUTOFF, limit=5
-    )
+        old, [t for _, t in chunks], scorer=fuzz.partial_ratio, score_cutoff=FUZZY_CUTOFF,
+        limit=5,
+    )  # fmt: skip
     return [(chunks[i][0], float(score), "fuzzy") for _, score, i in hits]
+
+
+def proposals_for(passage: str, chunks: list[tuple[str, str]]) -> list[tuple[str, float, str]]:
+    """(chunk_id, score, how) for the chunks holding the passage: containment either way (a
+    split or a merge), else rapidfuzz partial matching."""
+    return _proposals(_squash(passage), [(c, _squash(t)) for c, t in chunks])
 
 
 def remap(con: duckdb.DuckDBPyConnection, by: str) -> Remapped:
     """Drafts on the current chunks for every drifted label; the item goes back to review."""
+    import duckdb  # noqa: F401  (scanning polars frames needs the full duckdb package)
+    import polars as pl
+
     snapshot_id, _ = current_snapshot(con)
     drifted = drift(con)
     result = Remapped(labels=len(drifted))
@@ -100,85 +168,124 @@ def remap(con: duckdb.DuckDBPyConnection, by: str) -> Remapped:
         "SELECT chunk_id, text, text_hash FROM chunks WHERE snapshot_id = ? ORDER BY chunk_id",
         [snapshot_id],
     ).fetchall()
-    pairs = [(c, t) for c, t, _ in chunks]
     hashes = {c: h for c, _, h in chunks}
+    passages = _passages(con, {d["text_hash"] for d in drifted})
+    found_by_hash = _contained(con, passages, snapshot_id)
+    squashed = None
+    drafts: dict[tuple[str, str], list] = {}  # (query, chunk) -> [grade, rank, score]
+    removed, history = [], []
+    for label in drifted:
+        qid, old_chunk, text_hash = label["query_id"], label["chunk_id"], label["text_hash"]
+        if text_hash not in found_by_hash:  # nothing holds it: rapidfuzz, on the few left
+            passage = passages.get(text_hash, (None, None))[0]
+            if passage and squashed is None:
+                squashed = [(c, _squash(t)) for c, t, _ in chunks]
+            found_by_hash[text_hash] = _proposals(_squash(passage), squashed) if passage else []
+        found = found_by_hash[text_hash]
+        if not found:
+            result.unmatched.append(label)
+            continue
+        removed.append((qid, old_chunk))
+        for rank, (chunk_id, score, _how) in enumerate(found, 1):
+            slot = drafts.setdefault((qid, chunk_id), [label["grade"], rank, score])
+            slot[0] = max(slot[0], label["grade"])  # a merge keeps the best old grade
+        detail = {
+            "chunk_id": old_chunk, "grade": label["grade"], "reason": label["reason"],
+            "proposed": [{"chunk_id": c, "score": s, "how": h} for c, s, h in found],
+        }  # fmt: skip
+        history.append((qid, "remap", json.dumps(detail, sort_keys=True)))
+        result.proposals += len(found)
+        result.items.add(qid)
     at = now()
     with transaction(con):
-        for label in drifted:
-            qid, old_chunk = label["query_id"], label["chunk_id"]
-            passage = _passage(con, label["text_hash"])
-            found = proposals_for(passage, pairs) if passage else []
-            if not found:
-                result.unmatched.append(label)
-                continue
+        if removed:
+            frame = pl.DataFrame(removed, orient="row", schema={"query_id": pl.Utf8,
+                                                                "chunk_id": pl.Utf8})  # fmt: skip
+            con.register("gold_removed", frame)
             con.execute(
-                "DELETE FROM gold_labels WHERE query_id = ? AND chunk_id = ? AND kind = 'label'",
-                [qid, old_chunk],
+                """DELETE FROM gold_labels WHERE kind = 'label' AND (query_id, chunk_id) IN
+                   (SELECT (query_id, chunk_id) FROM gold_removed)"""
             )
-            for rank, (chunk_id, score, _how) in enumerate(found, 1):
-                _put_draft(
-                    con,
-                    qid,
-                    chunk_id,
-                    label["grade"],
-                    rank,
-                    score,
-                    "remap",
-                    hashes.get(chunk_id),
-                    snapshot_id,
-                    by,
-                    at,
-                )
-            record(
-                con,
-                qid,
-                "remap",
-                by,
-                {
-                    "chunk_id": old_chunk,
-                    "grade": label["grade"],
-                    "reason": label["reason"],
-                    "proposed": [{"chunk_id": c, "score": s, "how": h} for c, s, h in found],
-                },
-                at,
-            )
-            result.proposals += len(found)
-            result.items.add(qid)
+            con.unregister("gold_removed")
+        _put_drafts(con, drafts, "remap", hashes, snapshot_id, by, at)
+        _append_history(con, history, by, at)
         _back_to_review(con, result.items, by, at, "remap")
     return result
 
 
-def _put_draft(con, qid, chunk_id, grade, rank, score, source, text_hash, snapshot_id, who, ts):
-    """A draft carrying the old grade; a chunk proposed twice keeps the higher grade, and a
-    chunk a person has already graded is left alone."""
-    existing = con.execute(
-        "SELECT kind FROM gold_labels WHERE query_id = ? AND chunk_id = ?", [qid, chunk_id]
-    ).fetchall()
-    if any(kind == "label" for (kind,) in existing):
+def _put_drafts(con, drafts: dict, source: str, hashes: dict, snapshot_id, who: str, ts) -> None:
+    """Drafts carrying old grades, in bulk. A chunk a person has graded is left alone; an
+    existing draft of the same chunk keeps the higher suggested grade."""
+    import polars as pl
+
+    existing = dict(
+        ((q, c), kind)
+        for q, c, kind in con.execute(
+            "SELECT query_id, chunk_id, max(kind) FROM gold_labels"
+            " WHERE query_id IN (SELECT unnest(?)) GROUP BY ALL",
+            [sorted({q for q, _ in drafts})],
+        ).fetchall()
+    )
+    rows = []
+    for (qid, chunk_id), (grade, rank, score) in sorted(drafts.items()):
+        kind = existing.get((qid, chunk_id))
+        if kind == "label":  # max(kind) is 'label' when a person's grade exists
+            continue
+        if kind == "draft":
+            con.execute(
+                "UPDATE gold_labels SET suggested_grade = greatest(suggested_grade, ?)"
+                " WHERE query_id = ? AND chunk_id = ? AND kind = 'draft'",
+                [grade, qid, chunk_id],
+            )
+            continue
+        rows.append((qid, chunk_id, grade, rank, score, hashes.get(chunk_id)))
+    if not rows:
         return
-    if existing:
-        con.execute(
-            "UPDATE gold_labels SET suggested_grade = greatest(suggested_grade, ?)"
-            " WHERE query_id = ? AND chunk_id = ? AND kind = 'draft'",
-            [grade, qid, chunk_id],
-        )
-        return
+    frame = pl.DataFrame(rows, orient="row", schema={
+        "query_id": pl.Utf8, "chunk_id": pl.Utf8, "grade": pl.Int64, "rank": pl.Int64,
+        "score": pl.Float64, "text_hash": pl.Utf8,
+    })  # fmt: skip
+    con.register("gold_new_drafts", frame)
     con.execute(
         """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, rank, score,
                source, text_hash, snapshot_id, who, ts)
-           VALUES (?, ?, 'draft', ?, ?, ?, ?, ?, ?, ?, ?)""",
-        [qid, chunk_id, grade, rank, score, source, text_hash, snapshot_id, who, ts],
+           SELECT query_id, chunk_id, 'draft', grade, rank, score, ?, text_hash, ?, ?, ?
+           FROM gold_new_drafts""",
+        [source, snapshot_id, who, ts],
     )
+    con.unregister("gold_new_drafts")
+
+
+def _append_history(con, rows: list[tuple[str, str, str]], who: str, ts) -> None:
+    """(query_id, action, detail JSON) rows, in order, in one statement."""
+    import polars as pl
+
+    if not rows:
+        return
+    schema = {"query_id": pl.Utf8, "action": pl.Utf8, "detail": pl.Utf8}
+    frame = pl.DataFrame(rows, orient="row", schema=schema).with_row_index("ord")
+    first = reserve(con, "gold_history_seq", len(rows))
+    con.register("gold_new_history", frame)
+    con.execute(
+        "INSERT INTO gold_history SELECT ? + ord, query_id, ?, ?, action, detail"
+        " FROM gold_new_history",
+        [first, ts, who],
+    )
+    con.unregister("gold_new_history")
 
 
 def _back_to_review(con, query_ids: set[str], by: str, at: datetime, why: str) -> None:
-    for qid in sorted(query_ids):
-        con.execute(
-            "UPDATE gold_items SET status = 'drafted', updated_at = ? WHERE query_id = ?"
-            " AND status = 'verified'",
-            [at, qid],
-        )
-        record(con, qid, "status", by, {"status": "drafted", "why": why}, at)
+    ids = sorted(query_ids)
+    moved = [
+        r[0]
+        for r in con.execute(
+            "UPDATE gold_items SET status = 'drafted', updated_at = ?"
+            " WHERE query_id IN (SELECT unnest(?)) AND status = 'verified' RETURNING query_id",
+            [at, ids],
+        ).fetchall()
+    ]
+    detail = json.dumps({"status": "drafted", "why": why}, sort_keys=True)
+    _append_history(con, [(q, "status", detail) for q in sorted(moved)], by, at)
 
 
 _AGE = re.compile(r"^\s*(\d+)\s*([dwhmy]?)\s*$")
@@ -214,39 +321,53 @@ def stale(
     )
     if dry_run or not old:
         return old
-    with transaction(con):
-        for item in old:
-            qid = item["query_id"]
-            labels = fetch_dicts(
-                con, "SELECT * FROM gold_labels WHERE query_id = ? AND kind = 'label'", [qid]
-            )
-            con.execute("DELETE FROM gold_labels WHERE query_id = ?", [qid])
-            for rank, lab in enumerate(labels, 1):
-                _put_draft(
-                    con,
-                    qid,
-                    lab["chunk_id"],
-                    lab["grade"],
-                    rank,
-                    None,
-                    "stale",
-                    lab["text_hash"],
-                    lab["snapshot_id"],
-                    by,
-                    at,
-                )
-            con.execute("UPDATE gold_items SET no_answer = false WHERE query_id = ?", [qid])
-            record(
-                con,
-                qid,
-                "stale",
-                by,
+    ids = [i["query_id"] for i in old]
+    labels = fetch_dicts(
+        con,
+        "SELECT query_id, chunk_id, grade FROM gold_labels WHERE kind = 'label'"
+        " AND query_id IN (SELECT unnest(?)) ORDER BY query_id, chunk_id",
+        [ids],
+    )
+    by_item: dict[str, dict[str, int]] = {}
+    for lab in labels:
+        by_item.setdefault(lab["query_id"], {})[lab["chunk_id"]] = lab["grade"]
+    history = [
+        (
+            item["query_id"],
+            "stale",
+            json.dumps(
                 {
                     "labelled_at": item["labelled_at"].isoformat() if item["labelled_at"] else None,
-                    "labels": {lab["chunk_id"]: lab["grade"] for lab in labels},
+                    "labels": by_item.get(item["query_id"], {}),
                     "older_than_days": older_than.days,
                 },
-                at,
-            )
-        _back_to_review(con, {i["query_id"] for i in old}, by, at, "stale")
+                sort_keys=True,
+            ),
+        )  # fmt: skip
+        for item in old
+    ]
+    with transaction(con):
+        # Each label becomes a draft carrying its grade, on the chunk and snapshot it was made on.
+        con.execute(
+            "DELETE FROM gold_labels WHERE kind = 'draft' AND query_id IN (SELECT unnest(?))",
+            [ids],
+        )
+        con.execute(
+            """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, rank, score,
+                   source, text_hash, snapshot_id, who, ts)
+               SELECT query_id, chunk_id, 'draft', grade,
+                      row_number() OVER (PARTITION BY query_id ORDER BY chunk_id), NULL,
+                      'stale', text_hash, snapshot_id, ?, ?
+               FROM gold_labels WHERE kind = 'label' AND query_id IN (SELECT unnest(?))""",
+            [by, at, ids],
+        )
+        con.execute(
+            "DELETE FROM gold_labels WHERE kind = 'label' AND query_id IN (SELECT unnest(?))",
+            [ids],
+        )
+        con.execute(
+            "UPDATE gold_items SET no_answer = false WHERE query_id IN (SELECT unnest(?))", [ids]
+        )
+        _append_history(con, history, by, at)
+        _back_to_review(con, set(ids), by, at, "stale")
     return old

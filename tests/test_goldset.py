@@ -349,6 +349,7 @@ def rechunk() -> dict[str, tuple[str, str]]:
     chunks["kb-vpn-all"] = ("VPN", vpn1[1] + "\n\n" + vpn2[1])
     title, text = chunks["kb-invoice-1"]
     chunks["kb-invoice-1"] = (title, text.replace("as a PDF", "as a PDF file"))
+    chunks["archive-export"] = chunks.pop("kb-export-1")  # moved to another document
     return chunks
 
 
@@ -368,11 +369,12 @@ def test_drift_and_remap_after_rechunking(cli, store: Path) -> None:
         ("kb-vpn-1", "missing"),
         ("kb-vpn-2", "missing"),
         ("kb-invoice-1", "changed"),
+        ("kb-export-1", "missing"),
     }
     published = gold(cli, store, "publish", "-m", "on the old chunking")
-    assert "4 labels point at chunks missing from, or changed in" in published.stderr
+    assert "5 labels point at chunks missing from, or changed in" in published.stderr
     out = gold(cli, store, "remap", "--by", "carol").stdout
-    assert out.startswith("4 drifted labels:") and "0 without a match" in out
+    assert out.startswith("5 drifted labels:") and "0 without a match" in out
 
     def drafts(text: str) -> dict[str, int]:
         shown = json.loads(gold(cli, store, "show", qid(text), "--json").stdout)
@@ -383,8 +385,9 @@ def test_drift_and_remap_after_rechunking(cli, store: Path) -> None:
     assert drafts("reset password") == {"kb-reset-1a": 2, "kb-reset-1b": 2}  # split in two
     assert drafts("vpn setup") == {"kb-vpn-all": 2}  # merged: the best old grade is kept
     assert drafts("download invoice") == {"kb-invoice-1": 2}  # edited: fuzzy match
-    untouched = json.loads(gold(cli, store, "show", qid("export my data"), "--json").stdout)
-    assert untouched["status"] == "verified"
+    assert drafts("export my data") == {"archive-export": 2}  # found outside its document
+    vpn = json.loads(gold(cli, store, "show", qid("vpn setup"), "--json").stdout)
+    assert vpn["drafts"][0]["source"] == "remap"
     history = json.loads(gold(cli, store, "show", qid("vpn setup"), "--json").stdout)["history"]
     assert [h["action"] for h in history][-3:] == ["remap", "remap", "status"]
 
