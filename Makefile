@@ -22,6 +22,7 @@ test: setup
 	$(PY) -m pytest -q
 
 bench: setup
+	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) bench/run.py
 
 lint: setup
