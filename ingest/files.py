@@ -334,9 +334,7 @@ def fix_reject_lines(con: duckdb.DuckDBPyConnection, item: InputFile, redactor) 
     recs = con.execute("SELECT list(line) FROM gm_stage WHERE reason IS NOT NULL").fetchall()[0][0]
     if not recs:
         return
-    raw = "m.raw"
-    for step in redactor.steps("gm_col"):
-        raw = step.replace("gm_col", f"({raw})")
+    raw = redactor.nested("m.raw")
     if item.format == "parquet":
         source = (
             "SELECT file_row_number + 1 AS rec, file_row_number + 1 AS line, to_json(t)::VARCHAR "

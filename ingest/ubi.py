@@ -104,9 +104,7 @@ def target(click_actions: list[str], events_path: str, redactor: Redactor) -> Ta
     actions = [a.lower() for a in click_actions]
 
     def summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, Any]:
-        raw = "raw"
-        for step in redactor.steps("gm_col"):
-            raw = step.replace("gm_col", f"({raw})")
+        raw = redactor.nested("raw")
         run_sql(
             con,
             f"INSERT INTO rejects (batch_id, path, line, reason, raw) SELECT $batch, $path, line, "
