@@ -34,11 +34,12 @@ def compare_command(
     a: Annotated[
         str,
         typer.Argument(
+            metavar="A",
             help="A: a stored run (id or label), a run file, or "
-            "history:FILE:LABEL / history:FILE:ROW."
+            "history:FILE:LABEL / history:FILE:ROW.",
         ),
     ],
-    b: Annotated[str, typer.Argument(help="B: the same kinds; deltas are B - A.")],
+    b: Annotated[str, typer.Argument(metavar="B", help="B: the same kinds; deltas are B - A.")],
     gold: Annotated[
         str | None,
         typer.Option("--gold", "-g", help="Gold set to score run files against (file or v3)."),

@@ -342,6 +342,14 @@ def compare_runs(
         source_b=b.source,
         texts=texts,
     )
+    for r in results:
+        if r.verdict == "inside the noise" and (r.ci[0] > 0 or r.ci[1] < 0):
+            comparison.notes.append(
+                f"{r.metric}: borderline. Its 95% interval leaves out 0 but the test's p "
+                f"({r.p_value:.4f}{', Holm' if correction else ''}) is not under {alpha:g}; "
+                "the verdict follows the test (the interval is per metric, uncorrected, and "
+                "optimistic on few changed queries)"
+            )
     if a.gold_hash and b.gold_hash and a.gold_hash != b.gold_hash:
         comparison.notes.append(
             "A and B were scored against different gold sets: compared on the queries both "
@@ -680,7 +688,6 @@ def format_comparison(c: Comparison) -> list[str]:
             f"{len(c.only_b)} only B was (a grown or changed gold set)"
         )
     lines.append(f"paired on {c.n_queries} common queries{left_out}")
-    lines.extend(c.notes)
     lines.append(
         f"paired randomization test, {c.permutations:,} sign flips (seed {c.seed}); "
         f"bootstrap 95% interval, {c.bootstrap:,} resamples"
@@ -706,6 +713,7 @@ def format_comparison(c: Comparison) -> list[str]:
         f"detectable: the smallest true change {c.n_queries} queries detect with "
         f"{POWER:.0%} power at alpha {c.alpha:g} (from the spread of the paired deltas)"
     )
+    lines.extend(f"note: {note}" for note in c.notes)
     for m in c.metrics:
         lines.append("")
         lines.append(f"{m.metric}: B won {m.wins} queries, lost {m.losses}, tied {m.ties}")
