@@ -372,18 +372,21 @@ def test_cli_compare_plot_html_is_self_contained(cli, tmp_path: Path, stored) ->
 
 
 def test_cli_png_without_matplotlib_is_one_clear_line(cli, tmp_path: Path, stored) -> None:
-    try:
-        import matplotlib  # noqa: F401
-
-        pytest.skip("matplotlib is installed here")
-    except ImportError:
-        pass
-    result = cli("eval", "compare", "base", "better", "--db", str(stored["db"]), "--plot", "x.png")
+    # Hide matplotlib whether or not it is installed: a package of that name that fails to import
+    # comes first on the path.
+    blocker = tmp_path / "hide" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('hidden for the test')\n")
+    env = {"PYTHONPATH": str(blocker.parent)}
+    result = cli(
+        "eval", "compare", "base", "better", "--db", str(stored["db"]), "--plot", "x.png", env=env
+    )
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "error: x.png: PNG plots need matplotlib, which is not installed; write the plot as "
         ".html instead, or pip install matplotlib"
     )
+    assert not (tmp_path / "x.png").exists()
 
 
 def test_worse_than_uses_the_verdict_not_any_drop(cli, tmp_path: Path, stored) -> None:
