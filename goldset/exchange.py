@@ -7,6 +7,11 @@ as published, so export → import into an empty store → export gives the same
 
 TREC qrels (+ topics), BEIR (``queries.jsonl`` + ``qrels/test.tsv``) and the minimal gold JSONL
 (``query_id``, ``query``, ``relevant``) come in as new verified items, with the file as provenance.
+Their grades are kept as written unless ``--grade-map`` says how they read on goldmine's scale
+(2 fully answers, 1 useful context, 0 not relevant). Cranfield's judgment codes, for instance, run
+the other way (1 is "a complete answer", 4 "of minimum interest", -1 "no interest"), so its raw
+``cranqrel`` is imported with ``--grade-map 1=2,2=2,3=1,4=1,-1=0``: every code 1-4 stays relevant
+(MAP and recall match the published figures) and codes 1-2 become "answers".
 """
 
 from __future__ import annotations
