@@ -4,10 +4,10 @@ The method: a k-nearest-neighbour graph over the query embeddings (cosine, built
 memory is one block x n, never n x n), cut into communities by Louvain modularity (networkx, fixed
 seed, resolution 1: modularity's own null model, no threshold). The one free choice, k, is picked
 without labels: Louvain runs for each k in ``K_GRID`` and the partition with the best silhouette
-(cosine, on a seeded sample) wins. The grid was fixed before looking at any labels; the
-silhouette, not the intents, chooses. On banking77's 10,003 queries it chose k = 8 and reached ARI
-0.50-0.51, NMI 0.80, purity 0.59-0.61 with ~60 clusters (bench/bench_triage.py), never told k;
-k-means told k = 77 reaches 0.483 (FACTS.md) and 0.492 on the same vectors.
+(cosine, on a seeded sample) wins. The grid spans the usual neighbour counts (5 to 20); the
+silhouette, not the intents, chooses among them. On banking77's 10,003 queries it chose k = 8
+and reached ARI 0.50-0.51, NMI 0.80, purity 0.59-0.61 with ~60 clusters (bench/bench_triage.py),
+never told k; k-means told k = 77 reaches 0.483 (FACTS.md) and 0.492 on the same vectors.
 
 Incremental: once clusters exist, a new query joins the cluster whose centroid is most similar when
 that cosine reaches the cluster's radius — the 10th percentile of its own members' cosines to the
