@@ -83,11 +83,26 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 
 
 def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
-    con.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations ("
-        " name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
-    )
+    """Names of the migrations this file has; creates the record table on a writable blank file."""
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_migrations'"
+    ).fetchall()[0][0]
+    if not exists:
+        if _is_read_only(con):
+            return []
+        con.execute(
+            "CREATE TABLE schema_migrations ("
+            " name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+        )
+        return []
     return [row[0] for row in con.execute("SELECT name FROM schema_migrations").fetchall()]
+
+
+def _is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
+    rows = con.execute(
+        "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
+    return bool(rows and rows[0][0])
 
 
 def pending_migrations(con: duckdb.DuckDBPyConnection) -> list[Migration]:

@@ -102,3 +102,18 @@ def test_db_resolution_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("GOLDMINE_DB", "from-env.duckdb")
     assert resolve_db_path(None) == Path("from-env.duckdb")
     assert resolve_db_path("flag.duckdb") == Path("flag.duckdb")
+
+
+def test_read_only_open_of_a_migrated_file(db_path: Path) -> None:
+    with open_store(db_path) as con:
+        con.execute("INSERT INTO settings (key, value) VALUES ('k', 'v')")
+    with open_store(db_path, read_only=True) as con:
+        assert con.execute("SELECT value FROM settings").fetchall() == [("v",)]
+
+
+def test_read_only_open_of_a_missing_file_says_so(tmp_path: Path) -> None:
+    with (
+        pytest.raises(StoreError, match="no goldmine store"),
+        open_store(tmp_path / "absent.duckdb", read_only=True),
+    ):
+        pass
