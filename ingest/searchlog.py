@@ -99,7 +99,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
                  WHEN {q} IS NULL OR trim({q}) = '' THEN 'missing query'
                  WHEN {typ(fields, "query")} <> 'VARCHAR'
                      THEN 'wrong type: query is ' || gm_jtype({typ(fields, "query")})
-                 WHEN {ts} IS NOT NULL AND gm_ts({ts}) IS NULL
+                 WHEN {ts} IS NOT NULL AND gm_t IS NULL
                      THEN 'unparseable timestamp: ' || left({ts}, 60)
                  WHEN {typ(fields, "result_ids")} NOT IN {_LISTS}
                      THEN 'wrong type: result_ids is ' || gm_jtype({typ(fields, "result_ids")})
@@ -111,7 +111,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             coalesce({val(fields, "event_id")}, 'h-' || md5(concat_ws(chr(31), {content})))
                 AS event_id,
             $gm_source AS source,
-            gm_ts({ts}) AS ts,
+            gm_t AS ts,
             {val(fields, "session_id")} AS session_id,
             {val(fields, "user_id")} AS user_id,
             trim({q}) AS query,
@@ -120,7 +120,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             gm_ids({clk}) AS clicked_ids,
             {val(fields, "feedback")} AS feedback,
             x AS extra
-        FROM ({access}))
+        FROM (SELECT *, gm_ts({ts}) AS gm_t FROM ({access})))
     """
     return sql, params
 

@@ -373,3 +373,26 @@ def test_clean_file_with_blank_lines_gets_true_line_numbers_for_its_rejects(tmp_
         (str(parquet), 2, "missing query"),
     ]
     assert json.loads(rows[0][3])["event_id"] == "e4"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-21 10:00:01.5", "2026-11-21 10:00:01.5"),  # plain ISO: the fast cast
+        ("2026-11-21T10:00:01", "2026-11-21 10:00:01"),
+        ("2026-11-21", "2026-11-21 00:00:00"),
+        ("2026-11-21T10:00:01Z", "2026-11-21 10:00:01"),
+        ("2026-11-21T10:00:01+02:00", "2026-11-21 08:00:01"),  # an offset is converted to UTC
+        ("2026-11-21T10:00:01-0500", "2026-11-21 15:00:01"),
+        ("2026-11-21 10:00:01 Europe/Berlin", "2026-11-21 09:00:01"),
+        ("1700000000", "2023-11-14 22:13:20"),
+        ("Wed Oct 11 06:55:44 +0000 2017", "2017-10-11 06:55:44"),
+        ("2026-13-45 10:00:00", None),
+        ("yesterday", None),
+    ],
+)
+def test_timestamps_plain_iso_offsets_epochs_and_twitter(text, expected):
+    con = duckdb.connect()
+    batch.prepare(con)
+    got = con.execute("SELECT gm_ts($s)::VARCHAR", {"s": text}).fetchall()[0][0]
+    assert got == expected
