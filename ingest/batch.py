@@ -138,6 +138,8 @@ class Target:
     store: Callable[[duckdb.DuckDBPyConnection, Target, int], int] | None = None
     summary: Callable[[duckdb.DuckDBPyConnection, int], dict[str, Any]] | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    # The stage SQL selects ``gm_present`` itself, found before its heavy per-row work.
+    marks_present: bool = False
 
 
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
@@ -280,7 +282,7 @@ def _create_stage(
 ) -> None:
     cte = f"WITH gm_rows AS NOT MATERIALIZED ({rows}) " if "gm_columns" in params else ""
     staged = _wrap(stage_sql, target, redactor)
-    if target.store is None:
+    if target.store is None and not target.marks_present:
         staged = _mark_present(staged, target)
     sql = "CREATE OR REPLACE TEMP TABLE gm_stage AS " + cte + staged
     _execute(con, sql, {**params, **redactor.sql_params()}, path)

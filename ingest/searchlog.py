@@ -74,6 +74,12 @@ _LISTS = "('ARRAY', 'VARCHAR', 'NULL')"
 _TYPED = ("query", "result_ids", "clicked_ids")
 
 
+def _unless_known(expr: str) -> str:
+    # A row whose event_id is already stored needs only its key, reason and ts (the watermark):
+    # the already-stored check comes first, so an overlapping file's old half skips the rest.
+    return f"CASE WHEN gm_known THEN NULL ELSE {expr} END"
+
+
 def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and "query" not in fields:
@@ -92,7 +98,9 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
         for n in ("ts", "session_id", "user_id", "query", "result_ids", "clicked_ids")
     )
     sql = f"""
-        SELECT * REPLACE (coalesce(num_results, len(result_ids))::INTEGER AS num_results)
+        SELECT * EXCLUDE (gm_known) REPLACE (
+            coalesce(num_results, len(result_ids))::INTEGER AS num_results),
+            reason IS NULL AND gm_known AS gm_present
         FROM (
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
@@ -108,19 +116,25 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
                  WHEN {num} IS NOT NULL AND try_cast({num} AS DOUBLE) IS NULL
                      THEN 'wrong type: num_results is not a number: ' || left({num}, 40)
             END AS reason,
-            coalesce({val(fields, "event_id")}, 'h-' || md5(concat_ws(chr(31), {content})))
-                AS event_id,
+            gm_key AS event_id,
             $gm_source AS source,
             gm_t AS ts,
-            {val(fields, "session_id")} AS session_id,
-            {val(fields, "user_id")} AS user_id,
-            trim({q}) AS query,
-            gm_ids({res}) AS result_ids,
-            try_cast({num} AS DOUBLE)::INTEGER AS num_results,
-            gm_ids({clk}) AS clicked_ids,
-            {val(fields, "feedback")} AS feedback,
-            x AS extra
-        FROM (SELECT *, gm_ts({ts}) AS gm_t FROM ({access})))
+            {_unless_known(val(fields, "session_id"))} AS session_id,
+            {_unless_known(val(fields, "user_id"))} AS user_id,
+            {_unless_known(f"trim({q})")} AS query,
+            {_unless_known(f"gm_ids({res})")} AS result_ids,
+            {_unless_known(f"try_cast({num} AS DOUBLE)::INTEGER")} AS num_results,
+            {_unless_known(f"gm_ids({clk})")} AS clicked_ids,
+            {_unless_known(val(fields, "feedback"))} AS feedback,
+            {_unless_known("x")} AS extra,
+            gm_known
+        FROM (
+            SELECT *, EXISTS (SELECT 1 FROM search_events e WHERE e.event_id = gm_key) AS gm_known
+            FROM (
+                SELECT *, gm_ts({ts}) AS gm_t,
+                       coalesce({val(fields, "event_id")},
+                                'h-' || md5(concat_ws(chr(31), {content}))) AS gm_key
+                FROM ({access}))))
     """
     return sql, params
 
@@ -132,5 +146,6 @@ def target(mapping: dict[str, str] | None = None, source: str = "searchlog") -> 
         key=("event_id",),
         columns=COLUMNS,
         stage=lambda keys: stage_sql(keys, mapping or {}, source),
+        marks_present=True,
         redact=("query", "extra"),
     )
