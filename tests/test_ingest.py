@@ -396,3 +396,36 @@ def test_timestamps_plain_iso_offsets_epochs_and_twitter(text, expected):
     batch.prepare(con)
     got = con.execute("SELECT gm_ts($s)::VARCHAR", {"s": text}).fetchall()[0][0]
     assert got == expected
+
+
+def test_overlap_old_rows_are_checked_first_but_still_rejected_counted_and_watermarked(
+    tmp_path, db_path
+):
+    keyless = {k: v for k, v in event(20).items() if k != "event_id"}
+    first = write_jsonl(tmp_path / "a.jsonl", [event(1), event(2), keyless])
+    second = write_jsonl(
+        tmp_path / "b.jsonl",
+        [
+            event(1, ts="2026-12-31T23:00:00Z"),  # stored: its ts still sets the watermark
+            event(2, query=""),  # a stored key, but the row is bad now: a reject
+            keyless,  # stored under its content key
+            event(1),  # stored, twice in this file
+            event(3, result_ids="a, b|c", clicked_ids=[{"id": "b"}]),
+            event(3),  # new, twice in this file: the first one is kept
+        ],
+    )
+    with open_store(db_path) as con:
+        api.searchlog(con, [first])
+        result = api.searchlog(con, [second])
+        rows = con.execute(
+            "SELECT event_id, query, result_ids, num_results, clicked_ids, session_id "
+            "FROM search_events WHERE batch_id = ?",
+            [result.files[0].batch_id],
+        ).fetchall()
+        watermark = con.execute(
+            "SELECT watermark::VARCHAR FROM import_batches WHERE batch_id = ?",
+            [result.files[0].batch_id],
+        ).fetchall()
+    assert counts(result.total) == (6, 1, 1, 4)
+    assert rows == [("e3", "query number 3", ["a", "b", "c"], 2, ["b"], "s1")]
+    assert watermark == [("2026-12-31 23:00:00",)]
