@@ -97,7 +97,7 @@ def load_gold(spec: str, fmt: str | None = None, db: Path | None = None) -> Gold
 
     from goldmine.store import open_store
 
-    with open_store(db) as con:
+    with open_store(db, read_only=True) as con:
         return load_version(con, spec)
 
 
