@@ -441,12 +441,12 @@ def json_path(key: str) -> str:
 def field_access(
     fields: dict[str, list[str]], extra_keys: list[str], typed: tuple[str, ...] = ()
 ) -> tuple[str, dict[str, Any]]:
-    """SQL selecting ``line, raw, err, v, t, x`` from ``gm_rows(line, raw, err, j)``.
+    """SQL selecting ``line, raw, err, gm_v1, gm_t1, …, x`` from ``gm_rows(line, raw, err, j)``.
 
     ``j`` is the record parsed once into a struct of the file's fields (``gm_columns``): the
     fields named in ``typed`` and the extra fields come as JSON, so a type can be checked and
-    extras kept as they were, the rest as text. ``v[i]``/``t[i]`` follow the order of
-    ``fields``' source keys.
+    extras kept as they were, the rest as text. ``gm_v<i>``/``gm_t<i>`` (value, JSON type) follow
+    the order of ``fields``' source keys; ``val``/``typ`` name them.
     """
     keys = [k for names in fields.values() for k in names]
     typed_keys = {k for name in typed for k in fields.get(name, [])}
@@ -479,11 +479,14 @@ def field_access(
             f"list_zip($gm_extra_keys, [{pairs}]::JSON[]), "
             "lambda e: e[2] IS NOT NULL AND e[2]::VARCHAR <> 'null')))::VARCHAR, '{}') END"
         )
+    # One column per field (not a list): nothing to build per row, and the optimizer drops the
+    # values and types no stage expression reads.
+    columns_sql = "".join(
+        f"{value}::VARCHAR AS gm_v{i}, {kind} AS gm_t{i}, "
+        for i, (value, kind) in enumerate(zip(values, types, strict=True), start=1)
+    )
     sql = f"""
-        SELECT line, raw, err,
-               [{", ".join(values) or "NULL"}]::VARCHAR[] AS v,
-               [{", ".join(types) or "NULL"}]::VARCHAR[] AS t,
-               {extra} AS x
+        SELECT line, raw, err, {columns_sql}{extra} AS x
         FROM (
             SELECT line, raw, j,
                    coalesce(err, CASE WHEN j IS NULL THEN 'malformed JSON' END) AS err
@@ -502,8 +505,8 @@ def _positions(fields: dict[str, list[str]], name: str) -> list[int]:
     return []
 
 
-def _pick(fields: dict[str, list[str]], name: str, array: str) -> str:
-    refs = [f"{array}[{i}]" for i in _positions(fields, name)]
+def _pick(fields: dict[str, list[str]], name: str, kind: str) -> str:
+    refs = [f"gm_{kind}{i}" for i in _positions(fields, name)]
     if not refs:
         return "NULL::VARCHAR"
     return refs[0] if len(refs) == 1 else f"coalesce({', '.join(refs)})"
@@ -520,5 +523,5 @@ def typ(fields: dict[str, list[str]], name: str) -> str:
     if len(refs) <= 1:
         return _pick(fields, name, "t").replace("NULL::VARCHAR", "'NULL'")
     # The type of the value val() picks: the first alias whose value is not null.
-    whens = " ".join(f"WHEN v[{i}] IS NOT NULL THEN t[{i}]" for i in refs)
+    whens = " ".join(f"WHEN gm_v{i} IS NOT NULL THEN gm_t{i}" for i in refs)
     return f"(CASE {whens} END)"
