@@ -24,6 +24,7 @@ from goldmine.ingest.files import (
     discover_keys,
     drop_raw,
     fix_reject_lines,
+    parquet_lists,
     read_raw,
     run_sql,
     sample_keys,
@@ -248,7 +249,8 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     stage_sql, params = target.stage(keys)
     if "gm_columns" not in params:
         return False
-    rows, rows_params = streaming_rows(item, params["gm_columns"], keys)
+    lists = parquet_lists(con, item)
+    rows, rows_params = streaming_rows(item, params["gm_columns"], keys, lists)
     try:
         _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
     except (duckdb.InvalidInputException, duckdb.ConversionException):
@@ -266,7 +268,8 @@ def _stage_materialized(con, target: Target, source: Source, redactor: Redactor)
     stage_sql, params = target.stage(keys)
     rows = (
         "SELECT line, raw, err, CASE WHEN err IS NULL "
-        "THEN try(json_transform(raw, $gm_structure)) END AS j FROM gm_raw"
+        "THEN try(json_transform(raw, $gm_structure)) END AS j, NULL::VARCHAR[][] AS n "
+        "FROM gm_raw"
     )
     _create_stage(con, rows, stage_sql, params, target, redactor, source.path)
 
@@ -458,18 +461,21 @@ def field_access(
         "gm_columns": columns or {"gm_none": "VARCHAR"},
         "gm_structure": json.dumps(columns or {"gm_none": "VARCHAR"}),
     }
-    values, types = [], []
+    values, types, natives = [], [], []
     for k in keys:
         got = f"struct_extract_at(j, {positions[k]})"
         if k in typed_keys:
+            native = f"n[{positions[k]}]"
             values.append(
                 f"CASE WHEN left({got}, 1) = '\"' THEN json_extract_string({got}, '$') "
                 f"WHEN {got} <> 'null' THEN {got}::VARCHAR END"
             )
-            types.append(f"gm_jtype_of({got})")
+            types.append(f"CASE WHEN {native} IS NOT NULL THEN 'ARRAY' ELSE gm_jtype_of({got}) END")
+            natives.append(native)
         else:
             values.append(got)
             types.append(f"CASE WHEN {got} IS NULL THEN 'NULL' ELSE 'VARCHAR' END")
+            natives.append("NULL::VARCHAR[]")
     extra = "NULL::VARCHAR"
     if extra_keys:
         params["gm_extra_keys"] = extra_keys
@@ -482,13 +488,13 @@ def field_access(
     # One column per field (not a list): nothing to build per row, and the optimizer drops the
     # values and types no stage expression reads.
     columns_sql = "".join(
-        f"{value}::VARCHAR AS gm_v{i}, {kind} AS gm_t{i}, "
-        for i, (value, kind) in enumerate(zip(values, types, strict=True), start=1)
+        f"{value}::VARCHAR AS gm_v{i}, {kind} AS gm_t{i}, {native} AS gm_l{i}, "
+        for i, (value, kind, native) in enumerate(zip(values, types, natives, strict=True), start=1)
     )
     sql = f"""
         SELECT line, raw, err, {columns_sql}{extra} AS x
         FROM (
-            SELECT line, raw, j,
+            SELECT line, raw, j, n,
                    coalesce(err, CASE WHEN j IS NULL THEN 'malformed JSON' END) AS err
             FROM gm_rows
         )
@@ -506,7 +512,11 @@ def _positions(fields: dict[str, list[str]], name: str) -> list[int]:
 
 
 def _pick(fields: dict[str, list[str]], name: str, kind: str) -> str:
-    refs = [f"gm_{kind}{i}" for i in _positions(fields, name)]
+    if kind == "v":
+        # A list passed through natively (gm_l) is written as JSON text only where text is used.
+        refs = [f"coalesce(gm_v{i}, to_json(gm_l{i})::VARCHAR)" for i in _positions(fields, name)]
+    else:
+        refs = [f"gm_{kind}{i}" for i in _positions(fields, name)]
     if not refs:
         return "NULL::VARCHAR"
     return refs[0] if len(refs) == 1 else f"coalesce({', '.join(refs)})"
@@ -517,11 +527,20 @@ def val(fields: dict[str, list[str]], name: str) -> str:
     return _pick(fields, name, "v")
 
 
+def ids(fields: dict[str, list[str]], name: str) -> str:
+    """SQL for a canonical field's list of ids: a native list as it is, else ``gm_ids`` of the
+    text (a JSON array, of ids or of objects with an id, or an "a,b|c" string)."""
+    refs = _positions(fields, name)
+    if len(refs) == 1:
+        return f"coalesce(gm_l{refs[0]}, gm_ids(gm_v{refs[0]}))"
+    return f"gm_ids({val(fields, name)})"
+
+
 def typ(fields: dict[str, list[str]], name: str) -> str:
     """SQL for the JSON type of a canonical field's value."""
     refs = _positions(fields, name)
     if len(refs) <= 1:
         return _pick(fields, name, "t").replace("NULL::VARCHAR", "'NULL'")
     # The type of the value val() picks: the first alias whose value is not null.
-    whens = " ".join(f"WHEN gm_v{i} IS NOT NULL THEN gm_t{i}" for i in refs)
+    whens = " ".join(f"WHEN gm_v{i} IS NOT NULL OR gm_l{i} IS NOT NULL THEN gm_t{i}" for i in refs)
     return f"(CASE {whens} END)"

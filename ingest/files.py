@@ -293,34 +293,57 @@ def sample_keys(con: duckdb.DuckDBPyConnection, item: InputFile, sample: int = 2
     return [r[0] for r in rows]
 
 
-def streaming_rows(item: InputFile, columns: dict[str, str], keys: list[str]) -> tuple[str, dict]:
-    """SQL for ``gm_rows(line, raw, err, j)`` parsed by DuckDB's reader in one pass.
+def parquet_lists(con: duckdb.DuckDBPyConnection, item: InputFile) -> set[str]:
+    """The Parquet file's columns that are lists of strings (passed through as they are)."""
+    if item.format != "parquet":
+        return set()
+    rows = con.execute(
+        "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet($p))",
+        {"p": str(item.path)},
+    ).fetchall()
+    return {name for name, kind in rows if kind == "VARCHAR[]"}
+
+
+def streaming_rows(
+    item: InputFile, columns: dict[str, str], keys: list[str], lists: set[str] = frozenset()
+) -> tuple[str, dict]:
+    """SQL for ``gm_rows(line, raw, err, j, n)`` parsed by DuckDB's reader in one pass.
 
     ``j`` holds the ``columns`` (file field -> VARCHAR or JSON) in that order. For JSONL,
     ``line`` is left empty until ``fix_reject_lines`` gives the rejected rows their line number
     (blank lines are not records) and their text, so a clean file is never held as text. For
     Parquet, ``j`` is built from the typed columns by position (``keys`` is the file's column
-    order), with no JSON round trip for the row.
+    order), with no JSON round trip for the row; a JSON field that is a Parquet list of strings
+    (``lists``) comes as the list itself in ``n`` (one entry per column, NULL for the others),
+    its text in ``j`` left NULL, so it is neither written as JSON nor parsed back.
     """
     params = {"gm_path": str(item.path), "gm_compression": item.compression}
     if item.format == "parquet":
-        parts = []
+        parts, native = [], []
         for key, kind in columns.items():
             if key not in keys:
                 parts.append("NULL::VARCHAR")
+                native.append("NULL::VARCHAR[]")
                 continue
             got = f"struct_extract_at(t, {keys.index(key) + 1})"
-            parts.append(f"to_json({got})::VARCHAR" if kind == "JSON" else f"{got}::VARCHAR")
+            if kind == "JSON" and key in lists:
+                parts.append("NULL::VARCHAR")
+                native.append(got)
+            else:
+                parts.append(f"to_json({got})::VARCHAR" if kind == "JSON" else f"{got}::VARCHAR")
+                native.append("NULL::VARCHAR[]")
+        n = f"[{', '.join(native)}]" if any(k in lists for k in columns) else "NULL::VARCHAR[][]"
         sql = (
             "SELECT file_row_number + 1 AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, "
-            f"row({', '.join(parts)}) AS j "
+            f"row({', '.join(parts)}) AS j, {n} AS n "
             "FROM read_parquet($gm_path, file_row_number = true) t"
         )
         return sql, {"gm_path": str(item.path)}
     # No row_number() here: it would serialise the parallel reader. The stage table keeps the
     # file's order, so a row's record number is its rowid + 1 (see fix_reject_lines).
     sql = (
-        "SELECT NULL::BIGINT AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, r AS j "
+        "SELECT NULL::BIGINT AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, r AS j, "
+        "NULL::VARCHAR[][] AS n "
         "FROM read_json($gm_path, format = 'newline_delimited', columns = $gm_columns, "
         "compression = $gm_compression) r"
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from goldmine.ingest.batch import Target, field_access, resolve_fields, typ, val
+from goldmine.ingest.batch import Target, field_access, ids, resolve_fields, typ, val
 
 from goldmine.errors import InputError
 
@@ -91,7 +91,6 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
     access, params = field_access(fields, [k for k in keys if k not in known], _TYPED)
     params["gm_source"] = source
     q, ts = val(fields, "query"), val(fields, "ts")
-    res, clk = val(fields, "result_ids"), val(fields, "clicked_ids")
     num = val(fields, "num_results")
     content = ", ".join(
         f"coalesce({val(fields, n)}, '')"
@@ -122,9 +121,9 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             {_unless_known(val(fields, "session_id"))} AS session_id,
             {_unless_known(val(fields, "user_id"))} AS user_id,
             {_unless_known(f"trim({q})")} AS query,
-            {_unless_known(f"gm_ids({res})")} AS result_ids,
+            {_unless_known(ids(fields, "result_ids"))} AS result_ids,
             {_unless_known(f"try_cast({num} AS DOUBLE)::INTEGER")} AS num_results,
-            {_unless_known(f"gm_ids({clk})")} AS clicked_ids,
+            {_unless_known(ids(fields, "clicked_ids"))} AS clicked_ids,
             {_unless_known(val(fields, "feedback"))} AS feedback,
             {_unless_known("x")} AS extra,
             gm_known

@@ -429,3 +429,32 @@ def test_overlap_old_rows_are_checked_first_but_still_rejected_counted_and_water
     assert counts(result.total) == (6, 1, 1, 4)
     assert rows == [("e3", "query number 3", ["a", "b", "c"], 2, ["b"], "s1")]
     assert watermark == [("2026-12-31 23:00:00",)]
+
+
+def test_parquet_string_lists_pass_through_and_key_like_the_same_jsonl(tmp_path, db_path):
+    # Parquet lists of strings skip the JSON round trip; the stored rows, and the content key
+    # of rows without event_id, are the same as from the JSONL of the same records.
+    rows = [
+        {"query": "a", "result_ids": ["d1", "d2"], "clicked_ids": [], "num_results": None},
+        {"query": "b", "result_ids": ["d3", None], "clicked_ids": None, "num_results": 9},
+        {"query": "c", "result_ids": None, "clicked_ids": ["d1"], "num_results": None},
+    ]
+    log = write_jsonl(tmp_path / "log.jsonl", rows)
+    parquet = tmp_path / "log.parquet"
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT * FROM read_json(?)", [str(log)])
+    assert con.execute("SELECT typeof(result_ids) FROM t LIMIT 1").fetchall() == [("VARCHAR[]",)]
+    con.execute(f"COPY t TO '{parquet}' (FORMAT parquet)")
+    con.close()
+    sql = (
+        "SELECT event_id, query, result_ids, num_results, clicked_ids FROM search_events "
+        "WHERE batch_id = ? ORDER BY query"
+    )
+    with open_store(db_path) as con:
+        from_parquet = api.searchlog(con, [parquet])
+        parquet_rows = con.execute(sql, [from_parquet.files[0].batch_id]).fetchall()
+        again = api.searchlog(con, [log])
+    assert parquet_rows[0][1:] == ("a", ["d1", "d2"], 2, [])
+    assert parquet_rows[1][1:] == ("b", ["d3", None], 9, None)
+    assert parquet_rows[2][1:] == ("c", None, None, ["d1"])
+    assert counts(again.total) == (3, 0, 0, 3)  # same content keys as the Parquet rows
