@@ -24,7 +24,7 @@ from goldmine.ingest.files import (
     discover_keys,
     drop_raw,
     fix_reject_lines,
-    parquet_lists,
+    parquet_native,
     read_raw,
     run_sql,
     sample_keys,
@@ -249,8 +249,8 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     stage_sql, params = target.stage(keys)
     if "gm_columns" not in params:
         return False
-    lists = parquet_lists(con, item)
-    rows, rows_params = streaming_rows(item, params["gm_columns"], keys, lists)
+    native = parquet_native(con, item)
+    rows, rows_params = streaming_rows(item, params["gm_columns"], keys, native)
     try:
         _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
     except (duckdb.InvalidInputException, duckdb.ConversionException):
@@ -268,7 +268,8 @@ def _stage_materialized(con, target: Target, source: Source, redactor: Redactor)
     stage_sql, params = target.stage(keys)
     rows = (
         "SELECT line, raw, err, CASE WHEN err IS NULL "
-        "THEN try(json_transform(raw, $gm_structure)) END AS j, NULL::VARCHAR[][] AS n "
+        "THEN try(json_transform(raw, $gm_structure)) END AS j, NULL::VARCHAR[][] AS n, "
+        "NULL::VARCHAR[] AS s "
         "FROM gm_raw"
     )
     _create_stage(con, rows, stage_sql, params, target, redactor, source.path)
@@ -465,12 +466,16 @@ def field_access(
     for k in keys:
         got = f"struct_extract_at(j, {positions[k]})"
         if k in typed_keys:
-            native = f"n[{positions[k]}]"
+            native, string = f"n[{positions[k]}]", f"s[{positions[k]}]"
             values.append(
-                f"CASE WHEN left({got}, 1) = '\"' THEN json_extract_string({got}, '$') "
+                f"CASE WHEN {string} IS NOT NULL THEN {string} "
+                f"WHEN left({got}, 1) = '\"' THEN json_extract_string({got}, '$') "
                 f"WHEN {got} <> 'null' THEN {got}::VARCHAR END"
             )
-            types.append(f"CASE WHEN {native} IS NOT NULL THEN 'ARRAY' ELSE gm_jtype_of({got}) END")
+            types.append(
+                f"CASE WHEN {native} IS NOT NULL THEN 'ARRAY' "
+                f"WHEN {string} IS NOT NULL THEN 'VARCHAR' ELSE gm_jtype_of({got}) END"
+            )
             natives.append(native)
         else:
             values.append(got)
@@ -494,7 +499,7 @@ def field_access(
     sql = f"""
         SELECT line, raw, err, {columns_sql}{extra} AS x
         FROM (
-            SELECT line, raw, j, n,
+            SELECT line, raw, j, n, s,
                    coalesce(err, CASE WHEN j IS NULL THEN 'malformed JSON' END) AS err
             FROM gm_rows
         )

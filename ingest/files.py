@@ -293,49 +293,51 @@ def sample_keys(con: duckdb.DuckDBPyConnection, item: InputFile, sample: int = 2
     return [r[0] for r in rows]
 
 
-def parquet_lists(con: duckdb.DuckDBPyConnection, item: InputFile) -> set[str]:
-    """The Parquet file's columns that are lists of strings (passed through as they are)."""
+def parquet_native(con: duckdb.DuckDBPyConnection, item: InputFile) -> dict[str, str]:
+    """The Parquet file's columns that are strings or lists of strings (passed through as they
+    are), with their type."""
     if item.format != "parquet":
-        return set()
+        return {}
     rows = con.execute(
         "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet($p))",
         {"p": str(item.path)},
     ).fetchall()
-    return {name for name, kind in rows if kind == "VARCHAR[]"}
+    return {name: kind for name, kind in rows if kind in ("VARCHAR[]", "VARCHAR")}
 
 
 def streaming_rows(
-    item: InputFile, columns: dict[str, str], keys: list[str], lists: set[str] = frozenset()
+    item: InputFile, columns: dict[str, str], keys: list[str], native: dict[str, str] | None = None
 ) -> tuple[str, dict]:
-    """SQL for ``gm_rows(line, raw, err, j, n)`` parsed by DuckDB's reader in one pass.
+    """SQL for ``gm_rows(line, raw, err, j, n, s)`` parsed by DuckDB's reader in one pass.
 
     ``j`` holds the ``columns`` (file field -> VARCHAR or JSON) in that order. For JSONL,
     ``line`` is left empty until ``fix_reject_lines`` gives the rejected rows their line number
     (blank lines are not records) and their text, so a clean file is never held as text. For
     Parquet, ``j`` is built from the typed columns by position (``keys`` is the file's column
     order), with no JSON round trip for the row; a JSON field that is a Parquet list of strings
-    (``lists``) comes as the list itself in ``n`` (one entry per column, NULL for the others),
-    its text in ``j`` left NULL, so it is neither written as JSON nor parsed back.
+    or a string (``native``: column -> type) comes as itself in ``n`` (lists) or ``s`` (strings),
+    one entry per column, NULL for the others, its text in ``j`` left NULL: it is neither written
+    as JSON nor parsed back.
     """
+    native = native or {}
     params = {"gm_path": str(item.path), "gm_compression": item.compression}
     if item.format == "parquet":
-        parts, native = [], []
+        parts, lists, strings = [], [], []
         for key, kind in columns.items():
-            if key not in keys:
+            got = f"struct_extract_at(t, {keys.index(key) + 1})" if key in keys else None
+            passed = native.get(key) if kind == "JSON" and got else None
+            if got is None or passed:
                 parts.append("NULL::VARCHAR")
-                native.append("NULL::VARCHAR[]")
-                continue
-            got = f"struct_extract_at(t, {keys.index(key) + 1})"
-            if kind == "JSON" and key in lists:
-                parts.append("NULL::VARCHAR")
-                native.append(got)
             else:
                 parts.append(f"to_json({got})::VARCHAR" if kind == "JSON" else f"{got}::VARCHAR")
-                native.append("NULL::VARCHAR[]")
-        n = f"[{', '.join(native)}]" if any(k in lists for k in columns) else "NULL::VARCHAR[][]"
+            lists.append(got if passed == "VARCHAR[]" else "NULL::VARCHAR[]")
+            strings.append(got if passed == "VARCHAR" else "NULL::VARCHAR")
+        passed = [native.get(k) for k in columns if k in keys and columns[k] == "JSON"]
+        n = f"[{', '.join(lists)}]" if "VARCHAR[]" in passed else "NULL::VARCHAR[][]"
+        strs = f"[{', '.join(strings)}]" if "VARCHAR" in passed else "NULL::VARCHAR[]"
         sql = (
             "SELECT file_row_number + 1 AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, "
-            f"row({', '.join(parts)}) AS j, {n} AS n "
+            f"row({', '.join(parts)}) AS j, {n} AS n, {strs} AS s "
             "FROM read_parquet($gm_path, file_row_number = true) t"
         )
         return sql, {"gm_path": str(item.path)}
@@ -343,7 +345,7 @@ def streaming_rows(
     # file's order, so a row's record number is its rowid + 1 (see fix_reject_lines).
     sql = (
         "SELECT NULL::BIGINT AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, r AS j, "
-        "NULL::VARCHAR[][] AS n "
+        "NULL::VARCHAR[][] AS n, NULL::VARCHAR[] AS s "
         "FROM read_json($gm_path, format = 'newline_delimited', columns = $gm_columns, "
         "compression = $gm_compression) r"
     )

@@ -458,3 +458,27 @@ def test_parquet_string_lists_pass_through_and_key_like_the_same_jsonl(tmp_path,
     assert parquet_rows[1][1:] == ("b", ["d3", None], 9, None)
     assert parquet_rows[2][1:] == ("c", None, None, ["d1"])
     assert counts(again.total) == (3, 0, 0, 3)  # same content keys as the Parquet rows
+
+
+def test_parquet_typed_columns_are_still_type_checked(tmp_path, db_path):
+    parquet = tmp_path / "log.parquet"
+    con = duckdb.connect()
+    con.execute(
+        "COPY (SELECT * FROM (VALUES ('e1', ['a'], 'x'), ('e2', NULL, 'y')) t(event_id, query, "
+        f"result_ids)) TO '{parquet}' (FORMAT parquet)"
+    )
+    numbers = tmp_path / "numbers.parquet"
+    con.execute(
+        "COPY (SELECT * FROM (VALUES ('e3', 42, 'a, b'), ('e4', 7, NULL)) t(event_id, query, "
+        f"result_ids)) TO '{numbers}' (FORMAT parquet)"
+    )
+    con.close()
+    with open_store(db_path) as con:
+        api.searchlog(con, [parquet, numbers])
+        got = con.execute("SELECT line, reason FROM rejects ORDER BY path, line").fetchall()
+    assert got == [
+        (1, "wrong type: query is a list"),
+        (2, "missing query"),
+        (1, "wrong type: query is a number"),
+        (2, "wrong type: query is a number"),
+    ]
