@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -161,10 +162,16 @@ def run(
 ) -> ImportResult:
     prepare(con)
     results = []
-    with progress(f"importing {target.source}", total=3 * len(items)) as advance:
-        for item in items:
-            source = file_source(item)
-            results.append(import_source(con, target, source, redactor, options or {}, advance))
+    # Files are hashed in a thread (hashlib and DuckDB both release the GIL), so a file that
+    # cannot be a known one is staged while its hash is computed.
+    hasher = ThreadPoolExecutor(max_workers=1)
+    try:
+        with progress(f"importing {target.source}", total=3 * len(items)) as advance:
+            for item in items:
+                source = file_source(item, hasher.submit(sha256_file, item.path))
+                results.append(import_source(con, target, source, redactor, options or {}, advance))
+    finally:
+        hasher.shutdown(wait=True, cancel_futures=True)
     return ImportResult(results)
 
 
@@ -179,20 +186,44 @@ class Source:
     path: str
     label: str
     size: int | None
-    file_hash: str
+    hashing: str | Future[str]  # the content hash, or its computation under way
     read: Callable[[duckdb.DuckDBPyConnection], None]
     file: InputFile | None = None
 
+    @property
+    def file_hash(self) -> str:
+        return self.hashing if isinstance(self.hashing, str) else self.hashing.result()
 
-def file_source(item: InputFile) -> Source:
+
+def file_source(item: InputFile, hashing: str | Future[str] | None = None) -> Source:
     return Source(
         str(item.path),
         item.label,
         item.path.stat().st_size,
-        sha256_file(item.path),
+        sha256_file(item.path) if hashing is None else hashing,
         lambda con: read_raw(con, item),
         item,
     )
+
+
+def _known_batch(con, target: Target, source: Source) -> list[tuple]:
+    return con.execute(
+        "SELECT batch_id, rows_in FROM import_batches WHERE source = ? AND file_hash = ? "
+        "AND finished_at IS NOT NULL ORDER BY batch_id LIMIT 1",
+        [target.source, source.file_hash],
+    ).fetchall()
+
+
+def _may_be_known(con, target: Target, source: Source) -> bool:
+    """Whether a finished batch could have this file's content: one of the same size (or of
+    unknown size). If none, the hash cannot match, so staging need not wait for it."""
+    if isinstance(source.hashing, str):
+        return True
+    return con.execute(
+        "SELECT count(*) > 0 FROM import_batches WHERE source = ? AND finished_at IS NOT NULL "
+        "AND (size_bytes = ? OR size_bytes IS NULL)",
+        [target.source, source.size],
+    ).fetchall()[0][0]
 
 
 def import_source(
@@ -205,11 +236,7 @@ def import_source(
 ) -> FileResult:
     """Stage the file in temp tables, then write the batch in one transaction."""
     result = FileResult(source.path, target.source, source.label, None)
-    done = con.execute(
-        "SELECT batch_id, rows_in FROM import_batches WHERE source = ? AND file_hash = ? "
-        "AND finished_at IS NOT NULL ORDER BY batch_id LIMIT 1",
-        [target.source, source.file_hash],
-    ).fetchall()
+    done = _known_batch(con, target, source) if _may_be_known(con, target, source) else []
     if done:
         result.batch_id, result.rows_in = done[0]
         result.already_present, result.skipped = result.rows_in, True

@@ -21,6 +21,7 @@ from goldmine.ingest.redact import Redactor, redact_text
 
 from goldmine.errors import InputError
 from goldmine.store import open_store
+from goldmine.text import sha256_file
 
 
 def write_jsonl(path: Path, rows: list[dict | str | bytes]) -> Path:
@@ -482,3 +483,17 @@ def test_parquet_typed_columns_are_still_type_checked(tmp_path, db_path):
         (1, "wrong type: query is a number"),
         (2, "wrong type: query is a number"),
     ]
+
+
+def test_hash_checked_whenever_a_finished_batch_has_a_file_of_the_same_size(tmp_path, db_path):
+    # A file is staged while it is hashed only when no finished batch could hold its content.
+    a = write_jsonl(tmp_path / "a.jsonl", [event(1), event(2)])
+    copy = tmp_path / "copy_of_a.jsonl"
+    copy.write_bytes(a.read_bytes())
+    same_size = write_jsonl(tmp_path / "b.jsonl", [event(3), event(4)])
+    assert same_size.stat().st_size == a.stat().st_size
+    with open_store(db_path) as con:
+        result = api.searchlog(con, [a, copy, same_size])
+        hashes = con.execute("SELECT path, file_hash FROM import_batches ORDER BY path").fetchall()
+    assert [(f.skipped, f.stored) for f in result.files] == [(False, 2), (True, 0), (False, 2)]
+    assert [h[1] for h in hashes] == [sha256_file(a), sha256_file(same_size)]
