@@ -168,11 +168,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="only the 50 x 100 case")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--sizes", default="50x100,7000x1000,100000x100", help="QUERIESxDEPTH, comma-separated"
+    )
     args = parser.parse_args()
-    bench_size(50, 100, max(args.repeats, 5))
-    if not args.quick:
-        bench_size(7_000, 1_000, min(args.repeats, 3))
-        bench_size(100_000, 100, min(args.repeats, 3))
+    sizes = ["50x100"] if args.quick else args.sizes.split(",")
+    for size in sizes:
+        n_queries, depth = (int(x) for x in size.split("x"))
+        repeats = max(args.repeats, 5) if n_queries * depth <= 100_000 else min(args.repeats, 3)
+        bench_size(n_queries, depth, repeats)
 
 
 if __name__ == "__main__":
