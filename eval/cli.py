@@ -251,7 +251,7 @@ def run_command(
         )
     gate = None
     if fail_under or fail_if_worse_than:
-        from goldmine.eval.ci import Gate
+        from goldmine.eval.gate import Gate
 
         gate = Gate.parse(fail_under or [], fail_if_worse_than)
     asked = metrics or defaults["metrics"]

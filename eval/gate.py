@@ -10,13 +10,17 @@ Nothing here imports numpy at module level: ``eval run`` without a gate stays li
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError
 
 if TYPE_CHECKING:
     import duckdb
+    from goldmine.eval.runner import EvalOutcome
 
 
 def parse_fail_under(items: Iterable[str] | str | None) -> dict[str, float]:
@@ -143,3 +147,40 @@ def _as_scores(value: Any) -> Any:
     if isinstance(value, Mapping):
         return ScoreTable({str(q): dict(v) for q, v in value.items()}, label="this run")
     raise TypeError(f"worse_than: per-query scores expected, got {type(value).__name__}")
+
+
+EXIT_GATE = 1  # the exit code of a failed gate (bad input stays 2)
+
+
+@dataclass
+class Gate:
+    """What ``eval run`` was asked to enforce; ``enforce`` prints one line per failure."""
+
+    floors: dict[str, float] = field(default_factory=dict)
+    reference: str | None = None
+
+    @classmethod
+    def parse(cls, fail_under: list[str], reference: str | None) -> Gate:
+        return cls(parse_fail_under(fail_under), reference)
+
+    def metrics(self) -> list[str]:
+        """Metrics the gate needs scored beside the ones asked for."""
+        return list(self.floors)
+
+    def failures(self, outcome: EvalOutcome, db: Path | None) -> list[str]:
+        lines = check_fail_under(outcome.result.summary, self.floors)
+        if self.reference is not None:
+            from goldmine.store import open_store
+
+            with open_store(db) as con:
+                worse = worse_than(outcome, self.reference, con, gold=outcome.gold)
+            if worse:
+                lines.append(worse)
+        return lines
+
+    def enforce(self, outcome: EvalOutcome, db: Path | None) -> None:
+        lines = self.failures(outcome, db)
+        for line in lines:
+            print(f"gate failed: {line}", file=sys.stderr)
+        if lines:
+            raise SystemExit(EXIT_GATE)
