@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
+from goldmine.files import json_objects
 
 if TYPE_CHECKING:
     import duckdb
@@ -118,18 +119,7 @@ def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read: {exc}", path=path) from exc
     if path.suffix.lower() in (".jsonl", ".ndjson", ".json") or text.lstrip().startswith("{"):
-        records = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not a JSON line: {exc.msg}", path=path, line=number) from None
-            if not isinstance(record, dict):
-                raise InputError("each line must be a JSON object", path=path, line=number)
-            records.append((number, record))
-        return records
+        return json_objects(text.splitlines(), path)
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
     return [(number, row) for number, row in enumerate(reader, start=2)]

@@ -22,6 +22,7 @@ from pathlib import Path
 from goldmine.eval.model import Gold, GoldQuery, Run
 
 from goldmine.errors import InputError
+from goldmine.files import json_objects
 
 GOLD_FORMATS = ("trec", "beir", "jsonl", "json")
 RUN_FORMATS = ("trec", "jsonl", "csv", "parquet", "json")
@@ -248,13 +249,7 @@ def _gold_jsonl(text: str, path: Path) -> Gold:
     version = None
     content_hash = ""
     by_text = False
-    for number, line in _lines(text):
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", path=path, line=number) from None
-        if not isinstance(obj, dict):
-            raise InputError("each line must be a JSON object", path=path, line=number)
+    for number, obj in json_objects(text.splitlines(), path):
         if "format_version" in obj and "query_id" not in obj:
             version = obj.get("version")
             content_hash = str(obj.get("content_hash") or obj.get("hash") or "")
@@ -450,13 +445,7 @@ def _run_jsonl(text: str, path: Path) -> Run:
     all_scores: dict[str, list[float]] = {}
     keyed_by = None
     texts: dict[str, str] = {}
-    for number, line in _lines(text):
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise InputError(f"not valid JSON: {exc.msg}", path=path, line=number) from None
-        if not isinstance(obj, dict):
-            raise InputError("each line must be a JSON object", path=path, line=number)
+    for number, obj in json_objects(text.splitlines(), path):
         qid = next((obj[k] for k in ("query_id", "qid") if k in obj), None)
         query = obj.get("query")
         if qid is None and query is None:

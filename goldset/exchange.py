@@ -36,6 +36,7 @@ from goldmine.goldset.versions import (
 )
 
 from goldmine.errors import InputError
+from goldmine.files import json_objects
 from goldmine.store import transaction
 from goldmine.text import normalize_query
 
@@ -119,18 +120,7 @@ def _read_lines(path: Path) -> list[str]:
 
 
 def _json_lines(path: Path) -> list[tuple[int, dict]]:
-    out = []
-    for n, line in enumerate(_read_lines(path), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not JSON: {exc.msg}", path=path, line=n) from exc
-        if not isinstance(obj, dict):
-            raise InputError("each line must be a JSON object", path=path, line=n)
-        out.append((n, obj))
-    return out
+    return json_objects(_read_lines(path), path)
 
 
 def _is_header(obj: dict) -> bool:
