@@ -349,10 +349,12 @@ def read_run(path: str | Path, fmt: str | None = None) -> Run:
 
 
 def order_trec(docs: list[str], scores: list[float]) -> tuple[list[str], list[float]]:
-    """trec_eval's order: score descending, ties by doc id descending (byte order)."""
-    pairs = sorted(
-        zip(scores, docs, strict=True), key=lambda p: (p[0], p[1].encode()), reverse=True
-    )
+    """trec_eval's order: score descending, ties by doc id descending.
+
+    trec_eval compares ids with strcmp (bytes); Python's str order is code-point order, which for
+    UTF-8 is the same order, so no encoding is needed.
+    """
+    pairs = sorted(zip(scores, docs, strict=True), reverse=True)
     return [d for _, d in pairs], [s for s, _ in pairs]
 
 
