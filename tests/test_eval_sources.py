@@ -31,6 +31,13 @@ def gold(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def simple_retriever(tmp_path: Path) -> str:
+    """A module ``r`` in the project directory whose ``f(query, k)`` answers from ANSWERS."""
+    (tmp_path / "r.py").write_text(f"A = {ANSWERS!r}\ndef f(query, k):\n    return A[query][:k]\n")
+    return "r:f"
+
+
 def run_json(cli, *args: str, cwd: Path | None = None) -> dict:
     result = cli("eval", "run", *args, "--json", "--no-store", cwd=cwd)
     assert result.returncode == 0, result.stderr
@@ -137,8 +144,9 @@ def test_http_retriever_with_retries_timeouts_and_errors(cli, gold: Path, server
     assert data["n_errors"] == 2
 
 
-def test_save_run_then_score_the_file_gives_the_same(cli, tmp_path: Path, gold: Path) -> None:
-    (tmp_path / "r.py").write_text(f"A = {ANSWERS!r}\ndef f(query, k):\n    return A[query][:k]\n")
+def test_save_run_then_score_the_file_gives_the_same(
+    cli, tmp_path: Path, gold: Path, simple_retriever: str
+) -> None:
     saved = tmp_path / "saved.trec"
     first = run_json(
         cli,
@@ -157,8 +165,9 @@ def test_save_run_then_score_the_file_gives_the_same(cli, tmp_path: Path, gold: 
     assert saved.read_text().splitlines()[0] == "q1 Q0 policy-14 1 2.0 goldmine"
 
 
-def test_two_ks_and_the_reranker_reading(cli, tmp_path: Path, gold: Path) -> None:
-    (tmp_path / "r.py").write_text(f"A = {ANSWERS!r}\ndef f(query, k):\n    return A[query][:k]\n")
+def test_two_ks_and_the_reranker_reading(
+    cli, tmp_path: Path, gold: Path, simple_retriever: str
+) -> None:
     data = run_json(
         cli,
         "-g",
@@ -200,8 +209,7 @@ def test_exactly_one_source(cli, gold: Path) -> None:
     assert result.returncode == 2 and "exactly one run source" in result.stderr
 
 
-def test_fail_under_gate(cli, tmp_path: Path, gold: Path) -> None:
-    (tmp_path / "r.py").write_text(f"A = {ANSWERS!r}\ndef f(query, k):\n    return A[query][:k]\n")
+def test_fail_under_gate(cli, tmp_path: Path, gold: Path, simple_retriever: str) -> None:
     base = ["eval", "run", "-g", str(gold), "--retriever", "r:f", "--no-store"]
     ok = cli(*base, "--fail-under", "recall@5=0.9", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
