@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from goldmine.eval.model import GoldQuery
 from goldmine.goldset.items import current_snapshot, now, query_id_for, reserve
 from goldmine.goldset.versions import (
     FORMAT,
@@ -99,16 +100,6 @@ def _one_line(text: str) -> str:
 # --- reading files -----------------------------------------------------------------------------
 
 
-@dataclass
-class Entry:
-    """One query read from a file, before it becomes an item."""
-
-    query_id: str
-    query: str | None
-    judged: dict[str, int] = field(default_factory=dict)
-    context: str | None = None
-
-
 def _read_lines(path: Path) -> list[str]:
     try:
         # Universal newlines: CRLF files (Cranfield) read like any other.
@@ -146,7 +137,7 @@ def _grade(value, path: Path, line: int) -> int:
     return int(number)
 
 
-def read_minimal_jsonl(path: Path) -> list[Entry]:
+def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
     """``{"query_id", "query", "relevant": [ids] | {id: grade}}`` per line; a header is skipped."""
     entries = []
     for n, obj in _json_lines(path):
@@ -169,7 +160,7 @@ def read_minimal_jsonl(path: Path) -> list[Entry]:
         qid = str(obj["query_id"]) if obj.get("query_id") is not None else None
         if qid is None:
             qid = query_id_for(normalize_query(str(query)))
-        entries.append(Entry(qid, query, judged, obj.get("context")))
+        entries.append(GoldQuery(qid, query, judged, obj.get("context")))
     return entries
 
 
@@ -229,7 +220,7 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def read_beir(folder: Path, split: str = "test") -> list[Entry]:
+def read_beir(folder: Path, split: str = "test") -> list[GoldQuery]:
     queries_path, qrels_path = folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
     for needed in (queries_path, qrels_path):
         if not needed.is_file():
@@ -246,7 +237,7 @@ def read_beir(folder: Path, split: str = "test") -> list[Entry]:
     return _join(qrels, topics, qrels_path)
 
 
-def _join(qrels: dict[str, dict[str, int]], topics: dict[str, str], path: Path) -> list[Entry]:
+def _join(qrels: dict[str, dict[str, int]], topics: dict[str, str], path: Path) -> list[GoldQuery]:
     missing = sorted(set(qrels) - set(topics))
     if missing:
         raise InputError(
@@ -255,7 +246,7 @@ def _join(qrels: dict[str, dict[str, int]], topics: dict[str, str], path: Path) 
         )
     # Topics without judgments are kept: judged by nobody, they are "no answer" only if the
     # file says so, so they are left out rather than guessed.
-    return [Entry(qid, topics[qid], judged) for qid, judged in qrels.items()]
+    return [GoldQuery(qid, topics[qid], judged) for qid, judged in qrels.items()]
 
 
 def parse_grade_map(text: str | None) -> dict[int, int] | None:
@@ -321,11 +312,11 @@ def import_path(
     return add_entries(con, entries, origin=f"import:{path.name}", by=by, fmt=fmt, path=path)
 
 
-def _map_grades(entry: Entry, grade_map: dict[int, int], path: Path) -> Entry:
+def _map_grades(entry: GoldQuery, grade_map: dict[int, int], path: Path) -> GoldQuery:
     unmapped = sorted({g for g in entry.judged.values() if g not in grade_map})
     if unmapped:
         raise InputError(f"--grade-map has no entry for grade(s) {unmapped}", path=path)
-    return Entry(
+    return GoldQuery(
         entry.query_id,
         entry.query,
         {c: grade_map[g] for c, g in entry.judged.items()},
@@ -335,7 +326,7 @@ def _map_grades(entry: Entry, grade_map: dict[int, int], path: Path) -> Entry:
 
 def add_entries(
     con: duckdb.DuckDBPyConnection,
-    entries: list[Entry],
+    entries: list[GoldQuery],
     *,
     origin: str,
     by: str,
