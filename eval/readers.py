@@ -65,17 +65,10 @@ def _first_line(text: str) -> str:
     return next((line for _, line in _lines(text)), "")
 
 
-def _is_number(token: str) -> bool:
+def _parses(token: str, kind: type = int) -> bool:
+    """Whether ``kind(token)`` succeeds: an int, or any number with ``float``."""
     try:
-        float(token)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_int(token: str) -> bool:
-    try:
-        int(token)
+        kind(token)
     except ValueError:
         return False
     return True
@@ -111,9 +104,9 @@ def detect_gold_format(text: str) -> str:
     if "\t" in first and any(k in first.lower() for k in ("query-id", "query_id", "qid")):
         return "beir"
     fields = first.split()
-    if len(fields) == 4 and _is_int(fields[3]):
+    if len(fields) == 4 and _parses(fields[3]):
         return "trec"
-    if len(fields) == 3 and _is_int(fields[2]):
+    if len(fields) == 3 and _parses(fields[2]):
         return "beir"  # a BEIR qrels file without its header
     raise InputError(
         "cannot tell the gold format (expected TREC qrels 'qid 0 docid grade', a BEIR qrels TSV, "
@@ -170,7 +163,7 @@ def _grade(value: object, path: Path, line: int) -> int:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and _is_int(value.strip()):
+    if isinstance(value, str) and _parses(value.strip()):
         return int(value.strip())
     raise InputError(f"grade must be an integer, got {value!r}", path=path, line=line)
 
@@ -311,7 +304,7 @@ def detect_run_format(data: bytes, text: str | None) -> str:
         return _json_kind(text, _RUN_MARKERS)
     first = _first_line(text)
     fields = first.split()
-    if len(fields) >= 6 and _is_int(fields[3]) and _is_number(fields[4]):
+    if len(fields) >= 6 and _parses(fields[3]) and _parses(fields[4], float):
         return "trec"
     if "," in first or "\t" in first:
         return "csv"
