@@ -84,3 +84,28 @@ def resolve_db_path(flag: str | Path | None = None) -> Path:
             path = config.path.parent / path
         return path
     return Path(DEFAULT_DB)
+
+
+# DuckDB settings a user may need on a small or shared machine: how much memory the store may use
+# before it spills to ``<store>.tmp`` on disk, and how many threads it runs.
+ENGINE_SETTINGS = {
+    "memory_limit": "GOLDMINE_MEMORY_LIMIT",
+    "threads": "GOLDMINE_THREADS",
+}
+
+
+def engine_settings() -> dict[str, tuple[str, str]]:
+    """DuckDB settings for the store: name -> (value, where it came from), from
+    ``GOLDMINE_MEMORY_LIMIT``/``GOLDMINE_THREADS`` > ``[store] memory_limit``/``threads`` in
+    goldmine.toml. Unset ones are left to DuckDB (80% of RAM, one thread per core)."""
+    out: dict[str, tuple[str, str]] = {}
+    for name, env in ENGINE_SETTINGS.items():
+        value = os.environ.get(env)
+        if value:
+            out[name] = (value.strip(), env)
+            continue
+        config = load_config()
+        configured = config.get("store", name)
+        if configured not in (None, ""):
+            out[name] = (str(configured).strip(), f"[store] {name} in {config.path}")
+    return out

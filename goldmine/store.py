@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from goldmine.config import resolve_db_path
-from goldmine.errors import StoreBusyError, StoreError
+from goldmine.config import engine_settings, resolve_db_path
+from goldmine.errors import InputError, StoreBusyError, StoreError
 
 if TYPE_CHECKING:
     import duckdb
@@ -185,13 +185,22 @@ def connect(
         raise StoreError(f"no goldmine store at {path} (pass --db, or import something first)")
     if not read_only and path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
+    settings = engine_settings()
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        con = duckdb.connect(
+            str(path), read_only=read_only, config={k: v for k, (v, _) in settings.items()}
+        )
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise _busy_error(path, exc) from exc
         raise StoreError(f"cannot open {path}: {exc}") from exc
     except duckdb.Error as exc:
+        if settings and not isinstance(exc, duckdb.IOException | duckdb.CatalogException):
+            # DuckDB's message names neither the setting nor where its value came from.
+            given = "; ".join(f"{k} = {v!r} from {where}" for k, (v, where) in settings.items())
+            raise InputError(
+                f"a store setting was refused ({given}): {str(exc).strip().splitlines()[0]}"
+            ) from exc
         raise StoreError(f"cannot open {path}: {exc}") from exc
     try:
         if read_only:

@@ -117,3 +117,25 @@ def test_read_only_open_of_a_missing_file_says_so(tmp_path: Path) -> None:
         open_store(tmp_path / "absent.duckdb", read_only=True),
     ):
         pass
+
+
+def test_engine_settings_reach_duckdb(
+    tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from goldmine.config import _load
+
+    (tmp_path / "goldmine.toml").write_text('[store]\nmemory_limit = "300MB"\nthreads = 1\n')
+    _load.cache_clear()
+    query = "SELECT current_setting('memory_limit'), current_setting('threads')"
+    with open_store(db_path) as con:
+        assert con.execute(query).fetchall() == [("286.1 MiB", 1)]
+    monkeypatch.setenv("GOLDMINE_THREADS", "2")
+    with open_store(db_path) as con:
+        assert con.execute(query).fetchall() == [("286.1 MiB", 2)]
+
+
+def test_a_refused_engine_setting_names_its_source(db_path: Path, cli) -> None:
+    result = cli("status", "--db", str(db_path), env={"GOLDMINE_MEMORY_LIMIT": "lots"})
+    assert result.returncode == 2
+    assert "memory_limit = 'lots' from GOLDMINE_MEMORY_LIMIT" in result.stderr
+    assert "Memory must have a number" in result.stderr
