@@ -25,6 +25,7 @@ from goldmine.ingest.files import (
     discover_keys,
     drop_raw,
     fix_reject_lines,
+    materialized_rows,
     parquet_native,
     read_raw,
     run_sql,
@@ -293,12 +294,7 @@ def _stage_materialized(con, target: Target, source: Source, redactor: Redactor)
         target.reshape(con, keys)
         keys = discover_keys(con)
     stage_sql, params = target.stage(keys)
-    rows = (
-        "SELECT line, raw, err, CASE WHEN err IS NULL "
-        "THEN try(json_transform(raw, $gm_structure)) END AS j, NULL::VARCHAR[][] AS n, "
-        "NULL::VARCHAR[] AS s "
-        "FROM gm_raw"
-    )
+    rows = materialized_rows(params["gm_columns"]) if "gm_columns" in params else ""
     _create_stage(con, rows, stage_sql, params, target, redactor, source.path)
 
 
@@ -472,9 +468,10 @@ def json_path(key: str) -> str:
 def field_access(
     fields: dict[str, list[str]], extra_keys: list[str], typed: tuple[str, ...] = ()
 ) -> tuple[str, dict[str, Any]]:
-    """SQL selecting ``line, raw, err, gm_v1, gm_t1, …, x`` from ``gm_rows(line, raw, err, j)``.
+    """SQL selecting ``line, raw, err, gm_v1, gm_t1, …, x`` from ``gm_rows``.
 
-    ``j`` is the record parsed once into a struct of the file's fields (``gm_columns``): the
+    ``gm_rows`` holds each record parsed once into the file's fields (``gm_columns``), one
+    ``gm_c<i>``/``gm_n<i>``/``gm_s<i>`` triple per field (see ``files.field_columns``): the
     fields named in ``typed`` and the extra fields come as JSON, so a type can be checked and
     extras kept as they were, the rest as text. ``gm_v<i>``/``gm_t<i>`` (value, JSON type) follow
     the order of ``fields``' source keys; ``val``/``typ`` name them.
@@ -491,9 +488,9 @@ def field_access(
     }
     values, types, natives = [], [], []
     for k in keys:
-        got = f"struct_extract_at(j, {positions[k]})"
+        got = f"gm_c{positions[k]}"
         if k in typed_keys:
-            native, string = f"n[{positions[k]}]", f"s[{positions[k]}]"
+            native, string = f"gm_n{positions[k]}", f"gm_s{positions[k]}"
             values.append(
                 f"CASE WHEN {string} IS NOT NULL THEN {string} "
                 f"WHEN left({got}, 1) = '\"' THEN json_extract_string({got}, '$') "
@@ -511,7 +508,7 @@ def field_access(
     extra = "NULL::VARCHAR"
     if extra_keys:
         params["gm_extra_keys"] = extra_keys
-        pairs = ", ".join(f"struct_extract_at(j, {positions[k]})::VARCHAR" for k in extra_keys)
+        pairs = ", ".join(f"gm_c{positions[k]}::VARCHAR" for k in extra_keys)
         extra = (
             "CASE WHEN err IS NULL THEN nullif(to_json(map_from_entries(list_filter("
             f"list_zip($gm_extra_keys, [{pairs}]::JSON[]), "
@@ -523,15 +520,7 @@ def field_access(
         f"{value}::VARCHAR AS gm_v{i}, {kind} AS gm_t{i}, {native} AS gm_l{i}, "
         for i, (value, kind, native) in enumerate(zip(values, types, natives, strict=True), start=1)
     )
-    sql = f"""
-        SELECT line, raw, err, {columns_sql}{extra} AS x
-        FROM (
-            SELECT line, raw, j, n, s,
-                   coalesce(err, CASE WHEN j IS NULL THEN 'malformed JSON' END) AS err
-            FROM gm_rows
-        )
-    """
-    return sql, params
+    return f"SELECT line, raw, err, {columns_sql}{extra} AS x FROM gm_rows", params
 
 
 def _positions(fields: dict[str, list[str]], name: str) -> list[int]:

@@ -87,7 +87,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
                  WHEN {role} IS NULL THEN 'missing role'
                  WHEN lower({role}) NOT IN {_USER} AND lower({role}) NOT IN {_ASSISTANT}
                      THEN 'unknown role: ' || left({role}, 40)
-                 WHEN {ts} IS NOT NULL AND gm_ts({ts}) IS NULL
+                 WHEN {ts} IS NOT NULL AND gm_t IS NULL
                      THEN 'unparseable timestamp: ' || left({ts}, 60)
                  WHEN {turn} IS NOT NULL AND try_cast({turn} AS INTEGER) IS NULL
                      THEN 'wrong type: turn is not an integer: ' || left({turn}, 40)
@@ -95,7 +95,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             {conv} AS conversation_id,
             try_cast({turn} AS INTEGER) AS turn,
             {val(fields, "turn_id")} AS turn_id,
-            gm_ts({ts}) AS ts,
+            gm_t AS ts,
             {val(fields, "user_id")} AS user_id,
             CASE WHEN lower({role}) IN {_USER} THEN 'user' ELSE 'assistant' END AS role,
             {text} AS text,
@@ -104,7 +104,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             coalesce(lower({role}) IN {_ASSISTANT} AND regexp_matches({text}, $gm_dont_know),
                      false) AS dont_know,
             x AS extra
-        FROM ({access}))
+        FROM (SELECT *, gm_ts({ts}) AS gm_t FROM ({access})))
     """
     return sql, {**params, "gm_dont_know": DONT_KNOW}
 

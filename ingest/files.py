@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,8 +102,11 @@ SELECT row_number() OVER () AS rn, raw
 FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0), quote = '',
               escape = '', auto_detect = false, compression = $compression,
               store_rejects = true, rejects_table = 'gm_reader_errors',
-              rejects_scan = 'gm_reader_scans', max_line_size = 16777216)
+              rejects_scan = 'gm_reader_scans', max_line_size = 16777216,
+              buffer_size = 33554432)
 """
+# A line may be 16 MB long; the buffer is set to twice that, as DuckDB's default (16 times the
+# longest line, 256 MB) could not be had under a small GOLDMINE_MEMORY_LIMIT.
 
 _READ_CSV = """
 CREATE OR REPLACE TEMP TABLE gm_lines AS
@@ -271,7 +275,8 @@ def _first_line(exc: Exception) -> str:
 
 
 _RAW_LINE_OPTIONS = """columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0), quote = '',
-    escape = '', auto_detect = false, compression = $gm_compression"""
+    escape = '', auto_detect = false, compression = $gm_compression, max_line_size = 16777216,
+    buffer_size = 33554432"""
 
 
 def sample_keys(con: duckdb.DuckDBPyConnection, item: InputFile, sample: int = 20000) -> list[str]:
@@ -305,47 +310,74 @@ def parquet_native(con: duckdb.DuckDBPyConnection, item: InputFile) -> dict[str,
     return {name: kind for name, kind in rows if kind in ("VARCHAR[]", "VARCHAR")}
 
 
+def field_columns(columns: dict[str, str], got: Callable[[int, str], str | None]) -> str:
+    """The per-field columns of ``gm_rows``: ``gm_c<i>`` (the field as text or JSON text),
+    ``gm_n<i>`` (a native list of strings) and ``gm_s<i>`` (a native string), for the i-th of
+    ``columns`` in order. ``got(i, key)`` gives the SQL of the three for one field as a tuple, or
+    None when the record source has no such field."""
+    parts = []
+    for i, key in enumerate(columns, start=1):
+        c, n, s = got(i, key) or ("NULL::VARCHAR", "NULL::VARCHAR[]", "NULL::VARCHAR")
+        parts.append(f"{c} AS gm_c{i}, {n} AS gm_n{i}, {s} AS gm_s{i}")
+    return ", ".join(parts)
+
+
+def materialized_rows(columns: dict[str, str]) -> str:
+    """SQL for ``gm_rows`` over ``gm_raw``: each record parsed once into the ``columns``."""
+    fields = field_columns(
+        columns, lambda i, _: (f"struct_extract_at(j, {i})", "NULL::VARCHAR[]", "NULL::VARCHAR")
+    )
+    return f"""
+        SELECT line, raw, coalesce(err, CASE WHEN j IS NULL THEN 'malformed JSON' END) AS err,
+               {fields}
+        FROM (SELECT line, raw, err,
+                     CASE WHEN err IS NULL THEN try(json_transform(raw, $gm_structure)) END AS j
+              FROM gm_raw)
+    """
+
+
 def streaming_rows(
     item: InputFile, columns: dict[str, str], keys: list[str], native: dict[str, str] | None = None
 ) -> tuple[str, dict]:
-    """SQL for ``gm_rows(line, raw, err, j, n, s)`` parsed by DuckDB's reader in one pass.
+    """SQL for ``gm_rows`` (see ``field_columns``) parsed by DuckDB's reader in one pass.
 
-    ``j`` holds the ``columns`` (file field -> VARCHAR or JSON) in that order. For JSONL,
-    ``line`` is left empty until ``fix_reject_lines`` gives the rejected rows their line number
-    (blank lines are not records) and their text, so a clean file is never held as text. For
-    Parquet, ``j`` is built from the typed columns by position (``keys`` is the file's column
-    order), with no JSON round trip for the row; a JSON field that is a Parquet list of strings
-    or a string (``native``: column -> type) comes as itself in ``n`` (lists) or ``s`` (strings),
-    one entry per column, NULL for the others, its text in ``j`` left NULL: it is neither written
-    as JSON nor parsed back.
+    For JSONL, ``line`` is left empty until ``fix_reject_lines`` gives the rejected rows their
+    line number (blank lines are not records) and their text, so a clean file is never held as
+    text. For Parquet, the fields come from the typed columns by position (``keys`` is the file's
+    column order), with no JSON round trip for the row; a JSON field that is a Parquet list of
+    strings or a string (``native``: column -> type) comes as itself in ``gm_n``/``gm_s``, its
+    text left NULL: it is neither written as JSON nor parsed back. One column per field, never a
+    struct or list packed per row: the optimizer drops what no expression reads.
     """
     native = native or {}
     params = {"gm_path": str(item.path), "gm_compression": item.compression}
     if item.format == "parquet":
-        parts, lists, strings = [], [], []
-        for key, kind in columns.items():
-            got = f"struct_extract_at(t, {keys.index(key) + 1})" if key in keys else None
-            passed = native.get(key) if kind == "JSON" and got else None
-            if got is None or passed:
-                parts.append("NULL::VARCHAR")
-            else:
-                parts.append(f"to_json({got})::VARCHAR" if kind == "JSON" else f"{got}::VARCHAR")
-            lists.append(got if passed == "VARCHAR[]" else "NULL::VARCHAR[]")
-            strings.append(got if passed == "VARCHAR" else "NULL::VARCHAR")
-        passed = [native.get(k) for k in columns if k in keys and columns[k] == "JSON"]
-        n = f"[{', '.join(lists)}]" if "VARCHAR[]" in passed else "NULL::VARCHAR[][]"
-        strs = f"[{', '.join(strings)}]" if "VARCHAR" in passed else "NULL::VARCHAR[]"
+
+        def parquet_field(_: int, key: str) -> tuple[str, str, str] | None:
+            if key not in keys:
+                return None
+            got = f"struct_extract_at(t, {keys.index(key) + 1})"
+            passed = native.get(key) if columns[key] == "JSON" else None
+            if passed == "VARCHAR[]":
+                return "NULL::VARCHAR", got, "NULL::VARCHAR"
+            if passed == "VARCHAR":
+                return "NULL::VARCHAR", "NULL::VARCHAR[]", got
+            text = f"to_json({got})::VARCHAR" if columns[key] == "JSON" else f"{got}::VARCHAR"
+            return text, "NULL::VARCHAR[]", "NULL::VARCHAR"
+
         sql = (
             "SELECT file_row_number + 1 AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, "
-            f"row({', '.join(parts)}) AS j, {n} AS n, {strs} AS s "
+            f"{field_columns(columns, parquet_field)} "
             "FROM read_parquet($gm_path, file_row_number = true) t"
         )
         return sql, {"gm_path": str(item.path)}
     # No row_number() here: it would serialise the parallel reader. The stage table keeps the
     # file's order, so a row's record number is its rowid + 1 (see fix_reject_lines).
+    fields = field_columns(
+        columns, lambda i, _: (f"struct_extract_at(r, {i})", "NULL::VARCHAR[]", "NULL::VARCHAR")
+    )
     sql = (
-        "SELECT NULL::BIGINT AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, r AS j, "
-        "NULL::VARCHAR[][] AS n, NULL::VARCHAR[] AS s "
+        f"SELECT NULL::BIGINT AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, {fields} "
         "FROM read_json($gm_path, format = 'newline_delimited', columns = $gm_columns, "
         "compression = $gm_compression) r"
     )

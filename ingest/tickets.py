@@ -89,18 +89,18 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
                      THEN 'missing subject and description'
                  WHEN {typ(fields, "subject")} NOT IN ('VARCHAR', 'NULL')
                      THEN 'wrong type: subject is ' || gm_jtype({typ(fields, "subject")})
-                 WHEN {ts} IS NOT NULL AND gm_ts({ts}) IS NULL
+                 WHEN {ts} IS NOT NULL AND t IS NULL
                      THEN 'unparseable timestamp: ' || left({ts}, 60)
             END AS reason,
             coalesce({val(fields, "ticket_id")}, 'h-' || md5({content})) AS ticket_id,
-            gm_ts({ts}) AS ts,
+            t AS ts,
             {val(fields, "user_id")} AS user_id,
             trim({subject}) AS subject,
             b AS body,
             {question_sql(subject, "b")} AS question,
             {val(fields, "status")} AS status,
             {extra} AS extra
-        FROM (SELECT *, {body} AS b FROM ({access}))
+        FROM (SELECT *, {body} AS b, gm_ts({ts}) AS t FROM ({access}))
     """
     return sql, params
 

@@ -70,23 +70,25 @@ q AS (
                '$.query_attributes.session_id', '$.user_id']) END AS v,
            CASE WHEN err IS NULL THEN json_type(raw, '$.user_query') END AS query_type
     FROM gm_raw
+),
+qt AS (SELECT *, gm_ts(v[3]) AS t, gm_ids(v[5]) AS shown FROM q
 )
 SELECT q.line, q.raw,
     CASE WHEN q.err IS NOT NULL THEN q.err
          WHEN v[1] IS NULL THEN 'missing query_id'
          WHEN v[2] IS NULL OR trim(v[2]) = '' THEN 'missing query'
          WHEN query_type <> 'VARCHAR' THEN 'wrong type: user_query is ' || gm_jtype(query_type)
-         WHEN v[3] IS NOT NULL AND gm_ts(v[3]) IS NULL
+         WHEN v[3] IS NOT NULL AND t IS NULL
              THEN 'unparseable timestamp: ' || left(v[3], 60)
     END AS reason,
     v[1] AS event_id,
     'ubi' AS source,
-    gm_ts(v[3]) AS ts,
+    t AS ts,
     coalesce(c.session_id, v[6]) AS session_id,
     coalesce(v[7], c.user_id, v[4]) AS user_id,
     trim(v[2]) AS query,
-    gm_ids(v[5]) AS result_ids,
-    len(gm_ids(v[5]))::INTEGER AS num_results,
+    shown AS result_ids,
+    len(shown)::INTEGER AS num_results,
     coalesce(list_filter(c.clicked_ids, lambda x, i: list_position(c.clicked_ids, x) = i), [])
         AS clicked_ids,
     NULL::VARCHAR AS feedback,
@@ -94,7 +96,7 @@ SELECT q.line, q.raw,
         'application', raw -> '$.application',
         'query_response_id', raw -> '$.query_response_id',
         'query_attributes', raw -> '$.query_attributes')::VARCHAR END AS extra
-FROM q LEFT JOIN clicks c ON c.query_id = q.v[1]
+FROM qt q LEFT JOIN clicks c ON c.query_id = q.v[1]
 """
 
 

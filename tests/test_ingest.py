@@ -497,3 +497,34 @@ def test_hash_checked_whenever_a_finished_batch_has_a_file_of_the_same_size(tmp_
         hashes = con.execute("SELECT path, file_hash FROM import_batches ORDER BY path").fetchall()
     assert [(f.skipped, f.stored) for f in result.files] == [(False, 2), (True, 0), (False, 2)]
     assert [h[1] for h in hashes] == [sha256_file(a), sha256_file(same_size)]
+
+
+@pytest.mark.slow
+def test_a_file_larger_than_the_memory_limit_spills_and_keeps_its_accounting(
+    tmp_path, db_path, cli
+):
+    """GOLDMINE_MEMORY_LIMIT well below the file's size: DuckDB spills the stage to disk, every
+    row is stored, and the rejected line keeps its true number (record order survives)."""
+    path = tmp_path / "big.jsonl"
+    with open_store(tmp_path / "gen.duckdb") as con:
+        con.execute(
+            """COPY (SELECT printf('e%07d', i) AS event_id, '2026-11-20T10:00:00' AS ts,
+                        'how do i ' || i || repeat(' refund my order', 8) AS query,
+                        list_transform(range(10), lambda r: printf('doc-%d', i * 10 + r))
+                            AS result_ids
+                     FROM range(300000) t(i)) TO '"""
+            + str(path)
+            + "' (FORMAT json)"
+        )
+    lines = path.read_text().splitlines()
+    lines[150_000] = '{"event_id": "broken", "query": '
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size > 90 * 2**20
+    result = cli(
+        "ingest", "searchlog", str(path), "--db", str(db_path), "--json",
+        env={"GOLDMINE_MEMORY_LIMIT": "96MB", "GOLDMINE_THREADS": "1"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert counts(json.loads(result.stdout)["total"]) == (300_000, 299_999, 1, 0)
+    assert query(db_path, "SELECT line, reason FROM rejects") == [(150_001, "malformed JSON")]
+    assert query(db_path, "SELECT count(DISTINCT event_id) FROM search_events") == [(299_999,)]
