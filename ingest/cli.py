@@ -6,6 +6,8 @@ and prints the accounting (rows in = stored + rejected + already present) per fi
 
 from __future__ import annotations
 
+import contextlib
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -214,18 +216,60 @@ def rejects_cmd(
     if as_json:
         print_json(rows)
         return
+    if not rows:
+        console().print("no rejected rows" + (f" in batch {batch}" if batch is not None else ""))
+        return
     cols = ("batch_id", "path", "line", "reason", "raw")
     console().print(_table(cols, [[r[c] for c in cols] for r in rows], "rejects"))
+
+
+_COUNTS = {"rows_in", "stored", "rejected", "already_present", "rows"}
+# Short headers, so the tables fit 80 columns (a CI log); --json keeps the full keys.
+_HEADERS = {"batch_id": "batch", "already_present": "present", "finished_at": "finished"}
+
+
+def _cell(column: str, value: Any) -> str:
+    """A value as a person reads it; --json keeps the exact one."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if column in _COUNTS and isinstance(value, int):
+        return f"{value:,}"
+    if column == "path" and value != "total":
+        return _short_path(str(value))
+    if column == "raw":
+        text = " ".join(str(value).split())
+        return text if len(text) <= 120 else text[:119] + "…"
+    return str(value)
+
+
+def _short_path(path: str) -> str:
+    """Relative to the working directory when the file is under it; a long one keeps its end,
+    where the file's name is (--json has the whole path)."""
+    with contextlib.suppress(ValueError, OSError):
+        path = str(Path(path).resolve().relative_to(Path.cwd()))
+    return path if len(path) <= 40 else "…" + path[-39:]
 
 
 def _table(columns, rows, title=None):
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
-    for col in columns:
-        table.add_column(col.replace("_", " "), overflow="fold")
+    # A column empty in every row (a note no file needed) only takes width.
+    keep = [i for i, _ in enumerate(columns) if any(r[i] not in (None, "") for r in rows)]
+    keep = keep if rows else list(range(len(columns)))
+    for i in keep:
+        numeric = columns[i] in _COUNTS or columns[i] in ("batch_id", "line")
+        table.add_column(
+            _HEADERS.get(columns[i], columns[i].replace("_", " ")),
+            overflow="fold",
+            justify="right" if numeric else "left",
+            # Numbers and times keep one line; the path folds when the terminal is narrow.
+            no_wrap=numeric or columns[i].endswith("_at"),
+        )
     for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
+        table.add_row(*(_cell(columns[i], row[i]) for i in keep))
     return table
 
 
@@ -275,7 +319,23 @@ def _print_status(data) -> None:
         "already_present",
         "finished_at",
     )
-    out.print(_table(cols, [[b[c] for c in cols] for b in data["batches"]], "last batches"))
+    if out.width >= 110 or not data["batches"]:
+        out.print(_table(cols, [[b[c] for c in cols] for b in data["batches"]], "last batches"))
+        return
+    # A narrow terminal (a CI log is 80 columns): one line per batch reads better than a table
+    # whose every cell folds.
+    out.print("last batches", highlight=False)
+    for b in data["batches"]:
+        counts = ", ".join(
+            f"{_cell(c, b[c])} {_HEADERS.get(c, c).replace('_', ' ')}" for c in cols[4:7]
+        )
+        out.print(
+            f"  {b['batch_id']:>4}  {b['source']:<9} {_cell('path', b['path'])}\n"
+            f"        {_cell('rows_in', b['rows_in'])} in = {counts}"
+            f"  ({_cell('finished_at', b['finished_at']) or 'unfinished'})",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -456,3 +456,26 @@ def test_sample_data_is_deterministic_and_the_monday_import_adds_only_new(tmp_pa
     assert week2["rows_in"] == week2["stored"] + week2["rejected"] + week2["already_present"]
     assert n_events == week1["stored"] + week2["stored"]
     assert leaks == [(0,)]
+
+
+def test_status_and_rejects_read_well_in_a_narrow_terminal(tmp_path, db_path, cli):
+    """A CI log is 80 columns: the last batches become one line each, counts get thousands
+    separators and times whole seconds; --json keeps the exact values."""
+    rows = [{"event_id": f"e{i}", "query": f"q {i}"} for i in range(1500)]
+    rows.append({"event_id": "bad"})
+    path = tmp_path / "week.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert cli("ingest", "searchlog", str(path), "--db", str(db_path)).returncode == 0
+    narrow = cli("status", "--db", str(db_path), env={"COLUMNS": "80"})
+    assert narrow.returncode == 0, narrow.stderr
+    assert "1,501 in = 1,500 stored, 1 rejected, 0 present" in narrow.stdout
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 80
+    finished = json.loads(cli("status", "--db", str(db_path), "--json").stdout)["batches"][0]
+    assert f"({finished['finished_at'][:19].replace('T', ' ')})" in narrow.stdout
+    rejected = cli("rejects", "--db", str(db_path), env={"COLUMNS": "80"})
+    assert "missing query" in rejected.stdout and "1,501" not in rejected.stdout
+    clean = tmp_path / "clean.jsonl"
+    clean.write_text(json.dumps({"event_id": "x", "query": "q"}) + "\n")
+    assert cli("ingest", "searchlog", str(clean), "--db", str(db_path)).returncode == 0
+    none = cli("rejects", "--db", str(db_path), "--batch", "2")
+    assert none.returncode == 0 and none.stdout.strip() == "no rejected rows in batch 2"
