@@ -60,12 +60,15 @@ def info(message: str) -> None:
 
 
 @contextmanager
-def progress(description: str, total: int | None = None) -> Iterator[Any]:
-    """A progress bar on stderr; yields ``advance(n=1)``. Silent when stderr is not a terminal."""
+def progress(description: str, total: int | None = None, percent: bool = False) -> Iterator[Any]:
+    """A progress bar on stderr; yields ``advance(n=1)``, whose ``visible`` says whether the bar
+    is drawn (it is silent when stderr is not a terminal). ``percent`` shows the share done
+    instead of "M/N", for units that mean nothing to a reader."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
         Progress,
+        TaskProgressColumn,
         TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
@@ -74,7 +77,7 @@ def progress(description: str, total: int | None = None) -> Iterator[Any]:
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        TaskProgressColumn() if percent else MofNCompleteColumn(),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=err_console(),
@@ -87,4 +90,5 @@ def progress(description: str, total: int | None = None) -> Iterator[Any]:
         def advance(n: int = 1) -> None:
             bar.advance(task, n)
 
+        advance.visible = not bar.disable  # type: ignore[attr-defined]
         yield advance

@@ -13,8 +13,10 @@ leaves nothing behind. A file whose hash a finished batch already has is not rea
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -148,8 +150,11 @@ class Target:
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
     """Session settings and macros every ingest statement relies on."""
     con.execute("SET TimeZone = 'UTC'")
-    # DuckDB's own bar writes to stdout, which --json keeps for the result; ours is on stderr.
-    con.execute("SET enable_progress_bar = false")
+    # DuckDB tracks each statement's progress for our bar on stderr (``following``); its own bar
+    # would write to stdout, which --json keeps for the result.
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
+    con.execute("SET progress_bar_time = 0")
     install_macros(con)
     con.execute(MACROS)
 
@@ -167,7 +172,9 @@ def run(
     # cannot be a known one is staged while its hash is computed.
     hasher = ThreadPoolExecutor(max_workers=1)
     try:
-        with progress(f"importing {target.source}", total=3 * len(items)) as advance:
+        with progress(
+            f"importing {target.source}", total=_UNITS * len(items), percent=True
+        ) as advance:
             for item in items:
                 source = file_source(item, hasher.submit(sha256_file, item.path))
                 results.append(import_source(con, target, source, redactor, options or {}, advance))
@@ -242,21 +249,63 @@ def import_source(
         result.batch_id, result.rows_in = done[0]
         result.already_present, result.skipped = result.rows_in, True
         result.note = f"already imported (batch {result.batch_id}, same file hash)"
-        advance(3)
+        advance(_UNITS)
         return result
     try:
         if target.macros:
             con.execute(target.macros)
-        if not _stage_streaming(con, target, source, redactor):
-            _stage_materialized(con, target, source, redactor)
-        advance(2)
-        with transaction(con):
+        with following(con, advance, _STAGE_UNITS):
+            if not _stage_streaming(con, target, source, redactor):
+                _stage_materialized(con, target, source, redactor)
+        with following(con, advance, _UNITS - _STAGE_UNITS), transaction(con):
             _write_batch(con, target, source, result, options)
-        advance(1)
     finally:
         con.execute("DROP TABLE IF EXISTS gm_stage")
         drop_raw(con)
     return result
+
+
+# A file's share of the bar: staging (parse, check, redact) takes most of an import's time.
+_UNITS = 100
+_STAGE_UNITS = 60
+
+
+@contextmanager
+def following(
+    con: duckdb.DuckDBPyConnection, advance: Callable[[int], None], units: int
+) -> Iterator[None]:
+    """Move the bar ``units`` across the statements run inside, as DuckDB reports the running
+    statement's progress (polled from a thread; a multi-statement step moves with each)."""
+    given = 0
+
+    def move_to(target: int) -> None:
+        nonlocal given
+        if target > given:
+            advance(target - given)
+            given = target
+
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(0.2):
+            try:
+                share = con.query_progress()
+            except duckdb.Error:
+                return
+            if share > 0:
+                move_to(int(units * min(share, 99.0) / 100))
+
+    watcher = None
+    if getattr(advance, "visible", False):
+        watcher = threading.Thread(target=poll, daemon=True)
+        watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if watcher is not None:
+            watcher.join()
+        move_to(units)
 
 
 def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) -> bool:

@@ -528,3 +528,26 @@ def test_a_file_larger_than_the_memory_limit_spills_and_keeps_its_accounting(
     assert counts(json.loads(result.stdout)["total"]) == (300_000, 299_999, 1, 0)
     assert query(db_path, "SELECT line, reason FROM rejects") == [(150_001, "malformed JSON")]
     assert query(db_path, "SELECT count(DISTINCT event_id) FROM search_events") == [(299_999,)]
+
+
+def test_the_bar_follows_duckdb_progress_through_a_long_statement():
+    """The import bar moves while one long statement runs (DuckDB's own progress, polled), and
+    ends at exactly the step's share."""
+    import duckdb
+    from goldmine.ingest.batch import following, prepare
+
+    steps: list[int] = []
+
+    def advance(n: int = 1) -> None:
+        steps.append(n)
+
+    advance.visible = True  # type: ignore[attr-defined]
+    con = duckdb.connect()
+    prepare(con)
+    with following(con, advance, 60):
+        con.execute("SELECT sum(hash(i)) FROM range(200000000) t(i)").fetchall()
+    assert sum(steps) == 60
+    assert len(steps) > 1, "the bar only moved at the end"
+    assert con.execute("SELECT current_setting('enable_progress_bar_print')").fetchall() == [
+        (False,)
+    ]
