@@ -138,7 +138,9 @@ class Target:
     stage: Callable[[list[str]], tuple[str, dict[str, Any]]]
     redact: tuple[str, ...] = ()
     macros: str = ""
-    streaming: bool = True  # False when the stage SQL needs every row's line number
+    # False when the stage SQL needs every row's line number. A streaming stage must reject a
+    # row whose fields are all NULL: that is how the reader hands over a malformed line.
+    streaming: bool = True
     reshape: Callable[[duckdb.DuckDBPyConnection, list[str]], None] | None = None
     store: Callable[[duckdb.DuckDBPyConnection, Target, int], int] | None = None
     summary: Callable[[duckdb.DuckDBPyConnection, int], dict[str, Any]] | None = None
@@ -330,9 +332,11 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     rows, rows_params = streaming_rows(item, params["gm_columns"], keys, native)
     try:
         _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
+        # Reading a rejected row's line may still fail (invalid UTF-8): the record-by-record
+        # path reports that line by line.
+        fix_reject_lines(con, item, redactor)
     except (duckdb.InvalidInputException, duckdb.ConversionException):
         return False
-    fix_reject_lines(con, item, redactor)
     return True
 
 
@@ -445,7 +449,7 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     # The window that keeps a key's first row costs a sort; most files repeat no key.
     repeats = con.execute(f"SELECT count(*) > count(DISTINCT ({keys})) FROM ({good})").fetchall()
     if repeats[0][0]:
-        good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY rowid) = 1"
+        good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY line) = 1"
     sql = f"INSERT INTO {target.table} (batch_id, {cols}) SELECT ?, {cols} FROM ({good})"
     return con.execute(sql, [batch_id]).fetchall()[0][0]
 

@@ -341,13 +341,14 @@ def streaming_rows(
 ) -> tuple[str, dict]:
     """SQL for ``gm_rows`` (see ``field_columns``) parsed by DuckDB's reader in one pass.
 
-    For JSONL, ``line`` is left empty until ``fix_reject_lines`` gives the rejected rows their
-    line number (blank lines are not records) and their text, so a clean file is never held as
-    text. For Parquet, the fields come from the typed columns by position (``keys`` is the file's
-    column order), with no JSON round trip for the row; a JSON field that is a Parquet list of
-    strings or a string (``native``: column -> type) comes as itself in ``gm_n``/``gm_s``, its
-    text left NULL: it is neither written as JSON nor parsed back. One column per field, never a
-    struct or list packed per row: the optimizer drops what no expression reads.
+    For JSONL, ``line`` is the record number until ``fix_reject_lines`` gives the rejected rows
+    their line number (blank lines are not records) and their text, so a clean file is never
+    held as text. For Parquet, the fields come from the typed columns by position (``keys`` is
+    the file's column order), with no JSON round trip for the row; a JSON field that is a Parquet
+    list of strings or a string (``native``: column -> type) comes as itself in
+    ``gm_n``/``gm_s``, its text left NULL: it is neither written as JSON nor parsed back. One
+    column per field, never a struct or list packed per row: the optimizer drops what no
+    expression reads.
     """
     native = native or {}
     params = {"gm_path": str(item.path), "gm_compression": item.compression}
@@ -371,23 +372,26 @@ def streaming_rows(
             "FROM read_parquet($gm_path, file_row_number = true) t"
         )
         return sql, {"gm_path": str(item.path)}
-    # No row_number() here: it would serialise the parallel reader. The stage table keeps the
-    # file's order, so a row's record number is its rowid + 1 (see fix_reject_lines).
+    # ``line`` is first the record number: the stage's already-stored check is a hash join,
+    # which does not keep the file's order, so the number travels with the row (a streaming
+    # window, about 0.3 s per million rows). A line that is not a JSON object still takes its
+    # place, as a row of NULLs (ignore_errors), so one bad line does not send the whole file
+    # down the record-by-record path.
     fields = field_columns(
         columns, lambda i, _: (f"struct_extract_at(r, {i})", "NULL::VARCHAR[]", "NULL::VARCHAR")
     )
     sql = (
-        f"SELECT NULL::BIGINT AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, {fields} "
-        "FROM read_json($gm_path, format = 'newline_delimited', columns = $gm_columns, "
-        "compression = $gm_compression) r"
+        "SELECT row_number() OVER () AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, "
+        f"{fields} "
+        "FROM read_json($gm_path, format = 'newline_delimited', records = true, "
+        "columns = $gm_columns, compression = $gm_compression, ignore_errors = true) r"
     )
     return sql, params
 
 
 def fix_reject_lines(con: duckdb.DuckDBPyConnection, item: InputFile, redactor) -> None:
-    """Give the rejected rows of a streamed file their line number and (redacted) text."""
-    if item.format != "parquet":
-        con.execute("UPDATE gm_stage SET line = rowid + 1 WHERE reason IS NOT NULL")
+    """Give the rejected rows of a streamed file their line number (for JSONL, ``line`` holds
+    the record number until here: blank lines are not records) and (redacted) text."""
     recs = con.execute("SELECT list(line) FROM gm_stage WHERE reason IS NOT NULL").fetchall()[0][0]
     if not recs:
         return
@@ -402,20 +406,21 @@ def fix_reject_lines(con: duckdb.DuckDBPyConnection, item: InputFile, redactor) 
                 SELECT row_number() OVER () AS line, raw
                 FROM read_csv($gm_path, {_RAW_LINE_OPTIONS}))
             WHERE raw IS NOT NULL AND trim(raw) <> ''"""
-    con.execute(
+    run_sql(
+        con,
         f"""CREATE OR REPLACE TEMP TABLE gm_linemap AS
             SELECT * FROM ({source}) WHERE rec IN (SELECT unnest($recs))""",
-        {
-            "gm_path": str(item.path),
-            "gm_compression": item.compression,
-            "recs": recs,
-            **redactor.sql_params(),
-        }
-        if item.format != "parquet"
-        else {"gm_path": str(item.path), "recs": recs},
+        {"gm_path": str(item.path), "gm_compression": item.compression, "recs": recs},
     )
-    con.execute(
-        f"""UPDATE gm_stage SET line = m.line, raw = {raw} FROM gm_linemap m
+    # The reader gave a line that is not a JSON object a row of NULLs (ignore_errors), which the
+    # stage rejected for a missing field: its text says what is really wrong with it.
+    run_sql(
+        con,
+        f"""UPDATE gm_stage SET line = m.line, raw = {raw}, reason = CASE
+                WHEN NOT json_valid(m.raw) THEN 'malformed JSON'
+                WHEN json_type(m.raw) <> 'OBJECT' THEN 'not a JSON object'
+                ELSE gm_stage.reason END
+            FROM gm_linemap m
             WHERE gm_stage.reason IS NOT NULL AND gm_stage.line = m.rec""",
         redactor.sql_params(),
     )

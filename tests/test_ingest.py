@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
 import subprocess
 import sys
 import textwrap
@@ -551,3 +552,85 @@ def test_the_bar_follows_duckdb_progress_through_a_long_statement():
     assert con.execute("SELECT current_setting('enable_progress_bar_print')").fetchall() == [
         (False,)
     ]
+
+
+def test_malformed_lines_stay_on_the_one_pass_path_with_the_reasons_of_the_slow_one(
+    tmp_path, db_path
+):
+    """A bad line in a big weekly file must not send every line down the record-by-record path;
+    the one-pass reader and that path agree on counts, lines and reasons. Invalid UTF-8 still
+    goes the slow way, which can name it."""
+    from goldmine.ingest import batch, searchlog
+    from goldmine.ingest.files import detect
+    from goldmine.ingest.redact import Redactor
+
+    lines = [
+        json.dumps(event(1)),
+        '{"event_id": "e2", "query": ',
+        "",
+        "[1, 2]",
+        json.dumps(event(3)) + " trailing",
+        '"just a string"',
+        "{}",
+        json.dumps(event(4)),
+    ]
+    path = tmp_path / "week.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    expected = [
+        (2, "malformed JSON"),
+        (4, "not a JSON object"),
+        (5, "malformed JSON"),
+        (6, "not a JSON object"),
+        (7, "missing query"),
+    ]
+    with open_store(db_path) as con:
+        batch.prepare(con)
+        source = batch.file_source(detect(path))
+        assert batch._stage_streaming(con, searchlog.target(), source, Redactor(enabled=False))
+        staged = con.execute(
+            "SELECT line, reason FROM gm_stage WHERE reason IS NOT NULL ORDER BY line"
+        ).fetchall()
+        assert staged == expected
+        con.execute("DROP TABLE gm_stage")
+        result = api.searchlog(con, [path]).total
+        assert (result["rows_in"], result["stored"], result["rejected"]) == (7, 2, 5)
+        assert con.execute("SELECT line, reason FROM rejects ORDER BY line").fetchall() == expected
+
+    bad = tmp_path / "latin1.jsonl"
+    bad.write_bytes(b'{"event_id": "x1", "query": "caf\xe9"}\n' + json.dumps(event(9)).encode())
+    with open_store(db_path) as con:
+        batch.prepare(con)
+        source = batch.file_source(detect(bad))
+        assert not batch._stage_streaming(con, searchlog.target(), source, Redactor(enabled=False))
+        api.searchlog(con, [bad])
+        rows = con.execute("SELECT line, reason FROM rejects WHERE path = ?", [str(bad)]).fetchall()
+        assert rows == [(1, "invalid UTF-8")]
+
+
+def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path):
+    """A file big enough for DuckDB to read in parallel, with the already-stored check (a hash
+    join) in the stage: the rejects name their own lines, and a repeated key keeps its first
+    row. Row order in the stage table is not the file's order; the record number is carried."""
+    n = 250_000
+    empties = sorted(random.Random(5).sample(range(n), 20))
+    path = tmp_path / "week.jsonl"
+    with open_store(tmp_path / "gen.duckdb") as con:
+        con.execute(
+            """COPY (SELECT CASE WHEN i = $n - 1 THEN 'e0000003' ELSE printf('e%07d', i) END
+                            AS event_id,
+                        CASE WHEN list_contains($empties, i) THEN ''
+                             ELSE 'query ' || i || repeat(' words', 20) END AS query,
+                        list_transform(range(10), lambda r: printf('doc-%d', i * 10 + r))
+                            AS result_ids
+                     FROM range($n) t(i)) TO '"""
+            + str(path)
+            + "' (FORMAT json)",
+            {"n": n, "empties": empties},
+        )
+    with open_store(db_path) as con:
+        api.searchlog(con, [path])
+        lines = con.execute("SELECT line FROM rejects ORDER BY line").fetchall()
+        kept = con.execute("SELECT query FROM search_events WHERE event_id = 'e0000003'")
+        kept = kept.fetchall()
+    assert [line for (line,) in lines] == [i + 1 for i in empties]
+    assert kept == [("query 3" + " words" * 20,)]
