@@ -257,7 +257,8 @@ def import_source(
         if target.macros:
             con.execute(target.macros)
         with following(con, advance, _STAGE_UNITS):
-            if not _stage_streaming(con, target, source, redactor):
+            fresh = define_known(con, target)
+            if not _stage_streaming(con, target, source, redactor, fresh):
                 _stage_materialized(con, target, source, redactor)
         with following(con, advance, _UNITS - _STAGE_UNITS), transaction(con):
             _write_batch(con, target, source, result, options)
@@ -310,9 +311,24 @@ def following(
         move_to(units)
 
 
-def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) -> bool:
-    """Stage a clean JSONL or Parquet file parsed once by DuckDB's reader; False when the
-    file needs the line-by-line path (a malformed line, bad encoding, a reshaping target)."""
+def define_known(con: duckdb.DuckDBPyConnection, target: Target) -> bool:
+    """Define ``gm_stored(key…)``: whether a row with this natural key is already stored (the
+    anti-join). Into an empty table nothing is, and the macro is plain ``false``: the stage
+    then has no join, keeps the file's order, and needs no numbering pass. True if empty."""
+    args = [f"gm_a{i}" for i in range(len(target.key))]
+    empty = con.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {target.table})").fetchall()[0][0]
+    match = " AND ".join(f"gm_t.{k} = {a}" for k, a in zip(target.key, args, strict=True))
+    body = "false" if empty else f"EXISTS (SELECT 1 FROM {target.table} gm_t WHERE {match})"
+    con.execute(f"CREATE OR REPLACE TEMP MACRO gm_stored({', '.join(args)}) AS {body}")
+    return empty
+
+
+def _stage_streaming(
+    con, target: Target, source: Source, redactor: Redactor, fresh: bool = False
+) -> bool:
+    """Stage a JSONL or Parquet file parsed once by DuckDB's reader; False when the file needs
+    the line-by-line path (bad encoding, a reshaping target). ``fresh``: the target table is
+    empty, so the stage has no join and keeps the file's order (see ``streaming_rows``)."""
     item = source.file
     if (
         item is None
@@ -329,12 +345,12 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     if "gm_columns" not in params:
         return False
     native = parquet_native(con, item)
-    rows, rows_params = streaming_rows(item, params["gm_columns"], keys, native)
     try:
+        rows, rows_params = streaming_rows(con, item, params["gm_columns"], keys, native, fresh)
         _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
         # Reading a rejected row's line may still fail (invalid UTF-8): the record-by-record
         # path reports that line by line.
-        fix_reject_lines(con, item, redactor)
+        fix_reject_lines(con, item, redactor, numbered=not fresh)
     except (duckdb.InvalidInputException, duckdb.ConversionException):
         return False
     return True
@@ -371,7 +387,7 @@ def _create_stage(
 def _mark_present(staged: str, target: Target) -> str:
     """Flag rows whose key is already stored and keep only their key: in a weekly file that
     overlaps the last, half the rows need neither staging nor writing."""
-    match = " AND ".join(f"t.{k} = s.{k}" for k in target.key)
+    keys = ", ".join(f"s.{k}" for k in target.key)
     light = ", ".join(
         f"CASE WHEN gm_present THEN NULL ELSE {c} END AS {c}"
         for c in target.columns
@@ -379,8 +395,7 @@ def _mark_present(staged: str, target: Target) -> str:
     )
     return f"""
         SELECT * REPLACE ({light}) FROM (
-            SELECT s.*, (s.reason IS NULL AND EXISTS (
-                SELECT 1 FROM {target.table} t WHERE {match})) AS gm_present
+            SELECT s.*, (s.reason IS NULL AND gm_stored({keys})) AS gm_present
             FROM ({staged}) s)
     """
 
@@ -449,7 +464,10 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     # The window that keeps a key's first row costs a sort; most files repeat no key.
     repeats = con.execute(f"SELECT count(*) > count(DISTINCT ({keys})) FROM ({good})").fetchall()
     if repeats[0][0]:
-        good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY line) = 1"
+        # A streamed JSONL file staged in order leaves good rows unnumbered: rowid is the order.
+        good += (
+            f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY coalesce(line, rowid)) = 1"
+        )
     sql = f"INSERT INTO {target.table} (batch_id, {cols}) SELECT ?, {cols} FROM ({good})"
     return con.execute(sql, [batch_id]).fetchall()[0][0]
 

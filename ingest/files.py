@@ -337,7 +337,12 @@ def materialized_rows(columns: dict[str, str]) -> str:
 
 
 def streaming_rows(
-    item: InputFile, columns: dict[str, str], keys: list[str], native: dict[str, str] | None = None
+    con: duckdb.DuckDBPyConnection,
+    item: InputFile,
+    columns: dict[str, str],
+    keys: list[str],
+    native: dict[str, str] | None = None,
+    ordered: bool = False,
 ) -> tuple[str, dict]:
     """SQL for ``gm_rows`` (see ``field_columns``) parsed by DuckDB's reader in one pass.
 
@@ -372,26 +377,39 @@ def streaming_rows(
             "FROM read_parquet($gm_path, file_row_number = true) t"
         )
         return sql, {"gm_path": str(item.path)}
-    # ``line`` is first the record number: the stage's already-stored check is a hash join,
-    # which does not keep the file's order, so the number travels with the row (a streaming
-    # window, about 0.3 s per million rows). A line that is not a JSON object still takes its
-    # place, as a row of NULLs (ignore_errors), so one bad line does not send the whole file
-    # down the record-by-record path.
+    # A line that is not a JSON object still takes its place, as a row of NULLs (ignore_errors),
+    # so one bad line does not send the file down the record-by-record path.
+    read = (
+        "read_json($gm_path, format = 'newline_delimited', records = true, "
+        "columns = $gm_columns, compression = $gm_compression, ignore_errors = true)"
+    )
     fields = field_columns(
         columns, lambda i, _: (f"struct_extract_at(r, {i})", "NULL::VARCHAR[]", "NULL::VARCHAR")
     )
+    if ordered:
+        # The stage keeps the file's order, so its rowid is the record number (numbering rows
+        # with a window would run the whole stage on one thread).
+        sql = f"SELECT NULL::BIGINT AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, {fields} "
+        return sql + f"FROM {read} r", params
+    # The stage's already-stored check is a hash join, which does not keep the file's order: the
+    # records are first read into a temp table, in order, so that rowid numbers them.
+    run_sql(con, f"CREATE OR REPLACE TEMP TABLE gm_read AS SELECT * FROM {read}",
+            {**params, "gm_columns": columns})  # fmt: skip
     sql = (
-        "SELECT row_number() OVER () AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, "
-        f"{fields} "
-        "FROM read_json($gm_path, format = 'newline_delimited', records = true, "
-        "columns = $gm_columns, compression = $gm_compression, ignore_errors = true) r"
+        "SELECT rowid + 1 AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, "
+        f"{fields} FROM gm_read r"
     )
     return sql, params
 
 
-def fix_reject_lines(con: duckdb.DuckDBPyConnection, item: InputFile, redactor) -> None:
-    """Give the rejected rows of a streamed file their line number (for JSONL, ``line`` holds
-    the record number until here: blank lines are not records) and (redacted) text."""
+def fix_reject_lines(
+    con: duckdb.DuckDBPyConnection, item: InputFile, redactor, numbered: bool = True
+) -> None:
+    """Give the rejected rows of a streamed file their line number and (redacted) text. For
+    JSONL, ``line`` holds the record number until here (blank lines are not records), or is
+    empty (not ``numbered``) when the stage kept the file's order and rowid numbers it."""
+    if item.format != "parquet" and not numbered:
+        con.execute("UPDATE gm_stage SET line = rowid + 1 WHERE reason IS NOT NULL")
     recs = con.execute("SELECT list(line) FROM gm_stage WHERE reason IS NOT NULL").fetchall()[0][0]
     if not recs:
         return

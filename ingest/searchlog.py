@@ -128,7 +128,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             {_unless_known("x")} AS extra,
             gm_known
         FROM (
-            SELECT *, EXISTS (SELECT 1 FROM search_events e WHERE e.event_id = gm_key) AS gm_known
+            SELECT *, gm_stored(gm_key) AS gm_known
             FROM (
                 SELECT *, gm_ts({ts}) AS gm_t,
                        coalesce({val(fields, "event_id")},

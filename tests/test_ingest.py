@@ -585,8 +585,9 @@ def test_malformed_lines_stay_on_the_one_pass_path_with_the_reasons_of_the_slow_
     ]
     with open_store(db_path) as con:
         batch.prepare(con)
-        source = batch.file_source(detect(path))
-        assert batch._stage_streaming(con, searchlog.target(), source, Redactor(enabled=False))
+        source, target = batch.file_source(detect(path)), searchlog.target()
+        fresh = batch.define_known(con, target)
+        assert batch._stage_streaming(con, target, source, Redactor(enabled=False), fresh)
         staged = con.execute(
             "SELECT line, reason FROM gm_stage WHERE reason IS NOT NULL ORDER BY line"
         ).fetchall()
@@ -600,17 +601,19 @@ def test_malformed_lines_stay_on_the_one_pass_path_with_the_reasons_of_the_slow_
     bad.write_bytes(b'{"event_id": "x1", "query": "caf\xe9"}\n' + json.dumps(event(9)).encode())
     with open_store(db_path) as con:
         batch.prepare(con)
-        source = batch.file_source(detect(bad))
-        assert not batch._stage_streaming(con, searchlog.target(), source, Redactor(enabled=False))
+        source, target = batch.file_source(detect(bad)), searchlog.target()
+        fresh = batch.define_known(con, target)
+        assert not batch._stage_streaming(con, target, source, Redactor(enabled=False), fresh)
         api.searchlog(con, [bad])
         rows = con.execute("SELECT line, reason FROM rejects WHERE path = ?", [str(bad)]).fetchall()
         assert rows == [(1, "invalid UTF-8")]
 
 
-def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path):
-    """A file big enough for DuckDB to read in parallel, with the already-stored check (a hash
-    join) in the stage: the rejects name their own lines, and a repeated key keeps its first
-    row. Row order in the stage table is not the file's order; the record number is carried."""
+@pytest.mark.parametrize("store", ["empty", "holding rows"])
+def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path, store):
+    """A file big enough for DuckDB to read in parallel: the rejects name their own lines, and
+    a repeated key keeps its first row. Into a store holding rows the stage's already-stored
+    check is a hash join, which does not keep the file's order; into an empty one it has none."""
     n = 250_000
     empties = sorted(random.Random(5).sample(range(n), 20))
     path = tmp_path / "week.jsonl"
@@ -627,6 +630,10 @@ def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path):
             + "' (FORMAT json)",
             {"n": n, "empties": empties},
         )
+    if store == "holding rows":
+        api_file = write_jsonl(tmp_path / "earlier.jsonl", [event(1, event_id="earlier")])
+        with open_store(db_path) as con:
+            api.searchlog(con, [api_file])
     with open_store(db_path) as con:
         api.searchlog(con, [path])
         lines = con.execute("SELECT line FROM rejects ORDER BY line").fetchall()
