@@ -322,6 +322,11 @@ def field_columns(columns: dict[str, str], got: Callable[[int, str], str | None]
     return ", ".join(parts)
 
 
+def quote_name(name: str) -> str:
+    """A column name from the file as a SQL identifier (names cannot be parameters)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def materialized_rows(columns: dict[str, str]) -> str:
     """SQL for ``gm_rows`` over ``gm_raw``: each record parsed once into the ``columns``."""
     fields = field_columns(
@@ -342,18 +347,18 @@ def streaming_rows(
     columns: dict[str, str],
     keys: list[str],
     native: dict[str, str] | None = None,
-    ordered: bool = False,
+    numbered: bool = False,
 ) -> tuple[str, dict]:
     """SQL for ``gm_rows`` (see ``field_columns``) parsed by DuckDB's reader in one pass.
 
-    For JSONL, ``line`` is the record number until ``fix_reject_lines`` gives the rejected rows
-    their line number (blank lines are not records) and their text, so a clean file is never
-    held as text. For Parquet, the fields come from the typed columns by position (``keys`` is
-    the file's column order), with no JSON round trip for the row; a JSON field that is a Parquet
-    list of strings or a string (``native``: column -> type) comes as itself in
-    ``gm_n``/``gm_s``, its text left NULL: it is neither written as JSON nor parsed back. One
-    column per field, never a struct or list packed per row: the optimizer drops what no
-    expression reads.
+    For JSONL, ``line`` is empty, or the record number when ``numbered`` (blank lines are not
+    records), until ``fix_reject_lines`` gives the rejected rows their line number and their
+    text, so a clean file is never held as text. For Parquet, the fields come from the typed
+    columns by position (``keys`` is the file's column order), with no JSON round trip for the
+    row; a JSON field that is a Parquet list of strings or a string (``native``: column -> type)
+    comes as itself in ``gm_n``/``gm_s``, its text left NULL: it is neither written as JSON nor
+    parsed back. One column per field, never a struct or list packed per row: the optimizer
+    drops what no expression reads.
     """
     native = native or {}
     params = {"gm_path": str(item.path), "gm_compression": item.compression}
@@ -383,16 +388,16 @@ def streaming_rows(
         "read_json($gm_path, format = 'newline_delimited', records = true, "
         "columns = $gm_columns, compression = $gm_compression, ignore_errors = true)"
     )
+    # By name, not by position in the row: the reader then parses only the fields a statement
+    # reads (the rejects' numbering pass reads a few).
     fields = field_columns(
-        columns, lambda i, _: (f"struct_extract_at(r, {i})", "NULL::VARCHAR[]", "NULL::VARCHAR")
+        columns, lambda _, key: (f"r.{quote_name(key)}", "NULL::VARCHAR[]", "NULL::VARCHAR")
     )
-    if ordered:
-        # The stage keeps the file's order, so its rowid is the record number (numbering rows
-        # with a window would run the whole stage on one thread).
+    if not numbered:
         sql = f"SELECT NULL::BIGINT AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, {fields} "
         return sql + f"FROM {read} r", params
-    # The stage's already-stored check is a hash join, which does not keep the file's order: the
-    # records are first read into a temp table, in order, so that rowid numbers them.
+    # Numbered: the records are first read into a temp table, in order, so that rowid numbers
+    # them (a window would run the whole stage on one thread).
     run_sql(con, f"CREATE OR REPLACE TEMP TABLE gm_read AS SELECT * FROM {read}",
             {**params, "gm_columns": columns})  # fmt: skip
     sql = (
@@ -402,14 +407,9 @@ def streaming_rows(
     return sql, params
 
 
-def fix_reject_lines(
-    con: duckdb.DuckDBPyConnection, item: InputFile, redactor, numbered: bool = True
-) -> None:
+def fix_reject_lines(con: duckdb.DuckDBPyConnection, item: InputFile, redactor) -> None:
     """Give the rejected rows of a streamed file their line number and (redacted) text. For
-    JSONL, ``line`` holds the record number until here (blank lines are not records), or is
-    empty (not ``numbered``) when the stage kept the file's order and rowid numbers it."""
-    if item.format != "parquet" and not numbered:
-        con.execute("UPDATE gm_stage SET line = rowid + 1 WHERE reason IS NOT NULL")
+    JSONL, ``line`` holds the record number until here (blank lines are not records)."""
     recs = con.execute("SELECT list(line) FROM gm_stage WHERE reason IS NOT NULL").fetchall()[0][0]
     if not recs:
         return

@@ -586,8 +586,8 @@ def test_malformed_lines_stay_on_the_one_pass_path_with_the_reasons_of_the_slow_
     with open_store(db_path) as con:
         batch.prepare(con)
         source, target = batch.file_source(detect(path)), searchlog.target()
-        fresh = batch.define_known(con, target)
-        assert batch._stage_streaming(con, target, source, Redactor(enabled=False), fresh)
+        batch.define_known(con, target)
+        assert batch._stage_streaming(con, target, source, Redactor(enabled=False))
         staged = con.execute(
             "SELECT line, reason FROM gm_stage WHERE reason IS NOT NULL ORDER BY line"
         ).fetchall()
@@ -602,25 +602,26 @@ def test_malformed_lines_stay_on_the_one_pass_path_with_the_reasons_of_the_slow_
     with open_store(db_path) as con:
         batch.prepare(con)
         source, target = batch.file_source(detect(bad)), searchlog.target()
-        fresh = batch.define_known(con, target)
-        assert not batch._stage_streaming(con, target, source, Redactor(enabled=False), fresh)
+        batch.define_known(con, target)
+        assert not batch._stage_streaming(con, target, source, Redactor(enabled=False))
         api.searchlog(con, [bad])
         rows = con.execute("SELECT line, reason FROM rejects WHERE path = ?", [str(bad)]).fetchall()
         assert rows == [(1, "invalid UTF-8")]
 
 
+@pytest.mark.parametrize("repeated", [False, True], ids=["unique keys", "a repeated key"])
 @pytest.mark.parametrize("store", ["empty", "holding rows"])
-def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path, store):
-    """A file big enough for DuckDB to read in parallel: the rejects name their own lines, and
-    a repeated key keeps its first row. Into a store holding rows the stage's already-stored
-    check is a hash join, which does not keep the file's order; into an empty one it has none."""
+def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path, store, repeated):
+    """A file big enough for DuckDB to read in parallel, staged in no particular order: the
+    rejects still name their own lines, and a repeated key keeps its first row. Into a store
+    holding rows the stage has a hash join (the already-stored check); into an empty one not."""
     n = 250_000
     empties = sorted(random.Random(5).sample(range(n), 20))
     path = tmp_path / "week.jsonl"
     with open_store(tmp_path / "gen.duckdb") as con:
         con.execute(
-            """COPY (SELECT CASE WHEN i = $n - 1 THEN 'e0000003' ELSE printf('e%07d', i) END
-                            AS event_id,
+            """COPY (SELECT CASE WHEN i = $n - 1 AND $repeated THEN 'e0000003'
+                                 ELSE printf('e%07d', i) END AS event_id,
                         CASE WHEN list_contains($empties, i) THEN ''
                              ELSE 'query ' || i || repeat(' words', 20) END AS query,
                         list_transform(range(10), lambda r: printf('doc-%d', i * 10 + r))
@@ -628,7 +629,7 @@ def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path, 
                      FROM range($n) t(i)) TO '"""
             + str(path)
             + "' (FORMAT json)",
-            {"n": n, "empties": empties},
+            {"n": n, "empties": empties, "repeated": repeated},
         )
     if store == "holding rows":
         api_file = write_jsonl(tmp_path / "earlier.jsonl", [event(1, event_id="earlier")])
@@ -641,3 +642,21 @@ def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path, 
         kept = kept.fetchall()
     assert [line for (line,) in lines] == [i + 1 for i in empties]
     assert kept == [("query 3" + " words" * 20,)]
+
+
+def test_field_names_with_quotes_dots_and_spaces_stream_as_they_are(tmp_path, db_path):
+    """The streaming reader names the file's fields in SQL: a name with a double quote, a dot
+    or a space is still only a name (and kept among the extras)."""
+    rows = [
+        {"Search Term": "refund policy", 'we"ird': 1, "a.b": "x", "event_id": "q1"},
+        {"Search Term": "", 'we"ird': 2, "a.b": "y", "event_id": "q2"},
+    ]
+    path = write_jsonl(tmp_path / "odd.jsonl", rows)
+    with open_store(db_path) as con:
+        total = api.searchlog(con, [path], mapping={"query": "Search Term"}).total
+        stored = con.execute("SELECT query, extra FROM search_events").fetchall()
+        rejects = con.execute("SELECT line, reason FROM rejects").fetchall()
+    assert (total["stored"], total["rejected"]) == (1, 1)
+    assert stored[0][0] == "refund policy"
+    assert json.loads(stored[0][1]) == {'we"ird': 1, "a.b": "x"}
+    assert rejects == [(2, "missing query")]
