@@ -389,11 +389,13 @@ def _any_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         con.execute("RESET preserve_insertion_order")
 
 
+_GOOD_NEW = "SELECT * FROM gm_stage WHERE reason IS NULL AND NOT gm_present"
+
+
 def _repeats(con: duckdb.DuckDBPyConnection, target: Target) -> bool:
     """Whether a natural key occurs more than once among the new good rows."""
     keys = ", ".join(target.key)
-    good = "SELECT * FROM gm_stage WHERE reason IS NULL AND NOT gm_present"
-    sql = f"SELECT count(*) > count(DISTINCT ({keys})) FROM ({good})"
+    sql = f"SELECT count(*) > count(DISTINCT ({keys})) FROM ({_GOOD_NEW})"
     return con.execute(sql).fetchall()[0][0]
 
 
@@ -529,14 +531,11 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     staging: the anti-join) nor earlier in the file."""
     cols = ", ".join(target.columns)
     keys = ", ".join(target.key)
-    good = "SELECT * FROM gm_stage WHERE reason IS NULL AND NOT gm_present"
-    # The window that keeps a key's first row costs a sort; most files repeat no key.
-    repeats = con.execute(f"SELECT count(*) > count(DISTINCT ({keys})) FROM ({good})").fetchall()
-    if repeats[0][0]:
-        # A streamed JSONL file staged in order leaves good rows unnumbered: rowid is the order.
-        good += (
-            f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY coalesce(line, rowid)) = 1"
-        )
+    good = _GOOD_NEW
+    # The window that keeps a key's first row costs a sort; most files repeat no key. When one
+    # does, every staged row has its record number in ``line`` (see ``_stage_jsonl``).
+    if _repeats(con, target):
+        good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY line) = 1"
     sql = f"INSERT INTO {target.table} (batch_id, {cols}) SELECT ?, {cols} FROM ({good})"
     return con.execute(sql, [batch_id]).fetchall()[0][0]
 
