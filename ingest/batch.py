@@ -28,7 +28,7 @@ from goldmine.ingest.files import (
     drop_raw,
     fix_reject_lines,
     materialized_rows,
-    parquet_native,
+    parquet_schema,
     read_raw,
     run_sql,
     sample_keys,
@@ -336,7 +336,8 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     ):
         return False
     try:
-        keys = sample_keys(con, item)
+        schema = parquet_schema(con, item) if item.format == "parquet" else None
+        keys = list(schema) if schema is not None else sample_keys(con, item)
     except duckdb.Error:
         return False
     stage_sql, params = target.stage(keys)
@@ -344,10 +345,9 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
         return False
     try:
         if item.format == "jsonl":
-            _stage_jsonl(con, target, item, stage_sql, params, keys, redactor)
+            _stage_jsonl(con, target, item, stage_sql, params, redactor)
         else:
-            native = parquet_native(con, item)
-            rows, rows_params = streaming_rows(con, item, params["gm_columns"], keys, native)
+            rows, rows_params = streaming_rows(con, item, params["gm_columns"], schema)
             _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
         # Reading a rejected row's line may still fail (invalid UTF-8): the record-by-record
         # path reports that line by line.
@@ -358,7 +358,7 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
 
 
 def _stage_jsonl(
-    con, target: Target, item: InputFile, stage_sql: str, params: dict, keys: list, redactor
+    con, target: Target, item: InputFile, stage_sql: str, params: dict, redactor
 ) -> None:
     """Stage a JSONL file in one parallel pass, in no particular row order: DuckDB's reader
     gives no record number, and keeping the file's order costs a tenth of the import. The
@@ -366,11 +366,11 @@ def _stage_jsonl(
     second pass, in order, numbers them) and which of a repeated key's rows came first (the
     records are then read in order into ``gm_read`` and staged again)."""
     columns = params["gm_columns"]
-    rows, rows_params = streaming_rows(con, item, columns, keys)
+    rows, rows_params = streaming_rows(con, item, columns)
     with _any_order(con):
         _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
     if target.store is None and _repeats(con, target):
-        rows, rows_params = streaming_rows(con, item, columns, keys, numbered=True)
+        rows, rows_params = streaming_rows(con, item, columns, numbered=True)
         with _any_order(con):
             _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
         return

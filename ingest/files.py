@@ -280,34 +280,20 @@ _RAW_LINE_OPTIONS = """columns = {'raw': 'VARCHAR'}, header = false, delim = chr
 
 
 def sample_keys(con: duckdb.DuckDBPyConnection, item: InputFile, sample: int = 20000) -> list[str]:
-    """Field names from the first records, read straight from the file (streaming path)."""
-    if item.format == "parquet":
-        rows = con.execute(
-            "SELECT column_name FROM (DESCRIBE SELECT * FROM read_parquet($p))",
-            {"p": str(item.path)},
-        ).fetchall()
-        return [r[0] for r in rows]
-    rows = con.execute(
-        f"""SELECT k FROM (
-                SELECT unnest(try(json_keys(raw))) AS k, n FROM (
-                    SELECT raw, row_number() OVER () AS n
-                    FROM read_csv($gm_path, {_RAW_LINE_OPTIONS}) LIMIT $n))
-            GROUP BY k ORDER BY min(n), k""",
-        {"gm_path": str(item.path), "gm_compression": item.compression, "n": sample},
-    ).fetchall()
-    return [r[0] for r in rows]
+    """Field names from a JSONL file's first records, read straight from the file."""
+    records = f"""SELECT raw, row_number() OVER () AS line
+                  FROM read_csv($gm_path, {_RAW_LINE_OPTIONS}) LIMIT $n"""
+    params = {"gm_path": str(item.path), "gm_compression": item.compression, "n": sample}
+    return _first_seen_keys(con, records, params)
 
 
-def parquet_native(con: duckdb.DuckDBPyConnection, item: InputFile) -> dict[str, str]:
-    """The Parquet file's columns that are strings or lists of strings (passed through as they
-    are), with their type."""
-    if item.format != "parquet":
-        return {}
+def parquet_schema(con: duckdb.DuckDBPyConnection, item: InputFile) -> dict[str, str]:
+    """A Parquet file's columns, in order, with their DuckDB type (from its metadata)."""
     rows = con.execute(
         "SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet($p))",
         {"p": str(item.path)},
     ).fetchall()
-    return {name: kind for name, kind in rows if kind in ("VARCHAR[]", "VARCHAR")}
+    return dict(rows)
 
 
 def field_columns(columns: dict[str, str], got: Callable[[int, str], str | None]) -> str:
@@ -345,8 +331,7 @@ def streaming_rows(
     con: duckdb.DuckDBPyConnection,
     item: InputFile,
     columns: dict[str, str],
-    keys: list[str],
-    native: dict[str, str] | None = None,
+    schema: dict[str, str] | None = None,
     numbered: bool = False,
 ) -> tuple[str, dict]:
     """SQL for ``gm_rows`` (see ``field_columns``) parsed by DuckDB's reader in one pass.
@@ -354,21 +339,21 @@ def streaming_rows(
     For JSONL, ``line`` is empty, or the record number when ``numbered`` (blank lines are not
     records), until ``fix_reject_lines`` gives the rejected rows their line number and their
     text, so a clean file is never held as text. For Parquet, the fields come from the typed
-    columns by position (``keys`` is the file's column order), with no JSON round trip for the
-    row; a JSON field that is a Parquet list of strings or a string (``native``: column -> type)
-    comes as itself in ``gm_n``/``gm_s``, its text left NULL: it is neither written as JSON nor
-    parsed back. One column per field, never a struct or list packed per row: the optimizer
+    columns by position (``schema``: the file's columns in order, with their type), with no JSON
+    round trip for the row; a JSON field that is a Parquet list of strings or a string comes as
+    itself in ``gm_n``/``gm_s``, its text left NULL: it is neither written as JSON nor parsed
+    back. One column per field, never a struct or list packed per row: the optimizer
     drops what no expression reads.
     """
-    native = native or {}
     params = {"gm_path": str(item.path), "gm_compression": item.compression}
     if item.format == "parquet":
+        keys = list(schema or {})
 
         def parquet_field(_: int, key: str) -> tuple[str, str, str] | None:
             if key not in keys:
                 return None
             got = f"struct_extract_at(t, {keys.index(key) + 1})"
-            passed = native.get(key) if columns[key] == "JSON" else None
+            passed = schema[key] if columns[key] == "JSON" else None
             if passed == "VARCHAR[]":
                 return "NULL::VARCHAR", got, "NULL::VARCHAR"
             if passed == "VARCHAR":
@@ -455,11 +440,17 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, params: dict):
 
 
 def discover_keys(con: duckdb.DuckDBPyConnection, sample: int = 20000) -> list[str]:
-    """The field names seen in the first records, in first-seen order."""
-    rows = con.execute(
+    """The field names seen in the first records of ``gm_raw``, in first-seen order."""
+    records = "SELECT raw, line FROM gm_raw WHERE err IS NULL LIMIT $n"
+    return _first_seen_keys(con, records, {"n": sample})
+
+
+def _first_seen_keys(con: duckdb.DuckDBPyConnection, records: str, params: dict) -> list[str]:
+    """The keys of the JSON objects in ``records(raw, line)``, in first-seen order."""
+    rows = run_sql(
+        con,
         "SELECT k FROM (SELECT unnest(try(json_keys(raw))) AS k, line FROM "
-        "(SELECT raw, line FROM gm_raw WHERE err IS NULL LIMIT ?)) "
-        "GROUP BY k ORDER BY min(line), k",
-        [sample],
+        f"({records})) GROUP BY k ORDER BY min(line), k",
+        params,
     ).fetchall()
     return [r[0] for r in rows]
