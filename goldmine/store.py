@@ -227,3 +227,15 @@ def open_store(
         yield con
     finally:
         con.close()
+
+
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, **frames) -> Iterator[None]:
+    """Polars frames visible to SQL under the given names for the block, then dropped."""
+    for name, value in frames.items():
+        con.register(name, value)
+    try:
+        yield
+    finally:
+        for name in frames:
+            con.unregister(name)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from goldmine.goldset.items import current_snapshot, fetch_dicts, now, reserve
 
 from goldmine.errors import InputError, NotFoundError
-from goldmine.store import transaction
+from goldmine.store import registered, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -97,15 +97,14 @@ def _contained(
         "length(p.old) > 0 AND (contains(c.new, p.old)"
         " OR (length(c.new) >= ? AND contains(p.old, c.new)))"
     )
-    con.register("gold_passages", frame)
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE gold_remap_p AS
-            SELECT text_hash, doc_id, {squash} AS old FROM gold_passages;
-            CREATE OR REPLACE TEMP TABLE gold_remap_c AS
-            SELECT chunk_id, doc_id, {squash} AS new FROM chunks
-            WHERE snapshot_id = {int(snapshot_id)}"""
-    )
-    con.unregister("gold_passages")
+    with registered(con, gold_passages=frame):
+        con.execute(
+            f"""CREATE OR REPLACE TEMP TABLE gold_remap_p AS
+                SELECT text_hash, doc_id, {squash} AS old FROM gold_passages;
+                CREATE OR REPLACE TEMP TABLE gold_remap_c AS
+                SELECT chunk_id, doc_id, {squash} AS new FROM chunks
+                WHERE snapshot_id = {int(snapshot_id)}"""
+        )
     rows = con.execute(
         f"""SELECT p.text_hash, c.chunk_id, contains(c.new, p.old)
             FROM gold_remap_p p JOIN gold_remap_c c ON p.doc_id = c.doc_id AND {holds}
@@ -146,12 +145,6 @@ def _proposals(old: str, chunks: list[tuple[str, str]]) -> list[tuple[str, float
         limit=5,
     )  # fmt: skip
     return [(chunks[i][0], float(score), "fuzzy") for _, score, i in hits]
-
-
-def proposals_for(passage: str, chunks: list[tuple[str, str]]) -> list[tuple[str, float, str]]:
-    """(chunk_id, score, how) for the chunks holding the passage: containment either way (a
-    split or a merge), else rapidfuzz partial matching."""
-    return _proposals(_squash(passage), [(c, _squash(t)) for c, t in chunks])
 
 
 def remap(con: duckdb.DuckDBPyConnection, by: str) -> Remapped:
@@ -201,12 +194,11 @@ def remap(con: duckdb.DuckDBPyConnection, by: str) -> Remapped:
         if removed:
             frame = pl.DataFrame(removed, orient="row", schema={"query_id": pl.Utf8,
                                                                 "chunk_id": pl.Utf8})  # fmt: skip
-            con.register("gold_removed", frame)
-            con.execute(
-                """DELETE FROM gold_labels WHERE kind = 'label' AND (query_id, chunk_id) IN
-                   (SELECT (query_id, chunk_id) FROM gold_removed)"""
-            )
-            con.unregister("gold_removed")
+            with registered(con, gold_removed=frame):
+                con.execute(
+                    """DELETE FROM gold_labels WHERE kind = 'label' AND (query_id, chunk_id) IN
+                       (SELECT (query_id, chunk_id) FROM gold_removed)"""
+                )
         _put_drafts(con, drafts, "remap", hashes, snapshot_id, by, at)
         _append_history(con, history, by, at)
         _back_to_review(con, result.items, by, at, "remap")
@@ -226,34 +218,37 @@ def _put_drafts(con, drafts: dict, source: str, hashes: dict, snapshot_id, who: 
             [sorted({q for q, _ in drafts})],
         ).fetchall()
     )
-    rows = []
+    rows, bumps = [], []
     for (qid, chunk_id), (grade, rank, score) in sorted(drafts.items()):
         kind = existing.get((qid, chunk_id))
         if kind == "label":  # max(kind) is 'label' when a person's grade exists
             continue
         if kind == "draft":
-            con.execute(
-                "UPDATE gold_labels SET suggested_grade = greatest(suggested_grade, ?)"
-                " WHERE query_id = ? AND chunk_id = ? AND kind = 'draft'",
-                [grade, qid, chunk_id],
-            )
+            bumps.append((qid, chunk_id, grade))
             continue
         rows.append((qid, chunk_id, grade, rank, score, hashes.get(chunk_id)))
+    if bumps:
+        schema = {"query_id": pl.Utf8, "chunk_id": pl.Utf8, "grade": pl.Int64}
+        with registered(con, gold_bumps=pl.DataFrame(bumps, orient="row", schema=schema)):
+            con.execute(
+                """UPDATE gold_labels SET suggested_grade = greatest(suggested_grade, b.grade)
+                   FROM gold_bumps b WHERE gold_labels.query_id = b.query_id
+                   AND gold_labels.chunk_id = b.chunk_id AND gold_labels.kind = 'draft'"""
+            )
     if not rows:
         return
     frame = pl.DataFrame(rows, orient="row", schema={
         "query_id": pl.Utf8, "chunk_id": pl.Utf8, "grade": pl.Int64, "rank": pl.Int64,
         "score": pl.Float64, "text_hash": pl.Utf8,
     })  # fmt: skip
-    con.register("gold_new_drafts", frame)
-    con.execute(
-        """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, rank, score,
-               source, text_hash, snapshot_id, who, ts)
-           SELECT query_id, chunk_id, 'draft', grade, rank, score, ?, text_hash, ?, ?, ?
-           FROM gold_new_drafts""",
-        [source, snapshot_id, who, ts],
-    )
-    con.unregister("gold_new_drafts")
+    with registered(con, gold_new_drafts=frame):
+        con.execute(
+            """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, rank, score,
+                   source, text_hash, snapshot_id, who, ts)
+               SELECT query_id, chunk_id, 'draft', grade, rank, score, ?, text_hash, ?, ?, ?
+               FROM gold_new_drafts""",
+            [source, snapshot_id, who, ts],
+        )
 
 
 def _append_history(con, rows: list[tuple[str, str, str]], who: str, ts) -> None:
@@ -265,13 +260,12 @@ def _append_history(con, rows: list[tuple[str, str, str]], who: str, ts) -> None
     schema = {"query_id": pl.Utf8, "action": pl.Utf8, "detail": pl.Utf8}
     frame = pl.DataFrame(rows, orient="row", schema=schema).with_row_index("ord")
     first = reserve(con, "gold_history_seq", len(rows))
-    con.register("gold_new_history", frame)
-    con.execute(
-        "INSERT INTO gold_history SELECT ? + ord, query_id, ?, ?, action, detail"
-        " FROM gold_new_history",
-        [first, ts, who],
-    )
-    con.unregister("gold_new_history")
+    with registered(con, gold_new_history=frame):
+        con.execute(
+            "INSERT INTO gold_history SELECT ? + ord, query_id, ?, ?, action, detail"
+            " FROM gold_new_history",
+            [first, ts, who],
+        )
 
 
 def _back_to_review(con, query_ids: set[str], by: str, at: datetime, why: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -565,3 +566,24 @@ def test_model_free_gold_commands_import_no_model(cli, store: Path, tmp_path: Pa
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         assert "HEAVY []" in done.stderr, (args, done.stderr)
+
+
+def test_remap_drafts_keep_the_higher_grade_of_an_existing_draft(tmp_path: Path) -> None:
+    """A remap draft on a chunk that already has a draft raises its grade, never lowers it, in
+    one statement; a chunk a person graded is left alone."""
+    from goldmine.goldset.drift import _put_drafts
+
+    with open_store(tmp_path / "s.duckdb") as con:
+        con.execute(
+            """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, grade, source,
+                   who, ts)
+               VALUES ('q1', 'a', 'draft', 1, NULL, 'bm25', 'x', now()),
+                      ('q1', 'b', 'draft', 2, NULL, 'bm25', 'x', now()),
+                      ('q1', 'c', 'label', NULL, 1, 'person', 'x', now())"""
+        )
+        drafts = {("q1", "a"): [2, 1, 1.0], ("q1", "b"): [1, 2, 1.0], ("q1", "c"): [2, 3, 1.0]}
+        _put_drafts(con, drafts, "remap", {}, None, "carol", datetime(2026, 12, 3))
+        rows = con.execute(
+            "SELECT chunk_id, kind, suggested_grade, grade FROM gold_labels ORDER BY chunk_id"
+        ).fetchall()
+    assert rows == [("a", "draft", 2, None), ("b", "draft", 2, None), ("c", "label", None, 1)]

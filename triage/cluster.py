@@ -25,7 +25,9 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
-from goldmine.triage.events import frame, registered
+from goldmine.triage.events import frame
+
+from goldmine.store import registered
 
 if TYPE_CHECKING:
     import duckdb

@@ -23,7 +23,9 @@ import re
 from typing import TYPE_CHECKING
 
 import numpy as np
-from goldmine.triage.events import frame, registered
+from goldmine.triage.events import frame
+
+from goldmine.store import registered
 
 if TYPE_CHECKING:
     import duckdb

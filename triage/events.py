@@ -21,11 +21,10 @@ Failure signals, per event (DESIGN.md, "Failure signals and tags"):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from goldmine.store import registered
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
@@ -114,18 +113,6 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
     import duckdb  # noqa: F401
 
     return con.sql(sql, params=params).pl()
-
-
-@contextmanager
-def registered(con: duckdb.DuckDBPyConnection, **frames) -> Iterator[None]:
-    """Polars frames visible to SQL under the given names for the block, then dropped."""
-    for name, value in frames.items():
-        con.register(name, value)
-    try:
-        yield
-    finally:
-        for name in frames:
-            con.unregister(name)
 
 
 def norm_sql(column: str) -> str:

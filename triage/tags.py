@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from goldmine.triage.dedupe import FUNCTION_WORDS, auto_fuzziness
-from goldmine.triage.events import norm_sql, registered
+from goldmine.triage.events import norm_sql
 
 from goldmine.config import load_config
 from goldmine.output import info, warn
+from goldmine.store import registered
 
 if TYPE_CHECKING:
     import duckdb
