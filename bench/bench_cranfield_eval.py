@@ -22,13 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from realdata import load_cranfield, shared_path, write_corpus_jsonl  # noqa: E402
+from realdata import REFERENCE, load_cranfield, shared_path, write_corpus_jsonl  # noqa: E402
 
-REFERENCE = {  # FACTS.md
-    "bm25": (0.341, 0.304, 0.738),
-    "dense": (0.354, 0.321, 0.772),
-    "hybrid": (0.386, 0.350, 0.784),
-}
 METRICS = "ndcg@10,map@100,frac_recall@100"
 
 
