@@ -134,6 +134,10 @@ SELECT line, line - $header - row_number() OVER (ORDER BY line) AS before,
 FROM errs
 """
 
+# A line that is not blank (blank lines are not records). Most lines start with a visible ASCII
+# character, which settles it without trim's copy of the line (a CASE: an OR may be reordered).
+_NOT_BLANK = "CASE WHEN ascii(raw) BETWEEN 33 AND 126 THEN true ELSE trim(raw) <> '' END"
+
 # A JSON object per line is taken as valid here; the single parse that maps the fields finds
 # the malformed ones (``try(json_transform(…))``), so a clean file is parsed once.
 _JSONL_ERR = (
@@ -216,7 +220,7 @@ def _lines_view(con: duckdb.DuckDBPyConnection, header: int, jsonl: bool) -> Non
     con.execute(f"""
         CREATE OR REPLACE TEMP VIEW gm_raw AS
         SELECT {line} AS line, raw, {err} AS err FROM {source}
-        WHERE raw IS NOT NULL AND trim(raw) <> ''
+        WHERE {_NOT_BLANK}
         UNION ALL
         SELECT line, raw, err FROM gm_errs
     """)
@@ -308,9 +312,8 @@ def field_columns(columns: dict[str, str], got: Callable[[int, str], str | None]
     return ", ".join(parts)
 
 
-def quote_name(name: str) -> str:
-    """A column name from the file as a SQL identifier (names cannot be parameters)."""
-    return '"' + name.replace('"', '""') + '"'
+# Rows that are not hashed by line (see ``streaming_rows``).
+_UNSEEN = "false AS gm_seen, NULL::UBIGINT AS gm_line"
 
 
 def materialized_rows(columns: dict[str, str]) -> str:
@@ -320,7 +323,7 @@ def materialized_rows(columns: dict[str, str]) -> str:
     )
     return f"""
         SELECT line, raw, coalesce(err, CASE WHEN j IS NULL THEN 'malformed JSON' END) AS err,
-               {fields}
+               {_UNSEEN}, {fields}
         FROM (SELECT line, raw, err,
                      CASE WHEN err IS NULL THEN try(json_transform(raw, $gm_structure)) END AS j
               FROM gm_raw)
@@ -333,17 +336,20 @@ def streaming_rows(
     columns: dict[str, str],
     schema: dict[str, str] | None = None,
     numbered: bool = False,
+    line_key: str | None = None,
 ) -> tuple[str, dict]:
-    """SQL for ``gm_rows`` (see ``field_columns``) parsed by DuckDB's reader in one pass.
+    """SQL for ``gm_rows`` (see ``field_columns``) parsed in one pass, straight from the file.
 
     For JSONL, ``line`` is empty, or the record number when ``numbered`` (blank lines are not
     records), until ``fix_reject_lines`` gives the rejected rows their line number and their
-    text, so a clean file is never held as text. For Parquet, the fields come from the typed
-    columns by position (``schema``: the file's columns in order, with their type), with no JSON
-    round trip for the row; a JSON field that is a Parquet list of strings or a string comes as
-    itself in ``gm_n``/``gm_s``, its text left NULL: it is neither written as JSON nor parsed
-    back. One column per field, never a struct or list packed per row: the optimizer
-    drops what no expression reads.
+    text. With ``line_key`` (see ``batch.line_key``), ``gm_line`` is a hash of the line's text
+    under that key, and ``gm_seen`` says a stored row came from the same text read the same
+    way: such a line is not parsed. For Parquet, the fields come from the typed columns by
+    position (``schema``: the file's columns in order, with their type), with no JSON round
+    trip for the row; a JSON field that is a Parquet list of strings or a string comes as itself
+    in ``gm_n``/``gm_s``, its text left NULL: it is neither written as JSON nor parsed back. One
+    column per field, never a struct or list packed per row: the optimizer drops what no
+    expression reads.
     """
     params = {"gm_path": str(item.path), "gm_compression": item.compression}
     if item.format == "parquet":
@@ -363,32 +369,38 @@ def streaming_rows(
 
         sql = (
             "SELECT file_row_number + 1 AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, "
-            f"{field_columns(columns, parquet_field)} "
+            f"{_UNSEEN}, {field_columns(columns, parquet_field)} "
             "FROM read_parquet($gm_path, file_row_number = true) t"
         )
         return sql, {"gm_path": str(item.path)}
-    # A line that is not a JSON object still takes its place, as a row of NULLs (ignore_errors),
-    # so one bad line does not send the file down the record-by-record path.
-    read = (
-        "read_json($gm_path, format = 'newline_delimited', records = true, "
-        "columns = $gm_columns, compression = $gm_compression, ignore_errors = true)"
-    )
-    # By name, not by position in the row: the reader then parses only the fields a statement
-    # reads (the rejects' numbering pass reads a few).
+    # Lines as text, then one parse per line: the text gives each line a hash (``gm_line``), and
+    # a line whose hash is among the stored rows' (``gm_seen_line``) is not parsed at all.
+    hashed = "NULL::UBIGINT"
+    if line_key:
+        params["gm_line_key"] = line_key
+        hashed = "hash(raw, $gm_line_key)"
+    lines = f"read_csv($gm_path, {_RAW_LINE_OPTIONS})"
+    if numbered:
+        # Numbered: the lines are first read into a temp table, in order, so that rowid numbers
+        # the records (a window would run the whole stage on one thread).
+        run_sql(con, f"CREATE OR REPLACE TEMP TABLE gm_read AS SELECT raw FROM {lines} "
+                f"WHERE {_NOT_BLANK}", params)  # fmt: skip
+        lines, number = "gm_read", "rowid + 1"
+    else:
+        number = "NULL::BIGINT"
     fields = field_columns(
-        columns, lambda _, key: (f"r.{quote_name(key)}", "NULL::VARCHAR[]", "NULL::VARCHAR")
+        columns, lambda i, _: (f"struct_extract_at(gm_j, {i})", "NULL::VARCHAR[]", "NULL::VARCHAR")
     )
-    if not numbered:
-        sql = f"SELECT NULL::BIGINT AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, {fields} "
-        return sql + f"FROM {read} r", params
-    # Numbered: the records are first read into a temp table, in order, so that rowid numbers
-    # them (a window would run the whole stage on one thread).
-    run_sql(con, f"CREATE OR REPLACE TEMP TABLE gm_read AS SELECT * FROM {read}",
-            {**params, "gm_columns": columns})  # fmt: skip
-    sql = (
-        "SELECT rowid + 1 AS line, NULL::VARCHAR AS raw, NULL::VARCHAR AS err, "
-        f"{fields} FROM gm_read r"
-    )
+    sql = f"""
+        SELECT line, NULL::VARCHAR AS raw,
+               CASE WHEN gm_j IS NULL AND NOT gm_seen THEN 'malformed JSON' END AS err,
+               gm_seen, gm_line, {fields}
+        FROM (SELECT line, gm_line, gm_seen, CASE WHEN NOT gm_seen
+                     THEN try(json_transform(raw, $gm_structure)) END AS gm_j
+              FROM (SELECT line, raw, gm_line, gm_seen_line(gm_line) AS gm_seen
+                    FROM (SELECT {number} AS line, raw, {hashed} AS gm_line
+                          FROM {lines} WHERE {_NOT_BLANK})))
+    """
     return sql, params
 
 
@@ -408,7 +420,7 @@ def fix_reject_lines(con: duckdb.DuckDBPyConnection, item: InputFile, redactor) 
         source = f"""SELECT row_number() OVER () AS rec, line, raw FROM (
                 SELECT row_number() OVER () AS line, raw
                 FROM read_csv($gm_path, {_RAW_LINE_OPTIONS}))
-            WHERE raw IS NOT NULL AND trim(raw) <> ''"""
+            WHERE {_NOT_BLANK}"""
     run_sql(
         con,
         f"""CREATE OR REPLACE TEMP TABLE gm_linemap AS

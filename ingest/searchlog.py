@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from goldmine.ingest.batch import Target, field_access, ids, resolve_fields, typ, val
+from goldmine.ingest.batch import LINE_HASH, Target, field_access, ids, resolve_fields, typ, val
 
 from goldmine.errors import InputError
 
@@ -102,7 +102,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             reason IS NULL AND gm_known AS gm_present
         FROM (
         SELECT line, raw,
-            CASE WHEN err IS NOT NULL THEN err
+            CASE WHEN gm_seen THEN NULL
+                 WHEN err IS NOT NULL THEN err
                  WHEN {q} IS NULL OR trim({q}) = '' THEN 'missing query'
                  WHEN {typ(fields, "query")} <> 'VARCHAR'
                      THEN 'wrong type: query is ' || gm_jtype({typ(fields, "query")})
@@ -126,13 +127,15 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             {_unless_known(ids(fields, "clicked_ids"))} AS clicked_ids,
             {_unless_known(val(fields, "feedback"))} AS feedback,
             {_unless_known("x")} AS extra,
+            gm_line AS {LINE_HASH},
+            gm_seen,
             gm_known
         FROM (
-            SELECT *, gm_stored(gm_key) AS gm_known
+            SELECT *, gm_seen OR gm_stored(gm_key) AS gm_known
             FROM (
                 SELECT *, gm_ts({ts}) AS gm_t,
-                       coalesce({val(fields, "event_id")},
-                                'h-' || md5(concat_ws(chr(31), {content}))) AS gm_key
+                       CASE WHEN NOT gm_seen THEN coalesce({val(fields, "event_id")},
+                           'h-' || md5(concat_ws(chr(31), {content}))) END AS gm_key
                 FROM ({access}))))
     """
     return sql, params
@@ -143,7 +146,8 @@ def target(mapping: dict[str, str] | None = None, source: str = "searchlog") -> 
         source=source,
         table="search_events",
         key=("event_id",),
-        columns=COLUMNS,
+        # A line already stored is known by its hash, unparsed (a weekly file's old half).
+        columns=(*COLUMNS, LINE_HASH),
         stage=lambda keys: stage_sql(keys, mapping or {}, source),
         marks_present=True,
         redact=("query", "extra"),

@@ -610,11 +610,13 @@ def test_malformed_lines_stay_on_the_one_pass_path_with_the_reasons_of_the_slow_
 
 
 @pytest.mark.parametrize("repeated", [False, True], ids=["unique keys", "a repeated key"])
-@pytest.mark.parametrize("store", ["empty", "holding rows"])
+@pytest.mark.parametrize("store", ["empty", "holding rows", "holding its first half"])
 def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path, store, repeated):
     """A file big enough for DuckDB to read in parallel, staged in no particular order: the
     rejects still name their own lines, and a repeated key keeps its first row. Into a store
-    holding rows the stage has a hash join (the already-stored check); into an empty one not."""
+    holding rows the stage has a hash join (the already-stored check); into an empty one not.
+    Holding the file's first half, those lines are known by their text, unparsed, but for the
+    rejects among them, never stored, so parsed and rejected again."""
     n = 250_000
     empties = sorted(random.Random(5).sample(range(n), 20))
     path = tmp_path / "week.jsonl"
@@ -635,13 +637,22 @@ def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path, 
         api_file = write_jsonl(tmp_path / "earlier.jsonl", [event(1, event_id="earlier")])
         with open_store(db_path) as con:
             api.searchlog(con, [api_file])
+    if store == "holding its first half":
+        api_file = tmp_path / "earlier.jsonl"
+        with path.open("rb") as whole:
+            api_file.write_bytes(b"".join(whole.readline() for _ in range(n // 2)))
+        with open_store(db_path) as con:
+            api.searchlog(con, [api_file])
     with open_store(db_path) as con:
-        api.searchlog(con, [path])
-        lines = con.execute("SELECT line FROM rejects ORDER BY line").fetchall()
+        result = api.searchlog(con, [path])
+        lines = con.execute(
+            "SELECT line FROM rejects WHERE batch_id = ? ORDER BY line", [result.files[0].batch_id]
+        ).fetchall()
         kept = con.execute("SELECT query FROM search_events WHERE event_id = 'e0000003'")
         kept = kept.fetchall()
     assert [line for (line,) in lines] == [i + 1 for i in empties]
     assert kept == [("query 3" + " words" * 20,)]
+    assert result.total["rows_in"] == n and result.total["rejected"] == len(empties)
 
 
 def test_field_names_with_quotes_dots_and_spaces_stream_as_they_are(tmp_path, db_path):
@@ -660,3 +671,57 @@ def test_field_names_with_quotes_dots_and_spaces_stream_as_they_are(tmp_path, db
     assert stored[0][0] == "refund policy"
     assert json.loads(stored[0][1]) == {'we"ird': 1, "a.b": "x"}
     assert rejects == [(2, "missing query")]
+
+
+def test_lines_already_stored_are_known_by_their_text_and_still_accounted(tmp_path, db_path):
+    """A weekly file's old half: a line stored before is known by a hash of its text, unparsed;
+    a reformatted line is still found by its key, and an old reject is checked again."""
+    first = write_jsonl(tmp_path / "a.jsonl", [event(i) for i in range(1, 7)] + ["{bad"])
+    second = write_jsonl(
+        tmp_path / "b.jsonl",
+        [
+            event(4),
+            "{bad",  # rejected before, so never stored: rejected again, at its new line
+            event(5),
+            event(6),  # the latest time of the file: the watermark, though not parsed
+            json.dumps(event(1), separators=(",", ":")),  # the same event, other text
+            event(7, ts="2026-11-01T00:00:00Z"),
+        ],
+    )
+    with open_store(db_path) as con:
+        api.searchlog(con, [first])
+        hashed = con.execute("SELECT count(line_hash) FROM search_events").fetchall()[0][0]
+        # Only the line's text says e5 is stored now: by its key, it would be stored again.
+        con.execute("UPDATE search_events SET event_id = 'renamed' WHERE event_id = 'e5'")
+        result = api.searchlog(con, [second])
+        batch_id = result.files[0].batch_id
+        stored = con.execute(
+            "SELECT event_id, line_hash IS NOT NULL FROM search_events WHERE batch_id = ?",
+            [batch_id],
+        ).fetchall()
+        rejects = con.execute(
+            "SELECT line, reason FROM rejects WHERE batch_id = ?", [batch_id]
+        ).fetchall()
+        watermark = con.execute(
+            "SELECT watermark::VARCHAR FROM import_batches WHERE batch_id = ?", [batch_id]
+        ).fetchall()
+    assert hashed == 6
+    assert counts(result.total) == (6, 1, 1, 4)
+    assert stored == [("e7", True)]
+    assert rejects == [(2, "malformed JSON")]
+    assert watermark == [("2026-11-26 10:00:06",)]
+
+
+def test_lines_read_another_way_are_parsed_again(tmp_path, db_path):
+    """A line's hash holds only for the way it was read: under another --map its key differs,
+    so the line is parsed and checked by that key."""
+    first = write_jsonl(tmp_path / "a.jsonl", [event(i) for i in range(1, 4)])
+    second = write_jsonl(tmp_path / "b.jsonl", [event(i) for i in range(1, 5)])
+    third = write_jsonl(tmp_path / "c.jsonl", [event(i) for i in range(1, 6)])
+    with open_store(db_path) as con:
+        api.searchlog(con, [first])
+        by_query = api.searchlog(con, [second], mapping={"event_id": "query"})
+        # e4's line was stored keyed by its query: read the usual way, e4 is new.
+        again = api.searchlog(con, [third])
+    assert counts(by_query.total) == (4, 4, 0, 0)
+    assert counts(again.total) == (5, 2, 0, 3)
