@@ -191,11 +191,9 @@ def checkpoint_appends(con: duckdb.DuckDBPyConnection) -> None:
     partly filled row group per thread; the checkpoint's vacuum would then, depending on how
     the rows fell, merge one with its neighbours and rewrite a third of the new data (a second
     per 500k rows, at the close). The few small row groups cost a scan nothing measurable."""
-    con.execute("SET max_vacuum_tasks = 0")
+    con.execute("SET max_vacuum_tasks = 0")  # a global setting: reset at once
     try:
         con.execute("CHECKPOINT")
-    except duckdb.TransactionException:
-        pass  # another transaction is open: the store's close checkpoints instead
     finally:
         con.execute("RESET max_vacuum_tasks")
 
@@ -275,7 +273,9 @@ def import_source(
             define_known(con, target)
             if not _stage_streaming(con, target, source, redactor):
                 _stage_materialized(con, target, source, redactor)
-        with following(con, advance, _UNITS - _STAGE_UNITS), transaction(con):
+        # The insert runs in any order (see store_new_rows), set outside the transaction: a
+        # failed statement aborts it, and nothing could be reset until it is rolled back.
+        with following(con, advance, _UNITS - _STAGE_UNITS), _any_order(con), transaction(con):
             _write_batch(con, target, source, result, options)
     finally:
         con.execute("DROP TABLE IF EXISTS gm_stage")
@@ -341,7 +341,7 @@ def define_known(con: duckdb.DuckDBPyConnection, target: Target, check: bool = T
     if check and not empty and LINE_HASH in target.columns:
         hashed = f"(SELECT {LINE_HASH} FROM {target.table} WHERE {LINE_HASH} IS NOT NULL)"
         if con.execute(f"SELECT EXISTS {hashed}").fetchall()[0][0]:
-            seen = f"gm_h IN {hashed}"
+            seen = f"coalesce(gm_h IN {hashed}, false)"
     con.execute(f"CREATE OR REPLACE TEMP MACRO gm_seen_line(gm_h) AS {seen}")
     return empty
 
@@ -353,11 +353,13 @@ LINE_HASH = "line_hash"
 _LINE_KEY_VERSION = 1
 
 
-def line_key(target: Target, params: dict[str, Any]) -> str | None:
+def line_key(target: Target, params: dict[str, Any], redactor: Redactor) -> str | None:
     """What a line's hash is salted with: everything a line's key and reason depend on besides
-    its text (the code's rules, DuckDB's hash function, how fields are mapped). A line read
-    another way never matches, and is parsed and checked by its key as usual."""
-    if LINE_HASH not in target.columns or "gm_reading" not in params:
+    its text (the code's rules, DuckDB's version, how fields are mapped). A line read another
+    way never matches, and is parsed and checked by its key as usual. None (no hash kept) when
+    redacting: the hash is of the text before redaction, and with the row's other fields stored,
+    a guessed email could be checked against it."""
+    if LINE_HASH not in target.columns or "gm_reading" not in params or redactor.enabled:
         return None
     parts = [_LINE_KEY_VERSION, duckdb.__version__, target.source, target.table]
     return json.dumps([*parts, params["gm_reading"]])
@@ -404,7 +406,7 @@ def _stage_jsonl(
     order matters for two things only, paid for when they occur: the rejects' lines (a light
     second pass, in order, numbers them) and which of a repeated key's rows came first (the
     records are then read in order into ``gm_read`` and staged again)."""
-    columns, key = params["gm_columns"], line_key(target, params)
+    columns, key = params["gm_columns"], line_key(target, params, redactor)
     rows, rows_params = streaming_rows(con, item, columns, line_key=key)
     with _any_order(con):
         _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
@@ -583,10 +585,10 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     if _repeats(con, target):
         good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY line) = 1"
     sql = f"INSERT INTO {target.table} (batch_id, {cols}) SELECT ?, {cols} FROM ({good})"
-    # In any order: the rows are then written compressed as they come, where an ordered insert
-    # left the close's checkpoint a second of work per 500k rows. Nothing reads stored order.
-    with _any_order(con):
-        return con.execute(sql, [batch_id]).fetchall()[0][0]
+    # Run in any order (import_source): the rows are then written compressed as they come,
+    # where an ordered insert left the checkpoint a second of work per 500k rows. Nothing reads
+    # the stored order (rejects are listed by line).
+    return con.execute(sql, [batch_id]).fetchall()[0][0]
 
 
 def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
@@ -627,12 +629,14 @@ def resolve_fields(
     by_lower: dict[str, str] = {}
     for k in keys:
         by_lower.setdefault(k.lower(), k)
+    present = set(keys)
     out = {}
     for name, names in aliases.items():
         if name in mapping:
             out[name] = [mapping[name]]
             continue
-        found = [by_lower[a] for a in names if a in by_lower]
+        # The alias as spelled, else the first field that matches it ignoring case.
+        found = [a if a in present else by_lower[a] for a in names if a in by_lower]
         if found:
             out[name] = found
     return out
@@ -667,7 +671,11 @@ def field_access(
     keys = [k for names in fields.values() for k in names]
     typed_keys = {k for name in typed for k in fields.get(name, [])}
     columns = {k: ("JSON" if k in typed_keys else "VARCHAR") for k in keys}
-    extra_keys = [k for k in extra_keys if k not in columns]
+    _refuse_case_twins(keys)
+    # DuckDB's struct fields ignore case, so of two names differing in case only one can be read:
+    # an extra field that is another's twin is left out (the line is still imported).
+    lowered = {k.lower() for k in columns}
+    extra_keys = [k for k in extra_keys if k.lower() not in lowered and not lowered.add(k.lower())]
     columns.update({k: "JSON" for k in extra_keys})
     positions = {k: i + 1 for i, k in enumerate(columns)}
     params: dict[str, Any] = {
@@ -712,6 +720,17 @@ def field_access(
     )
     sql = f"SELECT line, raw, err, gm_seen, gm_line, {columns_sql}{extra} AS x FROM gm_rows"
     return sql, params
+
+
+def _refuse_case_twins(keys: list[str]) -> None:
+    by_lower: dict[str, str] = {}
+    for k in keys:
+        twin = by_lower.setdefault(k.lower(), k)
+        if twin != k:
+            raise InputError(
+                f"fields {twin!r} and {k!r} differ only in case, which the reader cannot tell "
+                "apart; map only one of them"
+            )
 
 
 def _positions(fields: dict[str, list[str]], name: str) -> list[int]:

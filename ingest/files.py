@@ -140,8 +140,13 @@ _NOT_BLANK = "CASE WHEN ascii(raw) BETWEEN 33 AND 126 THEN true ELSE trim(raw) <
 
 # A JSON object per line is taken as valid here; the single parse that maps the fields finds
 # the malformed ones (``try(json_transform(…))``), so a clean file is parsed once.
+# A line that may be a JSON object: it starts with a brace after any JSON white space.
+_OBJECT = (
+    "CASE WHEN ascii(raw) = 123 THEN true "
+    "ELSE starts_with(ltrim(raw, chr(32) || chr(9) || chr(10) || chr(13)), '{') END"
+)
 _JSONL_ERR = (
-    "CASE WHEN left(ltrim(raw), 1) <> '{' THEN CASE WHEN json_valid(raw) "
+    f"CASE WHEN NOT ({_OBJECT}) THEN CASE WHEN json_valid(raw) "
     "THEN 'not a JSON object' ELSE 'malformed JSON' END END"
 )
 
@@ -313,7 +318,7 @@ def field_columns(columns: dict[str, str], got: Callable[[int, str], str | None]
 
 
 # Rows that are not hashed by line (see ``streaming_rows``).
-_UNSEEN = "false AS gm_seen, NULL::UBIGINT AS gm_line"
+_UNSEEN = "false AS gm_seen, NULL::UHUGEINT AS gm_line"
 
 
 def materialized_rows(columns: dict[str, str]) -> str:
@@ -375,10 +380,11 @@ def streaming_rows(
         return sql, {"gm_path": str(item.path)}
     # Lines as text, then one parse per line: the text gives each line a hash (``gm_line``), and
     # a line whose hash is among the stored rows' (``gm_seen_line``) is not parsed at all.
-    hashed = "NULL::UBIGINT"
+    hashed = "NULL::UHUGEINT"
     if line_key:
+        # 128 bits: a collision would count a new line as stored. The key is mixed in by xor.
         params["gm_line_key"] = line_key
-        hashed = "hash(raw, $gm_line_key)"
+        hashed = "xor(md5_number(raw), md5_number($gm_line_key))"
     lines = f"read_csv($gm_path, {_RAW_LINE_OPTIONS})"
     if numbered:
         # Numbered: the lines are first read into a temp table, in order, so that rowid numbers
@@ -391,11 +397,14 @@ def streaming_rows(
     fields = field_columns(
         columns, lambda i, _: (f"struct_extract_at(gm_j, {i})", "NULL::VARCHAR[]", "NULL::VARCHAR")
     )
+    # json_transform makes a line holding a list or a number a struct of NULLs: such a line is
+    # marked here, by its first character, and fix_reject_lines says which it is.
     sql = f"""
         SELECT line, NULL::VARCHAR AS raw,
-               CASE WHEN gm_j IS NULL AND NOT gm_seen THEN 'malformed JSON' END AS err,
+               CASE WHEN NOT gm_seen AND (gm_j IS NULL OR NOT gm_object)
+                    THEN 'malformed JSON' END AS err,
                gm_seen, gm_line, {fields}
-        FROM (SELECT line, gm_line, gm_seen, CASE WHEN NOT gm_seen
+        FROM (SELECT line, gm_line, gm_seen, {_OBJECT} AS gm_object, CASE WHEN NOT gm_seen
                      THEN try(json_transform(raw, $gm_structure)) END AS gm_j
               FROM (SELECT line, raw, gm_line, gm_seen_line(gm_line) AS gm_seen
                     FROM (SELECT {number} AS line, raw, {hashed} AS gm_line

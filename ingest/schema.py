@@ -105,5 +105,5 @@ MIGRATIONS = [
     ),
     # The hash of the JSONL line a search event was read from, under the way it was read
     # (batch.line_key): an overlapping file's lines already stored are known without parsing.
-    Migration(101, "search_event_lines", "ALTER TABLE search_events ADD COLUMN line_hash UBIGINT"),
+    Migration(101, "search_event_lines", "ALTER TABLE search_events ADD COLUMN line_hash UHUGEINT"),
 ]

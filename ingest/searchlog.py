@@ -92,6 +92,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
     params["gm_source"] = source
     q, ts = val(fields, "query"), val(fields, "ts")
     num = val(fields, "num_results")
+    count = f"try_cast(try_cast({num} AS DOUBLE) AS INTEGER)"
     content = ", ".join(
         f"coalesce({val(fields, n)}, '')"
         for n in ("ts", "session_id", "user_id", "query", "result_ids", "clicked_ids")
@@ -115,6 +116,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
                      THEN 'wrong type: clicked_ids is ' || gm_jtype({typ(fields, "clicked_ids")})
                  WHEN {num} IS NOT NULL AND try_cast({num} AS DOUBLE) IS NULL
                      THEN 'wrong type: num_results is not a number: ' || left({num}, 40)
+                 WHEN {num} IS NOT NULL AND {count} IS NULL
+                     THEN 'wrong type: num_results is out of range: ' || left({num}, 40)
             END AS reason,
             gm_key AS event_id,
             $gm_source AS source,
@@ -123,7 +126,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             {_unless_known(val(fields, "user_id"))} AS user_id,
             {_unless_known(f"trim({q})")} AS query,
             {_unless_known(ids(fields, "result_ids"))} AS result_ids,
-            {_unless_known(f"try_cast({num} AS DOUBLE)::INTEGER")} AS num_results,
+            {_unless_known(count)} AS num_results,
             {_unless_known(ids(fields, "clicked_ids"))} AS clicked_ids,
             {_unless_known(val(fields, "feedback"))} AS feedback,
             {_unless_known("x")} AS extra,

@@ -6,6 +6,7 @@ command line is the contract; every expected number below is counted by hand fro
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import random
@@ -17,7 +18,8 @@ from pathlib import Path
 import duckdb
 import pytest
 import zstandard
-from goldmine.ingest import api, batch
+from goldmine.ingest import api, batch, searchlog
+from goldmine.ingest.files import discover
 from goldmine.ingest.redact import Redactor, redact_text
 
 from goldmine.errors import InputError
@@ -725,3 +727,72 @@ def test_lines_read_another_way_are_parsed_again(tmp_path, db_path):
         again = api.searchlog(con, [third])
     assert counts(by_query.total) == (4, 4, 0, 0)
     assert counts(again.total) == (5, 2, 0, 3)
+
+
+def test_a_redacted_search_log_keeps_no_hash_of_its_lines(tmp_path, db_path):
+    """The line's hash is of its text before redaction; with every other field stored, a
+    guessed email could be checked against it. Redacted imports store none."""
+    path = write_jsonl(tmp_path / "a.jsonl", [event(1, query="mail ann@example.com please")])
+    with open_store(db_path) as con:
+        api.searchlog(con, [path], redact=True)
+        rows = con.execute("SELECT query, line_hash FROM search_events").fetchall()
+    assert rows == [("mail <EMAIL> please", None)]
+
+
+def test_a_failed_insert_raises_its_own_error_and_leaves_the_settings_as_they_were(
+    tmp_path, db_path
+):
+    """The insert runs in any order inside the batch's transaction; when it fails, the error
+    is the insert's, and the next import on the same connection reads in order again."""
+    log = write_jsonl(tmp_path / "log.jsonl", [event(1), event(2), "{bad"])
+    target = searchlog.target()
+    broken = dataclasses.replace(target, columns=(*target.columns, "no_such_column"))
+    with open_store(db_path) as con:
+        with pytest.raises(duckdb.BinderException):
+            batch.run(con, broken, discover([log]), Redactor(enabled=False))
+        setting = "SELECT current_setting('preserve_insertion_order')"
+        assert con.execute(setting).fetchall() == [(True,)]
+        assert counts(api.searchlog(con, [log]).total) == (3, 2, 1, 0)
+
+
+def test_a_number_out_of_range_or_keys_differing_in_case_reject_a_line_not_the_file(
+    tmp_path, db_path
+):
+    path = write_jsonl(
+        tmp_path / "a.jsonl",
+        [
+            {"event_id": "a", "query": "refund", "Query": "REFUND"},
+            {"event_id": "b", "query": "refund policy", "num_results": 1e20},
+            {"event_id": "c", "query": "returns", "num_results": 3},
+        ],
+    )
+    with open_store(db_path) as con:
+        total = api.searchlog(con, [path]).total
+        stored = con.execute(
+            "SELECT event_id, query, num_results FROM search_events ORDER BY event_id"
+        ).fetchall()
+        rejects = con.execute("SELECT line, reason FROM rejects").fetchall()
+    assert counts(total) == (3, 2, 1, 0)
+    assert stored == [("a", "refund", None), ("c", "returns", 3)]
+    assert rejects == [(2, "wrong type: num_results is out of range: 1e+20")]
+
+
+@pytest.mark.parametrize("path_taken", ["streamed", "record by record"])
+def test_an_object_after_white_space_is_read_and_other_json_values_are_not_objects(
+    tmp_path, db_path, path_taken
+):
+    lines: list[str | bytes] = [
+        "\t " + json.dumps(event(1)),
+        "[1, 2]",
+        "42",
+        json.dumps(event(2)),
+    ]
+    if path_taken == "record by record":
+        lines.append(b'{"event_id": "x", "query": "caf\xe9"}')  # invalid UTF-8: line by line
+    path = write_jsonl(tmp_path / "a.jsonl", lines)
+    with open_store(db_path) as con:
+        api.searchlog(con, [path])
+        stored = con.execute("SELECT event_id FROM search_events ORDER BY 1").fetchall()
+        rejects = con.execute("SELECT line, reason FROM rejects ORDER BY line").fetchall()
+    assert stored == [("e1",), ("e2",)]
+    assert rejects[:2] == [(2, "not a JSON object"), (3, "not a JSON object")]
