@@ -633,7 +633,9 @@ def resolve_fields(
     out = {}
     for name, names in aliases.items():
         if name in mapping:
-            out[name] = [mapping[name]]
+            # A name in another case than the file's takes the file's spelling.
+            column = mapping[name]
+            out[name] = [column if column in present else by_lower.get(column.lower(), column)]
             continue
         # The alias as spelled, else the first field that matches it ignoring case.
         found = [a if a in present else by_lower[a] for a in names if a in by_lower]

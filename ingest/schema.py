@@ -105,5 +105,15 @@ MIGRATIONS = [
     ),
     # The hash of the JSONL line a search event was read from, under the way it was read
     # (batch.line_key): an overlapping file's lines already stored are known without parsing.
-    Migration(101, "search_event_lines", "ALTER TABLE search_events ADD COLUMN line_hash UHUGEINT"),
+    Migration(101, "search_event_lines", "ALTER TABLE search_events ADD COLUMN line_hash UBIGINT"),
+    # 128 bits (md5) in place of DuckDB's 64-bit hash, under which two lines can be made to
+    # collide. The 64-bit values can match no line now: they are dropped with the column.
+    Migration(
+        102,
+        "search_event_lines_md5",
+        """
+        ALTER TABLE search_events DROP COLUMN line_hash;
+        ALTER TABLE search_events ADD COLUMN line_hash UHUGEINT;
+        """,
+    ),
 ]

@@ -796,3 +796,28 @@ def test_an_object_after_white_space_is_read_and_other_json_values_are_not_objec
         rejects = con.execute("SELECT line, reason FROM rejects ORDER BY line").fetchall()
     assert stored == [("e1",), ("e2",)]
     assert rejects[:2] == [(2, "not a JSON object"), (3, "not a JSON object")]
+
+
+def test_map_names_a_field_in_another_case_and_takes_the_files_spelling(tmp_path, db_path):
+    path = write_jsonl(tmp_path / "a.jsonl", [{"Q": "refund policy", "Sid": "s1"}])
+    with open_store(db_path) as con:
+        total = api.searchlog(con, [path], mapping={"query": "q", "session_id": "sid"}).total
+        stored = con.execute("SELECT query, session_id FROM search_events").fetchall()
+    assert counts(total) == (1, 1, 0, 0)
+    assert stored == [("refund policy", "s1")]
+
+
+def test_a_store_with_the_64_bit_line_hash_column_gets_the_128_bit_one(tmp_path, db_path):
+    """Migration 101 added a 64-bit column; 102 replaces it, dropping hashes no line matches."""
+    path = write_jsonl(tmp_path / "a.jsonl", [event(1), event(2)])
+    with open_store(db_path) as con:
+        con.execute("ALTER TABLE search_events DROP COLUMN line_hash")
+        con.execute("ALTER TABLE search_events ADD COLUMN line_hash UBIGINT")
+        con.execute("DELETE FROM schema_migrations WHERE name LIKE '0102_%'")
+    with open_store(db_path) as con:
+        assert counts(api.searchlog(con, [path]).total) == (2, 2, 0, 0)
+        kind = con.execute(
+            "SELECT data_type FROM duckdb_columns() "
+            "WHERE table_name = 'search_events' AND column_name = 'line_hash'"
+        ).fetchall()
+    assert kind == [("UHUGEINT",)]
