@@ -109,7 +109,7 @@ def bare_load(db: Path, path: Path) -> float:
     _fresh(db)
     _settle()
     start = time.perf_counter()
-    con = duckdb.connect(str(_fresh(db)))
+    con = duckdb.connect(str(db))
     con.execute(f"CREATE TABLE t AS SELECT * FROM {reader}(?)", [str(path)])
     con.close()
     return time.perf_counter() - start

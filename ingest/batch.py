@@ -411,6 +411,7 @@ def _stage_jsonl(
     with _any_order(con):
         _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
     if target.store is None and _repeats(con, target):
+        # gm_read is written in file order (its rowid numbers the records); the stage need not be.
         rows, rows_params = streaming_rows(con, item, columns, numbered=True, line_key=key)
         with _any_order(con):
             _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
@@ -548,17 +549,18 @@ def _write_batch(
 
 
 def finish_batch(con, batch_id: int, result: FileResult, target: Target) -> None:
-    watermark = None
+    times = []
     if "ts" in target.columns:
-        watermark = con.execute("SELECT max(ts) FROM gm_stage WHERE reason IS NULL").fetchall()
-        watermark = watermark[0][0]
+        times.append("(SELECT max(ts) FROM gm_stage WHERE reason IS NULL)")
     if LINE_HASH in target.columns:
         # A line known by its hash was not parsed: its time is its stored row's.
-        seen = con.execute(
-            f"SELECT max(ts) FROM {target.table} WHERE {LINE_HASH} IN "
-            f"(SELECT {LINE_HASH} FROM gm_stage WHERE gm_seen)"
-        ).fetchall()[0][0]
-        watermark = max((w for w in (watermark, seen) if w is not None), default=None)
+        times.append(
+            f"(SELECT max(ts) FROM {target.table} WHERE {LINE_HASH} IN "
+            f"(SELECT {LINE_HASH} FROM gm_stage WHERE gm_seen))"
+        )
+    watermark = None
+    if times:  # greatest() skips NULLs
+        watermark = con.execute(f"SELECT greatest({', '.join(times)})").fetchall()[0][0]
     con.execute(
         "UPDATE import_batches SET finished_at = ?, rows_in = ?, stored = ?, rejected = ?, "
         "already_present = ?, watermark = ? WHERE batch_id = ?",
@@ -677,7 +679,12 @@ def field_access(
     # DuckDB's struct fields ignore case, so of two names differing in case only one can be read:
     # an extra field that is another's twin is left out (the line is still imported).
     lowered = {k.lower() for k in columns}
-    extra_keys = [k for k in extra_keys if k.lower() not in lowered and not lowered.add(k.lower())]
+    kept = []
+    for k in extra_keys:
+        if k.lower() not in lowered:
+            lowered.add(k.lower())
+            kept.append(k)
+    extra_keys = kept
     columns.update({k: "JSON" for k in extra_keys})
     positions = {k: i + 1 for i, k in enumerate(columns)}
     params: dict[str, Any] = {

@@ -138,13 +138,13 @@ FROM errs
 # character, which settles it without trim's copy of the line (a CASE: an OR may be reordered).
 _NOT_BLANK = "CASE WHEN ascii(raw) BETWEEN 33 AND 126 THEN true ELSE trim(raw) <> '' END"
 
-# A JSON object per line is taken as valid here; the single parse that maps the fields finds
-# the malformed ones (``try(json_transform(…))``), so a clean file is parsed once.
 # A line that may be a JSON object: it starts with a brace after any JSON white space.
 _OBJECT = (
     "CASE WHEN ascii(raw) = 123 THEN true "
     "ELSE starts_with(ltrim(raw, chr(32) || chr(9) || chr(10) || chr(13)), '{') END"
 )
+# Such a line is taken as valid here; the single parse that maps the fields finds the malformed
+# ones (``try(json_transform(…))``), so a clean file is parsed once.
 _JSONL_ERR = (
     f"CASE WHEN NOT ({_OBJECT}) THEN CASE WHEN json_valid(raw) "
     "THEN 'not a JSON object' ELSE 'malformed JSON' END END"
@@ -436,8 +436,8 @@ def fix_reject_lines(con: duckdb.DuckDBPyConnection, item: InputFile, redactor) 
             SELECT * FROM ({source}) WHERE rec IN (SELECT unnest($recs))""",
         {"gm_path": str(item.path), "gm_compression": item.compression, "recs": recs},
     )
-    # The reader gave a line that is not a JSON object a row of NULLs (ignore_errors), which the
-    # stage rejected for a missing field: its text says what is really wrong with it.
+    # A streamed line that did not parse as an object was marked 'malformed JSON' (see
+    # streaming_rows): its text says whether it is valid JSON of another kind.
     run_sql(
         con,
         f"""UPDATE gm_stage SET line = m.line, raw = {raw}, reason = CASE
