@@ -296,7 +296,7 @@ def runs_command(
 
     from goldmine.store import open_store
 
-    with open_store(db_flag(db)) as con:
+    with open_store(db_flag(db), create=False) as con:
         runs = list_runs(con, limit)
     if json_output:
         from goldmine.output import print_json

@@ -196,7 +196,7 @@ def export_generation_command(
 
     gold_set = load_gold(gold, None, db_flag(db))
     ranked = read_run(run) if run is not None else None
-    with open_store(db_flag(db)) as con:
+    with open_store(db_flag(db), create=False) as con:
         stats = export_generation(con, gold_set, out, run=ranked, k=k, rel_level=rel_level)
     if json_output:
         from goldmine.output import print_json

@@ -647,7 +647,7 @@ def compare_refs(
     files = [Path(r).is_file() for r in refs]
     gold_in_store = gold is not None and not Path(gold).exists()
     need_store = not all(files) or gold_in_store
-    with open_store(db) if need_store else nullcontext() as con:
+    with open_store(db, create=False) if need_store else nullcontext() as con:
         sides: list[ScoreTable | None] = [
             None if is_file else resolve_side(ref, con)
             for ref, is_file in zip(refs, files, strict=True)

@@ -172,7 +172,7 @@ class Gate:
         if self.reference is not None:
             from goldmine.store import open_store
 
-            with open_store(db) as con:
+            with open_store(db, create=False) as con:
                 worse = worse_than(outcome, self.reference, con, gold=outcome.gold)
             if worse:
                 lines.append(worse)

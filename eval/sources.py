@@ -284,7 +284,7 @@ def run_baseline(gold: Gold, kind: str, k: int, db: Path | None = None) -> Run:
     if kind not in ("bm25", "dense", "hybrid"):
         raise InputError(f"--baseline must be bm25, dense or hybrid, got {kind!r}")
     queries = gold_queries(gold)
-    with open_store(db) as con:
+    with open_store(db, create=False) as con:
         retriever = build_retriever(con, kind)
         answers: Sequence[Results] = retriever.search([text for _, text in queries], k)
     results = {qid: list(answer) for (qid, _), answer in zip(queries, answers, strict=True)}

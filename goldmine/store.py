@@ -6,22 +6,31 @@ that has migrations this code does not know was written by a newer goldmine and 
 
 DuckDB allows one writer process, and while one process has the file open no other can open it at
 all. Commands therefore hold a connection only for their unit of work (``open_store`` as a context
-manager), and a lock conflict becomes ``StoreBusyError`` with a plain message.
+manager), and long work (embedding, clustering) runs with the store closed. Whoever holds the file
+says so in a small side file, ``<store>.writer`` (pid, command, start), removed on close; a process
+that meets the lock retries for a moment (readers are brief), then gets ``StoreBusyError`` naming
+the holder and how long it has been running.
+
+Only commands that write create a store: the others pass ``create=False`` and a missing file is a
+``NotFoundError``, so a mistyped ``--db`` leaves no empty file or folder behind.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goldmine.config import engine_settings, resolve_db_path
-from goldmine.errors import InputError, StoreBusyError, StoreError
+from goldmine.errors import InputError, NotFoundError, StoreBusyError, StoreError
 
 if TYPE_CHECKING:
     import duckdb
@@ -140,15 +149,113 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 _LOCK_PID = re.compile(r"PID (\d+)")
+BUSY_WAIT_ENV = "GOLDMINE_BUSY_WAIT"
+# A reader meeting the lock retries this long: writers hold the file for seconds at most now.
+BUSY_WAIT_S = 2.0
+# When this process started: the holder file reports how long the command has been running.
+_STARTED = time.time()
 
 
-def _busy_error(path: Path, exc: Exception) -> StoreBusyError:
+def missing_store(path: Path) -> NotFoundError:
+    return NotFoundError(
+        f"no goldmine store at {path} (create one with goldmine ingest searchlog|tickets|chat|"
+        "corpus FILE, or point --db at an existing store)"
+    )
+
+
+def holder_file(path: Path) -> Path:
+    """``<store>.writer``: who holds the store now (pid, command, start), while it is open."""
+    return path.with_name(path.name + ".writer")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _holder(path: Path, pid: int | None) -> dict | None:
+    """The live holder recorded beside the store (the one DuckDB names, when it names one)."""
+    try:
+        data = json.loads(holder_file(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+        return None
+    if (pid is not None and data["pid"] != pid) or not _pid_alive(data["pid"]):
+        return None  # left behind by a killed process
+    return data
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def _busy_error(path: Path, exc: Exception, waited: float) -> StoreBusyError:
     match = _LOCK_PID.search(str(exc))
-    who = f" (PID {match.group(1)})" if match else ""
+    pid = int(match.group(1)) if match else None
+    who = f" (PID {pid})" if pid else ""
+    holder = _holder(path, pid)
+    if holder:
+        who = (
+            f" (PID {holder['pid']}, `{holder.get('command', '?')}`, running for "
+            f"{_duration(time.time() - float(holder.get('started', time.time())))})"
+        )
     return StoreBusyError(
-        f"database is in use by another goldmine process{who}: {path}. "
+        f"database is in use by another goldmine process{who}: {path}; waited {waited:.1f} s. "
         "Wait for it to finish, or point --db at another file."
     )
+
+
+def busy_wait() -> float:
+    """Seconds a process retries a locked store: GOLDMINE_BUSY_WAIT, else BUSY_WAIT_S."""
+    raw = os.environ.get(BUSY_WAIT_ENV, "").strip()
+    try:
+        return max(0.0, float(raw)) if raw else BUSY_WAIT_S
+    except ValueError as exc:
+        raise InputError(f"{BUSY_WAIT_ENV} must be a number of seconds, not {raw!r}") from exc
+
+
+_held: dict[Path, int] = {}  # this process's open_store depth per store, for the holder file
+
+
+def _claim(path: Path) -> None:
+    key = path.resolve()
+    _held[key] = _held.get(key, 0) + 1
+    if _held[key] > 1:
+        return
+    record = {
+        "pid": os.getpid(),
+        "command": " ".join(["goldmine", *sys.argv[1:]]) if sys.argv else "goldmine",
+        "started": _STARTED,
+        "opened": time.time(),
+    }
+    with suppress(OSError):  # a read-only folder: the holder is then named by PID alone
+        holder_file(path).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _release(path: Path) -> None:
+    key = path.resolve()
+    _held[key] -= 1
+    if _held[key]:
+        return
+    del _held[key]
+    side = holder_file(path)
+    try:
+        if json.loads(side.read_text(encoding="utf-8")).get("pid") == os.getpid():
+            side.unlink()
+    except (OSError, ValueError):
+        pass
 
 
 def duckdb_engine(lean: bool = False):
@@ -172,28 +279,50 @@ def duckdb_engine(lean: bool = False):
     return duckdb
 
 
-def connect(
-    db: str | Path | None = None, *, read_only: bool = False, lean: bool = False
-) -> duckdb.DuckDBPyConnection:
-    """Open (creating and migrating as needed) the store. Callers close it; prefer open_store.
+def _connect_waiting(duckdb, path: Path, read_only: bool, config: dict, wait: float):
+    """duckdb.connect, retried while another process holds the lock, up to ``wait`` seconds."""
+    start = time.monotonic()
+    pause = 0.02
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only, config=config)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise StoreError(f"cannot open {path}: {exc}") from exc
+            waited = time.monotonic() - start
+            if waited >= wait:
+                raise _busy_error(path, exc, waited) from exc
+            time.sleep(min(pause, wait - waited))
+            pause = min(pause * 2, 0.2)
 
-    ``lean``: execute/fetch only, for start-up-sensitive commands (see ``duckdb_engine``).
+
+def connect(
+    db: str | Path | None = None,
+    *,
+    read_only: bool = False,
+    lean: bool = False,
+    create: bool = True,
+    wait: float | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """Open (migrating as needed) the store. Callers close it; prefer open_store.
+
+    ``create``: make the file (and its folder) when absent; read commands pass False and get
+    NotFoundError instead. ``lean``: execute/fetch only, for start-up-sensitive commands (see
+    ``duckdb_engine``). ``wait``: seconds to retry a store another process holds (default
+    :func:`busy_wait`).
     """
     duckdb = duckdb_engine(lean)
     path = resolve_db_path(db)
-    if read_only and not path.exists():
-        raise StoreError(f"no goldmine store at {path} (pass --db, or import something first)")
+    if not path.exists() and (read_only or not create):
+        raise missing_store(path)
     if not read_only and path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
     settings = engine_settings()
+    config = {k: v for k, (v, _) in settings.items()}
     try:
-        con = duckdb.connect(
-            str(path), read_only=read_only, config={k: v for k, (v, _) in settings.items()}
+        con = _connect_waiting(
+            duckdb, path, read_only, config, busy_wait() if wait is None else wait
         )
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise _busy_error(path, exc) from exc
-        raise StoreError(f"cannot open {path}: {exc}") from exc
     except duckdb.Error as exc:
         if settings and not isinstance(exc, duckdb.IOException | duckdb.CatalogException):
             # DuckDB's message names neither the setting nor where its value came from.
@@ -219,14 +348,26 @@ def connect(
 
 @contextmanager
 def open_store(
-    db: str | Path | None = None, *, read_only: bool = False, lean: bool = False
+    db: str | Path | None = None,
+    *,
+    read_only: bool = False,
+    lean: bool = False,
+    create: bool = True,
+    wait: float | None = None,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The store for one unit of work; closed on exit so other processes can open it."""
-    con = connect(db, read_only=read_only, lean=lean)
+    """The store for one unit of work; closed on exit so other processes can open it.
+
+    Read commands pass ``create=False``: a missing store is then an error, not a new empty file.
+    While open, ``<store>.writer`` names this process, for the message another one gets.
+    """
+    path = resolve_db_path(db)
+    con = connect(path, read_only=read_only, lean=lean, create=create, wait=wait)
+    _claim(path)
     try:
         yield con
     finally:
         con.close()
+        _release(path)
 
 
 @contextmanager

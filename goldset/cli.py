@@ -19,10 +19,10 @@ ByOption = Annotated[
 ]
 
 
-def _store(db):
+def _store(db, create: bool = True):
     from goldmine.store import open_store
 
-    return open_store(db_flag(db))
+    return open_store(db_flag(db), create=create)
 
 
 def _user(by: str | None) -> str:
@@ -181,7 +181,7 @@ def list_(
 
     from goldmine.output import info, print_json
 
-    with _store(db) as con:
+    with _store(db, create=False) as con:
         rows = list_items(con, status)
         verified, total = progress_counts(con)
     if as_json:
@@ -218,7 +218,7 @@ def show(
 
     from goldmine.output import print_json
 
-    with _store(db) as con:
+    with _store(db, create=False) as con:
         item = show_item(con, query_id)
     if as_json:
         print_json(item)
@@ -298,7 +298,7 @@ def versions(db: DbOption = None, as_json: JsonOption = False) -> None:
 
     from goldmine.output import print_json
 
-    with _store(db) as con:
+    with _store(db, create=False) as con:
         rows = list_versions(con)
     if as_json:
         print_json(rows)
@@ -325,7 +325,7 @@ def verify(db: DbOption = None) -> None:
     """Recompute every published version's content hash; fails if one changed."""
     from goldmine.goldset.versions import assert_verified, verify_versions
 
-    with _store(db) as con:
+    with _store(db, create=False) as con:
         checks = verify_versions(con)
     for c in checks:
         print(
@@ -345,7 +345,7 @@ def diff(
 
     from goldmine.output import print_json
 
-    with _store(db) as con:
+    with _store(db, create=False) as con:
         d = diff_versions(con, a, b)
     if as_json:
         print_json(d)
@@ -374,7 +374,7 @@ def export(
     """Write a version as a deterministic, sorted file (gold/v0003.jsonl), TREC or BEIR."""
     from goldmine.goldset.exchange import export_version
 
-    with _store(db) as con:
+    with _store(db, create=False) as con:
         paths = export_version(con, version, out, fmt)
     for path in paths:
         print(path)
@@ -435,7 +435,7 @@ def drift(db: DbOption = None, as_json: JsonOption = False) -> None:
 
     from goldmine.output import info, print_json
 
-    with _store(db) as con:
+    with _store(db, create=False) as con:
         rows = find_drift(con)
     if as_json:
         print_json(rows)

@@ -191,7 +191,7 @@ def status_cmd(db: DbOption = None, as_json: JsonOption = False) -> None:
     from goldmine.output import print_json
     from goldmine.store import open_store
 
-    with open_store(db_flag(db)) as con:
+    with open_store(db_flag(db), create=False) as con:
         data = status(con)
     if as_json:
         print_json(data)
@@ -211,7 +211,7 @@ def rejects_cmd(
     from goldmine.output import console, print_json
     from goldmine.store import open_store
 
-    with open_store(db_flag(db)) as con:
+    with open_store(db_flag(db), create=False) as con:
         rows = rejects(con, batch, limit)
     if as_json:
         print_json(rows)

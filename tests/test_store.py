@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -12,7 +13,7 @@ import duckdb
 import pytest
 
 from goldmine.config import resolve_db_path
-from goldmine.errors import StoreBusyError, StoreError
+from goldmine.errors import NotFoundError, StoreBusyError, StoreError
 from goldmine.store import all_migrations, open_store, transaction
 
 
@@ -113,10 +114,53 @@ def test_read_only_open_of_a_migrated_file(db_path: Path) -> None:
 
 def test_read_only_open_of_a_missing_file_says_so(tmp_path: Path) -> None:
     with (
-        pytest.raises(StoreError, match="no goldmine store"),
+        pytest.raises(NotFoundError, match="no goldmine store"),
         open_store(tmp_path / "absent.duckdb", read_only=True),
     ):
         pass
+
+
+# Every command that only reads, with the arguments it needs to get as far as opening the store.
+READ_COMMANDS = [
+    ["status"],
+    ["rejects"],
+    ["gold", "list"],
+    ["gold", "show", "q_1"],
+    ["gold", "versions"],
+    ["gold", "verify"],
+    ["gold", "diff", "1", "2"],
+    ["gold", "export"],
+    ["gold", "drift"],
+    ["triage", "show"],
+    ["triage", "cluster", "1"],
+    ["triage", "export", "queries.csv"],
+    ["eval", "runs"],
+    ["eval", "compare", "1", "2"],
+]
+
+
+@pytest.mark.parametrize("args", READ_COMMANDS, ids=" ".join)
+def test_a_read_command_creates_no_store(cli, tmp_path: Path, args: list[str]) -> None:
+    db = tmp_path / "mistyped" / "store.duckdb"
+    result = cli(*args, "--db", str(db), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"error: no goldmine store at {db} (create one with goldmine ingest" in result.stderr
+    assert not db.parent.exists()
+
+
+def test_eval_run_needs_no_store_with_no_store(cli, tmp_path: Path) -> None:
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"query_id": "q1", "query": "wing flutter", "relevant": ["d1"]}\n')
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 1.0 x\n")
+    db = tmp_path / "absent" / "store.duckdb"
+    result = cli("eval", "run", "-g", str(gold), "-r", str(run), "--no-store", "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    assert not db.parent.exists()
+    # a baseline needs the corpus: with no store it says so and creates nothing
+    result = cli("eval", "run", "-g", str(gold), "--baseline", "bm25", "--db", str(db))
+    assert result.returncode == 2 and "no goldmine store at" in result.stderr, result.stderr
+    assert not db.parent.exists()
 
 
 def test_engine_settings_reach_duckdb(
@@ -135,7 +179,58 @@ def test_engine_settings_reach_duckdb(
 
 
 def test_a_refused_engine_setting_names_its_source(db_path: Path, cli) -> None:
+    with open_store(db_path):
+        pass
     result = cli("status", "--db", str(db_path), env={"GOLDMINE_MEMORY_LIMIT": "lots"})
     assert result.returncode == 2
     assert "memory_limit = 'lots' from GOLDMINE_MEMORY_LIMIT" in result.stderr
     assert "Memory must have a number" in result.stderr
+
+
+def _holder(db_path: Path, seconds: float) -> subprocess.Popen:
+    """Another process holding the store through open_store for ``seconds``."""
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        sys.argv = ["goldmine", "triage", "run"]
+        from goldmine.store import open_store
+        with open_store({str(db_path)!r}):
+            print("ready", flush=True)
+            time.sleep({seconds})
+        """
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "ready"
+    return holder
+
+
+def test_a_refused_reader_names_the_holder_and_its_age(db_path: Path, cli) -> None:
+    with open_store(db_path):
+        pass
+    holder = _holder(db_path, 30)
+    try:
+        side = db_path.with_name(db_path.name + ".writer")
+        assert json.loads(side.read_text())["pid"] == holder.pid
+        start = time.monotonic()
+        result = cli("status", "--db", str(db_path), env={"GOLDMINE_BUSY_WAIT": "0.5"})
+        waited = time.monotonic() - start
+        assert result.returncode == 3, result.stderr
+        assert f"(PID {holder.pid}, `goldmine triage run`, running for " in result.stderr
+        assert "waited 0.5 s" in result.stderr and waited >= 0.5
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_reader_waits_out_a_brief_holder(db_path: Path, cli) -> None:
+    with open_store(db_path):
+        pass
+    holder = _holder(db_path, 1.0)
+    try:
+        result = cli("status", "--db", str(db_path), "--json", env={"GOLDMINE_BUSY_WAIT": "10"})
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["counts"]
+    finally:
+        holder.wait()
+    # the holder's record goes when it closes the store
+    assert not db_path.with_name(db_path.name + ".writer").exists()

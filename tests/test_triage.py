@@ -343,6 +343,8 @@ def test_run_incremental_stable_ids_and_commands(db_path, cli):
 
 
 def test_commands_before_a_run_and_bad_input(db_path, cli):
+    with open_store(db_path):  # a store with nothing triaged yet
+        pass
     out = cli("--db", str(db_path), "triage", "show")
     assert out.returncode == 2 and "triage run" in out.stderr and "Traceback" not in out.stderr
     out = cli("--db", str(db_path), "triage", "show", "--tag", "nonsense")

@@ -90,7 +90,7 @@ def show_cmd(
     from goldmine.output import console, info, print_json
     from goldmine.store import open_store
 
-    with open_store(db_flag(db)) as con:
+    with open_store(db_flag(db), create=False) as con:
         rows = ranked_clusters(con, ShowFilter(top, uncovered, new, tag, source))
     if as_json:
         print_json(rows)
@@ -145,7 +145,7 @@ def export_cmd(
     from goldmine.output import info
     from goldmine.store import open_store
 
-    with open_store(db_flag(db)) as con:
+    with open_store(db_flag(db), create=False) as con:
         n = export_queries(con, file)
     info(f"wrote {n} queries to {file}")
 
@@ -162,7 +162,7 @@ def cluster_cmd(
     from goldmine.output import console, print_json
     from goldmine.store import open_store
 
-    with open_store(db_flag(db)) as con:
+    with open_store(db_flag(db), create=False) as con:
         detail = cluster_detail(con, cluster_id)
     if as_json:
         print_json(detail)
