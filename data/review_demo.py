@@ -61,6 +61,7 @@ def main() -> None:
             continue
         if answer:
             chunks = [arg for chunk in answer for arg in ("--chunk", f"{chunk}=2")]
+            chunks.append("--rest-not-relevant")  # it knows the answer: the other drafts are not
             label(["gold", "label", item["query_id"], *chunks, "--by", options.by, *db])
         else:
             label(["gold", "label", item["query_id"], "--no-answer", "--by", options.by, *db])

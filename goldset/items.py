@@ -1,9 +1,16 @@
 """The working gold set: items, their labels, and the append-only history of every change.
 
-An item moves candidate → drafted → verified | rejected. Only a person's grade (a ``label`` row)
-or an explicit "no answer" verifies an item; a retriever's proposal is a ``draft`` row and is never
-gold. Every function here writes its change and the history row that records it together; callers
-wrap a unit of work in ``goldmine.store.transaction``.
+An item moves candidate → drafted → verified | rejected. A retriever's proposal is a ``draft`` row
+and is never gold. An item is verified only when a person has decided it: every drafted candidate
+graded (``mark_rest`` grades the remaining ones not relevant in one step) with at least one grade
+above 0, or an explicit "no answer"; ``settle`` applies that rule after every change, in both
+directions. Every function here writes its change and the history row that records it together;
+callers wrap a unit of work in ``goldmine.store.transaction``.
+
+Two writers on one item: an item's version is the id of its last history row (every change writes
+one). A writer that read the item at version V passes ``expected_version=V``; if the item changed
+since, the write is refused with ``StaleItemError`` naming who changed it and when, so a review
+open in one terminal never saves over a label given in another.
 
 Time comes from ``now()``, which honours ``GOLDMINE_NOW`` (an ISO timestamp) so that tests and
 scripted demos can run with a fixed or advanced clock.
@@ -17,7 +24,7 @@ import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from goldmine.errors import InputError, NotFoundError
+from goldmine.errors import EXIT_CONFLICT, GoldmineError, InputError, NotFoundError
 from goldmine.text import normalize_query, sha256_text
 
 if TYPE_CHECKING:
@@ -27,6 +34,19 @@ STATUSES = ("candidate", "drafted", "verified", "rejected")
 GRADES = (0, 1, 2)
 NOW_ENV = "GOLDMINE_NOW"
 USER_ENV = "GOLDMINE_USER"
+
+
+class StaleItemError(GoldmineError):
+    """A write based on an old read of an item: someone changed it since (exit 5)."""
+
+    exit_code = EXIT_CONFLICT
+
+    def __init__(self, query_id: str, version: int, who: str | None, at: datetime | None):
+        super().__init__(f"this query changed since you opened it (by {who or 'someone'} at {at})")
+        self.query_id = query_id
+        self.version = version
+        self.who = who
+        self.at = at
 
 
 def now() -> datetime:
@@ -238,28 +258,105 @@ def set_grade(
     if item["no_answer"] and grade > 0:
         con.execute("UPDATE gold_items SET no_answer = false WHERE query_id = ?", [query_id])
     _touch(con, query_id, at)
-    if grade > 0:
-        verify(con, query_id, by, at=at)
+    settle(con, query_id, by, at=at)
 
 
-def verify(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=None) -> bool:
-    """Mark verified when a relevant label or "no answer" backs it; returns whether it is."""
-    item = get_item(con, query_id)
-    relevant = con.execute(
-        "SELECT count(*) FROM gold_labels WHERE query_id = ? AND kind = 'label' AND grade > 0",
-        [query_id],
+def item_version(con: duckdb.DuckDBPyConnection, query_id: str) -> int:
+    """The id of the item's last history row: it moves with every change to the item."""
+    return con.execute(
+        "SELECT coalesce(max(seq), 0) FROM gold_history WHERE query_id = ?", [query_id]
     ).fetchall()[0][0]
-    if not relevant and not item["no_answer"]:
-        return False
-    if item["status"] != "verified":
-        at = at or now()
+
+
+def check_version(con: duckdb.DuckDBPyConnection, query_id: str, expected: int | None) -> None:
+    """Refuse a write made on a read older than the item's last change."""
+    if expected is None:
+        return
+    rows = con.execute(
+        "SELECT seq, who, ts FROM gold_history WHERE query_id = ? ORDER BY seq DESC LIMIT 1",
+        [query_id],
+    ).fetchall()
+    current, who, at = rows[0] if rows else (0, None, None)
+    if current != expected:
+        raise StaleItemError(query_id, current, who, at)
+
+
+def decision_counts(con: duckdb.DuckDBPyConnection, query_id: str) -> tuple[int, int, int]:
+    """(graded, graded above 0, drafts still undecided) for one item."""
+    return con.execute(
+        """SELECT count(*) FILTER (WHERE kind = 'label'),
+                  count(*) FILTER (WHERE kind = 'label' AND grade > 0),
+                  count(*) FILTER (WHERE kind = 'draft')
+           FROM gold_labels WHERE query_id = ?""",
+        [query_id],
+    ).fetchall()[0]
+
+
+def settle(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=None) -> bool:
+    """Verified exactly when decided: "no answer", or every candidate graded and one above 0.
+
+    An item that stops being decided (its only answer regraded 0, a new candidate added) goes
+    back to ``drafted``. A rejected item stays rejected unless the person decides it. Returns
+    whether the item is verified.
+    """
+    item = get_item(con, query_id)
+    graded, relevant, undecided = decision_counts(con, query_id)
+    decided = bool(item["no_answer"]) or (relevant > 0 and undecided == 0)
+    at = at or now()
+    if decided and item["status"] != "verified":
         con.execute(
             "UPDATE gold_items SET status = 'verified', verified_by = ?, verified_at = ?,"
             " updated_at = ? WHERE query_id = ?",
             [by, at, at, query_id],
         )
         record(con, query_id, "verify", by, {"no_answer": bool(item["no_answer"])}, at)
-    return True
+    elif not decided and item["status"] == "verified":
+        con.execute(
+            "UPDATE gold_items SET status = 'drafted', verified_by = NULL, verified_at = NULL,"
+            " updated_at = ? WHERE query_id = ?",
+            [at, query_id],
+        )
+        why = "candidates not graded yet" if undecided else "no chunk graded above 0"
+        record(con, query_id, "status", by, {"status": "drafted", "why": why}, at)
+    return decided
+
+
+def verify(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=None) -> bool:
+    """Verified when decided (see ``settle``); returns whether it is."""
+    return settle(con, query_id, by, at=at)
+
+
+def mark_rest(
+    con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, grade: int = 0, at=None,
+    source: str = "review-rest",
+) -> int:  # fmt: skip
+    """Grade every candidate still undecided ``grade`` (0: not relevant); returns how many."""
+    get_item(con, query_id)
+    at = at or now()
+    chunk_ids = [
+        r[0]
+        for r in con.execute(
+            """UPDATE gold_labels SET kind = 'label', grade = ?, source = ?, who = ?, ts = ?
+               WHERE query_id = ? AND kind = 'draft' RETURNING chunk_id""",
+            [grade, source, by, at, query_id],
+        ).fetchall()
+    ]
+    if chunk_ids:
+        # The passages, as set_grade keeps them, so a later re-chunking can remap these labels.
+        con.execute(
+            """INSERT INTO gold_texts SELECT DISTINCT c.text_hash, c.text
+               FROM chunks c JOIN gold_labels l
+                 ON l.chunk_id = c.chunk_id AND l.snapshot_id = c.snapshot_id
+               WHERE l.query_id = ? AND list_contains(?, l.chunk_id)
+                 AND c.text_hash NOT IN (SELECT text_hash FROM gold_texts)""",
+            [query_id, chunk_ids],
+        )
+        record(
+            con, query_id, "grade-rest", by, {"chunk_ids": sorted(chunk_ids), "grade": grade}, at
+        )
+        _touch(con, query_id, at)
+        settle(con, query_id, by, at=at)
+    return len(chunk_ids)
 
 
 def set_no_answer(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=None) -> None:
@@ -274,7 +371,9 @@ def set_no_answer(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=
         "UPDATE gold_items SET no_answer = true, updated_at = ? WHERE query_id = ?", [at, query_id]
     )
     record(con, query_id, "no-answer", by, {}, at)
-    verify(con, query_id, by, at=at)
+    # "No answer" decides every candidate still waiting: none of them answers.
+    mark_rest(con, query_id, by, at=at, source="no-answer")
+    settle(con, query_id, by, at=at)
 
 
 def set_status(
@@ -315,17 +414,29 @@ def label(
     grades: dict[str, int],
     *,
     no_answer: bool = False,
+    rest_not_relevant: bool = False,
     by: str,
     note: str | None = None,
+    expected_version: int | None = None,
 ) -> dict:
-    """The non-interactive review: grade chunks or record "no answer"; returns the item after."""
+    """The non-interactive review: grade chunks, the rest, or "no answer"; returns the item after.
+
+    ``expected_version`` (from ``item_version`` when the caller read the item) refuses the write
+    with ``StaleItemError`` if someone changed the item since.
+    """
     if no_answer and grades:
         raise InputError("give either --chunk grades or --no-answer, not both")
-    if not no_answer and not grades:
-        raise InputError("nothing to label: give --chunk ID=GRADE or --no-answer")
+    if not no_answer and not grades and not rest_not_relevant:
+        raise InputError(
+            "nothing to label: give --chunk ID=GRADE, --rest-not-relevant or --no-answer"
+        )
+    get_item(con, query_id)
+    check_version(con, query_id, expected_version)
     at = now()
     for chunk_id, grade in grades.items():
         set_grade(con, query_id, chunk_id, grade, by, source="label", at=at)
+    if rest_not_relevant and not no_answer:
+        mark_rest(con, query_id, by, at=at, source="label-rest")
     if no_answer:
         set_no_answer(con, query_id, by, at=at)
     if note:
@@ -393,6 +504,7 @@ def show_item(con: duckdb.DuckDBPyConnection, query_id: str) -> dict:
     item["labels"] = labels_of(con, query_id, "label")
     item["drafts"] = labels_of(con, query_id, "draft")
     item["history"] = history_of(con, query_id)
+    item["version"] = item_version(con, query_id)
     return item
 
 

@@ -4,15 +4,23 @@ A person reads the query (text, context turns, tags, volume, failure signals, ra
 each candidate chunk with its title and passage, query terms highlighted, and presses one key:
 
     2 / 1 / 0   grade the chunk: fully answers / useful context / not relevant
+    x           every remaining candidate is not relevant
     s           search the corpus by keyword for another chunk
     a           no answer in the corpus (verified, with an empty relevant set)
     k           skip this query for now        r   reject this query
     n           add a note                     u   undo the last action
     q           quit (everything is already saved)
 
-Every action is written at once, in its own short connection, so another terminal can run
-``triage show`` or ``eval`` meanwhile and quitting loses nothing; the next ``gold review`` resumes
-at the first query still waiting. ``ReviewSession`` holds the logic and is driven by ``run``.
+A query is verified only once every candidate is decided (graded, or ``x``) with one answering
+it, or ``a`` says none does (``goldmine.goldset.items.settle``), so quitting halfway leaves it in
+review and the next session resumes at its first undecided candidate. A skip is kept in the store
+for this reviewer: the skipped query comes back after every other one, in this session or the
+next. Each write checks the item's version as it was shown: if someone changed the item in the
+meantime (another terminal, ``gold label``), the write is refused with who and when, and ``r``
+reloads. Every action is written at once, in its own short connection, so another terminal can
+run ``triage show`` or ``eval`` meanwhile and quitting loses nothing. On a terminal the screen is
+redrawn in place (the alternate screen, as a pager does); piped, each step is printed in turn.
+``ReviewSession`` holds the logic and is driven by ``run``.
 """
 
 from __future__ import annotations
@@ -28,11 +36,26 @@ from goldmine.goldset import items as gi
 from goldmine.store import open_store, transaction
 from goldmine.text import normalize_query
 
+# Two lines, each under 80 columns.
 KEYS_HELP = (
-    "[2] answers  [1] useful  [0] not relevant  [s] search  [a] no answer  "
-    "[k] skip  [r] reject  [n] note  [u] undo  [q] quit"
+    "[2] answers  [1] useful  [0] not relevant  [x] rest not relevant\n"
+    "[s] search  [a] no answer  [k] skip  [r] reject  [n] note  [u] undo  [q] quit"
 )
+RELOAD_HINT = "r to reload"
 PASSAGE_CHARS = 900
+
+# The review queue: items waiting for a decision (and any an older goldmine verified half-read),
+# those this reviewer skipped last, oldest skip first.
+_QUEUE_SQL = """
+    SELECT i.query_id FROM gold_items i
+    LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = ?
+               GROUP BY query_id) s USING (query_id)
+    WHERE i.status IN ('candidate', 'drafted')
+       OR (i.status = 'verified' AND EXISTS (SELECT 1 FROM gold_labels d
+                                             WHERE d.query_id = i.query_id AND d.kind = 'draft'))
+    ORDER BY s.skipped_at NULLS FIRST, i.position
+    LIMIT 1
+"""
 
 
 @dataclass
@@ -46,43 +69,44 @@ class View:
     total: int
     signals: dict | None = None
     examples: list[dict] = field(default_factory=list)
+    version: int = 0
+
+
+@dataclass
+class Undo:
+    """One action to take back: the item as it was before, and its version just after."""
+
+    what: str
+    query_id: str
+    saved: dict | None  # None for a skip
+    version_after: int | None = None
 
 
 class ReviewSession:
     def __init__(self, db: Path | None, by: str):
         self.db = db
         self.by = by
-        self.skipped: set[str] = set()
         self.focus: str | None = None
-        self.undo_stack: list[tuple[str, str, dict | None]] = []
+        self.versions: dict[str, int] = {}  # the version of each item as last shown
+        self.undo_stack: list[Undo] = []
         self.message = ""
+        self.stale = False  # a write was refused: the item changed under the reviewer
 
     # --- reading -------------------------------------------------------------------------------
 
     def _next_item(self, con) -> str | None:
         if self.focus:
-            # Stay on the item until its candidates are graded or the person moves on.
+            # Stay on the item until it is decided or the person moves on.
             rows = con.execute(
                 "SELECT status FROM gold_items WHERE query_id = ?", [self.focus]
             ).fetchall()
             status = rows[0][0] if rows else None
             if status in ("candidate", "drafted") or (
-                status == "verified" and self._ungraded(con, self.focus)
+                status == "verified" and gi.decision_counts(con, self.focus)[2]
             ):
                 return self.focus
-        rows = con.execute(
-            "SELECT query_id FROM gold_items WHERE status IN ('candidate', 'drafted')"
-            " AND NOT list_contains(?, query_id) ORDER BY position LIMIT 1",
-            [sorted(self.skipped)],
-        ).fetchall()
+        rows = con.execute(_QUEUE_SQL, [self.by]).fetchall()
         return rows[0][0] if rows else None
-
-    @staticmethod
-    def _ungraded(con, qid: str) -> int:
-        return con.execute(
-            "SELECT count(*) FROM gold_labels d WHERE d.query_id = ? AND d.kind = 'draft'",
-            [qid],
-        ).fetchall()[0][0]
 
     def view(self) -> View | None:
         with gi_store(self.db) as con:
@@ -92,6 +116,10 @@ class ReviewSession:
                 return None
             self.focus = qid
             item = gi.get_item(con, qid)
+            version = gi.item_version(con, qid)
+            if not self.stale:
+                # While a conflict is on screen the old version stays, so no key but r writes.
+                self.versions[qid] = version
             snapshot_id, _ = gi.current_snapshot(con)
             candidates = gi.fetch_dicts(
                 con,
@@ -117,44 +145,89 @@ class ReviewSession:
             examples = origins(con, [item["norm_query"]], limit=20)[item["norm_query"]].examples
             verified, total = gi.progress_counts(con)
         return View(
-            item, candidates, current, verified, total, signals[0] if signals else None, examples
+            item,
+            candidates,
+            current,
+            verified,
+            total,
+            signals[0] if signals else None,
+            examples,
+            version,
         )
 
     # --- acting --------------------------------------------------------------------------------
 
-    def _act(self, qid: str, what: str, fn: Callable) -> None:
-        with gi_store(self.db) as con, transaction(con):
-            saved = gi.snapshot_item(con, qid)
-            fn(con)
-        self.undo_stack.append((what, qid, saved))
+    def _act(self, qid: str, what: str, fn: Callable) -> bool:
+        """Write one action if the item is still as shown; returns whether it was written."""
+        if self.stale:
+            return False
+        try:
+            with gi_store(self.db) as con, transaction(con):
+                gi.check_version(con, qid, self.versions.get(qid))
+                saved = gi.snapshot_item(con, qid)
+                fn(con)
+                con.execute("DELETE FROM gold_skips WHERE query_id = ? AND who = ?", [qid, self.by])
+                after = gi.item_version(con, qid)
+        except gi.StaleItemError as exc:
+            self._conflict(exc)
+            return False
+        self.versions[qid] = after
+        self.undo_stack.append(Undo(what, qid, saved, after))
+        return True
+
+    def _conflict(self, exc: gi.StaleItemError) -> None:
+        self.stale = True
+        self.focus = exc.query_id
+        self.message = f"{exc.message}: {RELOAD_HINT}"
+
+    def reload(self) -> None:
+        """Accept what the item is now: the next view shows it and writes go on from there."""
+        self.stale = False
+        self.versions.pop(self.focus or "", None)
+        self.message = "reloaded: this is the query as it is now"
 
     def grade(self, qid: str, chunk_id: str, grade: int) -> None:
-        self._act(
+        if self._act(
             qid,
             f"grade {chunk_id}={grade}",
             lambda con: gi.set_grade(
                 con, qid, chunk_id, grade, self.by, source="review", require_chunk=False
             ),
-        )
-        self.message = f"graded {chunk_id} = {grade}"
+        ):
+            self.message = f"graded {chunk_id} = {grade}"
+
+    def rest_not_relevant(self, qid: str) -> None:
+        marked: list[int] = []
+        if self._act(
+            qid, "rest not relevant", lambda con: marked.append(gi.mark_rest(con, qid, self.by))
+        ):
+            n = marked[0]
+            self.message = (
+                f"marked {n} remaining candidate{'s' if n != 1 else ''} not relevant"
+                if n
+                else "no candidate left to grade: [s] search or [a] no answer"
+            )
 
     def no_answer(self, qid: str) -> None:
-        self._act(qid, "no answer", lambda con: gi.set_no_answer(con, qid, self.by))
-        self._finish(qid, "marked: no answer in the corpus")
+        if self._act(qid, "no answer", lambda con: gi.set_no_answer(con, qid, self.by)):
+            self._finish(qid, "marked: no answer in the corpus")
 
     def reject(self, qid: str) -> None:
-        self._act(qid, "reject", lambda con: gi.set_status(con, qid, "rejected", self.by))
-        self._finish(qid, "rejected")
+        if self._act(qid, "reject", lambda con: gi.set_status(con, qid, "rejected", self.by)):
+            self._finish(qid, "rejected")
 
     def note(self, qid: str, text: str) -> None:
-        if text.strip():
-            self._act(qid, "note", lambda con: gi.add_note(con, qid, text.strip(), self.by))
+        if text.strip() and self._act(
+            qid, "note", lambda con: gi.add_note(con, qid, text.strip(), self.by)
+        ):
             self.message = "note added"
 
     def skip(self, qid: str) -> None:
-        self.skipped.add(qid)
-        self.undo_stack.append(("skip", qid, None))
-        self._finish(qid, "skipped")
+        with gi_store(self.db) as con, transaction(con):
+            con.execute("DELETE FROM gold_skips WHERE query_id = ? AND who = ?", [qid, self.by])
+            con.execute("INSERT INTO gold_skips VALUES (?, ?, now()::TIMESTAMP)", [qid, self.by])
+        self.undo_stack.append(Undo("skip", qid, None))
+        self._finish(qid, "skipped: it comes back after the others")
 
     def _finish(self, qid: str, message: str) -> None:
         if self.focus == qid:
@@ -165,14 +238,25 @@ class ReviewSession:
         if not self.undo_stack:
             self.message = "nothing to undo"
             return
-        what, qid, saved = self.undo_stack.pop()
-        if saved is None:
-            self.skipped.discard(qid)
-        else:
+        step = self.undo_stack[-1]
+        try:
             with gi_store(self.db) as con, transaction(con):
-                gi.restore_item(con, saved, self.by)
-        self.focus = qid
-        self.message = f"undone: {what}"
+                if step.saved is None:
+                    con.execute(
+                        "DELETE FROM gold_skips WHERE query_id = ? AND who = ?",
+                        [step.query_id, self.by],
+                    )
+                else:
+                    gi.check_version(con, step.query_id, step.version_after)
+                    gi.restore_item(con, step.saved, self.by)
+                    self.versions[step.query_id] = gi.item_version(con, step.query_id)
+        except gi.StaleItemError as exc:
+            self._conflict(exc)
+            self.message = f"cannot undo {step.what}: {self.message}"
+            return
+        self.undo_stack.pop()
+        self.focus = step.query_id
+        self.message = f"undone: {step.what}"
 
     def search(self, text: str, limit: int = 5) -> list[dict]:
         words = normalize_query(text).split()
@@ -209,10 +293,11 @@ class ReviewSession:
                 [qid, self.by, gi.now(), snapshot_id, chunk_id],
             )
             gi.record(con, qid, "search-add", self.by, {"chunk_id": chunk_id})
+            gi.settle(con, qid, self.by)  # a new candidate to decide: not verified until it is
 
-        self._act(qid, f"add {chunk_id}", put)
-        self.focus = qid
-        self.message = f"added {chunk_id} from search: grade it now"
+        if self._act(qid, f"add {chunk_id}", put):
+            self.focus = qid
+            self.message = f"added {chunk_id} from search: grade it now"
 
 
 def gi_store(db: Path | None):
@@ -263,13 +348,13 @@ class Keys:
         return (self.stream.readline() or "").strip()
 
 
-def _render(console, view: View, message: str) -> None:
+def _render(console, view: View, message: str, alert: bool = False) -> None:
     from rich.text import Text
 
     item = view.item
     console.rule(f"{view.verified} of {view.total} verified")
     if message:
-        console.print(Text(message, style="dim"))
+        console.print(Text(message, style="bold red" if alert else "dim"))
     console.print(
         Text.assemble((item["query"], "bold"), (f"  ({item['query_id']}, {item['status']})", "dim"))
     )
@@ -359,49 +444,85 @@ def run(db: Path | None, by: str, keys: Keys | None = None) -> tuple[int, int]:
     console = get_console()
     keys = keys or Keys()
     session = ReviewSession(db, by)
+    # On a real terminal, one screen redrawn in place; piped or dumb, a plain scroll.
+    in_place = console.is_terminal and not console.is_dumb_terminal
+    if in_place:
+        console.set_alt_screen(True)
+    try:
+        verified, total, farewell = _loop(console, keys, session, in_place)
+    finally:
+        if in_place:
+            console.set_alt_screen(False)
+    if farewell:
+        console.print(farewell)
+    return verified, total
+
+
+def _loop(
+    console, keys: Keys, session: ReviewSession, in_place: bool
+) -> tuple[int, int, str | None]:
+    """Show, read a key, act, until the person quits or nothing is left to decide."""
     while True:
         view = session.view()
+        if in_place:
+            console.clear()
         if view is None:
-            with gi_store(db) as con:
+            with gi_store(session.db) as con:
                 verified, total = gi.progress_counts(con)
-            console.print(f"Nothing left to review: {verified} of {total} verified.")
+            done = f"Nothing left to review: {verified} of {total} verified."
+            if session.message:
+                console.print(session.message, markup=False, style="dim")
+            console.print(done)
             if not session.undo_stack:
-                return verified, total
+                return verified, total, done if in_place else None
             console.print("[u] undo the last action, any other key to quit", markup=False)
             if keys.key() != "u":
-                return verified, total
+                return verified, total, done if in_place else None
             session.undo()
             continue
-        _render(console, view, session.message)
-        session.message = ""
-        qid = view.item["query_id"]
+        _render(console, view, session.message, alert=session.stale)
         key = keys.key()
-        if key in ("2", "1", "0"):
-            if view.current is None:
-                session.message = "no candidate to grade: [s] search or [a] no answer"
-            else:
-                session.grade(qid, view.current["chunk_id"], int(key))
-        elif key == "s":
-            _search(console, keys, session, qid)
-        elif key == "a":
-            session.no_answer(qid)
-        elif key == "k":
-            session.skip(qid)
-        elif key == "r":
-            session.reject(qid)
-        elif key == "n":
-            session.note(qid, keys.line("note: "))
-        elif key == "u":
-            session.undo()
-        elif key in ("q", "\x04", "\x03"):
-            console.print(
-                f"Saved. {view.verified} of {view.total} verified; "
-                "`goldmine gold review` resumes here."
+        if key in ("q", "\x04", "\x03"):
+            with gi_store(session.db) as con:
+                verified, total = gi.progress_counts(con)
+            return (
+                verified,
+                total,
+                (f"Saved. {verified} of {total} verified; `goldmine gold review` resumes here."),
             )
-            with gi_store(db) as con:
-                return gi.progress_counts(con)
+        session.message = ""
+        if session.stale:
+            if key == "r":
+                session.reload()
+            else:
+                session.message = f"{view.item['query']!r} changed under you: {RELOAD_HINT}"
+            continue
+        _dispatch(console, keys, session, view, key)
+
+
+def _dispatch(console, keys: Keys, session: ReviewSession, view: View, key: str) -> None:
+    qid = view.item["query_id"]
+    if key in ("2", "1", "0"):
+        if view.current is None:
+            session.message = "no candidate to grade: [s] search or [a] no answer"
         else:
-            session.message = f"unknown key {key!r}: {KEYS_HELP}"
+            session.grade(qid, view.current["chunk_id"], int(key))
+    elif key == "x":
+        session.rest_not_relevant(qid)
+    elif key == "s":
+        _search(console, keys, session, qid)
+    elif key == "a":
+        session.no_answer(qid)
+    elif key == "k":
+        session.skip(qid)
+    elif key == "r":
+        session.reject(qid)
+    elif key == "n":
+        session.note(qid, keys.line("note: "))
+    elif key == "u":
+        session.undo()
+    else:
+        session.message = f"unknown key {key!r}: {KEYS_HELP}"
 
 
 def _search(console, keys: Keys, session: ReviewSession, qid: str) -> None:

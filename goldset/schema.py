@@ -88,4 +88,18 @@ MIGRATIONS = [
         );
         """,
     ),
+    Migration(
+        301,
+        "goldset_review_skips",
+        """
+        -- A reviewer's "skip for now", kept across sessions so a skipped item comes back last.
+        -- Not item history: a skip changes nothing about the item, so it bumps no version and
+        -- never reaches a published line.
+        CREATE TABLE gold_skips (
+            query_id VARCHAR NOT NULL,
+            who VARCHAR NOT NULL,
+            ts TIMESTAMP NOT NULL
+        );
+        """,
+    ),
 ]

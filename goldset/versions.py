@@ -154,13 +154,69 @@ class Published:
     n_drifted: int = 0  # labels whose chunk is gone from, or changed in, the current corpus
 
 
-def publish(con: duckdb.DuckDBPyConnection, message: str, by: str) -> Published:
-    """Freeze every verified item as version N+1, in one transaction."""
+# Half-read items: a person graded some candidates (one above 0) and left others undecided, or
+# an older goldmine verified the item at its first grade. Never frozen without being asked.
+_PARTIAL_SQL = """
+    SELECT i.query_id, i.query, i.status, i.position,
+           count(*) FILTER (WHERE l.kind = 'label') AS graded,
+           count(*) AS candidates
+    FROM gold_items i JOIN gold_labels l USING (query_id)
+    WHERE i.status != 'rejected' AND NOT i.no_answer
+    GROUP BY ALL
+    HAVING count(*) FILTER (WHERE l.kind = 'draft') > 0
+       AND count(*) FILTER (WHERE l.kind = 'label' AND l.grade > 0) > 0
+    ORDER BY i.position
+"""
+
+
+def partial_items(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """Items with a relevant grade and candidates still undecided, in review order."""
+    return fetch_dicts(con, _PARTIAL_SQL)
+
+
+def _refuse_partial(partial: list[dict]) -> None:
+    n = len(partial)
+    shown = "; ".join(
+        f"{p['query_id']} {p['query']!r} ({p['graded']} of {p['candidates']} graded)"
+        for p in partial[:10]
+    )
+    more = f"; and {n - 10} more" if n > 10 else ""
+    raise InputError(
+        f"{n} item{' has' if n == 1 else 's have'} candidates not graded yet: {shown}{more}. "
+        "Finish them in `goldmine gold review`, publish them with the grades they have "
+        "(--allow-partial), or leave them out (--skip-partial)"
+    )
+
+
+def publish(
+    con: duckdb.DuckDBPyConnection,
+    message: str,
+    by: str,
+    *,
+    allow_partial: bool = False,
+    skip_partial: bool = False,
+) -> Published:
+    """Freeze every verified item as version N+1, in one transaction.
+
+    Items with candidates still undecided refuse the publish unless ``allow_partial`` (frozen with
+    the grades they have; their drafts are never gold) or ``skip_partial`` (left out).
+    """
     if not message or not message.strip():
         raise InputError('publish needs a message (-m "what changed")')
+    if allow_partial and skip_partial:
+        raise InputError("give --allow-partial or --skip-partial, not both")
     with transaction(con):
+        partial = partial_items(con)
+        if partial and not (allow_partial or skip_partial):
+            _refuse_partial(partial)
+        partial_ids = [p["query_id"] for p in partial]
         items = fetch_dicts(
-            con, "SELECT * FROM gold_items WHERE status = 'verified' ORDER BY query_id"
+            con,
+            """SELECT * FROM gold_items
+               WHERE (status = 'verified' AND NOT list_contains(?, query_id))
+                  OR (? AND list_contains(?, query_id))
+               ORDER BY query_id""",
+            [partial_ids, allow_partial, partial_ids],
         )
         if not items:
             raise InputError("nothing to publish: no item is verified yet (review or label first)")
@@ -202,9 +258,10 @@ def publish(con: duckdb.DuckDBPyConnection, message: str, by: str) -> Published:
         n_drifted = con.execute(
             """SELECT count(*) FROM gold_labels l JOIN gold_items i USING (query_id)
                LEFT JOIN chunks c ON c.snapshot_id = ? AND c.chunk_id = l.chunk_id
-               WHERE i.status = 'verified' AND l.kind = 'label'
+               WHERE l.kind = 'label'
+                 AND i.query_id IN (SELECT query_id FROM gold_version_items WHERE version = ?)
                  AND c.text_hash IS DISTINCT FROM l.text_hash""",
-            [snapshot_id],
+            [snapshot_id, version],
         ).fetchall()[0][0]
     return Published(
         version,

@@ -163,13 +163,16 @@ def test_draft_label_publish_diff_export_import_round_trip(cli, store: Path, tmp
         "--note",
         "rules help too",
     )
-    gold(cli, store, "label", qid("vpn setup"), "--chunk", "kb-vpn-1=2", "--by", "bob")
+    # A query is verified once every candidate is decided: the rest graded 0 in one flag.
+    gold(cli, store, "label", qid("vpn setup"), "--chunk", "kb-vpn-1=2", "--rest-not-relevant",
+         "--by", "bob")  # fmt: skip
     gold(cli, store, "label", qid("refund in bitcoin"), "--no-answer", "--by", "alice")
     out = gold(cli, store, "publish", "-m", "starter set", "--by", "alice").stdout
-    assert out.startswith("published v1: 3 queries (2 answerable, 1 no answer), 3 labels")
+    assert out.startswith("published v1: 3 queries (2 answerable, 1 no answer), 4 labels")
 
     gold(cli, store, "label", qid("reset password"), "--chunk", "kb-reset-2=0", "--by", "bob")
-    gold(cli, store, "label", qid("download invoice"), "--chunk", "kb-invoice-1=2")
+    gold(cli, store, "label", qid("download invoice"), "--chunk", "kb-invoice-1=2",
+         "--rest-not-relevant")  # fmt: skip
     gold(cli, store, "publish", "-m", "invoices")
     same = gold(cli, store, "publish", "-m", "again", ok=False)
     assert "nothing changed since v2" in same.stderr
@@ -195,7 +198,7 @@ def test_draft_label_publish_diff_export_import_round_trip(cli, store: Path, tmp
     header, items = json.loads(v2[0]), [json.loads(line) for line in v2[1:]]
     assert header["format_version"] == 1 and "query_id" not in header
     assert header["version"] == 2 and header["message"] == "invoices"
-    assert header["counts"] == {"items": 4, "answerable": 3, "no_answer": 1, "labels": 4}
+    assert header["counts"] == {"items": 4, "answerable": 3, "no_answer": 1, "labels": 6}
     assert [i["query_id"] for i in items] == sorted(i["query_id"] for i in items)
     assert all(
         line == json.dumps(json.loads(line), sort_keys=True, ensure_ascii=False) for line in v2
@@ -243,7 +246,7 @@ def test_draft_label_publish_diff_export_import_round_trip(cli, store: Path, tmp
     assert f"{qid('refund in bitcoin')}\trefund in bitcoin" in topics
     gold(cli, store, "export", "--version", "2", "--format", "beir", "--out", str(out_dir))
     tsv = (out_dir / "v0002-beir" / "qrels" / "test.tsv").read_text().splitlines()
-    assert tsv[0] == "query-id\tcorpus-id\tscore" and len(tsv) == 1 + 4
+    assert tsv[0] == "query-id\tcorpus-id\tscore" and len(tsv) == 1 + 6
 
 
 def test_load_gold_gives_the_eval_a_pinned_version(cli, store: Path) -> None:
@@ -360,7 +363,8 @@ def test_drift_and_remap_after_rechunking(cli, store: Path) -> None:
     add(cli, store, "reset password", "vpn setup", "download invoice", "export my data")
     gold(cli, store, "label", qid("reset password"), "--chunk", "kb-reset-1=2")
     gold(cli, store, "label", qid("vpn setup"), "--chunk", "kb-vpn-1=2", "--chunk", "kb-vpn-2=1")
-    gold(cli, store, "label", qid("download invoice"), "--chunk", "kb-invoice-1=2")
+    gold(cli, store, "label", qid("download invoice"), "--chunk", "kb-invoice-1=2",
+         "--rest-not-relevant")  # fmt: skip
     gold(cli, store, "label", qid("export my data"), "--chunk", "kb-export-1=2")
     assert json.loads(gold(cli, store, "drift", "--json").stdout) == []
 

@@ -140,6 +140,9 @@ def test_review_in_a_terminal_then_publish_diff_export_import(cli, db_path, tmp_
     screen = term.expect("[q] quit")
     assert "added kb-vpn-2 from search" in screen and "kb-vpn-2" in screen
     term.send("2")
+    term.expect("graded kb-vpn-2 = 2")
+    term.expect("[q] quit")
+    term.send("x")  # the drafted candidate left: not relevant, and the query is decided
     term.expect("2 of 3 verified")
     term.expect("[q] quit")
     term.send("q")
@@ -169,7 +172,7 @@ def test_review_in_a_terminal_then_publish_diff_export_import(cli, db_path, tmp_
     assert items["dark mode"]["no_answer"] is True
     vpn = json.loads(gold("show", qid("vpn setup"), "--json"))
     assert vpn["notes"] == [] and vpn["verified_by"] == "rita"
-    assert [r["chunk_id"] for r in vpn["labels"]] == ["kb-vpn-2"]
+    assert {r["chunk_id"]: r["grade"] for r in vpn["labels"]} == {"kb-vpn-2": 2, "kb-vpn-1": 0}
     actions = [h["action"] for h in vpn["history"]]
     assert actions[:3] == ["add", "draft", "note"] and "undo" in actions
     assert "search-add" in actions
