@@ -154,7 +154,7 @@ def child_triage(db: str, share: str, offset: str) -> dict:
         from goldmine.triage.pipeline import run_triage
 
         start = time.perf_counter()
-        result = run_triage(con)
+        result = run_triage(db)
         seconds = time.perf_counter() - start
     return {
         "seconds": seconds,
@@ -364,7 +364,7 @@ def child_scale(db: str, queries: str) -> dict:
         from goldmine.triage.pipeline import run_triage
 
         start = time.perf_counter()
-        result = run_triage(con)
+        result = run_triage(db)
         seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     workers = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Louvain processes

@@ -21,8 +21,9 @@ comes from ``GOLDMINE_TORCH_THREADS`` > ``[models] threads`` in goldmine.toml > 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,9 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_DIM = 384
 THREADS_ENV = "GOLDMINE_TORCH_THREADS"
 DEFAULT_THREADS = 1
+# How long a writer that closed the store for long work waits to reopen it: readers hold it for
+# well under a second, and giving up would throw away the work just done.
+WRITE_WAIT_S = 60.0
 
 # Names that mean the bundled model; they share one cache key (DEFAULT_MODEL).
 _BUNDLED_NAMES = {DEFAULT_MODEL.lower(), "sentence-transformers/all-minilm-l6-v2"}
@@ -134,9 +138,17 @@ def _normalize(vectors: np.ndarray) -> np.ndarray:
 
 
 def _encode(
-    texts: Sequence[str], name: str | None, batch_size: int, show_progress: bool
+    texts: Sequence[str],
+    name: str | None,
+    batch_size: int,
+    show_progress: bool,
+    advance: Callable[[int], None] | None = None,
 ) -> np.ndarray:
-    """Encode in batches of similar length (as sentence-transformers does), rows in input order."""
+    """Encode in batches of similar length (as sentence-transformers does), rows in input order.
+
+    ``advance`` (a caller's bar spanning several calls) is told of each batch; else, with
+    ``show_progress``, the call draws its own bar.
+    """
     model = load_model(name)
     dim = _dimension(model)
     out = np.empty((len(texts), dim), dtype=np.float32)
@@ -146,7 +158,8 @@ def _encode(
     from goldmine.output import progress
 
     bar = progress(f"embedding with {model_key(name)}", total=len(texts))
-    with bar if show_progress else nullcontext(lambda n=1: None) as advance:
+    own = show_progress and advance is None
+    with bar if own else nullcontext(advance or (lambda n=1: None)) as step:
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
             out[rows] = model.encode(
@@ -156,7 +169,7 @@ def _encode(
                 normalize_embeddings=True,
                 show_progress_bar=False,
             )
-            advance(len(rows))
+            step(len(rows))
     return _normalize(out)
 
 
@@ -171,26 +184,25 @@ def embed_uncached(
     return _encode(list(texts), model, batch_size, show_progress)
 
 
-def embed_texts(
-    con: duckdb.DuckDBPyConnection,
-    texts: Sequence[str],
-    model: str | None = None,
-    *,
-    batch_size: int = 64,
-    show_progress: bool = True,
-) -> np.ndarray:
-    """Embeddings of ``texts`` (float32, L2-normalized, rows in input order), cached in the store.
+@dataclass
+class _Lookup:
+    """What the cache already holds for a list of texts, and which texts still need encoding."""
 
-    Only texts whose (model, sha256) is not in ``embeddings`` are encoded, each distinct text once;
-    the new vectors are written in one statement, hence one transaction (inside the caller's, if
-    one is open). On a read-only connection the vectors are returned but not cached.
-    """
+    key: str
+    hashes: list[str]
+    missing: np.ndarray  # bool per text
+    cached: tuple[np.ndarray, np.ndarray] | None  # (row indexes, their vectors)
+    new_rows: list[int]  # the first row of each distinct missing text
+
+    @property
+    def n_cached(self) -> int:
+        return len(self.hashes) - int(self.missing.sum())
+
+
+def _lookup(con: duckdb.DuckDBPyConnection, texts: list[str], model: str | None) -> _Lookup:
     import polars as pl
 
-    texts = list(texts)
     key = model_key(model)
-    if not texts and key == DEFAULT_MODEL:
-        return np.empty((0, DEFAULT_DIM), dtype=np.float32)
     hashes = [sha256_text(t) for t in texts]
     wanted = pl.DataFrame(
         {"idx": np.arange(len(texts), dtype=np.int64), "text_hash": hashes},
@@ -205,7 +217,6 @@ def embed_texts(
         ).pl()
     finally:
         con.unregister("_gm_wanted")
-
     missing = np.ones(len(texts), dtype=bool)
     cached = None
     if found.height:
@@ -215,34 +226,105 @@ def embed_texts(
         idx = found["idx"].to_numpy()
         cached = (idx, found["vector"].explode().to_numpy().astype(np.float32).reshape(-1, dims[0]))
         missing[idx] = False
-
-    # Encode each distinct missing text once.
     first_row: dict[str, int] = {}
     for i in np.flatnonzero(missing):
         first_row.setdefault(hashes[i], int(i))
-    new_rows = list(first_row.values())
-    if new_rows:
-        new_vectors = _encode([texts[i] for i in new_rows], model, batch_size, show_progress)
+    return _Lookup(key, hashes, missing, cached, list(first_row.values()))
+
+
+def _assemble(found: _Lookup, new_vectors: np.ndarray | None, model: str | None) -> np.ndarray:
+    """Rows in input order from the cached vectors and those just encoded (one per new row)."""
+    if new_vectors is not None and found.new_rows:
         dim = new_vectors.shape[1]
-    elif cached is not None:
+    elif found.cached is not None:
         # Everything was cached: no model is loaded, so torch is not even imported.
-        dim = cached[1].shape[1]
+        dim = found.cached[1].shape[1]
     else:
         dim = _dimension(load_model(model))
-    out = np.empty((len(texts), dim), dtype=np.float32)
-    if cached is not None:
-        if cached[1].shape[1] != dim:
+    out = np.empty((len(found.hashes), dim), dtype=np.float32)
+    if found.cached is not None:
+        if found.cached[1].shape[1] != dim:
             raise InputError(
-                f"the embedding cache holds {cached[1].shape[1]}-dim vectors for model {key!r} "
-                f"but the model gives {dim}"
+                f"the embedding cache holds {found.cached[1].shape[1]}-dim vectors for model "
+                f"{found.key!r} but the model gives {dim}"
             )
-        out[cached[0]] = cached[1]
-    if new_rows:
-        row_of = {hashes[i]: n for n, i in enumerate(new_rows)}
-        todo = np.flatnonzero(missing)
-        out[todo] = new_vectors[[row_of[hashes[i]] for i in todo]]
-        _store(con, key, [hashes[i] for i in new_rows], new_vectors)
+        out[found.cached[0]] = found.cached[1]
+    if new_vectors is not None and found.new_rows:
+        row_of = {found.hashes[i]: n for n, i in enumerate(found.new_rows)}
+        todo = np.flatnonzero(found.missing)
+        out[todo] = new_vectors[[row_of[found.hashes[i]] for i in todo]]
     return out
+
+
+def embed_texts(
+    con: duckdb.DuckDBPyConnection,
+    texts: Sequence[str],
+    model: str | None = None,
+    *,
+    batch_size: int = 64,
+    show_progress: bool = True,
+) -> np.ndarray:
+    """Embeddings of ``texts`` (float32, L2-normalized, rows in input order), cached in the store.
+
+    Only texts whose (model, sha256) is not in ``embeddings`` are encoded, each distinct text once;
+    the new vectors are written in one statement, hence one transaction (inside the caller's, if
+    one is open). On a read-only connection the vectors are returned but not cached. The store
+    stays open while it encodes: long work should use :func:`embed_closed`.
+    """
+    texts = list(texts)
+    if not texts and model_key(model) == DEFAULT_MODEL:
+        return np.empty((0, DEFAULT_DIM), dtype=np.float32)
+    found = _lookup(con, texts, model)
+    new_vectors = None
+    if found.new_rows:
+        batch = [texts[i] for i in found.new_rows]
+        new_vectors = _encode(batch, model, batch_size, show_progress)
+        _store(con, found.key, [found.hashes[i] for i in found.new_rows], new_vectors)
+    return _assemble(found, new_vectors, model)
+
+
+@dataclass
+class Embedded:
+    vectors: np.ndarray
+    n_encoded: int  # distinct texts encoded by this call
+    n_cached: int  # texts whose vector the cache already held
+
+
+def embed_closed(
+    db: str | Path | None,
+    texts: Sequence[str],
+    model: str | None = None,
+    *,
+    chunk: int = 2048,
+    batch_size: int = 64,
+    description: str | None = None,
+) -> Embedded:
+    """``embed_texts`` with the store closed while the model works, so other commands can use it.
+
+    The store is opened briefly to read the cached vectors, then once per ``chunk`` of new vectors
+    to write them (one transaction each): an interrupted run keeps every finished chunk. One
+    progress bar (``description``) spans the whole encoding.
+    """
+    from goldmine.output import progress
+    from goldmine.store import open_store
+
+    texts = list(texts)
+    with open_store(db) as con:
+        found = _lookup(con, texts, model)
+    parts = []
+    label = description or f"embedding with {found.key}"
+    with progress(label, total=len(found.new_rows)) as advance:
+        for start in range(0, len(found.new_rows), chunk):
+            rows = found.new_rows[start : start + chunk]
+            vectors = _encode([texts[i] for i in rows], model, batch_size, False, advance)
+            # A reader may hold the store for a moment: wait for it rather than lose the chunk.
+            with open_store(db, wait=WRITE_WAIT_S) as con:
+                _store(con, found.key, [found.hashes[i] for i in rows], vectors)
+            parts.append(vectors)
+    new_vectors = np.concatenate(parts) if parts else None
+    if not texts and found.key == DEFAULT_MODEL:
+        return Embedded(np.empty((0, DEFAULT_DIM), dtype=np.float32), 0, 0)
+    return Embedded(_assemble(found, new_vectors, model), len(found.new_rows), found.n_cached)
 
 
 def _store(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -55,15 +56,21 @@ def warn(message: str) -> None:
 
 
 def info(message: str) -> None:
-    """A line for people on stderr, so stdout stays clean for --json."""
-    err_console().print(message, markup=False, highlight=False)
+    """A line for people on stderr, so stdout stays clean for --json. Not wrapped: a log line
+    stays one line for grep, whatever the terminal's width."""
+    err_console().print(message, markup=False, highlight=False, soft_wrap=True)
+
+
+# Without a terminal a bar is not drawn; a long step still writes a line this often (a CI log).
+LOG_EVERY_S = 10.0
 
 
 @contextmanager
 def progress(description: str, total: int | None = None, percent: bool = False) -> Iterator[Any]:
-    """A progress bar on stderr; yields ``advance(n=1)``, whose ``visible`` says whether the bar
-    is drawn (it is silent when stderr is not a terminal). ``percent`` shows the share done
-    instead of "M/N", for units that mean nothing to a reader."""
+    """A progress bar with ETA on stderr; yields ``advance(n=1)``, whose ``visible`` says whether
+    the bar is drawn (only when stderr is a terminal; otherwise a plain line with the count and
+    ETA every LOG_EVERY_S seconds). ``percent`` shows the share done instead of "M/N", for units
+    that mean nothing to a reader."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -84,11 +91,41 @@ def progress(description: str, total: int | None = None, percent: bool = False) 
         transient=True,
         disable=not sys.stderr.isatty(),
     )
+    log = _Log(description, total)
     with bar:
         task = bar.add_task(description, total=total)
 
         def advance(n: int = 1) -> None:
             bar.advance(task, n)
+            if bar.disable:
+                log.advance(n)
 
         advance.visible = not bar.disable  # type: ignore[attr-defined]
         yield advance
+
+
+class _Log:
+    """The plain-line stand-in for a bar when stderr is not a terminal."""
+
+    def __init__(self, description: str, total: int | None) -> None:
+        self.description, self.total, self.done = description, total, 0
+        self.start = self.last = time.monotonic()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last < LOG_EVERY_S:
+            return
+        self.last = now
+        if not self.total:
+            info(f"{self.description}: {self.done:,} done")
+            return
+        left = (now - self.start) / max(self.done, 1) * (self.total - self.done)
+        share = self.done / self.total
+        info(f"{self.description}: {self.done:,}/{self.total:,} ({share:.0%}), ETA {left:.0f} s")
+
+
+def step(command: str, name: str, detail: str = "") -> None:
+    """Name a step of a long command on stderr (``triage: embed 2,900 texts``), terminal or not,
+    so a log shows where the time went; --json output on stdout is untouched."""
+    info(f"{command}: {name}" + (f" — {detail}" if detail else ""))

@@ -168,7 +168,8 @@ def holder_file(path: Path) -> Path:
     return path.with_name(path.name + ".writer")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (a record left by a killed one is stale)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -186,7 +187,7 @@ def _holder(path: Path, pid: int | None) -> dict | None:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
         return None
-    if (pid is not None and data["pid"] != pid) or not _pid_alive(data["pid"]):
+    if (pid is not None and data["pid"] != pid) or not pid_alive(data["pid"]):
         return None  # left behind by a killed process
     return data
 

@@ -265,7 +265,7 @@ def test_run_incremental_stable_ids_and_commands(db_path, cli):
     first = [q for qs in QUERIES.values() for q in qs]
     with open_store(db_path) as con:
         load_queries(con, first)
-        r1 = run_triage(con)
+        r1 = run_triage(db_path)
         assert r1.n_queries == len(first)
         # the misspelling joined its more frequent / better-ranked twin and was not embedded
         canon = dict(
@@ -284,7 +284,7 @@ def test_run_incremental_stable_ids_and_commands(db_path, cli):
 
     with open_store(db_path) as con:
         load_queries(con, ["my card never arrived", "How to bake sourdough bread at home"], 100)
-        r2 = run_triage(con)
+        r2 = run_triage(db_path)
         after = dict(con.execute("SELECT norm_query, cluster_id FROM triage_queries").fetchall())
     assert r2.n_embedded == 2
     assert {q: after[q] for q in before} == before  # ids stable

@@ -43,23 +43,17 @@ def run_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Normalize, dedupe, embed (only new texts), cluster (ids kept across runs), tag and rank."""
-    from goldmine.triage.pipeline import run_triage
+    from goldmine.triage.pipeline import run_triage, summary
 
     from goldmine.output import info, print_json
-    from goldmine.store import open_store
 
-    with open_store(db_flag(db)) as con:
-        result = run_triage(con, since=since, model=model, window_s=window)
+    # The pipeline opens the store for short spans only, so other commands can read meanwhile.
+    result = run_triage(db_flag(db), since=since, model=model, window_s=window)
+    info(summary(result, since))
+    if result.timings:
+        info("timings (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items()))
     if as_json:
         print_json(result.__dict__)
-        return
-    info(
-        f"triage run {result.run_id}: {result.n_events} events, {result.n_queries} distinct "
-        f"queries ({result.n_new_queries} new), {result.n_embedded} embedded, "
-        f"{result.n_clusters} clusters ({result.cluster.get('n_joined', 0)} queries joined "
-        f"existing clusters, {result.cluster.get('n_new_clusters', 0)} new clusters)"
-    )
-    info("timings (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items()))
 
 
 def _fmt_rate(value: Any) -> str:

@@ -21,8 +21,10 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from goldmine.triage.events import frame
@@ -38,11 +40,13 @@ RADIUS_QUANTILE = 0.10
 SMALL_CLUSTER = 5
 SEED = 0
 ROW_BLOCK = 1024
-EMBED_CHUNK = 2048  # texts embedded (and cached) per call, so an interrupted run keeps its work
 
 
-def knn(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's k most similar other rows (by dot product), best first, one block at a time."""
+def knn(
+    x: np.ndarray, k: int, advance: Callable[[int], None] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's k most similar other rows (by dot product), best first, one block at a time;
+    ``advance`` is told of each block of ROW_BLOCK rows."""
     n = len(x)
     k = min(k, n - 1)
     idx = np.empty((n, k), dtype=np.int64)
@@ -58,6 +62,8 @@ def knn(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         order = np.lexsort((part, -part_s), axis=1)  # by similarity, ties by index
         idx[start : start + len(rows)] = np.take_along_axis(part, order, 1)
         sims[start : start + len(rows)] = np.take_along_axis(part_s, order, 1)
+        if advance is not None:
+            advance(1)
     return idx, sims
 
 
@@ -101,6 +107,12 @@ def _partition(k: int) -> tuple[int, np.ndarray, float]:
     return k, labels, silhouette(x, labels)
 
 
+def _advancing(items, advance):
+    for item in items:
+        advance(1)
+        yield item
+
+
 def cluster_fresh(x: np.ndarray, k_grid: tuple[int, ...] = K_GRID) -> tuple[np.ndarray, dict]:
     """Labels for the rows of x with k chosen by silhouette; and what was tried.
 
@@ -110,16 +122,20 @@ def cluster_fresh(x: np.ndarray, k_grid: tuple[int, ...] = K_GRID) -> tuple[np.n
     n = len(x)
     if n <= 2:
         return np.arange(n, dtype=np.int64), {"k": None, "tried": {}}
+    from goldmine.output import progress
+
     grid = [k for k in k_grid if k < n] or [n - 1]
     global _GRAPH
-    _GRAPH = (x, *knn(x, max(grid)))
+    with progress("k-NN graph (row blocks)", total=-(-n // ROW_BLOCK)) as advance:
+        _GRAPH = (x, *knn(x, max(grid), advance))
     try:
         workers = min(len(grid), os.cpu_count() or 1)
-        if workers > 1 and "fork" in mp.get_all_start_methods():
-            with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
-                runs = list(pool.map(_partition, grid))
-        else:
-            runs = [_partition(k) for k in grid]
+        with progress(f"Louvain for k in {grid}", total=len(grid)) as advance:
+            if workers > 1 and "fork" in mp.get_all_start_methods():
+                with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+                    runs = list(_advancing(pool.map(_partition, grid), advance))
+            else:
+                runs = list(_advancing(map(_partition, grid), advance))
     finally:
         _GRAPH = None
     tried = {k: round(score, 4) for k, _, score in runs}
@@ -152,17 +168,6 @@ def _vectors(frame, name: str) -> np.ndarray:
     return np.asarray(frame[name].to_list(), dtype=np.float32)
 
 
-def embed_canonicals(con: duckdb.DuckDBPyConnection, texts: list[str], model: str | None):
-    """Vectors of texts via goldmine.embed, in chunks so each chunk is cached as it finishes."""
-    from goldmine.embed import embed_texts
-
-    parts = [
-        embed_texts(con, texts[i : i + EMBED_CHUNK], model)
-        for i in range(0, len(texts), EMBED_CHUNK)
-    ]
-    return np.concatenate(parts) if parts else np.empty((0, 384), dtype=np.float32)
-
-
 def pending_canonicals(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
     """Canonical queries of the current window that have no cluster yet, sorted, and the text to
     embed for each: its most frequent original spelling (the model reads case and punctuation;
@@ -179,67 +184,112 @@ def pending_canonicals(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
-def cluster_queries(con: duckdb.DuckDBPyConnection, run_id: int, model: str | None = None) -> dict:
-    """Give every canonical query without a cluster one (joining or new); variants follow."""
+@dataclass
+class ClusterInputs:
+    """What clustering reads from the store, so the work itself runs with the store closed."""
+
+    todo: list[str]  # canonical queries without a cluster
+    texts: list[str]  # the text embedded for each
+    known: Any  # polars: cluster_id, centroid, radius, n_members of every cluster so far
+    chosen_k: int | None  # the k the first run chose, kept for new clusters
+    next_id: int
+
+
+@dataclass
+class ClusterPlan:
+    """Clustering's result, to be written in one transaction by :func:`write_clusters`."""
+
+    done: Any  # polars: norm_query, cluster_id, how, similarity
+    new: Any = None  # polars rows for triage_cluster_ids, or None
+    moved: Any = None  # polars: cluster_id, centroid, n_members of the clusters joined
+    stats: dict = field(default_factory=dict)
+
+
+def cluster_inputs(con: duckdb.DuckDBPyConnection) -> ClusterInputs:
+    todo, texts = pending_canonicals(con)
+    known = frame(
+        con,
+        "SELECT cluster_id, centroid, radius, n_members FROM triage_cluster_ids "
+        "ORDER BY cluster_id",
+    )
+    next_id = con.execute(
+        "SELECT coalesce(max(cluster_id), 0) + 1 FROM triage_cluster_ids"
+    ).fetchall()[0][0]
+    return ClusterInputs(todo, texts, known, _chosen_k(con) if known.height else None, next_id)
+
+
+def plan_clusters(inputs: ClusterInputs, x: np.ndarray) -> ClusterPlan:
+    """Give every pending canonical (rows of x) a cluster: join the nearest one whose radius it
+    reaches, else cluster the rest among themselves under new ids. Needs no store."""
     import polars as pl
 
-    todo, texts = pending_canonicals(con)
+    todo, known, next_id = inputs.todo, inputs.known, inputs.next_id
     stats = {"n_todo": len(todo), "n_joined": 0, "n_new_clusters": 0, "k": None, "tried": {}}
-    if todo:
-        x = embed_canonicals(con, texts, model)
-        known = frame(
-            con,
-            "SELECT cluster_id, centroid, radius, n_members FROM triage_cluster_ids "
-            "ORDER BY cluster_id",
+    ids = np.full(len(todo), -1, dtype=np.int64)
+    sim = np.full(len(todo), np.nan)
+    how = np.array(["clustered"] * len(todo), dtype=object)
+    if known.height and len(todo):
+        s = x @ _vectors(known, "centroid").T
+        best = s.argmax(axis=1)
+        best_s = s[np.arange(len(todo)), best]
+        join = best_s >= known["radius"].to_numpy()[best]
+        ids[join] = known["cluster_id"].to_numpy()[best[join]]
+        sim[join] = best_s[join]
+        how[join] = "joined"
+        how[~join] = "new"
+        stats["n_joined"] = int(join.sum())
+    plan = ClusterPlan(done=None, stats=stats)
+    rest = np.flatnonzero(ids < 0)
+    if len(rest):
+        grid = K_GRID
+        if known.height:  # keep the k the first run chose
+            grid = (inputs.chosen_k,) if inputs.chosen_k else K_GRID
+        labels, info = cluster_fresh(x[rest], grid)
+        stats.update(k=info["k"], tried=info["tried"])
+        ids[rest] = labels + next_id
+        cents, radius, counts = centroids(x[rest], labels)
+        stats["n_new_clusters"] = len(counts)
+        plan.new = pl.DataFrame(
+            {
+                "cluster_id": np.arange(len(counts)) + next_id,
+                "centroid": cents.tolist(),
+                "radius": radius,
+                "n_members": counts,
+            }
         )
-        ids = np.full(len(todo), -1, dtype=np.int64)
-        sim = np.full(len(todo), np.nan)
-        how = np.array(["clustered"] * len(todo), dtype=object)
-        if known.height:
-            cents = _vectors(known, "centroid")
-            s = x @ cents.T
-            best = s.argmax(axis=1)
-            best_s = s[np.arange(len(todo)), best]
-            join = best_s >= known["radius"].to_numpy()[best]
-            ids[join] = known["cluster_id"].to_numpy()[best[join]]
-            sim[join] = best_s[join]
-            how[join] = "joined"
-            how[~join] = "new"
-            stats["n_joined"] = int(join.sum())
-        rest = np.flatnonzero(ids < 0)
-        next_id = con.execute(
-            "SELECT coalesce(max(cluster_id), 0) + 1 FROM triage_cluster_ids"
-        ).fetchall()[0][0]
-        if len(rest):
-            grid = K_GRID
-            if known.height:  # keep the k the first run chose
-                k = _chosen_k(con)
-                grid = (k,) if k else K_GRID
-            labels, info = cluster_fresh(x[rest], grid)
-            stats.update(k=info["k"], tried=info["tried"])
-            ids[rest] = labels + next_id
-            cents, radius, counts = centroids(x[rest], labels)
-            stats["n_new_clusters"] = len(counts)
-            new = pl.DataFrame(
-                {
-                    "cluster_id": np.arange(len(counts)) + next_id,
-                    "centroid": cents.tolist(),
-                    "radius": radius,
-                    "n_members": counts,
-                }
+    if stats["n_joined"]:
+        plan.moved = _moved_centroids(known, x[ids < next_id], ids[ids < next_id])
+    plan.done = pl.DataFrame(
+        {"norm_query": todo, "cluster_id": ids, "how": how.tolist(), "similarity": sim},
+        schema={
+            "norm_query": pl.Utf8,
+            "cluster_id": pl.Int64,
+            "how": pl.Utf8,
+            "similarity": pl.Float64,
+        },
+    )
+    return plan
+
+
+def write_clusters(con: duckdb.DuckDBPyConnection, plan: ClusterPlan, run_id: int) -> dict:
+    """Store a plan (new cluster ids, moved centroids, assignments); variants follow their
+    canonical. Returns the plan's stats."""
+    if plan.new is not None:
+        with registered(con, _gm_clusters=plan.new):
+            con.execute(
+                "INSERT INTO triage_cluster_ids SELECT cluster_id, ?, centroid::FLOAT[], "
+                "radius, n_members FROM _gm_clusters",
+                [run_id],
             )
-            with registered(con, _gm_clusters=new):
-                con.execute(
-                    "INSERT INTO triage_cluster_ids SELECT cluster_id, ?, centroid::FLOAT[], "
-                    "radius, n_members FROM _gm_clusters",
-                    [run_id],
-                )
-        if stats["n_joined"]:
-            _move_centroids(con, x[ids < next_id], ids[ids < next_id])
-        done = pl.DataFrame(
-            {"norm_query": todo, "cluster_id": ids, "how": how.tolist(), "similarity": sim}
-        )
-        with registered(con, _gm_done=done):
+    if plan.moved is not None:
+        with registered(con, _gm_moved=plan.moved):
+            con.execute(
+                """UPDATE triage_cluster_ids SET centroid = m.centroid::FLOAT[],
+                          n_members = m.n_members
+                   FROM _gm_moved m WHERE triage_cluster_ids.cluster_id = m.cluster_id"""
+            )
+    if plan.done.height:
+        with registered(con, _gm_done=plan.done):
             con.execute(
                 """UPDATE triage_assignments SET cluster_id = d.cluster_id, how = d.how,
                           similarity = d.similarity
@@ -257,7 +307,7 @@ def cluster_queries(con: duckdb.DuckDBPyConnection, run_id: int, model: str | No
         """UPDATE triage_queries SET cluster_id = a.cluster_id FROM triage_assignments a
            WHERE triage_queries.norm_query = a.norm_query"""
     )
-    return stats
+    return plan.stats
 
 
 def _chosen_k(con: duckdb.DuckDBPyConnection) -> int | None:
@@ -267,32 +317,21 @@ def _chosen_k(con: duckdb.DuckDBPyConnection) -> int | None:
     return int(json.loads(rows[0][0])["k"]) if rows else None
 
 
-def _move_centroids(con: duckdb.DuckDBPyConnection, x: np.ndarray, ids: np.ndarray) -> None:
-    """A joined cluster's centroid becomes the running mean with its new members."""
+def _moved_centroids(known, x: np.ndarray, ids: np.ndarray):
+    """Each joined cluster's centroid as the running mean with its new members."""
     import polars as pl
 
-    known = frame(
-        con,
-        "SELECT cluster_id, centroid, n_members FROM triage_cluster_ids "
-        "WHERE list_contains(?, cluster_id) ORDER BY cluster_id",
-        [sorted(set(ids.tolist()))],
-    )
+    known = known.filter(pl.col("cluster_id").is_in(sorted(set(ids.tolist()))))
     pos = {c: i for i, c in enumerate(known["cluster_id"].to_list())}
     sums = _vectors(known, "centroid").astype(np.float64) * known["n_members"].to_numpy()[:, None]
     rows = np.array([pos[c] for c in ids.tolist()])
     np.add.at(sums, rows, x)
     counts = known["n_members"].to_numpy() + np.bincount(rows, minlength=len(pos))
     cents = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
-    moved = pl.DataFrame(
+    return pl.DataFrame(
         {
             "cluster_id": known["cluster_id"],
             "centroid": cents.astype(np.float32).tolist(),
             "n_members": counts,
         }
     )
-    with registered(con, _gm_moved=moved):
-        con.execute(
-            """UPDATE triage_cluster_ids SET centroid = m.centroid::FLOAT[],
-                      n_members = m.n_members
-               FROM _gm_moved m WHERE triage_cluster_ids.cluster_id = m.cluster_id"""
-        )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -206,6 +207,15 @@ def similar_pairs(
     return out
 
 
+def block_index(texts: list[str]) -> dict[str, list[int]]:
+    """Each blocking key with the indexes of the texts that have it."""
+    blocks: dict[str, list[int]] = {}
+    for j, keys in enumerate(block_keys(texts)):
+        for key in keys:
+            blocks.setdefault(key, []).append(j)
+    return blocks
+
+
 KEYS_PER_QUERY = 3
 PARALLEL_CELLS = 200_000
 
@@ -234,16 +244,18 @@ def block_keys(texts: list[str]) -> list[list[str]]:
     return keys
 
 
-def blocked_pairs(queries: list[str], texts: list[str]) -> set[tuple[int, int]]:
+def blocked_pairs(
+    queries: list[str], texts: list[str], advance: Callable[[int], None] | None = None
+) -> set[tuple[int, int]]:
     """(i, j) index pairs into ``texts``: each of ``queries`` (indexes into texts) against the
-    texts it shares a block with, length-banded cdist inside each block."""
-    blocks: dict[str, list[int]] = {}
-    for j, keys in enumerate(block_keys(texts)):
-        for key in keys:
-            blocks.setdefault(key, []).append(j)
+    texts it shares a block with, length-banded cdist inside each block. ``advance`` is told of
+    each block done (a progress bar over ``len(block_index(texts))`` blocks)."""
+    blocks = block_index(texts)
     wanted = set(queries)
     found: set[tuple[int, int, float]] = set()
     for members in blocks.values():
+        if advance is not None:
+            advance(1)
         mine = [i for i in members if i in wanted]
         if not mine or len(members) < 2:
             continue
@@ -252,24 +264,34 @@ def blocked_pairs(queries: list[str], texts: list[str]) -> set[tuple[int, int]]:
     return found
 
 
-def fuzzy_dedupe(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
-    """Give every query triage has not seen before a canonical; returns how many were new."""
-    import polars as pl
-
-    rows_df = frame(
+def dedupe_inputs(con: duckdb.DuckDBPyConnection):
+    """Every current query, best-ranked first, with the canonical it already has (or null)."""
+    return frame(
         con,
         """SELECT q.norm_query, q.n_events, a.canonical_query
            FROM triage_queries q LEFT JOIN triage_assignments a USING (norm_query)
            ORDER BY q.n_events DESC, length(q.norm_query), q.norm_query""",
     )
+
+
+def plan_canonicals(rows_df, description: str = "fuzzy dedupe"):
+    """A canonical for every query triage has not seen before (``dedupe_inputs`` rows), needing
+    no store: (norm_query, canonical_query, fuzzy_score) rows, or None when none is new."""
+    import polars as pl
+
+    from goldmine.output import progress
+
     new_mask = rows_df["canonical_query"].is_null().to_numpy()
     if not new_mask.any():
-        return 0
+        return None
     texts = rows_df["norm_query"].to_list()
     known = dict(zip(texts, rows_df["canonical_query"].to_list(), strict=True))
     new_idx = np.flatnonzero(new_mask)  # rank order: the frame is sorted best first
     best: dict[int, tuple[int, float]] = {}
-    for i, j, score in blocked_pairs([int(i) for i in new_idx], texts):
+    n_blocks = len(block_index(texts))
+    with progress(description, total=n_blocks) as advance:
+        pairs = blocked_pairs([int(i) for i in new_idx], texts, advance)
+    for i, j, score in pairs:
         if j < i and (i not in best or j < best[i][0]):  # a better-ranked partner
             best[i] = (j, score)
     canonical: list[str] = []
@@ -285,17 +307,26 @@ def fuzzy_dedupe(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
             known[texts[i]] = texts[i]
             canonical.append(texts[i])
             scores.append(100.0)
-    rows = pl.DataFrame(
+    return pl.DataFrame(
         {
             "norm_query": [texts[i] for i in new_idx],
             "canonical_query": canonical,
             "fuzzy_score": scores,
         }
     )
+
+
+def write_canonicals(con: duckdb.DuckDBPyConnection, rows, run_id: int) -> int:
+    """Store the planned canonicals (a query keeps the canonical it is given); returns how many."""
+    if rows is None:
+        return 0
     with registered(con, _gm_new=rows):
+        # The anti-join keeps a query's first canonical even if two plans raced for it.
         con.execute(
             "INSERT INTO triage_assignments (norm_query, canonical_query, fuzzy_score, run_id) "
-            "SELECT norm_query, canonical_query, fuzzy_score, ? FROM _gm_new",
+            "SELECT n.norm_query, n.canonical_query, n.fuzzy_score, ? FROM _gm_new n "
+            "WHERE NOT EXISTS (SELECT 1 FROM triage_assignments a "
+            "                  WHERE a.norm_query = n.norm_query)",
             [run_id],
         )
     con.execute(
@@ -303,4 +334,4 @@ def fuzzy_dedupe(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
                   fuzzy_score = a.fuzzy_score
            FROM triage_assignments a WHERE triage_queries.norm_query = a.norm_query"""
     )
-    return len(new_idx)
+    return rows.height

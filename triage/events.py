@@ -153,8 +153,14 @@ def build_events(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, window_s: int = DEFAULT_WINDOW_S
 ) -> int:
     """Rebuild ``triage_events`` from the ingest tables (events at or after ``since``)."""
+    normalize_events(con, since)
+    return mark_session_signals(con, window_s)
+
+
+def normalize_events(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> int:
+    """Every event of the window as one row: normalized text and its per-event signals (zero
+    results, no click, feedback, ticket, chat failure); returns the number of events."""
     neg = _sql_list(NEGATIVE_FEEDBACK)
-    stop = _sql_list(STOP_WORDS)
     con.execute("DELETE FROM triage_events")
     con.execute(
         f"""
@@ -213,6 +219,13 @@ def build_events(
     )
     fill_non_ascii(con, "triage_events", "query", "norm_query")
     con.execute("DELETE FROM triage_events WHERE norm_query = ''")
+    return con.execute("SELECT count(*) FROM triage_events").fetchall()[0][0]
+
+
+def mark_session_signals(con: duckdb.DuckDBPyConnection, window_s: int = DEFAULT_WINDOW_S) -> int:
+    """The signals that need session order (previous query, reformulation, follow-up), then
+    ``is_failed`` over all of them; returns the number of events."""
+    stop = _sql_list(STOP_WORDS)
     # Session order: the previous query, a reformulation, a follow-up.
     con.execute(
         f"""

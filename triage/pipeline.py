@@ -1,36 +1,58 @@
-"""``triage run``: the steps in order, each a plain function over the connection.
+"""``triage run``: the steps in order, each named on stderr, the long ones with the store closed.
+
+normalize → signals → dedupe → embed → cluster → tags → rank. DuckDB lets one process hold the
+file, so the steps that take long (fuzzy dedupe, embedding, clustering) read their inputs, close
+the store, compute, and reopen it briefly to write their results in one transaction: ``status``
+or ``triage show`` in another terminal get in between. The SQL steps take seconds.
 
 Each step commits on its own, and each picks up where an interrupted run stopped: events and
 per-query rows are rebuilt from the ingest tables (seconds), fuzzy dedupe and clustering only touch
-queries without a canonical or a cluster, and embeddings are cached chunk by chunk.
+queries without a canonical or a cluster, and embeddings are cached chunk by chunk. The summary
+says what this run did and what it found already done (queries deduped, vectors cached, runs that
+had not finished).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.errors import InputError
-from goldmine.store import transaction
+from goldmine.errors import InputError, StoreBusyError
+from goldmine.store import open_store, pid_alive, transaction
 
 if TYPE_CHECKING:
     import duckdb
 
+STEPS = ("normalize", "signals", "dedupe", "embed", "cluster", "tags", "rank")
+_SOURCES = ("search_events", "tickets", "chat_turns", "manual_queries")
+
 
 @dataclass
 class RunResult:
-    run_id: int
+    run_id: int | None
     n_events: int = 0
     n_queries: int = 0
-    n_new_queries: int = 0
-    n_embedded: int = 0
+    n_new_queries: int = 0  # deduped by this run
+    n_deduped_before: int = 0  # already had a canonical (an earlier run, finished or not)
+    n_embedded: int = 0  # texts encoded by this run
+    n_cached: int = 0  # texts to embed whose vectors were already cached
+    n_clustered: int = 0  # canonical queries given a cluster by this run
     n_clusters: int = 0
     cluster: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    resumed_runs: list[int] = field(default_factory=list)  # earlier runs that had not finished
+    nothing_to_triage: bool = False
+
+
+class _NoEvents(Exception):
+    """The window holds no events: the rebuilt event table is rolled back."""
 
 
 def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
@@ -49,54 +71,154 @@ def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
         )
 
 
+def _window(window_s: int | None) -> int:
+    from goldmine.triage import events
+
+    from goldmine.config import load_config
+
+    if window_s is None:
+        window_s = int(load_config().get("triage", "reformulation_window", events.DEFAULT_WINDOW_S))
+    if window_s < 0:
+        raise InputError(f"the reformulation window must be >= 0 seconds, not {window_s}")
+    return window_s
+
+
+def _has_traffic(con: duckdb.DuckDBPyConnection) -> bool:
+    union = " UNION ALL ".join(f"(SELECT 1 FROM {t} LIMIT 1)" for t in _SOURCES)
+    return bool(con.execute(f"SELECT count(*) FROM ({union})").fetchall()[0][0])
+
+
+def _start_run(con: duckdb.DuckDBPyConnection, key: str, since: datetime | None) -> tuple:
+    """A new run row (with this pid, so a second ``triage run`` can tell this one is live), and
+    the runs since the last finished one that did not finish (Ctrl-C, or a process that is gone),
+    whose work this run picks up."""
+    with transaction(con):
+        running = con.execute(
+            "SELECT run_id, params->>'pid', started_at FROM triage_runs WHERE status = 'running'"
+        ).fetchall()
+        for run_id, pid, started in running:
+            if pid and int(pid) != os.getpid() and pid_alive(int(pid)):
+                raise StoreBusyError(
+                    f"triage run {run_id} is still running (PID {pid}, started {started:%H:%M:%S}"
+                    "): wait for it to finish"
+                )
+        con.execute("UPDATE triage_runs SET status = 'interrupted' WHERE status = 'running'")
+        unfinished = con.execute(
+            """SELECT run_id FROM triage_runs WHERE status = 'interrupted' AND run_id >
+                   (SELECT coalesce(max(run_id), 0) FROM triage_runs WHERE status = 'done')
+               ORDER BY run_id"""
+        ).fetchall()
+        run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM triage_runs").fetchall()
+        con.execute(
+            "INSERT INTO triage_runs (run_id, started_at, model, status, since, params) "
+            "VALUES (?, now()::TIMESTAMP, ?, 'running', ?, ?)",
+            [run_id[0][0], key, since, json.dumps({"pid": os.getpid()})],
+        )
+    return run_id[0][0], [r[0] for r in unfinished]
+
+
+class _Steps:
+    """Names each step on stderr and times it into the result."""
+
+    def __init__(self, result: RunResult) -> None:
+        self.result = result
+
+    def run(self, name: str, fn: Callable, *args, detail: str = "", con=None):
+        from goldmine.output import step
+
+        step("triage", name, detail)
+        start = time.perf_counter()
+        if con is None:
+            out = fn(*args)
+        else:
+            with transaction(con):
+                out = fn(con, *args)
+        self.result.timings[name] = round(time.perf_counter() - start, 3)
+        return out
+
+
 def run_triage(
-    con: duckdb.DuckDBPyConnection,
+    db: str | Path | None,
     *,
     since: datetime | None = None,
     model: str | None = None,
     window_s: int | None = None,
 ) -> RunResult:
     """Normalize, dedupe, embed, cluster, tag and rank; returns what each step did."""
-    from goldmine.triage import cluster, dedupe, events, report, tags
-
-    from goldmine.config import load_config
+    from goldmine.config import resolve_db_path
     from goldmine.embed import model_key
 
+    path = resolve_db_path(db)
     key = model_key(model)
-    _check_model(con, key)
-    if window_s is None:
-        window_s = int(load_config().get("triage", "reformulation_window", events.DEFAULT_WINDOW_S))
-    if window_s < 0:
-        raise InputError(f"the reformulation window must be >= 0 seconds, not {window_s}")
-    run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM triage_runs").fetchall()[0][0]
-    con.execute(
-        "INSERT INTO triage_runs (run_id, started_at, model, status, since) "
-        "VALUES (?, now()::TIMESTAMP, ?, 'running', ?)",
-        [run_id, key, since],
-    )
-    result = RunResult(run_id)
+    window_s = _window(window_s)
+    with open_store(path) as con:
+        _check_model(con, key)
+        if not _has_traffic(con):
+            return RunResult(None, nothing_to_triage=True)
+        run_id, stale = _start_run(con, key, since)
+    result = RunResult(run_id, resumed_runs=stale)
+    try:
+        return _run_steps(path, result, since, model, window_s)
+    except BaseException:
+        _mark_interrupted(path, run_id)
+        raise
 
-    def step(name: str, fn, *args):
-        start = time.perf_counter()
+
+def _run_steps(
+    path: Path, result: RunResult, since: datetime | None, model: str | None, window_s: int
+) -> RunResult:
+    from goldmine.triage import cluster, dedupe, report, tags
+
+    from goldmine.embed import WRITE_WAIT_S, embed_closed
+
+    steps = _Steps(result)
+    with open_store(path) as con:
+        try:
+            result.n_events = steps.run("normalize", _events, since, con=con)
+        except _NoEvents:
+            con.execute("DELETE FROM triage_runs WHERE run_id = ?", [result.run_id])
+            return RunResult(None, resumed_runs=result.resumed_runs, nothing_to_triage=True)
+        result.n_queries = steps.run("signals", _signals, window_s, con=con)
+        queries = dedupe.dedupe_inputs(con)
+    result.n_deduped_before = int(queries["canonical_query"].is_not_null().sum())
+    detail = f"{queries.height - result.n_deduped_before:,} new of {queries.height:,} queries"
+    planned = steps.run("dedupe", dedupe.plan_canonicals, queries, detail=detail)
+    with open_store(path, wait=WRITE_WAIT_S) as con:
         with transaction(con):
-            out = fn(*args)
-        result.timings[name] = round(time.perf_counter() - start, 3)
-        return out
+            result.n_new_queries = dedupe.write_canonicals(con, planned, result.run_id)
+        inputs = cluster.cluster_inputs(con)
+    result.n_clustered = len(inputs.todo)
+    detail = f"{len(inputs.texts):,} texts with {model or 'the bundled MiniLM'}"
+    embedded = steps.run("embed", embed_closed, path, inputs.texts, model, detail=detail)
+    result.n_embedded, result.n_cached = embedded.n_encoded, embedded.n_cached
+    detail = f"{len(inputs.todo):,} queries without a cluster"
+    plan = steps.run("cluster", cluster.plan_clusters, inputs, embedded.vectors, detail=detail)
+    with open_store(path, wait=WRITE_WAIT_S) as con:
+        with transaction(con):
+            result.cluster = cluster.write_clusters(con, plan, result.run_id)
+        result.tags = steps.run("tags", tags.tag_queries, con=con)
+        result.n_clusters = steps.run("rank", report.summarize_clusters, result.run_id, con=con)
+        _finish(con, result, window_s)
+    return result
 
-    result.n_events = step("events", events.build_events, con, since, window_s)
-    result.n_queries = step("queries", events.aggregate_queries, con)
-    result.n_new_queries = step("fuzzy_dedupe", dedupe.fuzzy_dedupe, con, run_id)
-    # Embedding caches its vectors chunk by chunk, outside any transaction, so an interrupted
-    # run keeps them; clustering then reads them back and commits with its assignments.
-    before = con.execute("SELECT count(*) FROM embeddings WHERE model = ?", [key]).fetchall()[0][0]
-    start = time.perf_counter()
-    cluster.embed_canonicals(con, cluster.pending_canonicals(con)[1], model)
-    result.timings["embed"] = round(time.perf_counter() - start, 3)
-    after = con.execute("SELECT count(*) FROM embeddings WHERE model = ?", [key]).fetchall()[0][0]
-    result.n_embedded = after - before
-    result.cluster = step("cluster", cluster.cluster_queries, con, run_id, model)
-    result.tags = step("tags", tags.tag_queries, con)
-    result.n_clusters = step("clusters", report.summarize_clusters, con, run_id)
+
+def _events(con: duckdb.DuckDBPyConnection, since: datetime | None) -> int:
+    from goldmine.triage.events import normalize_events
+
+    n = normalize_events(con, since)
+    if not n:
+        raise _NoEvents  # rolls the rebuilt event table back: the last run's rows stay
+    return n
+
+
+def _signals(con: duckdb.DuckDBPyConnection, window_s: int) -> int:
+    from goldmine.triage.events import aggregate_queries, mark_session_signals
+
+    mark_session_signals(con, window_s)
+    return aggregate_queries(con)
+
+
+def _finish(con: duckdb.DuckDBPyConnection, result: RunResult, window_s: int) -> None:
     params = {"k": result.cluster.get("k"), "window_s": window_s, **result.cluster}
     con.execute(
         """UPDATE triage_runs SET finished_at = now()::TIMESTAMP, status = 'done',
@@ -109,7 +231,43 @@ def run_triage(
             result.n_clusters,
             json.dumps(params),
             json.dumps(result.timings),
-            run_id,
+            result.run_id,
         ],
     )
-    return result
+
+
+def _mark_interrupted(path: Path, run_id: int) -> None:
+    """Best effort on Ctrl-C or an error: the next run then knows this one did not finish."""
+    try:
+        with open_store(path) as con:
+            con.execute(
+                "UPDATE triage_runs SET status = 'interrupted' WHERE run_id = ? "
+                "AND status = 'running'",
+                [run_id],
+            )
+    except Exception:  # the store may be what failed; the pid check covers this case
+        pass
+
+
+def summary(result: RunResult, since: datetime | None = None) -> str:
+    """The run in one line: what it found, what it did, and what was already done."""
+    if result.nothing_to_triage:
+        where = f" at or after {since:%Y-%m-%d %H:%M}" if since else ""
+        return (
+            f"nothing to triage: the store holds no searches, tickets, chat turns or manual "
+            f"queries{where} (import some with goldmine ingest searchlog|tickets|chat FILE, "
+            "or goldmine add)"
+        )
+    c = result.cluster
+    line = (
+        f"triage run {result.run_id}: {result.n_events:,} events, {result.n_queries:,} distinct "
+        f"queries; this run deduped {result.n_new_queries:,} new ({result.n_deduped_before:,} "
+        f"done before), {result.n_embedded:,} embedded ({result.n_cached:,} found cached), "
+        f"{result.n_clustered:,} clustered ({c.get('n_joined', 0):,} joined existing clusters, "
+        f"{c.get('n_new_clusters', 0):,} new clusters); {result.n_clusters:,} clusters in all"
+    )
+    if result.resumed_runs:
+        runs = ", ".join(str(r) for r in result.resumed_runs)
+        plural = "s" if len(result.resumed_runs) > 1 else ""
+        line += f"; run{plural} {runs} had not finished: its work was kept"
+    return line

@@ -1,0 +1,116 @@
+"""``triage run`` as a command: its steps on stderr, an empty store, a re-run after an interrupted
+run, and readers served while it embeds with the store closed.
+
+Queries go straight into the ingest tables (tests/test_triage.py's helpers); runs that embed use
+the real bundled MiniLM and are marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from goldmine.store import open_store
+from tests.test_triage import QUERIES, load_queries
+
+STEPS = ("normalize", "signals", "dedupe", "embed", "cluster", "tags", "rank")
+TEXTS = [q for qs in QUERIES.values() for q in qs]
+
+
+def test_an_empty_store_has_nothing_to_triage(cli, db_path: Path) -> None:
+    with open_store(db_path):
+        pass
+    out = cli("triage", "run", "--db", str(db_path))
+    assert out.returncode == 0, out.stderr
+    assert "nothing to triage" in out.stderr and "goldmine ingest" in out.stderr
+    data = json.loads(cli("triage", "run", "--db", str(db_path), "--json").stdout)
+    assert data["n_events"] == 0 and data["nothing_to_triage"] is True
+    with open_store(db_path) as con:
+        runs = con.execute("SELECT count(*) FROM triage_runs").fetchall()[0][0]
+    assert runs == 0  # nothing was run, so nothing is recorded as a run
+
+
+@pytest.mark.slow
+def test_steps_are_named_on_stderr_and_json_stays_pure(cli, db_path: Path) -> None:
+    with open_store(db_path) as con:
+        load_queries(con, TEXTS)
+    out = cli("triage", "run", "--db", str(db_path), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)  # stdout is one JSON document and nothing else
+    assert data["n_embedded"] == len(TEXTS) - 1 and data["n_cached"] == 0
+    lines = out.stderr.splitlines()
+    named = [s for s in STEPS if any(line.startswith(f"triage: {s}") for line in lines)]
+    assert named == list(STEPS), out.stderr
+    embed_line = next(line for line in lines if line.startswith("triage: embed"))
+    assert f"{len(TEXTS) - 1} texts" in embed_line
+    assert list(data["timings"]) == list(STEPS)
+
+
+@pytest.mark.slow
+def test_a_rerun_after_an_interrupted_run_says_what_it_did(
+    cli, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C during clustering, after every vector was cached: the next run embeds nothing new
+    and its summary says the vectors were found cached and the first run did not finish."""
+    from goldmine.triage import cluster
+    from goldmine.triage.pipeline import run_triage
+
+    with open_store(db_path) as con:
+        load_queries(con, TEXTS)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cluster, "cluster_fresh", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_triage(db_path)
+    monkeypatch.undo()
+    with open_store(db_path) as con:
+        cached = con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0]
+        clustered = con.execute(
+            "SELECT count(*) FROM triage_assignments WHERE cluster_id IS NOT NULL"
+        ).fetchall()[0][0]
+    assert cached == len(TEXTS) - 1 and clustered == 0
+
+    out = cli("triage", "run", "--db", str(db_path), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["n_embedded"] == 0 and data["n_cached"] == len(TEXTS) - 1
+    assert data["n_clustered"] == len(TEXTS) - 1 and data["resumed_runs"] == [1]
+    assert data["n_new_queries"] == 0 and data["n_deduped_before"] == len(TEXTS)
+    summary = next(line for line in out.stderr.splitlines() if line.startswith("triage run 2:"))
+    assert f"0 embedded ({len(TEXTS) - 1} found cached)" in summary, out.stderr
+    assert "run 1 had not finished" in summary
+
+
+@pytest.mark.slow
+def test_status_answers_while_triage_embeds(cli, db_path: Path) -> None:
+    """The long steps run with the store closed: a reader polling during the run gets in."""
+    import polars as pl
+
+    from tests.conftest import SHARED
+
+    banking = SHARED / "datasets" / "banking77" / "train.csv"
+    if not banking.is_file():
+        pytest.skip(f"{banking} is absent: real-data test skipped")
+    texts = pl.read_csv(banking)["text"].to_list()[:1500]
+    with open_store(db_path) as con:
+        load_queries(con, texts)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "goldmine", "triage", "run", "--db", str(db_path)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    polls = []
+    while run.poll() is None:
+        start = time.monotonic()
+        rc = cli("status", "--json", "--db", str(db_path)).returncode
+        polls.append((rc, time.monotonic() - start))
+        time.sleep(0.2)
+    assert run.wait() == 0, run.stderr.read()
+    assert len(polls) >= 5 and all(rc == 0 for rc, _ in polls), polls
