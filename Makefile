@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test bench lint clean
+.PHONY: setup browser demo test bench lint clean
 
 setup: $(STAMP)
 
@@ -12,13 +12,22 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[models,dev]'
+	$(PY) -m pip install -q -e '.[models,dev,web]'
 	touch $(STAMP)
 
 demo: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash data/demo.sh
 
-test: setup
+# The review page's tests drive Debian's Chromium. As root with apt-get (CI), install it; elsewhere
+# without it those tests skip, saying so (and fail under CI=true).
+browser:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "no Chromium (apt-get install chromium): the browser tests will skip"; fi
+
+test: setup browser
 	$(PY) -m pytest -q
 
 bench: setup

@@ -123,8 +123,33 @@ def draft(
     )
 
 
-def review(by: ByOption = None, db: DbOption = None) -> None:
-    """Review drafted queries in the terminal, one key per action; resumes where you left off."""
+def review(
+    by: ByOption = None,
+    web: Annotated[
+        bool, typer.Option("--web", help="Review in the browser (needs goldmine[web]).")
+    ] = False,
+    host: Annotated[
+        str, typer.Option("--host", help="--web: address to listen on (0.0.0.0 warns).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="--web: port (0: a free one).")] = 0,
+    no_open: Annotated[
+        bool, typer.Option("--no-open", help="--web: print the URL, do not open a browser.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Review drafted queries, one key per action; resumes where you left off.
+
+    In the terminal by default; --web serves the same loop as a local page and prints its URL
+    (with a token: keep it to yourself).
+    """
+    if web:
+        from goldmine.lazy import require
+
+        require("web")
+        from goldmine.goldset.web import serve
+
+        serve(db_flag(db), _user(by), host=host, port=port, open_browser=not no_open)
+        return
     from goldmine.goldset.review import run
 
     run(db_flag(db), _user(by))
@@ -153,19 +178,55 @@ def label(
     no_answer: Annotated[
         bool, typer.Option("--no-answer", help="The corpus does not answer this query.")
     ] = False,
+    rest_not_relevant: Annotated[
+        bool,
+        typer.Option(
+            "--rest-not-relevant",
+            help="Grade every candidate not given with --chunk 0 (not relevant).",
+        ),
+    ] = False,
+    if_version: Annotated[
+        int | None,
+        typer.Option(
+            "--if-version",
+            help="Refuse (exit 5) if the item changed since this version "
+            "(`gold show --json` gives it).",
+        ),
+    ] = None,
     by: ByOption = None,
     note: Annotated[str | None, typer.Option("--note", help="A note on the item.")] = None,
     db: DbOption = None,
 ) -> None:
-    """Grade chunks for a query, or record "no answer", without the interactive loop."""
+    """Grade chunks for a query, or record "no answer", without the interactive loop.
+
+    The query is verified once every candidate is graded (--rest-not-relevant grades the rest 0)
+    with one above 0, or with --no-answer.
+    """
+    from goldmine.goldset.items import decision_counts
     from goldmine.goldset.items import label as do_label
 
+    from goldmine.output import warn
     from goldmine.store import transaction
 
     grades = _parse_chunks(chunk or [])
     with _store(db) as con, transaction(con):
-        item = do_label(con, query_id, grades, no_answer=no_answer, by=_user(by), note=note)
+        item = do_label(
+            con,
+            query_id,
+            grades,
+            no_answer=no_answer,
+            rest_not_relevant=rest_not_relevant,
+            by=_user(by),
+            note=note,
+            expected_version=if_version,
+        )
+        _, _, undecided = decision_counts(con, query_id)
     print(f"{query_id}\t{item['status']}" + ("\tno answer" if item["no_answer"] else ""))
+    if undecided:
+        warn(
+            f"{undecided} candidate{'s' if undecided != 1 else ''} not graded yet: grade "
+            f"{'them' if undecided != 1 else 'it'} with --chunk ID=GRADE, or --rest-not-relevant"
+        )
 
 
 def list_(
@@ -271,14 +332,33 @@ def show(
 
 def publish(
     message: Annotated[str, typer.Option("-m", "--message", help="What changed.")],
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            help="Publish items with candidates not graded yet, with the grades they have.",
+        ),
+    ] = False,
+    skip_partial: Annotated[
+        bool,
+        typer.Option(
+            "--skip-partial", help="Leave items with candidates not graded yet out of the version."
+        ),
+    ] = False,
     by: ByOption = None,
     db: DbOption = None,
 ) -> None:
-    """Freeze every verified item as the next version, hashed, in one transaction."""
+    """Freeze every verified item as the next version, hashed, in one transaction.
+
+    Items with candidates not graded yet refuse the publish (exit 2, listed) unless
+    --allow-partial or --skip-partial says what to do with them.
+    """
     from goldmine.goldset.versions import publish as do_publish
 
     with _store(db) as con:
-        p = do_publish(con, message, _user(by))
+        p = do_publish(
+            con, message, _user(by), allow_partial=allow_partial, skip_partial=skip_partial
+        )
     print(
         f"published v{p.version}: {p.n_items} queries ({p.n_answerable} answerable, "
         f"{p.n_no_answer} no answer), {p.n_labels} labels, hash {p.content_hash[:12]}"

@@ -45,17 +45,34 @@ RELOAD_HINT = "r to reload"
 PASSAGE_CHARS = 900
 
 # The review queue: items waiting for a decision (and any an older goldmine verified half-read),
-# those this reviewer skipped last, oldest skip first.
+# those this reviewer skipped (or could not tell) last, oldest first; optionally one cluster, tag
+# or status.
 _QUEUE_SQL = """
     SELECT i.query_id FROM gold_items i
     LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = ?
                GROUP BY query_id) s USING (query_id)
-    WHERE i.status IN ('candidate', 'drafted')
-       OR (i.status = 'verified' AND EXISTS (SELECT 1 FROM gold_labels d
-                                             WHERE d.query_id = i.query_id AND d.kind = 'draft'))
+    WHERE (i.status IN ('candidate', 'drafted')
+           OR (i.status = 'verified' AND EXISTS (SELECT 1 FROM gold_labels d
+                                                 WHERE d.query_id = i.query_id
+                                                   AND d.kind = 'draft')))
+      AND (?::BIGINT IS NULL OR i.cluster_id = ?)
+      AND (?::VARCHAR IS NULL OR list_contains(i.tags, ?))
+      AND (?::VARCHAR IS NULL OR i.status = ?)
     ORDER BY s.skipped_at NULLS FIRST, i.position
     LIMIT 1
 """
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """Which part of the queue to review: one cluster, one tag, one status (None: any)."""
+
+    cluster: int | None = None
+    tag: str | None = None
+    status: str | None = None
+
+    def params(self) -> list:
+        return [self.cluster, self.cluster, self.tag, self.tag, self.status, self.status]
 
 
 @dataclass
@@ -83,9 +100,10 @@ class Undo:
 
 
 class ReviewSession:
-    def __init__(self, db: Path | None, by: str):
+    def __init__(self, db: Path | None, by: str, queue: QueueFilter | None = None):
         self.db = db
         self.by = by
+        self.queue = queue or QueueFilter()
         self.focus: str | None = None
         self.versions: dict[str, int] = {}  # the version of each item as last shown
         self.undo_stack: list[Undo] = []
@@ -105,10 +123,11 @@ class ReviewSession:
                 status == "verified" and gi.decision_counts(con, self.focus)[2]
             ):
                 return self.focus
-        rows = con.execute(_QUEUE_SQL, [self.by]).fetchall()
+        rows = con.execute(_QUEUE_SQL, [self.by, *self.queue.params()]).fetchall()
         return rows[0][0] if rows else None
 
-    def view(self) -> View | None:
+    def view(self, extra: Callable | None = None) -> View | None:
+        """The next step to show; ``extra(con, item)`` reads more in the same connection."""
         with gi_store(self.db) as con:
             qid = self._next_item(con)
             if qid is None:
@@ -144,6 +163,8 @@ class ReviewSession:
 
             examples = origins(con, [item["norm_query"]], limit=20)[item["norm_query"]].examples
             verified, total = gi.progress_counts(con)
+            if extra is not None:
+                extra(con, item)
         return View(
             item,
             candidates,
@@ -222,12 +243,20 @@ class ReviewSession:
         ):
             self.message = "note added"
 
-    def skip(self, qid: str) -> None:
+    def skip(self, qid: str, why: str = "skip") -> None:
+        """Later, not now (``why='unsure'``: can't tell); the item comes back after the others."""
         with gi_store(self.db) as con, transaction(con):
             con.execute("DELETE FROM gold_skips WHERE query_id = ? AND who = ?", [qid, self.by])
-            con.execute("INSERT INTO gold_skips VALUES (?, ?, now()::TIMESTAMP)", [qid, self.by])
-        self.undo_stack.append(Undo("skip", qid, None))
-        self._finish(qid, "skipped: it comes back after the others")
+            con.execute(
+                "INSERT INTO gold_skips VALUES (?, ?, now()::TIMESTAMP, ?)", [qid, self.by, why]
+            )
+        self.undo_stack.append(Undo("can't tell" if why == "unsure" else "skip", qid, None))
+        self._finish(
+            qid,
+            "marked: can't tell; it comes back after the others"
+            if why == "unsure"
+            else "skipped: it comes back after the others",
+        )
 
     def _finish(self, qid: str, message: str) -> None:
         if self.focus == qid:
@@ -301,7 +330,7 @@ class ReviewSession:
 
 
 def gi_store(db: Path | None):
-    return open_store(db)
+    return open_store(db, create=False)
 
 
 # --- the terminal -------------------------------------------------------------------------------

@@ -92,13 +92,14 @@ MIGRATIONS = [
         301,
         "goldset_review_skips",
         """
-        -- A reviewer's "skip for now", kept across sessions so a skipped item comes back last.
-        -- Not item history: a skip changes nothing about the item, so it bumps no version and
-        -- never reaches a published line.
+        -- A reviewer's "skip for now" or "can't tell", kept across sessions so the item comes
+        -- back after the others. Not item history: it changes nothing about the item, so it
+        -- bumps no version and never reaches a published line.
         CREATE TABLE gold_skips (
             query_id VARCHAR NOT NULL,
             who VARCHAR NOT NULL,
-            ts TIMESTAMP NOT NULL
+            ts TIMESTAMP NOT NULL,
+            why VARCHAR NOT NULL DEFAULT 'skip'   -- skip | unsure (can't tell)
         );
         """,
     ),

@@ -1,0 +1,428 @@
+"""The review loop in a browser: ``goldmine gold review --web``.
+
+The page runs the terminal's loop (``goldmine.goldset.review.ReviewSession``: the same queue, the
+same rule for when a query is verified, the same version check on every write), server-rendered
+with Jinja2 and a little plain JavaScript shipped in the package; nothing is loaded from the
+internet and there is no build step.
+
+Never in the way: every request opens the DuckDB file, does its unit of work and closes it, so
+``triage show``, ``eval run`` or a second rater's browser work while the page is open. A store
+held by another process is retried briefly by ``open_store``; past that the page says so.
+
+Locked down: the server listens on 127.0.0.1 unless told otherwise. A random token in the printed
+URL becomes an HttpOnly, SameSite=Strict cookie on the first visit and is required on every
+request; writes are JSON POSTs carrying a custom header, which a page on another origin cannot
+send without a CORS preflight this server never grants. Every piece of user text (queries and
+chunks carry HTML, scripts and terminal escapes from real traffic) is escaped by the templates'
+autoescape; ids from a request are only ever looked up as SQL parameters.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from goldmine.goldset import items as gi
+from goldmine.goldset.review import QueueFilter, ReviewSession, View
+
+from goldmine.errors import GoldmineError, InputError, StoreBusyError
+from goldmine.store import open_store
+from goldmine.text import normalize_query
+
+ASSETS = Path(__file__).parent / "web"
+TOKEN_COOKIE = "goldmine_token"
+RATER_COOKIE = "goldmine_rater"
+WRITE_HEADER = "x-goldmine"  # a custom header: a cross-origin form or fetch cannot add it
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_RATER = re.compile(r"^[\w .@-]{1,64}$")
+
+
+def clean(text: str | None) -> str:
+    """Text as a person should see it: terminal escapes and other controls made visible."""
+    return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", text or "")
+
+
+def highlight(text: str | None, query: str) -> Any:
+    """Escaped text with the query's words marked; the only markup the page adds to user text."""
+    from markupsafe import Markup, escape
+
+    escaped = str(escape(clean(text)))
+    words = sorted(
+        {w for w in normalize_query(query).split() if len(w) > 2 and w.isalnum()},
+        key=len,
+        reverse=True,
+    )
+    if not words:
+        return Markup(escaped)
+    pattern = re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")", re.IGNORECASE)
+    return Markup(pattern.sub(r"<mark>\1</mark>", escaped))
+
+
+@dataclass
+class Extras:
+    """What the page shows beside the loop's view, read in the same connection."""
+
+    cluster_label: str | None = None
+    siblings: list[str] = field(default_factory=list)
+    urls: dict[str, str | None] = field(default_factory=dict)
+    unsure: list[str] = field(default_factory=list)
+    raters: list[dict] = field(default_factory=list)
+
+
+def _extras(con, item: dict) -> Extras:
+    extras = Extras()
+    qid, cluster = item["query_id"], item["cluster_id"]
+    if cluster is not None:
+        rows = con.execute(
+            "SELECT label FROM triage_clusters WHERE cluster_id = ? LIMIT 1", [cluster]
+        ).fetchall()
+        extras.cluster_label = rows[0][0] if rows else None
+        extras.siblings = [
+            r[0]
+            for r in con.execute(
+                """SELECT query FROM triage_queries WHERE cluster_id = ? AND norm_query != ?
+                   ORDER BY n_events DESC, norm_query LIMIT 6""",
+                [cluster, item["norm_query"]],
+            ).fetchall()
+        ]
+    snapshot_id, _ = gi.current_snapshot(con)
+    extras.urls = dict(
+        con.execute(
+            """SELECT c.chunk_id, c.url FROM chunks c JOIN gold_labels l
+                 ON l.chunk_id = c.chunk_id AND c.snapshot_id = ?
+               WHERE l.query_id = ?""",
+            [snapshot_id, qid],
+        ).fetchall()
+    )
+    extras.unsure = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT who FROM gold_skips WHERE query_id = ? AND why = 'unsure'"
+            " ORDER BY who",
+            [qid],
+        ).fetchall()
+    ]
+    extras.raters = gi.fetch_dicts(
+        con,
+        """SELECT who, count(*) FILTER (WHERE kind = 'label') AS grades,
+                  count(DISTINCT query_id) AS queries
+           FROM gold_labels WHERE kind = 'label' AND who IS NOT NULL
+           GROUP BY who ORDER BY grades DESC, who""",
+    )
+    return extras
+
+
+class WebReview:
+    """The server's state: the store path, the token, and one review session per rater."""
+
+    def __init__(self, db: Path | None, by: str, token: str | None = None):
+        self.db = db
+        self.by = by
+        self.token = token or secrets.token_urlsafe(24)
+        self.sessions: dict[str, ReviewSession] = {}
+        self._lock = threading.Lock()
+        self._search: tuple[int | None, Any] | None = None
+
+    def session(self, rater: str, queue: QueueFilter) -> ReviewSession:
+        with self._lock:
+            session = self.sessions.get(rater)
+            if session is None:
+                session = self.sessions[rater] = ReviewSession(self.db, rater)
+            session.queue = queue
+            return session
+
+    def search(self, text: str, limit: int = 8) -> list[dict]:
+        """The corpus's best BM25 matches (built once per corpus snapshot, then kept)."""
+        from goldmine.eval.baselines import build_retriever
+
+        words = normalize_query(text)
+        if not words.strip():
+            return []
+        with open_store(self.db, create=False) as con:
+            snapshot_id, _ = gi.current_snapshot(con)
+            with self._lock:
+                if self._search is None or self._search[0] != snapshot_id:
+                    self._search = (snapshot_id, build_retriever(con, "bm25", show_progress=False))
+                retriever = self._search[1]
+            hits = retriever.search([text], limit)[0]
+            if not hits:
+                return []
+            rows = gi.fetch_dicts(
+                con,
+                """SELECT chunk_id, title, url, text FROM chunks
+                   WHERE snapshot_id = ? AND list_contains(?, chunk_id)""",
+                [snapshot_id, [h[0] for h in hits]],
+            )
+        by_id = {r["chunk_id"]: r for r in rows}
+        return [{**by_id[cid], "score": score} for cid, score in hits if cid in by_id]
+
+
+def _queue(params) -> QueueFilter:
+    cluster = params.get("cluster") or None
+    try:
+        cluster_id = int(cluster) if cluster is not None else None
+    except ValueError:
+        cluster_id = None
+    status = params.get("status") or None
+    return QueueFilter(
+        cluster_id, params.get("tag") or None, status if status in gi.STATUSES else None
+    )
+
+
+def _filter_choices(db: Path | None) -> dict:
+    with open_store(db, create=False) as con:
+        clusters = con.execute(
+            """SELECT DISTINCT i.cluster_id, c.label FROM gold_items i
+               LEFT JOIN triage_clusters c USING (cluster_id)
+               WHERE i.cluster_id IS NOT NULL ORDER BY i.cluster_id"""
+        ).fetchall()
+        tags = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT unnest(tags) AS t FROM gold_items ORDER BY t"
+            ).fetchall()
+        ]
+    return {"clusters": clusters, "tags": tags, "statuses": ["candidate", "drafted"]}
+
+
+def create_app(review: WebReview):
+    """The Starlette application over one store."""
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    templates = Environment(
+        loader=FileSystemLoader(ASSETS), autoescape=select_autoescape(["html"]), auto_reload=False
+    )
+    templates.filters["clean"] = clean
+    templates.globals["highlight"] = highlight
+
+    def allowed(request: Request) -> bool:
+        given = request.cookies.get(TOKEN_COOKIE, "")
+        return secrets.compare_digest(given.encode(), review.token.encode())
+
+    def forbidden() -> Response:
+        return PlainTextResponse(
+            "forbidden: open the URL that `goldmine gold review --web` printed", status_code=403
+        )
+
+    def rater_of(request: Request) -> str:
+        name = request.cookies.get(RATER_COOKIE) or review.by
+        return name if _RATER.match(name) else review.by
+
+    def panel(session: ReviewSession, view: View | None, extras: Extras | None, **more) -> str:
+        if view is not None:
+            verified, total = view.verified, view.total
+        else:
+            with open_store(review.db, create=False) as con:
+                verified, total = gi.progress_counts(con)
+        return templates.get_template("panel.html").render(
+            view=view,
+            extras=extras,
+            session=session,
+            verified=verified,
+            total=total,
+            message=session.message,
+            stale=session.stale,
+            **more,
+        )
+
+    def current(session: ReviewSession) -> tuple[View | None, Extras | None]:
+        box: dict[str, Extras] = {}
+        view = session.view(extra=lambda con, item: box.setdefault("x", _extras(con, item)))
+        return view, box.get("x")
+
+    async def home(request: Request) -> Response:
+        token = request.query_params.get("token", "")
+        if token and secrets.compare_digest(token.encode(), review.token.encode()):
+            target = "/review"
+            rater = request.query_params.get("as")
+            response = RedirectResponse(target, status_code=303)
+            response.set_cookie(TOKEN_COOKIE, review.token, httponly=True, samesite="strict")
+            if rater and _RATER.match(rater):
+                response.set_cookie(RATER_COOKIE, rater, httponly=True, samesite="strict")
+            return response
+        if not allowed(request):
+            return forbidden()
+        return RedirectResponse("/review", status_code=303)
+
+    async def page(request: Request) -> Response:
+        if not allowed(request):
+            return forbidden()
+        rater = rater_of(request)
+        queue = _queue(request.query_params)
+        session = review.session(rater, queue)
+        status = 200
+        try:
+            view, extras = current(session)
+            body = panel(session, view, extras)
+            choices = _filter_choices(review.db)
+        except GoldmineError as exc:
+            body, choices, status = _error_panel(templates, exc), {}, _status(exc)
+        html = templates.get_template("page.html").render(
+            panel=body, rater=rater, queue=queue, choices=choices, qs=urlencode(_qs(queue))
+        )
+        return HTMLResponse(html, status_code=status)
+
+    async def act(request: Request) -> Response:
+        if not allowed(request) or request.headers.get(WRITE_HEADER) != "1":
+            return forbidden()
+        try:
+            data = await request.json()
+        except ValueError:
+            return PlainTextResponse("a JSON body is expected", status_code=400)
+        if not isinstance(data, dict):
+            return PlainTextResponse("a JSON object is expected", status_code=400)
+        session = review.session(rater_of(request), _queue(data))
+        try:
+            _apply(session, data)
+            view, extras = current(session)
+            return HTMLResponse(panel(session, view, extras))
+        except GoldmineError as exc:
+            return HTMLResponse(_error_panel(templates, exc), status_code=_status(exc))
+
+    async def search(request: Request) -> Response:
+        if not allowed(request):
+            return forbidden()
+        text = request.query_params.get("q", "")[:500]
+        try:
+            hits = review.search(text)
+        except GoldmineError as exc:
+            return HTMLResponse(_error_panel(templates, exc), status_code=_status(exc))
+        html = templates.get_template("search.html").render(hits=hits, q=text)
+        return HTMLResponse(html)
+
+    async def rater(request: Request) -> Response:
+        if not allowed(request) or request.headers.get(WRITE_HEADER) != "1":
+            return forbidden()
+        data = await request.json()
+        name = str(data.get("rater", "")).strip() if isinstance(data, dict) else ""
+        if not _RATER.match(name):
+            return PlainTextResponse(
+                "a rater's name is 1-64 letters, digits, spaces or . @ - _", status_code=400
+            )
+        response = PlainTextResponse("ok")
+        response.set_cookie(RATER_COOKIE, name, httponly=True, samesite="strict")
+        return response
+
+    return Starlette(
+        routes=[
+            Route("/", home),
+            Route("/review", page),
+            Route("/api/act", act, methods=["POST"]),
+            Route("/api/search", search),
+            Route("/api/rater", rater, methods=["POST"]),
+            Mount("/static", StaticFiles(directory=ASSETS / "static"), name="static"),
+        ]
+    )
+
+
+def _qs(queue: QueueFilter) -> dict:
+    return {
+        k: v
+        for k, v in (("cluster", queue.cluster), ("tag", queue.tag), ("status", queue.status))
+        if v is not None
+    }
+
+
+def _status(exc: GoldmineError) -> int:
+    return 503 if isinstance(exc, StoreBusyError) else 400
+
+
+def _error_panel(templates, exc: GoldmineError) -> str:
+    return templates.get_template("error.html").render(message=exc.message)
+
+
+_GRADES = {"2": 2, "1": 1, "0": 0}
+
+
+def _apply(session: ReviewSession, data: dict) -> None:
+    """One action from the page, on the version of the item the page showed."""
+    action = data.get("action")
+    if action == "reload":
+        session.reload()
+        return
+    if action == "undo":
+        session.undo()
+        return
+    qid = str(data.get("query_id") or "")
+    if not qid:
+        raise InputError("no query_id in the request")
+    try:
+        version = int(data["version"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError("no version in the request: reload the page") from exc
+    if not session.stale:
+        session.versions[qid] = version
+    session.focus = qid
+    if action == "grade":
+        grade = _GRADES.get(str(data.get("grade")))
+        if grade is None:
+            raise InputError("a grade is 0, 1 or 2")
+        session.grade(qid, str(data.get("chunk_id") or ""), grade)
+    elif action == "rest":
+        session.rest_not_relevant(qid)
+    elif action == "no-answer":
+        session.no_answer(qid)
+    elif action == "unsure":
+        session.skip(qid, why="unsure")
+    elif action == "skip":
+        session.skip(qid)
+    elif action == "reject":
+        session.reject(qid)
+    elif action == "note":
+        session.note(qid, str(data.get("note") or "")[:2000])
+    elif action == "add":
+        session.add_candidate(qid, str(data.get("chunk_id") or ""))
+    else:
+        raise InputError(f"unknown action {action!r}")
+
+
+def serve(
+    db: Path | None, by: str, *, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True
+) -> None:
+    """Run the page until Ctrl-C; prints the URL (with its token) first."""
+    import socket
+    import webbrowser
+
+    import uvicorn
+
+    from goldmine.output import info, warn
+
+    with open_store(db, create=False):
+        pass  # a missing or newer store fails here, before the server starts
+    review = WebReview(db, by)
+    app = create_app(review)
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        raise InputError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    sock.listen(128)  # connections wait in the backlog from now on, before uvicorn accepts
+    bound = sock.getsockname()[1]
+    shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    url = f"http://{shown_host}:{bound}/?token={review.token}"
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        warn(
+            f"listening on {host}: anyone who can reach this machine and has the URL can label; "
+            "the token is the only lock"
+        )
+    print(f"review in your browser: {url}", flush=True)
+    info("Ctrl-C stops the server; every label is already saved.")
+    if open_browser:
+        webbrowser.open(url)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

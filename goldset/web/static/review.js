@@ -1,0 +1,180 @@
+// goldmine review: every key on the page, one POST per action, the panel re-rendered by the server.
+(function () {
+  "use strict";
+  const panel = document.getElementById("panel");
+  const searchBox = document.getElementById("search");
+  const searchInput = document.getElementById("search-input");
+  const searchResults = document.getElementById("search-results");
+  let focus = null; // chunk id of the candidate the grade keys apply to
+
+  function filters() {
+    const out = {};
+    new URLSearchParams(panel.dataset.qs || "").forEach((v, k) => { out[k] = v; });
+    return out;
+  }
+
+  function item() { return document.getElementById("item"); }
+
+  function cards() { return Array.from(panel.querySelectorAll(".cand")); }
+
+  function setFocus(chunk) {
+    focus = chunk;
+    cards().forEach((c) => c.classList.toggle("focused", c.dataset.chunk === chunk));
+    const el = cards().find((c) => c.dataset.chunk === chunk);
+    if (el) el.scrollIntoView({ block: "nearest" });
+  }
+
+  function initFocus() {
+    const current = panel.querySelector(".cand.current") || panel.querySelector(".cand.undecided");
+    const first = current || cards()[0];
+    setFocus(first ? first.dataset.chunk : null);
+  }
+
+  function moveFocus(step) {
+    const list = cards();
+    if (!list.length) return;
+    let i = list.findIndex((c) => c.dataset.chunk === focus);
+    i = Math.max(0, Math.min(list.length - 1, (i < 0 ? 0 : i + step)));
+    setFocus(list[i].dataset.chunk);
+  }
+
+  async function act(action, extra) {
+    const it = item();
+    const body = Object.assign({ action: action }, filters(), extra || {});
+    if (it) { body.query_id = it.dataset.queryId; body.version = it.dataset.version; }
+    let resp;
+    try {
+      resp = await fetch("/api/act", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-Goldmine": "1" },
+        body: JSON.stringify(body),
+      });
+    } catch (err) {
+      showError("the goldmine server does not answer: is it still running?");
+      return;
+    }
+    const html = await resp.text();
+    if (resp.status === 403) { showError(html); return; }
+    panel.innerHTML = html;
+    initFocus();
+  }
+
+  function showError(text) {
+    const div = document.createElement("div");
+    div.className = "error";
+    div.setAttribute("role", "alert");
+    div.textContent = text;
+    panel.prepend(div);
+  }
+
+  function grade(g) {
+    if (!focus) return;
+    act("grade", { chunk_id: focus, grade: g });
+  }
+
+  function openSearch() {
+    searchBox.hidden = false;
+    searchInput.focus();
+    searchInput.select();
+  }
+
+  function closeSearch() {
+    searchBox.hidden = true;
+    searchResults.innerHTML = "";
+    searchInput.blur();
+  }
+
+  async function runSearch() {
+    const q = searchInput.value.trim();
+    if (!q) return;
+    const resp = await fetch("/api/search?" + new URLSearchParams({ q: q }), { credentials: "same-origin" });
+    searchResults.innerHTML = await resp.text();
+    const firstAdd = searchResults.querySelector("button.add");
+    if (firstAdd) firstAdd.focus();
+  }
+
+  searchInput.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") { e.preventDefault(); runSearch(); }
+    if (e.key === "Escape") { e.preventDefault(); closeSearch(); }
+  });
+  document.getElementById("search-close").addEventListener("click", closeSearch);
+  searchResults.addEventListener("click", (e) => {
+    const btn = e.target.closest("button.add");
+    if (!btn) return;
+    act("add", { chunk_id: btn.dataset.chunk }).then(() => { closeSearch(); setFocus(btn.dataset.chunk); });
+  });
+  searchResults.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") { e.preventDefault(); closeSearch(); }
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      const buttons = Array.from(searchResults.querySelectorAll("button.add"));
+      const i = buttons.indexOf(document.activeElement);
+      const j = Math.max(0, Math.min(buttons.length - 1, i + (e.key === "ArrowDown" ? 1 : -1)));
+      if (buttons[j]) { e.preventDefault(); buttons[j].focus(); }
+    }
+  });
+
+  panel.addEventListener("click", (e) => {
+    const gradeBtn = e.target.closest("button[data-grade]");
+    const card = e.target.closest(".cand");
+    if (card) setFocus(card.dataset.chunk);
+    if (gradeBtn) { grade(Number(gradeBtn.dataset.grade)); return; }
+    const actionBtn = e.target.closest("button[data-action]");
+    if (actionBtn) act(actionBtn.dataset.action);
+  });
+
+  panel.addEventListener("submit", (e) => {
+    if (e.target.id !== "note-form") return;
+    e.preventDefault();
+    const input = document.getElementById("note-input");
+    const text = input.value.trim();
+    if (text) act("note", { note: text });
+    input.blur();
+  });
+
+  const rater = document.getElementById("rater");
+  rater.addEventListener("keydown", async (e) => {
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    const resp = await fetch("/api/rater", {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-Goldmine": "1" },
+      body: JSON.stringify({ rater: rater.value.trim() }),
+    });
+    if (resp.ok) location.reload(); else showError(await resp.text());
+  });
+
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const typing = e.target.closest && e.target.closest("input, textarea, select");
+    if (typing) {
+      if (e.key === "Escape") e.target.blur();
+      return;
+    }
+    if (!searchBox.hidden && searchResults.contains(e.target)) return;
+    const it = item();
+    const stale = it && it.dataset.stale === "1";
+    if (stale && e.key !== "r") return;
+    const keys = {
+      "2": () => grade(2), "1": () => grade(1), "0": () => grade(0),
+      "x": () => act("rest"),
+      "n": () => act("no-answer"), "a": () => act("no-answer"),
+      "?": () => act("unsure"),
+      "s": () => act("skip"), "k": () => act("skip"),
+      "u": () => act("undo"),
+      "r": () => act(stale ? "reload" : "reject"),
+      "/": openSearch,
+      "e": () => { const n = document.getElementById("note-input"); if (n) n.focus(); },
+      "ArrowDown": () => moveFocus(1), "j": () => moveFocus(1),
+      "ArrowUp": () => moveFocus(-1),
+      "Escape": closeSearch,
+    };
+    const fn = keys[e.key];
+    if (!fn) return;
+    e.preventDefault();
+    if (!it && !["u", "/", "Escape"].includes(e.key)) return;
+    fn();
+  });
+
+  initFocus();
+})();

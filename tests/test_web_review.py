@@ -1,0 +1,243 @@
+"""``goldmine gold review --web`` driven by a real browser: Debian's Chromium through Playwright.
+
+The real server runs in a subprocess on a free port over a real DuckDB file; the page is used by
+keyboard as a person would (grades, undo, rest not relevant, no answer, can't tell, corpus search
+and add, a note), then published from the command line. Two raters at once lose nothing; a query
+holding ``<script>`` renders as text; a request without the token gets 403; a busy store gives a
+message in the page. Screenshots land in the test's tmp folder (and ``GOLDMINE_SCREENSHOTS``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.test_goldset_review import qid
+from tests.test_goldset_sample import build
+
+CHROMIUM = os.environ.get("GOLDMINE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+SCRIPT_QUERY = "<script>alert('x')</script> dark mode"
+
+
+def _unavailable(reason: str) -> None:
+    # CI installs Chromium (make test does, as root with apt): there a missing browser is a failure.
+    if os.environ.get("CI"):
+        pytest.fail(f"browser tests cannot run in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed (pip install playwright)")
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+class Server:
+    """The real ``gold review --web`` process; ``url`` carries the token it printed."""
+
+    def __init__(self, db: Path, by: str = "ana"):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "goldmine", "--db", str(db), "gold", "review", "--web",
+             "--port", "0", "--no-open", "--by", by],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        line = self.proc.stdout.readline()
+        if "http://" not in line:
+            self.proc.kill()
+            raise AssertionError(f"no URL printed: {line!r} {self.proc.stderr.read()}")
+        self.url = line.split()[-1]
+        self.base = self.url.split("/?")[0]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture
+def store(cli, db_path: Path) -> Path:
+    build(db_path)
+    added = cli("--db", str(db_path), "gold", "add-query", "reset password", "vpn setup",
+                SCRIPT_QUERY)  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    drafted = cli("--db", str(db_path), "gold", "draft", "-k", "2")
+    assert drafted.returncode == 0, drafted.stderr
+    return db_path
+
+
+@pytest.fixture
+def server(store: Path):
+    running = Server(store)
+    yield running
+    running.stop()
+
+
+def shot(page, tmp_path: Path, name: str) -> None:
+    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+    folder = os.environ.get("GOLDMINE_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / f"{name}.png"))
+
+
+def open_page(browser, server: Server, rater: str | None = None):
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    page.goto(server.url + (f"&as={rater}" if rater else ""))
+    page.wait_for_selector("#item")
+    return context, page
+
+
+def wait_panel(page, text: str) -> None:
+    page.wait_for_selector(f"#panel :text({json.dumps(text)})", timeout=15000)
+
+
+def shown(cli, db: Path, text: str) -> dict:
+    result = cli("--db", str(db), "gold", "show", qid(text), "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_label_by_keyboard_then_publish(browser, server: Server, store: Path, cli, tmp_path):
+    context, page = open_page(browser, server)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    assert page.inner_text("#query-text") == "reset password"
+    assert "Reset your password" in page.inner_text(".cand.focused")
+    assert page.locator(".cand.focused mark").count() >= 2  # the query's words, highlighted
+    shot(page, tmp_path, "review-page")
+
+    page.keyboard.press("2")
+    wait_panel(page, "graded kb-reset-1 = 2")
+    page.keyboard.press("u")
+    wait_panel(page, "undone: grade kb-reset-1=2")
+    page.keyboard.press("2")
+    wait_panel(page, "graded kb-reset-1 = 2")
+    page.keyboard.press("0")  # the focus moved to the next undecided candidate
+    wait_panel(page, "1 of 3 verified")
+    assert page.inner_text("#query-text") == "vpn setup"
+
+    page.keyboard.press("e")
+    page.keyboard.type("check the mobile app")
+    page.keyboard.press("Enter")
+    wait_panel(page, "note added")
+
+    page.keyboard.press("/")
+    page.keyboard.type("android qr code")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#search-results button.add")
+    assert page.locator("#search-results .hit").first.inner_text().find("kb-vpn-2") >= 0
+    page.keyboard.press("Enter")  # the first hit's add button has the focus
+    wait_panel(page, "added kb-vpn-2 from search")
+    page.keyboard.press("2")
+    wait_panel(page, "graded kb-vpn-2 = 2")
+    page.keyboard.press("x")
+    wait_panel(page, "2 of 3 verified")
+
+    assert page.inner_text("#query-text") == SCRIPT_QUERY  # rendered as text, never run
+    page.keyboard.press("?")
+    wait_panel(page, "can't tell: ana")  # the only query left comes back, marked
+    page.keyboard.press("n")
+    wait_panel(page, "Nothing left to review")
+    shot(page, tmp_path, "review-done")
+    assert dialogs == []
+    context.close()
+
+    vpn = shown(cli, store, "vpn setup")
+    assert vpn["status"] == "verified" and vpn["notes"] == ["check the mobile app"]
+    assert {r["chunk_id"]: r["grade"] for r in vpn["labels"]}["kb-vpn-2"] == 2
+    published = cli("--db", str(store), "gold", "publish", "-m", "from the page", "--by", "ana")
+    assert published.returncode == 0, published.stderr
+    assert published.stdout.startswith("published v1: 3 queries (2 answerable, 1 no answer)")
+
+
+def test_two_raters_at_once_lose_nothing(browser, server: Server, store: Path, cli) -> None:
+    ctx_a, ana = open_page(browser, server, "ana")
+    ctx_b, ben = open_page(browser, server, "ben")
+    assert ana.inner_text("#query-text") == ben.inner_text("#query-text") == "reset password"
+    ana.keyboard.press("2")
+    wait_panel(ana, "graded kb-reset-1 = 2")
+    ben.keyboard.press("1")  # ben's page still shows the item as it was
+    wait_panel(ben, "this query changed since you opened it (by ana at")
+    ben.keyboard.press("1")  # held back until ben reloads
+    ben.keyboard.press("r")
+    wait_panel(ben, "reloaded")
+    assert "2" in ben.inner_text(".cand.graded .grade")
+    ben.keyboard.press("0")  # ben decides the second candidate, on what he now sees
+    wait_panel(ben, "1 of 3 verified")
+    ctx_a.close()
+    ctx_b.close()
+    labels = {r["chunk_id"]: (r["grade"], r["who"]) for r in shown(cli, store, "reset password")[
+        "labels"]}  # fmt: skip
+    assert labels == {"kb-reset-1": (2, "ana"), "kb-reset-2": (0, "ben")}
+
+
+def _get(url: str, headers: dict | None = None, data: bytes | None = None) -> int:
+    request = urllib.request.Request(url, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_every_request_needs_the_token(server: Server) -> None:
+    assert _get(server.base + "/review") == 403
+    assert _get(server.base + "/api/search?q=vpn") == 403
+    assert _get(server.base + "/?token=wrong") == 403
+    body = json.dumps({"action": "no-answer", "query_id": qid("reset password"), "version": 1})
+    assert _get(server.base + "/api/act", {"Content-Type": "application/json"},
+                body.encode()) == 403  # fmt: skip
+    token = server.url.split("token=")[1]
+    cookie = {"Cookie": f"goldmine_token={token}", "Content-Type": "application/json"}
+    # With the cookie but without the page's own header (a form posted from another site): 403.
+    assert _get(server.base + "/api/act", cookie, body.encode()) == 403
+    assert _get(server.base + "/review", {"Cookie": f"goldmine_token={token}"}) == 200
+
+
+def test_a_busy_store_is_a_message_in_the_page(browser, server: Server, store: Path) -> None:
+    import duckdb
+
+    context, page = open_page(browser, server)
+    holder = duckdb.connect(str(store))  # another process-like holder of the file's lock
+    try:
+        page.keyboard.press("2")
+        page.wait_for_selector("#panel .error", timeout=30000)
+        assert "in use" in page.inner_text("#panel .error")
+    finally:
+        holder.close()
+    page.reload()
+    page.wait_for_selector("#item")
+    page.keyboard.press("2")
+    wait_panel(page, "graded kb-reset-1 = 2")
+    context.close()
