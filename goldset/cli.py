@@ -135,6 +135,13 @@ def review(
     no_open: Annotated[
         bool, typer.Option("--no-open", help="--web: print the URL, do not open a browser.")
     ] = False,
+    adjudicate: Annotated[
+        bool,
+        typer.Option(
+            "--adjudicate",
+            help="Decide the double-labelled items whose raters disagree, seeing both.",
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Review drafted queries, one key per action; resumes where you left off.
@@ -150,9 +157,85 @@ def review(
 
         serve(db_flag(db), _user(by), host=host, port=port, open_browser=not no_open)
         return
-    from goldmine.goldset.review import run
+    from goldmine.goldset.review import QueueFilter, run
 
-    run(db_flag(db), _user(by))
+    run(db_flag(db), _user(by), queue=QueueFilter(adjudicate=adjudicate))
+
+
+def assign(
+    raters: Annotated[
+        str, typer.Option("--raters", help="Comma-separated names, e.g. ana,ben,chen.")
+    ],
+    overlap: Annotated[
+        float,
+        typer.Option("--overlap", help="Share of items labelled by two raters, blind (0-1)."),
+    ] = 0.0,
+    seed: Annotated[int, typer.Option("--seed", help="Which items get a second rater.")] = 0,
+    by: ByOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Deal the items waiting for review out to raters; a share of them to two, blind."""
+    from goldmine.goldset.raters import assign as do_assign
+    from goldmine.goldset.raters import parse_raters
+
+    from goldmine.output import print_json
+    from goldmine.store import transaction
+
+    names = parse_raters(raters)
+    with _store(db, create=False) as con, transaction(con):
+        result = do_assign(con, names, overlap, _user(by), seed=seed)
+    if as_json:
+        print_json({"items": result.items, "double": result.double, "raters": result.per_rater})
+        return
+    print(
+        f"assigned {result.items} items, {result.double} of them to two raters: "
+        + ", ".join(f"{name} {n}" for name, n in result.per_rater.items())
+    )
+
+
+def agreement(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """How far raters agree on the double-labelled items: kappa per pair, Krippendorff's alpha."""
+    from goldmine.goldset.raters import agreement as measure
+
+    from goldmine.output import print_json
+
+    with _store(db, create=False) as con:
+        result = measure(con)
+    if as_json:
+        print_json(result)
+        return
+    if not result["pairs"]:
+        print("no item was labelled by two raters yet: `goldmine gold assign --overlap 0.2`")
+        return
+    for pair in result["pairs"]:
+        a, b = pair["raters"]
+        print(
+            f"{a} / {b}: {pair['n_items']} items, {pair['n_pairs']} judged chunks; "
+            f"weighted kappa {_fmt(pair['kappa_weighted'])} {_ci(pair['kappa_weighted_ci95'])}, "
+            f"relevant-or-not kappa {_fmt(pair['kappa_relevant'])} "
+            f"{_ci(pair['kappa_relevant_ci95'])}, raw agreement {pair['observed_agreement']:.2f}"
+        )
+        counts = pair["confusion"]["counts"]
+        print(f"  grades ({a} rows, {b} columns): " + " | ".join(
+            " ".join(str(n) for n in row) for row in counts))  # fmt: skip
+    print(
+        f"Krippendorff's alpha (ordinal, {len(result['raters'])} raters, "
+        f"{result['krippendorff_n_units']} chunks): {_fmt(result['krippendorff_alpha'])}"
+    )
+    if result["n_disagreements_waiting"]:
+        print(
+            f"{result['n_disagreements_waiting']} disagreements wait: "
+            "`goldmine gold review --adjudicate`"
+        )
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _ci(interval: list[float] | None) -> str:
+    return "" if not interval else f"[{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
 def _parse_chunks(values: list[str]) -> dict[str, int]:
@@ -576,6 +659,8 @@ def register(app: typer.Typer) -> None:
     gold.command("draft")(draft)
     gold.command("review")(review)
     gold.command("label")(label)
+    gold.command("assign")(assign)
+    gold.command("agreement")(agreement)
     gold.command("list")(list_)
     gold.command("show")(show)
     gold.command("publish")(publish)

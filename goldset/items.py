@@ -447,9 +447,25 @@ def label(
 # --- undo: the review loop snapshots an item before each action and can put it back ---------
 
 
+# Per-item rows besides the labels that an action can change and undo must put back.
+_ITEM_TABLES = ("gold_ratings", "gold_disagreements")
+
+
 def snapshot_item(con: duckdb.DuckDBPyConnection, query_id: str) -> dict:
     item = get_item(con, query_id)
-    return {"item": item, "labels": labels_of(con, query_id)}
+    saved = {"item": item, "labels": labels_of(con, query_id)}
+    for table in _ITEM_TABLES:
+        saved[table] = fetch_dicts(con, f"SELECT * FROM {table} WHERE query_id = ?", [query_id])
+    return saved
+
+
+def _put_rows(con: duckdb.DuckDBPyConnection, table: str, query_id: str, rows: list[dict]) -> None:
+    con.execute(f"DELETE FROM {table} WHERE query_id = ?", [query_id])
+    for row in rows:
+        con.execute(
+            f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
+        )
 
 
 def restore_item(con: duckdb.DuckDBPyConnection, saved: dict, by: str) -> None:
@@ -469,12 +485,10 @@ def restore_item(con: duckdb.DuckDBPyConnection, saved: dict, by: str) -> None:
             qid,
         ],
     )
-    con.execute("DELETE FROM gold_labels WHERE query_id = ?", [qid])
-    for row in labels:
-        con.execute(
-            f"INSERT INTO gold_labels ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
-            list(row.values()),
-        )
+    _put_rows(con, "gold_labels", qid, labels)
+    for table in _ITEM_TABLES:
+        if table in saved:
+            _put_rows(con, table, qid, saved[table])
     record(con, qid, "undo", by, {"status": item["status"]}, at)
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from goldmine.goldset import items as gi
+from goldmine.goldset import raters
 
 from goldmine.store import open_store, transaction
 from goldmine.text import normalize_query
@@ -44,20 +45,50 @@ KEYS_HELP = (
 RELOAD_HINT = "r to reload"
 PASSAGE_CHARS = 900
 
-# The review queue: items waiting for a decision (and any an older goldmine verified half-read),
-# those this reviewer skipped (or could not tell) last, oldest first; optionally one cluster, tag
-# or status.
+# The review queue for rater $1. Waiting: items not decided yet (and any an older goldmine
+# verified half-read). A double-labelled item not resolved yet is only for its raters, until each
+# has judged every candidate; a disagreement only for adjudication (mode $5 = 'adjudicate'). A
+# rater with assignments sees only theirs. Skipped (or can't tell) items come last, oldest skip
+# first; optionally one cluster ($2), tag ($3) or status ($4).
 _QUEUE_SQL = """
+    WITH dbl AS (SELECT query_id FROM gold_assignments GROUP BY query_id
+                 HAVING count(DISTINCT rater) >= 2),
+    disputed AS (SELECT DISTINCT query_id FROM gold_disagreements),
+    resolved AS (SELECT query_id FROM gold_items WHERE status = 'verified' OR no_answer
+                 UNION SELECT query_id FROM gold_labels WHERE source = 'agreed'
+                 UNION SELECT query_id FROM disputed),
+    mine AS (SELECT DISTINCT query_id FROM gold_assignments WHERE rater = $1),
+    rated AS (SELECT i.query_id FROM gold_items i
+              WHERE EXISTS (SELECT 1 FROM gold_ratings r WHERE r.query_id = i.query_id
+                            AND r.rater = $1 AND r.no_answer)
+                 OR (EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = i.query_id)
+                     AND NOT EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = i.query_id
+                                     AND NOT EXISTS (SELECT 1 FROM gold_ratings r
+                                                     WHERE r.query_id = l.query_id
+                                                       AND r.chunk_id = l.chunk_id
+                                                       AND r.rater = $1))))
     SELECT i.query_id FROM gold_items i
-    LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = ?
+    LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = $1
                GROUP BY query_id) s USING (query_id)
-    WHERE (i.status IN ('candidate', 'drafted')
-           OR (i.status = 'verified' AND EXISTS (SELECT 1 FROM gold_labels d
-                                                 WHERE d.query_id = i.query_id
-                                                   AND d.kind = 'draft')))
-      AND (?::BIGINT IS NULL OR i.cluster_id = ?)
-      AND (?::VARCHAR IS NULL OR list_contains(i.tags, ?))
-      AND (?::VARCHAR IS NULL OR i.status = ?)
+    WHERE i.status != 'rejected'
+      AND CASE
+          WHEN $5 = 'adjudicate' THEN
+               i.query_id IN (SELECT query_id FROM disputed) AND i.status != 'verified'
+          WHEN i.query_id IN (SELECT query_id FROM dbl)
+               AND i.query_id NOT IN (SELECT query_id FROM resolved) THEN
+               i.query_id IN (SELECT query_id FROM mine)
+               AND i.query_id NOT IN (SELECT query_id FROM rated)
+          ELSE i.query_id NOT IN (SELECT query_id FROM disputed)
+               AND (NOT EXISTS (SELECT 1 FROM mine) OR i.query_id IN (SELECT query_id FROM mine))
+               AND (i.status IN ('candidate', 'drafted')
+                    OR (i.status = 'verified' AND EXISTS (
+                        SELECT 1 FROM gold_labels d
+                        WHERE d.query_id = i.query_id AND d.kind = 'draft')))
+          END
+      AND ($2::BIGINT IS NULL OR i.cluster_id = $2)
+      AND ($3::VARCHAR IS NULL OR list_contains(i.tags, $3))
+      AND ($4::VARCHAR IS NULL OR i.status = $4)
+      AND ($6::VARCHAR IS NULL OR i.query_id = $6)
     ORDER BY s.skipped_at NULLS FIRST, i.position
     LIMIT 1
 """
@@ -70,9 +101,10 @@ class QueueFilter:
     cluster: int | None = None
     tag: str | None = None
     status: str | None = None
+    adjudicate: bool = False  # the disagreements of double-labelled items, instead
 
     def params(self) -> list:
-        return [self.cluster, self.cluster, self.tag, self.tag, self.status, self.status]
+        return [self.cluster, self.tag, self.status, "adjudicate" if self.adjudicate else "review"]
 
 
 @dataclass
@@ -87,6 +119,8 @@ class View:
     signals: dict | None = None
     examples: list[dict] = field(default_factory=list)
     version: int = 0
+    blind: bool = False  # a double-labelled item: this rater's own grades, apart
+    ratings: dict = field(default_factory=dict)  # adjudication: each rater's grades
 
 
 @dataclass
@@ -113,18 +147,12 @@ class ReviewSession:
     # --- reading -------------------------------------------------------------------------------
 
     def _next_item(self, con) -> str | None:
-        if self.focus:
-            # Stay on the item until it is decided or the person moves on.
-            rows = con.execute(
-                "SELECT status FROM gold_items WHERE query_id = ?", [self.focus]
-            ).fetchall()
-            status = rows[0][0] if rows else None
-            if status in ("candidate", "drafted") or (
-                status == "verified" and gi.decision_counts(con, self.focus)[2]
-            ):
-                return self.focus
-        rows = con.execute(_QUEUE_SQL, [self.by, *self.queue.params()]).fetchall()
-        return rows[0][0] if rows else None
+        # Stay on the item while it is still waiting for this reviewer, else the queue's first.
+        for only in ([self.focus] if self.focus else []) + [None]:
+            rows = con.execute(_QUEUE_SQL, [self.by, *self.queue.params(), only]).fetchall()
+            if rows:
+                return rows[0][0]
+        return None
 
     def view(self, extra: Callable | None = None) -> View | None:
         """The next step to show; ``extra(con, item)`` reads more in the same connection."""
@@ -151,6 +179,11 @@ class ReviewSession:
                             l.rank NULLS LAST, l.chunk_id""",
                 [snapshot_id, qid],
             )
+            blind = raters.is_blind(con, qid, self.by)
+            if blind:
+                candidates = self._blind(con, qid, candidates)
+                item = {**item, "no_answer": None in raters.ratings_of(con, qid, self.by)}
+            ratings = raters.all_ratings(con, qid) if self.queue.adjudicate else {}
             current = next((c for c in candidates if c["kind"] == "draft"), None)
             signals = gi.fetch_dicts(
                 con,
@@ -174,26 +207,45 @@ class ReviewSession:
             signals[0] if signals else None,
             examples,
             version,
+            blind,
+            ratings,
         )
+
+    def _blind(self, con, qid: str, candidates: list[dict]) -> list[dict]:
+        """The candidates as this rater judged them so far, nobody else's grades shown."""
+        mine = raters.ratings_of(con, qid, self.by)
+        shown = []
+        for c in candidates:
+            grade = mine.get(c["chunk_id"], 0 if None in mine else None)
+            rated = grade is not None
+            shown.append({**c, "kind": "label" if rated else "draft", "grade": grade})
+        shown.sort(key=lambda c: (c["kind"] != "label", c["rank"] is None, c["rank"] or 0))
+        return shown
 
     # --- acting --------------------------------------------------------------------------------
 
-    def _act(self, qid: str, what: str, fn: Callable) -> bool:
-        """Write one action if the item is still as shown; returns whether it was written."""
+    def _act(self, qid: str, what: str, fn: Callable, blind_fn: Callable | None = None) -> bool:
+        """Write one action if the item is still as shown; returns whether it was written.
+
+        On a double-labelled item of this rater's, ``blind_fn`` writes the rater's own judgement
+        instead: nobody else writes those rows, so no version check is needed.
+        """
         if self.stale:
             return False
         try:
             with gi_store(self.db) as con, transaction(con):
-                gi.check_version(con, qid, self.versions.get(qid))
+                blind = blind_fn is not None and raters.is_blind(con, qid, self.by)
+                if not blind:
+                    gi.check_version(con, qid, self.versions.get(qid))
                 saved = gi.snapshot_item(con, qid)
-                fn(con)
+                (blind_fn if blind else fn)(con)
                 con.execute("DELETE FROM gold_skips WHERE query_id = ? AND who = ?", [qid, self.by])
                 after = gi.item_version(con, qid)
         except gi.StaleItemError as exc:
             self._conflict(exc)
             return False
         self.versions[qid] = after
-        self.undo_stack.append(Undo(what, qid, saved, after))
+        self.undo_stack.append(Undo(what, qid, saved, None if blind else after))
         return True
 
     def _conflict(self, exc: gi.StaleItemError) -> None:
@@ -214,13 +266,17 @@ class ReviewSession:
             lambda con: gi.set_grade(
                 con, qid, chunk_id, grade, self.by, source="review", require_chunk=False
             ),
+            lambda con: raters.rate(con, qid, chunk_id, grade, self.by),
         ):
             self.message = f"graded {chunk_id} = {grade}"
 
     def rest_not_relevant(self, qid: str) -> None:
         marked: list[int] = []
         if self._act(
-            qid, "rest not relevant", lambda con: marked.append(gi.mark_rest(con, qid, self.by))
+            qid,
+            "rest not relevant",
+            lambda con: marked.append(gi.mark_rest(con, qid, self.by)),
+            lambda con: marked.append(raters.rate_rest(con, qid, self.by)),
         ):
             n = marked[0]
             self.message = (
@@ -230,7 +286,12 @@ class ReviewSession:
             )
 
     def no_answer(self, qid: str) -> None:
-        if self._act(qid, "no answer", lambda con: gi.set_no_answer(con, qid, self.by)):
+        if self._act(
+            qid,
+            "no answer",
+            lambda con: gi.set_no_answer(con, qid, self.by),
+            lambda con: raters.rate(con, qid, None, 0, self.by),
+        ):
             self._finish(qid, "marked: no answer in the corpus")
 
     def reject(self, qid: str) -> None:
@@ -276,7 +337,8 @@ class ReviewSession:
                         [step.query_id, self.by],
                     )
                 else:
-                    gi.check_version(con, step.query_id, step.version_after)
+                    if step.version_after is not None:  # None: a blind rating, this rater's own
+                        gi.check_version(con, step.query_id, step.version_after)
                     gi.restore_item(con, step.saved, self.by)
                     self.versions[step.query_id] = gi.item_version(con, step.query_id)
         except gi.StaleItemError as exc:
@@ -416,6 +478,14 @@ def _render(console, view: View, message: str, alert: bool = False) -> None:
     if item["notes"]:
         for note in item["notes"]:
             console.print(Text(f"  note: {note}", style="cyan"))
+    if view.blind:
+        console.print(
+            "double-labelled: your grades are kept apart, the other rater's are hidden",
+            style="magenta",
+            markup=False,
+        )
+    for rater, grades in view.ratings.items():
+        console.print(f"{rater}: {_grades_text(grades)}", style="magenta", markup=False)
     graded = [c for c in view.candidates if c["kind"] == "label"]
     waiting = [c for c in view.candidates if c["kind"] == "draft"]
     if graded:
@@ -466,13 +536,22 @@ def _render(console, view: View, message: str, alert: bool = False) -> None:
     console.print(Text(KEYS_HELP, style="dim"))
 
 
-def run(db: Path | None, by: str, keys: Keys | None = None) -> tuple[int, int]:
+def _grades_text(grades: dict) -> str:
+    """One rater's judgement of an item, for the adjudicator."""
+    if None in grades:
+        return "no answer"
+    return ", ".join(f"{cid}={g}" for cid, g in sorted(grades.items())) or "nothing yet"
+
+
+def run(
+    db: Path | None, by: str, keys: Keys | None = None, queue: QueueFilter | None = None
+) -> tuple[int, int]:
     """The interactive loop; returns (verified, total) when the person quits or nothing is left."""
     from goldmine.output import console as get_console
 
     console = get_console()
     keys = keys or Keys()
-    session = ReviewSession(db, by)
+    session = ReviewSession(db, by, queue)
     # On a real terminal, one screen redrawn in place; piped or dumb, a plain scroll.
     in_place = console.is_terminal and not console.is_dumb_terminal
     if in_place:

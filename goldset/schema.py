@@ -103,4 +103,33 @@ MIGRATIONS = [
         );
         """,
     ),
+    Migration(
+        302,
+        "goldset_raters",
+        """
+        -- Who labels which item (gold assign). An item with two raters is labelled blind: each
+        -- rater's judgement goes to gold_ratings, apart, and only an agreement (or an
+        -- adjudicator's grades) becomes gold_labels.
+        CREATE TABLE gold_assignments (
+            query_id VARCHAR NOT NULL,
+            rater VARCHAR NOT NULL,
+            ts TIMESTAMP NOT NULL,
+            assigned_by VARCHAR
+        );
+        CREATE TABLE gold_ratings (
+            query_id VARCHAR NOT NULL,
+            chunk_id VARCHAR,                 -- NULL with no_answer: "the corpus does not answer"
+            rater VARCHAR NOT NULL,
+            grade INTEGER,
+            no_answer BOOLEAN NOT NULL DEFAULT false,
+            ts TIMESTAMP NOT NULL
+        );
+        -- Double-labelled items whose raters disagreed: adjudication decides them.
+        CREATE TABLE gold_disagreements (
+            query_id VARCHAR NOT NULL,
+            ts TIMESTAMP NOT NULL,
+            detail VARCHAR                    -- JSON: each rater's grades
+        );
+        """,
+    ),
 ]

@@ -206,6 +206,17 @@ def publish(
     if allow_partial and skip_partial:
         raise InputError("give --allow-partial or --skip-partial, not both")
     with transaction(con):
+        disputed = con.execute(
+            """SELECT count(DISTINCT query_id) FROM gold_disagreements
+               WHERE query_id IN (SELECT query_id FROM gold_items
+                                  WHERE status NOT IN ('verified', 'rejected'))"""
+        ).fetchall()[0][0]
+        if disputed:
+            raise InputError(
+                f"{disputed} double-labelled item{' waits' if disputed == 1 else 's wait'} for "
+                "adjudication (their raters disagree): see and decide them with "
+                "`goldmine gold review --adjudicate`"
+            )
         partial = partial_items(con)
         if partial and not (allow_partial or skip_partial):
             _refuse_partial(partial)

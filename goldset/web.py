@@ -170,7 +170,10 @@ def _queue(params) -> QueueFilter:
         cluster_id = None
     status = params.get("status") or None
     return QueueFilter(
-        cluster_id, params.get("tag") or None, status if status in gi.STATUSES else None
+        cluster_id,
+        params.get("tag") or None,
+        status if status in gi.STATUSES else None,
+        adjudicate=params.get("mode") == "adjudicate",
     )
 
 
@@ -326,11 +329,9 @@ def create_app(review: WebReview):
 
 
 def _qs(queue: QueueFilter) -> dict:
-    return {
-        k: v
-        for k, v in (("cluster", queue.cluster), ("tag", queue.tag), ("status", queue.status))
-        if v is not None
-    }
+    mode = "adjudicate" if queue.adjudicate else None
+    pairs = (("cluster", queue.cluster), ("tag", queue.tag), ("status", queue.status))
+    return {k: v for k, v in (*pairs, ("mode", mode)) if v is not None}
 
 
 def _status(exc: GoldmineError) -> int:

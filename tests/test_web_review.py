@@ -241,3 +241,34 @@ def test_a_busy_store_is_a_message_in_the_page(browser, server: Server, store: P
     page.keyboard.press("2")
     wait_panel(page, "graded kb-reset-1 = 2")
     context.close()
+
+
+def test_two_raters_in_the_page_give_the_kappa_gold_agreement_prints(
+    browser, store: Path, cli, tmp_path: Path
+) -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    assigned = cli("--db", str(store), "gold", "assign", "--raters", "ana,ben", "--overlap", "1")
+    assert assigned.returncode == 0, assigned.stderr
+    running = Server(store)
+    try:
+        keys = {"ana": ["2", "0", "1", "1"], "ben": ["2", "1", "1", "0"]}
+        for rater, presses in keys.items():
+            context, page = open_page(browser, running, rater)
+            assert "kept apart" in page.inner_text("#candidates")
+            for n, key in enumerate(presses, 1):
+                page.keyboard.press(key)
+                page.wait_for_selector(f"body[data-acts='{n}']")
+            assert "graded" in page.inner_text("#message")
+            if rater == "ben":
+                shot(page, tmp_path, "review-blind")
+            context.close()
+    finally:
+        running.stop()
+    agreement = cli("--db", str(store), "gold", "agreement", "--json")
+    assert agreement.returncode == 0, agreement.stderr
+    (pair,) = json.loads(agreement.stdout)["pairs"]
+    expected = cohen_kappa_score([2, 0, 1, 1], [2, 1, 1, 0], weights="linear")
+    assert pair["kappa_weighted"] == pytest.approx(expected)
+    text = cli("--db", str(store), "gold", "agreement").stdout
+    assert f"weighted kappa {expected:.2f}" in text

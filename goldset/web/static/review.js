@@ -58,6 +58,8 @@
     if (resp.status === 403) { showError(html); return; }
     panel.innerHTML = html;
     initFocus();
+    // How many actions the page has shown the answer to (scripts and tests wait on it).
+    document.body.dataset.acts = String(Number(document.body.dataset.acts || 0) + 1);
   }
 
   function showError(text) {
