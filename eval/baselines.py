@@ -159,13 +159,16 @@ class DenseRetriever(Retriever):
         con: duckdb.DuckDBPyConnection | None = None,
         model: str | None = None,
         show_progress: bool = True,
+        vectors: np.ndarray | None = None,
     ):
         super().__init__(ids)
         from goldmine.embed import embed_texts, embed_uncached, model_key
 
         self.model = model_key(model)
         texts = documents(titles, texts)
-        if con is not None:
+        if vectors is not None:  # embedded by the caller (gold draft, with the store closed)
+            self.vectors = vectors
+        elif con is not None:
             self.vectors = embed_texts(con, texts, self.model, show_progress=show_progress)
         else:
             self.vectors = embed_uncached(texts, self.model, show_progress=show_progress)

@@ -115,8 +115,8 @@ def draft(
 
     from goldmine.output import info
 
-    with _store(db) as con:
-        result = run_draft(con, retriever, k, by=f"retriever:{retriever}")
+    # The work opens the store for short spans only, so other commands can read meanwhile.
+    result = run_draft(db_flag(db), retriever, k, by=f"retriever:{retriever}")
     info(
         f"drafted {result.items} queries with {result.retriever} over snapshot "
         f"{result.snapshot_id}: {result.drafts} candidate chunks"
