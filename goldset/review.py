@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,6 +95,25 @@ _QUEUE_SQL = """
 """
 
 
+# The same queue when nobody was assigned anything: no double items, no disagreements ($5 unused).
+_ONE_RATER_QUEUE_SQL = """
+    SELECT i.query_id FROM gold_items i
+    LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = $1
+               GROUP BY query_id) s USING (query_id)
+    WHERE (i.status IN ('candidate', 'drafted')
+           OR (i.status = 'verified' AND EXISTS (SELECT 1 FROM gold_labels d
+                                                 WHERE d.query_id = i.query_id
+                                                   AND d.kind = 'draft')))
+      AND $5 = 'review'
+      AND ($2::BIGINT IS NULL OR i.cluster_id = $2)
+      AND ($3::VARCHAR IS NULL OR list_contains(i.tags, $3))
+      AND ($4::VARCHAR IS NULL OR i.status = $4)
+      AND ($6::VARCHAR IS NULL OR i.query_id = $6)
+    ORDER BY s.skipped_at NULLS FIRST, i.position
+    LIMIT 1
+"""
+
+
 @dataclass(frozen=True)
 class QueueFilter:
     """Which part of the queue to review: one cluster, one tag, one status (None: any)."""
@@ -143,20 +163,41 @@ class ReviewSession:
         self.undo_stack: list[Undo] = []
         self.message = ""
         self.stale = False  # a write was refused: the item changed under the reviewer
+        self._shared = None  # one connection for every step of a request (see ``request``)
+
+    def _store(self):
+        if self._shared is not None:
+            return nullcontext(self._shared)
+        return gi_store(self.db)
+
+    @contextmanager
+    def request(self):
+        """Open the store once for what follows (an action and the next view), then close it."""
+        with gi_store(self.db) as con:
+            self._shared = con
+            try:
+                yield con
+            finally:
+                self._shared = None
 
     # --- reading -------------------------------------------------------------------------------
 
     def _next_item(self, con) -> str | None:
         # Stay on the item while it is still waiting for this reviewer, else the queue's first.
+        several = (
+            self.queue.adjudicate
+            or con.execute("SELECT EXISTS (SELECT 1 FROM gold_assignments)").fetchall()[0][0]
+        )
+        sql = _QUEUE_SQL if several else _ONE_RATER_QUEUE_SQL
         for only in ([self.focus] if self.focus else []) + [None]:
-            rows = con.execute(_QUEUE_SQL, [self.by, *self.queue.params(), only]).fetchall()
+            rows = con.execute(sql, [self.by, *self.queue.params(), only]).fetchall()
             if rows:
                 return rows[0][0]
         return None
 
     def view(self, extra: Callable | None = None) -> View | None:
         """The next step to show; ``extra(con, item)`` reads more in the same connection."""
-        with gi_store(self.db) as con:
+        with self._store() as con:
             qid = self._next_item(con)
             if qid is None:
                 self.focus = None
@@ -168,17 +209,7 @@ class ReviewSession:
                 # While a conflict is on screen the old version stays, so no key but r writes.
                 self.versions[qid] = version
             snapshot_id, _ = gi.current_snapshot(con)
-            candidates = gi.fetch_dicts(
-                con,
-                """SELECT l.chunk_id, l.kind, l.grade, l.suggested_grade, l.rank, l.score,
-                          l.source, c.title, c.text, c.doc_id
-                   FROM gold_labels l LEFT JOIN chunks c
-                     ON c.snapshot_id = ? AND c.chunk_id = l.chunk_id
-                   WHERE l.query_id = ?
-                   ORDER BY l.kind = 'label' DESC, l.source = 'search' DESC, l.ts,
-                            l.rank NULLS LAST, l.chunk_id""",
-                [snapshot_id, qid],
-            )
+            candidates = _candidates(con, qid, snapshot_id)
             blind = raters.is_blind(con, qid, self.by)
             if blind:
                 candidates = self._blind(con, qid, candidates)
@@ -233,7 +264,7 @@ class ReviewSession:
         if self.stale:
             return False
         try:
-            with gi_store(self.db) as con, transaction(con):
+            with self._store() as con, transaction(con):
                 blind = blind_fn is not None and raters.is_blind(con, qid, self.by)
                 if not blind:
                     gi.check_version(con, qid, self.versions.get(qid))
@@ -306,7 +337,7 @@ class ReviewSession:
 
     def skip(self, qid: str, why: str = "skip") -> None:
         """Later, not now (``why='unsure'``: can't tell); the item comes back after the others."""
-        with gi_store(self.db) as con, transaction(con):
+        with self._store() as con, transaction(con):
             con.execute("DELETE FROM gold_skips WHERE query_id = ? AND who = ?", [qid, self.by])
             con.execute(
                 "INSERT INTO gold_skips VALUES (?, ?, now()::TIMESTAMP, ?)", [qid, self.by, why]
@@ -330,7 +361,7 @@ class ReviewSession:
             return
         step = self.undo_stack[-1]
         try:
-            with gi_store(self.db) as con, transaction(con):
+            with self._store() as con, transaction(con):
                 if step.saved is None:
                     con.execute(
                         "DELETE FROM gold_skips WHERE query_id = ? AND who = ?",
@@ -353,7 +384,7 @@ class ReviewSession:
         words = normalize_query(text).split()
         if not words:
             return []
-        with gi_store(self.db) as con:
+        with self._store() as con:
             snapshot_id, _ = gi.current_snapshot(con)
             body = "lower(coalesce(title, '') || ' ' || text)"
             where = " AND ".join(f"contains({body}, ?)" for _ in words)
@@ -389,6 +420,33 @@ class ReviewSession:
         if self._act(qid, f"add {chunk_id}", put):
             self.focus = qid
             self.message = f"added {chunk_id} from search: grade it now"
+
+
+def _candidates(con, qid: str, snapshot_id: int | None) -> list[dict]:
+    """An item's labels and drafts, with their chunk as it is in the current snapshot.
+
+    Two reads, not a join: the chunks are looked up by id through their index, where a join
+    would hash the whole corpus on every step.
+    """
+    rows = gi.fetch_dicts(
+        con,
+        """SELECT chunk_id, kind, grade, suggested_grade, rank, score, source FROM gold_labels
+           WHERE query_id = ?
+           ORDER BY kind = 'label' DESC, source = 'search' DESC, ts, rank NULLS LAST, chunk_id""",
+        [qid],
+    )
+    chunks = {
+        c["chunk_id"]: c
+        for c in gi.fetch_dicts(
+            con,
+            """SELECT chunk_id, title, text, doc_id, url FROM chunks
+               WHERE chunk_id IN (SELECT unnest(?::VARCHAR[])) AND snapshot_id = ?""",
+            [[r["chunk_id"] for r in rows], snapshot_id],
+        )
+    }
+    empty = {"title": None, "text": None, "doc_id": None, "url": None}
+    return [{**r, **{k: v for k, v in chunks.get(r["chunk_id"], empty).items()
+                     if k != "chunk_id"}} for r in rows]  # fmt: skip
 
 
 def gi_store(db: Path | None):

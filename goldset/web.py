@@ -69,7 +69,6 @@ class Extras:
 
     cluster_label: str | None = None
     siblings: list[str] = field(default_factory=list)
-    urls: dict[str, str | None] = field(default_factory=dict)
     unsure: list[str] = field(default_factory=list)
     raters: list[dict] = field(default_factory=list)
 
@@ -90,15 +89,6 @@ def _extras(con, item: dict) -> Extras:
                 [cluster, item["norm_query"]],
             ).fetchall()
         ]
-    snapshot_id, _ = gi.current_snapshot(con)
-    extras.urls = dict(
-        con.execute(
-            """SELECT c.chunk_id, c.url FROM chunks c JOIN gold_labels l
-                 ON l.chunk_id = c.chunk_id AND c.snapshot_id = ?
-               WHERE l.query_id = ?""",
-            [snapshot_id, qid],
-        ).fetchall()
-    )
     extras.unsure = [
         r[0]
         for r in con.execute(
@@ -177,19 +167,19 @@ def _queue(params) -> QueueFilter:
     )
 
 
-def _filter_choices(db: Path | None) -> dict:
-    with open_store(db, create=False) as con:
-        clusters = con.execute(
-            """SELECT DISTINCT i.cluster_id, c.label FROM gold_items i
-               LEFT JOIN triage_clusters c USING (cluster_id)
-               WHERE i.cluster_id IS NOT NULL ORDER BY i.cluster_id"""
+def _filter_choices(con) -> dict:
+    """The clusters, tags and statuses the queue can be narrowed to (the request's connection)."""
+    clusters = con.execute(
+        """SELECT DISTINCT i.cluster_id, c.label FROM gold_items i
+           LEFT JOIN triage_clusters c USING (cluster_id)
+           WHERE i.cluster_id IS NOT NULL ORDER BY i.cluster_id"""
+    ).fetchall()
+    tags = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT unnest(tags) AS t FROM gold_items ORDER BY t"
         ).fetchall()
-        tags = [
-            r[0]
-            for r in con.execute(
-                "SELECT DISTINCT unnest(tags) AS t FROM gold_items ORDER BY t"
-            ).fetchall()
-        ]
+    ]
     return {"clusters": clusters, "tags": tags, "statuses": ["candidate", "drafted"]}
 
 
@@ -225,7 +215,7 @@ def create_app(review: WebReview):
         if view is not None:
             verified, total = view.verified, view.total
         else:
-            with open_store(review.db, create=False) as con:
+            with session._store() as con:
                 verified, total = gi.progress_counts(con)
         return templates.get_template("panel.html").render(
             view=view,
@@ -265,9 +255,10 @@ def create_app(review: WebReview):
         session = review.session(rater, queue)
         status = 200
         try:
-            view, extras = current(session)
-            body = panel(session, view, extras)
-            choices = _filter_choices(review.db)
+            with session.request() as con:
+                view, extras = current(session)
+                body = panel(session, view, extras)
+                choices = _filter_choices(con)
         except GoldmineError as exc:
             body, choices, status = _error_panel(templates, exc), {}, _status(exc)
         html = templates.get_template("page.html").render(
@@ -286,9 +277,10 @@ def create_app(review: WebReview):
             return PlainTextResponse("a JSON object is expected", status_code=400)
         session = review.session(rater_of(request), _queue(data))
         try:
-            _apply(session, data)
-            view, extras = current(session)
-            return HTMLResponse(panel(session, view, extras))
+            with session.request():
+                _apply(session, data)
+                view, extras = current(session)
+                return HTMLResponse(panel(session, view, extras))
         except GoldmineError as exc:
             return HTMLResponse(_error_panel(templates, exc), status_code=_status(exc))
 
