@@ -90,6 +90,8 @@ _QUEUE_SQL = """
       AND ($3::VARCHAR IS NULL OR list_contains(i.tags, $3))
       AND ($4::VARCHAR IS NULL OR i.status = $4)
       AND ($6::VARCHAR IS NULL OR i.query_id = $6)
+      AND ($7::VARCHAR IS NULL
+           OR i.query_id IN (SELECT query_id FROM gold_assignments WHERE rater = $7))
     ORDER BY s.skipped_at NULLS FIRST, i.position
     LIMIT 1
 """
@@ -109,6 +111,8 @@ _ONE_RATER_QUEUE_SQL = """
       AND ($3::VARCHAR IS NULL OR list_contains(i.tags, $3))
       AND ($4::VARCHAR IS NULL OR i.status = $4)
       AND ($6::VARCHAR IS NULL OR i.query_id = $6)
+      AND ($7::VARCHAR IS NULL
+           OR i.query_id IN (SELECT query_id FROM gold_assignments WHERE rater = $7))
     ORDER BY s.skipped_at NULLS FIRST, i.position
     LIMIT 1
 """
@@ -122,9 +126,11 @@ class QueueFilter:
     tag: str | None = None
     status: str | None = None
     adjudicate: bool = False  # the disagreements of double-labelled items, instead
+    assignee: str | None = None  # only the items assigned to this rater
 
     def params(self) -> list:
-        return [self.cluster, self.tag, self.status, "adjudicate" if self.adjudicate else "review"]
+        mode = "adjudicate" if self.adjudicate else "review"
+        return [self.cluster, self.tag, self.status, mode]
 
 
 @dataclass
@@ -190,7 +196,8 @@ class ReviewSession:
         )
         sql = _QUEUE_SQL if several else _ONE_RATER_QUEUE_SQL
         for only in ([self.focus] if self.focus else []) + [None]:
-            rows = con.execute(sql, [self.by, *self.queue.params(), only]).fetchall()
+            params = [self.by, *self.queue.params(), only, self.queue.assignee]
+            rows = con.execute(sql, params).fetchall()
             if rows:
                 return rows[0][0]
         return None

@@ -97,11 +97,12 @@ def _extras(con, item: dict) -> Extras:
             [qid],
         ).fetchall()
     ]
+    # Each person's grades so far: open labels and blind ratings alike.
     extras.raters = gi.fetch_dicts(
         con,
-        """SELECT who, count(*) FILTER (WHERE kind = 'label') AS grades,
-                  count(DISTINCT query_id) AS queries
-           FROM gold_labels WHERE kind = 'label' AND who IS NOT NULL
+        """SELECT who, count(*) AS grades, count(DISTINCT query_id) AS queries FROM (
+               SELECT who, query_id FROM gold_labels WHERE kind = 'label' AND who IS NOT NULL
+               UNION ALL SELECT rater, query_id FROM gold_ratings)
            GROUP BY who ORDER BY grades DESC, who""",
     )
     return extras
@@ -164,6 +165,7 @@ def _queue(params) -> QueueFilter:
         params.get("tag") or None,
         status if status in gi.STATUSES else None,
         adjudicate=params.get("mode") == "adjudicate",
+        assignee=params.get("assignee") or None,
     )
 
 
@@ -180,7 +182,16 @@ def _filter_choices(con) -> dict:
             "SELECT DISTINCT unnest(tags) AS t FROM gold_items ORDER BY t"
         ).fetchall()
     ]
-    return {"clusters": clusters, "tags": tags, "statuses": ["candidate", "drafted"]}
+    assignees = [
+        r[0]
+        for r in con.execute("SELECT DISTINCT rater FROM gold_assignments ORDER BY 1").fetchall()
+    ]
+    return {
+        "clusters": clusters,
+        "tags": tags,
+        "statuses": ["candidate", "drafted"],
+        "assignees": assignees,
+    }
 
 
 def create_app(review: WebReview):
@@ -322,7 +333,12 @@ def create_app(review: WebReview):
 
 def _qs(queue: QueueFilter) -> dict:
     mode = "adjudicate" if queue.adjudicate else None
-    pairs = (("cluster", queue.cluster), ("tag", queue.tag), ("status", queue.status))
+    pairs = (
+        ("cluster", queue.cluster),
+        ("tag", queue.tag),
+        ("status", queue.status),
+        ("assignee", queue.assignee),
+    )
     return {k: v for k, v in (*pairs, ("mode", mode)) if v is not None}
 
 

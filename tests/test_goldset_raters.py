@@ -129,3 +129,15 @@ def test_agreement_in_python_with_nothing_double(store: Path) -> None:
     with open_store(store) as con:
         result = agreement(con)
     assert result["pairs"] == [] and result["krippendorff_alpha"] is None
+
+
+def test_the_queue_filters_by_assignee(cli, store: Path) -> None:
+    from goldmine.goldset.review import QueueFilter, ReviewSession
+
+    gold(cli, store, "assign", "--raters", "ana,ben")  # in turn: ana, ben, ana
+    seen = ReviewSession(store, "lead", QueueFilter(assignee="ben")).view()
+    assert seen is not None and seen.item["query"] == "vpn setup"
+    mine = ReviewSession(store, "ana").view()
+    assert mine is not None and mine.item["query"] == "reset password"
+    nobody = ReviewSession(store, "lead", QueueFilter(assignee="zoe")).view()
+    assert nobody is None
