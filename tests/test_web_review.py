@@ -61,10 +61,10 @@ def browser():
 class Server:
     """The real ``gold review --web`` process; ``url`` carries the token it printed."""
 
-    def __init__(self, db: Path, by: str = "ana"):
+    def __init__(self, db: Path, by: str = "ana", *more: str):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "goldmine", "--db", str(db), "gold", "review", "--web",
-             "--port", "0", "--no-open", "--by", by],
+             "--port", "0", "--no-open", "--by", by, *more],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -272,3 +272,19 @@ def test_two_raters_in_the_page_give_the_kappa_gold_agreement_prints(
     assert pair["kappa_weighted"] == pytest.approx(expected)
     text = cli("--db", str(store), "gold", "agreement").stdout
     assert f"weighted kappa {expected:.2f}" in text
+
+
+def test_listening_beyond_loopback_warns(store: Path) -> None:
+    running = Server(store, "ana", "--host", "0.0.0.0")
+    try:
+        assert running.url.startswith("http://127.0.0.1:")
+        assert _get(running.base + "/review") == 403
+    finally:
+        running.stop()
+    assert "warning: listening on 0.0.0.0" in running.proc.stderr.read()
+
+
+def test_a_missing_store_is_refused_before_serving(cli, tmp_path: Path) -> None:
+    result = cli("--db", str(tmp_path / "nope.duckdb"), "gold", "review", "--web", "--no-open")
+    assert result.returncode == 2 and "no goldmine store at" in result.stderr
+    assert not (tmp_path / "nope.duckdb").exists()
