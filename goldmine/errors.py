@@ -11,6 +11,7 @@ from pathlib import Path
 EXIT_FAILURE = 1
 EXIT_INPUT = 2
 EXIT_BUSY = 3
+EXIT_EMPTY = 4  # an import stored nothing: every row was rejected (--allow-empty: 0)
 EXIT_CONFLICT = 5  # a write on a stale read of a gold item: someone changed it since
 
 

@@ -65,10 +65,13 @@ def tickets(
     mapping: Mapping = None,
     redact: bool = True,
     patterns: list[str] | None = None,
+    agents: list[str] | None = None,
 ) -> ImportResult:
-    """Support tickets into ``tickets``; PII redaction on unless ``redact=False``."""
-    redactor = make_redactor(redact, patterns)
-    return _files(con, _tickets, paths, fmt, mapping, redactor, {"redact": redact})
+    """Support tickets into ``tickets``; PII and @handles redacted unless ``redact=False``, as
+    in chat. ``agents``: the brand's own handles, whose messages are replies, not tickets."""
+    redactor = make_redactor(redact, patterns, handles=True)
+    options = {"redact": redact, **({"agents": sorted(agents)} if agents else {})}
+    return _files(con, _tickets, paths, fmt, mapping, redactor, options, agents=agents)
 
 
 def chat(

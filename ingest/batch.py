@@ -116,6 +116,17 @@ class ImportResult:
     def total(self) -> dict[str, int]:
         return {k: sum(getattr(f, k) for f in self.files) for k in COUNTS}
 
+    @property
+    def all_rejected(self) -> bool:
+        """Rows came in and every one was rejected: nothing stored, and not because the rows
+        were already there (an import of a file read before is not empty in this sense)."""
+        total = self.total
+        return total["rows_in"] > 0 and total["rejected"] == total["rows_in"]
+
+    def reject_batches(self) -> list[tuple[int, str]]:
+        """(batch id, path) of each file with rejects: where ``goldmine rejects`` finds them."""
+        return [(f.batch_id, f.path) for f in self.files if f.rejected and f.batch_id is not None]
+
     def as_dict(self) -> dict[str, Any]:
         return {"files": [f.as_dict() for f in self.files], "total": self.total}
 
@@ -231,7 +242,7 @@ def file_source(item: InputFile, hashing: str | Future[str] | None = None) -> So
 
 def _known_batch(con, target: Target, source: Source) -> list[tuple]:
     return con.execute(
-        "SELECT batch_id, rows_in FROM import_batches WHERE source = ? AND file_hash = ? "
+        "SELECT batch_id, rows_in, rejected FROM import_batches WHERE source = ? AND file_hash = ? "
         "AND finished_at IS NOT NULL ORDER BY batch_id LIMIT 1",
         [target.source, source.file_hash],
     ).fetchall()
@@ -261,8 +272,10 @@ def import_source(
     result = FileResult(source.path, target.source, source.label, None)
     done = _known_batch(con, target, source) if _may_be_known(con, target, source) else []
     if done:
-        result.batch_id, result.rows_in = done[0]
-        result.already_present, result.skipped = result.rows_in, True
+        # The same rows as then: its rejects are rejected again (the hint names that batch, which
+        # lists them), never counted as present; its stored and present rows are present.
+        result.batch_id, result.rows_in, result.rejected = done[0]
+        result.already_present, result.skipped = result.rows_in - result.rejected, True
         result.note = f"already imported (batch {result.batch_id}, same file hash)"
         advance(_UNITS)
         return result

@@ -37,16 +37,57 @@ PatternOption = Annotated[
 NoRedactOption = Annotated[
     bool, typer.Option("--no-redact", help="Store the text as it is (PII redaction is on).")
 ]
+AllowEmptyOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-empty",
+        help="Exit 0 when every row was rejected (default: exit 4 with the top reasons).",
+    ),
+]
 
 
-def _import(kind: str, db: Path | None, as_json: bool, **kwargs: Any) -> None:
+def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwargs: Any) -> None:
+    """Run one import and print its accounting; an import whose every row was rejected then
+    fails (exit 4), so a script or CI job does not go on with an empty week."""
     from goldmine.ingest import api
+    from goldmine.ingest.status import top_reasons
 
     from goldmine.store import open_store
 
-    with open_store(db_flag(db)) as con:
+    store = db_flag(db)
+    with open_store(store) as con:
         result = getattr(api, kind)(con, **kwargs)
-    _print_result(result, as_json)
+        empty = result.all_rejected and not allow_empty
+        reasons = top_reasons(con, result.reject_batches()) if empty else []
+    _print_result(result, as_json, store)
+    if empty:
+        raise _nothing_stored(result, reasons, store)
+
+
+def _rejects_command(result, store: Path | None) -> str:
+    """The command that lists this import's rejects, as it can be typed (the real batch ids)."""
+    import shlex
+
+    ids = sorted({batch_id for batch_id, _ in result.reject_batches()})
+    where = f" --db {shlex.quote(str(store))}" if store is not None else ""
+    if len(ids) == 1:
+        return f"goldmine rejects --batch {ids[0]}{where}"
+    # Several files: all rejects, or each batch in turn.
+    return f"goldmine rejects{where} (batches {', '.join(map(str, ids))})"
+
+
+def _nothing_stored(result, reasons: list[tuple[str, int]], store: Path | None):
+    from goldmine.errors import EXIT_EMPTY, GoldmineError
+
+    total = result.total
+    top = ", ".join(f"{kind} ({n:,})" for kind, n in reasons)
+    error = GoldmineError(
+        f"nothing stored: all {total['rows_in']:,} rows were rejected ({top}); "
+        f"see them with: {_rejects_command(result, store)} "
+        "(--allow-empty to accept an import that stores nothing)"
+    )
+    error.exit_code = EXIT_EMPTY
+    return error
 
 
 @ingest_app.command("searchlog")
@@ -64,15 +105,17 @@ def searchlog_cmd(
     ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
+    allow_empty: AllowEmptyOption = False,
 ) -> None:
     """Search logs (JSONL, CSV, Parquet; gzip/zstd): one row per search as shown."""
     if fmt == "ubi":
-        _ubi(paths, click_action, redact, patterns, db, as_json)
+        _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty)
         return
     _import(
         "searchlog",
         db,
         as_json,
+        allow_empty,
         paths=paths,
         fmt=fmt,
         mapping=mapping,
@@ -95,12 +138,13 @@ def ubi_cmd(
     patterns: PatternOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
+    allow_empty: AllowEmptyOption = False,
 ) -> None:
     """User Behavior Insights: ubi_queries joined to their click events by query_id."""
-    _ubi([queries, events], click_action, redact, patterns, db, as_json)
+    _ubi([queries, events], click_action, redact, patterns, db, as_json, allow_empty)
 
 
-def _ubi(paths, click_action, redact, patterns, db, as_json) -> None:
+def _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty) -> None:
     from goldmine.errors import InputError
 
     if len(paths) != 2:
@@ -109,6 +153,7 @@ def _ubi(paths, click_action, redact, patterns, db, as_json) -> None:
         "ubi",
         db,
         as_json,
+        allow_empty,
         queries=paths[0],
         events=paths[1],
         click_actions=click_action or ["click"],
@@ -117,46 +162,68 @@ def _ubi(paths, click_action, redact, patterns, db, as_json) -> None:
     )
 
 
-def _text_command(kind: str, doc: str):
-    """Tickets and chat take the same options: PII redaction is on unless --no-redact."""
-
-    def command(
-        paths: Paths,
-        fmt: FormatOption = None,
-        mapping: MapOption = None,
-        no_redact: NoRedactOption = False,
-        patterns: PatternOption = None,
-        db: DbOption = None,
-        as_json: JsonOption = False,
-    ) -> None:
-        _import(
-            kind,
-            db,
-            as_json,
-            paths=paths,
-            fmt=fmt,
-            mapping=mapping,
-            redact=not no_redact,
-            patterns=patterns,
-        )
-
-    command.__doc__ = doc
-    return command
+AgentOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--agent",
+        help="The brand's own handle (author id): its messages are replies, not tickets "
+        "(repeatable; for exports without an inbound column).",
+    ),
+]
 
 
-ingest_app.command("tickets")(
-    _text_command(
+@ingest_app.command("tickets")
+def tickets_cmd(
+    paths: Paths,
+    fmt: FormatOption = None,
+    mapping: MapOption = None,
+    no_redact: NoRedactOption = False,
+    patterns: PatternOption = None,
+    agent: AgentOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    allow_empty: AllowEmptyOption = False,
+) -> None:
+    """Support tickets: Zendesk-style JSON export, CSV, or a support-tweet export (customers'
+    messages only); question = subject + first question."""
+    _import(
         "tickets",
-        "Support tickets: Zendesk-style JSON export or CSV; question = subject + first question.",
+        db,
+        as_json,
+        allow_empty,
+        paths=paths,
+        fmt=fmt,
+        mapping=mapping,
+        redact=not no_redact,
+        patterns=patterns,
+        agents=agent or [],
     )
-)
-ingest_app.command("chat")(
-    _text_command(
+
+
+@ingest_app.command("chat")
+def chat_cmd(
+    paths: Paths,
+    fmt: FormatOption = None,
+    mapping: MapOption = None,
+    no_redact: NoRedactOption = False,
+    patterns: PatternOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    allow_empty: AllowEmptyOption = False,
+) -> None:
+    """Chat: JSONL of turns or conversations, or message CSV with reply-to ids (threads
+    rebuilt)."""
+    _import(
         "chat",
-        "Chat: JSONL of turns or conversations, or message CSV with reply-to ids (threads "
-        "rebuilt).",
+        db,
+        as_json,
+        allow_empty,
+        paths=paths,
+        fmt=fmt,
+        mapping=mapping,
+        redact=not no_redact,
+        patterns=patterns,
     )
-)
 
 
 @ingest_app.command("corpus")
@@ -167,9 +234,10 @@ def corpus_cmd(
     label: Annotated[str | None, typer.Option("--label", help="A name for the snapshot.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
+    allow_empty: AllowEmptyOption = False,
 ) -> None:
     """Corpus chunks (JSONL/Parquet, or BEIR corpus.jsonl): each import is a snapshot."""
-    _import("corpus", db, as_json, paths=paths, fmt=fmt, mapping=mapping, label=label)
+    _import("corpus", db, as_json, allow_empty, paths=paths, fmt=fmt, mapping=mapping, label=label)
 
 
 def add_cmd(
@@ -181,7 +249,8 @@ def add_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Add queries by hand ("ask five colleagues what they would type")."""
-    _import("add", db, as_json, queries=queries or [], file=file, source=source, note=note)
+    # Not an ingest command: a query typed by hand is refused by name (exit 2), never silently.
+    _import("add", db, as_json, True, queries=queries or [], file=file, source=source, note=note)
 
 
 def status_cmd(db: DbOption = None, as_json: JsonOption = False) -> None:
@@ -273,7 +342,7 @@ def _table(columns, rows, title=None):
     return table
 
 
-def _print_result(result, as_json: bool) -> None:
+def _print_result(result, as_json: bool, store: Path | None = None) -> None:
     from goldmine.output import console, info, print_json
 
     if as_json:
@@ -288,8 +357,8 @@ def _print_result(result, as_json: bool) -> None:
         f"rows in {total['rows_in']} = stored {total['stored']} + rejected {total['rejected']}"
         f" + already present {total['already_present']}"
     )
-    if total["rejected"]:
-        info("see the rejected rows with: goldmine rejects --batch ID")
+    if total["rejected"] and not result.all_rejected:  # else the error line names them
+        info(f"see the rejected rows with: {_rejects_command(result, store)}")
 
 
 def _print_status(data) -> None:

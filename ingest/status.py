@@ -77,3 +77,22 @@ def _rows(con, sql: str, params: list) -> list[dict[str, Any]]:
     cur = con.execute(sql, params)
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def top_reasons(
+    con: duckdb.DuckDBPyConnection, batches: list[tuple[int, str]], n: int = 3
+) -> list[tuple[str, int]]:
+    """The commonest kinds of reject in these batches' files, most first. A kind is the reason
+    up to its first ": ", where the row's own value follows ("unknown role: wizard"), so a
+    thousand bad timestamps are one kind, not a thousand."""
+    if not batches:
+        return []
+    ids, paths = [b for b, _ in batches], [p for _, p in batches]
+    return con.execute(
+        """
+        SELECT split_part(r.reason, ': ', 1) AS kind, count(*) AS n
+        FROM rejects r JOIN (SELECT unnest(?) AS b, unnest(?) AS p) k
+            ON r.batch_id = k.b AND r.path = k.p
+        GROUP BY kind ORDER BY n DESC, kind LIMIT ?""",
+        [ids, paths, n],
+    ).fetchall()

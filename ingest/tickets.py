@@ -1,8 +1,10 @@
 """Support tickets into ``tickets``: every ticket is a search that failed.
 
 The stored question is what the customer asked: the subject plus the first question of the body,
-with greetings, quoted replies and signatures dropped (in SQL, over the whole batch). The full
-description is kept, redacted, for reading.
+with greetings, quoted replies, signatures and the @handles a tweet opens with dropped (in SQL,
+over the whole batch). The full description is kept, redacted, for reading. In a support-tweet
+export only the customers' messages are tickets: the brand's replies (``inbound`` false, or the
+brand's own handles given as agents) are rejected with their reason, so they never reach triage.
 """
 
 from __future__ import annotations
@@ -14,13 +16,22 @@ from goldmine.ingest.batch import Target, field_access, resolve_fields, typ, val
 from goldmine.errors import InputError
 
 ALIASES: dict[str, tuple[str, ...]] = {
-    "ticket_id": ("ticket_id", "id", "ticket", "number", "key"),
+    "ticket_id": ("ticket_id", "id", "ticket", "number", "key", "tweet_id"),
     "ts": ("created_at", "ts", "timestamp", "created", "date", "time"),
-    "user_id": ("requester_id", "user_id", "requester", "submitter_id", "customer_id"),
+    "user_id": (
+        "requester_id",
+        "user_id",
+        "requester",
+        "submitter_id",
+        "customer_id",
+        "author_id",
+    ),
     "subject": ("subject", "title", "summary", "raw_subject"),
     "body": ("description", "body", "text", "message", "content", "question"),
     "comments": ("comments",),
     "status": ("status", "state"),
+    # A support-tweet export has the brand's replies in the same file: inbound = False.
+    "inbound": ("inbound", "is_inbound"),
 }
 
 COLUMNS = ("ticket_id", "ts", "user_id", "subject", "body", "question", "status", "extra")
@@ -38,30 +49,73 @@ _GREETING = (
     r"(?i)^\s*(hi|hello|hey|dear|good (morning|afternoon|evening)|greetings)\b"
     r"[^\n,.!]{0,40}[,.!]?\s*"
 )
+# The @handles a tweet opens with say whom it is addressed to, not what is asked.
+_ADDRESSEES = r"^\s*(@[A-Za-z0-9_]{1,30}[\s,:]*)+"
+
+# A sentence, for RE2 (no look-around): runs of characters up to a terminator (.!? then white
+# space or the end) or a line end. A terminator followed by a non-space character does not end
+# it (a URL, a version, a decimal: "https://t.co/x", "11.0.2", "3.50"), nor a title's dot, nor
+# an abbreviation's or an ellipsis' followed by a lowercase word ("e.g. the", "hours... y'all").
+# The alternatives are tried in this order at each character, so the abbreviations come first.
+_TITLES = r"(?i:\b(?:mr|mrs|ms|dr|prof|st|jr|sr)\.)\s"
+_ABBREVIATIONS = (
+    r"(?i:\b(?:e\.g|i\.e|etc|vs|approx|incl|a\.m|p\.m|no|nr|min|max|fig|cf|ca)\.)\s+[a-z0-9(]"
+)
+_ELLIPSIS = r"(?:\.{2,}|…)\s+[a-z]"
+SENTENCE = rf"\s*((?:{_TITLES}|{_ABBREVIATIONS}|{_ELLIPSIS}|[.!?]+[^\s.!?]|[^.!?\n])+[.!?]*)"
+
+
+def _sql(pattern: str) -> str:
+    # This module's own constants only, never user text.
+    return "'" + pattern.replace("'", "''") + "'"
+
+
 MACROS = f"""
-CREATE OR REPLACE TEMP MACRO gm_ticket_text(b) AS trim(regexp_replace(
-    regexp_replace(regexp_replace(regexp_replace(chr(10) || b, '{_QUOTED_TAIL}', ''),
-        '{_QUOTED_LINE}', '', 'g'), '{_SIGNATURE}', ''),
-    '{_GREETING}', ''));
+CREATE OR REPLACE TEMP MACRO gm_ticket_text(b) AS trim(regexp_replace(regexp_replace(
+    regexp_replace(regexp_replace(regexp_replace(chr(10) || b, {_sql(_QUOTED_TAIL)}, ''),
+        {_sql(_QUOTED_LINE)}, '', 'g'), {_sql(_SIGNATURE)}, ''),
+    {_sql(_GREETING)}, ''), {_sql(_ADDRESSEES)}, ''));
+CREATE OR REPLACE TEMP MACRO gm_sentences(b) AS list_filter(list_transform(
+    regexp_extract_all(b, {_sql(SENTENCE)}, 1), lambda s: trim(s, chr(32) || chr(9) || chr(13))
+), lambda s: s <> '');
 CREATE OR REPLACE TEMP MACRO gm_first_question(b) AS
-    nullif(trim(regexp_extract(b, '([^.!?\\n]*\\?)', 1)), '');
+    list_filter(gm_sentences(b), lambda s: regexp_matches(s, '[?][.!?]*$'))[1];
 CREATE OR REPLACE TEMP MACRO gm_first_sentence(b) AS
-    nullif(left(trim(regexp_extract(b, '^\\s*([^\\n]*?[.!?]|[^\\n]+)', 1)), 300), '');
+    nullif(left(gm_sentences(b)[1], 300), '');
 """
 
 
-def question_sql(subject: str, body: str) -> str:
-    """SQL: subject plus the first question of the cleaned body (or its first sentence)."""
-    clean = f"gm_ticket_text({body})"
-    first = f"coalesce(gm_first_question({clean}), gm_first_sentence({clean}))"
+def question_sql(subject: str, clean: str) -> str:
+    """SQL: subject plus the first question of the cleaned body ``clean`` (or its first
+    sentence)."""
+    question = f"gm_first_question({clean})"
+    first = f"coalesce({question}, gm_first_sentence({clean}))"
     return (
         f"CASE WHEN nullif(trim({subject}), '') IS NULL THEN {first}"
-        f" WHEN gm_first_question({clean}) IS NULL THEN trim({subject})"
-        f" ELSE trim({subject}) || ': ' || gm_first_question({clean}) END"
+        f" WHEN {question} IS NULL THEN trim({subject})"
+        f" ELSE trim({subject}) || ': ' || {question} END"
     )
 
 
-def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
+# inbound values that say the brand wrote the message (a reply, not a customer's question).
+_OUTBOUND = "('false', 'f', '0', 'no', 'n', 'outbound')"
+AGENT_REASON = "agent reply, not a customer message"
+
+
+def agent_sql(fields: dict[str, list[str]], agents: tuple[str, ...]) -> str:
+    """SQL: whether a message is the support team's own (``inbound`` false, or written by one
+    of ``agents``, the brand's handles, when the export has no ``inbound``)."""
+    tests = []
+    if "inbound" in fields:
+        tests.append(f"lower(trim({val(fields, 'inbound')})) IN {_OUTBOUND}")
+    if agents and "user_id" in fields:
+        tests.append(f"list_contains($gm_agents, lower(ltrim({val(fields, 'user_id')}, '@')))")
+    return " OR ".join(tests) or "false"
+
+
+def stage_sql(
+    keys: list[str], mapping: dict[str, str], agents: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and not ({"subject", "body"} & set(fields)):
         raise InputError(
@@ -85,6 +139,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
     sql = f"""
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
+                 WHEN coalesce({agent_sql(fields, agents)}, false) THEN '{AGENT_REASON}'
                  WHEN nullif(trim({subject}), '') IS NULL AND nullif(trim(b), '') IS NULL
                      THEN 'missing subject and description'
                  WHEN {typ(fields, "subject")} NOT IN ('VARCHAR', 'NULL')
@@ -97,21 +152,25 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             {val(fields, "user_id")} AS user_id,
             trim({subject}) AS subject,
             b AS body,
-            {question_sql(subject, "b")} AS question,
+            {question_sql(subject, "gm_ticket_text(b)")} AS question,
             {val(fields, "status")} AS status,
             {extra} AS extra
         FROM (SELECT *, {body} AS b, gm_ts({ts}) AS t FROM ({access}))
     """
+    if agents:
+        params["gm_agents"] = [a.lower().lstrip("@") for a in agents]
     return sql, params
 
 
-def target(mapping: dict[str, str] | None = None) -> Target:
+def target(mapping: dict[str, str] | None = None, agents: list[str] | None = None) -> Target:
+    """``agents``: the brand's own handles (author ids), whose messages are replies."""
+    handles = tuple(agents or ())
     return Target(
         source="tickets",
         table="tickets",
         key=("ticket_id",),
         columns=COLUMNS,
-        stage=lambda keys: stage_sql(keys, mapping or {}),
+        stage=lambda keys: stage_sql(keys, mapping or {}, handles),
         redact=("subject", "body", "question", "extra"),
         macros=MACROS,
     )

@@ -118,7 +118,9 @@ def test_searchlog_accounts_for_every_row_and_reimport_is_instant(tmp_path, db_p
     again = cli("ingest", "searchlog", str(log), "--db", str(db_path))
     assert again.returncode == 0
     assert "already imported" in again.stdout
-    assert "rows in 9 = stored 0 + rejected 0 + already present 9" in again.stderr
+    # Its rejects are rejected again, never already present; the hint names their batch.
+    assert "rows in 9 = stored 0 + rejected 5 + already present 4" in again.stderr
+    assert "goldmine rejects --batch 1" in again.stderr
     assert query(db_path, "SELECT count(*) FROM search_events") == [(3,)]
     assert query(db_path, "SELECT count(*) FROM import_batches") == [(1,)]
 
