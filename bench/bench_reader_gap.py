@@ -2,11 +2,14 @@
 
     .venv/bin/python bench/bench_reader_gap.py              # 3,000 banking77 queries, 1 round
     .venv/bin/python bench/bench_reader_gap.py --n 5000 --repeats 3
+    .venv/bin/python bench/bench_reader_gap.py --command draft   # gold draft --retriever hybrid
 
-Each round imports ``--n`` banking77 queries (seeded sample) as a search log into a fresh store
-with the CLI, then starts ``goldmine triage run`` and polls ``goldmine status --json`` every
-``--every`` seconds until the run ends, each poll in its own process as a user's would be. For
-every poll it records when it started, when it ended and its exit code (3 = the store was busy).
+Each round builds a fresh store with the CLI — for ``triage`` (the default), ``--n`` banking77
+queries (seeded sample) as a search log; for ``draft``, Cranfield's 1,400 abstracts as the corpus
+and its 225 queries as gold candidates — then starts the command (``goldmine triage run``, or
+``goldmine gold draft --retriever hybrid``) and polls ``goldmine status --json`` every ``--every``
+seconds until it ends, each poll in its own process as a user's would be. For every poll it
+records when it started, when it ended and its exit code (3 = the store was busy).
 
 It prints, per round and as medians over rounds:
 
@@ -34,6 +37,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SHARED = Path(os.environ.get("GOLDMINE_SHARED", ROOT.parent / "shared"))
 BANKING = SHARED / "datasets" / "banking77" / "train.csv"
+CRANFIELD = SHARED / "datasets" / "cranfield"
+COMMANDS = {"triage": ["triage", "run"], "draft": ["gold", "draft", "--retriever", "hybrid"]}
 PY = sys.executable
 
 
@@ -60,11 +65,30 @@ def build_store(folder: Path, n: int) -> Path:
     return db
 
 
-def poll_during(db: Path, every: float) -> tuple[float, list[tuple[float, float, int]], str]:
-    """Run triage, polling status; returns the run's seconds, the polls, the run's stderr."""
+def build_draft_store(folder: Path) -> Path:
+    """A store holding Cranfield's abstracts as the corpus and its queries as candidates."""
+    sys.path.insert(0, str(ROOT))
+    from tests.realdata import cranfield_chunks, cranfield_queries, write_corpus_jsonl
+
+    corpus = write_corpus_jsonl(cranfield_chunks(CRANFIELD), folder / "corpus.jsonl")
+    db = folder / "store.duckdb"
+    for args in (
+        ["ingest", "corpus", str(corpus)],
+        ["gold", "add-query", *cranfield_queries(CRANFIELD).values(), "--by", "bench"],
+    ):
+        out = goldmine(*args, "--db", str(db))
+        if out.returncode:
+            raise SystemExit(f"{args[:2]} failed: {out.stderr}")
+    return db
+
+
+def poll_during(
+    db: Path, every: float, command: list[str]
+) -> tuple[float, list[tuple[float, float, int]], str]:
+    """Run the command, polling status; returns its seconds, the polls, its stderr."""
     start = time.perf_counter()
     run = subprocess.Popen(
-        [PY, "-m", "goldmine", "triage", "run", "--db", str(db)],
+        [PY, "-m", "goldmine", *command, "--db", str(db)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -79,7 +103,7 @@ def poll_during(db: Path, every: float) -> tuple[float, list[tuple[float, float,
     seconds = time.perf_counter() - start
     err = run.stderr.read() if run.stderr else ""
     if run.returncode:
-        raise SystemExit(f"triage run failed: {err}")
+        raise SystemExit(f"{' '.join(command)} failed: {err}")
     return seconds, polls, err
 
 
@@ -97,7 +121,7 @@ def figures(seconds: float, polls: list[tuple[float, float, int]]) -> dict:
     ends = [0.0] + [p[1] for p in ok] + [seconds]
     gaps = [b - a for a, b in zip(ends, ends[1:], strict=False)]
     return {
-        "triage_s": round(seconds, 2),
+        "command_s": round(seconds, 2),
         "polls": len(polls),
         "refused": sum(1 for p in polls if p[2] != 0),
         "other_errors": sum(1 for p in polls if p[2] not in (0, 3)),
@@ -112,19 +136,25 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=3000, help="banking77 queries in the store")
     parser.add_argument("--every", type=float, default=0.2, help="seconds between polls")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--command", choices=sorted(COMMANDS), default="triage")
     args = parser.parse_args()
-    if not BANKING.is_file():
-        raise SystemExit(f"{BANKING} is absent")
+    data = BANKING if args.command == "triage" else CRANFIELD
+    if not data.exists():
+        raise SystemExit(f"{data} is absent")
     rounds = []
     for i in range(args.repeats):
         with tempfile.TemporaryDirectory() as tmp:
-            db = build_store(Path(tmp), args.n)
-            seconds, polls, _ = poll_during(db, args.every)
+            if args.command == "triage":
+                db = build_store(Path(tmp), args.n)
+            else:
+                db = build_draft_store(Path(tmp))
+            seconds, polls, _ = poll_during(db, args.every, COMMANDS[args.command])
             rounds.append(figures(seconds, polls))
         print(f"round {i + 1}: {json.dumps(rounds[-1])}")
     keys = [k for k in rounds[0] if k != "polls"]
     medians = {k: round(statistics.median(r[k] for r in rounds), 2) for k in keys}
-    print(f"median of {len(rounds)} ({args.n} queries, poll every {args.every} s): {medians}")
+    what = f"{args.n} queries" if args.command == "triage" else "Cranfield"
+    print(f"{args.command}, median of {len(rounds)} ({what}, poll every {args.every} s): {medians}")
 
 
 if __name__ == "__main__":

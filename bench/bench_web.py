@@ -139,7 +139,8 @@ def main() -> None:
     for name, values in (("next item (GET /review)", nexts), ("grade (POST /api/act)", grades)):
         print(
             f"{name}: median {1000 * statistics.median(values):.1f} ms, "
-            f"p95 {1000 * pct(values, 0.95):.1f} ms over {len(values)} requests (target p95 < 100 ms)"
+            f"p95 {1000 * pct(values, 0.95):.1f} ms over {len(values)} requests "
+            "(target p95 < 100 ms)"
         )
 
 

@@ -180,6 +180,11 @@ def test_export_generation_from_a_file_without_run_and_without_corpus(
     gold = write_gold(tmp_path / "gold.jsonl", 3)
     out = tmp_path / "gen.jsonl"
     args = ("eval", "export-generation", "-g", str(gold), "-o", str(out), "--db", str(db_path))
+    missing = cli(*args)  # a mistyped --db is named, not created
+    assert missing.returncode == 2 and "no goldmine store at" in missing.stderr
+    assert not db_path.exists()
+    with open_store(db_path):
+        pass
     empty = cli(*args)
     assert empty.returncode == 2 and "no corpus in the store" in empty.stderr
     add_corpus(db_path, [(f"d{i}", f"T{i}", f"text {i}") for i in range(3)])
