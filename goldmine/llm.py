@@ -1,0 +1,445 @@
+"""One client for any OpenAI-compatible chat-completions endpoint: a hosted API, vLLM, llama.cpp's
+server, Ollama.
+
+Settings come from ``[llm]`` in goldmine.toml (``base_url``, ``model``, ``api_key_env``: the name
+of an environment variable holding the key, never the key itself; ``timeout``, ``max_retries``,
+``concurrency``, ``json_mode``), a command's ``--base-url``/``--model``/``--concurrency`` over them.
+
+The ``openai`` package (the ``goldmine[llm]`` extra) does the HTTP: it speaks every
+OpenAI-compatible server, and its retries are the ones users of those servers know: 408/409/429
+and 5xx, connection errors and timeouts, with exponential backoff and jitter (0.5 s doubling to
+8 s), honouring ``Retry-After``/``retry-after-ms`` up to two minutes. We count every HTTP request
+it sends through an event hook on its httpx client, so retries show in the totals. Requests run
+``concurrency`` at a time on one asyncio loop, with a progress bar.
+
+An answer is parsed strictly: the message text must be one JSON object (no prose, no code fence)
+that a small JSON-Schema subset accepts (types, required keys, no other keys, enums, bounds).
+Anything else is a failed answer with its reason, kept by the caller, never guessed at and not
+retried (a model asked again at temperature 0 says the same).
+
+Prompts are files (``<name>.v<N>.txt`` in ``goldmine/goldset/prompts``) with a system part, a
+user part and the answer's schema; a prompt's version is its name and number plus a hash of the
+whole file, so any edit gives a new version and a cached answer of the old one is not reused. The
+data a prompt carries (a passage, a query) goes in the user message as one JSON object inside
+``<data>…</data>``, with ``<`` and ``>`` escaped, so no text in it can close the block or pose as
+the instructions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from goldmine.errors import InputError
+
+PROMPTS = Path(__file__).resolve().parent.parent / "goldset" / "prompts"
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_RETRIES = 4
+DEFAULT_CONCURRENCY = 4
+_NO_KEY = "none"  # local servers (Ollama, vLLM, llama.cpp) take any key; the client needs one
+
+
+def _prompts_dir() -> Path:
+    """The prompt files, from the installed package (or the checkout)."""
+    try:
+        from importlib.resources import files
+
+        return Path(str(files("goldmine.goldset") / "prompts"))
+    except (ModuleNotFoundError, TypeError):
+        return PROMPTS
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    max_retries: int = DEFAULT_RETRIES
+    concurrency: int = DEFAULT_CONCURRENCY
+    json_mode: bool = True  # send response_format {"type": "json_object"}
+    temperature: float = 0.0
+
+    def api_key(self) -> str:
+        if not self.api_key_env:
+            return _NO_KEY
+        value = os.environ.get(self.api_key_env)
+        if not value:
+            raise InputError(
+                f"[llm] api_key_env names ${self.api_key_env}, which is not set: "
+                f"export {self.api_key_env}=... (or remove api_key_env for a local server)"
+            )
+        return value
+
+    @property
+    def endpoint(self) -> str:
+        return self.base_url.rstrip("/")
+
+
+def settings(
+    base_url: str | None = None,
+    model: str | None = None,
+    concurrency: int | None = None,
+    *,
+    timeout: float | None = None,
+) -> Settings:
+    """The model settings: flags > ``[llm]`` in goldmine.toml."""
+    from goldmine.config import load_config
+
+    config = load_config()
+    section = config.section("llm")
+    where = f"[llm] in {config.path}" if config.path else "goldmine.toml [llm]"
+    if "api_key" in section:
+        raise InputError(
+            f"{where} holds a key: put it in an environment variable and name that variable "
+            "with api_key_env (a key in a file ends up in a repository)",
+            path=config.path,
+        )
+    base_url = base_url or section.get("base_url")
+    model = model or section.get("model")
+    if not base_url:
+        raise InputError(f"no model endpoint: give --base-url or set base_url in {where}")
+    if not model:
+        raise InputError(f"no model name: give --model or set model in {where}")
+    concurrency = concurrency or int(section.get("concurrency", DEFAULT_CONCURRENCY))
+    if concurrency < 1:
+        raise InputError("--concurrency must be at least 1")
+    try:
+        return Settings(
+            base_url=str(base_url),
+            model=str(model),
+            api_key_env=section.get("api_key_env") or None,
+            timeout=float(timeout or section.get("timeout", DEFAULT_TIMEOUT)),
+            max_retries=int(section.get("max_retries", DEFAULT_RETRIES)),
+            concurrency=concurrency,
+            json_mode=bool(section.get("json_mode", True)),
+            temperature=float(section.get("temperature", 0.0)),
+        )
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{where}: {exc}", path=config.path) from exc
+
+
+# --- prompts -----------------------------------------------------------------------------------
+
+
+_SECTION = re.compile(r"^=== (system|user|schema) ===\s*$", re.M)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    version: str  # "<name>.v<N>-<sha256 of the file, 10 hex>"
+    system: str
+    user: str  # holds {data}
+    schema: dict
+    path: Path
+
+    @classmethod
+    def from_file(cls, path: Path) -> Prompt:
+        from goldmine.text import sha256_text
+
+        text = path.read_text(encoding="utf-8")
+        parts = _SECTION.split(text)
+        sections = dict(zip(parts[1::2], (p.strip() for p in parts[2::2]), strict=True))
+        missing = {"system", "user", "schema"} - set(sections)
+        if missing:
+            raise InputError(f"prompt file lacks === {', '.join(sorted(missing))} ===", path=path)
+        if "{data}" not in sections["user"]:
+            raise InputError("the user part must hold {data}", path=path)
+        stem = path.name.removesuffix(".txt")
+        return cls(
+            name=stem.split(".")[0],
+            version=f"{stem}-{sha256_text(text)[:10]}",
+            system=sections["system"],
+            user=sections["user"],
+            schema=json.loads(sections["schema"]),
+            path=path,
+        )
+
+    def messages(self, data: dict) -> list[dict]:
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.user.replace("{data}", data_block(data))},
+        ]
+
+
+def data_block(data: dict) -> str:
+    """The data as one JSON object in ``<data>`` markers; ``<``/``>`` escaped inside it."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e")
+    return f"<data>\n{text}\n</data>"
+
+
+def load_prompt(name: str) -> Prompt:
+    """The newest version of a prompt: ``<name>.v<N>.txt`` with the highest N."""
+    found = []
+    for path in _prompts_dir().glob(f"{name}.v*.txt"):
+        match = re.fullmatch(rf"{re.escape(name)}\.v(\d+)\.txt", path.name)
+        if match:
+            found.append((int(match.group(1)), path))
+    if not found:
+        raise InputError(f"no prompt file {name}.v<N>.txt in {_prompts_dir()}")
+    return Prompt.from_file(max(found)[1])
+
+
+# --- strict answers ----------------------------------------------------------------------------
+
+_TYPES: dict[str, Any] = {
+    "object": dict,
+    "array": list,
+    "string": str,
+    "number": (int, float),
+    "boolean": bool,
+}
+
+
+def validate(value: Any, schema: dict, where: str = "") -> str | None:
+    """The first way ``value`` breaks ``schema`` (a JSON-Schema subset), or None."""
+    at = f"{where}: " if where else ""
+    kind = schema.get("type")
+    if kind == "integer":
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{at}not an integer"
+    elif kind and (
+        not isinstance(value, _TYPES[kind]) or (kind == "number" and isinstance(value, bool))
+    ):
+        return f"{at}not {'an' if kind[0] in 'ao' else 'a'} {kind}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{at}{json.dumps(value)} is not one of {schema['enum']}"
+    if isinstance(value, str):
+        if len(value) > schema.get("maxLength", len(value)):
+            return f"{at}longer than {schema['maxLength']} characters"
+        if len(value.strip()) < schema.get("minLength", 0):
+            return f"{at}shorter than {schema['minLength']} characters"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            return f"{at}{value} is below {schema['minimum']}"
+        if "maximum" in schema and value > schema["maximum"]:
+            return f"{at}{value} is above {schema['maximum']}"
+    if isinstance(value, list):
+        if len(value) > schema.get("maxItems", len(value)):
+            return f"{at}more than {schema['maxItems']} items"
+        if len(value) < schema.get("minItems", 0):
+            return f"{at}fewer than {schema['minItems']} items"
+        for i, item in enumerate(value):
+            problem = validate(item, schema.get("items", {}), f"{where}[{i}]")
+            if problem:
+                return problem
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                return f"missing {where + '.' if where else ''}{key}"
+        if schema.get("additionalProperties") is False:
+            extra = sorted(set(value) - set(props))
+            if extra:
+                return f"unexpected key {', '.join(extra)}" + (f" in {where}" if where else "")
+        for key, sub in props.items():
+            if key in value:
+                problem = validate(value[key], sub, f"{where}.{key}" if where else key)
+                if problem:
+                    return problem
+    return None
+
+
+def parse(content: str | None, schema: dict) -> tuple[dict | None, str | None]:
+    """(data, None) for a strict answer, else (None, why)."""
+    if content is None or not content.strip():
+        return None, "empty answer"
+    try:
+        value = json.loads(content)
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON ({exc.msg} at character {exc.pos})"
+    if not isinstance(value, dict):
+        return None, "not a JSON object"
+    problem = validate(value, schema)
+    return (None, f"does not follow the schema: {problem}") if problem else (value, None)
+
+
+# --- asking ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Ask:
+    key: str  # the caller's id for this request (a cache key)
+    messages: list[dict]
+    schema: dict
+
+
+@dataclass
+class Answer:
+    key: str
+    data: dict | None
+    error: str | None
+    content: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    attempts: int = 1
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class Usage:
+    calls: int = 0  # answers asked for
+    requests: int = 0  # HTTP requests sent, retries included
+    failed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    cached: int = 0  # answers the caller's cache held (no request)
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def retries(self) -> int:
+        return max(self.requests - self.calls, 0)
+
+    def summary(self) -> str:
+        text = (
+            f"{self.calls:,} calls, {self.requests:,} requests ({self.retries:,} retried), "
+            f"{self.failed:,} failed, {self.prompt_tokens:,} prompt + "
+            f"{self.completion_tokens:,} completion tokens, {self.seconds:.1f} s"
+        )
+        return text + (f"; {self.cached:,} from the cache" if self.cached else "")
+
+    def as_dict(self) -> dict:
+        return {
+            "calls": self.calls,
+            "requests": self.requests,
+            "retries": self.retries,
+            "failed": self.failed,
+            "cached": self.cached,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "seconds": round(self.seconds, 3),
+            "failure_reasons": self.reasons,
+        }
+
+
+def _short(exc: Exception) -> str:
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return "the request timed out (after retries)"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code} from the endpoint: {str(exc.message)[:200]}"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"cannot reach the endpoint ({exc.__cause__ or exc})"[:300]
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _reason_kind(error: str) -> str:
+    """A failure reason without its particulars, for the totals ("not JSON", "HTTP 503")."""
+    return re.split(r" \(|: ", error, maxsplit=1)[0]
+
+
+async def _ask_all(
+    s: Settings, asks: list[Ask], usage: Usage, advance
+) -> list[Answer]:  # fmt: skip
+    import asyncio
+
+    import openai
+
+    counter = {"n": 0}
+
+    async def count(request) -> None:
+        counter["n"] += 1
+
+    http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [count]})
+    client = openai.AsyncOpenAI(
+        base_url=s.base_url,
+        api_key=s.api_key(),
+        timeout=s.timeout,
+        max_retries=s.max_retries,
+        http_client=http,
+    )
+    gate = asyncio.Semaphore(s.concurrency)
+    extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if s.json_mode else {}
+
+    async def one(ask: Ask) -> Answer:
+        async with gate:
+            start = time.monotonic()
+            try:
+                raw = await client.chat.completions.with_raw_response.create(
+                    model=s.model, messages=ask.messages, temperature=s.temperature, **extra
+                )
+                attempts = raw.retries_taken + 1
+                try:
+                    completion = raw.parse()
+                    content = completion.choices[0].message.content
+                    tokens = completion.usage
+                except Exception as exc:  # a 200 whose body is no chat completion
+                    return Answer(
+                        ask.key, None, f"the endpoint's answer is not a chat completion ({exc})"[
+                            :300
+                        ], raw.text[:2000] if hasattr(raw, "text") else None, attempts=attempts,
+                        seconds=time.monotonic() - start,
+                    )  # fmt: skip
+                data, error = parse(content, ask.schema)
+                return Answer(
+                    ask.key,
+                    data,
+                    error,
+                    content,
+                    prompt_tokens=(tokens.prompt_tokens or 0) if tokens else 0,
+                    completion_tokens=(tokens.completion_tokens or 0) if tokens else 0,
+                    attempts=attempts,
+                    seconds=time.monotonic() - start,
+                )
+            except openai.OpenAIError as exc:
+                retried = isinstance(
+                    exc, openai.APITimeoutError | openai.APIConnectionError | openai.RateLimitError
+                ) or (isinstance(exc, openai.APIStatusError) and exc.status_code >= 500)
+                return Answer(
+                    ask.key,
+                    None,
+                    _short(exc),
+                    None,
+                    attempts=s.max_retries + 1 if retried else 1,
+                    seconds=time.monotonic() - start,
+                )
+            finally:
+                advance(1)
+
+    try:
+        return list(await asyncio.gather(*(one(a) for a in asks)))
+    finally:
+        usage.requests += counter["n"]
+        await client.close()
+
+
+def ask_all(
+    s: Settings, asks: list[Ask], *, description: str = "asking the model"
+) -> tuple[list[Answer], Usage]:
+    """Every ask answered (in order), ``s.concurrency`` at a time, with a bar; and the totals."""
+    import asyncio
+
+    from goldmine.output import progress
+
+    usage = Usage()
+    if not asks:
+        return [], usage
+    start = time.monotonic()
+    with progress(f"{description} ({s.model})", total=len(asks)) as advance:
+        answers = asyncio.run(_ask_all(s, asks, usage, advance))
+    usage.seconds = time.monotonic() - start
+    usage.calls = len(answers)
+    for a in answers:
+        usage.prompt_tokens += a.prompt_tokens
+        usage.completion_tokens += a.completion_tokens
+        if not a.ok:
+            usage.failed += 1
+            kind = _reason_kind(a.error or "")
+            usage.reasons[kind] = usage.reasons.get(kind, 0) + 1
+    return answers, usage
