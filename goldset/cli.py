@@ -109,14 +109,18 @@ def draft(
     retriever: Annotated[str, typer.Option(help="bm25, dense or hybrid.")] = "bm25",
     k: Annotated[int, typer.Option("-k", help="Chunks to propose per query.")] = 10,
     db: DbOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Propose the top-k chunks for every candidate without a label (never gold by itself)."""
     from goldmine.goldset.draft import draft as run_draft
 
-    from goldmine.output import info
+    from goldmine.output import info, print_json
 
     # The work opens the store for short spans only, so other commands can read meanwhile.
     result = run_draft(db_flag(db), retriever, k, by=f"retriever:{retriever}")
+    if as_json:
+        print_json(result.__dict__)
+        return
     info(
         f"drafted {result.items} queries with {result.retriever} over snapshot "
         f"{result.snapshot_id}: {result.drafts} candidate chunks"
@@ -430,6 +434,7 @@ def publish(
     ] = False,
     by: ByOption = None,
     db: DbOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Freeze every verified item as the next version, hashed, in one transaction.
 
@@ -438,14 +443,19 @@ def publish(
     """
     from goldmine.goldset.versions import publish as do_publish
 
+    from goldmine.output import print_json
+
     with _store(db) as con:
         p = do_publish(
             con, message, _user(by), allow_partial=allow_partial, skip_partial=skip_partial
         )
-    print(
-        f"published v{p.version}: {p.n_items} queries ({p.n_answerable} answerable, "
-        f"{p.n_no_answer} no answer), {p.n_labels} labels, hash {p.content_hash[:12]}"
-    )
+    if as_json:
+        print_json({**p.__dict__, "message": message})
+    else:
+        print(
+            f"published v{p.version}: {p.n_items} queries ({p.n_answerable} answerable, "
+            f"{p.n_no_answer} no answer), {p.n_labels} labels, hash {p.content_hash[:12]}"
+        )
     if p.n_drifted:
         from goldmine.output import warn
 
@@ -484,16 +494,27 @@ def versions(db: DbOption = None, as_json: JsonOption = False) -> None:
     )
 
 
-def verify(db: DbOption = None) -> None:
-    """Recompute every published version's content hash; fails if one changed."""
+def verify(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Recompute every published version's content hash; fails (exit 1) if one changed."""
     from goldmine.goldset.versions import assert_verified, verify_versions
+
+    from goldmine.output import print_json
 
     with _store(db, create=False) as con:
         checks = verify_versions(con)
-    for c in checks:
-        print(
-            f"v{c.version}\t{'ok' if c.ok else 'CHANGED'}\t{c.n_items} items\t{c.recomputed[:12]}"
+    if as_json:
+        print_json(
+            {
+                "ok": all(c.ok for c in checks),
+                "versions": [{**c.__dict__, "ok": c.ok} for c in checks],
+            }
         )
+    else:
+        for c in checks:
+            print(
+                f"v{c.version}\t{'ok' if c.ok else 'CHANGED'}\t{c.n_items} items\t"
+                f"{c.recomputed[:12]}"
+            )
     assert_verified(checks)
 
 
@@ -533,12 +554,28 @@ def export(
     out: Annotated[Path, typer.Option("--out", help="Folder to write into.")] = Path("gold"),
     fmt: Annotated[str, typer.Option("--format", help="jsonl, trec or beir.")] = "jsonl",
     db: DbOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Write a version as a deterministic, sorted file (gold/v0003.jsonl), TREC or BEIR."""
     from goldmine.goldset.exchange import export_version
+    from goldmine.goldset.versions import resolve_version, version_header
+
+    from goldmine.output import print_json
 
     with _store(db, create=False) as con:
         paths = export_version(con, version, out, fmt)
+        header = version_header(con, resolve_version(con, version))
+    if as_json:
+        print_json(
+            {
+                "version": header["version"],
+                "format": fmt,
+                "content_hash": header["content_hash"],
+                "n_items": header["counts"]["items"],
+                "paths": paths,
+            }
+        )
+        return
     for path in paths:
         print(path)
 
@@ -552,20 +589,29 @@ def import_(
     ] = "auto",
     topics: Annotated[
         Path | None,
-        typer.Option("--topics", help="TREC topics / id<TAB>text / JSONL queries, for qrels."),
+        typer.Option(
+            "--topics",
+            help="Query texts for qrels: TREC <top> topics, id<TAB>text, JSONL, or SMART .I/.W "
+            "(Cranfield's cran.qry, numbered by position as its qrels are).",
+        ),
     ] = None,
     grade_map: Annotated[
         str | None,
-        typer.Option("--grade-map", help="Map the file's grades, e.g. 1=2,2=2,3=1,4=1,-1=0."),
+        typer.Option(
+            "--grade-map",
+            help="How the file's grades read on goldmine's 0-2 scale, one entry per grade, e.g. "
+            "1=2,2=2,3=1,4=1,-1=0 (Cranfield). Needed when a grade is outside 0-2.",
+        ),
     ] = None,
     split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
     by: ByOption = None,
     db: DbOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """Restore an exported version, or add TREC/BEIR/gold-JSONL judgments as verified items."""
     from goldmine.goldset.exchange import import_path, parse_grade_map
 
-    from goldmine.output import warn
+    from goldmine.output import print_json, warn
 
     with _store(db) as con:
         r = import_path(
@@ -577,7 +623,9 @@ def import_(
             grade_map=parse_grade_map(grade_map),
             split=split,
         )
-    if r.format == "goldmine":
+    if as_json:
+        print_json(r.__dict__)
+    elif r.format == "goldmine":
         state = "restored" if r.restored else "unchanged"
         print(
             f"v{r.version} {state}: {r.added} items added to the working set, "

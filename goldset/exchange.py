@@ -167,19 +167,41 @@ def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
 _TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
 _NUM = re.compile(r"<num>\s*(?:Number:)?\s*(\S+)", re.I)
 _TITLE = re.compile(r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=<|\Z)", re.S | re.I)
+_TOPIC_XML = re.compile(r"<topic\s[^>]*?number=\"?([^\"\s>]+)\"?[^>]*>(.*?)</topic>", re.S | re.I)
+_QUERY_XML = re.compile(r"<query>\s*(.*?)\s*</query>", re.S | re.I)
+_SMART_ID = re.compile(r"^\.I(?:\s+(\S+))?\s*$")
+_SMART_FIELD = re.compile(r"^\.([A-Z])\s*(.*)$")
+TOPIC_LAYOUTS = (
+    "TREC <top> topics, id<TAB>text lines, JSONL ({_id|query_id|qid, text|query|title}), "
+    "or SMART .I/.W records (Cranfield's cran.qry)"
+)
 
 
-def read_topics(path: Path) -> dict[str, str]:
-    """Query texts by id: TREC ``<top>`` topics, ``id<TAB>text`` lines, or JSONL."""
-    text = "\n".join(_read_lines(path))
+def read_topics(path: Path, notes: list[str] | None = None) -> dict[str, str]:
+    """Query texts by id, from any of the common layouts (:data:`TOPIC_LAYOUTS`).
+
+    SMART records (``.I`` then ``.W``) are numbered by their position in the file, 1..N, because
+    that is how Cranfield's ``cranqrel`` numbers them: ``cran.qry`` prints ``.I 001, 002, 004 …
+    365``, with gaps. When the printed numbers differ from the positions, ``notes`` says so.
+    """
+    lines = _read_lines(path)
+    text = "\n".join(lines)
+    first = next((line.strip() for line in lines if line.strip()), "")
     if "<top>" in text.lower():
         topics = {}
         for block in _TOP.findall(text):
             num, title = _NUM.search(block), _TITLE.search(block)
             if num and title:
                 topics[num.group(1)] = _one_line(title.group(1))
-        return topics
-    if path.suffix.lower() in (".jsonl", ".json"):
+    elif _TOPIC_XML.search(text):
+        topics = {}
+        for number, block in _TOPIC_XML.findall(text):
+            query = _QUERY_XML.search(block)
+            if query:
+                topics[number] = _one_line(query.group(1))
+    elif _SMART_ID.match(first):
+        topics = _smart_topics(lines, path, notes)
+    elif path.suffix.lower() in (".jsonl", ".json", ".ndjson") or first.startswith("{"):
         topics = {}
         for n, obj in _json_lines(path):
             qid = obj.get("_id", obj.get("query_id", obj.get("qid")))
@@ -187,16 +209,63 @@ def read_topics(path: Path) -> dict[str, str]:
             if qid is None or query is None:
                 raise InputError("a topic needs _id/query_id and text/query", path=path, line=n)
             topics[str(qid)] = str(query)
-        return topics
-    topics = {}
-    for n, line in enumerate(_read_lines(path), 1):
+    else:
+        topics = {}
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            parts = line.split("\t", 1) if "\t" in line else line.strip().split(None, 1)
+            if len(parts) != 2:
+                raise InputError("expected: query id, a tab, the query text", path=path, line=n)
+            topics[parts[0].strip()] = parts[1].strip()
+    if not topics:
+        raise InputError(f"no topics found; --topics reads {TOPIC_LAYOUTS}", path=path)
+    return topics
+
+
+def _smart_topics(lines: list[str], path: Path, notes: list[str] | None) -> dict[str, str]:
+    """SMART ``.I``/``.W`` records, keyed by position ("1".."N"); the ``.W`` field is the text."""
+    printed: list[str | None] = []
+    texts: list[list[str]] = []
+    field: str | None = None
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        parts = line.split("\t", 1) if "\t" in line else line.strip().split(None, 1)
-        if len(parts) != 2:
-            raise InputError("expected: query id, a tab, the query text", path=path, line=n)
-        topics[parts[0].strip()] = parts[1].strip()
+        record = _SMART_ID.match(line.strip())
+        if record:
+            printed.append(record.group(1))
+            texts.append([])
+            field = None
+            continue
+        marker = _SMART_FIELD.match(line.strip())
+        if marker:
+            field = marker.group(1)
+            line = marker.group(2)
+        if not texts:
+            raise InputError("a SMART record starts with .I", path=path, line=n)
+        if field == "W" and line.strip():
+            texts[-1].append(line)
+    topics = {str(pos): _one_line(" ".join(t)) for pos, t in enumerate(texts, 1)}
+    empty = [pos for pos, t in topics.items() if not t]
+    if empty:
+        raise InputError(
+            f"{len(empty)} records have no .W text (e.g. record {empty[0]})", path=path
+        )
+    renumbered = [p for p, number in enumerate(printed, 1) if _as_int(number) != p]
+    if renumbered and notes is not None:
+        notes.append(
+            f"{path.name}: queries are numbered by position, 1..{len(texts)}, as Cranfield's "
+            f"qrels number them, not by their .I numbers ({printed[renumbered[0] - 1]} is "
+            f"query {renumbered[0]})"
+        )
     return topics
+
+
+def _as_int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
@@ -273,6 +342,7 @@ class Imported:
     format: str
     path: str
     version: int | None = None
+    content_hash: str | None = None  # a restored version's
     restored: bool = False
     added: int = 0
     already_present: int = 0
@@ -299,6 +369,7 @@ def import_path(
     fmt = detect_format(path) if fmt == "auto" else fmt
     if fmt == "goldmine":
         return restore_version(con, path)
+    notes: list[str] = []
     if fmt == "beir":
         entries = read_beir(path, split)
     elif fmt == "jsonl":
@@ -306,10 +377,49 @@ def import_path(
     else:
         if topics is None:
             raise InputError("TREC qrels carry no query text: pass --topics FILE", path=path)
-        entries = _join(read_qrels(path), read_topics(topics), path)
+        entries = _join(read_qrels(path), read_topics(topics, notes), path)
     if grade_map is not None:
         entries = [_map_grades(e, grade_map, path) for e in entries]
-    return add_entries(con, entries, origin=f"import:{path.name}", by=by, fmt=fmt, path=path)
+    else:
+        check_scale(entries, path)
+    result = add_entries(con, entries, origin=f"import:{path.name}", by=by, fmt=fmt, path=path)
+    result.notes[:0] = notes
+    return result
+
+
+GRADES = (0, 1, 2)
+
+
+def check_scale(entries: list[GoldQuery], path: Path) -> None:
+    """Refuse grades off goldmine's 0-2 scale, naming them and the ``--grade-map`` that would read
+    them (both ways round: which end of a foreign scale is best is the file's to say)."""
+    found = sorted({g for e in entries for g in e.judged.values()})
+    outside = [g for g in found if g not in GRADES]
+    if not outside:
+        return
+    maps = [_suggest_map(found, best_first=False), _suggest_map(found, best_first=True)]
+    ways = (
+        f"if higher is better: --grade-map {maps[0]}; "
+        f"if 1 is the best (as Cranfield's codes): --grade-map {maps[1]}"
+        if maps[0] != maps[1]
+        else f"e.g. --grade-map {maps[0]}"
+    )
+    raise InputError(
+        f"grades outside 0-2 found: {', '.join(map(str, outside))} (the file's grades: "
+        f"{', '.join(map(str, found))}); goldmine grades 2 fully answers, 1 useful context, "
+        f"0 not relevant. Map every grade with --grade-map, {ways}",
+        path=path,
+    )
+
+
+def _suggest_map(found: list[int], *, best_first: bool) -> str:
+    """Positive grades split into a better half (2) and the rest (1); zero and below to 0."""
+    positive = [g for g in found if g > 0]
+    ranked = positive if best_first else positive[::-1]
+    answers = set(ranked[: (len(ranked) + 1) // 2])
+    parts = [f"{g}={2 if g in answers else 1}" for g in positive]
+    parts += [f"{g}=0" for g in sorted((g for g in found if g <= 0), reverse=True)]
+    return ",".join(parts)
 
 
 def _map_grades(entry: GoldQuery, grade_map: dict[int, int], path: Path) -> GoldQuery:
@@ -466,7 +576,7 @@ def restore_version(con: duckdb.DuckDBPyConnection, path: Path) -> Imported:
             path=path,
         )
     version = int(header["version"])
-    result = Imported(format="goldmine", path=str(path), version=version)
+    result = Imported(format="goldmine", path=str(path), version=version, content_hash=digest)
     with transaction(con):
         existing = con.execute(
             "SELECT content_hash, message FROM gold_versions WHERE version = ?", [version]

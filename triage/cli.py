@@ -132,15 +132,19 @@ def show_cmd(
 def export_cmd(
     file: Annotated[Path, typer.Argument(help="Output .csv or .parquet", dir_okay=False)],
     db: DbOption = None,
+    as_json: JsonOption = False,
 ) -> None:
     """One row per distinct query: text, normalized, cluster, canonical, counts, signals, tags."""
     from goldmine.triage.report import export_queries
 
-    from goldmine.output import info
+    from goldmine.output import info, print_json
     from goldmine.store import open_store
 
     with open_store(db_flag(db), create=False) as con:
         n = export_queries(con, file)
+    if as_json:
+        print_json({"path": str(file), "format": file.suffix.lower()[1:], "n_queries": n})
+        return
     info(f"wrote {n} queries to {file}")
 
 
