@@ -22,7 +22,7 @@ eval_app = typer.Typer(
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the root app."""
-    from goldmine.eval import cli_compare  # noqa: F401
+    from goldmine.eval import cli_compare, cli_power  # noqa: F401
 
     app.add_typer(eval_app, name="eval")
 

@@ -621,6 +621,40 @@ def _history_row(rows: list[dict[str, str]], key: str) -> dict[str, str] | None:
     return None
 
 
+def resolve_refs(
+    refs: Sequence[str],
+    *,
+    gold: str | None = None,
+    metrics: Sequence[str] | str | None = None,
+    db: Path | None = None,
+    rel_level: int = 1,
+) -> list[ScoreTable]:
+    """Each reference as a ``ScoreTable`` (see ``resolve_side``), for compare and power.
+
+    Stored runs and history rows are resolved first, so a run file is scored on the metrics the
+    other side has (or ``metrics``, or the default set). The store is opened only if needed.
+    """
+    from contextlib import nullcontext
+
+    from goldmine.store import open_store
+
+    files = [Path(r).is_file() for r in refs]
+    gold_in_store = gold is not None and not Path(gold).exists()
+    need_store = not all(files) or gold_in_store
+    with open_store(db, create=False) if need_store else nullcontext() as con:
+        sides: list[ScoreTable | None] = [
+            None if is_file else resolve_side(ref, con)
+            for ref, is_file in zip(refs, files, strict=True)
+        ]
+        known = [s.metric_names for s in sides if s is not None]
+        names = metrics or (known[0] if known else None)
+        loaded = _load_gold(gold, con) if gold is not None and any(files) else None
+        return [
+            side or resolve_side(ref, con, loaded, metrics=names, rel_level=rel_level)
+            for ref, side in zip(refs, sides, strict=True)
+        ]
+
+
 def compare_refs(
     ref_a: str,
     ref_b: str,
@@ -634,31 +668,8 @@ def compare_refs(
     alpha: float = 0.05,
     bootstrap: int = 10_000,
 ) -> Comparison:
-    """``goldmine eval compare A B``: resolve both sides, then ``compare_runs``.
-
-    Stored runs and history rows are resolved first, so a run file is scored on the metrics the
-    other side has (or ``metrics``, or the default set). The store is opened only if needed.
-    """
-    from contextlib import nullcontext
-
-    from goldmine.store import open_store
-
-    refs = (ref_a, ref_b)
-    files = [Path(r).is_file() for r in refs]
-    gold_in_store = gold is not None and not Path(gold).exists()
-    need_store = not all(files) or gold_in_store
-    with open_store(db, create=False) if need_store else nullcontext() as con:
-        sides: list[ScoreTable | None] = [
-            None if is_file else resolve_side(ref, con)
-            for ref, is_file in zip(refs, files, strict=True)
-        ]
-        known = [s.metric_names for s in sides if s is not None]
-        names = metrics or (known[0] if known else None)
-        loaded = _load_gold(gold, con) if gold is not None and any(files) else None
-        resolved = [
-            side or resolve_side(ref, con, loaded, metrics=names, rel_level=rel_level)
-            for ref, side in zip(refs, sides, strict=True)
-        ]
+    """``goldmine eval compare A B``: ``resolve_refs`` both sides, then ``compare_runs``."""
+    resolved = resolve_refs((ref_a, ref_b), gold=gold, metrics=metrics, db=db, rel_level=rel_level)
     return compare_runs(
         resolved[0],
         resolved[1],
@@ -675,6 +686,17 @@ def compare_refs(
 
 def _p(p: float) -> str:
     return f"{p:.4f}" if p >= 0.0001 else f"{p:.1e}"
+
+
+def noise_sentence(m: MetricComparison) -> str:
+    """What "inside the noise" means at this size: the change it could not have seen."""
+    if m.mde is None:
+        return f"inside the noise: {m.metric} scored the same on every query on both sides"
+    size = f"{m.mde:.2f}" if m.mde >= 0.01 else f"{m.mde:.4f}"
+    return (
+        f"inside the noise: at {m.n} queries a change under {size} {m.metric} cannot be seen "
+        "(goldmine eval power: queries needed for a given change)"
+    )
 
 
 def format_comparison(c: Comparison) -> list[str]:
@@ -713,6 +735,7 @@ def format_comparison(c: Comparison) -> list[str]:
         f"detectable: the smallest true change {c.n_queries} queries detect with "
         f"{POWER:.0%} power at alpha {c.alpha:g} (from the spread of the paired deltas)"
     )
+    lines.extend(noise_sentence(m) for m in c.metrics if m.verdict == "inside the noise")
     lines.extend(f"note: {note}" for note in c.notes)
     for m in c.metrics:
         lines.append("")
