@@ -136,4 +136,64 @@ MIGRATIONS = [
     # each read scans the whole corpus (15 ms at 100k chunks, 2 ms with it). A plain index, not a
     # key: a corpus import still dedupes by anti-join.
     Migration(303, "goldset_chunk_lookup", "CREATE INDEX gold_chunk_lookup ON chunks (chunk_id)"),
+    Migration(
+        304,
+        "goldset_model_drafts",
+        """
+        -- Every request goldmine made to a model, answered or failed, with what it said: the
+        -- cache (an answered key is not asked again) and the record of failed drafts.
+        CREATE SEQUENCE gold_llm_call_seq START 1;
+        CREATE TABLE gold_llm_calls (
+            call_id BIGINT NOT NULL,
+            kind VARCHAR NOT NULL,            -- synth | judge
+            cache_key VARCHAR NOT NULL,       -- sha256 over (kind, model, prompt version, inputs)
+            endpoint VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            prompt_version VARCHAR NOT NULL,  -- <name>.v<N>-<hash of the prompt file>
+            ok BOOLEAN NOT NULL,
+            error VARCHAR,                    -- why a failed answer failed
+            content VARCHAR,                  -- the answer's text as received
+            data VARCHAR,                     -- the parsed answer (JSON), when ok
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            attempts INTEGER,
+            seconds DOUBLE,
+            ts TIMESTAMP NOT NULL
+        );
+        -- Questions a model drafted from a chunk (gold synth): where each came from, and the
+        -- real query that covers it, if one does.
+        CREATE TABLE gold_model_items (
+            query_id VARCHAR NOT NULL,
+            chunk_id VARCHAR NOT NULL,
+            text_hash VARCHAR NOT NULL,       -- the chunk's text hash when drafted
+            snapshot_id BIGINT,
+            endpoint VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            prompt_version VARCHAR NOT NULL,
+            style VARCHAR NOT NULL,           -- user | question
+            call_id BIGINT,
+            covered_query VARCHAR,            -- the real query that covers it (as typed)
+            covered_norm VARCHAR,
+            covered_query_id VARCHAR,         -- that query's gold item, if it has one
+            fuzzy_score DOUBLE,               -- rapidfuzz token_sort_ratio to the best real query
+            cosine DOUBLE,                    -- embedding similarity to the best real query
+            ts TIMESTAMP NOT NULL
+        );
+        -- A model's grade for a candidate (gold draft --judge llm): beside people's labels in
+        -- gold_labels, never over them, never gold.
+        CREATE TABLE gold_model_labels (
+            query_id VARCHAR NOT NULL,
+            chunk_id VARCHAR NOT NULL,
+            grade INTEGER NOT NULL,
+            reason VARCHAR,
+            endpoint VARCHAR NOT NULL,
+            model VARCHAR NOT NULL,
+            prompt_version VARCHAR NOT NULL,
+            query_hash VARCHAR NOT NULL,      -- sha256 of the query text judged
+            text_hash VARCHAR NOT NULL,       -- the chunk's text hash judged
+            call_id BIGINT,
+            ts TIMESTAMP NOT NULL
+        );
+        """,
+    ),
 ]

@@ -1,0 +1,202 @@
+"""Command line for the model drafts: ``gold synth``, and the ``--judge llm`` halves of ``gold
+draft`` and ``gold agreement`` (goldset/cli.py hands over to these).
+
+The model settings come from ``[llm]`` in goldmine.toml, ``--base-url``/``--model``/
+``--concurrency`` over them (goldmine.llm). The totals (calls, requests, retries, failures,
+tokens) go to stderr, like every message for people; ``--json`` prints the result on stdout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from goldmine.options import DbOption, JsonOption, db_flag
+
+BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 (Ollama)."
+    ),
+]
+ModelOption = Annotated[str | None, typer.Option("--model", help="The model's name there.")]
+ConcurrencyOption = Annotated[
+    int | None, typer.Option("--concurrency", help="Requests at a time (default 4).")
+]
+ByOption = Annotated[
+    str | None,
+    typer.Option("--by", help="Who did it (default: $GOLDMINE_USER, then the login name)."),
+]
+
+
+def model_settings(base_url: str | None, model: str | None, concurrency: int | None):
+    from goldmine.llm import settings
+
+    return settings(base_url, model, concurrency)
+
+
+def print_usage(what: str, usage, failures: list[str]) -> None:
+    from goldmine.output import info, warn
+
+    info(f"{what}: model {usage.summary()}")
+    if usage.reasons:
+        warn(
+            f"{usage.failed} failed drafts ("
+            + ", ".join(f"{n} {why}" for why, n in sorted(usage.reasons.items()))
+            + "), kept in gold_llm_calls; asked again next run:"
+        )
+        for line in failures:
+            warn(f"  {line}")
+
+
+def synth(
+    chunks: Annotated[
+        int | None, typer.Option("--chunks", help="How many chunks to sample (default 20).")
+    ] = None,
+    doc: Annotated[str | None, typer.Option("--doc", help="Every chunk of one document.")] = None,
+    cluster: Annotated[
+        int | None,
+        typer.Option("--cluster", help="The chunks a triage cluster's queries retrieve."),
+    ] = None,
+    per_chunk: Annotated[int, typer.Option("--per-chunk", help="Questions per chunk.")] = 2,
+    style: Annotated[
+        str, typer.Option("--style", help="user (a few words, as typed) or question.")
+    ] = "user",
+    seed: Annotated[int, typer.Option("--seed", help="Which chunks the sample takes.")] = 0,
+    match: Annotated[
+        str,
+        typer.Option(
+            "--match",
+            help="Compare with real traffic: both (fuzzy + embedding), fuzzy, or none.",
+        ),
+    ] = "both",
+    fuzzy_threshold: Annotated[
+        float, typer.Option("--fuzzy-threshold", help="token_sort_ratio that counts as covered.")
+    ] = 85.0,
+    similarity: Annotated[
+        float, typer.Option("--similarity", help="Embedding cosine that counts as covered.")
+    ] = 0.80,
+    base_url: BaseUrlOption = None,
+    model: ModelOption = None,
+    concurrency: ConcurrencyOption = None,
+    by: ByOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Draft the questions chunks answer with a model: drafted items, never gold by themselves."""
+    from goldmine.goldset.items import default_user
+    from goldmine.goldset.synth import check_all_failed
+    from goldmine.goldset.synth import synth as run_synth
+
+    from goldmine.output import info, print_json
+
+    s = model_settings(base_url, model, concurrency)
+    result = run_synth(
+        db_flag(db), s, n_chunks=chunks, doc=doc, cluster=cluster, per_chunk=per_chunk,
+        style=style, seed=seed, match=match, fuzzy_threshold=fuzzy_threshold,
+        similarity=similarity, by=default_user(by),
+    )  # fmt: skip
+    print_usage("synth", result.usage, result.failures)
+    info(
+        f"drafted {result.questions} questions from {result.chunks} chunks with {result.model} "
+        f"({result.prompt_version}); {result.covered} covered by a real query, "
+        f"{result.already} already in the set, {result.failed} failed. "
+        "They are drafts: `goldmine gold review` makes them gold."
+    )
+    if as_json:
+        print_json(result.as_dict())
+    check_all_failed(result)
+
+
+def judge_settings(
+    judge: str | None, base_url: str | None, model: str | None, concurrency: int | None
+):
+    """The model settings for ``--judge llm`` (None without --judge), checked before any work."""
+    from goldmine.errors import InputError
+
+    if judge is None:
+        return None
+    if judge != "llm":
+        raise InputError(f"--judge takes llm, not {judge!r}")
+    return model_settings(base_url, model, concurrency)
+
+
+def judge_draft(db: Path | None, s, as_json: bool, drafted: dict | None = None) -> None:
+    """``gold draft --judge llm``: the model grades every candidate, beside people's labels."""
+    from goldmine.goldset.judge import judge as run_judge
+
+    from goldmine.output import info, print_json
+
+    result = run_judge(db, s)
+    print_usage("judge", result.usage, result.failures)
+    info(
+        f"graded {result.graded} candidates of {result.items} queries with {result.model} "
+        f"({result.prompt_version}); {result.usage.cached} from the cache, {result.failed} "
+        "failed. Review shows them as suggestions; never gold until a person grades."
+    )
+    if as_json:
+        print_json({"draft": drafted, "judge": result.as_dict()})
+
+
+def agreement_llm(
+    db: Path | None, judge: str, runs: list[Path], metric: str, as_json: bool
+) -> None:
+    """``gold agreement --judge llm``: the model's grades against each person's."""
+    from goldmine.goldset.judge import model_agreement
+
+    from goldmine.errors import InputError
+    from goldmine.output import print_json
+    from goldmine.store import open_store
+
+    if judge != "llm":
+        raise InputError(f"--judge takes llm, not {judge!r}")
+
+    with open_store(db, create=False) as con:
+        result = model_agreement(con, runs=runs, metric=metric)
+    if as_json:
+        print_json(result)
+        return
+    print_agreement(result)
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def print_agreement(result: dict) -> None:
+    if not result["people"]:
+        print(
+            "no candidate has both a person's grade and the model's: "
+            "`goldmine gold draft --judge llm`, then review"
+        )
+    for p in result["people"]:
+        ci = p["kappa_weighted_ci95"]
+        interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+        print(
+            f"model ({', '.join(result['models'])}) / {p['person']}: {p['n_items']} items, "
+            f"{p['n_pairs']} judged chunks; weighted kappa {_fmt(p['kappa_weighted'])}{interval}"
+            f", relevant-or-not kappa {_fmt(p['kappa_relevant'])}, raw agreement "
+            f"{p['observed_agreement']:.2f}"
+        )
+        print(
+            "  grades (model rows, person columns): "
+            + " | ".join(" ".join(str(n) for n in row) for row in p["confusion"]["counts"])
+        )
+    o = result["suggestions"]
+    if o["n"]:
+        print(
+            f"suggestions: {o['n']} candidates graded by a person with the model's grade shown; "
+            f"{o['accepted']} accepted, {o['overridden']} overridden "
+            f"({o['override_share']:.0%} overridden)"
+        )
+    systems = result.get("systems")
+    if systems:
+        tau = systems["kendall_tau"]
+        print(
+            f"systems ranked by {systems['metric']} on people's vs the model's labels, "
+            f"{systems['n_queries']} queries: Kendall's tau {_fmt(tau)}"
+        )
+        for run in systems["runs"]:
+            print(f"  {run['run']}: people {run['people']:.4f}, model {run['model']:.4f}")

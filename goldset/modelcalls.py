@@ -1,0 +1,99 @@
+"""The model's answers in the store: every call kept (``gold_llm_calls``), answered ones a cache.
+
+A call's key is a hash of what decides its answer: the kind of call, the model, the prompt's
+version and the hashes of the texts it carries. An answered key is never asked again; a failed
+one is (the failure is kept, with its reason and the text the model sent, for the user to read).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from goldmine.goldset.items import now, reserve
+
+from goldmine.text import sha256_text
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from goldmine.llm import Answer, Prompt, Settings
+
+
+def cache_key(kind: str, model: str, prompt_version: str, *parts: object) -> str:
+    return sha256_text(json.dumps([kind, model, prompt_version, *parts], ensure_ascii=False))
+
+
+def cached(con: duckdb.DuckDBPyConnection, keys: list[str]) -> dict[str, tuple[int, dict]]:
+    """key -> (call_id, parsed answer) for the keys answered before."""
+    if not keys:
+        return {}
+    rows = con.execute(
+        """SELECT cache_key, max(call_id), arg_max(data, call_id) FROM gold_llm_calls
+           WHERE ok AND cache_key IN (SELECT unnest(?::VARCHAR[])) GROUP BY cache_key""",
+        [keys],
+    ).fetchall()
+    return {key: (call_id, json.loads(data)) for key, call_id, data in rows}
+
+
+def record_calls(
+    con: duckdb.DuckDBPyConnection,
+    kind: str,
+    s: Settings,
+    prompt: Prompt,
+    answers: list[Answer],
+) -> dict[str, int]:
+    """Keep every answer, answered or failed; returns key -> call_id."""
+    if not answers:
+        return {}
+    first = reserve(con, "gold_llm_call_seq", len(answers))
+    at = now()
+    rows = [
+        (
+            first + i,
+            kind,
+            a.key,
+            s.endpoint,
+            s.model,
+            prompt.version,
+            a.ok,
+            a.error,
+            a.content,
+            json.dumps(a.data, ensure_ascii=False, sort_keys=True) if a.ok else None,
+            a.prompt_tokens,
+            a.completion_tokens,
+            a.attempts,
+            a.seconds,
+            at,
+        )
+        for i, a in enumerate(answers)
+    ]
+    insert_rows(con, "gold_llm_calls", _CALL_COLUMNS, rows)
+    return {a.key: first + i for i, a in enumerate(answers)}
+
+
+_CALL_COLUMNS = {
+    "call_id": "Int64", "kind": "Utf8", "cache_key": "Utf8", "endpoint": "Utf8", "model": "Utf8",
+    "prompt_version": "Utf8", "ok": "Boolean", "error": "Utf8", "content": "Utf8", "data": "Utf8",
+    "prompt_tokens": "Int64", "completion_tokens": "Int64", "attempts": "Int64",
+    "seconds": "Float64", "ts": "Datetime",
+}  # fmt: skip
+
+
+def insert_rows(con, table: str, columns: dict[str, str], rows: list[tuple]) -> None:
+    """Insert many rows in one statement (a polars frame), not one statement a row."""
+    import polars as pl
+
+    from goldmine.store import registered
+
+    if not rows:
+        return
+    schema = {name: getattr(pl, kind) for name, kind in columns.items()}
+    frame = pl.DataFrame(rows, schema=schema, orient="row")
+    with registered(con, _gm_rows=frame):
+        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM _gm_rows")
+
+
+def failure_lines(answers: list[Answer], label: dict[str, str], limit: int = 5) -> list[str]:
+    """A few failed answers, as 'what: why' lines for stderr."""
+    return [f"{label.get(a.key, a.key)}: {a.error}" for a in answers if not a.ok][:limit]

@@ -1,0 +1,432 @@
+"""``gold synth``: a model drafts the questions a chunk answers, as items never gold by themselves.
+
+Chunks are sampled from the current snapshot, stratified over documents (one chunk of each
+document in turn, in a seeded order), skipping very short chunks and boilerplate (a text that
+several documents share, or a short legal/navigation/feedback footer). ``--doc`` takes one
+document's chunks, ``--cluster`` the chunks a triage cluster's queries retrieve (BM25).
+
+Each question becomes a gold item with status ``drafted`` and origin ``model``, its source chunk a
+drafted candidate (``kind = 'draft'``, ``suggested_grade`` 2, source ``model``), and provenance in
+``gold_model_items`` and a ``synth`` history row (which a published version keeps): endpoint,
+model, prompt version, chunk id and text hash, style, time. Only a person's grade makes it gold,
+through ``goldmine.goldset.items`` like any other item.
+
+Each question is compared with the real traffic (triage's queries, or the raw queries before a
+triage run): rapidfuzz ``token_sort_ratio`` on the normalized text and, unless ``--match fuzzy``,
+the cosine of the bundled MiniLM embeddings (cached in the store). A question a real query covers
+is tagged ``covered`` and linked to that query (and its gold item, if it has one): a real query is
+better evidence than a model's.
+
+The store is open to read the chunks, closed while the model answers and the embeddings are
+computed, and opened once to write everything in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goldmine.goldset import items as gi
+from goldmine.goldset.modelcalls import cache_key, cached, failure_lines, record_calls
+
+from goldmine.errors import GoldmineError, InputError, NotFoundError
+from goldmine.store import open_store, transaction
+from goldmine.text import normalize_query
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from goldmine.llm import Settings
+
+STYLES = ("user", "question")
+MATCHES = ("both", "fuzzy", "none")
+MIN_WORDS = 8  # a chunk shorter than this answers nothing a user asks
+BOILERPLATE_MAX_WORDS = 40
+BOILERPLATE = (
+    r"(?i)(all rights reserved|copyright|cookie|privacy policy|terms of (service|use)"
+    r"|was this (article|page) helpful|table of contents|skip to (main )?content)"
+)
+DEFAULT_CHUNKS = 20
+FUZZY_THRESHOLD = 85.0
+SIMILARITY_THRESHOLD = 0.80
+
+
+@dataclass
+class SynthResult:
+    endpoint: str
+    model: str
+    prompt_version: str
+    chunks: int = 0  # chunks asked about (cached or not)
+    questions: int = 0  # new gold items
+    already: int = 0  # questions already in the set
+    covered: int = 0  # new items a real query covers
+    failed: int = 0
+    failures: list[str] = field(default_factory=list)
+    usage: Any = None
+    query_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "prompt_version": self.prompt_version,
+            "chunks": self.chunks,
+            "questions": self.questions,
+            "already": self.already,
+            "covered": self.covered,
+            "failed": self.failed,
+            "failures": self.failures,
+            "usage": self.usage.as_dict() if self.usage else None,
+            "query_ids": self.query_ids,
+        }
+
+
+_ELIGIBLE = f"""
+    SELECT c.chunk_id, coalesce(c.doc_id, c.chunk_id) AS doc, c.title, c.text, c.text_hash
+    FROM chunks c
+    WHERE c.snapshot_id = $snapshot
+      AND len(string_split_regex(trim(c.text), '\\s+')) >= {MIN_WORDS}
+      AND NOT (len(string_split_regex(trim(c.text), '\\s+')) < {BOILERPLATE_MAX_WORDS}
+               AND regexp_matches(c.text, '{BOILERPLATE}'))
+      AND c.text_hash NOT IN (
+          SELECT text_hash FROM chunks WHERE snapshot_id = $snapshot
+          GROUP BY text_hash HAVING count(DISTINCT coalesce(doc_id, chunk_id)) > 1)
+"""
+
+
+def sample_chunks(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    n: int | None,
+    doc: str | None,
+    chunk_ids: list[str] | None,
+    seed: int,
+    skip_drafted_by: tuple[str, str] | None,
+) -> list[dict]:
+    """Eligible chunks: a document's, the given ids (in order), or ``n`` stratified over documents
+    (round robin over documents in a seeded order), leaving out those already drafted."""
+    snapshot_id, _ = gi.current_snapshot(con)
+    if snapshot_id is None:
+        raise NotFoundError("no corpus in the store: ingest one first (`goldmine ingest corpus`)")
+    params: dict[str, Any] = {"snapshot": snapshot_id, "seed": str(seed)}
+    where = "TRUE"
+    if doc is not None:
+        where = "doc = $doc"
+        params["doc"] = doc
+    elif chunk_ids is not None:
+        where = "list_contains($ids, chunk_id)"
+        params["ids"] = chunk_ids
+    elif skip_drafted_by:
+        where = """chunk_id NOT IN (SELECT chunk_id FROM gold_model_items
+                                    WHERE model = $model AND prompt_version = $version)"""
+        params["model"], params["version"] = skip_drafted_by
+    rows = gi.fetch_dicts(
+        con,
+        f"""WITH e AS ({_ELIGIBLE}), picked AS (SELECT * FROM e WHERE {where})
+            SELECT chunk_id, doc, title, text, text_hash FROM (
+                SELECT *, row_number() OVER (PARTITION BY doc
+                                             ORDER BY md5(chunk_id || $seed)) AS turn,
+                       md5(doc || $seed) AS doc_order
+                FROM picked)
+            ORDER BY turn, doc_order, chunk_id""",
+        params,
+    )
+    if chunk_ids is not None and doc is None:
+        order = {c: i for i, c in enumerate(chunk_ids)}
+        rows.sort(key=lambda r: order[r["chunk_id"]])
+    return rows if n is None else rows[:n]
+
+
+def cluster_chunks(con: duckdb.DuckDBPyConnection, cluster: int, per_query: int = 3) -> list[str]:
+    """The chunks a triage cluster's queries retrieve with BM25, best first."""
+    from goldmine.eval.baselines import BM25Retriever
+
+    queries = [
+        r[0]
+        for r in con.execute(
+            "SELECT query FROM triage_queries WHERE cluster_id = ? ORDER BY n_events DESC",
+            [cluster],
+        ).fetchall()
+    ]
+    if not queries:
+        raise NotFoundError(f"no triage cluster {cluster} (see `goldmine triage show`)")
+    snapshot_id, _ = gi.current_snapshot(con)
+    chunks = con.execute(
+        "SELECT chunk_id, title, text FROM chunks WHERE snapshot_id = ? ORDER BY chunk_id",
+        [snapshot_id],
+    ).fetchall()
+    if not chunks:
+        raise NotFoundError("the current corpus snapshot has no chunks")
+    ids, titles, texts = (list(c) for c in zip(*chunks, strict=True))
+    found = BM25Retriever(ids, titles, texts).search(queries, per_query)
+    best: dict[str, tuple[int, float]] = {}
+    for hits in found:
+        for rank, (chunk_id, score) in enumerate(hits):
+            if score > 0 and (chunk_id not in best or (rank, -score) < best[chunk_id]):
+                best[str(chunk_id)] = (rank, -score)
+    return sorted(best, key=lambda c: best[c])
+
+
+def real_queries(con: duckdb.DuckDBPyConnection) -> list[dict]:
+    """The traffic's distinct queries: triage's, or before a triage run the raw ones."""
+    from goldmine.goldset.provenance import _norm_sql
+
+    rows = gi.fetch_dicts(
+        con, "SELECT norm_query AS norm, query, n_events, cluster_id FROM triage_queries"
+    )
+    if rows:
+        return rows
+    return gi.fetch_dicts(
+        con,
+        f"""SELECT norm, arg_max(text, ts) AS query, count(*) AS n_events,
+                   NULL::BIGINT AS cluster_id FROM (
+                SELECT {_norm_sql("query")} AS norm, query AS text, ts FROM search_events
+                UNION ALL SELECT {_norm_sql("question")}, question, ts FROM tickets
+                UNION ALL SELECT {_norm_sql("text")}, text, ts FROM chat_turns
+                          WHERE role = 'user'
+                UNION ALL SELECT {_norm_sql("query")}, query, ts FROM manual_queries)
+            WHERE norm != '' GROUP BY norm""",
+    )
+
+
+def match_traffic(
+    db: Path | None,
+    questions: list[str],
+    real: list[dict],
+    *,
+    match: str,
+    fuzzy_threshold: float,
+    similarity: float,
+) -> list[dict]:
+    """For each question: the best real query by fuzzy score and cosine, and whether it covers."""
+    import numpy as np
+
+    out = [{"fuzzy": None, "cosine": None, "covered": None} for _ in questions]
+    if match == "none" or not questions or not real:
+        return out
+    from rapidfuzz import fuzz, process
+
+    norms = [normalize_query(q) for q in questions]
+    real_norms = [r["norm"] for r in real]
+    scores = process.cdist(norms, real_norms, scorer=fuzz.token_sort_ratio, workers=1)
+    best_fuzzy = scores.argmax(axis=1)
+    cosines = best_cos = None
+    if match == "both":
+        from goldmine.embed import embed_closed
+
+        vectors = embed_closed(db, norms + real_norms, description="embedding for traffic").vectors
+        cosines = vectors[: len(norms)] @ vectors[len(norms) :].T
+        best_cos = cosines.argmax(axis=1)
+    for i in range(len(questions)):
+        f = int(best_fuzzy[i])
+        out[i]["fuzzy"] = float(scores[i, f])
+        if cosines is not None:
+            out[i]["cosine"] = float(cosines[i, int(best_cos[i])])
+        if scores[i, f] >= fuzzy_threshold:
+            pick = f
+        elif cosines is not None and cosines[i, int(best_cos[i])] >= similarity:
+            pick = int(best_cos[i])
+        else:
+            continue
+        out[i]["covered"] = real[pick]
+        out[i]["fuzzy"] = float(scores[i, pick])
+        if cosines is not None:
+            out[i]["cosine"] = float(np.float32(cosines[i, pick]))
+    return out
+
+
+def synth(
+    db: Path | None,
+    s: Settings,
+    *,
+    n_chunks: int | None = None,
+    doc: str | None = None,
+    cluster: int | None = None,
+    per_chunk: int = 2,
+    style: str = "user",
+    seed: int = 0,
+    match: str = "both",
+    fuzzy_threshold: float = FUZZY_THRESHOLD,
+    similarity: float = SIMILARITY_THRESHOLD,
+    by: str,
+) -> SynthResult:
+    from goldmine.llm import Ask, Usage, ask_all, load_prompt
+
+    if style not in STYLES:
+        raise InputError(f"--style must be one of {', '.join(STYLES)}, not {style!r}")
+    if match not in MATCHES:
+        raise InputError(f"--match must be one of {', '.join(MATCHES)}, not {match!r}")
+    if not 1 <= per_chunk <= 10:
+        raise InputError("--per-chunk must be between 1 and 10")
+    if sum(x is not None for x in (n_chunks, doc, cluster)) > 1:
+        raise InputError("give one of --chunks, --doc and --cluster")
+    if n_chunks is not None and n_chunks < 1:
+        raise InputError("--chunks must be at least 1")
+    prompt = load_prompt("synth")
+    result = SynthResult(s.endpoint, s.model, prompt.version)
+    with open_store(db) as con:
+        ids = cluster_chunks(con, cluster) if cluster is not None else None
+        chunks = sample_chunks(
+            con,
+            n=n_chunks if n_chunks else (None if doc or ids else DEFAULT_CHUNKS),
+            doc=doc,
+            chunk_ids=ids,
+            seed=seed,
+            skip_drafted_by=(s.model, prompt.version),
+        )
+        if not chunks:
+            raise NotFoundError(
+                "no chunk to draft from: "
+                + (f"document {doc!r} has no eligible chunk" if doc else "every eligible chunk")
+                + ("" if doc else f" is drafted already by {s.model} with {prompt.version}")
+            )
+        for c in chunks:
+            c["key"] = cache_key(
+                "synth", s.model, prompt.version, c["text_hash"], c["title"], per_chunk, style
+            )
+        known = cached(con, [c["key"] for c in chunks])
+        real = real_queries(con) if match != "none" else []
+    todo = [c for c in chunks if c["key"] not in known]
+    asks = [
+        Ask(
+            c["key"],
+            prompt.messages(
+                {
+                    "chunk_id": c["chunk_id"],
+                    "title": c["title"],
+                    "passage": c["text"],
+                    "n_questions": per_chunk,
+                    "style": style,
+                }
+            ),
+            prompt.schema,
+        )
+        for c in todo
+    ]
+    answers, usage = ask_all(s, asks, description="drafting questions") if asks else ([], Usage())
+    usage.cached = len(chunks) - len(todo)
+    result.usage, result.chunks = usage, len(chunks)
+    result.failed = usage.failed
+    result.failures = failure_lines(answers, {c["key"]: c["chunk_id"] for c in todo})
+    by_key = {a.key: a for a in answers}
+    drafted: list[tuple[dict, str]] = []  # (chunk, question)
+    for c in chunks:
+        data = known[c["key"]][1] if c["key"] in known else by_key[c["key"]].data
+        if not data:
+            continue
+        seen: set[str] = set()
+        for q in data["questions"][:per_chunk]:
+            text = " ".join(q["question"].split())
+            if normalize_query(text) and normalize_query(text) not in seen:
+                seen.add(normalize_query(text))
+                drafted.append((c, text))
+    links = match_traffic(
+        db,
+        [q for _, q in drafted],
+        real,
+        match=match,
+        fuzzy_threshold=fuzzy_threshold,
+        similarity=similarity,
+    )
+    from goldmine.embed import WRITE_WAIT_S
+
+    with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
+        call_ids = record_calls(con, "synth", s, prompt, answers)
+        call_ids |= {k: v[0] for k, v in known.items()}
+        for (chunk, question), link in zip(drafted, links, strict=True):
+            qid = _store_question(con, s, prompt.version, style, chunk, question, link,
+                                  call_ids.get(chunk["key"]), cluster, by)  # fmt: skip
+            if qid is None:
+                result.already += 1
+                continue
+            result.questions += 1
+            result.covered += link["covered"] is not None
+            result.query_ids.append(qid)
+    return result
+
+
+def check_all_failed(result: SynthResult) -> None:
+    """Exit 1 when the model answered nothing (a wrong endpoint, model or key, most often)."""
+    u = result.usage
+    if u and u.calls and u.failed == u.calls and not u.cached:
+        raise GoldmineError(
+            f"every model request failed ({u.failed}): " + "; ".join(result.failures[:3])
+        )
+
+
+def _store_question(
+    con, s: Settings, version: str, style: str, chunk: dict, question: str, link: dict,
+    call_id: int | None, cluster: int | None, by: str,
+) -> str | None:  # fmt: skip
+    """One drafted question as a gold item with its source chunk drafted; None if already in."""
+    at = gi.now()
+    who = f"model:{s.model}"
+    covered = link["covered"]
+    covered_qid = None
+    if covered is not None:
+        rows = con.execute(
+            "SELECT query_id FROM gold_items WHERE norm_query = ? AND origin != 'model'",
+            [covered["norm"]],
+        ).fetchall()
+        covered_qid = rows[0][0] if rows else None
+    qid = gi.add_item(
+        con,
+        question,
+        origin="model",
+        by=who,
+        reason=f"drafted by {s.model} from chunk {chunk['chunk_id']}",
+        cluster_id=cluster if cluster is not None else (covered or {}).get("cluster_id"),
+        tags=["synthetic", *(["covered"] if covered else [])],
+        sources=["model"],
+        source_ids=[f"chunk:{chunk['chunk_id']}"],
+        status="drafted",
+        at=at,
+    )
+    if qid is None:
+        return None
+    snapshot_id, _ = gi.current_snapshot(con)
+    con.execute("UPDATE gold_items SET drafted_by = ? WHERE query_id = ?", [who, qid])
+    con.execute(
+        """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, rank, source,
+               text_hash, snapshot_id, who, ts)
+           VALUES (?, ?, 'draft', 2, 1, 'model', ?, ?, ?, ?)""",
+        [qid, chunk["chunk_id"], chunk["text_hash"], snapshot_id, who, at],
+    )
+    con.execute(
+        "INSERT INTO gold_model_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            qid,
+            chunk["chunk_id"],
+            chunk["text_hash"],
+            snapshot_id,
+            s.endpoint,
+            s.model,
+            version,
+            style,
+            call_id,
+            covered["query"] if covered else None,
+            covered["norm"] if covered else None,
+            covered_qid,
+            link["fuzzy"],
+            link["cosine"],
+            at,
+        ],
+    )
+    detail = {
+        "endpoint": s.endpoint,
+        "model": s.model,
+        "prompt_version": version,
+        "chunk_id": chunk["chunk_id"],
+        "chunk_text_hash": chunk["text_hash"],
+        "snapshot_id": snapshot_id,
+        "style": style,
+        "call_id": call_id,
+        "requested_by": by,
+        "covered_by": (
+            {"query": covered["query"], "query_id": covered_qid, "fuzzy": link["fuzzy"],
+             "cosine": link["cosine"]} if covered else None
+        ),
+    }  # fmt: skip
+    gi.record(con, qid, "synth", who, detail, at)
+    return qid
