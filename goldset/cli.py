@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from goldmine.goldset import cli_llm
 
 from goldmine.options import DbOption, JsonOption, db_flag
 
@@ -108,6 +109,12 @@ def add_query(
 def draft(
     retriever: Annotated[str, typer.Option(help="bm25, dense or hybrid.")] = "bm25",
     k: Annotated[int, typer.Option("-k", help="Chunks to propose per query.")] = 10,
+    judge: Annotated[
+        str | None, typer.Option("--judge", help="llm: a model grades every candidate too.")
+    ] = None,
+    base_url: cli_llm.BaseUrlOption = None,
+    model: cli_llm.ModelOption = None,
+    concurrency: cli_llm.ConcurrencyOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -116,8 +123,12 @@ def draft(
 
     from goldmine.output import info, print_json
 
+    settings = cli_llm.judge_settings(judge, base_url, model, concurrency)
     # The work opens the store for short spans only, so other commands can read meanwhile.
     result = run_draft(db_flag(db), retriever, k, by=f"retriever:{retriever}")
+    if settings is not None:
+        cli_llm.judge_draft(db_flag(db), settings, as_json, drafted=result.__dict__)
+        return
     if as_json:
         print_json(result.__dict__)
         return
@@ -198,12 +209,26 @@ def assign(
     )
 
 
-def agreement(db: DbOption = None, as_json: JsonOption = False) -> None:
+def agreement(
+    judge: Annotated[
+        str | None, typer.Option("--judge", help="llm: the model's grades against each person's.")
+    ] = None,
+    run: Annotated[
+        list[Path] | None,
+        typer.Option("--run", help="--judge llm: a run file; two or more rank the systems."),
+    ] = None,
+    metric: Annotated[str, typer.Option("--metric", help="--run: the metric.")] = "ndcg@10",
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
     """How far raters agree on the double-labelled items: kappa per pair, Krippendorff's alpha."""
     from goldmine.goldset.raters import agreement as measure
 
     from goldmine.output import print_json
 
+    if judge is not None:
+        cli_llm.agreement_llm(db_flag(db), judge, list(run or []), metric, as_json)
+        return
     with _store(db, create=False) as con:
         result = measure(con)
     if as_json:
@@ -703,6 +728,7 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
     )
     gold.command("starter")(starter)
+    gold.command("synth")(cli_llm.synth)
     gold.command("add-query")(add_query)
     gold.command("draft")(draft)
     gold.command("review")(review)
