@@ -12,6 +12,7 @@ from goldmine.ingest import corpus as _corpus
 from goldmine.ingest import manual as _manual
 from goldmine.ingest import searchlog as _searchlog
 from goldmine.ingest import tickets as _tickets
+from goldmine.ingest import traces as _traces
 from goldmine.ingest import ubi as _ubi
 from goldmine.ingest.batch import ImportResult, parse_map, resolve_fields
 from goldmine.ingest.files import discover
@@ -85,6 +86,24 @@ def chat(
     """Chat turns into ``chat_turns``; PII and @handles redacted unless ``redact=False``."""
     redactor = make_redactor(redact, patterns, handles=True)
     return _files(con, _chat, paths, fmt, mapping, redactor, {"redact": redact})
+
+
+def traces(
+    con: duckdb.DuckDBPyConnection,
+    paths: list[str | Path],
+    trace_format: str | None = None,
+    doc_id: str | None = None,
+    redact: bool = True,
+    patterns: list[str] | None = None,
+) -> ImportResult:
+    """RAG traces into ``search_events`` (source ``traces``), one event per retrieval, and
+    ``trace_retrievals``; the format is found per file unless given. PII and @handles are
+    redacted unless ``redact=False``, as in chat."""
+    target = _traces.target(trace_format, doc_id)
+    items = discover(paths)
+    redactor = make_redactor(redact, patterns, handles=True)
+    options = {"redact": redact, "format": trace_format, "doc_id": doc_id}
+    return batch.run(con, target, items, redactor, options)
 
 
 def corpus(

@@ -17,7 +17,7 @@ from goldmine.options import DbOption, JsonOption, db_flag
 
 ingest_app = typer.Typer(
     name="ingest",
-    help="Import search logs, UBI, tickets, chat and the corpus into the store.",
+    help="Import search logs, UBI, tickets, chat, RAG traces and the corpus into the store.",
     no_args_is_help=True,
 )
 
@@ -221,6 +221,45 @@ def chat_cmd(
         paths=paths,
         fmt=fmt,
         mapping=mapping,
+        redact=not no_redact,
+        patterns=patterns,
+    )
+
+
+@ingest_app.command("traces")
+def traces_cmd(
+    paths: Paths,
+    trace_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="openinference, otel, langfuse, langsmith or openai (default: from the content).",
+        ),
+    ] = None,
+    doc_id: Annotated[
+        str | None,
+        typer.Option(
+            "--doc-id",
+            help="The document field holding the chunk id, e.g. metadata.chunk_id "
+            "(default: id, chunk_id, metadata.chunk_id, metadata.id; else the content hash).",
+        ),
+    ] = None,
+    no_redact: NoRedactOption = False,
+    patterns: PatternOption = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    allow_empty: AllowEmptyOption = False,
+) -> None:
+    """RAG traces (OpenInference/Phoenix, OTLP JSON with GenAI attributes, Langfuse, LangSmith,
+    OpenAI chat logs): each retrieval becomes a search event with its chunk ids as results."""
+    _import(
+        "traces",
+        db,
+        as_json,
+        allow_empty,
+        paths=paths,
+        trace_format=trace_format,
+        doc_id=doc_id,
         redact=not no_redact,
         patterns=patterns,
     )

@@ -116,4 +116,27 @@ MIGRATIONS = [
         ALTER TABLE search_events ADD COLUMN line_hash UHUGEINT;
         """,
     ),
+    # What a RAG trace adds to the search event a retrieval became (ingest traces): where it
+    # came from, the LLM's answer and whether it does not know, each shown document's score
+    # and content hash (sha256 of the text, as chunks.text_hash), and how many ids stood in
+    # for documents that had none.
+    Migration(
+        103,
+        "trace_retrievals",
+        """
+        CREATE TABLE trace_retrievals (
+            event_id VARCHAR NOT NULL,        -- search_events.event_id (source 'traces')
+            batch_id BIGINT NOT NULL,
+            format VARCHAR NOT NULL,  -- openinference | otel | langfuse | langsmith | openai
+            trace_id VARCHAR,
+            span_id VARCHAR,
+            parent_id VARCHAR,
+            answer VARCHAR,                   -- the LLM's answer after the retrieval, redacted
+            dont_know BOOLEAN NOT NULL DEFAULT false,
+            scores DOUBLE[],                  -- per shown document, in rank order
+            content_hashes VARCHAR[],         -- per shown document; NULL without content
+            ids_from_content INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+    ),
 ]

@@ -192,7 +192,11 @@ def test_openinference_spans_become_search_events(tmp_path, db_path, cli):
         "ORDER BY event_id",
     )
     assert side[0] == (
-        "openinference:t1:s2", "Refunds take five days.", False, [0.91, 0.55, 0.12], 0
+        "openinference:t1:s2",
+        "Refunds take five days.",
+        False,
+        [0.91, 0.55, 0.12],
+        0,
     )
     assert side[1][0] == "openinference:t2:s4" and side[1][2] is True and side[1][4] == 2
     # The content hash of a document without id is the corpus' text_hash of the same text.
@@ -263,43 +267,103 @@ def otlp_rows() -> list[dict | str]:
     as an arrayValue of kvlistValues. Line 4: valid JSON, not an object."""
     ids = "5b8efff798038103d269b633813fc60c"
     oi = otlp_request(
-        otlp_span(ids, "eee19b7ec3c1b174", None, T0, [
-            kv("openinference.span.kind", "CHAIN"), kv("session.id", "conv-9"),
-            kv("user.id", "alice")]),
-        otlp_span(ids, "eee19b7ec3c1b175", "eee19b7ec3c1b174", T0 + 10**9, [
-            kv("openinference.span.kind", "RETRIEVER"), kv("input.value", "api rate limits"),
-            kv("retrieval.documents.0.document.id", "limits-1"),
-            kv("retrieval.documents.0.document.score", 0.83),
-            kv("retrieval.documents.0.document.content", "The API allows 100 requests."),
-            kv("retrieval.documents.1.document.id", "limits-2"),
-            kv("retrieval.documents.1.document.score", 0.41)]),
-        otlp_span(ids, "eee19b7ec3c1b176", "eee19b7ec3c1b174", T0 + 2 * 10**9, [
-            kv("openinference.span.kind", "LLM"),
-            kv("llm.output_messages.0.message.role", "assistant"),
-            kv("llm.output_messages.0.message.content", "100 requests a minute.")]),
+        otlp_span(
+            ids,
+            "eee19b7ec3c1b174",
+            None,
+            T0,
+            [
+                kv("openinference.span.kind", "CHAIN"),
+                kv("session.id", "conv-9"),
+                kv("user.id", "alice"),
+            ],
+        ),
+        otlp_span(
+            ids,
+            "eee19b7ec3c1b175",
+            "eee19b7ec3c1b174",
+            T0 + 10**9,
+            [
+                kv("openinference.span.kind", "RETRIEVER"),
+                kv("input.value", "api rate limits"),
+                kv("retrieval.documents.0.document.id", "limits-1"),
+                kv("retrieval.documents.0.document.score", 0.83),
+                kv("retrieval.documents.0.document.content", "The API allows 100 requests."),
+                kv("retrieval.documents.1.document.id", "limits-2"),
+                kv("retrieval.documents.1.document.score", 0.41),
+            ],
+        ),
+        otlp_span(
+            ids,
+            "eee19b7ec3c1b176",
+            "eee19b7ec3c1b174",
+            T0 + 2 * 10**9,
+            [
+                kv("openinference.span.kind", "LLM"),
+                kv("llm.output_messages.0.message.role", "assistant"),
+                kv("llm.output_messages.0.message.content", "100 requests a minute."),
+            ],
+        ),
     )
     genai_docs = json.dumps([{"id": "doc_123", "score": 0.95}, {"id": "doc_456", "score": 0.87}])
-    output = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Use SSO."}],
-                          "finish_reason": "stop"}])
-    genai = otlp_request(
-        otlp_span("aa" * 16, "bb" * 8, None, T0 + 60 * 10**9, [
-            kv("gen_ai.operation.name", "retrieval"), kv("gen_ai.data_source.id", "kb"),
-            kv("gen_ai.retrieval.query.text", "login with sso"),
-            kv("gen_ai.retrieval.documents", genai_docs), kv("gen_ai.conversation.id", "conv-10")],
-            name="retrieval kb"),
-        otlp_span("aa" * 16, "cc" * 8, None, T0 + 61 * 10**9, [
-            kv("gen_ai.operation.name", "chat"), kv("gen_ai.output.messages", output)],
-            name="chat gpt-4o"),
+    output = json.dumps(
+        [
+            {
+                "role": "assistant",
+                "parts": [{"type": "text", "content": "Use SSO."}],
+                "finish_reason": "stop",
+            }
+        ]
     )
-    structured = {"key": "gen_ai.retrieval.documents", "value": {"arrayValue": {"values": [
-        {"kvlistValue": {"values": [kv("id", "doc_9"), kv("score", 0.7)]}},
-        {"kvlistValue": {"values": [kv("id", "doc_3"), kv("score", 0.2)]}},
-    ]}}}
+    genai = otlp_request(
+        otlp_span(
+            "aa" * 16,
+            "bb" * 8,
+            None,
+            T0 + 60 * 10**9,
+            [
+                kv("gen_ai.operation.name", "retrieval"),
+                kv("gen_ai.data_source.id", "kb"),
+                kv("gen_ai.retrieval.query.text", "login with sso"),
+                kv("gen_ai.retrieval.documents", genai_docs),
+                kv("gen_ai.conversation.id", "conv-10"),
+            ],
+            name="retrieval kb",
+        ),
+        otlp_span(
+            "aa" * 16,
+            "cc" * 8,
+            None,
+            T0 + 61 * 10**9,
+            [kv("gen_ai.operation.name", "chat"), kv("gen_ai.output.messages", output)],
+            name="chat gpt-4o",
+        ),
+    )
+    structured = {
+        "key": "gen_ai.retrieval.documents",
+        "value": {
+            "arrayValue": {
+                "values": [
+                    {"kvlistValue": {"values": [kv("id", "doc_9"), kv("score", 0.7)]}},
+                    {"kvlistValue": {"values": [kv("id", "doc_3"), kv("score", 0.2)]}},
+                ]
+            }
+        },
+    }
     genai2 = otlp_request(
-        otlp_span("dd" * 16, "ee" * 8, None, T0 + 120 * 10**9, [
-            kv("gen_ai.operation.name", "retrieval"),
-            kv("gen_ai.retrieval.query.text", "export my data"), structured,
-            kv("gen_ai.conversation.id", "conv-10")], name="retrieval kb"),
+        otlp_span(
+            "dd" * 16,
+            "ee" * 8,
+            None,
+            T0 + 120 * 10**9,
+            [
+                kv("gen_ai.operation.name", "retrieval"),
+                kv("gen_ai.retrieval.query.text", "export my data"),
+                structured,
+                kv("gen_ai.conversation.id", "conv-10"),
+            ],
+            name="retrieval kb",
+        ),
     )
     return [oi, genai, genai2, "[1, 2]"]  # fmt: skip
 
@@ -319,9 +383,7 @@ def test_otlp_json_with_openinference_and_genai_attributes(tmp_path, db_path, cl
         ("2026-11-18 11:07:40", "conv-10", None, "login with sso", ["doc_123", "doc_456"]),
         ("2026-11-18 11:08:40", "conv-10", None, "export my data", ["doc_9", "doc_3"]),
     ]
-    answers = query(
-        db_path, "SELECT answer, scores FROM trace_retrievals ORDER BY event_id"
-    )
+    answers = query(db_path, "SELECT answer, scores FROM trace_retrievals ORDER BY event_id")
     assert sorted(answers, key=str) == sorted(
         [("100 requests a minute.", [0.83, 0.41]), ("Use SSO.", [0.95, 0.87]),
          (None, [0.7, 0.2])], key=str)  # fmt: skip
@@ -347,8 +409,9 @@ def langfuse_trace(tid, session, user, observations, scores, ts="2026-11-21T09:0
     }  # fmt: skip
 
 
-def langfuse_obs(oid, tid, otype, name, start, inp=None, out=None, parent=None, level="DEFAULT",
-                 status=None):
+def langfuse_obs(
+    oid, tid, otype, name, start, inp=None, out=None, parent=None, level="DEFAULT", status=None
+):
     return {
         "id": oid, "traceId": tid, "type": otype, "name": name, "startTime": start,
         "endTime": start, "parentObservationId": parent, "input": inp, "output": out,
@@ -366,28 +429,83 @@ def langfuse_score(sid, tid, value, data_type="NUMERIC", obs=None, string_value=
 
 def langfuse_rows() -> list[dict | str]:
     docs = [
-        {"page_content": "Invoices are sent monthly.", "metadata": {"chunk_id": "inv-1",
-                                                                   "source_id": "S1"}},
-        {"page_content": "Change the billing email.", "metadata": {"chunk_id": "inv-8",
-                                                                  "source_id": "S2"}},
+        {
+            "page_content": "Invoices are sent monthly.",
+            "metadata": {"chunk_id": "inv-1", "source_id": "S1"},
+        },
+        {
+            "page_content": "Change the billing email.",
+            "metadata": {"chunk_id": "inv-8", "source_id": "S2"},
+        },
     ]
-    a = langfuse_trace("lf-a", "chat-1", "user-7", [
-        langfuse_obs("o1", "lf-a", "RETRIEVER", "retrieve", "2026-11-21T09:00:01.000Z",
-                     inp={"query": "when are invoices sent"}, out=docs),
-        langfuse_obs("o2", "lf-a", "GENERATION", "answer", "2026-11-21T09:00:02.000Z",
-                     out={"role": "assistant", "content": "Monthly."}),
-    ], [langfuse_score("sc1", "lf-a", 0, "NUMERIC")])
-    b = langfuse_trace("lf-b", "chat-1", "user-7", [
-        langfuse_obs("o3", "lf-b", "SPAN", "vector-retriever", "2026-11-21T09:01:00.000Z",
-                     inp="and the billing email?",
-                     out={"documents": [{"id": "inv-8", "score": 0.9}]}),
-        langfuse_obs("o4", "lf-b", "GENERATION", "answer", "2026-11-21T09:01:02.000Z",
-                     out="Change it under Settings."),
-    ], [langfuse_score("sc2", "lf-b", 1, "BOOLEAN", string_value="True")])
-    c = langfuse_trace("lf-c", "chat-2", None, [
-        langfuse_obs("o5", "lf-c", "RETRIEVER", "retrieve", "2026-11-21T10:00:00.000Z",
-                     inp={"query": "reset my 2fa"}, level="ERROR", status="index unavailable"),
-    ], [])
+    a = langfuse_trace(
+        "lf-a",
+        "chat-1",
+        "user-7",
+        [
+            langfuse_obs(
+                "o1",
+                "lf-a",
+                "RETRIEVER",
+                "retrieve",
+                "2026-11-21T09:00:01.000Z",
+                inp={"query": "when are invoices sent"},
+                out=docs,
+            ),
+            langfuse_obs(
+                "o2",
+                "lf-a",
+                "GENERATION",
+                "answer",
+                "2026-11-21T09:00:02.000Z",
+                out={"role": "assistant", "content": "Monthly."},
+            ),
+        ],
+        [langfuse_score("sc1", "lf-a", 0, "NUMERIC")],
+    )
+    b = langfuse_trace(
+        "lf-b",
+        "chat-1",
+        "user-7",
+        [
+            langfuse_obs(
+                "o3",
+                "lf-b",
+                "SPAN",
+                "vector-retriever",
+                "2026-11-21T09:01:00.000Z",
+                inp="and the billing email?",
+                out={"documents": [{"id": "inv-8", "score": 0.9}]},
+            ),
+            langfuse_obs(
+                "o4",
+                "lf-b",
+                "GENERATION",
+                "answer",
+                "2026-11-21T09:01:02.000Z",
+                out="Change it under Settings.",
+            ),
+        ],
+        [langfuse_score("sc2", "lf-b", 1, "BOOLEAN", string_value="True")],
+    )
+    c = langfuse_trace(
+        "lf-c",
+        "chat-2",
+        None,
+        [
+            langfuse_obs(
+                "o5",
+                "lf-c",
+                "RETRIEVER",
+                "retrieve",
+                "2026-11-21T10:00:00.000Z",
+                inp={"query": "reset my 2fa"},
+                level="ERROR",
+                status="index unavailable",
+            ),
+        ],
+        [],
+    )
     return [a, b, c]  # fmt: skip
 
 
@@ -420,8 +538,19 @@ def test_langfuse_doc_id_from_another_metadata_field(tmp_path, db_path, cli):
 # ---------------------------------------------------------------- LangSmith
 
 
-def langsmith_run(rid, trace, run_type, name, start, parent=None, inputs=None, outputs=None,
-                  error=None, metadata=None, feedback_stats=None):
+def langsmith_run(
+    rid,
+    trace,
+    run_type,
+    name,
+    start,
+    parent=None,
+    inputs=None,
+    outputs=None,
+    error=None,
+    metadata=None,
+    feedback_stats=None,
+):
     return {
         "id": rid, "name": name, "run_type": run_type, "start_time": start, "end_time": start,
         "inputs": inputs or {}, "outputs": outputs, "error": error,
@@ -433,10 +562,16 @@ def langsmith_run(rid, trace, run_type, name, start, parent=None, inputs=None, o
 
 
 def langsmith_rows() -> list[dict | str]:
-    docs = {"documents": [
-        {"page_content": "Plans renew yearly.", "metadata": {"id": "plan-1"}, "type": "Document"},
-        {"page_content": "Cancel any time.", "metadata": {"id": "plan-4"}, "type": "Document"},
-    ]}
+    docs = {
+        "documents": [
+            {
+                "page_content": "Plans renew yearly.",
+                "metadata": {"id": "plan-1"},
+                "type": "Document",
+            },
+            {"page_content": "Cancel any time.", "metadata": {"id": "plan-4"}, "type": "Document"},
+        ]
+    }
     return [
         langsmith_run("r1", "r1", "chain", "RetrievalQA", "2026-11-22T08:00:00.000000",
                       inputs={"question": "do plans renew"}, outputs={"output": "Yearly."},
@@ -493,33 +628,52 @@ def openai_rows() -> list[dict | str]:
                 "function": {"name": name, "arguments": json.dumps(args)}}  # fmt: skip
 
     conv1 = {
-        "id": "conv-1", "user": "carol", "created_at": "2026-11-23T15:00:00Z",
+        "id": "conv-1",
+        "user": "carol",
+        "created_at": "2026-11-23T15:00:00Z",
         "messages": [
             {"role": "system", "content": "Answer from the knowledge base."},
             {"role": "user", "content": "how do I reset my password"},
-            {"role": "assistant", "content": None,
-             "tool_calls": [call("call_a", "search_docs", {"query": "reset password"})]},
-            {"role": "tool", "tool_call_id": "call_a",
-             "content": json.dumps([{"id": "kb-1", "score": 0.9}, {"id": "kb-7"}])},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [call("call_a", "search_docs", {"query": "reset password"})],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "call_a",
+                "content": json.dumps([{"id": "kb-1", "score": 0.9}, {"id": "kb-7"}]),
+            },
             {"role": "assistant", "content": "Open Settings, then Security."},
             {"role": "user", "content": "and on mobile?"},
-            {"role": "assistant", "content": None,
-             "tool_calls": [call("call_b", "search_docs", {"query": "reset password mobile"})]},
-            {"role": "tool", "tool_call_id": "call_b",
-             "content": json.dumps({"results": [{"id": "kb-3"}]})},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [call("call_b", "search_docs", {"query": "reset password mobile"})],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "call_b",
+                "content": json.dumps({"results": [{"id": "kb-3"}]}),
+            },
             {"role": "assistant", "content": [{"type": "text", "text": "I don't know."}]},
         ],
     }
     conv2 = {
-        "id": "conv-2", "created_at": "2026-11-23T16:00:00Z",
+        "id": "conv-2",
+        "created_at": "2026-11-23T16:00:00Z",
         "messages": [
             {"role": "user", "content": "weather in Oslo and the travel policy"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                call("call_w", "get_weather", {"city": "Oslo"}),
-                call("call_p", "search_docs", {"q": "travel policy"}),
-            ]},
-            {"role": "tool", "tool_call_id": "call_w", "content": "{\"temp_c\": 4}"},
-            {"role": "tool", "tool_call_id": "call_p", "content": "[\"kb-9\", \"kb-2\"]"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    call("call_w", "get_weather", {"city": "Oslo"}),
+                    call("call_p", "search_docs", {"q": "travel policy"}),
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_w", "content": '{"temp_c": 4}'},
+            {"role": "tool", "tool_call_id": "call_p", "content": '["kb-9", "kb-2"]'},
             {"role": "assistant", "content": "4 degrees; the policy is in kb-9."},
         ],
     }
@@ -586,9 +740,7 @@ def test_pii_is_redacted_by_default_and_kept_with_no_redact(tmp_path, db_path, c
     assert query(db_path, "SELECT answer FROM trace_retrievals") == [("Call us at <PHONE>.",)]
     other = db_path.with_name("plain.duckdb")
     traces_json(cli, str(path), "--db", str(other), "--no-redact")
-    assert query(other, "SELECT query FROM search_events") == [
-        ("order for jane.doe@example.com",)
-    ]
+    assert query(other, "SELECT query FROM search_events") == [("order for jane.doe@example.com",)]
 
 
 def test_formats_are_detected_per_file_in_a_mixed_folder(tmp_path, db_path, cli):

@@ -1,0 +1,643 @@
+"""RAG traces into ``search_events``: every retrieval is a search as the application showed it.
+
+Five formats, each read from its published shape and told apart by its fields:
+
+- ``openinference``: Phoenix's span JSON (``context.span_id``, ``span_kind``, ``attributes`` nested
+  or as dotted keys) and its span annotations (``span_id`` + ``result``);
+- ``otel``: OTLP/JSON export requests (``resourceSpans`` → ``scopeSpans`` → ``spans``, attributes
+  as key/value lists), with OpenInference attributes or the OpenTelemetry GenAI conventions
+  (``gen_ai.operation.name`` = ``retrieval``, ``gen_ai.retrieval.query.text``,
+  ``gen_ai.retrieval.documents``, ``gen_ai.conversation.id``);
+- ``langfuse``: traces with their observations and scores (observations of type ``RETRIEVER``, or
+  spans named so);
+- ``langsmith``: runs (``run_type`` = ``retriever``, ``outputs.documents``) and feedback records;
+- ``openai``: chat logs (``messages``), each tool call whose result lists chunk ids.
+
+Every format is first brought to one table of spans (``gm_tspan``), one of their documents as
+flattened fields (``gm_tdoc``) and one of feedback (``gm_tfb``); one stage then makes the events:
+the query, the ranked document ids as shown results (the id taken from ``--doc-id``, else
+``id``/``chunk_id``/``metadata.chunk_id``/``metadata.id``, else ``sha256:`` and the first 16 hex
+digits of the content's hash), the session and user (from the span, else its trace), the time,
+feedback (a thumbs-down label or a score under 0.5 on the retrieval or its trace is ``down``),
+and beside it in ``trace_retrievals`` the LLM's answer (the first LLM span of the trace from the
+retrieval on, else the trace's output), whether it does not know, the scores and content hashes.
+
+A row is a retrieval (or a record that could not be read): spans of other kinds are not rows. A
+retriever nested in another (its parent is a retriever) is not a row either; the outer one is what
+the application used. A failed retrieval (an error status) is rejected with its message; a retry
+that succeeds is its own row. All of it is DuckDB SQL over the batch.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import duckdb
+from goldmine.ingest.batch import Target, store_new_rows
+from goldmine.ingest.chat import _DOWN, _UP, DONT_KNOW
+from goldmine.ingest.files import check_json, replace_raw
+from goldmine.ingest.searchlog import COLUMNS
+
+from goldmine.errors import InputError
+
+FORMATS = ("openinference", "otel", "langfuse", "langsmith", "openai")
+
+SIDE_COLUMNS = (
+    "format",
+    "trace_id",
+    "span_id",
+    "parent_id",
+    "answer",
+    "dont_know",
+    "scores",
+    "content_hashes",
+    "ids_from_content",
+)
+
+MACROS = r"""
+-- The first of these paths a JSON value has, as text.
+CREATE OR REPLACE TEMP MACRO gm_first_of(j, paths) AS
+    list_filter(json_extract_string(j, paths), lambda x: x IS NOT NULL)[1];
+CREATE OR REPLACE TEMP MACRO gm_jkey(k) AS
+    ltrim(replace(regexp_replace(regexp_replace(k, '^\$', ''), '\[([0-9]+)\]', '.\1', 'g'),
+                  '"', ''), '.');
+CREATE OR REPLACE TEMP MACRO gm_jtext(v, t) AS
+    CASE WHEN t = 'VARCHAR' THEN json_extract_string(v, '$')
+    WHEN t <> 'NULL' THEN v::VARCHAR END;
+CREATE OR REPLACE TEMP MACRO gm_otlp_scalar(v) AS gm_first_of(v,
+    ['$.stringValue', '$.intValue', '$.doubleValue', '$.boolValue']);
+CREATE OR REPLACE TEMP MACRO gm_otlp_kvobj(vals) AS to_json(map_from_entries(list_transform(
+    coalesce(from_json(vals, '[{"key":"VARCHAR","value":"JSON"}]'), []),
+    lambda e: {'k': e.key, 'v': gm_otlp_scalar(e.value)})));
+CREATE OR REPLACE TEMP MACRO gm_otlp_value(v) AS CASE
+    WHEN json_extract(v, '$.arrayValue') IS NOT NULL THEN to_json(list_transform(
+        coalesce(from_json(json_extract(v, '$.arrayValue.values'), '["JSON"]'), []),
+        lambda e: CASE WHEN json_extract(e, '$.kvlistValue') IS NOT NULL
+                       THEN gm_otlp_kvobj(json_extract(e, '$.kvlistValue.values'))
+                       ELSE to_json(gm_otlp_scalar(e)) END))::VARCHAR
+    WHEN json_extract(v, '$.kvlistValue') IS NOT NULL
+        THEN gm_otlp_kvobj(json_extract(v, '$.kvlistValue.values'))::VARCHAR
+    ELSE gm_otlp_scalar(v) END;
+-- The text of a JSON value that is a string, or of the first of these fields an object has.
+CREATE OR REPLACE TEMP MACRO gm_query_of(j) AS CASE json_type(j)
+    WHEN 'VARCHAR' THEN json_extract_string(j, '$')
+    WHEN 'OBJECT' THEN gm_first_of(j, ['$.query', '$.query_str', '$.question', '$.input', '$.q',
+                                       '$.search_query', '$.text']) END;
+CREATE OR REPLACE TEMP MACRO gm_answer_of(j) AS CASE json_type(j)
+    WHEN 'VARCHAR' THEN json_extract_string(j, '$')
+    WHEN 'OBJECT' THEN gm_first_of(j, ['$.content', '$.output', '$.answer', '$.result',
+        '$.response', '$.text', '$.completion', '$.choices[0].message.content',
+        '$.generations[0][0].text', '$.generations[0][0].message.kwargs.content',
+        '$.message.content']) END;
+-- The documents of a retrieval's output: a list, or the list an object holds.
+CREATE OR REPLACE TEMP MACRO gm_docs_of(j) AS CASE json_type(j)
+    WHEN 'ARRAY' THEN j
+    WHEN 'OBJECT' THEN coalesce(
+        CASE WHEN json_type(j, '$.documents') = 'ARRAY' THEN json_extract(j, '$.documents') END,
+        CASE WHEN json_type(j, '$.results') = 'ARRAY' THEN json_extract(j, '$.results') END,
+        CASE WHEN json_type(j, '$.chunks') = 'ARRAY' THEN json_extract(j, '$.chunks') END,
+        CASE WHEN json_type(j, '$.hits') = 'ARRAY' THEN json_extract(j, '$.hits') END,
+        CASE WHEN json_type(j, '$.nodes') = 'ARRAY' THEN json_extract(j, '$.nodes') END,
+        CASE WHEN json_type(j, '$.output') = 'ARRAY' THEN json_extract(j, '$.output') END,
+        CASE WHEN json_type(j, '$.data') = 'ARRAY' THEN json_extract(j, '$.data') END) END;
+"""
+
+# Span tables every format fills. ``kind``: RETRIEVER, LLM, TRACE (a trace record's own fields),
+# or OTHER. ``answer`` is set where the format says it directly (OpenAI's next reply).
+_SPAN_TABLE = """
+CREATE OR REPLACE TEMP TABLE gm_tspan (
+    sid BIGINT, line BIGINT, raw VARCHAR, err VARCHAR, trace_id VARCHAR, span_id VARCHAR,
+    parent_id VARCHAR, kind VARCHAR, ts_text VARCHAR, ts TIMESTAMP, failed BOOLEAN,
+    status_msg VARCHAR, session_id VARCHAR, user_id VARCHAR, query VARCHAR, output VARCHAR,
+    answer VARCHAR);
+CREATE OR REPLACE TEMP TABLE gm_tdoc (sid BIGINT, i INTEGER, field VARCHAR, val VARCHAR);
+CREATE OR REPLACE TEMP TABLE gm_tfb (trace_id VARCHAR, span_id VARCHAR, label VARCHAR,
+                                     score DOUBLE);
+CREATE OR REPLACE TEMP TABLE gm_tdocsrc (sid BIGINT, docs JSON);
+"""
+
+# Records the reader could not parse are rows of their own (rejected with the reader's reason).
+_ERRORS = """
+INSERT INTO gm_tspan (sid, line, raw, err)
+SELECT -line, line, raw, err FROM gm_raw WHERE err IS NOT NULL
+"""
+
+# ---- OpenInference (Phoenix span JSON) and OTLP: spans as a tall table of dotted keys.
+
+_PHOENIX_TALL = """
+CREATE OR REPLACE TEMP TABLE gm_tattr AS
+SELECT r.line AS sid, gm_jkey(t.fullkey) AS key, gm_jtext(t.value, t.type) AS val
+FROM (SELECT line, raw::JSON AS j FROM gm_raw WHERE err IS NULL) r, json_tree(r.j) t
+WHERE t.type NOT IN ('OBJECT', 'ARRAY', 'NULL')
+"""
+
+_OTLP_SPANS = """
+CREATE OR REPLACE TEMP TABLE gm_otlp AS
+SELECT row_number() OVER () AS sid, line, span FROM (
+    SELECT line, unnest(json_extract(raw, '$.resourceSpans[*].scopeSpans[*].spans[*]')) AS span
+    FROM gm_raw WHERE err IS NULL)
+"""
+
+_OTLP_TALL = """
+CREATE OR REPLACE TEMP TABLE gm_tattr AS
+SELECT sid, key, val FROM (
+    SELECT sid, unnest([
+        {'key': 'context.span_id', 'val': (span ->> '$.spanId')},
+        {'key': 'context.trace_id', 'val': (span ->> '$.traceId')},
+        {'key': 'parent_id', 'val': nullif(span ->> '$.parentSpanId', '')},
+        {'key': 'name', 'val': (span ->> '$.name')},
+        {'key': 'start_time_ns', 'val': (span ->> '$.startTimeUnixNano')},
+        {'key': 'status_code', 'val': (span ->> '$.status.code')},
+        {'key': 'status_message', 'val': (span ->> '$.status.message')}], recursive := true)
+    FROM gm_otlp)
+WHERE val IS NOT NULL
+UNION ALL
+SELECT sid, 'attributes.' || a.key, gm_otlp_value(a.value)
+FROM (SELECT sid, unnest(from_json(span -> '$.attributes',
+                                   '[{"key":"VARCHAR","value":"JSON"}]')) AS a FROM gm_otlp)
+"""
+
+# Attribute values that are JSON text (documents, output messages, metadata, a JSON input) are
+# flattened into further dotted keys, so every shape reads the same.
+_EXPAND = r"""
+INSERT INTO gm_tattr
+SELECT a.sid, a.key || '.' || gm_jkey(t.fullkey), gm_jtext(t.value, t.type)
+FROM (SELECT sid, key, val::JSON AS j FROM gm_tattr
+      WHERE regexp_matches(key, '^attributes\.(gen_ai\.retrieval\.documents|gen_ai\.output\.'
+                                 || 'messages|input\.value|output\.value)$|\.document\.metadata$')
+        AND left(ltrim(val), 1) IN ('[', '{') AND json_valid(val)) a,
+     json_tree(a.j) t
+WHERE t.type NOT IN ('OBJECT', 'ARRAY', 'NULL') AND t.fullkey <> '$'
+"""
+
+_DOC_KEY = r"^attributes\.(?:gen_ai\.)?retrieval\.documents\.([0-9]+)\.(?:document\.)?(.+)$"
+
+
+def _pick(*keys: str) -> str:
+    """The value of the first of these keys a span has (this module's constants only)."""
+    parts = [f"max(val) FILTER (WHERE key = '{k}')" for k in keys]
+    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+
+_IS_ANNOTATION = "bool_or(key IN ('result.label', 'result.score'))"
+
+_SPAN_PIVOT = f"""
+INSERT INTO gm_tspan
+SELECT sid, line, raw, NULL, trace_id, span_id, parent_id,
+    CASE WHEN kind_oi = 'RETRIEVER' OR op IN ('retrieval', 'retrieve') THEN 'RETRIEVER'
+         WHEN kind_oi = 'LLM' OR op IN ('chat', 'text_completion', 'generate_content')
+             THEN 'LLM' ELSE 'OTHER' END,
+    ts_text, coalesce(gm_ts(ts_text), make_timestamp((try_cast(ts_ns AS HUGEINT) // 1000)::BIGINT)),
+    upper(status) IN ('ERROR', 'STATUS_CODE_ERROR', '2'), status_msg, session_id, user_id,
+    query, output, NULL
+FROM (
+    SELECT sid,
+        {_pick("context.span_id", "span_id")} AS span_id,
+        {_pick("context.trace_id", "trace_id")} AS trace_id,
+        nullif({_pick("parent_id", "parent_span_id")}, '') AS parent_id,
+        upper({_pick("attributes.openinference.span.kind", "span_kind")}) AS kind_oi,
+        lower({_pick("attributes.gen_ai.operation.name")}) AS op,
+        {_pick("start_time")} AS ts_text,
+        {_pick("start_time_ns")} AS ts_ns,
+        {_pick("status_code")} AS status,
+        {_pick("status_message")} AS status_msg,
+        {
+    _pick(
+        "attributes.session.id", "attributes.gen_ai.conversation.id", "conversation.conversation_id"
+    )
+} AS session_id,
+        {_pick("attributes.user.id", "attributes.enduser.id")} AS user_id,
+        coalesce({
+    _pick(
+        "attributes.gen_ai.retrieval.query.text",
+        "attributes.input.value.query",
+        "attributes.input.value.query_str",
+        "attributes.input.value.input",
+        "attributes.input.value.question",
+    )
+},
+                 CASE WHEN left(ltrim({_pick("attributes.input.value")}), 1) <> '{{'
+                      THEN {_pick("attributes.input.value")} END) AS query,
+        coalesce({
+    _pick(
+        "attributes.llm.output_messages.0.message.content",
+        "attributes.gen_ai.output.messages.0.parts.0.content",
+        "attributes.gen_ai.completion.0.content",
+        "attributes.output.value.answer",
+        "attributes.output.value.output",
+        "attributes.output.value.response",
+        "attributes.output.value.content",
+    )
+},
+                 CASE WHEN left(ltrim({_pick("attributes.output.value")}), 1) NOT IN ('{{', '[')
+                      THEN {_pick("attributes.output.value")} END) AS output
+    FROM gm_tattr GROUP BY sid HAVING NOT {_IS_ANNOTATION}
+) p
+LEFT JOIN (SELECT gm_sid_from AS sid, line, raw FROM gm_records) r USING (sid)
+"""
+
+_SPAN_DOCS = f"""
+INSERT INTO gm_tdoc
+SELECT sid, regexp_extract(key, '{_DOC_KEY}', 1)::INTEGER, regexp_extract(key, '{_DOC_KEY}', 2),
+       val
+FROM gm_tattr WHERE regexp_matches(key, '{_DOC_KEY}')
+"""
+
+_ANNOTATIONS = f"""
+INSERT INTO gm_tfb
+SELECT NULL, {_pick("span_id", "context.span_id")}, {_pick("result.label")},
+       try_cast({_pick("result.score")} AS DOUBLE)
+FROM gm_tattr GROUP BY sid HAVING {_IS_ANNOTATION}
+"""
+
+# ---- Langfuse: trace records with observations and scores, or observation records.
+
+_LANGFUSE = """
+CREATE OR REPLACE TEMP TABLE gm_lf AS
+SELECT row_number() OVER () AS sid, * FROM (
+    SELECT line, raw::JSON AS rec, unnest(json_extract(raw, '$.observations[*]')) AS obs
+    FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.observations') = 'ARRAY'
+    UNION ALL
+    SELECT line, NULL, raw::JSON FROM gm_raw
+    WHERE err IS NULL AND json_type(raw, '$.observations') IS DISTINCT FROM 'ARRAY'
+      AND (raw ->> '$.traceId') IS NOT NULL AND (raw ->> '$.type') IS NOT NULL);
+INSERT INTO gm_tspan
+SELECT sid, line, obs::VARCHAR, NULL, coalesce(obs ->> '$.traceId', (rec ->> '$.id')),
+    (obs ->> '$.id'), (obs ->> '$.parentObservationId'),
+    CASE WHEN upper(obs ->> '$.type') = 'RETRIEVER'
+              OR (upper(obs ->> '$.type') IN ('SPAN', 'TOOL', 'CHAIN')
+                  AND regexp_matches(lower(obs ->> '$.name'), 'retriev')) THEN 'RETRIEVER'
+         WHEN upper(obs ->> '$.type') = 'GENERATION' THEN 'LLM' ELSE 'OTHER' END,
+    (obs ->> '$.startTime'), gm_ts(obs ->> '$.startTime'), upper(obs ->> '$.level') = 'ERROR',
+    (obs ->> '$.statusMessage'), (rec ->> '$.sessionId'), (rec ->> '$.userId'),
+    gm_query_of(obs -> '$.input'), gm_answer_of(obs -> '$.output'), NULL
+FROM gm_lf;
+INSERT INTO gm_tdocsrc
+SELECT sid, gm_docs_of(obs -> '$.output') FROM gm_lf
+WHERE upper(obs ->> '$.type') IN ('RETRIEVER', 'SPAN', 'TOOL', 'CHAIN');
+-- The trace's own fields: session, user and output for the retrievals under it.
+INSERT INTO gm_tspan (sid, line, trace_id, kind, session_id, user_id, output)
+SELECT -line - 1000000000000, line, (raw ->> '$.id'), 'TRACE', (raw ->> '$.sessionId'),
+       (raw ->> '$.userId'), gm_answer_of(raw -> '$.output')
+FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.observations') = 'ARRAY';
+INSERT INTO gm_tfb
+SELECT coalesce(s ->> '$.traceId', tid), (s ->> '$.observationId'), (s ->> '$.stringValue'),
+       try_cast(s ->> '$.value' AS DOUBLE)
+FROM (SELECT (raw ->> '$.id') AS tid, unnest(json_extract(raw, '$.scores[*]')) AS s
+      FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.scores') = 'ARRAY')
+WHERE json_type(s) = 'OBJECT';
+"""
+
+# ---- LangSmith: runs, and feedback records (run_id + key).
+
+_LANGSMITH = """
+INSERT INTO gm_tspan
+SELECT line, line, raw, NULL, coalesce(raw ->> '$.trace_id', (raw ->> '$.id')), (raw ->> '$.id'),
+    (raw ->> '$.parent_run_id'),
+    CASE lower(raw ->> '$.run_type') WHEN 'retriever' THEN 'RETRIEVER' WHEN 'llm' THEN 'LLM'
+         ELSE 'OTHER' END,
+    (raw ->> '$.start_time'), gm_ts(raw ->> '$.start_time'),
+    coalesce(trim(raw ->> '$.error'), '') <> '', (raw ->> '$.error'),
+    coalesce(raw ->> '$.extra.metadata.session_id', (raw ->> '$.extra.metadata.thread_id'),
+             (raw ->> '$.extra.metadata.conversation_id')),
+    (raw ->> '$.extra.metadata.user_id'),
+    gm_query_of(raw -> '$.inputs'), gm_answer_of(raw -> '$.outputs'), NULL
+FROM gm_raw WHERE err IS NULL AND (raw ->> '$.run_type') IS NOT NULL;
+INSERT INTO gm_tdocsrc
+SELECT line, gm_docs_of(raw -> '$.outputs') FROM gm_raw
+WHERE err IS NULL AND lower(raw ->> '$.run_type') = 'retriever';
+INSERT INTO gm_tfb
+SELECT coalesce(raw ->> '$.trace_id', (raw ->> '$.id')), (raw ->> '$.id'), NULL,
+       try_cast(json_extract_string(raw -> '$.feedback_stats', '$."' || k || '".avg') AS DOUBLE)
+FROM (SELECT raw, unnest(json_keys(raw -> '$.feedback_stats')) AS k FROM gm_raw
+      WHERE err IS NULL AND (raw ->> '$.run_type') IS NOT NULL
+        AND json_type(raw, '$.feedback_stats') = 'OBJECT');
+INSERT INTO gm_tfb
+SELECT (raw ->> '$.trace_id'), (raw ->> '$.run_id'), (raw ->> '$.value'),
+       try_cast(raw ->> '$.score' AS DOUBLE)
+FROM gm_raw WHERE err IS NULL AND (raw ->> '$.run_type') IS NULL
+  AND (raw ->> '$.run_id') IS NOT NULL AND (raw ->> '$.key') IS NOT NULL;
+"""
+
+# ---- OpenAI chat logs: messages in order; a tool call whose result lists ids is a retrieval.
+
+_OPENAI = """
+CREATE OR REPLACE TEMP TABLE gm_omsg AS
+SELECT line, conv, user_id, ts_text, i - 1 AS idx, (m ->> '$.role') AS role,
+    CASE json_type(m, '$.content') WHEN 'VARCHAR' THEN (m ->> '$.content')
+         WHEN 'ARRAY' THEN array_to_string(json_extract_string(m, '$.content[*].text'), ' ')
+    END AS content,
+    m AS msg
+FROM (
+    SELECT line, coalesce(raw ->> '$.conversation_id', (raw ->> '$.id'),
+                          (raw ->> '$.metadata.conversation_id'), 'line-' || line) AS conv,
+           gm_first_of(raw, ['$.user', '$.user_id', '$.metadata.user_id']) AS user_id,
+           gm_first_of(raw, ['$.created_at', '$.created', '$.timestamp']) AS ts_text,
+           json_extract(raw, '$.messages[*]') AS msgs
+    FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.messages') = 'ARRAY'
+), range(1, len(msgs) + 1) r(i)
+CROSS JOIN LATERAL (SELECT msgs[i] AS m);
+CREATE OR REPLACE TEMP TABLE gm_ocall AS
+WITH calls AS (
+    SELECT line, conv, user_id, ts_text, idx, (c ->> '$.id') AS call_id,
+           (c ->> '$.function.name') AS fn, (c ->> '$.function.arguments') AS args
+    FROM (SELECT *, unnest(json_extract(msg, '$.tool_calls[*]')) AS c FROM gm_omsg
+          WHERE role = 'assistant' AND json_type(msg, '$.tool_calls') = 'ARRAY')
+    UNION ALL
+    SELECT line, conv, user_id, ts_text, idx, 'function_call', (msg ->> '$.function_call.name'),
+           (msg ->> '$.function_call.arguments')
+    FROM gm_omsg WHERE role = 'assistant' AND (msg -> '$.function_call') IS NOT NULL
+),
+results AS (
+    SELECT c.line, c.idx, c.call_id, min(m.idx) AS ridx
+    FROM calls c JOIN gm_omsg m ON m.line = c.line AND m.idx > c.idx
+        AND ((m.role = 'tool' AND (m.msg ->> '$.tool_call_id') = c.call_id)
+             OR (m.role = 'function' AND c.call_id = 'function_call'
+                 AND (m.msg ->> '$.name') IS NOT DISTINCT FROM c.fn))
+    GROUP BY ALL
+)
+SELECT row_number() OVER () AS sid, c.*, r.ridx, m.content AS result,
+    CASE WHEN json_valid(m.content) THEN gm_docs_of(m.content::JSON) END AS docs,
+    CASE WHEN json_valid(c.args) THEN gm_query_of(c.args::JSON) END AS arg_query
+FROM calls c JOIN results r USING (line, idx, call_id)
+JOIN gm_omsg m ON m.line = r.line AND m.idx = r.ridx;
+INSERT INTO gm_tspan
+SELECT c.sid, c.line, NULL, NULL, c.conv, lpad(c.idx::VARCHAR, 4, '0') || ':' || c.call_id,
+    NULL, 'RETRIEVER', c.ts_text, gm_ts(c.ts_text), false, NULL, c.conv, c.user_id,
+    coalesce(c.arg_query,
+             (SELECT arg_max(u.content, u.idx) FROM gm_omsg u
+              WHERE u.line = c.line AND u.idx < c.idx AND u.role = 'user')),
+    NULL,
+    (SELECT arg_min(a.content, a.idx) FROM gm_omsg a
+     WHERE a.line = c.line AND a.idx > c.ridx AND a.role = 'assistant'
+       AND coalesce(trim(a.content), '') <> '')
+FROM gm_ocall c
+WHERE c.docs IS NOT NULL;
+INSERT INTO gm_tdocsrc SELECT sid, docs FROM gm_ocall WHERE docs IS NOT NULL;
+INSERT INTO gm_tfb
+SELECT coalesce(raw ->> '$.conversation_id', (raw ->> '$.id'), 'line-' || line), NULL,
+       coalesce(raw ->> '$.feedback', (raw ->> '$.rating')), NULL
+FROM gm_raw WHERE err IS NULL AND coalesce(raw ->> '$.feedback', (raw ->> '$.rating')) IS NOT NULL;
+"""
+
+# Documents given as a JSON list (Langfuse, LangSmith, OpenAI): a string is an id, an object is
+# flattened into dotted fields, as the span attributes are.
+_DOCS_FROM_JSON = """
+INSERT INTO gm_tdoc
+SELECT d.sid, d.i - 1, CASE WHEN t.fullkey = '$' THEN 'id' ELSE gm_jkey(t.fullkey) END,
+       gm_jtext(t.value, t.type)
+FROM (SELECT sid, i, docs[i] AS doc
+      FROM (SELECT sid, json_extract(docs, '$[*]') AS docs FROM gm_tdocsrc WHERE docs IS NOT NULL),
+           range(1, len(docs) + 1) r(i)) d,
+     json_tree(d.doc) t
+WHERE t.type NOT IN ('OBJECT', 'ARRAY', 'NULL')
+"""
+
+_FORMAT_SQL = {
+    "langfuse": _LANGFUSE,
+    "langsmith": _LANGSMITH,
+    "openai": _OPENAI,
+}
+
+_CONTENT_FIELDS = ("content", "page_content", "pageContent", "text")
+_ID_FIELDS = ("id", "chunk_id", "metadata.chunk_id", "metadata.id")
+
+
+def detect(keys: list[str]) -> list[str]:
+    """The formats whose fields the records have (more than one: ambiguous)."""
+    k = set(keys)
+    found = []
+    if ("context" in k and ("span_kind" in k or "attributes" in k)) or "context.span_id" in k:
+        found.append("openinference")
+    if "resourceSpans" in k:
+        found.append("otel")
+    if "observations" in k or {"traceId", "type", "startTime"} <= k:
+        found.append("langfuse")
+    if "run_type" in k:
+        found.append("langsmith")
+    if "messages" in k:
+        found.append("openai")
+    if not found and {"span_id", "result"} <= k:  # a file of Phoenix span annotations only
+        found.append("openinference")
+    return found
+
+
+def _choose(keys: list[str], forced: str | None) -> str | None:
+    if forced:
+        return forced
+    found = detect(keys)
+    if len(found) == 1:
+        return found[0]
+    if not keys:  # no record could be read: every row is a reject, in any format
+        return None
+    if found:
+        raise InputError(
+            f"cannot tell the trace format of this file: it has fields of {' and '.join(found)}; "
+            "pass --format"
+        )
+    raise InputError(
+        "no trace format recognised (looked for OpenInference spans, OTLP resourceSpans, "
+        f"Langfuse observations, LangSmith run_type, OpenAI messages; found "
+        f"{', '.join(keys[:12])}); pass --format"
+    )
+
+
+def _doc_field(path: str) -> str:
+    """--doc-id as a document's flattened field: ``metadata.chunk_id``, ``id``, …"""
+    field = re.sub(r"^(\$\.)?(document\.)?", "", path.strip())
+    if not field or not re.fullmatch(r"[A-Za-z0-9_.\-]+", field):
+        raise InputError(f"--doc-id wants a field path such as metadata.chunk_id, got {path!r}")
+    return field
+
+
+def reshape(con: duckdb.DuckDBPyConnection, keys: list[str], state: dict[str, Any]) -> None:
+    """Bring the file's records, whatever the format, to gm_tspan, gm_tdoc and gm_tfb."""
+    check_json(con)
+    fmt = _choose(keys, state["forced"])
+    state["format"] = fmt
+    con.execute(MACROS)
+    con.execute(_SPAN_TABLE)
+    con.execute(_ERRORS)
+    if fmt in ("openinference", "otel"):
+        if fmt == "openinference":
+            con.execute(_PHOENIX_TALL)
+            sid_from, records = "line", "gm_raw"
+        else:
+            con.execute(_OTLP_SPANS)
+            con.execute(_OTLP_TALL)
+            sid_from, records = "sid", "(SELECT sid, line, span::VARCHAR AS raw FROM gm_otlp)"
+        con.execute(_EXPAND)
+        con.execute(_SPAN_PIVOT.replace("gm_sid_from", sid_from).replace("gm_records", records))
+        con.execute(_SPAN_DOCS)
+        if fmt == "openinference":
+            con.execute(_ANNOTATIONS)
+    elif fmt is not None:
+        con.execute(_FORMAT_SQL[fmt])
+        con.execute(_DOCS_FROM_JSON)
+    # gm_raw stays the file's records; the stage reads the span tables.
+    replace_raw(con, "SELECT line, raw, err FROM gm_raw")
+
+
+def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    fmt = state.get("format") or state.get("forced") or "traces"
+    doc_field = state.get("doc_field")
+    ids = [f"d['{f}']" for f in ((doc_field,) if doc_field else _ID_FIELDS)]
+    the_id = f"coalesce({', '.join(ids)})" if len(ids) > 1 else ids[0]
+    contents = ", ".join(f"d['{f}']" for f in _CONTENT_FIELDS)
+    content = f"coalesce({contents})"
+    sql = f"""
+    WITH spans AS (SELECT * FROM gm_tspan),
+    retr_ids AS (SELECT DISTINCT trace_id, span_id FROM spans WHERE kind = 'RETRIEVER'),
+    ctx AS (
+        SELECT trace_id, max(session_id) AS session_id, max(user_id) AS user_id
+        FROM spans WHERE trace_id IS NOT NULL GROUP BY trace_id
+    ),
+    r AS (
+        SELECT s.* FROM spans s
+        WHERE s.err IS NOT NULL OR (s.kind = 'RETRIEVER' AND NOT EXISTS (
+            SELECT 1 FROM retr_ids p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_id))
+    ),
+    llm AS (SELECT trace_id, ts, output FROM spans WHERE kind = 'LLM' AND output IS NOT NULL),
+    roots AS (
+        SELECT trace_id, max(output) AS output FROM spans
+        WHERE kind IN ('TRACE', 'OTHER') AND parent_id IS NULL AND output IS NOT NULL
+        GROUP BY trace_id
+    ),
+    ans AS (
+        SELECT r.sid, arg_min(l.output, l.ts) AS answer
+        FROM r JOIN llm l ON l.trace_id = r.trace_id
+            AND (r.ts IS NULL OR l.ts IS NULL OR l.ts >= r.ts)
+        GROUP BY r.sid
+    ),
+    fbv AS (
+        SELECT coalesce(f.trace_id, s.trace_id) AS trace_id, f.span_id,
+               f.span_id IS NOT NULL AND f.span_id IN (SELECT span_id FROM retr_ids)
+                   AS on_retriever,
+               CASE WHEN lower(f.label) IN {_DOWN} THEN 'down' WHEN lower(f.label) IN {_UP}
+                        THEN 'up'
+                    WHEN f.score < 0.5 THEN 'down' WHEN f.score >= 0.5 THEN 'up' END AS verdict
+        FROM gm_tfb f
+        LEFT JOIN (SELECT DISTINCT span_id, trace_id FROM spans WHERE span_id IS NOT NULL) s
+            ON f.trace_id IS NULL AND s.span_id = f.span_id
+    ),
+    fb AS (
+        SELECT r.sid, CASE WHEN bool_or(f.verdict = 'down') THEN 'down'
+                           WHEN bool_or(f.verdict = 'up') THEN 'up' END AS feedback
+        FROM r JOIN fbv f ON f.trace_id = r.trace_id
+            AND (NOT f.on_retriever OR f.span_id = r.span_id)
+        GROUP BY r.sid
+    ),
+    fields AS (
+        SELECT sid, i, field, first(val) AS val FROM gm_tdoc GROUP BY ALL
+    ),
+    docs AS (
+        SELECT sid, list(doc ORDER BY i) AS docs FROM (
+            SELECT sid, i, map_from_entries(list({{'k': field, 'v': val}})) AS doc
+            FROM fields GROUP BY sid, i)
+        GROUP BY sid
+    ),
+    shown AS (
+        SELECT sid,
+            list_transform(docs, lambda d: {{
+                'id': coalesce({the_id}, CASE WHEN {content} IS NOT NULL
+                                           THEN 'sha256:' || left(sha256({content}), 16) END),
+                'hash': sha256({content}),
+                'score': try_cast(d['score'] AS DOUBLE),
+                'from_content': {the_id} IS NULL AND {content} IS NOT NULL}}) AS items
+        FROM docs
+    ),
+    events AS (
+        SELECT r.*, coalesce(ans.answer, r.answer, roots.output) AS gm_answer,
+            coalesce(r.session_id, ctx.session_id) AS gm_session,
+            coalesce(r.user_id, ctx.user_id) AS gm_user, fb.feedback AS gm_feedback,
+            list_filter(coalesce(shown.items, []), lambda e: e.id IS NOT NULL) AS gm_items,
+            $gm_format || ':' || coalesce(r.trace_id, '') || ':' || r.span_id AS gm_event
+        FROM r LEFT JOIN ctx USING (trace_id) LEFT JOIN roots USING (trace_id)
+        LEFT JOIN ans USING (sid) LEFT JOIN fb USING (sid) LEFT JOIN shown USING (sid)
+    )
+    SELECT *, reason IS NULL AND gm_stored(event_id) AS gm_present FROM (
+    SELECT line, raw,
+        CASE WHEN err IS NOT NULL THEN err
+             WHEN span_id IS NULL THEN 'missing span id'
+             WHEN failed THEN 'retrieval failed: ' || coalesce(nullif(trim(status_msg), ''),
+                                                               'error status')
+             WHEN query IS NULL OR trim(query) = '' THEN 'missing query (span ' || span_id || ')'
+             WHEN ts_text IS NOT NULL AND ts IS NULL
+                 THEN 'unparseable timestamp: ' || left(ts_text, 60)
+        END AS reason,
+        gm_event AS event_id, 'traces' AS source, ts, gm_session AS session_id,
+        gm_user AS user_id, trim(query) AS query,
+        list_transform(gm_items, lambda e: e.id) AS result_ids,
+        len(gm_items)::INTEGER AS num_results, NULL::VARCHAR[] AS clicked_ids,
+        gm_feedback AS feedback, NULL::JSON AS extra,
+        $gm_format AS format, trace_id, span_id, parent_id, gm_answer AS answer,
+        coalesce(regexp_matches(gm_answer, $gm_dont_know), false) AS dont_know,
+        list_transform(gm_items, lambda e: e.score) AS scores,
+        list_transform(gm_items, lambda e: e.hash) AS content_hashes,
+        len(list_filter(gm_items, lambda e: e.from_content))::INTEGER AS ids_from_content
+    FROM events)
+    """
+    return sql, {"gm_format": fmt, "gm_dont_know": DONT_KNOW}
+
+
+def store(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
+    """The new events into search_events (the anti-join every import uses), and what a trace
+    adds to each into trace_retrievals, in the same transaction."""
+    stored = store_new_rows(con, target, batch_id)
+    side = ", ".join(SIDE_COLUMNS)
+    con.execute(
+        f"""INSERT INTO trace_retrievals (event_id, batch_id, {side})
+            SELECT event_id, ?, {side} FROM gm_stage
+            WHERE reason IS NULL AND NOT gm_present
+              AND event_id IN (SELECT event_id FROM search_events WHERE batch_id = ?)
+            QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY line) = 1""",
+        [batch_id, batch_id],
+    )
+    return stored
+
+
+def summary(con: duckdb.DuckDBPyConnection, state: dict[str, Any]) -> dict[str, Any]:
+    """What the file held besides the rows: its spans, its retrievals, the nested ones (not
+    rows), and the documents that had no id (their content hash stands in)."""
+    spans, retrievals, nested = con.execute(
+        """SELECT count(*) FILTER (WHERE s.err IS NULL AND s.kind <> 'TRACE'),
+                  count(*) FILTER (WHERE s.kind = 'RETRIEVER'),
+                  count(*) FILTER (WHERE s.kind = 'RETRIEVER' AND p.span_id IS NOT NULL)
+           FROM gm_tspan s LEFT JOIN (SELECT DISTINCT trace_id, span_id FROM gm_tspan
+                                      WHERE kind = 'RETRIEVER') p
+               ON p.trace_id = s.trace_id AND p.span_id = s.parent_id"""
+    ).fetchall()[0]
+    without_id = con.execute(
+        "SELECT coalesce(sum(ids_from_content), 0) FROM gm_stage WHERE reason IS NULL"
+    ).fetchall()[0][0]
+    return {
+        "format": state.get("format") or state.get("forced"),
+        "spans": spans,
+        "retrievals": retrievals,
+        "nested_retrievals": nested,
+        "documents_without_id": int(without_id),
+    }
+
+
+def target(trace_format: str | None = None, doc_id: str | None = None) -> Target:
+    if trace_format is not None and trace_format not in FORMATS:
+        raise InputError(f"unknown trace format {trace_format!r}; known: {', '.join(FORMATS)}")
+    state: dict[str, Any] = {
+        "forced": trace_format,
+        "doc_field": _doc_field(doc_id) if doc_id else None,
+    }
+    return Target(
+        source="traces",
+        table="search_events",
+        key=("event_id",),
+        columns=COLUMNS,
+        stage=lambda keys: stage_sql(state),
+        redact=("query", "answer"),
+        streaming=False,
+        reshape=lambda con, keys: reshape(con, keys, state),
+        store=store,
+        summary=lambda con, batch_id: summary(con, state),
+        marks_present=True,
+        options={"format": trace_format, "doc_id": doc_id},
+    )
