@@ -12,7 +12,9 @@ Volume bands are over clusters ranked by volume: the clusters that make up the f
 traffic are the head, the ones after 90% of it the tail, the rest the torso. Clusters are spread:
 no cluster gets a second place before every head and torso cluster has one (a coverage pick may
 break this only when no other cluster has the tag). Queries already in the gold set, any status,
-are never proposed again, and the clusters they cover count as used. A query that differs from one
+are never proposed again, and the clusters they belong to count as used, so picks spread over the
+traffic. That is not coverage: `triage show` counts a cluster covered only once one of its items is
+verified or published (goldmine.triage.report.coverage_cte). A query that differs from one
 already picked only by digits or a letter or two (rapidfuzz ratio >= 90, digits masked) is left out:
 ticket subjects with order numbers are one query to a gold set.
 """

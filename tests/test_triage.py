@@ -304,14 +304,18 @@ def test_run_incremental_stable_ids_and_commands(db_path, cli):
     typo = json.loads(cli("--db", str(db_path), "triage", "show", "--json", "--tag", "typo").stdout)
     assert [r["cluster_id"] for r in typo] == [after["i have not received my card yet"]]
 
-    # coverage: a gold item on one query covers its whole cluster
+    # coverage: a verified gold item on one query covers its whole cluster; a candidate does not
+    from goldmine.goldset.items import add_item, set_no_answer
+
     with open_store(db_path) as con:
-        con.execute(
-            """INSERT INTO gold_items (query_id, position, query, norm_query, status, origin,
-                                       created_at, updated_at)
-               VALUES ('q_1', 1, 'Where is my card?', 'where is my card', 'candidate', 'test',
-                       now(), now())"""
-        )
+        qid = add_item(con, "Where is my card?", origin="test", by="ann")
+    rows = json.loads(cli("--db", str(db_path), "triage", "show", "--json", "--top", "50").stdout)
+    assert not any(r["covered"] for r in rows)
+    assert {r["coverage"] for r in rows if r["cluster_id"] == after["where is my card"]} == {
+        "in review"
+    }
+    with open_store(db_path) as con:
+        set_no_answer(con, qid, "ann")
     rows = json.loads(cli("--db", str(db_path), "triage", "show", "--json", "--top", "50").stdout)
     covered = {r["cluster_id"] for r in rows if r["covered"]}
     assert covered == {after["where is my card"]}

@@ -123,7 +123,7 @@ def show_cmd(
             ", ".join(r["sources"] or []),
             seen,
             "yes" if r["is_new"] else "",
-            "yes" if r["covered"] else "no",
+            r["coverage"],
         )
     console().print(table)
 
@@ -170,7 +170,7 @@ def cluster_cmd(
     console().print(
         f"cluster {detail['cluster_id']}: {detail['label']!r} — volume {detail['volume']}, "
         f"{_fmt_rate(detail['failure_rate'])} failed, priority {detail['priority']:.1f}, "
-        f"{'covered' if detail['covered'] else 'uncovered'}"
+        f"covered: {detail['coverage']}"
     )
     table = Table(
         "query", "events", "sessions", "failed", "signals", "tags", "examples", "previous turn"

@@ -7,8 +7,14 @@ one failed search does not outrank a cluster of a hundred searches that fail hal
     priority    = volume * shrunk_rate
 
 ``global_rate`` is the failure rate over every event in the run; ``PRIOR_EVENTS`` = 10 events of
-prior weight. ``triage show --json`` carries every part. A cluster is covered when a gold item (any
-status) belongs to it: same ``cluster_id``, or a ``norm_query`` that triage put in the cluster.
+prior weight. ``triage show --json`` carries every part.
+
+Coverage (one definition, ``coverage_cte``): a gold item belongs to a cluster when it has the
+cluster's ``cluster_id`` or a ``norm_query`` triage put in the cluster (as the item is now, or as a
+published version froze it). A cluster is covered when an item of it is verified or published;
+``coverage`` says which: ``v3`` (published; the latest version that has one of its items),
+``verified`` (verified since, not published yet), ``in review`` (candidates or drafts, nothing
+verified) or ``no`` (nothing, or only rejected items). Candidates alone cover nothing.
 """
 
 from __future__ import annotations
@@ -93,12 +99,48 @@ def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     )
 
 
-def _covered_sql(con: duckdb.DuckDBPyConnection) -> str:
-    if not _has_table(con, "gold_items"):
-        return "false"
-    return """(c.cluster_id IN (SELECT cluster_id FROM gold_items WHERE cluster_id IS NOT NULL)
-               OR c.cluster_id IN (SELECT q.cluster_id FROM gold_items gi
-                                   JOIN triage_queries q USING (norm_query)))"""
+_NO_GOLD = (
+    "SELECT NULL::BIGINT AS cluster_id, NULL::VARCHAR AS coverage, NULL::INTEGER AS "
+    "coverage_version, NULL::BOOLEAN AS covered WHERE false"
+)
+
+
+def coverage_cte(con: duckdb.DuckDBPyConnection) -> str:
+    """``gm_coverage AS (...)``: per cluster with a gold item, ``coverage`` (v3 | verified |
+    in review | no), ``coverage_version`` and ``covered`` (verified or published)."""
+    if not (_has_table(con, "gold_items") and _has_table(con, "gold_version_items")):
+        return f"gm_coverage AS ({_NO_GOLD})"
+    return """
+        gm_gold AS (
+            SELECT i.query_id, i.norm_query, i.cluster_id, i.status,
+                   (SELECT max(v.version) FROM gold_version_items v
+                    WHERE v.query_id = i.query_id) AS version
+            FROM gold_items i
+            UNION ALL  -- where a version froze it, should the item have moved since
+            SELECT query_id, item->>'$.norm_query', TRY_CAST(item->>'$.provenance.cluster_id'
+                   AS BIGINT), 'published', version
+            FROM gold_version_items
+        ),
+        gm_member AS (
+            SELECT cluster_id, status, version FROM gm_gold WHERE cluster_id IS NOT NULL
+            UNION ALL
+            SELECT q.cluster_id, g.status, g.version
+            FROM gm_gold g JOIN triage_queries q USING (norm_query) WHERE q.cluster_id IS NOT NULL
+        ),
+        gm_coverage AS (
+            SELECT cluster_id, max(version) AS coverage_version,
+                   CASE WHEN max(version) IS NOT NULL THEN 'v' || max(version)
+                        WHEN bool_or(status = 'verified') THEN 'verified'
+                        WHEN bool_or(status IN ('candidate', 'drafted')) THEN 'in review'
+                        ELSE 'no' END AS coverage,
+                   max(version) IS NOT NULL OR bool_or(status = 'verified') AS covered
+            FROM gm_member GROUP BY cluster_id
+        )"""
+
+
+# The coverage columns of a cluster ``c`` joined to gm_coverage ``k``.
+COVERAGE_COLUMNS = """coalesce(k.coverage, 'no') AS coverage, k.coverage_version,
+               coalesce(k.covered, false) AS covered"""
 
 
 @dataclass(frozen=True)
@@ -129,14 +171,15 @@ def ranked_clusters(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[
     rows = _rows(
         con,
         f"""
+        WITH {coverage_cte(con)}
         SELECT c.cluster_id, c.label, c.volume, c.n_variants, c.n_failed, c.failure_rate,
                c.signals, c.priority, c.shrunk_rate,
                (SELECT coalesce(sum(n_failed) / nullif(sum(n_events), 0), 0)
                 FROM triage_queries) AS global_rate,
                c.tags, c.tag_counts, c.sources, c.first_seen, c.last_seen, c.is_new,
-               {_covered_sql(con)} AS covered
-        FROM triage_clusters c
-        WHERE (NOT ? OR NOT {_covered_sql(con)}) AND (NOT ? OR c.is_new)
+               {COVERAGE_COLUMNS}
+        FROM triage_clusters c LEFT JOIN gm_coverage k USING (cluster_id)
+        WHERE (NOT ? OR NOT coalesce(k.covered, false)) AND (NOT ? OR c.is_new)
           AND (?::VARCHAR IS NULL OR list_contains(c.tags, ?::VARCHAR))
           AND (?::VARCHAR IS NULL OR list_contains(c.sources, ?::VARCHAR))
         ORDER BY c.priority DESC, c.volume DESC, c.cluster_id
@@ -194,7 +237,10 @@ def cluster_detail(con: duckdb.DuckDBPyConnection, cluster_id: int) -> dict[str,
     """Every query in a cluster with counts, signals, sessions, raw examples, previous turns."""
     head = _rows(
         con,
-        f"SELECT c.*, {_covered_sql(con)} AS covered FROM triage_clusters c WHERE cluster_id = ?",
+        f"""WITH {coverage_cte(con)}
+            SELECT c.*, {COVERAGE_COLUMNS}
+            FROM triage_clusters c LEFT JOIN gm_coverage k USING (cluster_id)
+            WHERE cluster_id = ?""",
         [cluster_id],
     )
     if not head:

@@ -1,0 +1,131 @@
+"""``triage show``: what coverage means, the table at 80, 100 and 200 columns, empty results and
+unknown filters.
+
+The triage tables are filled with SQL and ranked by the real ``summarize_clusters`` (the clusters
+are given, so no model runs); gold items go through the goldset stage's own functions.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta
+
+from goldmine.goldset.items import add_item, set_no_answer, set_status
+from goldmine.goldset.versions import publish
+from goldmine.triage.report import summarize_clusters
+
+from goldmine.store import open_store
+from goldmine.text import normalize_query
+
+T0 = datetime(2026, 11, 2, 9, 0, 0)
+
+# cluster id -> its queries: (text, events, failed events, tags, sources)
+CLUSTERS = {
+    1: [
+        ("Any solution for my card that still has not arrived after two weeks please", 40, 30,
+         ["question"], ["searchlog", "tickets"]),
+        ("card not arrived", 12, 9, ["keyword"], ["searchlog"]),
+    ],
+    2: [("How do I change the PIN of my card at an ATM abroad?", 30, 20,
+         ["acronym", "question"], ["searchlog"])],
+    3: [("refund for a purchase I cancelled", 25, 15, ["keyword"], ["tickets"])],
+    4: [("I was charged twice for the same transfer yesterday", 20, 12, ["keyword"],
+         ["searchlog"])],
+    5: [("exchange rate for euros", 15, 8, ["keyword"], ["searchlog"])],
+    6: [("close my acount", 10, 6, ["keyword", "typo"], ["chat"])],
+}  # fmt: skip
+
+
+def triaged(con, clusters=CLUSTERS) -> None:
+    """A finished triage run over the given clusters."""
+    con.execute(
+        "INSERT INTO triage_runs (run_id, started_at, finished_at, status, watermark) "
+        "VALUES (1, ?, ?, 'done', ?)",
+        [T0, T0, T0 + timedelta(days=1)],
+    )
+    for cid, queries in clusters.items():
+        con.execute("INSERT INTO triage_cluster_ids VALUES (?, 1, NULL, 0.5, ?)", [cid, 1])
+        for text, n, failed, tags, sources in queries:
+            norm = normalize_query(text)
+            con.execute(
+                """INSERT INTO triage_queries (norm_query, query, canonical_query, cluster_id,
+                       n_events, n_sessions, sources, first_seen, last_seen, n_no_click,
+                       n_failed, failure_rate, tags)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [norm, text, norm, cid, n, n, sources, T0, T0 + timedelta(days=1), failed,
+                 failed, failed / n, tags],
+            )  # fmt: skip
+    summarize_clusters(con, 1)
+
+
+def show(cli, db_path, *args, columns=200):
+    return cli("--db", str(db_path), "triage", "show", *args, env={"COLUMNS": str(columns)})
+
+
+def shown(cli, db_path, *args) -> dict[int, dict]:
+    out = show(cli, db_path, "--json", "--top", "50", *args)
+    assert out.returncode == 0, out.stderr
+    return {r["cluster_id"]: r for r in json.loads(out.stdout)}
+
+
+# --- coverage ------------------------------------------------------------------------------------
+
+
+def test_covered_means_verified_or_published(db_path, cli):
+    """Published: the latest version that has it; verified and not yet published; in review
+    (candidates or drafts, nothing verified); no (nothing, or only rejected items)."""
+    with open_store(db_path) as con:
+        triaged(con)
+        card = add_item(con, "where is my card", origin="test", by="ann", cluster_id=1)
+        set_no_answer(con, card, "ann")
+        publish(con, "v1", "ann")
+        # placed by its text alone: the query is one of cluster 2's, the item has no cluster id
+        pin = add_item(con, "How do I change the PIN of my card at an ATM abroad?",
+                       origin="test", by="ann")  # fmt: skip
+        set_no_answer(con, pin, "ann")
+        publish(con, "v2", "ann")
+        refund = add_item(con, "refund for a purchase I cancelled", origin="test", by="ann")
+        set_no_answer(con, refund, "ann")  # verified, not published
+        add_item(con, "charged twice", origin="starter", by="ann", cluster_id=4)  # a candidate
+        gone = add_item(con, "exchange rate for euros", origin="test", by="ann")
+        set_status(con, gone, "rejected", "ann")
+    rows = shown(cli, db_path)
+    assert {cid: r["coverage"] for cid, r in rows.items()} == {
+        1: "v2",
+        2: "v2",
+        3: "verified",
+        4: "in review",
+        5: "no",
+        6: "no",
+    }
+    assert {cid for cid, r in rows.items() if r["covered"]} == {1, 2, 3}
+    assert {r["coverage_version"] for r in rows.values()} == {2, None}
+    assert set(shown(cli, db_path, "--uncovered")) == {4, 5, 6}
+
+    table = show(cli, db_path)
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    for label, coverage in (("refund for a purchase", "verified"), ("exchange rate", "no"),
+                            ("I was charged twice", "in review")):  # fmt: skip
+        line = next(line for line in lines if label in line)
+        assert re.search(rf"\b{coverage}\b", line), table.stdout
+    line = next(line for line in lines if "How do I change the PIN" in line)
+    assert re.search(r"\bv2\b", line), table.stdout
+
+    detail = cli("--db", str(db_path), "triage", "cluster", "4", "--json")
+    assert json.loads(detail.stdout)["coverage"] == "in review"
+    text = cli("--db", str(db_path), "triage", "cluster", "1").stdout
+    assert "covered: v2" in text
+
+
+def test_a_starter_set_covers_nothing_until_verified(db_path, cli):
+    """The first-week report: after `gold starter` every cluster showed covered."""
+    with open_store(db_path) as con:
+        triaged(con)
+    out = cli("--db", str(db_path), "gold", "starter", "--n", "10")
+    assert out.returncode == 0, out.stderr
+    rows = shown(cli, db_path)
+    assert not any(r["covered"] for r in rows.values())
+    assert {r["coverage"] for r in rows.values()} == {"in review"}
+    assert set(shown(cli, db_path, "--uncovered")) == set(CLUSTERS)
