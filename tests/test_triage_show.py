@@ -129,3 +129,43 @@ def test_a_starter_set_covers_nothing_until_verified(db_path, cli):
     assert not any(r["covered"] for r in rows.values())
     assert {r["coverage"] for r in rows.values()} == {"in review"}
     assert set(shown(cli, db_path, "--uncovered")) == set(CLUSTERS)
+
+
+# --- empty results and unknown filters -----------------------------------------------------------
+
+
+def test_an_empty_store_says_to_import_and_names_no_filter(db_path, cli):
+    with open_store(db_path):
+        pass
+    out = show(cli, db_path)
+    assert out.returncode == 2, out.stderr
+    assert "goldmine ingest" in out.stderr and "triage run" in out.stderr
+    assert "filter" not in out.stderr
+
+
+def test_no_match_names_the_filters_given_and_only_those(db_path, cli):
+    with open_store(db_path) as con:
+        triaged(con)
+    out = show(cli, db_path, "--tag", "follow-up")
+    assert out.returncode == 0, out.stderr
+    assert "--tag follow-up" in out.stderr and "6 clusters" in out.stderr, out.stderr
+    assert "--source" not in out.stderr and "--uncovered" not in out.stderr
+    out = show(cli, db_path, "--source", "chat", "--tag", "acronym", "--uncovered")
+    assert "--source chat" in out.stderr and "--tag acronym" in out.stderr
+    assert "--uncovered" in out.stderr and "--new" not in out.stderr
+    with open_store(db_path) as con:  # a run that found no clusters, and no filter given
+        con.execute("DELETE FROM triage_clusters")
+    out = show(cli, db_path)
+    assert out.returncode == 0, out.stderr
+    assert "no clusters" in out.stderr and "filter" not in out.stderr, out.stderr
+
+
+def test_an_unknown_source_is_an_error_that_lists_the_known_ones(db_path, cli):
+    with open_store(db_path) as con:
+        triaged(con)
+    out = show(cli, db_path, "--source", "nosuch")
+    assert out.returncode == 2, out.stderr
+    assert "unknown source 'nosuch'" in out.stderr
+    assert "chat, searchlog, tickets" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert show(cli, db_path, "--source", "chat", "--json").returncode == 0

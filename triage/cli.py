@@ -79,18 +79,20 @@ def show_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """The ranked clusters: label, volume, variants, failure rate and signals, tags, coverage."""
-    from goldmine.triage.report import ShowFilter, ranked_clusters
+    from goldmine.triage.report import ShowFilter, no_match, ranked_clusters
 
     from goldmine.output import console, info, print_json
     from goldmine.store import open_store
 
+    wanted = ShowFilter(top, uncovered, new, tag, source)
     with open_store(db_flag(db), create=False) as con:
-        rows = ranked_clusters(con, ShowFilter(top, uncovered, new, tag, source))
+        rows = ranked_clusters(con, wanted)
+        why_none = None if rows else no_match(con, wanted)
     if as_json:
         print_json(rows)
         return
-    if not rows:
-        info("no cluster matches (see `goldmine triage show` without filters)")
+    if why_none:
+        info(why_none)
         return
     from rich.table import Table
 

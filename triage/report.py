@@ -151,6 +151,12 @@ class ShowFilter:
     tag: str | None = None
     source: str | None = None
 
+    def given(self) -> list[str]:
+        """The filters given, as typed: ``["--uncovered", "--tag typo"]``."""
+        flags = [("--uncovered", self.uncovered), ("--new", self.new)]
+        values = [("--tag", self.tag), ("--source", self.source)]
+        return [f for f, on in flags if on] + [f"{f} {v}" for f, v in values if v is not None]
+
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[dict[str, Any]]:
     cur = con.execute(sql, params)
@@ -167,7 +173,27 @@ def ranked_clusters(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[
     if f.tag is not None and f.tag not in KNOWN_TAGS:
         raise InputError(f"unknown tag {f.tag!r}; choose one of: {', '.join(KNOWN_TAGS)}")
     if not con.execute("SELECT count(*) FROM triage_runs WHERE status = 'done'").fetchall()[0][0]:
+        from goldmine.triage.pipeline import _has_traffic
+
+        if not _has_traffic(con):
+            raise NotFoundError(
+                "nothing to show: the store holds no searches, tickets, chat turns or manual "
+                "queries yet (import some with goldmine ingest searchlog|tickets|chat FILE, then "
+                "run goldmine triage run)"
+            )
         raise NotFoundError("triage has not run yet: `goldmine triage run` first")
+    if f.source is not None:
+        known = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT unnest(sources) FROM triage_queries ORDER BY 1"
+            ).fetchall()
+        ]
+        if f.source not in known:
+            raise InputError(
+                f"unknown source {f.source!r}; the triaged traffic has: "
+                + (", ".join(known) or "no source")
+            )
     rows = _rows(
         con,
         f"""
@@ -200,6 +226,18 @@ def ranked_clusters(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[
             "formula": "volume * (n_failed + prior_events * global_rate) / (volume + prior_events)",
         }
     return rows
+
+
+def no_match(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> str:
+    """Why ``triage show`` has no row to print, naming only the filters that were given."""
+    n = con.execute("SELECT count(*) FROM triage_clusters").fetchall()[0][0]
+    given = f.given()
+    if not given or not n:
+        return "no clusters: the last triage run put no query in a cluster"
+    return (
+        f"no cluster matches {' '.join(given)} "
+        f"({n:,} cluster{'s' if n != 1 else ''} without {'it' if len(given) == 1 else 'them'})"
+    )
 
 
 EXPORT_COLUMNS = """
