@@ -1,0 +1,290 @@
+"""Click-drafted grades: a click model over search sessions proposes a grade per (query, chunk).
+
+Clicks are biased by position: people click the first result because it is first. Two click
+models correct for it, both fitted here by EM in numpy over sessions (the ranked results shown,
+and which of them were clicked):
+
+- **PBM**, the position-based model: ``P(click) = alpha[q, d] * gamma[rank]``; a result is
+  clicked when it is examined (``gamma``, by rank) and attractive (``alpha``). EM treats both as
+  hidden; ``gamma[1]`` is fixed to 1 (only the product is identified).
+- **DBN**, the dynamic Bayesian network (Chapelle and Zhang, WWW 2009): people scan down the
+  list; an examined result is clicked when attractive (``a[q, d]``); after a click they are
+  satisfied with probability ``s[q, d]`` and stop; otherwise they go on to the next result with
+  probability ``gamma``. Examination is hidden; EM runs forward-backward over each session's
+  ranks, all sessions at once (padded arrays). The relevance it proposes is ``a * s``.
+
+A grade is proposed from the model's score: 2 at or above ``high``, 1 at or above ``low``, else
+0, with the thresholds named. The grades are drafts, never gold: ``gold review`` decides them.
+Pairs shown fewer than ``min_shown`` times get no draft (too little evidence).
+
+The two naive baselines the models are measured against: **clicked** (ever clicked: 1, else 0)
+and **CTR** (clicks / impressions, through the same thresholds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from goldmine.errors import InputError
+
+MODELS = ("pbm", "dbn")
+HIGH, LOW = 0.5, 0.2  # score -> grade 2 / 1
+
+
+@dataclass
+class Sessions:
+    """Sessions as padded arrays: ``pair[s, r]`` indexes ``keys`` (-1 past the list's end)."""
+
+    keys: list[tuple[str, str]]  # (query key, doc id)
+    pair: np.ndarray  # (S, R) int
+    click: np.ndarray  # (S, R) bool
+    shown: np.ndarray  # (S, R) bool
+
+    @classmethod
+    def build(cls, sessions: list[tuple[str, list[str], set]]) -> Sessions:
+        """From ``(query key, ranked doc ids shown, clicked doc ids)`` per session."""
+        if not sessions:
+            raise InputError("no sessions with shown results: nothing to fit a click model on")
+        width = max(len(docs) for _, docs, _ in sessions)
+        index: dict[tuple[str, str], int] = {}
+        pair = np.full((len(sessions), width), -1, dtype=np.int64)
+        click = np.zeros((len(sessions), width), dtype=bool)
+        for s, (q, docs, clicked) in enumerate(sessions):
+            for r, d in enumerate(docs):
+                pair[s, r] = index.setdefault((q, d), len(index))
+                click[s, r] = d in clicked
+        return cls(list(index), pair, click, pair >= 0)
+
+    def counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """Impressions and clicks per pair."""
+        n = len(self.keys)
+        shown = np.bincount(self.pair[self.shown], minlength=n)
+        clicks = np.bincount(self.pair[self.shown & self.click], minlength=n)
+        return shown, clicks
+
+
+@dataclass
+class Fit:
+    model: str
+    scores: np.ndarray  # per pair: PBM alpha, DBN a * s, CTR, clicked
+    params: dict[str, Any] = field(default_factory=dict)
+    iterations: int = 0
+    log_likelihood: list[float] = field(default_factory=list)
+
+
+def prior_rate(data: Sessions) -> float:
+    """The share of shown results clicked: where a pair's attractiveness starts (and, in the
+    DBN, the Beta prior's mean, worth two impressions)."""
+    shown = int(data.shown.sum())
+    return float(np.clip(data.click[data.shown].sum() / max(1, shown), 1e-3, 1 - 1e-3))
+
+
+def fit_pbm(data: Sessions, iterations: int = 100, tol: float = 1e-8) -> Fit:
+    """The position-based model by EM (module doc)."""
+    n, ranks = len(data.keys), data.pair.shape[1]
+    alpha = np.full(n, prior_rate(data))
+    gamma = np.full(ranks, 0.5)
+    gamma[0] = 1.0
+    p, c, m = np.where(data.shown, data.pair, 0), data.click.astype(np.float64), data.shown
+    shown_per_pair = np.bincount(p[m], minlength=n).astype(np.float64)
+    shown_per_rank = m.sum(axis=0).astype(np.float64)
+    history: list[float] = []
+    for _ in range(iterations):
+        a, g = alpha[p], gamma[None, :]
+        prob = np.clip(a * g, 1e-12, 1 - 1e-12)
+        history.append(float(np.where(m, c * np.log(prob) + (1 - c) * np.log(1 - prob), 0).sum()))
+        # E step: P(attractive | data) and P(examined | data) per impression
+        ea = c + (1 - c) * a * (1 - g) / (1 - prob)
+        ee = c + (1 - c) * g * (1 - a) / (1 - prob)
+        alpha = np.bincount(p[m], weights=ea[m], minlength=n) / np.maximum(shown_per_pair, 1)
+        gamma = np.where(m, ee, 0).sum(axis=0) / np.maximum(shown_per_rank, 1)
+        scale = gamma[0] if gamma[0] > 0 else 1.0
+        gamma, alpha = gamma / scale, np.clip(alpha * scale, 0, 1)
+        if len(history) > 1 and abs(history[-1] - history[-2]) < tol:
+            break
+    return Fit("pbm", alpha, {"gamma": gamma.tolist()}, len(history), history)
+
+
+def fit_dbn(
+    data: Sessions, iterations: int = 100, tol: float = 1e-8, gamma: float | None = None
+) -> Fit:
+    """The dynamic Bayesian network by EM with forward-backward (module doc).
+
+    ``gamma`` fixes the continuation probability (None: it is fitted).
+    """
+    n = len(data.keys)
+    S, R = data.pair.shape
+    p, c, m = np.where(data.shown, data.pair, 0), data.click.astype(np.float64), data.shown
+    a0 = prior_rate(data)
+    a, s = np.full(n, a0), np.full(n, 0.5)
+    g = 0.9 if gamma is None else gamma
+    shown_per_pair = np.bincount(p[m], minlength=n).astype(np.float64)
+    history: list[float] = []
+    for _ in range(iterations):
+        ar, sr = a[p], s[p]
+        # M[r](e, e') = P(C_r, E_{r+1} = e' | E_r = e); past the list's end nothing is observed.
+        m11 = np.where(c > 0, ar * (1 - sr) * g, (1 - ar) * g)
+        m10 = np.where(c > 0, ar * (sr + (1 - sr) * (1 - g)), (1 - ar) * (1 - g))
+        m00 = np.where(c > 0, 0.0, 1.0)
+        m11, m10, m00 = (np.where(m, x, y) for x, y in ((m11, g), (m10, 1 - g), (m00, 1.0)))
+        fwd = np.zeros((S, R + 1, 2))
+        fwd[:, 0, 1] = 1.0
+        norms = np.zeros((S, R))
+        for r in range(R):
+            f0, f1 = fwd[:, r, 0], fwd[:, r, 1]
+            n0 = f0 * m00[:, r] + f1 * m10[:, r]
+            n1 = f1 * m11[:, r]
+            z = np.maximum(n0 + n1, 1e-300)
+            norms[:, r] = z
+            fwd[:, r + 1, 0], fwd[:, r + 1, 1] = n0 / z, n1 / z
+        history.append(float(np.log(norms).sum()))
+        bwd = np.ones((S, R + 1, 2))
+        for r in range(R - 1, -1, -1):
+            b0, b1 = bwd[:, r + 1, 0], bwd[:, r + 1, 1]
+            bwd[:, r, 0] = m00[:, r] * b0 / norms[:, r]
+            bwd[:, r, 1] = (m10[:, r] * b0 + m11[:, r] * b1) / norms[:, r]
+        post1 = fwd[:, :R, 1] * bwd[:, :R, 1]  # P(E_r = 1 | clicks)
+        post0 = 1 - post1
+        # xi(1, 0) and xi(1, 1): the transitions out of an examined rank
+        x10 = fwd[:, :R, 1] * m10 * bwd[:, 1:, 0] / norms
+        x11 = fwd[:, :R, 1] * m11 * bwd[:, 1:, 1] / norms
+        ea = c + (1 - c) * post0 * ar
+        # a clicked result: satisfied, given the session stopped after it (E_{r+1} = 0)
+        stop_given_click = sr / np.maximum(sr + (1 - sr) * (1 - g), 1e-300)
+        es = x10 * stop_given_click  # P(S_r = 1, clicked); zero where not clicked
+        es = np.where(c > 0, es, 0.0)
+        a = (np.bincount(p[m], weights=ea[m], minlength=n) + 2 * a0) / (shown_per_pair + 2)
+        clicks = np.bincount(p[m], weights=c[m], minlength=n)
+        s = (np.bincount(p[m], weights=es[m], minlength=n) + 1) / (clicks + 2)
+        if gamma is None:
+            # the transitions out of an examined, unsatisfied rank into a next rank that was shown
+            inner = m[:, :-1] & m[:, 1:]
+            went_on = float(np.where(inner, x11[:, :-1], 0).sum())
+            could = float(np.where(inner, (post1 - es)[:, :-1], 0).sum())
+            g = float(np.clip(went_on / could, 1e-6, 1 - 1e-6)) if could > 0 else g
+        if len(history) > 1 and abs(history[-1] - history[-2]) < tol:
+            break
+    params = {"gamma": g, "attractiveness": a, "satisfaction": s}
+    return Fit("dbn", a * s, params, len(history), history)
+
+
+def baselines(data: Sessions) -> dict[str, Fit]:
+    shown, clicks = data.counts()
+    ctr = clicks / np.maximum(shown, 1)
+    return {
+        "clicked": Fit("clicked", (clicks > 0).astype(np.float64)),
+        "ctr": Fit("ctr", ctr),
+    }
+
+
+def fit(data: Sessions, model: str) -> Fit:
+    if model == "pbm":
+        return fit_pbm(data)
+    if model == "dbn":
+        return fit_dbn(data)
+    raise InputError(f"--model must be one of {', '.join(MODELS)}, not {model!r}")
+
+
+def grades(scores: np.ndarray, high: float = HIGH, low: float = LOW) -> np.ndarray:
+    """Score -> grade: 2 at or above ``high``, 1 at or above ``low``, else 0."""
+    return np.where(scores >= high, 2, np.where(scores >= low, 1, 0))
+
+
+# --- agreement with people's labels -------------------------------------------------------------
+
+
+def agreement(
+    proposed: np.ndarray, human: np.ndarray, scores: np.ndarray | None = None
+) -> dict[str, float]:
+    """Linear-weighted kappa on 0-2, precision/recall/F1 of "relevant" (grade >= 1), and, given
+    the scores, the ROC AUC of the score for "relevant" (threshold-free)."""
+    from sklearn.metrics import cohen_kappa_score, roc_auc_score
+
+    proposed, human = np.asarray(proposed), np.asarray(human)
+    pr, hr = proposed >= 1, human >= 1
+    tp = int(np.count_nonzero(pr & hr))
+    precision = tp / max(1, int(pr.sum()))
+    recall = tp / max(1, int(hr.sum()))
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    same = len(set(proposed.tolist()) | set(human.tolist())) <= 1
+    kappa = 1.0 if same else float(cohen_kappa_score(human, proposed, weights="linear"))
+    auc = None
+    if scores is not None and 0 < int(hr.sum()) < hr.size:
+        auc = float(roc_auc_score(hr, np.asarray(scores)))
+    return {
+        "n_pairs": int(proposed.size),
+        "auc": auc,
+        "weighted_kappa": kappa,
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "n_relevant_human": int(hr.sum()),
+        "n_relevant_proposed": int(pr.sum()),
+    }
+
+
+# --- the TREC Session Track (real sessions with NIST's judgments) -------------------------------
+
+
+def read_trec_sessions(path: Path) -> list[tuple[str, list[str], set]]:
+    """Every interaction of a Session Track XML file: (topic, ranked ClueWeb ids, clicked ids).
+
+    The query key is the session's topic: NIST judged documents per topic, and a topic's sessions
+    reformulate the same need.
+    """
+    import xml.etree.ElementTree as ET
+
+    out = []
+    for session in ET.parse(path).getroot().iter("session"):
+        topic = session.find("topic")
+        key = topic.get("num") if topic is not None else session.get("num")
+        for inter in session.iter("interaction"):
+            docs = [
+                (int(r.get("rank")), (r.findtext("clueweb09id") or r.findtext("clueweb12id")))
+                for r in inter.iter("result")
+            ]
+            docs = [d for _, d in sorted(docs) if d]
+            ranks = {int(c.findtext("rank")) for c in inter.iter("click") if c.findtext("rank")}
+            ordered = sorted(int(r.get("rank")) for r in inter.iter("result"))
+            clicked = {docs[ordered.index(r)] for r in ranks if r in ordered}
+            if docs:
+                out.append((str(key), docs, clicked))
+    return out
+
+
+def read_trec_qrels(path: Path) -> dict[tuple[str, str], int]:
+    """NIST's judgments as goldmine grades: -2 (spam) and 0 -> 0; 1 -> 1; 2, 3, 4 -> 2."""
+    out: dict[tuple[str, str], int] = {}
+    for line in Path(path).read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 4:
+            g = int(parts[3])
+            out[(parts[0], parts[2])] = 0 if g <= 0 else (1 if g == 1 else 2)
+    return out
+
+
+def measure(
+    sessions: list[tuple[str, list[str], set]],
+    qrels: dict[tuple[str, str], int],
+    *,
+    min_shown: int = 1,
+    high: float = HIGH,
+    low: float = LOW,
+) -> dict[str, dict[str, float]]:
+    """Each model's and baseline's proposed grades against the judgments, on the judged pairs."""
+    data = Sessions.build(sessions)
+    shown, _ = data.counts()
+    judged = np.array(
+        [k in qrels and shown[i] >= min_shown for i, k in enumerate(data.keys)], dtype=bool
+    )
+    human = np.array([qrels.get(k, 0) for k in data.keys])[judged]
+    fits = {"pbm": fit_pbm(data), "dbn": fit_dbn(data), **baselines(data)}
+    out = {}
+    for name, f in fits.items():
+        proposed = grades(f.scores, high, low) if name != "clicked" else f.scores.astype(int)
+        out[name] = agreement(proposed[judged], human, f.scores[judged])
+    return out
