@@ -108,24 +108,62 @@ def _print_per_query(outcome: EvalOutcome) -> None:
 
 
 def print_runs(runs: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
+    """The runs grouped by the gold set they were scored on (named once, above its runs, in the
+    order of each gold's newest run): a table with a column per metric where the terminal is wide
+    enough, else two lines a run (what it was, then its metrics)."""
     if not runs:
         console().print("no eval runs stored yet (goldmine eval run --gold … --run …)")
         return
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    for column in ("id", "time", "label", "gold", "run", "n", "metrics"):
-        table.add_column(column)
+    groups: dict[tuple, list[dict[str, Any]]] = {}
     for run in runs:
-        gold = run["gold_source"] + (f" v{run['gold_version']}" if run["gold_version"] else "")
-        metrics = "  ".join(f"{display_name(k)} {v:.2f}" for k, v in run["metrics"].items())
-        table.add_row(
+        key = (run["gold_source"], run["gold_version"], run["gold_hash"])
+        groups.setdefault(key, []).append(run)
+    for n, ((source, version, digest), group) in enumerate(groups.items()):
+        name = source if version is None or source == f"v{version}" else f"{source} v{version}"
+        count = f"{len(group)} run{'s' if len(group) != 1 else ''}"
+        heading = f"gold {name} (sha256 {_short(digest)}): {count}"
+        console().print(("\n" if n else "") + heading, soft_wrap=True)
+        _print_run_group(group)
+
+
+_FOLDING_MIN = 12  # the least a label or run column may shrink to before the table gives up
+
+
+def _print_run_group(group: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
+    names = list(dict.fromkeys(k for run in group for k in run["metrics"]))
+    head = ["id", "time", "label", "run", "n", *map(display_name, names)]
+    rows = [
+        [
             str(run["run_id"]),
             run["created_at"].strftime("%Y-%m-%d %H:%M"),
             run["label"] or "",
-            gold,
             run["run_source"],
             str(run["n_queries"]),
-            metrics,
+            *(f"{run['metrics'][k]:.2f}" if k in run["metrics"] else "" for k in names),
+        ]
+        for run in group
+    ]
+    folds = {2, 3}  # label and run fold; numbers never wrap
+    widths = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(len(head))]
+    needed = sum(min(w, _FOLDING_MIN) if i in folds else w for i, w in enumerate(widths))
+    if needed + 2 * (len(head) - 1) > console().width:
+        for run, row in zip(group, rows, strict=True):
+            label = f"  {row[2]}" if row[2] else ""
+            console().print(f"{row[0]:>3}  {row[1]}{label}  {row[3]}  ({row[4]} queries)")
+            console().print(
+                "     " + "  ".join(f"{display_name(k)} {v:.2f}" for k, v in run["metrics"].items())
+            )
+        return
+    table = Table(show_edge=False, box=None, pad_edge=False)
+    for i, column in enumerate(head):
+        table.add_column(
+            column,
+            justify="left" if i in folds or column == "time" else "right",
+            no_wrap=i not in folds,
+            overflow="fold",
         )
+    for row in rows:
+        table.add_row(*row)
     console().print(table)

@@ -19,7 +19,7 @@ from goldmine.eval.history import FORMAT_VERSION, append_history, check_history,
 from goldmine.eval.metrics import Metric, parse_metrics
 from goldmine.eval.model import Gold, Run
 from goldmine.eval.readers import read_gold, read_run
-from goldmine.eval.scoring import EvalResult, evaluate, evaluate_run_file
+from goldmine.eval.scoring import EvalResult, check_overlap, evaluate, evaluate_run_file
 
 from goldmine.errors import InputError
 from goldmine.text import sha256_file
@@ -43,6 +43,7 @@ class EvalOutcome:
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     git_commit: str | None = None
     reranker: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = self.result.to_json()
@@ -65,6 +66,7 @@ class EvalOutcome:
                     "hash": self.run_hash,
                 },
                 "reranker": self.reranker,
+                "warnings": self.warnings,
             }
         )
         return data
@@ -135,7 +137,20 @@ def score_run_file(
         gold, run_path, metrics, rel_level, run_format=run_format, abstain_below=abstain_below
     )
     hasher.join()
-    return EvalOutcome(result, gold, str(run_path), fmt, hasher.digest, label)
+    outcome = EvalOutcome(result, gold, str(run_path), fmt, hasher.digest, label)
+    overlap(outcome)
+    return outcome
+
+
+def overlap(outcome: EvalOutcome) -> None:
+    """A run file that shares no query id with the gold is an error; under half is a warning,
+    said now, before anything prints a metric (see ``scoring.check_overlap``)."""
+    warning = check_overlap(outcome.result, outcome.gold)
+    if warning is not None:
+        from goldmine.output import warn
+
+        warn(warning)
+        outcome.warnings.append(warning)
 
 
 @dataclass
@@ -285,6 +300,8 @@ def run_eval(
         run = source.retrieve(gold, k, db)
         result = evaluate(gold, run, parsed, rel_level, abstain_below)
         outcome = EvalOutcome(result, gold, run.source, run.format, run.hash, label)
+        if source.path is not None:
+            overlap(outcome)
         if save_run is not None:
             from goldmine.eval.sources import save_run as write_run
 

@@ -18,6 +18,7 @@ from goldmine.eval.metrics import Metric, aggregate, score_query
 from goldmine.eval.model import Gold, Run
 from goldmine.eval.readers import LARGE_FILE_BYTES, read_gold, read_run
 
+from goldmine.errors import InputError
 from goldmine.text import normalize_query
 
 
@@ -128,6 +129,38 @@ def evaluate(
         n_duplicates=run.n_duplicates,
         errors=errors,
         returned={qid: len(r) for qid, r in ranked_for.items()},
+    )
+
+
+def check_overlap(result: EvalResult, gold: Gold) -> str | None:
+    """Whether the run was made for this gold set: its query ids must match the gold's.
+
+    None of the answerable gold queries in the run is an InputError, under half a warning (the
+    returned line), each with two ids from either side so a mismatch of id schemes ("q12" against
+    "12") shows at a glance. Queries the gold has no answer for are not counted: a run may leave
+    them out (that is abstaining).
+    """
+    n = result.n_queries
+    if n == 0:
+        return None
+    missing = set(result.missing)
+    found = [q for q in result.per_query if q not in missing]
+    if len(found) * 2 >= n:
+        return None
+    run_ids = [*result.ignored[:2], *found[: max(0, 2 - len(result.ignored))]]
+    examples = (
+        f"run ids look like {', '.join(run_ids) or '(none)'}; "
+        f"gold ids look like {', '.join(result.missing[:2])}"
+    )
+    answerable = " answerable" if n != len(gold.queries) else ""
+    if not found:
+        raise InputError(
+            f"the run's query ids match none of the gold's {n}{answerable} queries: {examples}. "
+            "Was the run made for this gold set (the same query ids, or the query texts)?"
+        )
+    return (
+        f"the run has only {len(found)} of the gold's {n}{answerable} queries "
+        f"({len(found) / n:.0%}); the {n - len(found)} missing score 0: {examples}"
     )
 
 

@@ -134,8 +134,8 @@ def run_scores(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[str, dict[st
 
 def list_runs(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[dict[str, Any]]:
     rows = con.execute(
-        "SELECT run_id, created_at, label, gold_source, gold_version, run_source, n_queries, "
-        "metrics FROM eval_runs ORDER BY run_id DESC LIMIT ?",
+        "SELECT run_id, created_at, label, gold_source, gold_version, gold_hash, run_source, "
+        "n_queries, metrics FROM eval_runs ORDER BY run_id DESC LIMIT ?",
         [limit],
     ).fetchall()
     columns = [d[0] for d in con.description]
