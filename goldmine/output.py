@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -129,3 +130,74 @@ def step(command: str, name: str, detail: str = "") -> None:
     """Name a step of a long command on stderr (``triage: embed 2,900 texts``), terminal or not,
     so a log shows where the time went; --json output on stdout is untouched."""
     info(f"{command}: {name}" + (f" — {detail}" if detail else ""))
+
+
+@dataclass(frozen=True)
+class Col:
+    """A column of a ``fit_table``. ``keep``: columns with the lowest are left out first when the
+    terminal is too narrow (None: always shown). ``wrap``: the cells wrap between words (a label),
+    down to ``min_width`` or the longest word; other cells keep their lines whole."""
+
+    header: str
+    keep: int | None = None
+    wrap: bool = False
+    min_width: int = 0
+    justify: str = "left"
+
+
+# What rich's default box adds to a table: a border left of each column and one at the right end,
+# one space of padding either side of each cell.
+_PER_COLUMN, _EDGE = 3, 1
+
+
+def _width(text: str) -> int:
+    from rich.cells import cell_len
+
+    return max((cell_len(line) for line in text.splitlines()), default=0)
+
+
+def _longest_word(text: str) -> int:
+    return max((_width(w) for w in text.split()), default=0)
+
+
+def fit_table(cols: list[Col], rows: list[list[str]], width: int | None = None) -> Any:
+    """A rich Table that fits ``width`` (the terminal's by default) with no header or cell cut
+    short: low-value columns are left out (lowest ``keep`` first) until the narrowest layout
+    fits, and the caption names them; wrapping columns take the room that is left."""
+    from rich.table import Table
+
+    width = width or console().width
+    least, most = {}, {}  # each column's narrowest and natural width
+    for i, col in enumerate(cols):
+        cells = [r[i] for r in rows]
+        most[i] = max([_width(col.header)] + [_width(c) for c in cells])
+        least[i] = most[i]
+        if col.wrap:
+            least[i] = max([col.min_width, _width(col.header)] + [_longest_word(c) for c in cells])
+            most[i] = max(most[i], least[i])
+    shown = list(range(len(cols)))
+    droppable = sorted((c.keep, i) for i, c in enumerate(cols) if c.keep is not None)
+    while sum(least[i] + _PER_COLUMN for i in shown) + _EDGE > width and droppable:
+        shown.remove(droppable.pop(0)[1])
+    # The room left goes to the wrapping columns, in order, up to what their cells need.
+    widths = {i: least[i] for i in shown}
+    room = width - sum(widths[i] + _PER_COLUMN for i in shown) - _EDGE
+    for i in shown:
+        grow = min(max(room, 0), most[i] - widths[i])
+        widths[i] += grow
+        room -= grow
+    hidden = [c.header for i, c in enumerate(cols) if i not in shown]
+    caption = f"not shown at this width: {', '.join(hidden)} (--json has every field)"
+    table = Table(caption=caption if hidden else None, caption_justify="left")
+    for i in shown:
+        col = cols[i]
+        table.add_column(
+            col.header,
+            justify=col.justify,  # type: ignore[arg-type]
+            no_wrap=not col.wrap,
+            width=widths[i],
+            overflow="fold",
+        )
+    for row in rows:
+        table.add_row(*(row[i] for i in shown))
+    return table

@@ -11,6 +11,7 @@ import json
 import re
 from datetime import datetime, timedelta
 
+import pytest
 from goldmine.goldset.items import add_item, set_no_answer, set_status
 from goldmine.goldset.versions import publish
 from goldmine.triage.report import summarize_clusters
@@ -169,3 +170,40 @@ def test_an_unknown_source_is_an_error_that_lists_the_known_ones(db_path, cli):
     assert "chat, searchlog, tickets" in out.stderr
     assert "Traceback" not in out.stderr
     assert show(cli, db_path, "--source", "chat", "--json").returncode == 0
+
+
+# --- the table at 80, 100 and 200 columns ---------------------------------------------------------
+
+HEADERS = ("id", "priority", "label", "failed", "covered")  # kept at every width
+LOW_VALUE = ("seen", "sources", "new", "variants", "signals", "volume", "tags")  # dropped first
+
+
+@pytest.mark.parametrize("columns", [80, 100, 200])
+def test_the_table_fits_with_whole_headers_and_wrapped_labels(db_path, cli, columns):
+    with open_store(db_path) as con:
+        triaged(con)
+    out = show(cli, db_path, columns=columns)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns, out.stdout
+    assert "…" not in out.stdout, out.stdout
+    header = next(line for line in lines if " id " in line)
+    cells = [c.strip() for c in re.split(r"[┃│|]", header) if c.strip()]
+    assert set(HEADERS) <= set(cells), out.stdout
+    # what is left out goes least valuable first, and the caption says so
+    shown_low = [h for h in LOW_VALUE if h in cells]
+    assert shown_low == list(LOW_VALUE[len(LOW_VALUE) - len(shown_low) :]), cells
+    if columns == 200:
+        assert shown_low == list(LOW_VALUE), cells
+    else:
+        assert "not shown at this width" in out.stdout
+    # every label is there word for word, wrapped between words, never cut
+    text_words = re.findall(r"[^\s┃│┏┓┗┛━┳┻╇┡┩└┘┌┐─┴┬]+", out.stdout)
+    for queries in CLUSTERS.values():
+        label = queries[0][0]
+        for word in label.split():
+            assert word in text_words, (word, out.stdout)
+    if columns == 80:
+        # the 80-column table keeps the label at least 24 wide: a label line holds several words
+        row = next(line for line in lines if "Any solution" in line)
+        assert "Any solution for" in row, out.stdout

@@ -60,6 +60,50 @@ def _fmt_rate(value: Any) -> str:
     return f"{value:.0%}" if value is not None else ""
 
 
+def _seen(first: Any, last: Any) -> str:
+    days = [f"{t:%Y-%m-%d}" for t in (first, last) if t is not None]
+    return " – ".join(dict.fromkeys(days))
+
+
+def _show_columns() -> list:
+    """The show table's columns; at a narrow terminal the lowest ``keep`` goes first (the dates,
+    then sources, new, variants, signals, volume, tags); id, priority, label, failed and
+    coverage always stay, and the label wraps."""
+    from goldmine.output import Col
+
+    return [
+        Col("id", justify="right"),
+        Col("priority", justify="right"),
+        Col("label", wrap=True, min_width=24),
+        Col("volume", keep=6, justify="right"),
+        Col("variants", keep=4, justify="right"),
+        Col("failed", justify="right"),
+        Col("signals", keep=5),
+        Col("tags", keep=7, wrap=True),
+        Col("sources", keep=2, wrap=True),
+        Col("seen", keep=1, wrap=True),
+        Col("new", keep=3),
+        Col("covered"),
+    ]
+
+
+def _show_row(r: dict) -> list[str]:
+    return [
+        str(r["cluster_id"]),
+        f"{r['priority']:.1f}",
+        r["label"],
+        str(r["volume"]),
+        str(r["n_variants"]),
+        _fmt_rate(r["failure_rate"]),
+        "\n".join(f"{k} {v}" for k, v in r["signals"].items() if v),
+        ", ".join(r["tags"] or []),
+        ", ".join(r["sources"] or []),
+        _seen(r["first_seen"], r["last_seen"]),
+        "yes" if r["is_new"] else "",
+        r["coverage"],
+    ]
+
+
 @triage_app.command("show")
 def show_cmd(
     top: Annotated[int, typer.Option("--top", help="How many clusters.")] = 20,
@@ -81,7 +125,7 @@ def show_cmd(
     """The ranked clusters: label, volume, variants, failure rate and signals, tags, coverage."""
     from goldmine.triage.report import ShowFilter, no_match, ranked_clusters
 
-    from goldmine.output import console, info, print_json
+    from goldmine.output import console, fit_table, info, print_json
     from goldmine.store import open_store
 
     wanted = ShowFilter(top, uncovered, new, tag, source)
@@ -94,40 +138,7 @@ def show_cmd(
     if why_none:
         info(why_none)
         return
-    from rich.table import Table
-
-    table = Table(
-        "id",
-        "priority",
-        "label",
-        "volume",
-        "variants",
-        "failed",
-        "signals",
-        "tags",
-        "sources",
-        "first / last seen",
-        "new",
-        "covered",
-    )
-    for r in rows:
-        signals = ", ".join(f"{k} {v}" for k, v in r["signals"].items() if v)
-        seen = f"{r['first_seen'] or ''} / {r['last_seen'] or ''}"
-        table.add_row(
-            str(r["cluster_id"]),
-            f"{r['priority']:.1f}",
-            r["label"],
-            str(r["volume"]),
-            str(r["n_variants"]),
-            _fmt_rate(r["failure_rate"]),
-            signals,
-            ", ".join(r["tags"] or []),
-            ", ".join(r["sources"] or []),
-            seen,
-            "yes" if r["is_new"] else "",
-            r["coverage"],
-        )
-    console().print(table)
+    console().print(fit_table(_show_columns(), [_show_row(r) for r in rows]))
 
 
 @triage_app.command("export")
