@@ -399,15 +399,15 @@ def check_scale(entries: list[GoldQuery], path: Path) -> None:
         return
     maps = [_suggest_map(found, best_first=False), _suggest_map(found, best_first=True)]
     ways = (
-        f"if higher is better: --grade-map {maps[0]}; "
-        f"if 1 is the best (as Cranfield's codes): --grade-map {maps[1]}"
+        f"if higher is better, --grade-map {maps[0]}; "
+        f"if 1 is the best (as in Cranfield's codes), --grade-map {maps[1]}"
         if maps[0] != maps[1]
         else f"e.g. --grade-map {maps[0]}"
     )
     raise InputError(
         f"grades outside 0-2 found: {', '.join(map(str, outside))} (the file's grades: "
         f"{', '.join(map(str, found))}); goldmine grades 2 fully answers, 1 useful context, "
-        f"0 not relevant. Map every grade with --grade-map, {ways}",
+        f"0 not relevant. Map every grade with --grade-map: {ways}",
         path=path,
     )
 
