@@ -175,7 +175,7 @@ def print_agreement(result: dict) -> None:
         ci = p["kappa_weighted_ci95"]
         interval = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
         print(
-            f"model ({', '.join(result['models'])}) / {p['person']}: {p['n_items']} items, "
+            f"{p['model']} / {p['person']}: {p['n_items']} items, "
             f"{p['n_pairs']} judged chunks; weighted kappa {_fmt(p['kappa_weighted'])}{interval}"
             f", relevant-or-not kappa {_fmt(p['kappa_relevant'])}, raw agreement "
             f"{p['observed_agreement']:.2f}"

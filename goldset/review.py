@@ -40,7 +40,7 @@ from goldmine.text import normalize_query
 
 # Two lines, each under 80 columns.
 KEYS_HELP = (
-    "[2] answers  [1] useful  [0] not relevant  [x] rest not relevant\n"
+    "[2] answers  [1] useful  [0] not relevant  [x] rest not relevant  [m] model's\n"
     "[s] search  [a] no answer  [k] skip  [r] reject  [n] note  [u] undo  [q] quit"
 )
 RELOAD_HINT = "r to reload"
@@ -220,6 +220,9 @@ class ReviewSession:
             blind = raters.is_blind(con, qid, self.by)
             if blind:
                 candidates = self._blind(con, qid, candidates)
+            else:
+                # Not on a blind item: the double-labelled ones stay an unprompted sample.
+                _suggest(con, item, candidates)
                 item = {**item, "no_answer": None in raters.ratings_of(con, qid, self.by)}
             ratings = raters.all_ratings(con, qid) if self.queue.adjudicate else {}
             current = next((c for c in candidates if c["kind"] == "draft"), None)
@@ -297,12 +300,12 @@ class ReviewSession:
         self.versions.pop(self.focus or "", None)
         self.message = "reloaded: this is the query as it is now"
 
-    def grade(self, qid: str, chunk_id: str, grade: int) -> None:
+    def grade(self, qid: str, chunk_id: str, grade: int, source: str = "review") -> None:
         if self._act(
             qid,
             f"grade {chunk_id}={grade}",
             lambda con: gi.set_grade(
-                con, qid, chunk_id, grade, self.by, source="review", require_chunk=False
+                con, qid, chunk_id, grade, self.by, source=source, require_chunk=False
             ),
             lambda con: raters.rate(con, qid, chunk_id, grade, self.by),
         ):
@@ -456,6 +459,24 @@ def _candidates(con, qid: str, snapshot_id: int | None) -> list[dict]:
                      if k != "chunk_id"}} for r in rows]  # fmt: skip
 
 
+def _suggest(con, item: dict, candidates: list[dict]) -> None:
+    """Each candidate's ``suggestion``: the model's grade and reason (gold draft --judge llm),
+    or, for the chunk a model wrote the question from (gold synth), grade 2."""
+    from goldmine.goldset.judge import suggestions
+
+    found = suggestions(con, item["query_id"])
+    for c in candidates:
+        if c["chunk_id"] in found:
+            s = found[c["chunk_id"]]
+            c["suggestion"] = {"grade": s["grade"], "reason": s["reason"], "model": s["model"]}
+        elif c["source"] == "model" and c["suggested_grade"] is not None:
+            c["suggestion"] = {
+                "grade": c["suggested_grade"],
+                "reason": "the model wrote this question from this chunk",
+                "model": (item.get("drafted_by") or "model:?").removeprefix("model:"),
+            }
+
+
 def gi_store(db: Path | None):
     return open_store(db, create=False)
 
@@ -586,6 +607,15 @@ def _render(console, view: View, message: str, alert: bool = False) -> None:
                 (f"  ({how})", "dim"),
             )
         )
+        suggestion = current.get("suggestion")
+        if suggestion:
+            console.print(
+                Text.assemble(
+                    (f"model suggests {suggestion['grade']}", "bold cyan"),
+                    (" ([m] to accept)", "dim"),
+                    f": {suggestion['reason'] or ''}",
+                )
+            )
         if current["text"] is None:
             console.print("[red]this chunk is not in the current corpus snapshot[/red]")
         else:
@@ -680,6 +710,12 @@ def _dispatch(console, keys: Keys, session: ReviewSession, view: View, key: str)
             session.message = "no candidate to grade: [s] search or [a] no answer"
         else:
             session.grade(qid, view.current["chunk_id"], int(key))
+    elif key == "m":
+        suggestion = (view.current or {}).get("suggestion")
+        if suggestion is None:
+            session.message = "no model suggestion for this candidate: grade it 2, 1 or 0"
+        else:
+            session.grade(qid, view.current["chunk_id"], suggestion["grade"], "model-accept")
     elif key == "x":
         session.rest_not_relevant(qid)
     elif key == "s":

@@ -1,0 +1,302 @@
+"""A model's grades for candidates (``gold draft --judge llm``), and how far they can be trusted.
+
+The judge asks, for each (query, candidate chunk) of the items not rejected, a 0/1/2 grade and a
+one-line reason with the UMBRELA-style prompt in ``prompts/judge.v<N>.txt`` (intent, match,
+trustworthiness, then the grade; 2 answers, 1 useful context, 0 not relevant). One request per
+pair: a passage that tries to instruct the model can at most change its own pair's suggestion,
+and an answer that breaks the schema is refused. The grades go to ``gold_model_labels``: beside
+people's labels in ``gold_labels``, never over them, never gold. They are cached by (model,
+prompt version, query text hash, chunk text hash): a re-run costs nothing, a changed chunk,
+query or prompt is asked again.
+
+Review shows the model's grade and reason as a suggestion for the candidate in view (a key takes
+it; grading otherwise overrides it). ``model_agreement`` measures the model against each person
+on the pairs both judged: Cohen's kappa (linear-weighted, and relevant-or-not) with a bootstrap
+interval over queries, the confusion matrix and its counts; how often people overrode a
+suggestion they were shown; and, given two or more run files, whether the model's labels rank
+the systems as the people's do (Kendall's tau over the runs, and each run's metric on both).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goldmine.goldset import items as gi
+from goldmine.goldset.modelcalls import (
+    cache_key,
+    cached,
+    failure_lines,
+    insert_rows,
+    record_calls,
+)
+
+from goldmine.errors import InputError
+from goldmine.store import open_store, transaction
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from goldmine.llm import Settings
+
+MODEL_PREFIXES = ("model:", "retriever:")  # who wrote it when no person did
+
+
+@dataclass
+class JudgeResult:
+    endpoint: str
+    model: str
+    prompt_version: str
+    items: int = 0
+    pairs: int = 0  # candidates considered
+    graded: int = 0  # model labels written this run
+    current: int = 0  # model labels already current (nothing to do)
+    failed: int = 0
+    failures: list[str] = field(default_factory=list)
+    usage: Any = None
+
+    def as_dict(self) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if k != "usage"}
+        out["usage"] = self.usage.as_dict() if self.usage else None
+        return out
+
+
+# Every candidate of the items not rejected, with its chunk as it is now and whether the model's
+# label for it is current (same model, prompt version, query text and chunk text).
+_PAIRS = """
+    SELECT DISTINCT l.query_id, i.query, l.chunk_id, c.title, c.text, c.text_hash,
+           sha256(i.query) AS query_hash,
+           EXISTS (SELECT 1 FROM gold_model_labels m
+                   WHERE m.query_id = l.query_id AND m.chunk_id = l.chunk_id AND m.model = $model
+                     AND m.prompt_version = $version AND m.text_hash = c.text_hash
+                     AND m.query_hash = sha256(i.query)) AS current,
+           i.position
+    FROM gold_labels l JOIN gold_items i USING (query_id)
+    JOIN chunks c ON c.snapshot_id = $snapshot AND c.chunk_id = l.chunk_id
+    WHERE i.status != 'rejected'
+    ORDER BY i.position, l.chunk_id
+"""
+
+_LABEL_COLUMNS = {
+    "query_id": "Utf8", "chunk_id": "Utf8", "grade": "Int64", "reason": "Utf8",
+    "endpoint": "Utf8", "model": "Utf8", "prompt_version": "Utf8", "query_hash": "Utf8",
+    "text_hash": "Utf8", "call_id": "Int64", "ts": "Datetime",
+}  # fmt: skip
+
+
+def judge(db: Path | None, s: Settings) -> JudgeResult:
+    """The model's grade for every candidate whose current grade it has not given yet."""
+    from goldmine.llm import Ask, Usage, ask_all, load_prompt
+
+    prompt = load_prompt("judge")
+    result = JudgeResult(s.endpoint, s.model, prompt.version)
+    with open_store(db) as con:
+        snapshot_id, _ = gi.current_snapshot(con)
+        pairs = gi.fetch_dicts(
+            con, _PAIRS, {"model": s.model, "version": prompt.version, "snapshot": snapshot_id}
+        )
+        todo = [p for p in pairs if not p["current"]]
+        for p in todo:
+            p["key"] = cache_key("judge", s.model, prompt.version, p["query_hash"], p["text_hash"])
+        known = cached(con, sorted({p["key"] for p in todo}))
+    result.items = len({p["query_id"] for p in pairs})
+    result.pairs, result.current = len(pairs), len(pairs) - len(todo)
+    asking: dict[str, dict] = {}
+    for p in todo:
+        if p["key"] not in known:
+            asking.setdefault(p["key"], p)
+    asks = [
+        Ask(
+            key,
+            prompt.messages({"query": p["query"], "title": p["title"], "passage": p["text"]}),
+            prompt.schema,
+        )
+        for key, p in asking.items()
+    ]
+    answers, usage = ask_all(s, asks, description="grading candidates") if asks else ([], Usage())
+    usage.cached = len(todo) - len(asks)
+    result.usage, result.failed = usage, usage.failed
+    result.failures = failure_lines(
+        answers, {k: f"{p['query_id']} / {p['chunk_id']}" for k, p in asking.items()}
+    )
+    if not todo:
+        return result
+    from goldmine.embed import WRITE_WAIT_S
+
+    with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
+        call_ids = record_calls(con, "judge", s, prompt, answers)
+        found = {k: (call_ids[k], a.data) for k, a in ((a.key, a) for a in answers) if a.ok}
+        found |= known
+        at = gi.now()
+        rows = [
+            (p["query_id"], p["chunk_id"], found[p["key"]][1]["grade"],
+             found[p["key"]][1]["reason"], s.endpoint, s.model, prompt.version, p["query_hash"],
+             p["text_hash"], found[p["key"]][0], at)
+            for p in todo if p["key"] in found
+        ]  # fmt: skip
+        if rows:
+            con.execute(
+                "DELETE FROM gold_model_labels WHERE model = ?"
+                " AND query_id || chr(31) || chunk_id IN (SELECT unnest(?::VARCHAR[]))",
+                [s.model, [f"{r[0]}\x1f{r[1]}" for r in rows]],
+            )
+            insert_rows(con, "gold_model_labels", _LABEL_COLUMNS, rows)
+        result.graded = len(rows)
+    return result
+
+
+# --- suggestions in review ---------------------------------------------------------------------
+
+
+def suggestions(con: duckdb.DuckDBPyConnection, query_id: str) -> dict[str, dict]:
+    """chunk_id -> the newest model grade and reason for this item's candidates."""
+    rows = gi.fetch_dicts(
+        con,
+        """SELECT chunk_id, arg_max(grade, ts) AS grade, arg_max(reason, ts) AS reason,
+                  arg_max(model, ts) AS model
+           FROM gold_model_labels WHERE query_id = ? GROUP BY chunk_id""",
+        [query_id],
+    )
+    return {r["chunk_id"]: r for r in rows}
+
+
+# --- trust, measured ---------------------------------------------------------------------------
+
+
+def person_grades(con: duckdb.DuckDBPyConnection) -> dict[str, dict[tuple[str, str], int]]:
+    """person -> (query_id, chunk_id) -> grade: their labels, and each rater's blind grades
+    (a "no answer" is grade 0 on every candidate the model graded). A label made by agreement
+    (``ana+ben``) is in both raters' ratings already."""
+    out: dict[str, dict[tuple[str, str], int]] = {}
+    for rater, qid, cid, grade in con.execute(
+        """SELECT r.rater, r.query_id, coalesce(r.chunk_id, m.chunk_id), coalesce(r.grade, 0)
+           FROM gold_ratings r LEFT JOIN (SELECT DISTINCT query_id, chunk_id
+                                          FROM gold_model_labels) m
+             ON r.no_answer AND m.query_id = r.query_id
+           WHERE NOT r.no_answer OR m.chunk_id IS NOT NULL"""
+    ).fetchall():
+        out.setdefault(rater, {})[(qid, cid)] = grade
+    for who, qid, cid, grade in con.execute(
+        "SELECT who, query_id, chunk_id, grade FROM gold_labels WHERE kind = 'label'"
+        " AND who IS NOT NULL ORDER BY ts"
+    ).fetchall():
+        if "+" in who or who.startswith(MODEL_PREFIXES):
+            continue
+        out.setdefault(who, {})[(qid, cid)] = grade
+    return out
+
+
+def model_grades(con: duckdb.DuckDBPyConnection) -> dict[str, dict[tuple[str, str], int]]:
+    """model -> (query_id, chunk_id) -> its newest grade."""
+    out: dict[str, dict[tuple[str, str], int]] = {}
+    for model, qid, cid, grade in con.execute(
+        "SELECT model, query_id, chunk_id, arg_max(grade, ts) FROM gold_model_labels GROUP BY ALL"
+    ).fetchall():
+        out.setdefault(model, {})[(qid, cid)] = grade
+    return out
+
+
+def kappa_report(pairs: list[tuple[str, int, int]]) -> dict:
+    """Model (rows) against person (columns) over (query, model grade, person grade) triples."""
+    from goldmine.goldset.raters import _interval, _kappa
+
+    a = [x for _, x, _ in pairs]
+    b = [y for _, _, y in pairs]
+    matrix = [[sum(1 for x, y in zip(a, b, strict=True) if x == i and y == j)
+               for j in (0, 1, 2)] for i in (0, 1, 2)]  # fmt: skip
+    return {
+        "n_items": len({q for q, _, _ in pairs}),
+        "n_pairs": len(pairs),
+        "kappa_weighted": _kappa(a, b, "linear"),
+        "kappa_weighted_ci95": _interval(pairs, "linear", False),
+        "kappa_relevant": _kappa([int(x > 0) for x in a], [int(y > 0) for y in b], None),
+        "kappa_relevant_ci95": _interval(pairs, None, True),
+        "observed_agreement": sum(x == y for x, y in zip(a, b, strict=True)) / len(a),
+        "confusion": {"rows": "model", "columns": "person", "grades": [0, 1, 2],
+                      "counts": matrix},
+    }  # fmt: skip
+
+
+def _suggestion_use(con: duckdb.DuckDBPyConnection) -> dict:
+    """Of the candidates a person graded after the model had graded them (so review showed the
+    suggestion): how many took the model's grade and how many overrode it."""
+    n, accepted, by_key = con.execute(
+        """SELECT count(*), count(*) FILTER (WHERE l.grade = m.grade),
+                  count(*) FILTER (WHERE l.source = 'model-accept')
+           FROM gold_labels l JOIN (
+               SELECT query_id, chunk_id, arg_max(grade, ts) AS grade, min(ts) AS first_ts
+               FROM gold_model_labels GROUP BY ALL) m USING (query_id, chunk_id)
+           WHERE l.kind = 'label' AND l.ts >= m.first_ts AND l.who IS NOT NULL
+             AND NOT starts_with(l.who, 'model:') AND NOT starts_with(l.who, 'retriever:')"""
+    ).fetchall()[0]
+    return {
+        "n": n,
+        "accepted": accepted,
+        "accepted_with_key": by_key,
+        "overridden": n - accepted,
+        "override_share": (n - accepted) / n if n else None,
+    }
+
+
+def model_agreement(
+    con: duckdb.DuckDBPyConnection, *, runs: list[Path] | None = None, metric: str = "ndcg@10"
+) -> dict[str, Any]:
+    models = model_grades(con)
+    people = person_grades(con)
+    out: list[dict] = []
+    for model, mine in sorted(models.items()):
+        for person, theirs in sorted(people.items()):
+            both = [(q, mine[(q, c)], g) for (q, c), g in sorted(theirs.items()) if (q, c) in mine]
+            if both:
+                out.append({"model": model, "person": person, **kappa_report(both)})
+    result: dict[str, Any] = {
+        "models": sorted(models),
+        "people": out,
+        "suggestions": _suggestion_use(con),
+    }
+    if runs:
+        result["systems"] = rank_systems(con, runs, metric, models)
+    return result
+
+
+def rank_systems(con, runs: list[Path], metric: str, models: dict) -> dict:
+    """Each run's metric on the people's labels and on the model's, over the verified items the
+    model graded; Kendall's tau between the two orderings of the runs."""
+    from goldmine.eval.metrics import parse_metric
+    from goldmine.eval.readers import read_run
+    from scipy.stats import kendalltau
+
+    if len(runs) < 2:
+        raise InputError("give two or more --run files to see whether the model ranks them alike")
+    m = parse_metric(metric)
+    verified = {
+        r[0]
+        for r in con.execute(
+            "SELECT query_id FROM gold_items WHERE status = 'verified' AND NOT no_answer"
+        ).fetchall()
+    }
+    human: dict[str, dict[str, int]] = {}  # the labels that become gold, as eval reads them
+    for qid, cid, grade in con.execute(
+        "SELECT query_id, chunk_id, grade FROM gold_labels WHERE kind = 'label'"
+    ).fetchall():
+        if qid in verified:
+            human.setdefault(qid, {})[cid] = grade
+    machine: dict[str, dict[str, int]] = {}
+    for grades in models.values():
+        for (q, c), g in grades.items():
+            if q in human:
+                machine.setdefault(q, {})[c] = g
+    queries = sorted(q for q in machine if any(g > 0 for g in human[q].values()))
+    rows = []
+    for path in runs:
+        run = read_run(path).results
+        p = [m(run.get(q, []), human[q], 1) for q in queries]
+        mm = [m(run.get(q, []), machine[q], 1) for q in queries]
+        n = len(queries) or 1
+        rows.append({"run": str(path), "people": sum(p) / n, "model": sum(mm) / n})
+    tau = None
+    if queries and len(rows) >= 2:
+        value = kendalltau([r["people"] for r in rows], [r["model"] for r in rows]).statistic
+        tau = None if value != value else float(value)  # NaN: every run tied
+    return {"metric": m.name, "n_queries": len(queries), "kendall_tau": tau, "runs": rows}
