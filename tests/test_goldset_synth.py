@@ -234,3 +234,51 @@ def test_embedding_similarity_links_a_paraphrase_fuzzy_matching_misses(cli, stor
     assert norm == "invoice pdf" and fuzzy < 85 and cosine >= 0.85
     norm, fuzzy, cosine = rows["where can I get a PDF of my bill"]
     assert norm is None and cosine < 0.8
+
+
+def test_synth_review_publish_keeps_only_person_verified_labels_with_model_provenance(
+    cli, store: Path, tmp_path: Path
+) -> None:
+    db = ["--db", str(store)]
+
+    def responder(body, n):  # questions as the default; the judge says each answers (2)
+        if "query" in user_data(body):
+            return Reply(json.dumps({"grade": 2, "reason": "it says how"}))
+        return default_responder(body, n)
+
+    with serve(responder) as server:
+        out = _synth(cli, store, server, "--chunks", "3", "--per-chunk", "1", "--json")
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["questions"] == 3
+        judged = cli(*db, "gold", "draft", "--judge", "llm", "--base-url", server.base_url,
+                     "--model", "m1")  # fmt: skip
+        assert judged.returncode == 0, judged.stderr
+    # nothing is gold before a person: publish has nothing to freeze
+    nothing = cli(*db, "gold", "publish", "-m", "too early")
+    assert "v1" not in nothing.stdout or nothing.returncode != 0
+    # ana takes the model's grade on the first, overrides it on the second, rejects the third
+    review = cli(*db, "gold", "review", "--by", "ana", input="m\n1\nr\n")
+    assert review.returncode == 0, review.stderr
+    assert review.stdout.count("model suggests") >= 2
+    published = cli(*db, "gold", "publish", "-m", "first model drafts, reviewed")
+    assert published.returncode == 0, published.stderr
+    out_dir = tmp_path / "gold"
+    assert cli(*db, "gold", "export", "--out", str(out_dir)).returncode == 0
+    lines = (out_dir / "v0001.jsonl").read_text().splitlines()
+    items = [json.loads(line) for line in lines[1:]]
+    assert len(items) == 2
+    grades = sorted(g for item in items for g in item["relevant"].values())
+    assert grades == [1, 2]
+    for item in items:
+        assert item["verified_by"] == "ana"
+        assert all(v["by"] == "ana" for v in item["labelled"].values())
+        assert item["provenance"]["origin"] == "model"
+        assert item["provenance"]["sources"] == ["model"]
+        (chunk,) = item["relevant"]
+        assert item["provenance"]["source_ids"] == [f"chunk:{chunk}"]
+        synth = [h for h in item["history"] if h["action"] == "synth"]
+        assert synth and synth[0]["detail"]["model"] == "m1"
+        assert synth[0]["detail"]["prompt_version"].startswith("synth.v1-")
+        assert synth[0]["detail"]["chunk_text_hash"] == item["label_text_hashes"][chunk]
+    # the rejected one and the model's own grades never reach the version
+    assert _rows(store, "SELECT count(*) FROM gold_items WHERE status = 'rejected'") == [(1,)]
