@@ -36,7 +36,7 @@ from typing import Any
 import duckdb
 from goldmine.ingest.batch import Target, store_new_rows
 from goldmine.ingest.chat import _DOWN, _UP, DONT_KNOW
-from goldmine.ingest.files import check_json, replace_raw
+from goldmine.ingest.files import check_json
 from goldmine.ingest.searchlog import COLUMNS
 
 from goldmine.errors import InputError
@@ -132,30 +132,55 @@ FROM (SELECT line, raw::JSON AS j FROM gm_raw WHERE err IS NULL) r, json_tree(r.
 WHERE t.type NOT IN ('OBJECT', 'ARRAY', 'NULL')
 """
 
+# One typed parse per line: the nesting and the span fields goldmine reads, attribute values
+# by their OTLP/JSON kind (arrays and key/value lists kept as JSON, turned to JSON text below).
+_OTLP_ANY = (
+    '{"stringValue":"VARCHAR","intValue":"VARCHAR","doubleValue":"DOUBLE",'
+    '"boolValue":"BOOLEAN","arrayValue":"JSON","kvlistValue":"JSON"}'
+)
+OTLP_STRUCTURE = (
+    '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"VARCHAR","spanId":"VARCHAR",'
+    '"parentSpanId":"VARCHAR","name":"VARCHAR","startTimeUnixNano":"VARCHAR",'
+    '"status":{"code":"VARCHAR","message":"VARCHAR"},'
+    f'"attributes":[{{"key":"VARCHAR","value":{_OTLP_ANY}}}]}}]}}]}}]}}'
+)
+
+_OTLP_LINES = """
+CREATE OR REPLACE TEMP TABLE gm_otlp_lines AS
+SELECT line, raw, try(json_transform(raw, $structure)) AS r FROM gm_raw WHERE err IS NULL
+"""
+
 _OTLP_SPANS = """
+INSERT INTO gm_tspan (sid, line, raw, err)
+SELECT -line, line, raw, 'not an OTLP/JSON export request' FROM gm_otlp_lines WHERE r IS NULL;
 CREATE OR REPLACE TEMP TABLE gm_otlp AS
 SELECT row_number() OVER () AS sid, line, span FROM (
-    SELECT line, unnest(json_extract(raw, '$.resourceSpans[*].scopeSpans[*].spans[*]')) AS span
-    FROM gm_raw WHERE err IS NULL)
+    SELECT line, unnest(flatten(list_transform(r.resourceSpans,
+               lambda rs: flatten(list_transform(rs.scopeSpans, lambda ss: ss.spans))))) AS span
+    FROM gm_otlp_lines WHERE r IS NOT NULL);
+DROP TABLE gm_otlp_lines;
 """
 
 _OTLP_TALL = """
 CREATE OR REPLACE TEMP TABLE gm_tattr AS
 SELECT sid, key, val FROM (
     SELECT sid, unnest([
-        {'key': 'context.span_id', 'val': (span ->> '$.spanId')},
-        {'key': 'context.trace_id', 'val': (span ->> '$.traceId')},
-        {'key': 'parent_id', 'val': nullif(span ->> '$.parentSpanId', '')},
-        {'key': 'name', 'val': (span ->> '$.name')},
-        {'key': 'start_time_ns', 'val': (span ->> '$.startTimeUnixNano')},
-        {'key': 'status_code', 'val': (span ->> '$.status.code')},
-        {'key': 'status_message', 'val': (span ->> '$.status.message')}], recursive := true)
+        {'key': 'context.span_id', 'val': span.spanId},
+        {'key': 'context.trace_id', 'val': span.traceId},
+        {'key': 'parent_id', 'val': nullif(span.parentSpanId, '')},
+        {'key': 'name', 'val': span.name},
+        {'key': 'start_time_ns', 'val': span.startTimeUnixNano},
+        {'key': 'status_code', 'val': span.status.code},
+        {'key': 'status_message', 'val': span.status.message}], recursive := true)
     FROM gm_otlp)
 WHERE val IS NOT NULL
 UNION ALL
-SELECT sid, 'attributes.' || a.key, gm_otlp_value(a.value)
-FROM (SELECT sid, unnest(from_json(span -> '$.attributes',
-                                   '[{"key":"VARCHAR","value":"JSON"}]')) AS a FROM gm_otlp)
+SELECT sid, 'attributes.' || a.key,
+       coalesce(a.value.stringValue, a.value.intValue, a.value.doubleValue::VARCHAR,
+                a.value.boolValue::VARCHAR,
+                CASE WHEN a.value.arrayValue IS NOT NULL OR a.value.kvlistValue IS NOT NULL
+                     THEN gm_otlp_value(to_json(a.value)) END)
+FROM (SELECT sid, unnest(span.attributes) AS a FROM gm_otlp)
 """
 
 # Attribute values that are JSON text (documents, output messages, metadata, a JSON input) are
@@ -232,16 +257,18 @@ FROM (
 },
                  CASE WHEN left(ltrim({_pick("attributes.output.value")}), 1) NOT IN ('{{', '[')
                       THEN {_pick("attributes.output.value")} END) AS output
-    FROM gm_tattr GROUP BY sid HAVING NOT {_IS_ANNOTATION}
+    FROM gm_tattr WHERE NOT contains(key, 'retrieval.documents.')
+    GROUP BY sid HAVING NOT {_IS_ANNOTATION}
 ) p
 LEFT JOIN (SELECT gm_sid_from AS sid, line, raw FROM gm_records) r USING (sid)
 """
 
 _SPAN_DOCS = f"""
 INSERT INTO gm_tdoc
-SELECT sid, regexp_extract(key, '{_DOC_KEY}', 1)::INTEGER, regexp_extract(key, '{_DOC_KEY}', 2),
-       val
-FROM gm_tattr WHERE regexp_matches(key, '{_DOC_KEY}')
+SELECT sid, m.i::INTEGER, m.field, val
+FROM (SELECT sid, regexp_extract(key, '{_DOC_KEY}', ['i', 'field']) AS m, val FROM gm_tattr
+      WHERE contains(key, 'retrieval.documents.'))
+WHERE m.i <> ''
 """
 
 _ANNOTATIONS = f"""
@@ -464,9 +491,14 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str], state: dict[str, An
             con.execute(_PHOENIX_TALL)
             sid_from, records = "line", "gm_raw"
         else:
+            con.execute(_OTLP_LINES, {"structure": OTLP_STRUCTURE})
             con.execute(_OTLP_SPANS)
             con.execute(_OTLP_TALL)
-            sid_from, records = "sid", "(SELECT sid, line, span::VARCHAR AS raw FROM gm_otlp)"
+            # A rejected span shows its export request's line (the reader's text, no rewrite).
+            sid_from, records = (
+                "sid",
+                "(SELECT sid, line, raw FROM gm_otlp JOIN gm_raw USING (line))",
+            )
         con.execute(_EXPAND)
         con.execute(_SPAN_PIVOT.replace("gm_sid_from", sid_from).replace("gm_records", records))
         con.execute(_SPAN_DOCS)
@@ -475,17 +507,22 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str], state: dict[str, An
     elif fmt is not None:
         con.execute(_FORMAT_SQL[fmt])
         con.execute(_DOCS_FROM_JSON)
-    # gm_raw stays the file's records; the stage reads the span tables.
-    replace_raw(con, "SELECT line, raw, err FROM gm_raw")
+    sql, params = events_sql(state)
+    con.execute("CREATE OR REPLACE TEMP TABLE gm_tev AS " + sql, params)
 
 
-def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _pick_field(*fields: str) -> str:
+    """A document's first field of these (``--doc-id`` checked by ``_doc_field``)."""
+    parts = [f"max(val) FILTER (WHERE field = '{f}')" for f in fields]
+    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+
+def events_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """One row per retrieval (or unreadable record) with all it takes from its trace."""
     fmt = state.get("format") or state.get("forced") or "traces"
     doc_field = state.get("doc_field")
-    ids = [f"d['{f}']" for f in ((doc_field,) if doc_field else _ID_FIELDS)]
-    the_id = f"coalesce({', '.join(ids)})" if len(ids) > 1 else ids[0]
-    contents = ", ".join(f"d['{f}']" for f in _CONTENT_FIELDS)
-    content = f"coalesce({contents})"
+    the_id = _pick_field(*((doc_field,) if doc_field else _ID_FIELDS))
+    content = _pick_field(*_CONTENT_FIELDS)
     sql = f"""
     WITH spans AS (SELECT * FROM gm_tspan),
     retr_ids AS (SELECT DISTINCT trace_id, span_id FROM spans WHERE kind = 'RETRIEVER'),
@@ -528,24 +565,17 @@ def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             AND (NOT f.on_retriever OR f.span_id = r.span_id)
         GROUP BY r.sid
     ),
-    fields AS (
-        SELECT sid, i, field, first(val) AS val FROM gm_tdoc GROUP BY ALL
-    ),
     docs AS (
-        SELECT sid, list(doc ORDER BY i) AS docs FROM (
-            SELECT sid, i, map_from_entries(list({{'k': field, 'v': val}})) AS doc
-            FROM fields GROUP BY sid, i)
-        GROUP BY sid
+        SELECT sid, i, {the_id} AS id, {content} AS content,
+               try_cast(max(val) FILTER (WHERE field = 'score') AS DOUBLE) AS score
+        FROM gm_tdoc GROUP BY sid, i
     ),
     shown AS (
-        SELECT sid,
-            list_transform(docs, lambda d: {{
-                'id': coalesce({the_id}, CASE WHEN {content} IS NOT NULL
-                                           THEN 'sha256:' || left(sha256({content}), 16) END),
-                'hash': sha256({content}),
-                'score': try_cast(d['score'] AS DOUBLE),
-                'from_content': {the_id} IS NULL AND {content} IS NOT NULL}}) AS items
-        FROM docs
+        SELECT sid, list({{
+            'id': coalesce(id, 'sha256:' || left(sha256(content), 16)),
+            'hash': sha256(content), 'score': score,
+            'from_content': id IS NULL AND content IS NOT NULL}} ORDER BY i) AS items
+        FROM docs GROUP BY sid
     ),
     events AS (
         SELECT r.*, coalesce(ans.answer, r.answer, roots.output) AS gm_answer,
@@ -556,6 +586,15 @@ def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         FROM r LEFT JOIN ctx USING (trace_id) LEFT JOIN roots USING (trace_id)
         LEFT JOIN ans USING (sid) LEFT JOIN fb USING (sid) LEFT JOIN shown USING (sid)
     )
+    SELECT * FROM events
+    """
+    return sql, {"gm_format": fmt}
+
+
+def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The rows over the events reshape made (gm_tev): reason, the search event, the side."""
+    fmt = state.get("format") or state.get("forced") or "traces"
+    sql = """
     SELECT *, reason IS NULL AND gm_stored(event_id) AS gm_present FROM (
     SELECT line, raw,
         CASE WHEN err IS NOT NULL THEN err
@@ -576,7 +615,7 @@ def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         list_transform(gm_items, lambda e: e.score) AS scores,
         list_transform(gm_items, lambda e: e.hash) AS content_hashes,
         len(list_filter(gm_items, lambda e: e.from_content))::INTEGER AS ids_from_content
-    FROM events)
+    FROM gm_tev)
     """
     return sql, {"gm_format": fmt, "gm_dont_know": DONT_KNOW}
 

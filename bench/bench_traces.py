@@ -1,0 +1,159 @@
+"""Trace ingest speed: ``goldmine ingest traces`` against DuckDB's own load of the same file.
+
+Generates a seeded OTLP/JSON export in bench/out/ (one ExportTraceServiceRequest a line, each a
+trace of three spans: a CHAIN root with session and user, an OpenInference RETRIEVER with 10
+documents — id, score, 80 characters of content — and an LLM answer; default 100,000 retriever
+spans). Then, each in a fresh process and a fresh on-disk DuckDB file, times:
+
+- bare load: ``CREATE TABLE t AS SELECT * FROM read_json(file)``
+- goldmine ingest traces of the same file (redaction on, as by default; and --no-redact)
+- re-import of the same file (known by its hash)
+
+Prints medians over ``--repeat`` runs, same-run ratios and each run's peak RSS; asserts nothing.
+Run: ``.venv/bin/python bench/bench_traces.py [--spans N] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "out"
+SEED = 11
+ANSWERS = {True: "I don't know.", False: "See the policy."}
+WORDS = ["refund", "invoice", "policy", "order", "card", "address", "vacation", "parcel",
+         "label", "return", "days"]  # fmt: skip
+
+
+def _kv(key: str, value) -> dict:
+    if isinstance(value, float):
+        return {"key": key, "value": {"doubleValue": value}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def generate(path: Path, spans: int) -> None:
+    rng = random.Random(SEED)
+    with path.open("w") as out:
+        for i in range(spans):
+            trace, root = f"{i:032x}", f"{i:015x}0"
+            query = " ".join(rng.choice(WORDS) for _ in range(4))
+            docs = []
+            for r in range(10):
+                doc = f"doc-{rng.randrange(40000)}"
+                content = " ".join(rng.choice(WORDS) for _ in range(12))[:80]
+                docs += [
+                    _kv(f"retrieval.documents.{r}.document.id", doc),
+                    _kv(f"retrieval.documents.{r}.document.score", round(1 - r / 10, 2)),
+                    _kv(f"retrieval.documents.{r}.document.content", content),
+                ]
+            t0 = 1_795_000_000_000_000_000 + i * 1_000_000_000
+
+            def span(sid, parent, start, attrs, trace=trace):
+                return {"traceId": trace, "spanId": sid, "parentSpanId": parent, "name": "span",
+                        "kind": 1, "startTimeUnixNano": str(start),
+                        "endTimeUnixNano": str(start + 1000), "attributes": attrs,
+                        "status": {}}  # fmt: skip
+
+            request = {"resourceSpans": [{
+                "resource": {"attributes": [_kv("service.name", "rag")]},
+                "scopeSpans": [{"scope": {"name": "bench"}, "spans": [
+                    span(root, "", t0, [_kv("openinference.span.kind", "CHAIN"),
+                                        _kv("session.id", f"s{i // 4}"),
+                                        _kv("user.id", f"u{i % 5000}")]),
+                    span(f"{i:015x}1", root, t0 + 1, [
+                        _kv("openinference.span.kind", "RETRIEVER"),
+                        _kv("input.value", query), *docs]),
+                    span(f"{i:015x}2", root, t0 + 2, [
+                        _kv("openinference.span.kind", "LLM"),
+                        _kv("output.value", ANSWERS[i % 20 == 0])]),
+                ]}]}]}  # fmt: skip
+            out.write(json.dumps(request, separators=(",", ":")) + "\n")
+
+
+_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+kind, path, db = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+if kind == "bare":
+    import duckdb
+    con = duckdb.connect(str(db))
+    start = time.perf_counter()
+    con.execute("CREATE TABLE t AS SELECT * FROM read_json(?, format = 'newline_delimited')",
+                [path])
+    con.close()
+    elapsed = time.perf_counter() - start
+    stored = None
+else:
+    from goldmine.ingest import api
+    from goldmine.store import open_store
+    start = time.perf_counter()
+    with open_store(db) as con:
+        result = api.traces(con, [path], redact=(kind != "plain"))
+    elapsed = time.perf_counter() - start
+    stored = result.total
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": elapsed, "rss_mb": rss, "total": stored}))
+"""
+
+
+def measure(kind: str, path: Path, db: Path, fresh: bool = True) -> dict:
+    if fresh:
+        for p in (db, db.with_name(db.name + ".wal"), db.with_name(db.name + ".writer")):
+            p.unlink(missing_ok=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, kind, str(path), str(db)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spans", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    OUT.mkdir(exist_ok=True)
+    path = OUT / f"traces_otlp_{args.spans}.jsonl"
+    if not path.exists():
+        start = time.perf_counter()
+        generate(path, args.spans)
+        print(f"generated {path.name} in {time.perf_counter() - start:.1f}s", file=sys.stderr)
+    size = path.stat().st_size / 1e6
+    print(f"{args.spans:,} retriever spans (3 spans a trace, 10 documents each), {size:.0f} MB")
+    db = OUT / "bench_traces.duckdb"
+    runs: dict[str, list[dict]] = {"bare": [], "redact": [], "plain": [], "reimport": []}
+    for _ in range(args.repeat):
+        runs["bare"].append(measure("bare", path, db))
+        runs["plain"].append(measure("plain", path, db))
+        runs["redact"].append(measure("redact", path, db))
+        runs["reimport"].append(measure("redact", path, db, fresh=False))
+    bare = statistics.median(r["seconds"] for r in runs["bare"])
+    labels = {
+        "bare": "bare read_json into a table",
+        "redact": "ingest traces (redaction on)",
+        "plain": "ingest traces --no-redact",
+        "reimport": "re-import (same file hash)",
+    }
+    for kind, label in labels.items():
+        secs = statistics.median(r["seconds"] for r in runs[kind])
+        rss = max(r["rss_mb"] for r in runs[kind])
+        rate = args.spans / secs if secs else float("inf")
+        print(
+            f"{label:32s} median {secs:7.2f}s  {rate:10,.0f} spans/s  "
+            f"x{secs / bare:5.2f} of bare  peak RSS {rss:6.0f} MB"
+        )
+    print("accounting:", runs["redact"][0]["total"])
+    for p in (db, db.with_name(db.name + ".wal")):
+        p.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main()
