@@ -207,3 +207,58 @@ def test_the_table_fits_with_whole_headers_and_wrapped_labels(db_path, cli, colu
         # the 80-column table keeps the label at least 24 wide: a label line holds several words
         row = next(line for line in lines if "Any solution" in line)
         assert "Any solution for" in row, out.stdout
+
+
+# --- the typo tag --------------------------------------------------------------------------------
+
+COMMON = [  # each word here is in at least three queries: the frequent spellings
+    "transfer money to my account", "cancel a transfer", "transfer failed again",
+    "i have not received my card", "received the wrong amount", "money not received",
+    "which currency can i hold", "currency exchange fee", "foreign currency card",
+    "revert a payment", "how to revert a top up", "revert my top up",
+    "when does my card expire", "card will expire soon", "expire date of card",
+    "exchange rate today", "rate for euros", "what rate do you use",
+    "good exchange rate", "is this good", "good morning",
+    "certain payments declined", "are you certain", "certain shops",
+    "shopping cart payment", "cart declined", "my cart is empty",
+]  # fmt: skip
+TYPOS = [  # one edit a typist makes, of a more frequent word
+    "trasfer failed",  # a letter left out
+    "i have not recieved my card",  # two letters swapped
+    "currancy exchange",  # a vowel for another
+    "transger to savings",  # a neighbouring key
+    "exchange currencey",  # a letter put in
+]
+NOT_TYPOS = [
+    "when i top up the app reverts it",  # an inflection of revert
+    "my card reached its expiry",  # a real word one letter from expire, not a slip of the key
+    "i got a rebate",  # two edits from rate
+    "i goofed up",  # two edits from good
+    "payments that pertain to me",  # c and p are not neighbouring keys
+    "my card was declined at the cart",  # card and cart: both real, frequent words
+]
+# (variant, its fuzzy canonical): only the numbers differ, or two real words
+NOT_TYPO_VARIANTS = [
+    ("statement for 2019", "statement for 2018"),
+    ("order 1243 missing", "order 1234 missing"),
+    ("my cart was declined", "my card was declined"),
+]
+
+
+def test_typo_tag_fires_on_a_typists_edit_of_a_more_frequent_word(db_path):
+    from goldmine.triage.tags import typo_queries
+
+    rows = [(q, q) for q in COMMON + TYPOS + NOT_TYPOS]
+    rows += [(canon, canon) for _, canon in NOT_TYPO_VARIANTS] + NOT_TYPO_VARIANTS
+    rows += [("trasfer to savings", "transfer to savings"), ("transfer to savings",) * 2]
+    with open_store(db_path) as con:
+        con.executemany(
+            "INSERT INTO triage_queries (norm_query, query, canonical_query, n_events) "
+            "VALUES (?, ?, ?, 1)",
+            [(norm, norm, canon) for norm, canon in rows],
+        )
+        tagged = typo_queries(con, None)
+    assert set(TYPOS) <= tagged
+    assert "trasfer to savings" in tagged  # a variant whose differing word is a typo
+    wrong = tagged & (set(NOT_TYPOS) | {v for v, _ in NOT_TYPO_VARIANTS} | set(COMMON))
+    assert not wrong

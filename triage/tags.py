@@ -9,10 +9,13 @@
   "and", "what about", … or a pronoun with no referent; in chat also a bare one- or two-word turn.
 - ``typo``: a word that is rare among the queries (in at most two of them), absent from the corpus
   and from the bundled model's WordPiece vocabulary (21,745 whole English words; also with a
-  common suffix or prefix removed), within Elasticsearch's AUTO fuzziness (1 edit for 4-5
-  letters, 2 from 6) of a word that is common among the queries (in at least three) or in the
-  corpus; or a fuzzy variant whose differing word is such an edit of its more frequent
-  canonical's.
+  common suffix or prefix removed), one typist's edit (``typo_edit``) from a word that is common
+  among the queries (in at least three) or in the corpus; or a fuzzy variant whose differing word
+  is such an edit of its more frequent canonical's. A typist's edit is one letter left out, put
+  in or doubled, two neighbouring letters swapped, or one letter struck for a neighbouring key or
+  a vowel for a vowel, in words of letters only, four or more long; an inflection (``revert`` /
+  ``reverts``) is not one. Two edits (``rebate`` / ``rate``), a far key (``pertain`` /
+  ``certain``) and numbers never are.
 - ``no-answer-likely``: the best corpus chunk for the query scores under a threshold calibrated on
   the corpus, per number of content words n: the 90th percentile of the best scores of n words
   drawn from n different chunks (words that do not belong together). Built-in retriever
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from goldmine.triage.dedupe import FUNCTION_WORDS, auto_fuzziness
+from goldmine.triage.dedupe import FUNCTION_WORDS
 from goldmine.triage.events import norm_sql
 
 from goldmine.config import load_config
@@ -56,8 +59,51 @@ def _corpus_snapshot(con: duckdb.DuckDBPyConnection) -> int | None:
     return rows[0][0]
 
 
+MIN_TYPO_LEN = 4
+VOWELS = frozenset("aeiou")
+_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+
+
+def _neighbour_keys() -> dict[str, frozenset[str]]:
+    """Each letter's neighbours on a QWERTY keyboard (rows staggered by half a key)."""
+    at = {ch: (r, c + r / 2) for r, row in enumerate(_ROWS) for c, ch in enumerate(row)}
+    return {
+        a: frozenset(
+            b for b, (r2, c2) in at.items() if b != a and abs(r - r2) <= 1 and abs(c - c2) <= 1
+        )
+        for a, (r, c) in at.items()
+    }
+
+
+NEIGHBOUR_KEYS = _neighbour_keys()
+
+
+def _inflection(short: str, long: str) -> bool:
+    return long == short + "s" or (long == short + "d" and short.endswith("e"))
+
+
+def typo_edit(word: str, target: str) -> bool:
+    """``word`` is ``target`` with one slip of a typist: a letter left out, put in or doubled,
+    two neighbouring letters swapped, a neighbouring key or a vowel for a vowel. Letters only,
+    at least MIN_TYPO_LEN long; an inflection (``revert``/``reverts``) is no slip."""
+    from rapidfuzz.distance import OSA
+
+    if len(word) < MIN_TYPO_LEN or not (word.isalpha() and target.isalpha()):
+        return False
+    if OSA.distance(word, target) != 1:
+        return False
+    if len(word) != len(target):
+        short, long = sorted((word, target), key=len)
+        return not _inflection(short, long)
+    diff = [i for i, (a, b) in enumerate(zip(word, target, strict=True)) if a != b]
+    if len(diff) == 2:  # one edit with two letters differing: a swap of neighbours
+        return True
+    a, b = word[diff[0]], target[diff[0]]
+    return b in NEIGHBOUR_KEYS.get(a, ()) or (a in VOWELS and b in VOWELS)
+
+
 def misspelled(rare: list[str], common: list[str]) -> set[str]:
-    """The rare words within AUTO fuzziness of a common word (OSA distance, length-blocked)."""
+    """The rare words one typist's edit from a common word (OSA distance 1, length-blocked)."""
     from rapidfuzz import process
     from rapidfuzz.distance import OSA
 
@@ -67,15 +113,16 @@ def misspelled(rare: list[str], common: list[str]) -> set[str]:
         by_len.setdefault(len(w), []).append(w)
     groups: dict[int, list[str]] = {}
     for w in rare:
-        if auto_fuzziness(len(w)) and len(w) >= 4:
+        if len(w) >= MIN_TYPO_LEN and w.isalpha():
             groups.setdefault(len(w), []).append(w)
     for length, words in groups.items():
-        edits = auto_fuzziness(length)
-        targets = [w for d in range(-edits, edits + 1) for w in by_len.get(length + d, [])]
+        targets = [w for d in (-1, 0, 1) for w in by_len.get(length + d, [])]
         if not targets:
             continue
-        dist = process.cdist(words, targets, scorer=OSA.distance, score_cutoff=edits, workers=-1)
-        out.update(w for w, row in zip(words, dist, strict=True) if (row <= edits).any())
+        dist = process.cdist(words, targets, scorer=OSA.distance, score_cutoff=1, workers=-1)
+        for w, row in zip(words, dist, strict=True):
+            if any(typo_edit(w, targets[j]) for j in np.flatnonzero(row <= 1)):
+                out.add(w)
     return out
 
 
@@ -137,16 +184,13 @@ def typo_queries(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> set[st
         """SELECT norm_query, canonical_query FROM triage_queries
            WHERE canonical_query IS NOT NULL AND canonical_query <> norm_query"""
     ).fetchall()
-    from rapidfuzz.distance import OSA
-
     flagged: set[str] = set()
     for variant, canon in pairs:
         mine, theirs = set(variant.split()), set(canon.split())
         for w in mine - theirs:
             if df.get(w, 0) > RARE_DF or is_known(w, known):
                 continue
-            edits = auto_fuzziness(len(w))
-            if any(OSA.distance(w, t) <= edits for t in theirs - mine):
+            if any(typo_edit(w, t) for t in theirs - mine):
                 flagged.add(variant)
                 break
     if bad:
