@@ -59,6 +59,8 @@ def default_responder(body: dict, n: int) -> Reply:
 
 class _Handler(BaseHTTPRequestHandler):
     server: FakeServer  # type: ignore[assignment]
+    protocol_version = "HTTP/1.1"  # keep-alive: a connection per client slot, as real servers
+    disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed-ACK stall
 
     def log_message(self, *args) -> None:  # quiet
         pass
