@@ -98,6 +98,7 @@ def main() -> None:
         first, result = judge_cli(db, server.base_url, args.concurrency)
         second, again = judge_cli(db, server.base_url, args.concurrency)
         from goldmine.goldset.judge import judge
+
         from goldmine.llm import Settings
 
         s = Settings(server.base_url, "bench", concurrency=args.concurrency)
