@@ -138,6 +138,13 @@ def judge_draft(db: Path | None, s, as_json: bool, drafted: dict | None = None) 
     )
     if as_json:
         print_json({"draft": drafted, "judge": result.as_dict()})
+    u = result.usage
+    if u.calls and u.failed == u.calls and not u.cached:
+        from goldmine.errors import GoldmineError
+
+        raise GoldmineError(
+            f"every model request failed ({u.failed}): " + "; ".join(result.failures[:3])
+        )
 
 
 def agreement_llm(
