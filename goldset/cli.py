@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from goldmine.goldset import cli_llm
+from goldmine.goldset import cli_clicks, cli_llm
 
 from goldmine.options import DbOption, JsonOption, db_flag
 
@@ -109,6 +109,13 @@ def add_query(
 def draft(
     retriever: Annotated[str, typer.Option(help="bm25, dense or hybrid.")] = "bm25",
     k: Annotated[int, typer.Option("-k", help="Chunks to propose per query.")] = 10,
+    from_: Annotated[
+        str, typer.Option("--from", help="retriever, or clicks: a click model over the search log.")
+    ] = "retriever",
+    click_model: cli_clicks.ClickModelOption = "pbm",
+    min_shown: cli_clicks.MinShownOption = 2,
+    min_grade: cli_clicks.MinGradeOption = 1,
+    thresholds: cli_clicks.ThresholdsOption = "auto",
     judge: Annotated[
         str | None, typer.Option("--judge", help="llm: a model grades every candidate too.")
     ] = None,
@@ -121,8 +128,19 @@ def draft(
     """Propose the top-k chunks for every candidate without a label (never gold by itself)."""
     from goldmine.goldset.draft import draft as run_draft
 
+    from goldmine.errors import InputError
     from goldmine.output import info, print_json
 
+    if from_ == "clicks":
+        if judge is not None:
+            raise InputError("--judge grades a retriever's drafts: not with --from clicks")
+        cli_clicks.draft_clicks(
+            db_flag(db), model=click_model, min_shown=min_shown, min_grade=min_grade, depth=k,
+            thresholds=thresholds, as_json=as_json,
+        )  # fmt: skip
+        return
+    if from_ != "retriever":
+        raise InputError(f"--from must be retriever or clicks, not {from_!r}")
     settings = cli_llm.judge_settings(judge, base_url, model, concurrency)
     # The work opens the store for short spans only, so other commands can read meanwhile.
     result = run_draft(db_flag(db), retriever, k, by=f"retriever:{retriever}")

@@ -59,6 +59,27 @@ class Sessions:
                 click[s, r] = d in clicked
         return cls(list(index), pair, click, pair >= 0)
 
+    @classmethod
+    def from_arrays(
+        cls,
+        keys: list[tuple[str, str]],
+        session: np.ndarray,
+        rank: np.ndarray,
+        pair: np.ndarray,
+        clicked: np.ndarray,
+    ) -> Sessions:
+        """From one row per shown result: its session (0..S-1), 0-based rank, index into
+        ``keys`` and whether it was clicked (what a store's events explode into, in SQL)."""
+        session, rank = np.asarray(session, dtype=np.int64), np.asarray(rank, dtype=np.int64)
+        if session.size == 0:
+            raise InputError("no sessions with shown results: nothing to fit a click model on")
+        shape = (int(session.max()) + 1, int(rank.max()) + 1)
+        grid = np.full(shape, -1, dtype=np.int64)
+        click = np.zeros(shape, dtype=bool)
+        grid[session, rank] = pair
+        click[session, rank] = clicked
+        return cls(list(keys), grid, click, grid >= 0)
+
     def counts(self) -> tuple[np.ndarray, np.ndarray]:
         """Impressions and clicks per pair."""
         n = len(self.keys)
@@ -192,6 +213,63 @@ def fit(data: Sessions, model: str) -> Fit:
 def grades(scores: np.ndarray, high: float = HIGH, low: float = LOW) -> np.ndarray:
     """Score -> grade: 2 at or above ``high``, 1 at or above ``low``, else 0."""
     return np.where(scores >= high, 2, np.where(scores >= low, 1, 0))
+
+
+# --- grade thresholds fitted on people's labels, checked by cross-validation -------------------
+
+
+def kappa(human: np.ndarray, proposed: np.ndarray, levels: int = 3) -> float:
+    """Cohen's linear-weighted kappa on grades 0..levels-1 (sklearn's ``cohen_kappa_score``
+    with ``weights="linear"``, in numpy so the threshold search can call it a thousand times)."""
+    human, proposed = np.asarray(human, dtype=np.int64), np.asarray(proposed, dtype=np.int64)
+    n = human.size
+    if n == 0:
+        return 0.0
+    table = (
+        np.bincount(human * levels + proposed, minlength=levels * levels).reshape(levels, levels)
+        / n
+    )
+    i = np.arange(levels)
+    weights = np.abs(i[:, None] - i[None, :]) / (levels - 1)
+    expected = np.outer(table.sum(axis=1), table.sum(axis=0))
+    denominator = float((weights * expected).sum())
+    if denominator <= 0:
+        return 1.0 if float((weights * table).sum()) == 0 else 0.0
+    return 1.0 - float((weights * table).sum()) / denominator
+
+
+def fit_thresholds(scores: np.ndarray, human: np.ndarray, points: int = 41) -> tuple[float, float]:
+    """The (low, high) thresholds whose grades agree best with ``human`` (linear-weighted kappa),
+    searched over the scores' quantiles (``points`` of them) and the fixed pair; ties keep the
+    first found, the fixed pair first."""
+    scores, human = np.asarray(scores, dtype=np.float64), np.asarray(human)
+    grid = np.unique(np.quantile(scores, np.linspace(0, 1, points))) if scores.size else []
+    best, where = kappa(human, grades(scores)), (LOW, HIGH)
+    for i, low in enumerate(grid):
+        for high in grid[i:]:
+            k = kappa(human, grades(scores, float(high), float(low)))
+            if k > best + 1e-12:
+                best, where = k, (float(low), float(high))
+    return where
+
+
+def cross_validate(
+    scores: np.ndarray, human: np.ndarray, groups: np.ndarray, *, folds: int = 5, seed: int = 0
+) -> np.ndarray:
+    """Out-of-fold grades: each query's pairs graded with thresholds fitted on the other folds'
+    (folds by query, so one query's pairs never sit on both sides)."""
+    groups = np.asarray(groups)
+    names = np.unique(groups)
+    order = np.random.default_rng(seed).permutation(names.size) % folds
+    fold = order[np.searchsorted(names, groups)]
+    out = np.zeros(len(scores), dtype=np.int64)
+    for f in range(folds):
+        test = fold == f
+        if not test.any():
+            continue
+        low, high = fit_thresholds(scores[~test], human[~test])
+        out[test] = grades(scores[test], high, low)
+    return out
 
 
 # --- agreement with people's labels -------------------------------------------------------------

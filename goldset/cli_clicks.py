@@ -1,0 +1,110 @@
+"""``goldmine gold draft --from clicks``: a click model's grades as drafts (goldset.clickdraft)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+ClickModelOption = Annotated[
+    str,
+    typer.Option(
+        "--click-model", help="--from clicks: pbm (position-based) or dbn (dynamic Bayesian)."
+    ),
+]
+MinShownOption = Annotated[
+    int,
+    typer.Option(
+        "--min-shown", help="--from clicks: draft only pairs shown this often or more.", min=1
+    ),
+]
+ThresholdsOption = Annotated[
+    str,
+    typer.Option(
+        "--thresholds",
+        help="--from clicks: fixed (2 at 0.5, 1 at 0.2), fit (on people's labels), or auto "
+        "(fitted when that agrees better out of fold).",
+    ),
+]
+MinGradeOption = Annotated[
+    int, typer.Option("--min-grade", help="--from clicks: draft pairs graded this or more.")
+]
+
+_NAMES = {"pbm": "PBM", "dbn": "DBN", "clicked": "clicked = relevant", "ctr": "click-through rate"}
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def draft_clicks(
+    db,
+    *,
+    model: str,
+    min_shown: int,
+    min_grade: int,
+    depth: int,
+    thresholds: str,
+    as_json: bool,
+) -> None:
+    from goldmine.goldset.clickdraft import draft_from_clicks
+
+    from goldmine.output import info, print_json
+
+    result = draft_from_clicks(
+        db, model, min_shown=min_shown, min_grade=min_grade, depth=depth, thresholds=thresholds
+    )
+    if as_json:
+        print_json(result.to_json())
+        return
+    t = result.thresholds
+    info(
+        f"drafted {result.items} queries from clicks ({_NAMES[model]} over {result.n_events:,} "
+        f"events of {result.n_queries} gold queries, {result.iterations} EM iterations): "
+        f"{result.drafts} candidate chunks, never gold until reviewed"
+    )
+    info(f"grades: 2 at score >= {t['high']:.3g}, 1 at >= {t['low']:.3g}; {t['why']}")
+    left = [
+        (result.skipped_decided, "on verified or rejected items"),
+        (result.skipped_labelled, "already labelled by a person"),
+        (result.missing_chunks, "not in the current corpus snapshot"),
+    ]
+    if any(n for n, _ in left):
+        info("left alone: " + ", ".join(f"{n} pairs {why}" for n, why in left if n))
+    if result.agreement:
+        _agreement(result)
+    else:
+        info("no labelled pair is scored by the model yet: no agreement to report")
+
+
+def _agreement(result: Any) -> None:
+    from goldmine.goldset.cli import _table
+
+    from goldmine.output import info
+
+    n = next(iter(result.agreement.values()))["n_pairs"]
+    shown = result.thresholds["min_shown"]
+    rows = [
+        [
+            _NAMES.get(name, name),
+            _num(a["auc"]),
+            _num(a["weighted_kappa"]),
+            _num(a["precision"]),
+            _num(a["recall"]),
+        ]
+        for name, a in result.agreement.items()
+    ]
+    _table(
+        f"agreement with people's labels on {n} pairs shown {shown}x or more (fixed thresholds)",
+        ["signal", "AUC", "weighted kappa", "precision", "recall"],
+        rows,
+    )
+    if result.cross_validated:
+        cv = result.cross_validated
+        info(
+            "thresholds fitted on the other folds (5 folds by query), weighted kappa out of fold: "
+            + "; ".join(
+                f"{_NAMES.get(k, k)} {_num(v['fitted_kappa'])} (fixed {_num(v['fixed_kappa'])})"
+                for k, v in cv.items()
+            )
+        )

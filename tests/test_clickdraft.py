@@ -1,0 +1,241 @@
+"""``gold draft --from clicks``: a click model's grades written as drafts (never gold) from the
+stored search events, with the model and its parameters as provenance; agreement with people's
+labels worked by hand; thresholds fitted on labels and checked out of fold."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from goldmine.goldset.clicks import (
+    Sessions,
+    cross_validate,
+    fit_thresholds,
+    grades,
+    kappa,
+)
+from goldmine.goldset.items import add_item, item_version, label, show_item
+
+from goldmine.store import open_store, transaction
+from tests.test_goldset_sample import build
+
+X, Y = "kb-reset-1", "kb-reset-2"
+
+
+def _events(con, rows: list[tuple[str, list[str], list[str]]], batch: int = 2) -> None:
+    for n, (query, shown, clicked) in enumerate(rows):
+        con.execute(
+            """INSERT INTO search_events (event_id, batch_id, source, ts, session_id, query,
+                   result_ids, num_results, clicked_ids)
+               VALUES (?, ?, 'searchlog', ?, ?, ?, ?, ?, ?)""",
+            [f"b{batch}-{n}", batch, datetime(2026, 11, 10, 9, 0), f"s{n}", query, shown,
+             len(shown), clicked],
+        )  # fmt: skip
+
+
+def _saturated(query: str = "Reset password!") -> list:
+    # As tests/test_clicks.py: PBM with alpha_x = 0.8, alpha_y = 0.4, gamma = (1, 0.5) gives
+    # exactly these counts, so EM's maximum is those parameters.
+    xy = [(query, [X, Y], ([X] if i < 8 else []) + ([Y] if i < 2 else [])) for i in range(10)]
+    yx = [(query, [Y, X], ([Y] if i < 4 else []) + ([X] if i < 4 else [])) for i in range(10)]
+    return xy + yx
+
+
+@pytest.fixture
+def store(db_path: Path) -> Path:
+    build(db_path)
+    with open_store(db_path) as con, transaction(con):
+        add_item(con, "reset password", origin="test", by="t", query_id="q_reset")
+        add_item(con, "vpn setup", origin="test", by="t", query_id="q_vpn")
+        _events(con, _saturated())
+        # A batch that records no click at all does not count: its zero clicks say nothing.
+        _events(con, [("reset password", [Y, X], [])] * 5, batch=3)
+    return db_path
+
+
+def _drafts(db: Path, qid: str) -> list[tuple]:
+    with open_store(db) as con:
+        return con.execute(
+            "SELECT chunk_id, kind, suggested_grade, source, rank, round(score, 3) FROM gold_labels"
+            " WHERE query_id = ? ORDER BY kind, chunk_id",
+            [qid],
+        ).fetchall()
+
+
+def test_clicks_draft_grades_with_the_model_as_provenance(store: Path, cli) -> None:
+    out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["source"] == "clicks" and got["model"] == "pbm"
+    assert got["n_events"] == 20 and got["n_queries"] == 1 and got["n_pairs"] == 2
+    assert (got["items"], got["drafts"]) == (1, 2)
+    assert got["params"]["gamma"] == pytest.approx([1.0, 0.5], abs=0.01)
+    assert got["thresholds"]["fitted"] is False and got["agreement"] is None
+    # alpha_x 0.8 >= 0.5: grade 2; alpha_y 0.4 in [0.2, 0.5): grade 1. Ranked by score.
+    assert _drafts(store, "q_reset") == [
+        (X, "draft", 2, "clicks", 1, pytest.approx(0.8, abs=0.01)),
+        (Y, "draft", 1, "clicks", 2, pytest.approx(0.4, abs=0.01)),
+    ]
+    with open_store(store) as con:
+        item = show_item(con, "q_reset")
+    assert item["status"] == "drafted" and item["drafted_by"] == "clicks:pbm"
+    last = item["history"][-1]
+    assert last["action"] == "draft" and last["by"] == "clicks:pbm"
+    detail = last["detail"]
+    assert detail["source"] == "clicks" and detail["model"] == "pbm"
+    assert detail["params"]["gamma"] == pytest.approx([1.0, 0.5], abs=0.01)
+    assert detail["thresholds"] == {"low": 0.2, "high": 0.5, "fitted": False, "min_shown": 2}
+    assert [(c["chunk_id"], c["grade"], c["shown"], c["clicks"]) for c in detail["chunks"]] == [
+        (X, 2, 20, 12),
+        (Y, 1, 20, 6),
+    ]
+    # Nothing is gold: the item is not verified and holds no label.
+    assert item["labels"] == [] and item["verified_by"] is None
+
+
+def test_the_text_output_names_the_model_thresholds_and_no_agreement(store: Path, cli) -> None:
+    out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--click-model", "dbn")
+    assert out.returncode == 0, out.stderr
+    assert "drafted 1 queries from clicks (DBN over 20 events of 1 gold queries" in out.stderr
+    assert "grades: 2 at score >= 0.5, 1 at >= 0.2; fixed: fewer than 30 labelled" in out.stderr
+    assert "no labelled pair is scored by the model yet" in out.stderr
+    with open_store(store) as con:
+        detail = show_item(con, "q_reset")["history"][-1]["detail"]
+    assert detail["model"] == "dbn" and 0 < detail["params"]["gamma"] <= 1
+    assert {"attractiveness", "satisfaction"} <= set(detail["chunks"][0])
+
+
+def test_labels_decided_items_and_other_drafts_are_respected(store: Path, cli) -> None:
+    with open_store(store) as con, transaction(con):
+        # A person graded Y: it is not drafted again, and counts for agreement.
+        con.execute(
+            """INSERT INTO gold_labels (query_id, chunk_id, kind, rank, score, source, who, ts)
+               VALUES ('q_reset', ?, 'draft', 1, 9.0, 'bm25', 'retriever:bm25', ?),
+                      ('q_reset', 'kb-sso-1', 'draft', 2, 8.0, 'bm25', 'retriever:bm25', ?)""",
+            [X, datetime(2026, 11, 1), datetime(2026, 11, 1)],
+        )
+        label(con, "q_reset", {Y: 0}, by="ana")
+        before = item_version(con, "q_reset")
+        # The vpn item is verified by a person: clicks on it are left alone (kb-vpn-2, clicked
+        # every time, is not drafted). A chunk gone from the corpus is not drafted either.
+        vpn = ["kb-vpn-1", "kb-vpn-2"]
+        _events(
+            con, [("vpn setup", vpn, vpn)] * 10 + [("reset password", ["gone"], ["gone"])] * 3, 4
+        )
+        label(con, "q_vpn", {"kb-vpn-1": 2}, by="ana")
+    out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert (got["items"], got["drafts"]) == (1, 1)
+    assert got["skipped_labelled"] == 2  # Y and kb-vpn-1
+    assert got["skipped_decided"] == 1 and got["missing_chunks"] == 1
+    # X's bm25 draft became the click draft; the other retriever draft stays; Y keeps its label.
+    assert [r[:5] for r in _drafts(store, "q_reset")] == [
+        (X, "draft", 2, "clicks", 1),
+        ("kb-sso-1", "draft", None, "bm25", 2),
+        (Y, "label", None, "label", None),
+    ]
+    with open_store(store) as con:
+        assert item_version(con, "q_reset") > before
+        assert show_item(con, "q_vpn")["status"] == "verified"
+        assert _drafts(store, "q_vpn") == [("kb-vpn-1", "label", None, "label", None, None)]
+
+
+def test_agreement_with_peoples_labels_by_hand(store: Path, cli) -> None:
+    # vpn: kb-vpn-1 clicked in every session at rank 1, kb-vpn-2 never, at rank 2. People: 2
+    # and 0. PBM: alpha 1 and ~0 -> grades 2 and 0, all agree (kappa 1, AUC 1).
+    # clicked = relevant gives (1, 0) against (2, 0): linear weights |i - j| / 2, observed
+    # disagreement (0.5 + 0) / 2 = 0.25; marginals human (.5 at 0, .5 at 2), proposed (.5 at 0,
+    # .5 at 1): expected .25 * (0 + .5 + 1 + .5) / 2 = 0.5 -> kappa 1 - .25 / .5 = 0.5.
+    with open_store(store) as con, transaction(con):
+        _events(con, [("vpn setup", ["kb-vpn-1", "kb-vpn-2"], ["kb-vpn-1"])] * 10, batch=4)
+        label(con, "q_vpn", {"kb-vpn-1": 2, "kb-vpn-2": 0}, by="ana")
+    out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--json")
+    assert out.returncode == 0, out.stderr
+    a = json.loads(out.stdout)["agreement"]
+    assert a["pbm"]["n_pairs"] == 2
+    assert a["pbm"]["weighted_kappa"] == pytest.approx(1.0)
+    assert a["pbm"]["auc"] == pytest.approx(1.0)
+    assert a["clicked"]["weighted_kappa"] == pytest.approx(0.5)
+    assert a["clicked"]["precision"] == 1.0 and a["clicked"]["recall"] == 1.0
+    text = cli("--db", str(store), "gold", "draft", "--from", "clicks")
+    assert "agreement with people's labels on 2 pairs shown 2x or more" in text.stdout
+    assert "clicked = relevant" in text.stdout
+
+
+def test_thresholds_fit_refused_without_enough_labels(store: Path, cli) -> None:
+    out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--thresholds", "fit")
+    assert out.returncode == 2
+    assert "error: --thresholds fit: fewer than 30 labelled pairs" in out.stderr
+
+
+def test_no_click_events_is_not_found(db_path: Path, cli) -> None:
+    build(db_path)
+    with open_store(db_path) as con, transaction(con):
+        add_item(con, "reset password", origin="test", by="t")
+    out = cli("--db", str(db_path), "gold", "draft", "--from", "clicks")
+    assert out.returncode == 2
+    assert "no search events with shown results and clicks belong to a gold query" in out.stderr
+    bad = cli("--db", str(db_path), "gold", "draft", "--from", "clicks", "--click-model", "ubm")
+    assert bad.returncode == 2 and "--click-model must be one of pbm, dbn" in bad.stderr
+    assert cli("--db", str(db_path), "gold", "draft", "--from", "logs").returncode == 2
+
+
+def test_a_rerun_replaces_the_click_drafts(store: Path, cli) -> None:
+    assert cli("--db", str(store), "gold", "draft", "--from", "clicks").returncode == 0
+    out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--min-grade", "2", "--json")
+    assert json.loads(out.stdout)["drafts"] == 1
+    assert [r[0] for r in _drafts(store, "q_reset")] == [X]
+
+
+# --- thresholds and the vectorized session builder ----------------------------------------------
+
+
+def test_kappa_matches_sklearn() -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        h, p = rng.integers(0, 3, 40), rng.integers(0, 3, 40)
+        assert kappa(h, p) == pytest.approx(cohen_kappa_score(h, p, weights="linear"))
+    assert kappa(np.array([2, 0, 0, 1]), np.array([2, 1, 0, 0])) == pytest.approx(3 / 7)
+
+
+def test_fitted_thresholds_recover_a_separable_grading() -> None:
+    # 0.1 and 0.3 are 0, 0.6 is 1, 0.9 is 2: low in (0.3, 0.6], high in (0.6, 0.9].
+    s, h = np.array([0.1, 0.3, 0.6, 0.9]), np.array([0, 0, 1, 2])
+    low, high = fit_thresholds(s, h)
+    assert 0.3 < low <= 0.6 < high <= 0.9
+    assert grades(s, high, low).tolist() == [0, 0, 1, 2]
+    # When the fixed pair is already best it is kept.
+    assert fit_thresholds(np.array([0.1, 0.3, 0.6]), np.array([0, 1, 2])) == (0.2, 0.5)
+
+
+def test_cross_validation_grades_each_query_with_the_others_thresholds() -> None:
+    # Ten queries, each with a 0 at 0.1, a 1 at 0.35 and a 2 at 0.7: any fold's thresholds
+    # recover the rest. One odd query (its 2 at 0.3) is graded by the others' thresholds: 1.
+    s = np.tile([0.1, 0.35, 0.7], 10)
+    h = np.tile([0, 1, 2], 10)
+    groups = np.repeat([f"q{i}" for i in range(10)], 3)
+    s[29] = 0.3
+    out = cross_validate(s, h, groups, folds=5)
+    assert out[:27].tolist() == h[:27].tolist()
+    assert out[29] == 1
+
+
+def test_sessions_from_arrays_match_build() -> None:
+    rows = [("q", ["x", "y"], {"x"}), ("q", ["y"], set())]
+    built = Sessions.build(rows)
+    made = Sessions.from_arrays(
+        [("q", "x"), ("q", "y")],
+        session=np.array([0, 0, 1]),
+        rank=np.array([0, 1, 0]),
+        pair=np.array([0, 1, 1]),
+        clicked=np.array([True, False, False]),
+    )
+    assert made.keys == built.keys
+    assert np.array_equal(made.pair, built.pair) and np.array_equal(made.click, built.click)
+    assert np.array_equal(made.shown, built.shown)
