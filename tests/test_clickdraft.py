@@ -239,3 +239,22 @@ def test_sessions_from_arrays_match_build() -> None:
     assert made.keys == built.keys
     assert np.array_equal(made.pair, built.pair) and np.array_equal(made.click, built.click)
     assert np.array_equal(made.shown, built.shown)
+
+
+@pytest.mark.slow
+def test_fitted_thresholds_on_the_trec_session_track(shared_dataset) -> None:
+    # The README's figures (bench/bench_clicks.py, measured, not a target): on the 366 pairs
+    # judged and shown twice or more, thresholds fitted out of fold lift DBN's kappa from 0.03
+    # to about 0.16, and clicked = relevant, fitted the same way, still agrees best.
+    from goldmine.goldset.clickdraft import compare_with_labels
+    from goldmine.goldset.clicks import fit_dbn, read_trec_qrels, read_trec_sessions
+
+    folder = shared_dataset("datasets", "trec_session_track")
+    data = Sessions.build(read_trec_sessions(folder / "sessiontrack2012.xml"))
+    qrels = read_trec_qrels(folder / "relevacne2012.txt")
+    shown, _ = data.counts()
+    fixed, cv, mask = compare_with_labels(data, fit_dbn(data), qrels, shown >= 2)
+    assert int(mask.sum()) == 366
+    assert fixed["dbn"]["weighted_kappa"] == pytest.approx(0.030, abs=0.002)
+    assert cv["dbn"]["fitted_kappa"] > 4 * cv["dbn"]["fixed_kappa"]
+    assert cv["clicked"]["fitted_kappa"] > cv["dbn"]["fitted_kappa"]
