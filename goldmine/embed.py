@@ -16,6 +16,10 @@ need a model, never at module import: ``import goldmine.embed`` stays cheap.
 The torch thread count is set deliberately: on the project's 2-core machines MiniLM encodes ~3x
 faster with one thread than with two (FACTS.md; ``bench/bench_baselines.py`` measures it). The count
 comes from ``GOLDMINE_TORCH_THREADS`` > ``[models] threads`` in goldmine.toml > 1.
+
+Backends (:func:`embed_backend`): ``torch`` (sentence-transformers, float32), ``onnx`` and
+``onnx-int8`` (ONNX Runtime over a local export of the same weights, goldmine.onnx_embed). The
+cache key names the backend (:func:`cache_key`), so vectors of two backends never mix.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_DIM = 384
 THREADS_ENV = "GOLDMINE_TORCH_THREADS"
+BACKEND_ENV = "GOLDMINE_EMBED_BACKEND"
+# torch until bench/bench_triage.py shows another backend faster with the quality held.
+DEFAULT_BACKEND = "torch"
 DEFAULT_THREADS = 1
 # How long a writer that closed the store for long work waits to reopen it: readers hold it for
 # well under a second, and giving up would throw away the work just done.
@@ -50,11 +57,38 @@ _BUNDLED_NAMES = {DEFAULT_MODEL.lower(), "sentence-transformers/all-minilm-l6-v2
 
 
 def model_key(name: str | None = None) -> str:
-    """The name vectors are cached under: the bundled model's aliases all map to DEFAULT_MODEL."""
+    """The model's name: the bundled model's aliases all map to DEFAULT_MODEL."""
     if name is None or not name.strip():
         return DEFAULT_MODEL
     name = name.strip()
     return DEFAULT_MODEL if name.lower() in _BUNDLED_NAMES else name
+
+
+def embed_backend(backend: str | None = None) -> str:
+    """The embedding backend: the argument > GOLDMINE_EMBED_BACKEND > [embed] backend in
+    goldmine.toml > DEFAULT_BACKEND."""
+    from goldmine.onnx_embed import BACKENDS
+
+    where = "--backend"
+    if backend is None or not str(backend).strip():
+        backend, where = os.environ.get(BACKEND_ENV), f"{BACKEND_ENV} environment variable"
+    if backend is None or not str(backend).strip():
+        config = load_config()
+        backend, where = config.get("embed", "backend"), f"[embed] backend in {config.path}"
+    if backend is None or not str(backend).strip():
+        return DEFAULT_BACKEND
+    backend = str(backend).strip().lower()
+    if backend not in BACKENDS:
+        raise InputError(f"{where} must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    return backend
+
+
+def cache_key(name: str | None = None, backend: str | None = None) -> str:
+    """The key vectors are cached under: the model, and the backend unless it is torch (the
+    reference, whose vectors were cached under the bare model name before there were others),
+    so vectors of different backends never mix."""
+    key, backend = model_key(name), embed_backend(backend)
+    return key if backend == "torch" else f"{key}@{backend}"
 
 
 def torch_threads() -> int:
@@ -137,38 +171,67 @@ def _normalize(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, np.float32(1e-12))
 
 
+def load_encoder(name: str | None = None, backend: str | None = None) -> Any:
+    """What encodes one batch: ``encode(texts) -> float32 rows`` and ``dim``. torch: the
+    SentenceTransformer; onnx, onnx-int8: an ONNX Runtime session (goldmine.onnx_embed), which
+    imports neither torch nor sentence-transformers."""
+    backend = embed_backend(backend)
+    if backend == "torch":
+        return _TorchEncoder(load_model(name))
+    from goldmine.onnx_embed import load_encoder as onnx_encoder
+
+    key = model_key(name)
+    folder = Path(_model_location(key))
+    if not folder.is_dir():
+        raise InputError(
+            f"the {backend} backend exports a local model folder; {key!r} is not one "
+            "(give a local path, or use --backend torch)"
+        )
+    return onnx_encoder(str(folder), backend, torch_threads())
+
+
+class _TorchEncoder:
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.dim = _dimension(model)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.model.encode(
+            list(texts),
+            batch_size=len(texts),
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+
+
 def _encode(
     texts: Sequence[str],
     name: str | None,
     batch_size: int,
     show_progress: bool,
     advance: Callable[[int], None] | None = None,
+    backend: str | None = None,
 ) -> np.ndarray:
-    """Encode in batches of similar length (as sentence-transformers does), rows in input order.
+    """Encode in batches of similar length, rows in input order: the texts are sorted by length
+    (longest first) so a batch pads to little more than its own texts.
 
     ``advance`` (a caller's bar spanning several calls) is told of each batch; else, with
     ``show_progress``, the call draws its own bar.
     """
-    model = load_model(name)
-    dim = _dimension(model)
-    out = np.empty((len(texts), dim), dtype=np.float32)
+    encoder = load_encoder(name, backend)
+    out = np.empty((len(texts), encoder.dim), dtype=np.float32)
     if not texts:
         return out
     order = np.argsort([-len(t) for t in texts], kind="stable")
     from goldmine.output import progress
 
-    bar = progress(f"embedding with {model_key(name)}", total=len(texts))
+    bar = progress(f"embedding with {cache_key(name, backend)}", total=len(texts))
     own = show_progress and advance is None
     with bar if own else nullcontext(advance or (lambda n=1: None)) as step:
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
-            out[rows] = model.encode(
-                [texts[i] for i in rows],
-                batch_size=batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            out[rows] = encoder.encode([texts[i] for i in rows])
             step(len(rows))
     return _normalize(out)
 
@@ -179,9 +242,10 @@ def embed_uncached(
     *,
     batch_size: int = 64,
     show_progress: bool = False,
+    backend: str | None = None,
 ) -> np.ndarray:
     """Embeddings of ``texts`` without a store: float32, L2-normalized, rows in input order."""
-    return _encode(list(texts), model, batch_size, show_progress)
+    return _encode(list(texts), model, batch_size, show_progress, backend=backend)
 
 
 @dataclass
@@ -199,10 +263,12 @@ class _Lookup:
         return len(self.hashes) - int(self.missing.sum())
 
 
-def _lookup(con: duckdb.DuckDBPyConnection, texts: list[str], model: str | None) -> _Lookup:
+def _lookup(
+    con: duckdb.DuckDBPyConnection, texts: list[str], model: str | None, backend: str | None
+) -> _Lookup:
     import polars as pl
 
-    key = model_key(model)
+    key = cache_key(model, backend)
     hashes = [sha256_text(t) for t in texts]
     wanted = pl.DataFrame(
         {"idx": np.arange(len(texts), dtype=np.int64), "text_hash": hashes},
@@ -232,7 +298,9 @@ def _lookup(con: duckdb.DuckDBPyConnection, texts: list[str], model: str | None)
     return _Lookup(key, hashes, missing, cached, list(first_row.values()))
 
 
-def _assemble(found: _Lookup, new_vectors: np.ndarray | None, model: str | None) -> np.ndarray:
+def _assemble(
+    found: _Lookup, new_vectors: np.ndarray | None, model: str | None, backend: str | None
+) -> np.ndarray:
     """Rows in input order from the cached vectors and those just encoded (one per new row)."""
     if new_vectors is not None and found.new_rows:
         dim = new_vectors.shape[1]
@@ -240,7 +308,7 @@ def _assemble(found: _Lookup, new_vectors: np.ndarray | None, model: str | None)
         # Everything was cached: no model is loaded, so torch is not even imported.
         dim = found.cached[1].shape[1]
     else:
-        dim = _dimension(load_model(model))
+        dim = load_encoder(model, backend).dim
     out = np.empty((len(found.hashes), dim), dtype=np.float32)
     if found.cached is not None:
         if found.cached[1].shape[1] != dim:
@@ -263,6 +331,7 @@ def embed_texts(
     *,
     batch_size: int = 64,
     show_progress: bool = True,
+    backend: str | None = None,
 ) -> np.ndarray:
     """Embeddings of ``texts`` (float32, L2-normalized, rows in input order), cached in the store.
 
@@ -274,13 +343,13 @@ def embed_texts(
     texts = list(texts)
     if not texts and model_key(model) == DEFAULT_MODEL:
         return np.empty((0, DEFAULT_DIM), dtype=np.float32)
-    found = _lookup(con, texts, model)
+    found = _lookup(con, texts, model, backend)
     new_vectors = None
     if found.new_rows:
         batch = [texts[i] for i in found.new_rows]
-        new_vectors = _encode(batch, model, batch_size, show_progress)
+        new_vectors = _encode(batch, model, batch_size, show_progress, backend=backend)
         _store(con, found.key, [found.hashes[i] for i in found.new_rows], new_vectors)
-    return _assemble(found, new_vectors, model)
+    return _assemble(found, new_vectors, model, backend)
 
 
 @dataclass
@@ -298,6 +367,7 @@ def embed_closed(
     chunk: int = 2048,
     batch_size: int = 64,
     description: str | None = None,
+    backend: str | None = None,
 ) -> Embedded:
     """``embed_texts`` with the store closed while the model works, so other commands can use it.
 
@@ -310,13 +380,13 @@ def embed_closed(
 
     texts = list(texts)
     with open_store(db) as con:
-        found = _lookup(con, texts, model)
+        found = _lookup(con, texts, model, backend)
     parts = []
     label = description or f"embedding with {found.key}"
     with progress(label, total=len(found.new_rows)) as advance:
         for start in range(0, len(found.new_rows), chunk):
             rows = found.new_rows[start : start + chunk]
-            vectors = _encode([texts[i] for i in rows], model, batch_size, False, advance)
+            vectors = _encode([texts[i] for i in rows], model, batch_size, False, advance, backend)
             # A reader may hold the store for a moment: wait for it rather than lose the chunk.
             with open_store(db, wait=WRITE_WAIT_S) as con:
                 _store(con, found.key, [found.hashes[i] for i in rows], vectors)
@@ -324,7 +394,9 @@ def embed_closed(
     new_vectors = np.concatenate(parts) if parts else None
     if not texts and found.key == DEFAULT_MODEL:
         return Embedded(np.empty((0, DEFAULT_DIM), dtype=np.float32), 0, 0)
-    return Embedded(_assemble(found, new_vectors, model), len(found.new_rows), found.n_cached)
+    return Embedded(
+        _assemble(found, new_vectors, model, backend), len(found.new_rows), found.n_cached
+    )
 
 
 def _store(
