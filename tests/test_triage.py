@@ -609,3 +609,67 @@ def test_no_answer_likely_on_cranfield(db_path, shared_dataset):
         }
     assert len(tagged & {normalize_query(q) for q in off}) >= 4, answer_scores
     assert len(tagged & {normalize_query(q) for q in real}) <= 2, answer_scores
+
+
+@pytest.mark.slow
+def test_two_runs_on_the_same_traffic_give_the_same_clusters(tmp_path):
+    """Determinism end to end: two fresh stores, the same searches, the very same cluster ids,
+    labels (c-TF-IDF terms) and central examples."""
+    from goldmine.triage.pipeline import run_triage
+
+    queries = [q for qs in QUERIES.values() for q in qs]
+    got = []
+    for name in ("a", "b"):
+        db = tmp_path / f"{name}.duckdb"
+        with open_store(db) as con:
+            load_queries(con, queries)
+        run_triage(db)
+        with open_store(db) as con:
+            got.append(
+                (
+                    con.execute(
+                        "SELECT norm_query, cluster_id FROM triage_queries ORDER BY 1"
+                    ).fetchall(),
+                    con.execute(
+                        "SELECT cluster_id, terms, central FROM triage_cluster_labels ORDER BY 1"
+                    ).fetchall(),
+                )
+            )
+    assert got[0] == got[1]
+    assert all(terms and central for _, terms, central in got[0][1])
+
+
+def test_ctfidf_terms_name_banking77_intents(shared_dataset):
+    """Grouped by the true intents, the top c-TF-IDF terms are the intents' own words."""
+    import polars as pl
+    from goldmine.triage.labels import ctfidf_terms
+
+    rows = pl.read_csv(shared_dataset("datasets", "banking77", "train.csv"))
+    intents = sorted(set(rows["category"]))
+    ids = np.array([intents.index(c) for c in rows["category"]])
+    terms = ctfidf_terms(ids, rows["text"].to_list(), np.ones(len(ids)))
+    assert len(terms) == 77 and all(len(t) == 5 for t in terms.values())
+    hits = sum(
+        any(w in " ".join(terms[i]) for w in intent.lower().split("_") if len(w) > 3)
+        for i, intent in enumerate(intents)
+    )
+    assert hits >= 60, hits  # most labels hold a word of the intent's name
+    assert "refund" in " ".join(terms[intents.index("Refund_not_showing_up")])
+    assert "virtual card" in terms[intents.index("virtual_card_not_working")]
+    # every term adds a word the ones before it lack ("second" after "second card" does not)
+    for t in terms.values():
+        for i, term in enumerate(t):
+            shown = {w for before in t[:i] for w in before.split()}
+            assert not set(term.split()) <= shown, t
+
+
+def test_ctfidf_weights_and_tiny_inputs():
+    from goldmine.triage.labels import ctfidf_terms
+
+    ids = np.array([1, 1, 2, 2])
+    texts = ["reset password", "password reset link", "card delivery", "late card delivery"]
+    got = ctfidf_terms(ids, texts, np.array([1.0, 1.0, 1.0, 1.0]))
+    assert got[1][0] in ("password", "reset", "password reset", "reset password")
+    assert "card delivery" in got[2] or "delivery" in got[2]
+    assert ctfidf_terms(np.array([3]), ["the and of"], np.array([1.0])) == {3: []}
+    assert ctfidf_terms(np.array([], dtype=int), [], np.array([])) == {}

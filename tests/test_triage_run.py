@@ -18,7 +18,7 @@ import pytest
 from goldmine.store import open_store
 from tests.test_triage import QUERIES, load_queries
 
-STEPS = ("normalize", "signals", "dedupe", "embed", "cluster", "tags", "rank")
+STEPS = ("normalize", "signals", "dedupe", "embed", "cluster", "tags", "rank", "labels")
 TEXTS = [q for qs in QUERIES.values() for q in qs]
 
 

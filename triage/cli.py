@@ -39,6 +39,15 @@ def run_cmd(
             "reformulation_window).",
         ),
     ] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            "--backend",
+            help="Embedding backend: torch, onnx or onnx-int8 (default: [embed] backend in "
+            "goldmine.toml, else torch). The ONNX ones are exported locally on first use.",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -48,7 +57,7 @@ def run_cmd(
     from goldmine.output import info, print_json
 
     # The pipeline opens the store for short spans only, so other commands can read meanwhile.
-    result = run_triage(db_flag(db), since=since, model=model, window_s=window)
+    result = run_triage(db_flag(db), since=since, model=model, window_s=window, backend=backend)
     info(summary(result, since))
     if result.timings:
         info("timings (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items()))

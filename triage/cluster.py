@@ -431,6 +431,7 @@ def plan_clusters(inputs: ClusterInputs, x: np.ndarray) -> ClusterPlan:
         stats.update(k=info["k"], resolution=info["resolution"], tried=info["tried"])
         ids[rest] = labels + next_id
         cents, radius, counts = centroids(x[rest], labels)
+        sim[rest] = np.einsum("ij,ij->i", x[rest], cents[labels])  # how central (labels.py)
         stats["n_new_clusters"] = len(counts)
         plan.new = pl.DataFrame(
             {

@@ -1,9 +1,10 @@
 """``triage run``: the steps in order, each named on stderr, the long ones with the store closed.
 
-normalize → signals → dedupe → embed → cluster → tags → rank. DuckDB lets one process hold the
-file, so the steps that take long (fuzzy dedupe, embedding, clustering) read their inputs, close
-the store, compute, and reopen it briefly to write their results in one transaction: ``status``
-or ``triage show`` in another terminal get in between. The SQL steps take seconds.
+normalize → signals → dedupe → embed → cluster → tags → rank → labels. DuckDB lets one process
+hold the file, so the steps that take long (fuzzy dedupe, embedding, clustering) read their
+inputs, close the store, compute, and reopen it briefly to write their results in one
+transaction: ``status`` or ``triage show`` in another terminal get in between. The SQL steps take
+seconds.
 
 Each step commits on its own, and each picks up where an interrupted run stopped: events and
 per-query rows are rebuilt from the ingest tables (seconds), fuzzy dedupe and clustering only touch
@@ -29,7 +30,7 @@ from goldmine.store import open_store, pid_alive, transaction
 if TYPE_CHECKING:
     import duckdb
 
-STEPS = ("normalize", "signals", "dedupe", "embed", "cluster", "tags", "rank")
+STEPS = ("normalize", "signals", "dedupe", "embed", "cluster", "tags", "rank", "labels")
 _SOURCES = ("search_events", "tickets", "chat_turns", "manual_queries")
 
 
@@ -49,6 +50,7 @@ class RunResult:
     timings: dict[str, float] = field(default_factory=dict)
     resumed_runs: list[int] = field(default_factory=list)  # earlier runs that had not finished
     nothing_to_triage: bool = False
+    backend: str = "torch"  # the embedding backend
 
 
 class _NoEvents(Exception):
@@ -123,13 +125,13 @@ class _Steps:
     def __init__(self, result: RunResult) -> None:
         self.result = result
 
-    def run(self, name: str, fn: Callable, *args, detail: str = "", con=None):
+    def run(self, name: str, fn: Callable, *args, detail: str = "", con=None, **kwargs):
         from goldmine.output import step
 
         step("triage", name, detail)
         start = time.perf_counter()
         if con is None:
-            out = fn(*args)
+            out = fn(*args, **kwargs)
         else:
             with transaction(con):
                 out = fn(con, *args)
@@ -143,20 +145,25 @@ def run_triage(
     since: datetime | None = None,
     model: str | None = None,
     window_s: int | None = None,
+    backend: str | None = None,
 ) -> RunResult:
-    """Normalize, dedupe, embed, cluster, tag and rank; returns what each step did."""
+    """Normalize, dedupe, embed, cluster, tag and rank; returns what each step did.
+
+    ``backend`` (torch, onnx, onnx-int8; default from [embed] backend) only changes how the
+    vectors are computed: the clusters stay comparable (cosine >= 0.99 between backends)."""
     from goldmine.config import resolve_db_path
-    from goldmine.embed import model_key
+    from goldmine.embed import embed_backend, model_key
 
     path = resolve_db_path(db)
     key = model_key(model)
+    backend = embed_backend(backend)
     window_s = _window(window_s)
     with open_store(path) as con:
         _check_model(con, key)
         if not _has_traffic(con):
             return RunResult(None, nothing_to_triage=True)
         run_id, stale = _start_run(con, key, since)
-    result = RunResult(run_id, resumed_runs=stale)
+    result = RunResult(run_id, resumed_runs=stale, backend=backend)
     try:
         return _run_steps(path, result, since, model, window_s)
     except BaseException:
@@ -167,7 +174,7 @@ def run_triage(
 def _run_steps(
     path: Path, result: RunResult, since: datetime | None, model: str | None, window_s: int
 ) -> RunResult:
-    from goldmine.triage import cluster, dedupe, report, tags
+    from goldmine.triage import cluster, dedupe, labels, report, tags
 
     from goldmine.embed import WRITE_WAIT_S, embed_closed
 
@@ -189,7 +196,10 @@ def _run_steps(
         inputs = cluster.cluster_inputs(con)
     result.n_clustered = len(inputs.todo)
     detail = f"{len(inputs.texts):,} texts with {model or 'the bundled MiniLM'}"
-    embedded = steps.run("embed", embed_closed, path, inputs.texts, model, detail=detail)
+    detail += f" ({result.backend})"
+    embedded = steps.run(
+        "embed", embed_closed, path, inputs.texts, model, detail=detail, backend=result.backend
+    )
     result.n_embedded, result.n_cached = embedded.n_encoded, embedded.n_cached
     detail = f"{len(inputs.todo):,} queries without a cluster"
     plan = steps.run("cluster", cluster.plan_clusters, inputs, embedded.vectors, detail=detail)
@@ -198,6 +208,7 @@ def _run_steps(
             result.cluster = cluster.write_clusters(con, plan, result.run_id)
         result.tags = steps.run("tags", tags.tag_queries, con=con)
         result.n_clusters = steps.run("rank", report.summarize_clusters, result.run_id, con=con)
+        steps.run("labels", labels.label_clusters, con=con)
         _finish(con, result, window_s)
     return result
 
@@ -219,7 +230,12 @@ def _signals(con: duckdb.DuckDBPyConnection, window_s: int) -> int:
 
 
 def _finish(con: duckdb.DuckDBPyConnection, result: RunResult, window_s: int) -> None:
-    params = {"k": result.cluster.get("k"), "window_s": window_s, **result.cluster}
+    params = {
+        "k": result.cluster.get("k"),
+        "window_s": window_s,
+        "backend": result.backend,
+        **result.cluster,
+    }
     con.execute(
         """UPDATE triage_runs SET finished_at = now()::TIMESTAMP, status = 'done',
                   n_queries = ?, n_embedded = ?, n_clusters = ?, params = ?, timings = ?,

@@ -113,4 +113,15 @@ MIGRATIONS = [
         );
         """,
     ),
+    Migration(
+        201,
+        "triage_cluster_labels",
+        """
+        CREATE TABLE triage_cluster_labels (
+            cluster_id BIGINT NOT NULL,
+            terms VARCHAR[],                  -- top terms by c-TF-IDF against the other clusters
+            central VARCHAR[]                 -- the queries nearest the cluster's centroid
+        );
+        """,
+    ),
 ]
