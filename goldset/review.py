@@ -311,6 +311,24 @@ class ReviewSession:
         ):
             self.message = f"graded {chunk_id} = {grade}"
 
+    def accept_suggestion(self, qid: str, chunk_id: str) -> None:
+        """Take the model's grade for this candidate as the reviewer's own (source
+        ``model-accept``), read from the store, never from what a page sent."""
+        with self._store() as con:
+            item = gi.get_item(con, qid)
+            snapshot_id, _ = gi.current_snapshot(con)
+            candidates = [
+                c for c in _candidates(con, qid, snapshot_id) if c["chunk_id"] == chunk_id
+            ]
+            blind = raters.is_blind(con, qid, self.by)
+            if not blind:
+                _suggest(con, item, candidates)
+        suggestion = candidates[0].get("suggestion") if candidates else None
+        if suggestion is None:
+            self.message = "no model suggestion for this candidate: grade it 2, 1 or 0"
+            return
+        self.grade(qid, chunk_id, suggestion["grade"], "model-accept")
+
     def rest_not_relevant(self, qid: str) -> None:
         marked: list[int] = []
         if self._act(
@@ -711,11 +729,10 @@ def _dispatch(console, keys: Keys, session: ReviewSession, view: View, key: str)
         else:
             session.grade(qid, view.current["chunk_id"], int(key))
     elif key == "m":
-        suggestion = (view.current or {}).get("suggestion")
-        if suggestion is None:
-            session.message = "no model suggestion for this candidate: grade it 2, 1 or 0"
+        if view.current is None:
+            session.message = "no candidate to grade: [s] search or [a] no answer"
         else:
-            session.grade(qid, view.current["chunk_id"], suggestion["grade"], "model-accept")
+            session.accept_suggestion(qid, view.current["chunk_id"])
     elif key == "x":
         session.rest_not_relevant(qid)
     elif key == "s":

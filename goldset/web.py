@@ -377,6 +377,8 @@ def _apply(session: ReviewSession, data: dict) -> None:
         if grade is None:
             raise InputError("a grade is 0, 1 or 2")
         session.grade(qid, str(data.get("chunk_id") or ""), grade)
+    elif action == "accept":
+        session.accept_suggestion(qid, str(data.get("chunk_id") or ""))
     elif action == "rest":
         session.rest_not_relevant(qid)
     elif action == "no-answer":

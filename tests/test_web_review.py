@@ -202,6 +202,38 @@ def test_two_raters_at_once_lose_nothing(browser, server: Server, store: Path, c
     assert labels == {"kb-reset-1": (2, "ana"), "kb-reset-2": (0, "ben")}
 
 
+def _suggest(db: Path, chunk_id: str, grade: int, reason: str) -> None:
+    """A model's grade for a candidate, as ``gold draft --judge llm`` stores it."""
+    from goldmine.store import open_store, transaction
+
+    with open_store(db) as con, transaction(con):
+        con.execute(
+            """INSERT INTO gold_model_labels
+               SELECT query_id, chunk_id, ?, ?, 'http://127.0.0.1:1/v1', 'judge-1', 'judge.v1-t',
+                      'q', 't', NULL, now()::TIMESTAMP
+               FROM gold_labels WHERE chunk_id = ? AND kind = 'draft'""",
+            [grade, reason, chunk_id],
+        )
+
+
+def test_the_page_shows_the_models_suggestion_and_m_takes_it(
+    browser, server: Server, store: Path, cli
+) -> None:
+    _suggest(store, "kb-reset-1", 1, "mentions <b>reset</b> but not how")
+    context, page = open_page(browser, server)
+    card = page.locator(".cand.focused")
+    assert "model suggests 1: mentions <b>reset</b> but not how" in card.inner_text()
+    assert card.locator(".suggestion b").count() == 0  # the reason is text, never markup
+    page.keyboard.press("m")
+    wait_panel(page, "graded kb-reset-1 = 1")
+    page.keyboard.press("m")  # the next candidate has no suggestion: said, nothing written
+    wait_panel(page, "no model suggestion for this candidate")
+    context.close()
+    labels = {r["chunk_id"]: r for r in shown(cli, store, "reset password")["labels"]}
+    assert labels["kb-reset-1"]["grade"] == 1 and labels["kb-reset-1"]["source"] == "model-accept"
+    assert "kb-reset-2" not in labels  # still a draft
+
+
 def _get(url: str, headers: dict | None = None, data: bytes | None = None) -> int:
     request = urllib.request.Request(url, data=data, headers=headers or {})
     try:

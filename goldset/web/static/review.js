@@ -160,6 +160,7 @@
     const keys = {
       "2": () => grade(2), "1": () => grade(1), "0": () => grade(0),
       "x": () => act("rest"),
+      "m": () => { if (focus) act("accept", { chunk_id: focus }); },
       "n": () => act("no-answer"), "a": () => act("no-answer"),
       "?": () => act("unsure"),
       "s": () => act("skip"), "k": () => act("skip"),
