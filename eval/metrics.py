@@ -162,7 +162,7 @@ _ALIASES = {
     "r_prec": "r_precision",
 }
 
-_NAME = re.compile(r"^\s*([A-Za-z][A-Za-z_\-]*?)\s*(?:[@_.](\d+))?\s*$")
+_NAME = re.compile(r"^\s*([A-Za-z][A-Za-z_\-]*?)\s*(?:([@_.])(\d+))?\s*$")
 
 
 @dataclass(frozen=True)
@@ -191,15 +191,22 @@ def valid_names() -> str:
 def parse_metric(text: str) -> Metric:
     """``ndcg@10``, ``P_10``, ``success_5``, ``hit_rate@5``, ``recip_rank`` … -> ``Metric``.
 
+    A trec_eval spelling means what it means in trec_eval: ``recall_10`` (or ``recall.10``) is
+    ``frac_recall@10``, ``success_10`` is ``recall@10``.
+
     Raises ``InputError`` naming every valid family when the name is unknown.
     """
     match = _NAME.match(text)
     family = None
     k = None
     if match:
-        raw = match.group(1).lower()
+        raw, separator = match.group(1).lower(), match.group(2)
         family = raw if raw in FAMILIES else _ALIASES.get(raw)
-        k = int(match.group(2)) if match.group(2) else None
+        if raw == "recall" and separator in ("_", "."):
+            # trec_eval's spelling keeps trec_eval's meaning: recall_10 is the share of the
+            # relevant docs found (frac_recall@10); goldmine's recall@10 is its success_10.
+            family = "frac_recall"
+        k = int(match.group(3)) if match.group(3) else None
     if family is None:
         raise InputError(f"unknown metric {text.strip()!r}; valid metrics: {valid_names()}")
     if k is not None and k < 1:

@@ -113,6 +113,29 @@ def test_aliases(alias: str, canonical: str) -> None:
     assert parse_metric(alias).name == canonical
 
 
+@pytest.mark.parametrize(
+    ("spelling", "canonical"),
+    [
+        ("recall_10", "frac_recall@10"),  # trec_eval's recall_10 is the share of relevant found
+        ("recall.10", "frac_recall@10"),  # as trec_eval's -m recall.10 asks for it
+        ("RECALL_5", "frac_recall@5"),
+        ("success_10", "recall@10"),  # trec_eval's success_10 is goldmine's recall@10
+        ("recall@10", "recall@10"),  # goldmine's own spelling keeps its meaning (success)
+        ("success@10", "recall@10"),
+    ],
+)
+def test_trec_eval_spellings_keep_their_trec_eval_meaning(spelling: str, canonical: str) -> None:
+    assert parse_metric(spelling).name == canonical
+
+
+def test_recall_10_scores_as_trec_eval_does() -> None:
+    # Two of three relevant docs in the top 5: trec_eval's recall_5 is 2/3, success_5 is 1.
+    ranked, judged = ["a", "x", "b", "y", "z", "c"], {"a": 1, "b": 2, "c": 1}
+    assert parse_metric("recall_5")(ranked, judged) == pytest.approx(2 / 3)
+    assert parse_metric("success_5")(ranked, judged) == 1.0
+    assert parse_metric("recall@5")(ranked, judged) == 1.0
+
+
 def test_unknown_metric_lists_every_valid_name() -> None:
     with pytest.raises(InputError) as info:
         parse_metric("f1@10")
