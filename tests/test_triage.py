@@ -295,6 +295,12 @@ def test_run_incremental_stable_ids_and_commands(db_path, cli):
     assert out.returncode == 0, out.stderr
     shown = json.loads(out.stdout)
     assert [r["priority"] for r in shown] == sorted((r["priority"] for r in shown), reverse=True)
+    # each cluster carries its c-TF-IDF terms and central queries, and the table shows the terms
+    assert all(isinstance(r["terms"], list) and r["central"] for r in shown)
+    card = next(r for r in shown if r["cluster_id"] == after["where is my card"])
+    assert set(card["central"]) <= {q for qs in QUERIES.values() for q in qs}
+    table = cli("--db", str(db_path), "triage", "show", "--top", "50")
+    assert "terms:" in table.stdout, table.stdout
     parts = shown[0]["priority_parts"]
     assert parts["volume"] * (parts["n_failed"] + 10 * parts["global_rate"]) / (
         parts["volume"] + 10
@@ -330,6 +336,9 @@ def test_run_incremental_stable_ids_and_commands(db_path, cli):
         ).stdout
     )
     assert "Where is my card?" in {q["query"] for q in detail["queries"]}
+    assert detail["terms"] and detail["central"]
+    printed = cli("--db", str(db_path), "triage", "cluster", str(after["where is my card"])).stdout
+    assert "terms:" in printed and "central:" in printed
     assert cli("--db", str(db_path), "triage", "show", "--top", "3").returncode == 0
 
     out = cli("--db", str(db_path), "triage", "export", str(db_path.parent / "q.parquet"))

@@ -100,7 +100,7 @@ def _show_row(r: dict) -> list[str]:
     return [
         str(r["cluster_id"]),
         f"{r['priority']:.1f}",
-        r["label"],
+        r["label"] + ("\nterms: " + ", ".join(r["terms"]) if r.get("terms") else ""),
         str(r["volume"]),
         str(r["n_variants"]),
         _fmt_rate(r["failure_rate"]),
@@ -194,6 +194,10 @@ def cluster_cmd(
         f"{_fmt_rate(detail['failure_rate'])} failed, priority {detail['priority']:.1f}, "
         f"covered: {detail['coverage']}"
     )
+    if detail.get("terms"):
+        console().print("terms: " + ", ".join(detail["terms"]), markup=False)
+    if detail.get("central"):
+        console().print("central: " + " | ".join(detail["central"]), markup=False)
     table = Table(
         "query", "events", "sessions", "failed", "signals", "tags", "examples", "previous turn"
     )

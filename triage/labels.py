@@ -16,7 +16,7 @@ The central examples are the queries with the highest cosine to their cluster's 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,28 @@ if TYPE_CHECKING:
 
 N_TERMS = 5
 N_CENTRAL = 3
+_TOKEN = r"(?u)\b[a-zA-Z]\w+\b"
+
+
+def _counts(texts: list[str]) -> tuple[Any, np.ndarray]:
+    """Term counts per text: every word (English stop words out), and the word pairs that occur
+    in two texts or more."""
+    import scipy.sparse as sp
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    parts, vocab = [], []
+    for ngrams, min_df in (((1, 1), 1), ((2, 2), 2)):
+        vectorizer = CountVectorizer(
+            stop_words="english", ngram_range=ngrams, min_df=min_df, token_pattern=_TOKEN
+        )
+        try:
+            parts.append(vectorizer.fit_transform(texts))
+        except ValueError:  # no such term (only stop words, or no pair twice)
+            continue
+        vocab.append(vectorizer.get_feature_names_out())
+    if not parts:
+        return None, np.array([], dtype=object)
+    return sp.hstack(parts).tocsr(), np.concatenate(vocab)
 
 
 def ctfidf_terms(
@@ -34,22 +56,13 @@ def ctfidf_terms(
 ) -> dict[int, list[str]]:
     """Top terms per cluster by c-TF-IDF; ``weights`` counts each text (its event volume)."""
     import scipy.sparse as sp
-    from sklearn.feature_extraction.text import CountVectorizer
 
     if not len(texts):
         return {}
     clusters, rows = np.unique(np.asarray(cluster_ids), return_inverse=True)
-    vectorizer = CountVectorizer(
-        stop_words="english", ngram_range=(1, 2), min_df=2, token_pattern=r"(?u)\b[a-zA-Z]\w+\b"
-    )
-    try:
-        counts = vectorizer.fit_transform(texts)
-    except ValueError:  # no term occurs twice (a tiny store): fall back to every term
-        vectorizer.set_params(min_df=1)
-        try:
-            counts = vectorizer.fit_transform(texts)
-        except ValueError:  # nothing but stop words
-            return {int(c): [] for c in clusters}
+    counts, vocab = _counts(texts)
+    if not len(vocab):  # nothing but stop words
+        return {int(c): [] for c in clusters}
     member = sp.csr_matrix(
         (np.asarray(weights, dtype=np.float64), (rows, np.arange(len(texts)))),
         shape=(len(clusters), len(texts)),
@@ -61,7 +74,6 @@ def ctfidf_terms(
     idf = np.log1p(avg / np.maximum(freq, 1e-12))
     score = sp.diags(1.0 / np.maximum(words, 1e-12)) @ tf @ sp.diags(idf)
     score = score.tocsr()
-    vocab = vectorizer.get_feature_names_out()
     out: dict[int, list[str]] = {}
     for i, c in enumerate(clusters):
         lo, hi = score.indptr[i], score.indptr[i + 1]

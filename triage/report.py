@@ -7,7 +7,8 @@ one failed search does not outrank a cluster of a hundred searches that fail hal
     priority    = volume * shrunk_rate
 
 ``global_rate`` is the failure rate over every event in the run; ``PRIOR_EVENTS`` = 10 events of
-prior weight. ``triage show --json`` carries every part.
+prior weight. ``triage show --json`` carries every part, and each cluster's ``terms`` (top
+c-TF-IDF terms) and ``central`` queries (triage/labels.py).
 
 Coverage (one definition, ``coverage_cte``): a gold item belongs to a cluster when it has the
 cluster's ``cluster_id`` or a ``norm_query`` triage put in the cluster (as the item is now, or as a
@@ -203,8 +204,10 @@ def ranked_clusters(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[
                (SELECT coalesce(sum(n_failed) / nullif(sum(n_events), 0), 0)
                 FROM triage_queries) AS global_rate,
                c.tags, c.tag_counts, c.sources, c.first_seen, c.last_seen, c.is_new,
-               {COVERAGE_COLUMNS}
+               {COVERAGE_COLUMNS}, coalesce(l.terms, []) AS terms,
+               coalesce(l.central, []) AS central
         FROM triage_clusters c LEFT JOIN gm_coverage k USING (cluster_id)
+        LEFT JOIN triage_cluster_labels l USING (cluster_id)
         WHERE (NOT ? OR NOT coalesce(k.covered, false)) AND (NOT ? OR c.is_new)
           AND (?::VARCHAR IS NULL OR list_contains(c.tags, ?::VARCHAR))
           AND (?::VARCHAR IS NULL OR list_contains(c.sources, ?::VARCHAR))
@@ -276,8 +279,10 @@ def cluster_detail(con: duckdb.DuckDBPyConnection, cluster_id: int) -> dict[str,
     head = _rows(
         con,
         f"""WITH {coverage_cte(con)}
-            SELECT c.*, {COVERAGE_COLUMNS}
+            SELECT c.*, {COVERAGE_COLUMNS}, coalesce(l.terms, []) AS terms,
+                   coalesce(l.central, []) AS central
             FROM triage_clusters c LEFT JOIN gm_coverage k USING (cluster_id)
+            LEFT JOIN triage_cluster_labels l USING (cluster_id)
             WHERE cluster_id = ?""",
         [cluster_id],
     )
