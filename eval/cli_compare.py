@@ -227,7 +227,7 @@ def _history_path(file: Path | None) -> Path:
 
     if file is None:
         config = load_config()
-        configured = config.get("eval", "history")
+        configured = config.settings.eval.history
         if not configured:
             raise InputError(
                 "which history? give --file HISTORY.csv (the file eval run --history appends to) "

@@ -74,20 +74,14 @@ class EvalOutcome:
 
 def eval_defaults() -> dict[str, Any]:
     """``[eval]`` in goldmine.toml: metrics, k_prompt, k_candidates."""
-    from goldmine.config import load_config
+    from goldmine.config import settings
 
-    section = load_config().section("eval")
-    metrics = section.get("metrics", DEFAULT_METRICS)
-    if isinstance(metrics, list):
-        metrics = ",".join(metrics)
-    try:
-        return {
-            "metrics": str(metrics),
-            "k_prompt": int(section.get("k_prompt", 5)),
-            "k_candidates": int(section.get("k_candidates", 50)),
-        }
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"goldmine.toml [eval]: {exc}") from exc
+    section = settings().eval  # typed and checked when goldmine.toml was loaded
+    return {
+        "metrics": section.metrics or DEFAULT_METRICS,
+        "k_prompt": section.k_prompt,
+        "k_candidates": section.k_candidates,
+    }
 
 
 def load_gold(spec: str, fmt: str | None = None, db: Path | None = None) -> Gold:
@@ -164,13 +158,17 @@ class RunSource:
     http: HttpOptions | None = None
     baseline: str | None = None
     k: int | None = None  # how many ids to ask a retriever for
+    # What production retrieved: the stored trace retrievals, in [since, until).
+    traces: bool = False
+    since: datetime | None = None
+    until: datetime | None = None
 
     def check(self) -> None:
         given = [x for x in (self.path, self.retriever, self.http, self.baseline) if x is not None]
-        if len(given) != 1:
+        if len(given) + self.traces != 1:
             raise InputError(
                 "give exactly one run source: --run FILE, --retriever module:function, "
-                "--http URL or --baseline bm25|dense|hybrid"
+                "--http URL, --baseline bm25|dense|hybrid or --run-from-traces"
             )
 
     def retrieve(self, gold: Gold, k: int, db: Path | None) -> Run:
@@ -182,6 +180,8 @@ class RunSource:
             return sources.run_http(gold, self.http, k)
         if self.baseline is not None:
             return sources.run_baseline(gold, self.baseline, k, db)
+        if self.traces:
+            return sources.run_traces(gold, db, self.since, self.until)
         assert self.path is not None
         return read_run(self.path, self.format)
 
@@ -298,8 +298,18 @@ def run_eval(
     else:
         k = source.k or max([reranker.k_candidates, *(m.k or 0 for m in parsed)])
         run = source.retrieve(gold, k, db)
+        note = None
+        if source.traces:
+            from goldmine.eval.sources import asked_in_traces
+
+            gold, note = asked_in_traces(gold, run)
         result = evaluate(gold, run, parsed, rel_level, abstain_below)
         outcome = EvalOutcome(result, gold, run.source, run.format, run.hash, label)
+        if note is not None:
+            from goldmine.output import info
+
+            info(note)
+            outcome.warnings.append(note)
         if source.path is not None:
             overlap(outcome)
         if save_run is not None:

@@ -43,7 +43,10 @@ def root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
 ) -> None:
     """Turn production traffic into a retrieval gold set, and score retrievers against it."""
+    from goldmine.config import load_config
+
     state.db = db
+    load_config()  # goldmine.toml checked once, before any command starts its work
 
 
 # The stage module that defines each first-level command. Building typer's command tree

@@ -1,19 +1,223 @@
 """Configuration, resolved once: command-line flag > environment variable > goldmine.toml > default.
 
 ``goldmine.toml`` is looked for in the current directory and its parents (the user's repository),
-so commands run from a subfolder still find the project's store and settings.
+so commands run from a subfolder still find the project's store and settings. It is parsed once
+into one typed settings object per section (``StoreSettings``, ``TriageSettings``, …), validated
+when it is loaded: a wrong value is one error naming the file and the key, before any command
+starts its work, and an unknown key (a typo) is a warning naming the nearest known one.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+import sys
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from goldmine.errors import InputError
+
+# --- the settings, one typed object per section -----------------------------------------------
+
+
+def _whole(minimum: int) -> Any:
+    def check(value: Any) -> int:
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value.strip())
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"must be a whole number of at least {minimum}")
+        return value
+
+    return check
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ValueError("must be a number above 0")
+    return float(value)
+
+
+def _any_number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
+    return float(value)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("must be a non-empty string")
+    return value.strip()
+
+
+def _size(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
+        raise ValueError('must be a size such as "2GB"')
+    return str(value).strip()
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
+def _metric_list(value: Any) -> str:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = ",".join(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError('must be a list of metric names or a string such as "mrr,ndcg@10"')
+    return value
+
+
+def _patterns(value: Any) -> dict[str, str] | list[str]:
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise ValueError('must be a table of NAME = "REGEX" or a list of "NAME=REGEX"')
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    db: str | None = None
+    memory_limit: str | None = None
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    redact_patterns: dict[str, str] | list[str] | None = None
+
+
+@dataclass(frozen=True)
+class TriageSettings:
+    reformulation_window: int | None = None  # seconds; None: the pipeline's default
+    no_answer_retriever: str = "bm25"
+
+
+@dataclass(frozen=True)
+class EmbedSettings:
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelsSettings:
+    threads: int | None = None
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    metrics: str | None = None
+    k_prompt: int = 5
+    k_candidates: int = 50
+    history: str | None = None
+
+
+@dataclass(frozen=True)
+class LlmSettings:
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    concurrency: int | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
+    json_mode: bool = True
+    temperature: float = 0.0
+
+
+# section -> (its settings class, key -> check); a check returns the typed value or raises
+# ValueError saying what the value must be.
+SECTIONS: dict[str, tuple[type, dict[str, Any]]] = {
+    "store": (StoreSettings, {"db": _text, "memory_limit": _size, "threads": _whole(1)}),
+    "ingest": (IngestSettings, {"redact_patterns": _patterns}),
+    "triage": (
+        TriageSettings,
+        {"reformulation_window": _whole(0), "no_answer_retriever": _text},
+    ),
+    "embed": (EmbedSettings, {"backend": _text}),
+    "models": (ModelsSettings, {"threads": _whole(1)}),
+    "eval": (
+        EvalSettings,
+        {
+            "metrics": _metric_list,
+            "k_prompt": _whole(1),
+            "k_candidates": _whole(1),
+            "history": _text,
+        },
+    ),  # fmt: skip
+    "llm": (
+        LlmSettings,
+        {
+            "base_url": _text,
+            "model": _text,
+            "api_key_env": _text,
+            "concurrency": _whole(1),
+            "timeout": _number,
+            "max_retries": _whole(0),
+            "json_mode": _flag,
+            "temperature": _any_number,
+        },
+    ),  # fmt: skip
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every section's settings, typed; a section absent from the file has its defaults."""
+
+    store: StoreSettings = field(default_factory=StoreSettings)
+    ingest: IngestSettings = field(default_factory=IngestSettings)
+    triage: TriageSettings = field(default_factory=TriageSettings)
+    embed: EmbedSettings = field(default_factory=EmbedSettings)
+    models: ModelsSettings = field(default_factory=ModelsSettings)
+    eval: EvalSettings = field(default_factory=EvalSettings)
+    llm: LlmSettings = field(default_factory=LlmSettings)
+
+
+def _nearest(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
+
+
+def parse_settings(data: dict[str, Any], path: Path | None) -> Settings:
+    """Check every known key of ``data`` and build the typed sections; unknown keys warn."""
+    where = str(path) if path is not None else "goldmine.toml"
+    sections: dict[str, Any] = {}
+    for name, value in data.items():
+        if name not in SECTIONS:
+            _warn(f"{where}: unknown section [{name}]{_nearest(name, list(SECTIONS))}")
+            continue
+        if not isinstance(value, dict):
+            raise InputError(f"[{name}] must be a table of settings", path=path)
+        cls, checks = SECTIONS[name]
+        typed: dict[str, Any] = {}
+        for key, raw in value.items():
+            if name == "llm" and key == "api_key":
+                raise InputError(
+                    "[llm] holds a key: put it in an environment variable and name that "
+                    "variable with api_key_env (a key in a file ends up in a repository)",
+                    path=path,
+                )
+            if key not in checks:
+                # Kept for code that reads it raw (a section's newer keys); a typo is named.
+                _warn(f"{where}: unknown key [{name}] {key}{_nearest(key, list(checks))}")
+                continue
+            try:
+                typed[key] = checks[key](raw)
+            except ValueError as exc:
+                raise InputError(f"[{name}] {key} {exc}, not {raw!r}", path=path) from None
+        known = {f.name for f in fields(cls)}
+        sections[name] = cls(**{k: v for k, v in typed.items() if k in known})
+    return Settings(**sections)
+
+
+def _warn(message: str) -> None:
+    # Plain stderr: the config is read before any console exists, and by every command.
+    print(f"warning: {message}", file=sys.stderr)
+
 
 DEFAULT_DB = "goldmine.duckdb"
 CONFIG_NAME = "goldmine.toml"
@@ -22,10 +226,12 @@ DB_ENV = "GOLDMINE_DB"
 
 @dataclass(frozen=True)
 class Config:
-    """The parsed ``goldmine.toml`` (empty when there is none) and where it was found."""
+    """The parsed ``goldmine.toml`` (empty when there is none), where it was found, and its
+    typed, validated ``settings``."""
 
     path: Path | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    settings: Settings = field(default_factory=Settings)
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.data.get(name, {})
@@ -52,9 +258,19 @@ def _load(path: Path | None) -> Config:
         return Config()
     try:
         with path.open("rb") as handle:
-            return Config(path=path, data=tomllib.load(handle))
+            data = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", path=path) from exc
+    return Config(path=path, data=data, settings=parse_settings(data, path))
+
+
+def settings_of(config: Config) -> Settings:
+    return config.settings
+
+
+def settings() -> Settings:
+    """The project's typed settings (goldmine.toml as found from here)."""
+    return load_config().settings
 
 
 def load_config(start: Path | None = None) -> Config:
@@ -77,7 +293,7 @@ def resolve_db_path(flag: str | Path | None = None) -> Path:
     if env:
         return Path(env)
     config = load_config()
-    configured = config.get("store", "db")
+    configured = config.settings.store.db
     if configured:
         path = Path(configured)
         if not path.is_absolute() and config.path is not None:
@@ -105,7 +321,7 @@ def engine_settings() -> dict[str, tuple[str, str]]:
             out[name] = (value.strip(), env)
             continue
         config = load_config()
-        configured = config.get("store", name)
+        configured = getattr(config.settings.store, name)
         if configured not in (None, ""):
             out[name] = (str(configured).strip(), f"[store] {name} in {config.path}")
     return out

@@ -95,37 +95,28 @@ def settings(
     """The model settings: flags > ``[llm]`` in goldmine.toml."""
     from goldmine.config import load_config
 
-    config = load_config()
-    section = config.section("llm")
+    config = load_config()  # checked when loaded: a key written in the file is refused there
     where = f"[llm] in {config.path}" if config.path else "goldmine.toml [llm]"
-    if "api_key" in section:
-        raise InputError(
-            f"{where} holds a key: put it in an environment variable and name that variable "
-            "with api_key_env (a key in a file ends up in a repository)",
-            path=config.path,
-        )
-    base_url = base_url or section.get("base_url")
-    model = model or section.get("model")
+    typed = config.settings.llm
+    base_url = base_url or typed.base_url
+    model = model or typed.model
     if not base_url:
         raise InputError(f"no model endpoint: give --base-url or set base_url in {where}")
     if not model:
         raise InputError(f"no model name: give --model or set model in {where}")
-    concurrency = concurrency or int(section.get("concurrency", DEFAULT_CONCURRENCY))
+    concurrency = concurrency or typed.concurrency or DEFAULT_CONCURRENCY
     if concurrency < 1:
         raise InputError("--concurrency must be at least 1")
-    try:
-        return Settings(
-            base_url=str(base_url),
-            model=str(model),
-            api_key_env=section.get("api_key_env") or None,
-            timeout=float(timeout or section.get("timeout", DEFAULT_TIMEOUT)),
-            max_retries=int(section.get("max_retries", DEFAULT_RETRIES)),
-            concurrency=concurrency,
-            json_mode=bool(section.get("json_mode", True)),
-            temperature=float(section.get("temperature", 0.0)),
-        )
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{where}: {exc}", path=config.path) from exc
+    return Settings(
+        base_url=str(base_url),
+        model=str(model),
+        api_key_env=typed.api_key_env,
+        timeout=float(timeout or typed.timeout or DEFAULT_TIMEOUT),
+        max_retries=DEFAULT_RETRIES if typed.max_retries is None else typed.max_retries,
+        concurrency=concurrency,
+        json_mode=typed.json_mode,
+        temperature=typed.temperature,
+    )
 
 
 # --- prompts -----------------------------------------------------------------------------------

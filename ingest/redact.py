@@ -167,7 +167,7 @@ def make_redactor(
     """The redactor for one import: built-in patterns, then goldmine.toml's, then the CLI's."""
     from goldmine.config import load_config
 
-    configured = load_config().get("ingest", "redact_patterns", None)
+    configured = load_config().settings.ingest.redact_patterns
     if isinstance(configured, list):
         configured = dict(_split(str(s)) for s in configured)
     patterns = parse_patterns(configured) + parse_patterns(cli_patterns)

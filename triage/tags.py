@@ -284,7 +284,7 @@ def tag_queries(con: duckdb.DuckDBPyConnection) -> dict:
     import polars as pl
 
     snapshot = _corpus_snapshot(con)
-    kind = str(load_config().get("triage", "no_answer_retriever", "bm25"))
+    kind = load_config().settings.triage.no_answer_retriever
     try:
         answer = no_answer_scores(con, kind)
     except Exception as exc:  # the tag is a hint: never let it sink the run

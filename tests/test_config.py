@@ -1,0 +1,67 @@
+"""goldmine.toml is parsed once into typed settings, validated at load: a wrong value is one line
+naming the file and the key (exit 2), never a traceback from deep inside a command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from goldmine.config import load_config, settings_of
+from goldmine.errors import InputError
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "goldmine.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("toml", "says"),
+    [
+        ('[triage]\nreformulation_window = "ten"\n', "[triage] reformulation_window"),
+        ("[eval]\nk_prompt = 0\n", "[eval] k_prompt"),
+        ('[models]\nthreads = "many"\n', "[models] threads"),
+        ('[llm]\nconcurrency = "4x"\n', "[llm] concurrency"),
+        ("[llm]\njson_mode = 3\n", "[llm] json_mode"),
+        ("[eval]\nmetrics = 5\n", "[eval] metrics"),
+        ('store = "x"\n', "[store]"),
+    ],
+)
+def test_a_wrong_value_names_the_file_and_the_key(cli, tmp_path, toml, says) -> None:
+    path = write(tmp_path, toml)
+    out = cli("gold", "list", "--db", str(tmp_path / "none.duckdb"), cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    line = out.stderr.strip()
+    assert line.startswith("error: ") and "\n" not in line and "Traceback" not in out.stderr
+    assert says in line and str(path) in line
+
+
+def test_settings_are_typed_with_defaults(tmp_path, monkeypatch) -> None:
+    write(
+        tmp_path,
+        '[triage]\nreformulation_window = 600\n[eval]\nmetrics = ["mrr", "ndcg@10"]\n'
+        "[models]\nthreads = 2\n[llm]\ntimeout = 5\n",
+    )
+    monkeypatch.chdir(tmp_path)
+    settings = settings_of(load_config())
+    assert settings.triage.reformulation_window == 600
+    assert settings.triage.no_answer_retriever == "bm25"
+    assert settings.eval.metrics == "mrr,ndcg@10" and settings.eval.k_candidates == 50
+    assert settings.models.threads == 2 and settings.store.threads is None
+    assert settings.llm.timeout == 5.0 and isinstance(settings.llm.timeout, float)
+
+
+def test_an_unknown_key_is_named_with_the_nearest_known_one(cli, tmp_path) -> None:
+    write(tmp_path, "[triage]\nreformulaton_window = 600\n")
+    out = cli("gold", "list", "--db", str(tmp_path / "none.duckdb"), cwd=tmp_path)
+    assert "unknown key [triage] reformulaton_window" in out.stderr
+    assert "reformulation_window" in out.stderr.split("unknown key", 1)[1]
+
+
+def test_a_bad_value_is_an_input_error_in_python_too(tmp_path, monkeypatch) -> None:
+    write(tmp_path, "[store]\nthreads = -1\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match=r"\[store\] threads"):
+        settings_of(load_config())
