@@ -493,6 +493,12 @@ def _suggest(con, item: dict, candidates: list[dict]) -> None:
                 "reason": "the model wrote this question from this chunk",
                 "model": (item.get("drafted_by") or "model:?").removeprefix("model:"),
             }
+        elif c["source"] == "clicks" and c["suggested_grade"] is not None:
+            c["suggestion"] = {
+                "grade": c["suggested_grade"],
+                "reason": f"the click model's grade (score {c['score']:.2f}; see gold show)",
+                "model": "clicks",
+            }
 
 
 def gi_store(db: Path | None):
@@ -616,7 +622,7 @@ def _render(console, view: View, message: str, alert: bool = False) -> None:
         how = f"{current['source']}"
         if current["score"] is not None:
             how += f" score {current['score']:.3g}"
-        if current["suggested_grade"] is not None:
+        if current["suggested_grade"] is not None and current["source"] != "clicks":
             how += f", was graded {current['suggested_grade']}"
         console.print(
             Text.assemble(

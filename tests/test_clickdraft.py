@@ -96,6 +96,19 @@ def test_clicks_draft_grades_with_the_model_as_provenance(store: Path, cli) -> N
     assert item["labels"] == [] and item["verified_by"] is None
 
 
+def test_review_shows_the_click_grade_as_a_suggestion(store: Path, cli) -> None:
+    from goldmine.goldset.review import _candidates, _suggest
+
+    assert cli("--db", str(store), "gold", "draft", "--from", "clicks").returncode == 0
+    with open_store(store) as con:
+        item = show_item(con, "q_reset")
+        candidates = _candidates(con, "q_reset", 1)
+        _suggest(con, item, candidates)
+    got = {c["chunk_id"]: c["suggestion"] for c in candidates}
+    assert got[X]["grade"] == 2 and got[Y]["grade"] == 1 and got[X]["model"] == "clicks"
+    assert got[X]["reason"].startswith("the click model's grade (score 0.80")
+
+
 def test_the_text_output_names_the_model_thresholds_and_no_agreement(store: Path, cli) -> None:
     out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--click-model", "dbn")
     assert out.returncode == 0, out.stderr
