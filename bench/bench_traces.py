@@ -9,14 +9,17 @@ spans). Then, each in a fresh process and a fresh on-disk DuckDB file, times:
 - goldmine ingest traces of the same file (redaction on, as by default; and --no-redact)
 - re-import of the same file (known by its hash)
 
-Prints medians over ``--repeat`` runs, same-run ratios and each run's peak RSS; asserts nothing.
-Run: ``.venv/bin/python bench/bench_traces.py [--spans N] [--repeat R]``
+Prints medians over ``--repeat`` runs, same-run ratios and each run's peak RSS (VmHWM); asserts
+nothing. ``--limit 1GB`` runs every child under that DuckDB memory limit (``GOLDMINE_MEMORY_LIMIT``
+for goldmine, ``memory_limit`` for the bare load), as a small machine would.
+Run: ``.venv/bin/python bench/bench_traces.py [--spans N] [--repeat R] [--limit 1GB]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -77,12 +80,13 @@ def generate(path: Path, spans: int) -> None:
 
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, os, sys, time
 from pathlib import Path
 kind, path, db = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 if kind == "bare":
     import duckdb
-    con = duckdb.connect(str(db))
+    limit = os.environ.get("GOLDMINE_MEMORY_LIMIT")
+    con = duckdb.connect(str(db), config={"memory_limit": limit} if limit else {})
     start = time.perf_counter()
     con.execute("CREATE TABLE t AS SELECT * FROM read_json(?, format = 'newline_delimited')",
                 [path])
@@ -97,12 +101,16 @@ else:
         result = api.traces(con, [path], redact=(kind != "plain"))
     elapsed = time.perf_counter() - start
     stored = result.total
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking parent.
+rss = int([l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0].split()[1]) / 1024
 print(json.dumps({"seconds": elapsed, "rss_mb": rss, "total": stored}))
 """
 
 
-def measure(kind: str, path: Path, db: Path, fresh: bool = True) -> dict:
+def measure(kind: str, path: Path, db: Path, fresh: bool = True, limit: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "GOLDMINE_MEMORY_LIMIT"}
+    if limit:
+        env["GOLDMINE_MEMORY_LIMIT"] = limit
     if fresh:
         for p in (db, db.with_name(db.name + ".wal"), db.with_name(db.name + ".writer")):
             p.unlink(missing_ok=True)
@@ -110,8 +118,11 @@ def measure(kind: str, path: Path, db: Path, fresh: bool = True) -> dict:
         [sys.executable, "-c", _CHILD, kind, str(path), str(db)],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
+        env=env,
     )
+    if out.returncode:
+        raise SystemExit(f"{kind} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -119,6 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--limit", default=None, help="DuckDB memory limit for every run")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     path = OUT / f"traces_otlp_{args.spans}.jsonl"
@@ -127,14 +139,17 @@ def main() -> None:
         generate(path, args.spans)
         print(f"generated {path.name} in {time.perf_counter() - start:.1f}s", file=sys.stderr)
     size = path.stat().st_size / 1e6
-    print(f"{args.spans:,} retriever spans (3 spans a trace, 10 documents each), {size:.0f} MB")
+    cap = f", memory limit {args.limit}" if args.limit else ""
+    print(
+        f"{args.spans:,} retriever spans (3 spans a trace, 10 documents each), {size:.0f} MB{cap}"
+    )
     db = OUT / "bench_traces.duckdb"
     runs: dict[str, list[dict]] = {"bare": [], "redact": [], "plain": [], "reimport": []}
     for _ in range(args.repeat):
-        runs["bare"].append(measure("bare", path, db))
-        runs["plain"].append(measure("plain", path, db))
-        runs["redact"].append(measure("redact", path, db))
-        runs["reimport"].append(measure("redact", path, db, fresh=False))
+        runs["bare"].append(measure("bare", path, db, limit=args.limit))
+        runs["plain"].append(measure("plain", path, db, limit=args.limit))
+        runs["redact"].append(measure("redact", path, db, limit=args.limit))
+        runs["reimport"].append(measure("redact", path, db, fresh=False, limit=args.limit))
     bare = statistics.median(r["seconds"] for r in runs["bare"])
     labels = {
         "bare": "bare read_json into a table",

@@ -158,6 +158,12 @@ class Target:
     options: dict[str, Any] = field(default_factory=dict)
     # The stage SQL selects ``gm_present`` itself, found before its heavy per-row work.
     marks_present: bool = False
+    # A target that reads a file's lines itself: ``stream(con, file, keys)`` makes what
+    # ``stage`` reads straight from the file and returns True, or False to take the
+    # record-by-record path (``reshape``); ``number(con, file, redactor)`` then gives the staged
+    # rows that need one their line and text (rejects).
+    stream: Callable[[duckdb.DuckDBPyConnection, InputFile, list[str]], bool] | None = None
+    number: Callable[[duckdb.DuckDBPyConnection, InputFile, Redactor], None] | None = None
 
 
 def prepare(con: duckdb.DuckDBPyConnection) -> None:
@@ -382,6 +388,8 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     """Stage a JSONL or Parquet file parsed once by DuckDB's reader; False when the file needs
     the line-by-line path (bad encoding, a reshaping target)."""
     item = source.file
+    if item is not None and target.stream is not None:
+        return _stage_own_stream(con, target, source, redactor)
     if (
         item is None
         or not target.streaming
@@ -406,6 +414,24 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
         # Reading a rejected row's line may still fail (invalid UTF-8): the record-by-record
         # path reports that line by line.
         fix_reject_lines(con, item, redactor)
+    except (duckdb.InvalidInputException, duckdb.ConversionException):
+        return False
+    return True
+
+
+def _stage_own_stream(con, target: Target, source: Source, redactor: Redactor) -> bool:
+    """Stage a file the target reads itself, in no particular row order (see Target.stream);
+    False when it cannot (another format, bad encoding): the record-by-record path then."""
+    item = source.file
+    try:
+        keys = sample_keys(con, item) if item.format == "jsonl" else []
+        with _any_order(con):
+            if not target.stream(con, item, keys):
+                return False
+            stage_sql, params = target.stage(keys)
+            _create_stage(con, "", stage_sql, params, target, redactor, source.path)
+        if target.number is not None:
+            target.number(con, item, redactor)
     except (duckdb.InvalidInputException, duckdb.ConversionException):
         return False
     return True

@@ -287,6 +287,9 @@ _RAW_LINE_OPTIONS = """columns = {'raw': 'VARCHAR'}, header = false, delim = chr
     escape = '', auto_detect = false, compression = $gm_compression, max_line_size = 16777216,
     buffer_size = 33554432"""
 
+# For a target that reads a JSONL file's lines itself (ingest.traces).
+RAW_LINE_OPTIONS, NOT_BLANK, OBJECT = _RAW_LINE_OPTIONS, _NOT_BLANK, _OBJECT
+
 
 def sample_keys(con: duckdb.DuckDBPyConnection, item: InputFile, sample: int = 20000) -> list[str]:
     """Field names from a JSONL file's first records, read straight from the file."""

@@ -36,7 +36,14 @@ from typing import Any
 import duckdb
 from goldmine.ingest.batch import Target, store_new_rows
 from goldmine.ingest.chat import _DOWN, _UP, DONT_KNOW
-from goldmine.ingest.files import check_json
+from goldmine.ingest.files import (
+    NOT_BLANK,
+    OBJECT,
+    RAW_LINE_OPTIONS,
+    InputFile,
+    check_json,
+    run_sql,
+)
 from goldmine.ingest.searchlog import COLUMNS
 
 from goldmine.errors import InputError
@@ -110,7 +117,8 @@ CREATE OR REPLACE TEMP TABLE gm_tspan (
     sid BIGINT, line BIGINT, raw VARCHAR, err VARCHAR, trace_id VARCHAR, span_id VARCHAR,
     parent_id VARCHAR, kind VARCHAR, ts_text VARCHAR, ts TIMESTAMP, failed BOOLEAN,
     status_msg VARCHAR, session_id VARCHAR, user_id VARCHAR, query VARCHAR, output VARCHAR,
-    answer VARCHAR);
+    answer VARCHAR, lh UBIGINT,
+    items STRUCT(id VARCHAR, hash VARCHAR, score DOUBLE, from_content BOOLEAN)[]);
 CREATE OR REPLACE TEMP TABLE gm_tdoc (sid BIGINT, i INTEGER, field VARCHAR, val VARCHAR);
 CREATE OR REPLACE TEMP TABLE gm_tfb (trace_id VARCHAR, span_id VARCHAR, label VARCHAR,
                                      score DOUBLE);
@@ -152,12 +160,13 @@ SELECT line, raw, try(json_transform(raw, $structure)) AS r FROM gm_raw WHERE er
 
 _OTLP_SPANS = """
 INSERT INTO gm_tspan (sid, line, raw, err)
-SELECT -line, line, raw, 'not an OTLP/JSON export request' FROM gm_otlp_lines WHERE r IS NULL;
+SELECT -line, line, raw, 'not an OTLP/JSON export request' FROM gm_otlp_lines
+WHERE r.resourceSpans IS NULL;
 CREATE OR REPLACE TEMP TABLE gm_otlp AS
 SELECT row_number() OVER () AS sid, line, span FROM (
     SELECT line, unnest(flatten(list_transform(r.resourceSpans,
                lambda rs: flatten(list_transform(rs.scopeSpans, lambda ss: ss.spans))))) AS span
-    FROM gm_otlp_lines WHERE r IS NOT NULL);
+    FROM gm_otlp_lines WHERE r.resourceSpans IS NOT NULL);
 DROP TABLE gm_otlp_lines;
 """
 
@@ -182,6 +191,121 @@ SELECT sid, 'attributes.' || a.key,
                      THEN gm_otlp_value(to_json(a.value)) END)
 FROM (SELECT sid, unnest(span.attributes) AS a FROM gm_otlp)
 """
+
+# ---- OTLP/JSON lines streamed from the file: one parallel parse, one row per span with only
+# the attributes read. A span's attributes become two lists (keys, values as text) once, and
+# every attribute is then found by position in the keys (``list_position``); extracting the
+# attribute structs one by one, or a tall table of them, costs several times the parse. No raw
+# text is kept: a rejected row gets its line and text from an ordered second read
+# (``number_lines``), by the hash of its line, only when rows are rejected.
+_OTLP_VALUE = """
+CREATE OR REPLACE TEMP MACRO gm_av(v) AS coalesce(v.stringValue, v.intValue,
+    v.doubleValue::VARCHAR, v.boolValue::VARCHAR,
+    CASE WHEN v.arrayValue IS NOT NULL OR v.kvlistValue IS NOT NULL
+         THEN gm_otlp_value(to_json(v)) END);
+CREATE OR REPLACE TEMP MACRO gm_at(k, v, name) AS v[list_position(k, name)];
+CREATE OR REPLACE TEMP MACRO gm_json_at(k, v, name) AS CASE
+    WHEN left(ltrim(gm_at(k, v, name)), 1) IN ('{', '[') THEN try(gm_at(k, v, name)::JSON) END;
+"""
+
+
+def _otlp_stream_sql(doc_field: str | None) -> str:
+    """The span rows of an OTLP/JSON lines file (``$gm_path``), into gm_tspan."""
+    fields = [doc_field] if doc_field else list(_ID_FIELDS)
+    # A document's field by a dotted path (checked by _doc_field: letters, digits, _ . -): the
+    # dotted attribute itself, else the path inside the JSON its first part holds
+    # (``metadata`` → ``{"chunk_id": …}``).
+    oi, gen = [], []
+    for f in fields:
+        head, _, rest = f.partition(".")
+        oi.append(f"gm_at(k, v, p || '{f}')")
+        if rest:
+            path = "$." + ".".join(f'"{part}"' for part in rest.split("."))
+            oi.append(f"json_extract_string(gm_json_at(k, v, p || '{head}'), '{path}')")
+        gen.append("json_extract_string(d, '$." + ".".join(f'"{x}"' for x in f.split(".")) + "')")
+    oi_id, gen_id = ", ".join(oi), ", ".join(gen)
+    oi_content = ", ".join(f"gm_at(k, v, p || '{f}')" for f in _CONTENT_FIELDS)
+    gen_content = ", ".join(f"'$.{f}'" for f in _CONTENT_FIELDS)
+    at = "gm_at(k, v, '{}')".format
+    return f"""
+INSERT INTO gm_tspan BY NAME
+WITH lines AS (
+    SELECT hash(raw) AS lh, raw, {OBJECT} AS gm_object,
+           try(json_transform(raw, $structure)) AS r
+    FROM read_csv($gm_path, {RAW_LINE_OPTIONS}) WHERE {NOT_BLANK}
+),
+spans AS (
+    SELECT lh,
+        CASE WHEN r.resourceSpans IS NULL OR NOT gm_object THEN CASE WHEN NOT json_valid(raw)
+            THEN 'malformed JSON' WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object'
+            ELSE 'not an OTLP/JSON export request' END END AS err,
+        unnest(CASE WHEN r.resourceSpans IS NULL OR NOT gm_object THEN [NULL]
+                    ELSE flatten(list_transform(r.resourceSpans, lambda rs: flatten(
+                        list_transform(rs.scopeSpans, lambda ss: ss.spans)))) END) AS span
+    FROM lines
+),
+attrs AS (
+    SELECT lh, err, span, list_transform(span.attributes, lambda a: a.key) AS k,
+           list_transform(span.attributes, lambda a: gm_av(a.value)) AS v
+    FROM spans
+),
+typed AS (
+    SELECT *, CASE
+        WHEN upper({at("openinference.span.kind")}) = 'RETRIEVER'
+            OR lower({at("gen_ai.operation.name")}) IN ('retrieval', 'retrieve') THEN 'RETRIEVER'
+        WHEN upper({at("openinference.span.kind")}) = 'LLM'
+            OR lower({at("gen_ai.operation.name")}) IN ('chat', 'text_completion',
+                                                      'generate_content') THEN 'LLM'
+        ELSE 'OTHER' END AS kind
+    FROM attrs
+),
+rows AS (
+SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
+    nullif(span.parentSpanId, '') AS parent_id, CASE WHEN err IS NULL THEN kind END AS kind,
+    make_timestamp((try_cast(span.startTimeUnixNano AS HUGEINT) // 1000)::BIGINT) AS ts,
+    upper(span.status.code) IN ('ERROR', 'STATUS_CODE_ERROR', '2') AS failed,
+    span.status.message AS status_msg,
+    coalesce({at("session.id")}, {at("gen_ai.conversation.id")}) AS session_id,
+    coalesce({at("user.id")}, {at("enduser.id")}) AS user_id,
+    CASE WHEN kind = 'RETRIEVER' THEN coalesce({at("gen_ai.retrieval.query.text")},
+        gm_first_of(gm_json_at(k, v, 'input.value'),
+                    ['$.query', '$.query_str', '$.input', '$.question']),
+        CASE WHEN left(ltrim({at("input.value")}), 1) <> '{{' THEN {at("input.value")} END)
+    END AS query,
+    coalesce({at("llm.output_messages.0.message.content")},
+        json_extract_string(gm_json_at(k, v, 'gen_ai.output.messages'),
+                            '$[0].parts[0].content'),
+        {at("gen_ai.completion.0.content")},
+        gm_first_of(gm_json_at(k, v, 'output.value'),
+                    ['$.answer', '$.output', '$.response', '$.content']),
+        CASE WHEN left(ltrim({at("output.value")}), 1) NOT IN ('{{', '[')
+             THEN {at("output.value")} END) AS output,
+    CASE WHEN kind = 'RETRIEVER' THEN list_transform(range(coalesce(list_max(list_transform(
+        list_filter(k, lambda x: starts_with(x, 'retrieval.documents.')),
+        lambda x: try_cast(split_part(x, '.', 3) AS INTEGER))) + 1, 0)),
+        lambda i: 'retrieval.documents.' || i || '.document.') END AS oi_docs,
+    CASE WHEN kind = 'RETRIEVER' THEN try(from_json(
+        gm_json_at(k, v, 'gen_ai.retrieval.documents'), '["JSON"]')) END AS gen_docs,
+    k, v
+FROM typed
+),
+docs AS (
+    SELECT * EXCLUDE (k, v, oi_docs, gen_docs), list_concat(
+        list_transform(oi_docs, lambda p: {{'id': coalesce({oi_id}),
+            'content': coalesce({oi_content}),
+            'score': try_cast(gm_at(k, v, p || 'score') AS DOUBLE)}}),
+        list_transform(gen_docs, lambda d: {{'id': coalesce({gen_id}),
+            'content': gm_first_of(d, [{gen_content}]),
+            'score': try_cast(json_extract_string(d, '$.score') AS DOUBLE)}})) AS found
+    FROM rows
+)
+SELECT * EXCLUDE (found), list_transform(found, lambda d: {{
+    'id': coalesce(d.id, 'sha256:' || left(d.hash, 16)), 'hash': d.hash, 'score': d.score,
+    'from_content': d.id IS NULL AND d.hash IS NOT NULL}}) AS items
+FROM (SELECT * EXCLUDE (found), list_transform(found, lambda d: {{
+          'id': d.id, 'hash': sha256(d.content), 'score': d.score}}) AS found FROM docs)
+"""
+
 
 # Attribute values that are JSON text (documents, output messages, metadata, a JSON input) are
 # flattened into further dotted keys, so every shape reads the same.
@@ -208,7 +332,8 @@ def _pick(*keys: str) -> str:
 _IS_ANNOTATION = "bool_or(key IN ('result.label', 'result.score'))"
 
 _SPAN_PIVOT = f"""
-INSERT INTO gm_tspan
+INSERT INTO gm_tspan (sid, line, raw, err, trace_id, span_id, parent_id, kind, ts_text, ts, failed,
+                      status_msg, session_id, user_id, query, output, answer)
 SELECT sid, line, raw, NULL, trace_id, span_id, parent_id,
     CASE WHEN kind_oi = 'RETRIEVER' OR op IN ('retrieval', 'retrieve') THEN 'RETRIEVER'
          WHEN kind_oi = 'LLM' OR op IN ('chat', 'text_completion', 'generate_content')
@@ -289,7 +414,8 @@ SELECT row_number() OVER () AS sid, * FROM (
     SELECT line, NULL, raw::JSON FROM gm_raw
     WHERE err IS NULL AND json_type(raw, '$.observations') IS DISTINCT FROM 'ARRAY'
       AND (raw ->> '$.traceId') IS NOT NULL AND (raw ->> '$.type') IS NOT NULL);
-INSERT INTO gm_tspan
+INSERT INTO gm_tspan (sid, line, raw, err, trace_id, span_id, parent_id, kind, ts_text, ts, failed,
+                      status_msg, session_id, user_id, query, output, answer)
 SELECT sid, line, obs::VARCHAR, NULL, coalesce(obs ->> '$.traceId', (rec ->> '$.id')),
     (obs ->> '$.id'), (obs ->> '$.parentObservationId'),
     CASE WHEN upper(obs ->> '$.type') = 'RETRIEVER'
@@ -319,7 +445,8 @@ WHERE json_type(s) = 'OBJECT';
 # ---- LangSmith: runs, and feedback records (run_id + key).
 
 _LANGSMITH = """
-INSERT INTO gm_tspan
+INSERT INTO gm_tspan (sid, line, raw, err, trace_id, span_id, parent_id, kind, ts_text, ts, failed,
+                      status_msg, session_id, user_id, query, output, answer)
 SELECT line, line, raw, NULL, coalesce(raw ->> '$.trace_id', (raw ->> '$.id')), (raw ->> '$.id'),
     (raw ->> '$.parent_run_id'),
     CASE lower(raw ->> '$.run_type') WHEN 'retriever' THEN 'RETRIEVER' WHEN 'llm' THEN 'LLM'
@@ -389,7 +516,8 @@ SELECT row_number() OVER () AS sid, c.*, r.ridx, m.content AS result,
     CASE WHEN json_valid(c.args) THEN gm_query_of(c.args::JSON) END AS arg_query
 FROM calls c JOIN results r USING (line, idx, call_id)
 JOIN gm_omsg m ON m.line = r.line AND m.idx = r.ridx;
-INSERT INTO gm_tspan
+INSERT INTO gm_tspan (sid, line, raw, err, trace_id, span_id, parent_id, kind, ts_text, ts, failed,
+                      status_msg, session_id, user_id, query, output, answer)
 SELECT c.sid, c.line, NULL, NULL, c.conv, lpad(c.idx::VARCHAR, 4, '0') || ':' || c.call_id,
     NULL, 'RETRIEVER', c.ts_text, gm_ts(c.ts_text), false, NULL, c.conv, c.user_id,
     coalesce(c.arg_query,
@@ -511,6 +639,80 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str], state: dict[str, An
     con.execute("CREATE OR REPLACE TEMP TABLE gm_tev AS " + sql, params)
 
 
+def stream(
+    con: duckdb.DuckDBPyConnection, item: InputFile, keys: list[str], state: dict[str, Any]
+) -> bool:
+    """Stage an OTLP/JSON lines file straight from disk (see ``_otlp_stream_sql``); False for
+    any other format, which takes the record-by-record path."""
+    if item.format != "jsonl" or _choose(keys, state["forced"]) != "otel":
+        return False
+    state["format"] = "otel"
+    con.execute(MACROS)
+    con.execute(_OTLP_VALUE)
+    con.execute(_SPAN_TABLE)
+    params = {"structure": OTLP_STRUCTURE, "gm_path": str(item.path),
+              "gm_compression": item.compression}  # fmt: skip
+    run_sql(con, _otlp_stream_sql(state.get("doc_field")), params)
+    sql, params = events_sql(state)
+    con.execute("CREATE OR REPLACE TEMP TABLE gm_tev AS " + sql, params)
+    return True
+
+
+# The k-th staged row wanting the lines of hash h (counted per event and reason, which repeat
+# with the line) takes the ((k - 1) % n + 1)-th of the n lines with that hash.
+_WANT_LINES = """
+CREATE OR REPLACE TEMP TABLE gm_want AS
+SELECT rowid AS rid, gm_lh, event_id, reason FROM gm_stage
+WHERE gm_lh IS NOT NULL AND line IS NULL AND (reason IS NOT NULL OR event_id IN (
+    SELECT event_id FROM gm_stage WHERE reason IS NULL AND NOT gm_present
+    GROUP BY event_id HAVING count(*) > 1))
+"""
+_MAP_LINES = f"""
+CREATE OR REPLACE TEMP TABLE gm_linemap AS
+SELECT * FROM (
+    SELECT line, raw, hash(raw) AS lh
+    FROM (SELECT row_number() OVER () AS line, raw FROM read_csv($gm_path, {RAW_LINE_OPTIONS}))
+    WHERE {NOT_BLANK})
+WHERE lh IN (SELECT gm_lh FROM gm_want)
+"""
+_PAIR_LINES = """
+CREATE OR REPLACE TEMP TABLE gm_pair AS
+WITH w AS (
+    SELECT rid, gm_lh,
+           row_number() OVER (PARTITION BY gm_lh, event_id, reason ORDER BY rid) AS k
+    FROM gm_want
+),
+l AS (
+    SELECT line, raw, lh, row_number() OVER (PARTITION BY lh ORDER BY line) AS j,
+           count(*) OVER (PARTITION BY lh) AS n
+    FROM gm_linemap
+)
+SELECT w.rid, l.line, l.raw FROM w JOIN l ON l.lh = w.gm_lh AND l.j = (w.k - 1) % l.n + 1;
+"""
+
+
+def number_lines(con: duckdb.DuckDBPyConnection, item: InputFile, redactor) -> None:
+    """Give the streamed rows that need it their line and (redacted) text: the rejected ones,
+    and those of an event id the file holds more than once (the first line's row is kept). One
+    ordered read of the file, matching lines by their hash; nothing when no row needs it."""
+    con.execute(_WANT_LINES)
+    if not con.execute("SELECT count(*) FROM gm_want").fetchall()[0][0]:
+        con.execute("DROP TABLE gm_want")
+        return
+    params = {"gm_path": str(item.path), "gm_compression": item.compression}
+    run_sql(con, _MAP_LINES, params)
+    con.execute(_PAIR_LINES)
+    run_sql(
+        con,
+        f"""UPDATE gm_stage SET line = p.line,
+                raw = CASE WHEN gm_stage.reason IS NOT NULL THEN {redactor.nested("p.raw")} END
+            FROM gm_pair p WHERE gm_stage.rowid = p.rid""",
+        redactor.sql_params(),
+    )
+    for name in ("gm_want", "gm_linemap", "gm_pair"):
+        con.execute(f"DROP TABLE {name}")
+
+
 def _pick_field(*fields: str) -> str:
     """A document's first field of these (``--doc-id`` checked by ``_doc_field``)."""
     parts = [f"max(val) FILTER (WHERE field = '{f}')" for f in fields]
@@ -524,7 +726,10 @@ def events_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     the_id = _pick_field(*((doc_field,) if doc_field else _ID_FIELDS))
     content = _pick_field(*_CONTENT_FIELDS)
     sql = f"""
-    WITH spans AS (SELECT * FROM gm_tspan),
+    WITH spans AS (
+        -- A streamed span has no number: its row id in gm_tspan is one, above any other.
+        SELECT * REPLACE (coalesce(sid, 100000000000000 + rowid) AS sid) FROM gm_tspan
+    ),
     retr_ids AS (SELECT DISTINCT trace_id, span_id FROM spans WHERE kind = 'RETRIEVER'),
     ctx AS (
         SELECT trace_id, max(session_id) AS session_id, max(user_id) AS user_id
@@ -581,7 +786,8 @@ def events_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         SELECT r.*, coalesce(ans.answer, r.answer, roots.output) AS gm_answer,
             coalesce(r.session_id, ctx.session_id) AS gm_session,
             coalesce(r.user_id, ctx.user_id) AS gm_user, fb.feedback AS gm_feedback,
-            list_filter(coalesce(shown.items, []), lambda e: e.id IS NOT NULL) AS gm_items,
+            list_filter(coalesce(r.items, shown.items, []), lambda e: e.id IS NOT NULL)
+                AS gm_items,
             $gm_format || ':' || coalesce(r.trace_id, '') || ':' || r.span_id AS gm_event
         FROM r LEFT JOIN ctx USING (trace_id) LEFT JOIN roots USING (trace_id)
         LEFT JOIN ans USING (sid) LEFT JOIN fb USING (sid) LEFT JOIN shown USING (sid)
@@ -596,7 +802,7 @@ def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     fmt = state.get("format") or state.get("forced") or "traces"
     sql = """
     SELECT *, reason IS NULL AND gm_stored(event_id) AS gm_present FROM (
-    SELECT line, raw,
+    SELECT line, raw, lh AS gm_lh,
         CASE WHEN err IS NOT NULL THEN err
              WHEN span_id IS NULL THEN 'missing span id'
              WHEN failed THEN 'retrieval failed: ' || coalesce(nullif(trim(status_msg), ''),
@@ -675,6 +881,8 @@ def target(trace_format: str | None = None, doc_id: str | None = None) -> Target
         redact=("query", "answer"),
         streaming=False,
         reshape=lambda con, keys: reshape(con, keys, state),
+        stream=lambda con, item, keys: stream(con, item, keys, state),
+        number=number_lines,
         store=store,
         summary=lambda con, batch_id: summary(con, state),
         marks_present=True,
