@@ -107,8 +107,9 @@ def _clusters(db, top: int, as_json: bool) -> None:
         print(
             f"{r['cluster_id']:>7}  {r['information']:>8.2f}  {r['volume']:>6}  "
             f"{r['failure_rate']:>7.2f}  {r['novelty']:>7.2f}  {r['label']}"
+            + ("  (in review: its item waits)" if r["coverage"] == "in review" else "")
         )
     if not rows:
-        print("every cluster is covered by a gold item")
+        print("every cluster is covered by a verified or published gold item")
     else:
         print("\nadd one: goldmine gold add-query --cluster ID")

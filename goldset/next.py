@@ -20,11 +20,12 @@ proposed pairs become drafts (``source = 'next'``, ``rank`` their order, ``score
 their items, which move to the front of the review queue in that order; a verified item with a new
 draft goes back to review (``items.settle``).
 
-**To grow the set** (the default): the clusters no gold item covers, ordered by expected
-information, ``volume x failure rate x novelty``: how much traffic, how much of it fails, and how
-little the gold set already says about it, ``novelty = 1 - max cosine(centroid, covered
-centroids)`` (1 when the cluster or the covered ones have no centroid). The failure rate is the
-shrunk one triage ranks by, where it has it.
+**To grow the set** (the default): the clusters no verified or published gold item covers (as
+``triage show`` says it; one still "in review" is listed, so its waiting item is labelled),
+ordered by expected information, ``volume x failure rate x novelty``: how much traffic, how much
+of it fails, and how little the gold set already says about it, ``novelty = 1 - max
+cosine(centroid, covered centroids)`` (1 when the cluster or the covered ones have no centroid).
+The failure rate is the shrunk one triage ranks by, where it has it.
 """
 
 from __future__ import annotations
@@ -341,21 +342,21 @@ def cluster_information(con: duckdb.DuckDBPyConnection, top: int = 20) -> list[d
 
     if top < 1:
         raise InputError(f"--top must be at least 1, not {top}")
-    covered_sql = """(c.cluster_id IN (SELECT cluster_id FROM gold_items
-                                       WHERE cluster_id IS NOT NULL)
-                      OR c.cluster_id IN (SELECT q.cluster_id FROM gold_items g
-                                          JOIN triage_queries q USING (norm_query)))"""
+    from goldmine.triage.report import COVERAGE_COLUMNS, coverage_cte
+
+    # Covered as triage show says it: a verified or published item (one definition).
     rows = con.execute(
-        f"""SELECT c.cluster_id, c.label, c.volume, coalesce(c.shrunk_rate, c.failure_rate),
-                   c.centroid, {covered_sql} AS covered, c.tags
-            FROM triage_clusters c"""
+        f"""WITH {coverage_cte(con)}
+            SELECT c.cluster_id, c.label, c.volume, coalesce(c.shrunk_rate, c.failure_rate),
+                   c.centroid, {COVERAGE_COLUMNS}, c.tags
+            FROM triage_clusters c LEFT JOIN gm_coverage k USING (cluster_id)"""
     ).fetchall()
     if not rows:
         raise NotFoundError("no clusters: `goldmine triage run` first")
-    covered = [np.asarray(r[4], dtype=np.float64) for r in rows if r[5] and r[4] is not None]
+    covered = [np.asarray(r[4], dtype=np.float64) for r in rows if r[7] and r[4] is not None]
     known = _unit(np.vstack(covered)) if covered else None
     out = []
-    for cid, label, volume, rate, centroid, is_covered, tags in rows:
+    for cid, label, volume, rate, centroid, coverage, _version, is_covered, tags in rows:
         if is_covered:
             continue
         novelty = 1.0
@@ -370,6 +371,7 @@ def cluster_information(con: duckdb.DuckDBPyConnection, top: int = 20) -> list[d
                 "failure_rate": float(rate),
                 "novelty": novelty,
                 "information": float(volume) * float(rate) * novelty,
+                "coverage": coverage,  # "no", or "in review" when an item waits for review
                 "tags": list(tags or []),
             }
         )
