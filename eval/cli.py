@@ -7,6 +7,7 @@ second.
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -82,6 +83,33 @@ def run_command(
             "--baseline",
             help="A built-in retriever over the stored corpus: bm25, dense or hybrid.",
             rich_help_panel=_SOURCES,
+        ),
+    ] = None,
+    from_traces: Annotated[
+        bool,
+        typer.Option(
+            "--run-from-traces",
+            help="What production retrieved: each gold query's latest stored trace retrieval "
+            "(goldmine ingest traces), scored on the gold queries it asked.",
+            rich_help_panel=_SOURCES,
+        ),
+    ] = False,
+    since: Annotated[
+        datetime | None,
+        typer.Option(
+            "--since",
+            help="With --run-from-traces: retrievals at or after this.",
+            rich_help_panel=_SOURCES,
+            show_default=False,
+        ),
+    ] = None,
+    until: Annotated[
+        datetime | None,
+        typer.Option(
+            "--until",
+            help="With --run-from-traces: retrievals before this.",
+            rich_help_panel=_SOURCES,
+            show_default=False,
         ),
     ] = None,
     k: Annotated[
@@ -236,7 +264,8 @@ def run_command(
     from goldmine.eval.runner import Reranker, RunSource, eval_defaults, run_eval
 
     defaults = eval_defaults()
-    source = RunSource(path=run, format=run_format, retriever=retriever, baseline=baseline, k=k)
+    source = RunSource(path=run, format=run_format, retriever=retriever, baseline=baseline, k=k,
+                       traces=from_traces, since=since, until=until)  # fmt: skip
     if http is not None:
         from goldmine.eval.sources import HttpOptions, parse_headers
 

@@ -19,6 +19,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -289,6 +290,82 @@ def run_baseline(gold: Gold, kind: str, k: int, db: Path | None = None) -> Run:
         answers: Sequence[Results] = retriever.search([text for _, text in queries], k)
     results = {qid: list(answer) for (qid, _), answer in zip(queries, answers, strict=True)}
     return build_run(gold, results, {}, f"baseline:{kind}", "baseline")
+
+
+# ----------------------------------------------------------------------------- traces
+
+# Each retrieval production made (``ingest traces``), the normalized query it answered and the
+# scores it showed. ``norm`` is NULL for non-ASCII text, normalized in Python (triage's rule).
+_TRACE_RETRIEVALS = """
+SELECT e.event_id, e.ts, e.query, e.result_ids, t.scores, {norm} AS norm
+FROM search_events e LEFT JOIN trace_retrievals t USING (event_id)
+WHERE e.source = 'traces' AND (?::TIMESTAMP IS NULL OR e.ts >= ?::TIMESTAMP)
+  AND (?::TIMESTAMP IS NULL OR e.ts < ?::TIMESTAMP)
+"""
+
+
+def run_traces(
+    gold: Gold, db: Path | None, since: datetime | None = None, until: datetime | None = None
+) -> Run:
+    """What production retrieved for each gold query: the latest stored trace retrieval (in
+    ``[since, until)``) whose query normalizes to the gold query's text, as triage groups
+    queries. Gold queries production did not ask are absent (see ``asked_in_traces``)."""
+    from goldmine.triage.events import norm_sql
+
+    from goldmine.store import open_store
+    from goldmine.text import normalize_query
+
+    wanted: dict[str, list[str]] = {}
+    for q in gold.queries.values():
+        if q.query:
+            wanted.setdefault(normalize_query(q.query), []).append(q.query_id)
+    window = [since, since, until, until]
+    sql = _TRACE_RETRIEVALS.format(norm=norm_sql("e.query"))
+    with open_store(db, create=False) as con:
+        others = con.execute(
+            f"SELECT DISTINCT query FROM ({sql}) WHERE norm IS NULL", window
+        ).fetchall()
+        texts = [r[0] for r in others]
+        rows = con.execute(
+            f"""SELECT coalesce(r.norm, n.norm) AS gm_norm,
+                       arg_max(r.result_ids, (coalesce(r.ts, '-infinity'), r.event_id)),
+                       arg_max(r.scores, (coalesce(r.ts, '-infinity'), r.event_id))
+                FROM ({sql}) r
+                LEFT JOIN (SELECT unnest(?::VARCHAR[]) AS query, unnest(?::VARCHAR[]) AS norm) n
+                    ON r.norm IS NULL AND n.query = r.query
+                WHERE coalesce(r.norm, n.norm) IN (SELECT unnest(?::VARCHAR[]))
+                GROUP BY gm_norm""",
+            [*window, texts, [normalize_query(t) for t in texts], list(wanted)],
+        ).fetchall()
+    results: dict[str, Results] = {}
+    for norm, ids, scores in rows:
+        ids = ids or []
+        shown = scores if scores and len(scores) == len(ids) else [None] * len(ids)
+        for qid in wanted[norm]:
+            results[qid] = list(zip(ids, shown, strict=True))
+    label = "traces" + (f" since {since:%Y-%m-%d}" if since else "")
+    label += f" until {until:%Y-%m-%d}" if until else ""
+    if not results:
+        raise InputError(
+            f"no trace retrieval in the store matches a gold query ({label}): import the "
+            "application's traces with goldmine ingest traces, or widen --since/--until"
+        )
+    return build_run(gold, results, {}, label, "traces")
+
+
+def asked_in_traces(gold: Gold, run: Run) -> tuple[Gold, str]:
+    """The gold restricted to the queries production asked: a query no one asked in the window
+    says nothing of the production retriever. The same version and hash, so the run lists
+    beside the offline runs of that gold."""
+    from dataclasses import replace
+
+    asked = {qid: q for qid, q in gold.queries.items() if qid in run.results}
+    note = (
+        f"{run.source}: production retrieved for {len(asked)} of the gold's "
+        f"{len(gold.queries)} queries (the latest retrieval of each); the "
+        f"{len(gold.queries) - len(asked)} not asked are not scored"
+    )
+    return replace(gold, queries=asked, frame=None), note
 
 
 # ----------------------------------------------------------------------------- saving

@@ -16,7 +16,8 @@ Failure signals, per event (DESIGN.md, "Failure signals and tags"):
 - ``negative_feedback``: an explicit thumbs-down, "negative", "bad", … or a negative number;
 - ``ticket``: every ticket is a search that failed;
 - ``chat_fail``: the assistant's answer to this user turn says it does not know, or got a
-  thumbs-down (on the answer or the turn).
+  thumbs-down (on the answer or the turn); for a RAG trace's retrieval, the LLM answer beside it
+  says it does not know (``trace_retrievals.dont_know``; its thumbs-down is ``negative_feedback``).
 """
 
 from __future__ import annotations
@@ -173,8 +174,10 @@ def normalize_events(con: duckdb.DuckDBPyConnection, since: datetime | None = No
                    coalesce(e.num_results, len(e.result_ids)) AS shown,
                    coalesce(len(e.clicked_ids), 0) AS clicks,
                    e.batch_id IN (SELECT batch_id FROM clicky) AS tracks_clicks,
-                   lower(trim(e.feedback)) AS fb
-            FROM search_events e WHERE ?::TIMESTAMP IS NULL OR e.ts >= ?::TIMESTAMP
+                   lower(trim(e.feedback)) AS fb, coalesce(t.dont_know, false) AS dont_know
+            FROM search_events e
+            LEFT JOIN trace_retrievals t ON e.source = 'traces' AND t.event_id = e.event_id
+            WHERE ?::TIMESTAMP IS NULL OR e.ts >= ?::TIMESTAMP
         ),
         chat AS (
             SELECT c.*, sum(CASE WHEN role = 'user' THEN 1 ELSE 0 END)
@@ -192,7 +195,7 @@ def normalize_events(con: duckdb.DuckDBPyConnection, since: datetime | None = No
                    tracks_clicks AND shown > 0 AND clicks = 0 AND source <> 'manual' AS is_no_click,
                    coalesce(fb IN (SELECT unnest({neg})) OR try_cast(fb AS DOUBLE) < 0, false)
                        AS is_negative_feedback,
-                   false AS is_ticket, false AS is_chat_fail
+                   false AS is_ticket, dont_know AS is_chat_fail
             FROM search
             UNION ALL
             SELECT 'tickets', ticket_id, ts, NULL, question, false, false, false, true, false
