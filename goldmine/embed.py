@@ -45,7 +45,8 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_DIM = 384
 THREADS_ENV = "GOLDMINE_TORCH_THREADS"
 BACKEND_ENV = "GOLDMINE_EMBED_BACKEND"
-# torch until bench/bench_triage.py shows another backend faster with the quality held.
+# The library's default, for the corpus embeddings of the eval baselines and drafts: torch, the
+# reference their figures were measured with. Triage defaults to onnx-int8 (triage/pipeline.py).
 DEFAULT_BACKEND = "torch"
 DEFAULT_THREADS = 1
 # How long a writer that closed the store for long work waits to reopen it: readers hold it for
@@ -64,9 +65,9 @@ def model_key(name: str | None = None) -> str:
     return DEFAULT_MODEL if name.lower() in _BUNDLED_NAMES else name
 
 
-def embed_backend(backend: str | None = None) -> str:
+def embed_backend(backend: str | None = None, default: str = "") -> str:
     """The embedding backend: the argument > GOLDMINE_EMBED_BACKEND > [embed] backend in
-    goldmine.toml > DEFAULT_BACKEND."""
+    goldmine.toml > ``default`` (a stage's own) > DEFAULT_BACKEND."""
     from goldmine.onnx_embed import BACKENDS
 
     where = "--backend"
@@ -76,7 +77,7 @@ def embed_backend(backend: str | None = None) -> str:
         config = load_config()
         backend, where = config.get("embed", "backend"), f"[embed] backend in {config.path}"
     if backend is None or not str(backend).strip():
-        return DEFAULT_BACKEND
+        return default or DEFAULT_BACKEND
     backend = str(backend).strip().lower()
     if backend not in BACKENDS:
         raise InputError(f"{where} must be one of {', '.join(BACKENDS)}, not {backend!r}")

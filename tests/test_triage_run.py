@@ -114,3 +114,34 @@ def test_status_answers_while_triage_embeds(cli, db_path: Path) -> None:
         time.sleep(0.2)
     assert run.wait() == 0, run.stderr.read()
     assert len(polls) >= 5 and all(rc == 0 for rc, _ in polls), polls
+
+
+@pytest.mark.slow
+def test_the_backend_from_the_flag_or_goldmine_toml_keys_the_cache(cli, db_path: Path) -> None:
+    """triage run embeds with onnx-int8 unless told; --backend torch (or [embed] backend in
+    goldmine.toml) switches, and each backend's vectors are cached under their own key, so a
+    switch re-embeds instead of mixing vectors; the cluster ids stay where they were."""
+    with open_store(db_path) as con:
+        load_queries(con, TEXTS)
+    first = json.loads(cli("triage", "run", "--db", str(db_path), "--json").stdout)
+    assert first["backend"] == "onnx-int8" and first["n_embedded"] == len(TEXTS) - 1
+    with open_store(db_path) as con:
+        load_queries(con, ["my card never arrived"], 100)
+    (db_path.parent / "goldmine.toml").write_text('[embed]\nbackend = "torch"\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "goldmine", "triage", "run", "--db", str(db_path), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=db_path.parent,
+    )
+    second = json.loads(out.stdout)
+    assert second["backend"] == "torch" and second["n_embedded"] == 1, out.stderr
+    bad = cli("triage", "run", "--db", str(db_path), "--backend", "cuda")
+    assert bad.returncode == 2 and "one of torch, onnx, onnx-int8" in bad.stderr
+    with open_store(db_path) as con:
+        keys = dict(con.execute("SELECT model, count(*) FROM embeddings GROUP BY ALL").fetchall())
+        params = con.execute(
+            "SELECT params->>'backend' FROM triage_runs ORDER BY run_id"
+        ).fetchall()
+    assert keys == {"all-MiniLM-L6-v2@onnx-int8": len(TEXTS) - 1, "all-MiniLM-L6-v2": 1}
+    assert [p[0] for p in params] == ["onnx-int8", "torch"]

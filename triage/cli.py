@@ -44,7 +44,8 @@ def run_cmd(
         typer.Option(
             "--backend",
             help="Embedding backend: torch, onnx or onnx-int8 (default: [embed] backend in "
-            "goldmine.toml, else torch). The ONNX ones are exported locally on first use.",
+            "goldmine.toml, else onnx-int8). The ONNX ones are exported from the local weights "
+            "on first use and cached.",
             show_default=False,
         ),
     ] = None,
