@@ -23,6 +23,9 @@ PlotOption = Annotated[
         show_default=False,
     ),
 ]
+RunRelLevelOption = Annotated[
+    int, typer.Option("--rel-level", "-l", help="Relevance level for run files.")
+]
 MetricsOption = Annotated[
     str | None,
     typer.Option("--metrics", "-m", help="Comma-separated metrics. Default: all both sides have."),
@@ -55,9 +58,7 @@ def compare_command(
     alpha: Annotated[
         float, typer.Option("--alpha", help="A verdict needs the (Holm) p under this.")
     ] = 0.05,
-    rel_level: Annotated[
-        int, typer.Option("--rel-level", "-l", help="Relevance level for run files.")
-    ] = 1,
+    rel_level: RunRelLevelOption = 1,
     plot: PlotOption = None,
     db: DbOption = None,
     json_output: JsonOption = False,

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 from goldmine.eval.cli import eval_app
-from goldmine.eval.cli_compare import MetricsOption
+from goldmine.eval.cli_compare import MetricsOption, RunRelLevelOption
 
 from goldmine.options import DbOption, JsonOption, db_flag
 
@@ -45,9 +45,7 @@ def power_command(
         int, typer.Option("--flips", help="Sign flips per simulated randomization test.", min=1)
     ] = 500,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulation.")] = 0,
-    rel_level: Annotated[
-        int, typer.Option("--rel-level", "-l", help="Relevance level for run files.")
-    ] = 1,
+    rel_level: RunRelLevelOption = 1,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:

@@ -199,23 +199,9 @@ def model_grades(con: duckdb.DuckDBPyConnection) -> dict[str, dict[tuple[str, st
 
 def kappa_report(pairs: list[tuple[str, int, int]]) -> dict:
     """Model (rows) against person (columns) over (query, model grade, person grade) triples."""
-    from goldmine.goldset.raters import _interval, _kappa
+    from goldmine.goldset.raters import pair_report
 
-    a = [x for _, x, _ in pairs]
-    b = [y for _, _, y in pairs]
-    matrix = [[sum(1 for x, y in zip(a, b, strict=True) if x == i and y == j)
-               for j in (0, 1, 2)] for i in (0, 1, 2)]  # fmt: skip
-    return {
-        "n_items": len({q for q, _, _ in pairs}),
-        "n_pairs": len(pairs),
-        "kappa_weighted": _kappa(a, b, "linear"),
-        "kappa_weighted_ci95": _interval(pairs, "linear", False),
-        "kappa_relevant": _kappa([int(x > 0) for x in a], [int(y > 0) for y in b], None),
-        "kappa_relevant_ci95": _interval(pairs, None, True),
-        "observed_agreement": sum(x == y for x, y in zip(a, b, strict=True)) / len(a),
-        "confusion": {"rows": "model", "columns": "person", "grades": [0, 1, 2],
-                      "counts": matrix},
-    }  # fmt: skip
+    return pair_report(pairs, "model", "person")
 
 
 def _suggestion_use(con: duckdb.DuckDBPyConnection) -> dict:

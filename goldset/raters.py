@@ -287,6 +287,25 @@ def _interval(pairs: list[tuple[str, int, int]], weights: str | None, relevant: 
     return [values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1]]
 
 
+def pair_report(pairs: list[tuple[str, int, int]], rows: str, columns: str) -> dict[str, Any]:
+    """Agreement of two graders over (query, grade of ``rows``, grade of ``columns``) triples:
+    weighted and relevant-or-not kappa with their intervals, and the confusion matrix."""
+    a = [x for _, x, _ in pairs]
+    b = [y for _, _, y in pairs]
+    matrix = [[sum(1 for x, y in zip(a, b, strict=True) if x == i and y == j)
+               for j in (0, 1, 2)] for i in (0, 1, 2)]  # fmt: skip
+    return {
+        "n_items": len({q for q, _, _ in pairs}),
+        "n_pairs": len(pairs),
+        "kappa_weighted": _kappa(a, b, "linear"),
+        "kappa_weighted_ci95": _interval(pairs, "linear", False),
+        "kappa_relevant": _kappa([int(x > 0) for x in a], [int(y > 0) for y in b], None),
+        "kappa_relevant_ci95": _interval(pairs, None, True),
+        "observed_agreement": sum(x == y for x, y in zip(a, b, strict=True)) / len(a),
+        "confusion": {"rows": rows, "columns": columns, "grades": [0, 1, 2], "counts": matrix},
+    }
+
+
 def agreement(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """Pairwise Cohen's kappa and Krippendorff's alpha over the double-labelled items."""
     import krippendorff
@@ -299,23 +318,7 @@ def agreement(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         both = [(q, g[ra], g[rb]) for (q, _), g in sorted(units.items()) if ra in g and rb in g]
         if not both:
             continue
-        a = [x for _, x, _ in both]
-        b = [y for _, _, y in both]
-        matrix = [[sum(1 for x, y in zip(a, b, strict=True) if x == i and y == j)
-                   for j in (0, 1, 2)] for i in (0, 1, 2)]  # fmt: skip
-        pairs_out.append(
-            {
-                "raters": [ra, rb],
-                "n_items": len({q for q, _, _ in both}),
-                "n_pairs": len(both),
-                "kappa_weighted": _kappa(a, b, "linear"),
-                "kappa_weighted_ci95": _interval(both, "linear", False),
-                "kappa_relevant": _kappa([int(x > 0) for x in a], [int(y > 0) for y in b], None),
-                "kappa_relevant_ci95": _interval(both, None, True),
-                "observed_agreement": sum(x == y for x, y in zip(a, b, strict=True)) / len(a),
-                "confusion": {"rows": ra, "columns": rb, "grades": [0, 1, 2], "counts": matrix},
-            }
-        )
+        pairs_out.append({"raters": [ra, rb], **pair_report(both, ra, rb)})
     alpha = None
     n_units = sum(1 for u in units.values() if len(u) >= 2)
     if raters and n_units:

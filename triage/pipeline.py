@@ -80,10 +80,11 @@ def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
 def _window(window_s: int | None) -> int:
     from goldmine.triage import events
 
-    from goldmine.config import load_config
+    from goldmine.config import settings
 
-    if window_s is None:
-        window_s = int(load_config().get("triage", "reformulation_window", events.DEFAULT_WINDOW_S))
+    if window_s is None:  # goldmine.toml's value is a whole number >= 0, checked at load
+        configured = settings().triage.reformulation_window
+        window_s = events.DEFAULT_WINDOW_S if configured is None else configured
     if window_s < 0:
         raise InputError(f"the reformulation window must be >= 0 seconds, not {window_s}")
     return window_s
