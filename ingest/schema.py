@@ -139,4 +139,32 @@ MIGRATIONS = [
         );
         """,
     ),
+    # Search logs summarized where they live (ingest searchlog|ubi --engine spark): one row per
+    # source, day and normalized query with its signal counts (goldmine.triage.signals), not the
+    # events. Triage reads these beside the events it rolls up itself (triage_query_days).
+    Migration(
+        104,
+        "search_summaries",
+        """
+        CREATE TABLE search_summaries (
+            batch_id BIGINT NOT NULL,
+            source VARCHAR NOT NULL,          -- searchlog, ubi, … (tickets, chat: triage only)
+            day DATE,                         -- UTC; NULL for events without a time
+            norm_query VARCHAR NOT NULL,
+            spellings STRUCT(query VARCHAR, n BIGINT)[],  -- each original text, how often
+            first_seen TIMESTAMP,
+            last_seen TIMESTAMP,
+            n_events BIGINT NOT NULL,
+            n_sessions BIGINT NOT NULL,       -- distinct sessions that day
+            n_zero_results BIGINT NOT NULL,
+            n_no_click BIGINT NOT NULL,
+            n_reformulated BIGINT NOT NULL,
+            n_negative_feedback BIGINT NOT NULL,
+            n_tickets BIGINT NOT NULL,
+            n_chat_fail BIGINT NOT NULL,
+            n_failed BIGINT NOT NULL,
+            n_follow_up BIGINT NOT NULL
+        );
+        """,
+    ),
 ]

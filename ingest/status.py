@@ -10,6 +10,7 @@ from goldmine.errors import NotFoundError
 
 _TABLES = (
     ("search_events", "source"),
+    ("search_summaries", "source"),  # rows are query-days summarized by Spark, not events
     ("tickets", None),
     ("chat_turns", None),
     ("manual_queries", "source"),

@@ -25,84 +25,30 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+# The rules are written once, for DuckDB and Spark, in goldmine.triage.signals; the names other
+# modules import from here stay importable.
+from goldmine.triage.signals import (  # noqa: F401
+    COUNT_COLUMNS,
+    DEFAULT_WINDOW_S,
+    FAILED,
+    FOLLOW_UP_REF,
+    FOLLOW_UP_START,
+    NEGATIVE_FEEDBACK,
+    SEQ,
+    STOP_WORDS,
+    SUMMARY_COLUMNS,
+    norm_sql,
+    query_day_sql,
+    search_signals,
+    session_sql,
+    sql_list,
+)
+
 from goldmine.store import registered
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
     import duckdb
-
-DEFAULT_WINDOW_S = 300  # five minutes: the usual bound for a query reformulation in a session
-NEGATIVE_FEEDBACK = (
-    "negative",
-    "down",
-    "thumbs_down",
-    "thumbsdown",
-    "thumbs-down",
-    "bad",
-    "unhelpful",
-    "not_helpful",
-    "not helpful",
-    "no",
-    "dislike",
-    "wrong",
-)
-# Words too common to make two queries "similar" by sharing them.
-STOP_WORDS = (
-    "the",
-    "and",
-    "for",
-    "you",
-    "your",
-    "are",
-    "was",
-    "can",
-    "how",
-    "what",
-    "why",
-    "who",
-    "when",
-    "where",
-    "which",
-    "does",
-    "did",
-    "not",
-    "with",
-    "from",
-    "have",
-    "has",
-    "this",
-    "that",
-    "there",
-    "they",
-    "them",
-    "its",
-    "into",
-    "about",
-    "get",
-    "got",
-    "but",
-    "any",
-    "all",
-    "our",
-    "out",
-    "off",
-    "will",
-    "would",
-    "could",
-    "should",
-    "been",
-    "were",
-    "just",
-    "still",
-    "why",
-    "yet",
-    "one",
-)
-# A turn whose meaning leans on the one before: opening words, and pronouns with no referent.
-FOLLOW_UP_START = r"^(and|but|also|so|then|ok|okay|what about|how about|what if|and what|same)\b"
-FOLLOW_UP_REF = r"\b(it|its|that|this|those|these|they|them|there|he|she|him|her|one|ones)\b"
-
-_WS = r"\t\n\x0B\x0C\r\x1C-\x1F "  # what Python's str.isspace() calls whitespace in ASCII
 
 
 def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
@@ -114,15 +60,6 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
     import duckdb  # noqa: F401
 
     return con.sql(sql, params=params).pl()
-
-
-def norm_sql(column: str) -> str:
-    """SQL for normalize_query(column) on ASCII text; NULL for non-ASCII (finished in Python)."""
-    return (
-        f"CASE WHEN regexp_matches({column}, '^[\\x00-\\x7F]*$') THEN "
-        f"trim(regexp_replace(regexp_replace(lower({column}), '[^a-z0-9{_WS}]', ' ', 'g'), "
-        f"'[{_WS}]+', ' ', 'g')) END"
-    )
 
 
 def fill_non_ascii(con: duckdb.DuckDBPyConnection, table: str, raw: str, norm: str) -> int:
@@ -146,10 +83,6 @@ def fill_non_ascii(con: duckdb.DuckDBPyConnection, table: str, raw: str, norm: s
     return len(texts)
 
 
-def _sql_list(values: tuple[str, ...]) -> str:
-    return "[" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + "]"
-
-
 def build_events(
     con: duckdb.DuckDBPyConnection, since: datetime | None = None, window_s: int = DEFAULT_WINDOW_S
 ) -> int:
@@ -161,7 +94,8 @@ def build_events(
 def normalize_events(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> int:
     """Every event of the window as one row: normalized text and its per-event signals (zero
     results, no click, feedback, ticket, chat failure); returns the number of events."""
-    neg = _sql_list(NEGATIVE_FEEDBACK)
+    neg = sql_list(NEGATIVE_FEEDBACK)
+    signal = search_signals()
     con.execute("DELETE FROM triage_events")
     con.execute(
         f"""
@@ -191,10 +125,9 @@ def normalize_events(con: duckdb.DuckDBPyConnection, since: datetime | None = No
         ),
         raw AS (
             SELECT source, event_key, ts, session_id, query,
-                   shown = 0 AS is_zero_results,
-                   tracks_clicks AND shown > 0 AND clicks = 0 AND source <> 'manual' AS is_no_click,
-                   coalesce(fb IN (SELECT unnest({neg})) OR try_cast(fb AS DOUBLE) < 0, false)
-                       AS is_negative_feedback,
+                   {signal["is_zero_results"]} AS is_zero_results,
+                   {signal["is_no_click"]} AND source <> 'manual' AS is_no_click,
+                   {signal["is_negative_feedback"]} AS is_negative_feedback,
                    false AS is_ticket, dont_know AS is_chat_fail
             FROM search
             UNION ALL
@@ -210,9 +143,7 @@ def normalize_events(con: duckdb.DuckDBPyConnection, since: datetime | None = No
             SELECT source, query_id, ts, NULL, query, false, false, false, false, false
             FROM manual_queries WHERE ?::TIMESTAMP IS NULL OR ts >= ?::TIMESTAMP
         )
-        SELECT source, event_key, ts, session_id,
-               CASE WHEN session_id IS NOT NULL THEN row_number() OVER (
-                   PARTITION BY session_id ORDER BY ts NULLS LAST, event_key) END AS seq,
+        SELECT source, event_key, ts, session_id, {SEQ} AS seq,
                query, {norm_sql("query")}, NULL,
                coalesce(is_zero_results, false), coalesce(is_no_click, false), false,
                is_negative_feedback, is_ticket, is_chat_fail, false, false
@@ -228,74 +159,70 @@ def normalize_events(con: duckdb.DuckDBPyConnection, since: datetime | None = No
 def mark_session_signals(con: duckdb.DuckDBPyConnection, window_s: int = DEFAULT_WINDOW_S) -> int:
     """The signals that need session order (previous query, reformulation, follow-up), then
     ``is_failed`` over all of them; returns the number of events."""
-    stop = _sql_list(STOP_WORDS)
-    # Session order: the previous query, a reformulation, a follow-up.
     con.execute(
         f"""
         UPDATE triage_events SET
             prev_query = s.prev_q,
             is_reformulated = s.is_reformulated,
             is_follow_up = s.is_follow_up
-        FROM (
-            SELECT source, event_key, prev_q,
-                   coalesce(next_norm IS NOT NULL AND next_norm <> norm_query
-                       AND (next_ts IS NULL OR ts IS NULL
-                            OR next_ts - ts <= to_seconds(?::BIGINT))
-                       AND (list_has_any(words, next_words)
-                            OR jaro_winkler_similarity(norm_query, next_norm) >= 0.85), false)
-                       AS is_reformulated,
-                   seq > 1 AND (regexp_matches(norm_query, '{FOLLOW_UP_START}')
-                       OR regexp_matches(norm_query, '{FOLLOW_UP_REF}')
-                       OR (source = 'chat' AND len(string_split(norm_query, ' ')) <= 2))
-                       AS is_follow_up
-            FROM (
-                SELECT *, lead(norm_query) OVER w AS next_norm, lead(ts) OVER w AS next_ts,
-                       lag(query) OVER w AS prev_q,
-                       lead(words) OVER w AS next_words
-                FROM (SELECT *, list_filter(string_split(norm_query, ' '),
-                                  lambda t: length(t) >= 3 AND NOT list_contains({stop}, t))
-                                  AS words
-                      FROM triage_events WHERE session_id IS NOT NULL)
-                WINDOW w AS (PARTITION BY session_id ORDER BY seq)
-            )
-        ) s
+        FROM ({session_sql("triage_events")}) s
         WHERE triage_events.source = s.source AND triage_events.event_key = s.event_key
         """,
-        [int(window_s)],
+        {"window": int(window_s)},
     )
-    con.execute(
-        """UPDATE triage_events SET is_failed = is_zero_results OR is_no_click OR is_reformulated
-                  OR is_negative_feedback OR is_ticket OR is_chat_fail"""
-    )
+    con.execute(f"UPDATE triage_events SET is_failed = {FAILED}")
     return con.execute("SELECT count(*) FROM triage_events").fetchall()[0][0]
 
 
-def aggregate_queries(con: duckdb.DuckDBPyConnection) -> int:
-    """Rebuild ``triage_queries``: one row per normalized query, with what is remembered of it."""
+def build_query_days(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> int:
+    """Rebuild ``triage_query_days``: the events rolled up per source, day and normalized query
+    (the rule Spark runs too), and beside them the summaries imported from Spark
+    (``search_summaries``) whose last event is in the window. Returns the events they count."""
+    columns = ", ".join(SUMMARY_COLUMNS)
+    con.execute("DELETE FROM triage_query_days")
+    con.execute(
+        f"INSERT INTO triage_query_days ({columns}) SELECT {columns} "
+        f"FROM ({query_day_sql('triage_events')})"
+    )
+    con.execute(
+        f"INSERT INTO triage_query_days ({columns}) SELECT {columns} FROM search_summaries "
+        "WHERE ?::TIMESTAMP IS NULL OR last_seen >= ?::TIMESTAMP",
+        [since, since],
+    )
+    return con.execute("SELECT coalesce(sum(n_events), 0) FROM triage_query_days").fetchall()[0][0]
+
+
+def summary_events(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> int:
+    """Events counted by the imported summaries in the window (they have no per-event rows)."""
+    return con.execute(
+        "SELECT coalesce(sum(n_events), 0) FROM search_summaries "
+        "WHERE ?::TIMESTAMP IS NULL OR last_seen >= ?::TIMESTAMP",
+        [since, since],
+    ).fetchall()[0][0]
+
+
+def aggregate_queries(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> int:
+    """Rebuild ``triage_query_days``, then ``triage_queries`` from it: one row per normalized
+    query, with what is remembered of it. Its sessions are session-days: a session that runs past
+    midnight counts once a day (a day is the unit summaries are kept in)."""
+    build_query_days(con, since)
+    sums = ",\n".join(f"sum({c})::BIGINT AS {c}" for c in COUNT_COLUMNS)
     con.execute("DELETE FROM triage_queries")
     con.execute(
-        """
+        f"""
         INSERT INTO triage_queries BY NAME
         WITH spell AS (
-            SELECT norm_query, query, count(*) AS n FROM triage_events GROUP BY ALL
+            SELECT norm_query, sp.query AS query, sum(sp.n) AS n
+            FROM (SELECT norm_query, unnest(spellings) AS sp FROM triage_query_days)
+            GROUP BY ALL
         ),
         per_source AS (
-            SELECT norm_query, source, count(*) AS n FROM triage_events GROUP BY ALL
+            SELECT norm_query, source, sum(n_events)::BIGINT AS n FROM triage_query_days
+            GROUP BY ALL
         ),
         agg AS (
-            SELECT norm_query,
-                   count(*) AS n_events,
-                   count(DISTINCT session_id) AS n_sessions,
-                   min(ts) AS first_seen, max(ts) AS last_seen,
-                   count_if(is_zero_results) AS n_zero_results,
-                   count_if(is_no_click) AS n_no_click,
-                   count_if(is_reformulated) AS n_reformulated,
-                   count_if(is_negative_feedback) AS n_negative_feedback,
-                   count_if(is_ticket) AS n_tickets,
-                   count_if(is_chat_fail) AS n_chat_fail,
-                   count_if(is_failed) AS n_failed,
-                   count_if(is_follow_up) AS n_follow_up
-            FROM triage_events GROUP BY norm_query
+            SELECT norm_query, {sums}, min(first_seen) AS first_seen, max(last_seen) AS last_seen
+            FROM triage_query_days GROUP BY norm_query
         )
         SELECT agg.*, agg.n_failed / agg.n_events AS failure_rate, b.query, src.sources,
                src.n_by_source, sha256(agg.norm_query) AS text_hash,

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 # 0.566 against torch's 0.559 (bench/bench_triage.py; README "Triage").
 DEFAULT_BACKEND = "onnx-int8"
 STEPS = ("normalize", "signals", "dedupe", "embed", "cluster", "tags", "rank", "labels")
-_SOURCES = ("search_events", "tickets", "chat_turns", "manual_queries")
+_SOURCES = ("search_events", "search_summaries", "tickets", "chat_turns", "manual_queries")
 
 
 @dataclass
@@ -77,14 +77,16 @@ def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
         )
 
 
-def _window(window_s: int | None) -> int:
-    from goldmine.triage import events
+def reformulation_window(window_s: int | None) -> int:
+    """The reformulation window: as given, else goldmine.toml's, else the default (the Spark
+    engine reads it too, so both engines mark reformulations alike)."""
+    from goldmine.triage import signals
 
     from goldmine.config import settings
 
     if window_s is None:  # goldmine.toml's value is a whole number >= 0, checked at load
         configured = settings().triage.reformulation_window
-        window_s = events.DEFAULT_WINDOW_S if configured is None else configured
+        window_s = signals.DEFAULT_WINDOW_S if configured is None else configured
     if window_s < 0:
         raise InputError(f"the reformulation window must be >= 0 seconds, not {window_s}")
     return window_s
@@ -139,7 +141,7 @@ class _Steps:
             out = fn(*args, **kwargs)
         else:
             with transaction(con):
-                out = fn(con, *args)
+                out = fn(con, *args, **kwargs)
         self.result.timings[name] = round(time.perf_counter() - start, 3)
         return out
 
@@ -163,7 +165,7 @@ def run_triage(
     path = resolve_db_path(db)
     key = model_key(model)
     backend = embed_backend(backend, default=DEFAULT_BACKEND)
-    window_s = _window(window_s)
+    window_s = reformulation_window(window_s)
     with open_store(path) as con:
         _check_model(con, key)
         if not _has_traffic(con):
@@ -191,7 +193,7 @@ def _run_steps(
         except _NoEvents:
             con.execute("DELETE FROM triage_runs WHERE run_id = ?", [result.run_id])
             return RunResult(None, resumed_runs=result.resumed_runs, nothing_to_triage=True)
-        result.n_queries = steps.run("signals", _signals, window_s, con=con)
+        result.n_queries = steps.run("signals", _signals, window_s, since, con=con)
         queries = dedupe.dedupe_inputs(con)
     result.n_deduped_before = int(queries["canonical_query"].is_not_null().sum())
     detail = f"{queries.height - result.n_deduped_before:,} new of {queries.height:,} queries"
@@ -220,19 +222,20 @@ def _run_steps(
 
 
 def _events(con: duckdb.DuckDBPyConnection, since: datetime | None) -> int:
-    from goldmine.triage.events import normalize_events
+    from goldmine.triage.events import normalize_events, summary_events
 
-    n = normalize_events(con, since)
+    # Events imported as Spark summaries have no per-event rows: they count all the same.
+    n = normalize_events(con, since) + summary_events(con, since)
     if not n:
         raise _NoEvents  # rolls the rebuilt event table back: the last run's rows stay
     return n
 
 
-def _signals(con: duckdb.DuckDBPyConnection, window_s: int) -> int:
+def _signals(con: duckdb.DuckDBPyConnection, window_s: int, since: datetime | None) -> int:
     from goldmine.triage.events import aggregate_queries, mark_session_signals
 
     mark_session_signals(con, window_s)
-    return aggregate_queries(con)
+    return aggregate_queries(con, since)
 
 
 def _finish(con: duckdb.DuckDBPyConnection, result: RunResult, window_s: int) -> None:
@@ -245,7 +248,7 @@ def _finish(con: duckdb.DuckDBPyConnection, result: RunResult, window_s: int) ->
     con.execute(
         """UPDATE triage_runs SET finished_at = now()::TIMESTAMP, status = 'done',
                   n_queries = ?, n_embedded = ?, n_clusters = ?, params = ?, timings = ?,
-                  watermark = (SELECT max(ts) FROM triage_events)
+                  watermark = (SELECT max(last_seen) FROM triage_query_days)
            WHERE run_id = ?""",
         [
             result.n_queries,

@@ -296,8 +296,9 @@ def cluster_detail(con: duckdb.DuckDBPyConnection, cluster_id: int) -> dict[str,
         SELECT q.query, q.norm_query, q.canonical_query, q.n_events, q.n_sessions, q.n_failed,
                q.failure_rate, q.n_zero_results, q.n_no_click, q.n_reformulated,
                q.n_negative_feedback, q.n_tickets, q.n_chat_fail, q.tags, q.sources,
-               (SELECT list(DISTINCT e.query)[:5] FROM triage_events e
-                WHERE e.norm_query = q.norm_query) AS examples,
+               (SELECT list(DISTINCT d.query)[:5] FROM (
+                    SELECT unnest(spellings).query AS query FROM triage_query_days
+                    WHERE norm_query = q.norm_query) d) AS examples,
                (SELECT list(DISTINCT e.session_id)[:5] FROM triage_events e
                 WHERE e.norm_query = q.norm_query AND e.session_id IS NOT NULL) AS sessions,
                (SELECT list(DISTINCT e.prev_query)[:3] FROM triage_events e

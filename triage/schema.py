@@ -124,4 +124,16 @@ MIGRATIONS = [
         );
         """,
     ),
+    # The events rolled up per source, day and normalized query (goldmine.triage.signals), and
+    # the Spark summaries beside them: what triage_queries is built from, so both read alike.
+    Migration(
+        202,
+        "triage_query_days",
+        """
+        -- the columns of ingest's search_summaries (migration 104, applied before), so the two
+        -- hold the same rows
+        CREATE TABLE triage_query_days AS
+        SELECT * EXCLUDE (batch_id) FROM search_summaries LIMIT 0;
+        """,
+    ),
 ]

@@ -216,7 +216,9 @@ def acronym_queries(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> set
                 [snapshot],
             ).fetchall()
         }
-    rows = con.execute("SELECT DISTINCT norm_query, query FROM triage_events").fetchall()
+    rows = con.execute(
+        "SELECT DISTINCT norm_query, unnest(spellings).query FROM triage_query_days"
+    ).fetchall()
     return {
         norm
         for norm, raw in rows
