@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[models,dev,web,llm]'
+	$(PY) -m pip install -q -e '.[models,dev,web,llm,spark]'
 	touch $(STAMP)
 
 demo: setup

@@ -37,6 +37,33 @@ PatternOption = Annotated[
 NoRedactOption = Annotated[
     bool, typer.Option("--no-redact", help="Store the text as it is (PII redaction is on).")
 ]
+EngineOption = Annotated[
+    str,
+    typer.Option(
+        "--engine",
+        help="duckdb: store every event here; spark: summarize per query and day on Spark, "
+        "store the summary (needs goldmine[spark] and Java).",
+    ),
+]
+MasterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--master",
+        help="With --engine spark: local[2] (default; spark-submit's under it), spark://…, yarn.",
+    ),
+]
+ConfOption = Annotated[
+    list[str] | None,
+    typer.Option("--conf", help="With --engine spark: a Spark setting key=value (repeatable)."),
+]
+SummaryDirOption = Annotated[
+    str | None,
+    typer.Option(
+        "--summary-dir",
+        help="With --engine spark: where Spark writes the Parquet summary (default: "
+        "goldmine-summaries/ beside the store).",
+    ),
+]
 AllowEmptyOption = Annotated[
     bool,
     typer.Option(
@@ -62,6 +89,56 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
     _print_result(result, as_json, store)
     if empty:
         raise _nothing_stored(result, reasons, store)
+
+
+def _spark_options(engine: str, master: str | None, conf: list[str] | None, summary_dir):
+    """The Spark engine's options, or None for the DuckDB engine (which takes none of them)."""
+    from goldmine.errors import InputError
+
+    if engine not in ("duckdb", "spark"):
+        raise InputError(f"--engine is duckdb or spark, not {engine!r}")
+    if engine == "duckdb":
+        if master or conf or summary_dir:
+            raise InputError("--master, --conf and --summary-dir need --engine spark")
+        return None
+    from goldmine.ingest.spark import Options, parse_conf
+    from goldmine.triage.pipeline import reformulation_window
+
+    return Options(
+        master=master,
+        conf=parse_conf(conf),
+        summary_dir=summary_dir,
+        window_s=reformulation_window(None),
+    )
+
+
+def _refuse_with_spark(**given: Any) -> None:
+    """Options the Spark engine does not take yet, refused by name rather than ignored."""
+    from goldmine.errors import InputError
+
+    names = {"fmt": "--format other than jsonl or parquet", "redact": "--redact"}
+    refused = [names[k] for k, v in given.items() if v]
+    if refused:
+        raise InputError(f"{' and '.join(refused)} cannot be used with --engine spark yet")
+
+
+def _spark_import(kind: str, db, as_json: bool, allow_empty: bool, options, **kwargs) -> None:
+    """A Spark import: Spark runs with the store closed, the batch is written after."""
+    from goldmine.ingest import spark
+
+    from goldmine.config import resolve_db_path
+
+    store = db_flag(db)
+    result = getattr(spark, kind)(resolve_db_path(store), options=options, **kwargs)
+    _print_result(result, as_json, store)
+    if result.all_rejected and not allow_empty:
+        reasons = {}
+        for f in result.files:
+            for reason, n in f.extra.get("reject_reasons", {}).items():
+                kind_ = reason.split(": ")[0]
+                reasons[kind_] = reasons.get(kind_, 0) + n
+        top = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+        raise _nothing_stored(result, top, store)
 
 
 def _rejects_command(result, store: Path | None) -> str:
@@ -103,13 +180,23 @@ def searchlog_cmd(
             "--click-action", help="With --format ubi: event action names that count as clicks."
         ),
     ] = None,
+    engine: EngineOption = "duckdb",
+    master: MasterOption = None,
+    conf: ConfOption = None,
+    summary_dir: SummaryDirOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
 ) -> None:
-    """Search logs (JSONL, CSV, Parquet; gzip/zstd): one row per search as shown."""
+    """Search logs (JSONL, CSV, Parquet; gzip/zstd): one row per search as shown, or with
+    --engine spark one row per query and day, summarized where the logs are."""
+    spark = _spark_options(engine, master, conf, summary_dir)
     if fmt == "ubi":
-        _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty)
+        _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty, spark)
+        return
+    if spark is not None:
+        _refuse_with_spark(fmt=fmt not in (None, "jsonl", "parquet"), redact=redact or patterns)
+        _spark_import("searchlog", db, as_json, allow_empty, spark, paths=paths, mapping=mapping)
         return
     _import(
         "searchlog",
@@ -136,19 +223,37 @@ def ubi_cmd(
     ] = None,
     redact: Annotated[bool, typer.Option("--redact", help="Redact PII in queries.")] = False,
     patterns: PatternOption = None,
+    engine: EngineOption = "duckdb",
+    master: MasterOption = None,
+    conf: ConfOption = None,
+    summary_dir: SummaryDirOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
 ) -> None:
     """User Behavior Insights: ubi_queries joined to their click events by query_id."""
-    _ubi([queries, events], click_action, redact, patterns, db, as_json, allow_empty)
+    spark = _spark_options(engine, master, conf, summary_dir)
+    _ubi([queries, events], click_action, redact, patterns, db, as_json, allow_empty, spark)
 
 
-def _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty) -> None:
+def _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty, spark=None) -> None:
     from goldmine.errors import InputError
 
     if len(paths) != 2:
         raise InputError("UBI wants two files: QUERIES EVENTS")
+    if spark is not None:
+        _refuse_with_spark(redact=redact or patterns)
+        _spark_import(
+            "ubi",
+            db,
+            as_json,
+            allow_empty,
+            spark,
+            queries=paths[0],
+            events=paths[1],
+            click_actions=click_action or ["click"],
+        )
+        return
     _import(
         "ubi",
         db,

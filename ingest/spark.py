@@ -1,0 +1,799 @@
+"""Search logs summarized on Spark: ``goldmine ingest searchlog|ubi … --engine spark``.
+
+A log too big for one machine already lives next to a Spark cluster. There, Spark reads it, runs
+the per-event work (parse, normalize, sessionize, failure signals) and rolls it up to one row per
+source, day and normalized query; only that summary, written as Parquet, comes back into the store
+(``search_summaries``), as one import batch with the usual accounting. Triage reads it beside the
+events it rolls up itself (``triage_query_days``).
+
+The signals, session order, normalization and roll-up are :mod:`goldmine.triage.signals`'s SQL,
+translated to Spark SQL by sqlglot: the rules DuckDB runs. What Spark does its own way is the
+reading: each line is parsed into a VARIANT (``try_parse_json``) and the fields are found under
+the same aliases and checked in the same order, with the same reasons, as the DuckDB stage
+(``ingest/searchlog.py``); timestamps take the same forms (:func:`_timestamp`, checked against
+``gm_ts`` by ``tests/test_spark.py``). Rejects are counted by Spark, one example per reason comes
+back. pyspark is imported here only, and this module only by ``--engine spark``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goldmine.ingest.batch import FileResult, ImportResult, parse_map, resolve_fields
+from goldmine.ingest.searchlog import ALIASES
+from goldmine.triage import signals
+
+from goldmine.errors import InputError
+from goldmine.store import transaction
+
+if TYPE_CHECKING:
+    import duckdb
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+INSTALL = "pip install 'goldmine[spark]'"
+# Spark in this process: local mode unless told, quiet, in UTC, no web UI.
+DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.driver.memory": "2g",
+}
+_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
+_COMPRESSED = (".gz", ".bz2")  # Hadoop's codecs read these (zstd needs native libraries)
+_SAMPLE_CHARS = 2000  # a rejected row's text kept as its example
+
+
+@dataclass
+class LogFile:
+    """A file Spark reads: where, how big, when last changed (what a re-run compares)."""
+
+    path: str
+    size: int
+    mtime: int
+    format: str
+
+    def key(self) -> tuple[str, int, int]:
+        return (self.path, self.size, self.mtime)
+
+
+@dataclass
+class Options:
+    """How the Spark engine runs: the master, extra ``--conf`` settings, where the summary goes,
+    and the reformulation window the session rule uses."""
+
+    master: str | None = None  # None: spark-submit's master if run under it, else local[2]
+    conf: dict[str, str] = field(default_factory=dict)
+    summary_dir: str | None = None
+    window_s: int = signals.DEFAULT_WINDOW_S
+
+
+def parse_conf(specs: list[str] | None) -> dict[str, str]:
+    """``--conf k=v`` pairs as a dict."""
+    out = {}
+    for spec in specs or []:
+        key, sep, value = spec.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--conf wants key=value, got {spec!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def session(master: str | None = None, conf: dict[str, str] | None = None) -> SparkSession:
+    """The Spark session (one per process), or an InputError saying what to install. Without
+    a master: spark-submit's when it launched this process, else local[2]."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise InputError(f"--engine spark needs pyspark: {INSTALL}") from exc
+    java_home = os.environ.get("JAVA_HOME")
+    java = Path(java_home, "bin", "java") if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise InputError(
+            "--engine spark needs Java 17 or newer (apt-get install openjdk-17-jre-headless, "
+            "or set JAVA_HOME)"
+        )
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process
+    master = master or (None if submitted else "local[2]")
+    if master is not None and master.startswith("local"):
+        # The UDFs (goldmine.triage.signals) run in Python workers: this interpreter, which has
+        # goldmine. On a cluster the executors' Python needs goldmine installed (README).
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("goldmine")
+    if master is not None:
+        builder = builder.master(master)
+    for key, value in {**DEFAULTS, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # the JVM did not start: say so on one line
+        raise InputError(f"Spark did not start: {str(exc).splitlines()[0]}") from exc
+    spark.sparkContext.setLogLevel("ERROR")
+    for name, (function, kind) in signals.SPARK_UDFS.items():
+        spark.udf.register(name, function, kind)
+    return spark
+
+
+def list_files(spark: SparkSession, paths: list[str]) -> list[LogFile]:
+    """The log files under the paths (files, globs, folders: any URI Spark's Hadoop
+    configuration reads), through Hadoop's FileSystem so object stores list as local disks do."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    found: dict[str, LogFile] = {}
+    for given in paths:
+        uri = given if "://" in given else str(Path(given).absolute())
+        hpath = jvm.org.apache.hadoop.fs.Path(uri)
+        fs = hpath.getFileSystem(conf)
+        statuses = fs.globStatus(hpath) or []
+        if not statuses:
+            raise InputError("no such file or folder", path=given)
+        for status in statuses:
+            for item in _walk(fs, status):
+                name = item.getPath().toString()
+                kind = _format(name)
+                if kind is not None:
+                    found[name] = LogFile(name, item.getLen(), item.getModificationTime(), kind)
+                elif not status.isDirectory():
+                    raise InputError(
+                        "--engine spark reads JSONL (.jsonl, .ndjson, .json; .gz, .bz2) and "
+                        "Parquet; convert the file or use --engine duckdb",
+                        path=given,
+                    )
+    if not found:
+        raise InputError(f"no .jsonl or .parquet files under {', '.join(paths)}")
+    return sorted(found.values(), key=lambda f: f.path)
+
+
+def _walk(fs, status):
+    if not status.isDirectory():
+        yield status
+        return
+    files = fs.listFiles(status.getPath(), True)
+    while files.hasNext():
+        yield files.next()
+
+
+def _format(name: str) -> str | None:
+    lower = name.lower()
+    for suffix in _COMPRESSED:
+        lower = lower.removesuffix(suffix)
+    return next((kind for suffix, kind in _SUFFIXES.items() if lower.endswith(suffix)), None)
+
+
+# --- reading: one VARIANT per record, fields by alias, the DuckDB stage's checks ---------------
+
+
+# What every record carries besides ``v``: where it is from, its text, and whether it is an
+# object (``gm_bad`` when not), starts with a brace, or is JSON at all (the reject reasons).
+RECORD = ("file", "pos", "raw", "gm_bad", "gm_brace", "gm_json")
+
+
+def _records(spark: SparkSession, files: list[LogFile]) -> DataFrame:
+    """Every record as ``RECORD`` and ``v``, the parsed object (NULL when it is not one);
+    ``pos`` orders the records of a file as they come (the first of a repeated id wins)."""
+    from pyspark.sql import functions as F
+
+    frames = []
+    lines = [f.path for f in files if f.format == "jsonl"]
+    if lines:
+        text = spark.read.text(lines).where(F.trim("value") != "")
+        parsed = F.try_parse_json("value")
+        frames.append(text.select(F.col("value").alias("raw"), parsed, parsed.isNotNull()))
+    parquet = [f.path for f in files if f.format == "parquet"]
+    if parquet:
+        rows = spark.read.parquet(*parquet)
+        record = F.struct(*[F.col(f"`{c}`") for c in rows.columns])
+        variant = F.to_variant_object(record)
+        frames.append(rows.select(F.to_json(record), variant, F.lit(True)))
+    out = frames[0].toDF("raw", "v", "gm_json")
+    for other in frames[1:]:
+        out = out.unionByName(other.toDF("raw", "v", "gm_json"))
+    is_object = F.schema_of_variant("v").startswith("OBJECT")
+    return out.select(
+        F.input_file_name().alias("file"),
+        F.monotonically_increasing_id().alias("pos"),
+        "raw",
+        F.when(is_object, F.col("v")).alias("v"),
+        (~is_object | F.col("v").isNull()).alias("gm_bad"),
+        F.ltrim(F.col("raw")).startswith("{").alias("gm_brace"),
+        "gm_json",
+    )
+
+
+def _sample_keys(spark: SparkSession, files: list[LogFile], sample: int = 20000) -> list[str]:
+    """Field names of the logs: the JSONL files' first records (as the DuckDB stage samples
+    them) and the Parquet files' columns."""
+    from pyspark.sql import functions as F
+
+    keys: dict[str, None] = {}
+    lines = [f.path for f in files if f.format == "jsonl"]
+    if lines:
+        first = spark.read.text(lines).limit(sample)
+        names = first.select(F.explode(F.json_object_keys("value")).alias("k")).distinct()
+        keys.update((r["k"], None) for r in names.collect())
+    parquet = [f.path for f in files if f.format == "parquet"]
+    if parquet:
+        keys.update((c, None) for c in spark.read.parquet(*parquet).columns)
+    return list(keys)
+
+
+def _path(key: str) -> str:
+    """A variant path for one top-level key (a literal handed to Spark, never SQL text)."""
+    return '$["' + key.replace("\\", "\\\\").replace('"', '\\"') + '"]'
+
+
+def _field(v: Column, keys: list[str]) -> Column:
+    """The first alias whose value is not null (JSON null counts as absent), as a VARIANT."""
+    from pyspark.sql import functions as F
+
+    values = []
+    for key in keys:
+        got = F.try_variant_get(v, _path(key), "variant")
+        values.append(F.when(~F.is_variant_null(got), got))
+    return F.coalesce(*values) if len(values) > 1 else values[0]
+
+
+def _null() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.lit(None).cast("variant")
+
+
+def _text(value: Column) -> Column:
+    """A field's text: a string as it is, anything else as JSON."""
+    from pyspark.sql import functions as F
+
+    return F.try_variant_get(value, "$", "string")
+
+
+def _kind(value: Column) -> Column:
+    """The JSON type in the DuckDB stage's words: VARCHAR, ARRAY, OBJECT, BOOLEAN, NUMBER, NULL."""
+    from pyspark.sql import functions as F
+
+    schema = F.schema_of_variant(value)
+    return (
+        F.when(value.isNull(), F.lit("NULL"))
+        .when(schema == "STRING", F.lit("VARCHAR"))
+        .when(schema.startswith("ARRAY"), F.lit("ARRAY"))
+        .when(schema.startswith("OBJECT"), F.lit("OBJECT"))
+        .when(schema == "BOOLEAN", F.lit("BOOLEAN"))
+        .otherwise(F.lit("NUMBER"))
+    )
+
+
+def _jtype(kind: Column) -> Column:
+    """As ``gm_jtype`` words it in a reason."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.when(kind == "NUMBER", F.lit("a number"))
+        .when(kind == "BOOLEAN", F.lit("a boolean"))
+        .when(kind == "OBJECT", F.lit("an object"))
+        .when(kind == "ARRAY", F.lit("a list"))
+        .otherwise(F.lower(kind))
+    )
+
+
+_ISO_PLAIN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?)?$"
+
+
+def _timestamp(s: Column) -> Column:
+    """``gm_ts`` (ingest/batch.py) in Spark: a plain ISO date-time as it is; else one with an
+    offset or zone, converted to UTC; epoch seconds (9-10 digits, with a fraction) or
+    milliseconds (12-13 digits); Twitter's "Wed Oct 11 06:55:44 +0000 2017". UTC wall time."""
+    from pyspark.sql import functions as F
+
+    t = F.trim(s)
+    epoch = (
+        F.when(
+            t.rlike(r"^[0-9]{9,10}(\.[0-9]+)?$"),
+            F.timestamp_micros(F.round(t.cast("double") * 1_000_000).cast("bigint")),
+        )
+        .when(t.rlike("^[0-9]{12,13}$"), F.timestamp_millis(t.cast("bigint")))
+        .cast("timestamp_ntz")
+    )
+    zoned = F.try_to_timestamp(s.substr(5, 1000), F.lit("MMM dd HH:mm:ss Z yyyy"))
+    any_form = F.coalesce(
+        s.try_cast("timestamp").cast("timestamp_ntz"),
+        epoch,
+        F.when(s.rlike(r"^[A-Z][a-z]{2} "), zoned.cast("timestamp_ntz")),
+    )
+    plain = s.try_cast("timestamp_ntz")
+    return F.when(s.rlike(_ISO_PLAIN), plain).otherwise(any_form)
+
+
+def _ids_length(value: Column, kind: Column) -> Column:
+    """How many ids a result or click list holds: a JSON list's length, or the items of an
+    "a,b|c" string (``gm_ids``), a string that is a JSON list counted as one."""
+    from pyspark.sql import functions as F
+
+    text = _text(value)
+    as_list = F.try_parse_json(text)
+    listed = F.when(
+        (text.startswith("[")) & F.schema_of_variant(as_list).startswith("ARRAY"),
+        F.size(F.try_variant_get(as_list, "$", "array<variant>")),
+    )
+    split = F.size(F.filter(F.split(F.trim(text), r"\s*[,;|]\s*"), lambda e: e != ""))
+    return (
+        F.when(kind == "ARRAY", F.size(F.try_variant_get(value, "$", "array<variant>")))
+        .when(kind == "VARCHAR", F.coalesce(listed, split))
+        .otherwise(F.lit(None).cast("int"))
+    )
+
+
+def _reason(*checks: tuple[Column, Column]) -> Column:
+    """The first failing check's reason (NULL for a good row), after the record's own: not
+    JSON, or not an object. Reads ``gm_bad`` (no object), ``gm_brace``, ``gm_json``."""
+    from pyspark.sql import functions as F
+
+    chain = F.when(
+        F.col("gm_bad") & ~F.col("gm_brace") & F.col("gm_json"), F.lit("not a JSON object")
+    ).when(F.col("gm_bad"), F.lit("malformed JSON"))
+    for failed, why in checks:
+        chain = chain.when(failed, why)
+    return chain
+
+
+def _query_checks(name: str) -> list[tuple[Column, Column]]:
+    """The query's text is there and is a string; the time, if any, can be read. Reads
+    ``gm_query``, ``gm_k_query`` (its JSON type), ``gm_ts`` (the time's text) and ``ts``."""
+    from pyspark.sql import functions as F
+
+    return [
+        (F.col("gm_query").isNull() | (F.trim("gm_query") == ""), F.lit("missing query")),
+        (
+            F.col("gm_k_query") != "VARCHAR",
+            F.concat(F.lit(f"wrong type: {name} is "), _jtype(F.col("gm_k_query"))),
+        ),
+        (
+            F.col("gm_ts").isNotNull() & F.col("ts").isNull(),
+            F.concat(F.lit("unparseable timestamp: "), F.left(F.col("gm_ts"), F.lit(60))),
+        ),
+    ]
+
+
+def searchlog_events(
+    records: DataFrame, keys: list[str], mapping: dict[str, str], source: str
+) -> DataFrame:
+    """Each record with ``reason`` (NULL for a good row, else the DuckDB stage's words) and, for
+    a good row, what the signals read: ``event_key, ts, session_id, query, shown, clicks, fb``.
+    ``keys``: the logs' field names, mapped to the canonical fields as the DuckDB stage maps
+    them (aliases, ``--map``)."""
+    from pyspark.sql import functions as F
+
+    fields = resolve_fields(keys, ALIASES, mapping)
+    if "query" not in fields:
+        raise InputError(
+            f"no query field (looked for {', '.join(ALIASES['query'])}; "
+            f"found {', '.join(keys[:12])}); name it with --map query=COLUMN"
+        )
+    v = F.col("v")
+    f = {name: _field(v, fields[name]) if name in fields else _null() for name in ALIASES}
+    text = {name: _text(value) for name, value in f.items()}
+    kind = {name: _kind(f[name]) for name in ("query", "result_ids", "clicked_ids")}
+    num = text["num_results"]
+    count = F.round(F.col("gm_n").try_cast("double")).try_cast("int")
+    staged = records.select(
+        *RECORD,
+        *[text[n].alias(f"gm_{n}") for n in ALIASES],
+        *[kind[n].alias(f"gm_k_{n}") for n in kind],
+        _ids_length(f["result_ids"], kind["result_ids"]).alias("gm_n_results"),
+        _ids_length(f["clicked_ids"], kind["clicked_ids"]).alias("gm_n_clicks"),
+        num.alias("gm_n"),
+    )
+    staged = staged.withColumn("gm_count", count).withColumn("ts", _timestamp(F.col("gm_ts")))
+    reason = _reason(
+        *_query_checks("query"),
+        (
+            ~F.col("gm_k_result_ids").isin("ARRAY", "VARCHAR", "NULL"),
+            F.concat(F.lit("wrong type: result_ids is "), _jtype(F.col("gm_k_result_ids"))),
+        ),
+        (
+            ~F.col("gm_k_clicked_ids").isin("ARRAY", "VARCHAR", "NULL"),
+            F.concat(F.lit("wrong type: clicked_ids is "), _jtype(F.col("gm_k_clicked_ids"))),
+        ),
+        (
+            F.col("gm_n").isNotNull() & F.col("gm_n").try_cast("double").isNull(),
+            F.concat(
+                F.lit("wrong type: num_results is not a number: "),
+                F.left(F.col("gm_n"), F.lit(40)),
+            ),
+        ),
+        (
+            F.col("gm_n").isNotNull() & F.col("gm_count").isNull(),
+            F.concat(
+                F.lit("wrong type: num_results is out of range: "),
+                F.left(F.col("gm_n"), F.lit(40)),
+            ),
+        ),
+    )
+    # A log without ids gets the DuckDB stage's content key, so the same search is one event.
+    content = F.concat_ws(
+        "\x1f",
+        *[
+            F.coalesce(F.col(f"gm_{n}"), F.lit(""))
+            for n in ("ts", "session_id", "user_id", "query", "result_ids", "clicked_ids")
+        ],
+    )
+    key = F.coalesce(F.col("gm_event_id"), F.concat(F.lit("h-"), F.md5(content)))
+    return staged.select(
+        "file",
+        "pos",
+        "raw",
+        reason.alias("reason"),
+        F.lit(source).alias("source"),
+        key.alias("event_key"),
+        "ts",
+        F.col("gm_session_id").alias("session_id"),
+        F.trim("gm_query").alias("query"),
+        F.coalesce("gm_count", "gm_n_results").alias("shown"),
+        F.coalesce("gm_n_clicks", F.lit(0)).alias("clicks"),
+        F.lower(F.trim("gm_feedback")).alias("fb"),
+    )
+
+
+# --- the per-event work: the shared rules, translated -------------------------------------------
+
+
+def _sql(spark: SparkSession, duckdb_sql: str, **args: Any) -> DataFrame:
+    """Run a rule written in DuckDB SQL (goldmine.triage.signals) on Spark."""
+    return spark.sql(signals.to_spark(duckdb_sql), args=args or None)
+
+
+def summarize(spark: SparkSession, events: DataFrame, window_s: int) -> DataFrame:
+    """The good events of ``events`` (deduplicated by key) rolled up per source, day and
+    normalized query by the rules triage runs in DuckDB."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    first = Window.partitionBy("event_key").orderBy("file", "pos")
+    good = (
+        events.where(F.col("reason").isNull())
+        .withColumn("gm_rank", F.row_number().over(first))
+        .where(F.col("gm_rank") == 1)
+        # a file is one import batch in the DuckDB engine: does it record clicks at all?
+        .withColumn("tracks_clicks", F.max(F.col("clicks") > 0).over(Window.partitionBy("file")))
+    )
+    good.createOrReplaceTempView("gm_good")
+    ascii_norm = _sql(spark, f"SELECT *, {signals.norm_sql('query')} AS gm_norm FROM gm_good")
+    # Non-ASCII text: normalize_query itself (NFKC, case folding), once per distinct text.
+    other = (
+        ascii_norm.where(F.col("gm_norm").isNull())
+        .select("query")
+        .distinct()
+        .withColumn("gm_norm2", F.call_function("gm_normalize_query", F.col("query")))
+    )
+    normed = (
+        ascii_norm.join(F.broadcast(other), "query", "left")
+        .withColumn("norm_query", F.coalesce("gm_norm", "gm_norm2"))
+        .where(F.col("norm_query") != "")
+    )
+    normed.createOrReplaceTempView("gm_normed")
+    flags = ", ".join(f"{sql} AS {name}" for name, sql in signals.search_signals().items())
+    flagged = _sql(spark, f"SELECT *, {flags}, {signals.SEQ} AS seq FROM gm_normed")
+    flagged.createOrReplaceTempView("gm_flagged")
+    session = _sql(spark, signals.session_sql("gm_flagged"), window=int(window_s))
+    joined = flagged.join(session, ["source", "event_key"], "left").select(
+        flagged["*"],
+        F.coalesce("is_reformulated", F.lit(False)).alias("is_reformulated"),
+        F.coalesce("is_follow_up", F.lit(False)).alias("is_follow_up"),
+        F.lit(False).alias("is_ticket"),
+        F.lit(False).alias("is_chat_fail"),
+    )
+    joined.createOrReplaceTempView("gm_signals")
+    failed = _sql(spark, f"SELECT *, {signals.FAILED} AS is_failed FROM gm_signals")
+    failed.createOrReplaceTempView("gm_events")
+    return _sql(spark, signals.query_day_sql("gm_events"))
+
+
+@dataclass
+class SparkRun:
+    """What Spark found and wrote: the accounting, a reject example per reason, the summary."""
+
+    rows_in: int
+    rejected: int
+    stored: int
+    reasons: list[dict[str, Any]]
+    summary_dir: str
+    summary_rows: int
+
+
+def run(spark: SparkSession, events: DataFrame, options: Options, out: str) -> SparkRun:
+    """Count, summarize and write the summary as Parquet under ``out``."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    # Kept for the two passes (the accounting, the summary); a good row's text is not needed.
+    slim = events.withColumn("raw", F.when(F.col("reason").isNotNull(), F.col("raw")))
+    slim = slim.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        groups = (
+            slim.groupBy("reason")
+            .agg(
+                F.count(F.lit(1)).alias("n"),
+                F.first("file").alias("path"),
+                F.first(F.left("raw", F.lit(_SAMPLE_CHARS))).alias("raw"),
+            )
+            .collect()
+        )
+        rows_in = sum(g["n"] for g in groups)
+        reasons = sorted(
+            (
+                {"reason": g["reason"], "n": g["n"], "path": g["path"], "raw": g["raw"]}
+                for g in groups
+                if g["reason"] is not None
+            ),
+            key=lambda r: (-r["n"], r["reason"]),
+        )
+        rejected = sum(r["n"] for r in reasons)
+        stored = slim.where(F.col("reason").isNull()).select("event_key").distinct().count()
+        summary = summarize(spark, slim, options.window_s)
+        summary.write.mode("overwrite").parquet(out)
+    finally:
+        slim.unpersist()
+    n_rows = spark.read.parquet(out).count()
+    return SparkRun(rows_in, rejected, stored, reasons, out, n_rows)
+
+
+# --- the store: one batch per run, the files it read recorded -----------------------------------
+
+
+def known_files(con: duckdb.DuckDBPyConnection, source: str) -> dict[tuple[str, int, int], int]:
+    """Files an earlier Spark import of this source read (path, size, mtime) -> its batch."""
+    rows = con.execute(
+        "SELECT batch_id, options FROM import_batches WHERE source = ? "
+        "AND finished_at IS NOT NULL AND options->>'engine' = 'spark'",
+        [source],
+    ).fetchall()
+    known = {}
+    for batch_id, text in rows:
+        for f in json.loads(text).get("files", []):
+            known[(f["path"], f["size"], f["mtime"])] = batch_id
+    return known
+
+
+def default_summary_dir(db: Path, source: str) -> str:
+    """Beside the store: goldmine-summaries/<source>-<UTC time>."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+    return str(db.resolve().parent / "goldmine-summaries" / f"{source}-{stamp}")
+
+
+def write_batch(
+    con: duckdb.DuckDBPyConnection,
+    source: str,
+    label: str,
+    files: list[LogFile],
+    done: SparkRun,
+    options: dict[str, Any],
+) -> FileResult:
+    """The run as one import batch: its row (with the files read), one example per reject reason
+    (``line`` unknown: Spark reads a file in parallel splits), and the summary rows."""
+    result = FileResult(label, source, "spark", None)
+    result.rows_in, result.rejected, result.stored = done.rows_in, done.rejected, done.stored
+    result.already_present = done.rows_in - done.rejected - done.stored
+    reasons = {r["reason"]: r["n"] for r in done.reasons}
+    result.extra = {
+        "engine": "spark",
+        "files": len(files),
+        "summary_rows": done.summary_rows,
+        "summary_dir": done.summary_dir,
+        "reject_reasons": reasons,
+    }
+    recorded = {
+        **options,
+        "engine": "spark",
+        "files": [{"path": f.path, "size": f.size, "mtime": f.mtime} for f in files],
+        "summary_dir": done.summary_dir,
+        "summary_rows": done.summary_rows,
+        "reject_reasons": reasons,
+    }
+    now = datetime.now(UTC).replace(tzinfo=None)
+    with transaction(con):
+        batch_id = con.execute("SELECT nextval('batch_id_seq')").fetchall()[0][0]
+        result.batch_id = batch_id
+        con.execute(
+            "INSERT INTO import_batches (batch_id, source, path, size_bytes, format, started_at, "
+            "rows_in, stored, rejected, already_present, options) "
+            "VALUES (?, ?, ?, ?, 'spark', ?, ?, ?, ?, ?, ?)",
+            [
+                batch_id,
+                source,
+                label,
+                sum(f.size for f in files),
+                now,
+                result.rows_in,
+                result.stored,
+                result.rejected,
+                result.already_present,
+                json.dumps(recorded, default=str),
+            ],
+        )
+        if done.reasons:
+            con.executemany(
+                "INSERT INTO rejects (batch_id, path, line, reason, raw) VALUES (?, ?, NULL, ?, ?)",
+                [[batch_id, r["path"], r["reason"], r["raw"]] for r in done.reasons],
+            )
+        _insert_summary(con, batch_id, done.summary_dir)
+        con.execute(
+            "UPDATE import_batches SET finished_at = ?, watermark = "
+            "(SELECT max(last_seen) FROM search_summaries WHERE batch_id = ?) WHERE batch_id = ?",
+            [now, batch_id, batch_id],
+        )
+    return result
+
+
+def _insert_summary(con: duckdb.DuckDBPyConnection, batch_id: int, summary_dir: str) -> None:
+    """The Parquet summary into ``search_summaries``: read by DuckDB where it is a local folder;
+    elsewhere (hdfs://, s3a://, …) through Spark, as Arrow."""
+    from goldmine.store import registered
+
+    columns = ", ".join(signals.SUMMARY_COLUMNS)
+    insert = f"INSERT INTO search_summaries (batch_id, {columns}) SELECT ?, {columns} FROM "
+    if "://" not in summary_dir or summary_dir.startswith("file:"):
+        local = summary_dir.removeprefix("file://").removeprefix("file:")
+        con.execute(insert + "read_parquet(?)", [batch_id, str(Path(local) / "*.parquet")])
+        return
+    from pyspark.sql import SparkSession
+
+    table = SparkSession.getActiveSession().read.parquet(summary_dir).toArrow()
+    with registered(con, _gm_summary=table):
+        con.execute(insert + "_gm_summary", [batch_id])
+
+
+def import_logs(
+    db: Path,
+    paths: list[str],
+    source: str,
+    events_of: Callable[[SparkSession, list[LogFile]], DataFrame],
+    options: Options,
+    recorded: dict[str, Any],
+    pair: bool = False,
+) -> ImportResult:
+    """List the files, leave out those an earlier run read, summarize the rest on Spark with
+    the store closed, then write one batch. ``events_of`` parses the new files; with ``pair``
+    (UBI's queries and events) the files are read together or not at all."""
+    from goldmine.store import open_store
+
+    spark = session(options.master, options.conf)
+    files = list_files(spark, paths)
+    with open_store(db) as con:
+        known = known_files(con, source)
+    new = [f for f in files if f.key() not in known]
+    if pair and new:
+        new = files
+    label = ", ".join(paths)
+    if not new:
+        batches = ", ".join(str(b) for b in sorted({known[f.key()] for f in files}))
+        note = f"already imported: all {len(files)} files (batch {batches})"
+        return ImportResult([FileResult(label, source, "spark", None, skipped=True, note=note)])
+    out = options.summary_dir or default_summary_dir(db, source)
+    if options.summary_dir is None and not spark.sparkContext.master.startswith("local"):
+        raise InputError(
+            "--summary-dir is needed with a cluster master: a path the executors and this "
+            "machine both reach (hdfs://…, s3a://…)"
+        )
+    done = run(spark, events_of(spark, new), options, out)
+    recorded = {**recorded, "master": spark.sparkContext.master, "window_s": options.window_s}
+    with open_store(db) as con:
+        result = write_batch(con, source, label, new, done, recorded)
+    if len(new) < len(files):
+        result.note = f"{len(files) - len(new)} of {len(files)} files already imported"
+    return ImportResult([result])
+
+
+def searchlog(
+    db: Path, paths: list[str], mapping: list[str] | dict[str, str] | None, options: Options
+) -> ImportResult:
+    """``ingest searchlog --engine spark``: the search logs' summary as one batch."""
+    fields = mapping if isinstance(mapping, dict) else parse_map(mapping)
+    resolve_fields([], ALIASES, fields)  # a wrong --map name fails before Spark starts
+
+    def events_of(spark: SparkSession, files: list[LogFile]) -> DataFrame:
+        keys = _sample_keys(spark, files)
+        return searchlog_events(_records(spark, files), keys, fields, "searchlog")
+
+    return import_logs(
+        db, [str(p) for p in paths], "searchlog", events_of, options, {"map": fields}
+    )
+
+
+def _at(v: Column, *paths: str) -> Column:
+    """The first of these variant paths (constants) with a value that is not null."""
+    from pyspark.sql import functions as F
+
+    values = []
+    for path in paths:
+        got = F.try_variant_get(v, path, "variant")
+        values.append(F.when(~F.is_variant_null(got), got))
+    return F.coalesce(*values) if len(values) > 1 else values[0]
+
+
+def _quoted(path: str) -> str:
+    """A DuckDB JSON path's quoted key (``$."a.b"``) in Spark's spelling (``$["a.b"]``)."""
+    return f"$[{path[2:]}]" if path.startswith('$."') else path
+
+
+def ubi_events(queries: DataFrame, events: DataFrame, click_actions: list[str]) -> DataFrame:
+    """UBI queries joined to their click events by query_id, checked as ``ingest/ubi.py``
+    checks them: what ``summarize`` reads, one row per query."""
+    from goldmine.ingest.ubi import _OBJECT_ID
+    from pyspark.sql import functions as F
+
+    ev = events.where(F.col("v").isNotNull()).select(
+        _text(_at(F.col("v"), "$.query_id")).alias("query_id"),
+        F.lower(_text(_at(F.col("v"), "$.action_name"))).alias("action"),
+        _timestamp(_text(_at(F.col("v"), "$.timestamp"))).alias("ts"),
+        _text(_at(F.col("v"), "$.session_id")).alias("session_id"),
+        _text(_at(F.col("v"), *[_quoted(p) for p in _OBJECT_ID])).alias("object_id"),
+    )
+    click = (
+        F.col("action").isin([a.lower() for a in click_actions]) & F.col("object_id").isNotNull()
+    )
+    clicks = (
+        ev.where(F.col("query_id").isNotNull())
+        .groupBy("query_id")
+        .agg(
+            F.count_distinct(F.when(click, F.col("object_id"))).alias("clicks"),
+            F.min_by("session_id", F.when(F.col("session_id").isNotNull(), F.col("ts"))).alias(
+                "click_session"
+            ),
+        )
+    )
+    v = F.col("v")
+    q = queries.select(
+        *RECORD,
+        _text(_at(v, "$.query_id")).alias("query_id"),
+        _text(_at(v, "$.user_query")).alias("gm_query"),
+        _kind(_at(v, "$.user_query")).alias("gm_k_query"),
+        _text(_at(v, "$.timestamp")).alias("gm_ts"),
+        _text(_at(v, "$.query_attributes.session_id")).alias("gm_session"),
+        _ids_length(
+            _at(v, "$.query_response_hit_ids"), _kind(_at(v, "$.query_response_hit_ids"))
+        ).alias("shown"),
+    ).withColumn("ts", _timestamp(F.col("gm_ts")))
+    reason = _reason(
+        (F.col("query_id").isNull(), F.lit("missing query_id")), *_query_checks("user_query")
+    )
+    joined = q.join(clicks, "query_id", "left")
+    return joined.select(
+        "file",
+        "pos",
+        "raw",
+        reason.alias("reason"),
+        F.lit("ubi").alias("source"),
+        F.col("query_id").alias("event_key"),
+        "ts",
+        F.coalesce("click_session", "gm_session").alias("session_id"),
+        F.trim("gm_query").alias("query"),
+        "shown",
+        F.coalesce("clicks", F.lit(0)).alias("clicks"),
+        F.lit(None).cast("string").alias("fb"),
+    )
+
+
+def ubi(
+    db: Path, queries: str, events: str, click_actions: list[str], options: Options
+) -> ImportResult:
+    """``ingest ubi --engine spark``: UBI queries and their click events, summarized as one
+    batch. A re-run reads the pair again only if either file changed."""
+
+    def events_of(spark: SparkSession, files: list[LogFile]) -> DataFrame:
+        by_path = {f.path: f for f in files}
+        q_files = [by_path[p] for p in _listed(spark, queries)]
+        e_files = [by_path[p] for p in _listed(spark, events)]
+        return ubi_events(_records(spark, q_files), _records(spark, e_files), click_actions)
+
+    recorded = {"events": events, "click_actions": click_actions}
+    return import_logs(db, [queries, events], "ubi", events_of, options, recorded, pair=True)
+
+
+def _listed(spark: SparkSession, path: str) -> list[str]:
+    return [f.path for f in list_files(spark, [path])]

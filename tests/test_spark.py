@@ -1,0 +1,403 @@
+"""The Spark engine against the DuckDB one: the same summary row for row, the same triage.
+
+Spark runs in local mode (local[2], no UI, two shuffle partitions), one session for the whole
+test run. Without pyspark or Java these tests skip, saying why; under ``CI=true`` (``make test``
+installs the ``spark`` extra, and Java is on the machine) a missing one fails instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from goldmine.ingest import api
+from goldmine.triage import signals
+from goldmine.triage.events import build_query_days, mark_session_signals, normalize_events
+
+from goldmine.errors import InputError
+from goldmine.store import open_store, transaction
+from tests.test_ingest import write_jsonl
+from tests.test_ingest_sources import trec_session_track_jsonl
+
+COLUMNS = ", ".join(signals.SUMMARY_COLUMNS)
+TEST_CONF = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"}
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"Spark tests cannot run in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def spark_options():
+    """The options every Spark import here uses; starts the one session of the run."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        _unavailable("pyspark is not installed (pip install 'goldmine[spark]')")
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        _unavailable("no Java (apt-get install openjdk-17-jre-headless)")
+    from goldmine.ingest import spark
+
+    spark.session("local[2]", TEST_CONF)
+    return spark.Options(master="local[2]", conf=TEST_CONF)
+
+
+def spark_import(db: Path, paths: list[Path], options, tmp_path: Path, **kwargs):
+    from dataclasses import replace
+
+    from goldmine.ingest import spark
+
+    out = tmp_path / f"summary-{len(list(tmp_path.glob('summary-*')))}"
+    with open_store(db):
+        pass
+    return spark.searchlog(
+        db, [str(p) for p in paths], kwargs, replace(options, summary_dir=str(out))
+    )
+
+
+def spark_summary(db: Path) -> list[tuple]:
+    with open_store(db) as con:
+        return con.execute(f"SELECT {COLUMNS} FROM search_summaries ORDER BY ALL").fetchall()
+
+
+def duckdb_summary(db: Path, paths: list[Path]) -> tuple[list[tuple], dict]:
+    """The DuckDB engine: every event stored, then rolled up by the rules triage runs."""
+    with open_store(db) as con:
+        result = api.searchlog(con, paths)
+        with transaction(con):
+            normalize_events(con)
+            mark_session_signals(con, signals.DEFAULT_WINDOW_S)
+            build_query_days(con)
+        rows = con.execute(f"SELECT {COLUMNS} FROM triage_query_days ORDER BY ALL").fetchall()
+    return rows, result.total
+
+
+def assert_same(spark_rows: list[tuple], duck_rows: list[tuple]) -> None:
+    assert len(spark_rows) == len(duck_rows)
+    for got, want in zip(spark_rows, duck_rows, strict=True):
+        assert got == want
+
+
+# --- the rules that are not one SQL text: each side checked against the other ---------------
+
+
+def test_the_rules_translate_to_spark_sql() -> None:
+    pytest.importorskip("sqlglot")
+    session = signals.to_spark(signals.session_sql("ev"))
+    assert "ARRAYS_OVERLAP(" in session and "JAROWINKLER_SIMILARITY(" in session
+    assert ":window" in session and "&&" not in session
+    assert "IS NOT DISTINCT FROM" in signals.to_spark(signals.query_day_sql("ev"))
+
+
+def test_normalization_and_similarity_agree(spark_options) -> None:
+    """ASCII text: the translated SQL against DuckDB's; other text: normalize_query in both;
+    Jaro-Winkler: rapidfuzz (Spark's UDF) against DuckDB's jaro_winkler_similarity."""
+    import duckdb
+    from goldmine.ingest import spark as gs
+
+    from goldmine.text import normalize_query
+
+    texts = [
+        "  Refund my ORDER!! ",
+        "tab\tand\x0bvertical\x1fsep",
+        "under_score & dash-es",
+        "Café crème",
+        "ＦＵＬＬ width ①",
+        "Straße İstanbul",
+        "e\u0301 combining",
+        "emoji 🙂 here",
+        "",
+    ]
+    pairs = [("refund order", "refund ordre"), ("abc", "xyz"), ("cafe", "café"), ("", "a")]
+    session = gs.session(spark_options.master, spark_options.conf)
+    con = duckdb.connect()
+    want = [
+        con.execute(f"SELECT coalesce({signals.norm_sql('$t')}, 'NONASCII')", {"t": t}).fetchall()
+        for t in texts
+    ]
+    frame = session.createDataFrame([(t,) for t in texts], "t string")
+    frame.createOrReplaceTempView("gm_texts")
+    norm = signals.norm_sql("t")
+    got = session.sql(
+        signals.to_spark(f"SELECT t, coalesce({norm}, 'NONASCII') AS n FROM gm_texts")
+    ).collect()
+    assert [r["n"] for r in got] == [w[0][0] for w in want]
+    for t, w in zip(texts, want, strict=True):
+        if w[0][0] != "NONASCII":
+            assert w[0][0] == normalize_query(t)
+    udf = session.sql("SELECT gm_normalize_query(t) AS n FROM gm_texts").collect()
+    assert [r["n"] for r in udf] == [normalize_query(t) for t in texts]
+    sims = session.createDataFrame(pairs, "a string, b string")
+    sims.createOrReplaceTempView("gm_pairs")
+    got_sim = [
+        r[0] for r in session.sql("SELECT jarowinkler_similarity(a, b) FROM gm_pairs").collect()
+    ]
+    want_sim = [
+        con.execute("SELECT jaro_winkler_similarity(?, ?)", [a, b]).fetchall()[0][0]
+        for a, b in pairs
+    ]
+    assert got_sim == pytest.approx(want_sim, abs=1e-12)
+
+
+ODD_TIMES = [
+    "2026-11-16T10:00:00",
+    "2026-11-16 10:00",
+    "2026-11-16",
+    "2026-11-16T10:00:00.123456",
+    "2026-11-16T10:00:00Z",
+    "2026-11-16T10:00:00+02:00",
+    "2026-11-16 23:30:00-05:00",
+    "1763287200",
+    "1763287200.25",
+    "1763287200123",
+    "Wed Oct 11 06:55:44 +0000 2017",
+    "yesterday",
+    "2026-02-30",
+    "2026-13-01T00:00:00",
+]
+
+
+def test_timestamps_agree_with_gm_ts(spark_options, db_path) -> None:
+    """Spark's reading of a time (ingest/spark.py) against gm_ts (ingest/batch.py)."""
+    from goldmine.ingest import batch
+    from goldmine.ingest import spark as gs
+    from pyspark.sql import functions as F
+
+    with open_store(db_path) as con:
+        batch.prepare(con)
+        want = [con.execute("SELECT gm_ts(?)", [t]).fetchall()[0][0] for t in ODD_TIMES]
+    session = gs.session(spark_options.master, spark_options.conf)
+    frame = session.createDataFrame([(i, t) for i, t in enumerate(ODD_TIMES)], "i int, s string")
+    got = frame.select("i", gs._timestamp(F.col("s")).alias("t")).orderBy("i").collect()
+    assert [r["t"] for r in got] == want
+
+
+# --- the same summary, row for row -----------------------------------------------------------
+
+
+def test_trec_session_track_same_summary(shared_dataset, spark_options, tmp_path) -> None:
+    xml = shared_dataset("datasets", "trec_session_track", "sessiontrack2012.xml")
+    log = tmp_path / "sessions.jsonl"
+    trec_session_track_jsonl(xml, log)
+    duck, total = duckdb_summary(tmp_path / "duck.duckdb", [log])
+    result = spark_import(tmp_path / "spark.duckdb", [log], spark_options, tmp_path)
+    assert (
+        result.total
+        == total
+        == {
+            "rows_in": 199,
+            "stored": 199,
+            "rejected": 0,
+            "already_present": 0,
+        }
+    )
+    got = spark_summary(tmp_path / "spark.duckdb")
+    assert_same(got, duck)
+    # the log's failure signals are there to compare: no clicks and reformulations
+    assert sum(r[-6] for r in got) > 0 and sum(r[-8] for r in got) > 0
+
+
+def edge_rows() -> list[dict | str]:
+    """The cases the DuckDB path handles: bad rows, odd times, aliases, lists given as text,
+    Unicode, repeated ids, rows without ids, sessions across midnight and past the window."""
+    rows: list[dict | str] = [
+        "{bad json",
+        "[1, 2]",
+        '"just a string"',
+        "",
+        {"event_id": "m1", "ts": "2026-11-16T10:00:00"},
+        {"event_id": "m2", "query": "   ", "ts": "2026-11-16T10:00:00"},
+        {"event_id": "m3", "query": None},
+        {"event_id": "t1", "query": 42},
+        {"event_id": "t2", "query": ["a"]},
+        {"event_id": "t3", "query": "bad time", "ts": "yesterday"},
+        {"event_id": "t4", "query": "bad results", "results": 7},
+        {"event_id": "t5", "query": "bad clicks", "clicks": {"a": 1}},
+        {"event_id": "t6", "query": "bad count", "num_results": "many"},
+        {"event_id": "t7", "query": "huge count", "num_results": 1e12},
+    ]
+    for i, ts in enumerate(ODD_TIMES):
+        if ts not in ("yesterday", "2026-02-30", "2026-13-01T00:00:00"):
+            rows.append({"event_id": f"ts{i}", "ts": ts, "query": f"time form {i}", "n_results": 3})
+    sessions = [
+        # a reformulation sharing a word, then a spelling fix, then one past the window
+        ("s1", "2026-11-16T09:00:00", "refund my order", ["d1", "d2"], [], None),
+        ("s1", "2026-11-16T09:00:40", "refund order status", ["d1"], ["d1"], None),
+        ("s1", "2026-11-16T09:01:10", "refnud order status", [], [], "thumbs_down"),
+        ("s1", "2026-11-16T09:20:00", "refund order status", "d1,d2|d3", [], "-1"),
+        ("s2", "2026-11-16T23:59:30", "Café crème", [{"id": "d5"}], [], None),
+        ("s2", "2026-11-17T00:00:20", "cafe creme recipe", [{"id": "d6"}], ["d6"], -2),
+        ("s2", "2026-11-17T00:01:00", "and what about tea", [], [], "positive"),
+        ("s3", "2026-11-17T08:00:00", "ＦＵＬＬ width ①", ["d7"], [], None),
+        ("s3", "2026-11-17T08:00:05", "full width 1", ["d7"], [], None),
+        ("s3", "2026-11-17T08:00:09", "Straße", ["d8"], [], "bad"),
+        ("s3", "2026-11-17T08:00:09", "STRASSE", ["d8"], [], None),
+        ("s4", None, "no time at all", ["d9"], [], None),
+        ("s4", None, "no time again", [], [], None),
+        (None, "2026-11-17T09:00:00", "e\u0301 combining 🙂", ["d1"], [], None),
+    ]
+    for i, (sid, ts, q, shown, clicks, fb) in enumerate(sessions):
+        row = {"event_id": f"e{i}", "sid": sid, "timestamp": ts, "q": q, "results": shown}
+        row.update({"clicked": clicks, "feedback": fb})
+        rows.append(row)
+    rows.append({"event_id": "e1", "sid": "s1", "timestamp": "2026-11-16T09:00:40", "q": "dup"})
+    rows.append(
+        {"session_id": "s5", "ts": "2026-11-18T10:00:00", "query": "no id", "num_results": "0"}
+    )
+    rows.append(
+        {"session_id": "s5", "ts": "2026-11-18T10:00:00", "query": "no id", "num_results": "0"}
+    )
+    rows.append(
+        {"session_id": "s5", "ts": "2026-11-18T10:00:30", "query": "no id here", "num_results": 2}
+    )
+    return rows
+
+
+def test_edge_cases_same_summary(spark_options, tmp_path) -> None:
+    log = write_jsonl(tmp_path / "edge.jsonl", edge_rows())
+    duck, total = duckdb_summary(tmp_path / "duck.duckdb", [log])
+    result = spark_import(tmp_path / "spark.duckdb", [log], spark_options, tmp_path)
+    assert result.total == total
+    assert total["rejected"] == 13 and total["already_present"] == 2
+    assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
+    # The same reasons, counted alike; a number a reason quotes is written as Spark read it
+    # ("1000000000000" where the line has "1000000000000.0"), so reasons compare by kind.
+    reasons = result.files[0].extra["reject_reasons"]
+    kinds = sorted((reason.split(": 1")[0], n) for reason, n in reasons.items())
+    with open_store(tmp_path / "duck.duckdb") as con:
+        want = con.execute(
+            "SELECT split_part(reason, ': 1', 1) AS kind, count(*) FROM rejects GROUP BY ALL "
+            "ORDER BY ALL"
+        ).fetchall()
+    assert kinds == want
+    with open_store(tmp_path / "spark.duckdb") as con:
+        examples = con.execute("SELECT reason, raw FROM rejects ORDER BY reason").fetchall()
+    assert len(examples) == len(reasons) and all(raw for _, raw in examples)
+
+
+def test_generated_log_same_summary(spark_options, tmp_path) -> None:
+    """The benchmark's generator (sessions, clicks, feedback, PII-like tails), 30k events."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    from bench_ingest import generate
+
+    log = generate(tmp_path, 30_000, ("jsonl",))["jsonl"]
+    duck, total = duckdb_summary(tmp_path / "duck.duckdb", [log])
+    result = spark_import(tmp_path / "spark.duckdb", [log], spark_options, tmp_path)
+    assert result.total == total
+    assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
+
+
+# --- the batch: accounting, re-runs, triage -----------------------------------------------------
+
+
+def test_a_rerun_imports_only_new_files(spark_options, tmp_path) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    write_jsonl(folder / "day1.jsonl", [{"event_id": "a", "query": "one", "ts": "2026-11-16"}])
+    write_jsonl(folder / "day2.jsonl", [{"event_id": "b", "query": "two", "ts": "2026-11-17"}])
+    db = tmp_path / "s.duckdb"
+    first = spark_import(db, [folder], spark_options, tmp_path)
+    assert first.total["stored"] == 2 and first.files[0].extra["files"] == 2
+    write_jsonl(folder / "day3.jsonl", [{"event_id": "c", "query": "three", "ts": "2026-11-18"}])
+    second = spark_import(db, [folder], spark_options, tmp_path)
+    assert second.total["stored"] == 1 and "2 of 3 files already imported" in second.files[0].note
+    again = spark_import(db, [folder], spark_options, tmp_path)
+    assert again.files[0].skipped and again.total["rows_in"] == 0
+    with open_store(db) as con:
+        days = con.execute(
+            "SELECT day::VARCHAR, batch_id FROM search_summaries ORDER BY 1"
+        ).fetchall()
+        files = json.loads(
+            con.execute("SELECT options FROM import_batches WHERE batch_id = 2").fetchall()[0][0]
+        )["files"]
+    assert days == [("2026-11-16", 1), ("2026-11-17", 1), ("2026-11-18", 2)]
+    assert [Path(f["path"]).name for f in files] == ["day3.jsonl"]
+
+
+def test_triage_after_spark_equals_triage_after_duckdb(shared_dataset, spark_options, tmp_path):
+    from goldmine.triage.pipeline import run_triage
+
+    xml = shared_dataset("datasets", "trec_session_track", "sessiontrack2012.xml")
+    log = tmp_path / "sessions.jsonl"
+    trec_session_track_jsonl(xml, log)
+    duck, sparked = tmp_path / "duck.duckdb", tmp_path / "spark.duckdb"
+    with open_store(duck) as con:
+        api.searchlog(con, [log])
+    spark_import(sparked, [log], spark_options, tmp_path)
+    queries = (
+        "SELECT norm_query, query, canonical_query, cluster_id, n_events, n_sessions, sources, "
+        "first_seen, last_seen, n_zero_results, n_no_click, n_reformulated, n_negative_feedback, "
+        "n_failed, failure_rate, n_follow_up, tags FROM triage_queries ORDER BY norm_query"
+    )
+    clusters = (
+        "SELECT cluster_id, label, volume, n_variants, n_failed, failure_rate, priority, tags, "
+        "signals, first_seen, last_seen FROM triage_clusters ORDER BY cluster_id"
+    )
+    got = {}
+    for db in (duck, sparked):
+        result = run_triage(db)
+        with open_store(db) as con:
+            got[db] = (
+                result.n_events,
+                con.execute(queries).fetchall(),
+                con.execute(clusters).fetchall(),
+            )
+    assert got[duck][0] == got[sparked][0] == 199
+    assert got[sparked][1] == got[duck][1]
+    assert got[sparked][2] == got[duck][2]
+    assert len(got[duck][2]) > 1
+
+
+def test_without_pyspark_or_java_one_line_says_what_to_install(monkeypatch, tmp_path) -> None:
+    from goldmine.ingest import spark
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
+    with pytest.raises(InputError, match=r"pip install 'goldmine\[spark\]'"):
+        spark.session()
+    monkeypatch.undo()
+    pytest.importorskip("pyspark")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(InputError, match="needs Java 17"):
+        spark.session()
+
+
+def test_cli_engine_options(cli, tmp_path) -> None:
+    log = write_jsonl(tmp_path / "l.jsonl", [{"query": "x"}])
+    db = str(tmp_path / "s.duckdb")
+    out = cli("ingest", "searchlog", str(log), "--master", "local[1]", "--db", db)
+    assert out.returncode == 2 and "need --engine spark" in out.stderr
+    out = cli("ingest", "searchlog", str(log), "--engine", "flink", "--db", db)
+    assert out.returncode == 2 and "duckdb or spark" in out.stderr
+    out = cli("ingest", "searchlog", str(log), "--engine", "spark", "--redact", "--db", db)
+    assert out.returncode == 2 and "--redact cannot be used with --engine spark" in out.stderr
+    env = {"JAVA_HOME": str(tmp_path / "nojava"), "PATH": str(Path(sys.executable).parent)}
+    out = cli("ingest", "searchlog", str(log), "--engine", "spark", "--db", db, env=env)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_model_free_commands_do_not_import_pyspark(tmp_path) -> None:
+    import subprocess
+
+    db = tmp_path / "s.duckdb"
+    log = write_jsonl(tmp_path / "l.jsonl", [{"query": "x"}])
+    code = f"""
+import sys
+from goldmine.cli import main
+for args in (["ingest", "searchlog", {str(log)!r}], ["status"]):
+    try:
+        main([*args, "--db", {str(db)!r}])
+    except SystemExit as exc:
+        assert not exc.code, exc.code
+print("HEAVY:" + ",".join(m for m in ("pyspark", "py4j", "sqlglot") if m in sys.modules))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "HEAVY:"
