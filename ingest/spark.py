@@ -117,8 +117,13 @@ def session(master: str | None = None, conf: dict[str, str] | None = None) -> Sp
     except Exception as exc:  # the JVM did not start: say so on one line
         raise InputError(f"Spark did not start: {str(exc).splitlines()[0]}") from exc
     spark.sparkContext.setLogLevel("ERROR")
-    for name, (function, kind) in signals.SPARK_UDFS.items():
-        spark.udf.register(name, function, kind)
+    from pyspark.sql import functions as F
+
+    for name, (function, kind, batches) in signals.SPARK_UDFS.items():
+        if batches:
+            spark.udf.register(name, F.arrow_udf(function, kind))
+        else:
+            spark.udf.register(name, function, kind)
     return spark
 
 

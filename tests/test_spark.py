@@ -293,6 +293,102 @@ def test_generated_log_same_summary(spark_options, tmp_path) -> None:
     assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
 
 
+def test_ubi_same_summary(spark_options, tmp_path) -> None:
+    """UBI queries joined to their click events (JSON lines), both engines."""
+    from dataclasses import replace
+
+    from goldmine.ingest import spark
+
+    queries = [
+        {
+            "query_id": "q1",
+            "user_query": "refund policy",
+            "timestamp": "2026-11-20T10:00:00Z",
+            "query_response_hit_ids": ["p14", "f3", "p1"],
+            "query_attributes": {"session_id": "s-attr"},
+        },
+        {
+            "query_id": "q2",
+            "user_query": "refund policey",
+            "timestamp": "2026-11-20T10:00:30Z",
+            "query_response_hit_ids": "p1,p2",
+            "query_attributes": {"session_id": "s1"},
+        },
+        {
+            "query_id": "q3",
+            "user_query": "vacation days",
+            "timestamp": "2026-11-20T10:01:00Z",
+            "query_response_hit_ids": [],
+            "query_attributes": {"session_id": "s2"},
+        },
+        {"query_id": "q4", "user_query": "", "timestamp": "2026-11-20T10:02:00Z"},
+        {"user_query": "no id"},
+        {"query_id": "q5", "user_query": "Café", "timestamp": "1763287200"},
+        "{broken",
+    ]
+    events = [
+        {
+            "action_name": "click",
+            "query_id": "q1",
+            "session_id": "s1",
+            "timestamp": "2026-11-20T10:00:09Z",
+            "event_attributes": {"object": {"object_id": "f3"}, "position": {"ordinal": 2}},
+        },
+        {
+            "action_name": "impression",
+            "query_id": "q1",
+            "timestamp": "2026-11-20T10:00:01Z",
+            "event_attributes": {"object": {"object_id": "p14"}},
+        },
+        {
+            "action_name": "click",
+            "query_id": "q1",
+            "timestamp": "2026-11-20T10:00:05Z",
+            "event_attributes.object.object_id": "p14",
+        },
+        {
+            "action_name": "click",
+            "query_id": "q1",
+            "timestamp": "2026-11-20T10:00:07Z",
+            "event_attributes.object.object_id": "p14",
+        },
+        {
+            "action_name": "add_to_cart",
+            "query_id": "q3",
+            "timestamp": "2026-11-20T10:01:30Z",
+            "event_attributes": {"object": {"object_id": "hr-2"}},
+        },
+        "not an event",
+    ]
+    q = write_jsonl(tmp_path / "ubi_queries.ndjson", queries)
+    e = write_jsonl(tmp_path / "ubi_events.ndjson", events)
+    duck = tmp_path / "duck.duckdb"
+    with open_store(duck) as con:
+        total = api.ubi(con, q, e).total
+        with transaction(con):
+            normalize_events(con)
+            mark_session_signals(con, signals.DEFAULT_WINDOW_S)
+            build_query_days(con)
+        want = con.execute(f"SELECT {COLUMNS} FROM triage_query_days ORDER BY ALL").fetchall()
+    db = tmp_path / "spark.duckdb"
+    with open_store(db):
+        pass
+    options = replace(spark_options, summary_dir=str(tmp_path / "summary"))
+    result = spark.ubi(db, str(q), str(e), ["click"], options)
+    assert (
+        result.total
+        == total
+        == {
+            "rows_in": 7,
+            "stored": 4,
+            "rejected": 3,
+            "already_present": 0,
+        }
+    )
+    assert_same(spark_summary(db), want)
+    assert spark.ubi(db, str(q), str(e), ["click"], options).files[0].skipped
+
+
 # --- the batch: accounting, re-runs, triage -----------------------------------------------------
 
 

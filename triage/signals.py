@@ -263,12 +263,24 @@ def to_spark(sql: str) -> str:
     return sqlglot.transpile(sql, read="duckdb", write=_spark_dialect())[0]
 
 
-def _jaro_winkler(a: str | None, b: str | None) -> float | None:
+def _jaro_winkler(a, b):
+    """Jaro-Winkler of each pair of two Arrow string arrays (NULL where either is), in one
+    vectorized rapidfuzz call: Spark hands the UDF whole batches, not rows."""
+    import numpy as np
+    import pyarrow as pa
+    from rapidfuzz import process
     from rapidfuzz.distance import JaroWinkler
 
-    if a is None or b is None:
-        return None
-    return JaroWinkler.normalized_similarity(a, b)
+    left, right = a.to_pylist(), b.to_pylist()
+    scores = process.cpdist(
+        [x or "" for x in left],
+        [y or "" for y in right],
+        scorer=JaroWinkler.normalized_similarity,
+        dtype=np.float64,
+        workers=1,
+    )
+    known = [x is not None and y is not None for x, y in zip(left, right, strict=True)]
+    return pa.array([float(s) if k else None for s, k in zip(scores, known, strict=True)])
 
 
 def _normalize(text: str | None) -> str | None:
@@ -277,8 +289,10 @@ def _normalize(text: str | None) -> str | None:
     return None if text is None else normalize_query(text)
 
 
-# Spark SQL function name (as the translated SQL calls it) -> (Python function, return type).
+# Spark SQL function name (as the translated SQL calls it) -> (Python function, return type,
+# whether it takes Arrow batches). Jaro-Winkler runs on every pair of consecutive queries in a
+# session, so it is vectorized; normalization only on the distinct non-ASCII texts.
 SPARK_UDFS = {
-    "jarowinkler_similarity": (_jaro_winkler, "double"),
-    "gm_normalize_query": (_normalize, "string"),
+    "jarowinkler_similarity": (_jaro_winkler, "double", True),
+    "gm_normalize_query": (_normalize, "string", False),
 }
