@@ -39,11 +39,13 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 INSTALL = "pip install 'goldmine[spark]'"
-# Spark in this process: local mode unless told, quiet, in UTC, no web UI.
-DEFAULTS = {
+# Times are read and days cut in UTC, as in DuckDB (batch.prepare), on any master.
+ALWAYS = {"spark.sql.session.timeZone": "UTC"}
+# Local mode on one machine: quiet, no web UI, few shuffle partitions. A cluster keeps its own
+# settings (spark-defaults.conf, --conf).
+LOCAL = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
-    "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "8",
     "spark.driver.memory": "2g",
 }
@@ -108,9 +110,11 @@ def session(master: str | None = None, conf: dict[str, str] | None = None) -> Sp
         # goldmine. On a cluster the executors' Python needs goldmine installed (README).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("goldmine")
+    settings = dict(ALWAYS)
     if master is not None:
         builder = builder.master(master)
-    for key, value in {**DEFAULTS, **(conf or {})}.items():
+        settings.update(LOCAL if master.startswith("local") else {})
+    for key, value in {**settings, **(conf or {})}.items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()
