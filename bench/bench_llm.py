@@ -24,9 +24,9 @@ import duckdb
 
 OUT = Path(__file__).resolve().parent / "out"
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from tests.fake_llm import Reply, serve  # noqa: E402
+from fake_llm import Reply, serve  # noqa: E402
 
 
 def build(db: Path, n_pairs: int) -> None:
@@ -98,7 +98,6 @@ def main() -> None:
         first, result = judge_cli(db, server.base_url, args.concurrency)
         second, again = judge_cli(db, server.base_url, args.concurrency)
         from goldmine.goldset.judge import judge
-
         from goldmine.llm import Settings
 
         s = Settings(server.base_url, "bench", concurrency=args.concurrency)

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
+
 from goldmine.eval.metrics import Metric
-from goldmine.eval.model import Gold, Run
 from goldmine.eval.readers import detect_run_format, read_bytes
 from goldmine.eval.scoring import EvalResult, _abstention
+from goldmine.gold import Gold, Run
 
 
 def _separator(path: Path, n_fields: int, *, extra_ok: bool) -> str | None:
@@ -260,7 +261,7 @@ def score_frame(
 
 def read_trec_qrels(path: Path) -> Gold | None:
     """A large TREC qrels file read column-wise, or None when it needs the Python reader."""
-    from goldmine.eval.model import GoldQuery
+    from goldmine.gold import GoldQuery
 
     sep = _separator(path, 4, extra_ok=False)
     if sep is None:

@@ -28,7 +28,8 @@ from goldmine.files import json_objects
 
 if TYPE_CHECKING:
     import duckdb
-    from goldmine.eval.model import Gold, Run
+
+    from goldmine.gold import Gold, Run
 
 FORMAT_VERSION = 1
 

@@ -23,9 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from goldmine.eval.model import Gold, Run
-
 from goldmine.errors import InputError
+from goldmine.gold import Gold, Run
 from goldmine.output import progress
 
 Results = list[tuple[str, float | None]]
@@ -278,8 +277,7 @@ def run_http(gold: Gold, options: HttpOptions, k: int) -> Run:
 
 def run_baseline(gold: Gold, kind: str, k: int, db: Path | None = None) -> Run:
     """The built-in BM25, dense or hybrid retriever over the store's current corpus."""
-    from goldmine.eval.baselines import build_retriever
-
+    from goldmine.retrieval import build_retriever
     from goldmine.store import open_store
 
     if kind not in ("bm25", "dense", "hybrid"):
@@ -310,10 +308,8 @@ def run_traces(
     """What production retrieved for each gold query: the latest stored trace retrieval (in
     ``[since, until)``) whose query normalizes to the gold query's text, as triage groups
     queries. Gold queries production did not ask are absent (see ``asked_in_traces``)."""
-    from goldmine.triage.events import norm_sql
-
     from goldmine.store import open_store
-    from goldmine.text import normalize_query
+    from goldmine.text import norm_sql, normalize_query
 
     wanted: dict[str, list[str]] = {}
     for q in gold.queries.values():
@@ -371,7 +367,7 @@ def asked_in_traces(gold: Gold, run: Run) -> tuple[Gold, str]:
 # ----------------------------------------------------------------------------- saving
 
 
-def save_run(run: Run, path: Path, tag: str = "goldmine") -> None:
+def write_run_file(run: Run, path: Path, tag: str = "goldmine") -> None:
     """Write a run as a TREC run file, or JSONL when the name ends in .jsonl/.json."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:

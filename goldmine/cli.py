@@ -125,5 +125,5 @@ def main(argv: list[str] | None = None) -> None:
     except GoldmineError as exc:
         if debug:
             traceback.print_exc()
-        print(f"error: {exc.message}", file=sys.stderr)
+        print(f"{exc.label}: {exc.message}", file=sys.stderr)
         sys.exit(exc.exit_code)

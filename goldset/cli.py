@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from goldmine.goldset import cli_clicks, cli_llm
 
+from goldmine.goldset import cli_clicks, cli_llm
 from goldmine.options import DbOption, JsonOption, db_flag
 
 ByOption = Annotated[
@@ -33,16 +33,9 @@ def _user(by: str | None) -> str:
 
 
 def _table(title: str, columns: list[str], rows: list[list]) -> None:
-    from rich.table import Table
+    from goldmine.output import console, table
 
-    from goldmine.output import console
-
-    table = Table(title=title, title_justify="left")
-    for col in columns:
-        table.add_column(col, overflow="fold")
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
-    console().print(table)
+    console().print(table(columns, rows, title=title))
 
 
 def starter(
@@ -53,7 +46,6 @@ def starter(
 ) -> None:
     """Propose a starter set covering head, tail, failures and awkward queries; says why."""
     from goldmine.goldset.starter import starter as propose
-
     from goldmine.output import info, print_json
 
     with _store(db) as con:
@@ -94,9 +86,8 @@ def add_query(
     db: DbOption = None,
 ) -> None:
     """Add specific queries, or clusters' representatives, as candidates."""
-    from goldmine.goldset.starter import add_queries
-
     from goldmine.errors import InputError
+    from goldmine.goldset.starter import add_queries
 
     if not queries and not cluster:
         raise InputError("give a query, a query id, or --cluster ID")
@@ -126,9 +117,8 @@ def draft(
     as_json: JsonOption = False,
 ) -> None:
     """Propose the top-k chunks for every candidate without a label (never gold by itself)."""
-    from goldmine.goldset.draft import draft as run_draft
-
     from goldmine.errors import InputError
+    from goldmine.goldset.draft import draft as run_draft
     from goldmine.output import info, print_json
 
     if from_ == "clicks":
@@ -211,7 +201,6 @@ def assign(
     """Deal the items waiting for review out to raters; a share of them to two, blind."""
     from goldmine.goldset.raters import assign as do_assign
     from goldmine.goldset.raters import parse_raters
-
     from goldmine.output import print_json
     from goldmine.store import transaction
 
@@ -241,7 +230,6 @@ def agreement(
 ) -> None:
     """How far raters agree on the double-labelled items: kappa per pair, Krippendorff's alpha."""
     from goldmine.goldset.raters import agreement as measure
-
     from goldmine.output import print_json
 
     if judge is not None:
@@ -334,7 +322,6 @@ def label(
     """
     from goldmine.goldset.items import decision_counts
     from goldmine.goldset.items import label as do_label
-
     from goldmine.output import warn
     from goldmine.store import transaction
 
@@ -369,7 +356,6 @@ def list_(
 ) -> None:
     """The items, with status, grades and where they came from."""
     from goldmine.goldset.items import list_items, progress_counts
-
     from goldmine.output import info, print_json
 
     with _store(db, create=False) as con:
@@ -406,7 +392,6 @@ def show(
 ) -> None:
     """One item: status, grades, drafts, provenance and its full history."""
     from goldmine.goldset.items import show_item
-
     from goldmine.output import print_json
 
     with _store(db, create=False) as con:
@@ -485,7 +470,6 @@ def publish(
     --allow-partial or --skip-partial says what to do with them.
     """
     from goldmine.goldset.versions import publish as do_publish
-
     from goldmine.output import print_json
 
     with _store(db) as con:
@@ -511,7 +495,6 @@ def publish(
 def versions(db: DbOption = None, as_json: JsonOption = False) -> None:
     """The published versions."""
     from goldmine.goldset.versions import list_versions
-
     from goldmine.output import print_json
 
     with _store(db, create=False) as con:
@@ -540,7 +523,6 @@ def versions(db: DbOption = None, as_json: JsonOption = False) -> None:
 def verify(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Recompute every published version's content hash; fails (exit 1) if one changed."""
     from goldmine.goldset.versions import assert_verified, verify_versions
-
     from goldmine.output import print_json
 
     with _store(db, create=False) as con:
@@ -569,7 +551,6 @@ def diff(
 ) -> None:
     """Queries added, removed and relabelled between two versions."""
     from goldmine.goldset.versions import diff_versions
-
     from goldmine.output import print_json
 
     with _store(db, create=False) as con:
@@ -602,7 +583,6 @@ def export(
     """Write a version as a deterministic, sorted file (gold/v0003.jsonl), TREC or BEIR."""
     from goldmine.goldset.exchange import export_version
     from goldmine.goldset.versions import resolve_version, version_header
-
     from goldmine.output import print_json
 
     with _store(db, create=False) as con:
@@ -653,7 +633,6 @@ def import_(
 ) -> None:
     """Restore an exported version, or add TREC/BEIR/gold-JSONL judgments as verified items."""
     from goldmine.goldset.exchange import import_path, parse_grade_map
-
     from goldmine.output import print_json, warn
 
     with _store(db) as con:
@@ -686,7 +665,6 @@ def import_(
 def drift(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Labels whose chunk is gone from the current corpus or whose text changed."""
     from goldmine.goldset.drift import drift as find_drift
-
     from goldmine.output import info, print_json
 
     with _store(db, create=False) as con:
@@ -706,7 +684,6 @@ def drift(db: DbOption = None, as_json: JsonOption = False) -> None:
 def remap(by: ByOption = None, db: DbOption = None) -> None:
     """Propose, as drafts to confirm, the new chunks holding each drifted label's passage."""
     from goldmine.goldset.drift import remap as do_remap
-
     from goldmine.output import warn
 
     with _store(db) as con:

@@ -48,7 +48,6 @@ def draft_clicks(
     as_json: bool,
 ) -> None:
     from goldmine.goldset.clickdraft import draft_from_clicks
-
     from goldmine.output import info, print_json
 
     result = draft_from_clicks(
@@ -79,7 +78,6 @@ def draft_clicks(
 
 def _agreement(result: Any) -> None:
     from goldmine.goldset.cli import _table
-
     from goldmine.output import info
 
     n = next(iter(result.agreement.values()))["n_pairs"]

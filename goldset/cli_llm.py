@@ -89,7 +89,6 @@ def synth(
     from goldmine.goldset.items import default_user
     from goldmine.goldset.synth import check_all_failed
     from goldmine.goldset.synth import synth as run_synth
-
     from goldmine.output import info, print_json
 
     s = model_settings(base_url, model, concurrency)
@@ -126,7 +125,6 @@ def judge_settings(
 def judge_draft(db: Path | None, s, as_json: bool, drafted: dict | None = None) -> None:
     """``gold draft --judge llm``: the model grades every candidate, beside people's labels."""
     from goldmine.goldset.judge import judge as run_judge
-
     from goldmine.output import info, print_json
 
     result = run_judge(db, s)
@@ -151,17 +149,20 @@ def agreement_llm(
     db: Path | None, judge: str, runs: list[Path], metric: str, as_json: bool
 ) -> None:
     """``gold agreement --judge llm``: the model's grades against each person's."""
-    from goldmine.goldset.judge import model_agreement
-
     from goldmine.errors import InputError
+    from goldmine.goldset.judge import model_agreement
     from goldmine.output import print_json
     from goldmine.store import open_store
 
     if judge != "llm":
         raise InputError(f"--judge takes llm, not {judge!r}")
 
+    from goldmine.eval.metrics import parse_metric
+    from goldmine.eval.readers import read_run
+
+    read = [read_run(path) for path in runs]
     with open_store(db, create=False) as con:
-        result = model_agreement(con, runs=runs, metric=metric)
+        result = model_agreement(con, runs=read, metric=parse_metric(metric))
     if as_json:
         print_json(result)
         return

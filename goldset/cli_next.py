@@ -45,11 +45,18 @@ def next_(
         return
     if len(runs) != 2:
         raise InputError(f"--for-compare takes two run files, got {len(runs)}")
+    from goldmine.eval.readers import read_run
     from goldmine.goldset.items import default_user
     from goldmine.goldset.next import plan_for_compare
 
+    for path in runs:
+        if not path.is_file():
+            raise InputError(
+                f"{path}: gold next reads run files (a stored run keeps only its scores; "
+                "`eval run --save-run FILE` writes what a retriever returned)"
+            )
     plan = plan_for_compare(
-        db_flag(db), runs[0], runs[1], k=k, budget=budget, queue=not dry_run,
+        db_flag(db), read_run(runs[0]), read_run(runs[1]), k=k, budget=budget, queue=not dry_run,
         by=default_user(by),
     )  # fmt: skip
     if as_json:
@@ -92,7 +99,6 @@ def _print_plan(plan) -> None:
 
 def _clusters(db, top: int, as_json: bool) -> None:
     from goldmine.goldset.next import CLUSTER_METHOD, cluster_information
-
     from goldmine.output import print_json
     from goldmine.store import open_store
 

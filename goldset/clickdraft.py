@@ -97,8 +97,8 @@ def read_sessions(con: duckdb.DuckDBPyConnection, depth: int = 10):
     number of events, or (None, 0) when there are none."""
     import duckdb  # noqa: F401  (the connection's Python helpers, as goldset.draft says)
     import polars as pl
-    from goldmine.goldset.clicks import Sessions
 
+    from goldmine.goldset.clicks import Sessions
     from goldmine.store import registered
 
     mapping = _gold_queries(con)
@@ -250,7 +250,6 @@ def draft_from_clicks(
     """Fit ``model`` on the gold queries' sessions and write its grades as drafts (module doc)."""
     from goldmine.goldset.clicks import MODELS, fit, grades
     from goldmine.goldset.items import current_snapshot
-
     from goldmine.store import open_store
 
     if model not in MODELS:
@@ -326,7 +325,6 @@ def _proposals(data, fitted, proposed, shown, clicks, keep: np.ndarray):
 def _write(con: duckdb.DuckDBPyConnection, rows, result: ClickDraft, who: str) -> None:
     """The proposals on the items still open, as drafts; one history row per item changed."""
     from goldmine.goldset import items as gi
-
     from goldmine.store import registered
 
     at = gi.now()

@@ -1,7 +1,7 @@
 """Drafting: a built-in retriever proposes candidate chunks for the items nobody has labelled.
 
 A draft is never gold: it lands as ``kind = 'draft'`` rows with the retriever's rank and score, and
-the item's status says ``drafted`` and by what. The retriever (``goldmine.eval.baselines``) runs
+the item's status says ``drafted`` and by what. The retriever (``goldmine.retrieval``) runs
 over the current corpus snapshot: BM25 via bm25s, dense via the bundled MiniLM, or both fused.
 
 The store is open only to read the items and chunks and, at the end, to write the drafts in one
@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.goldset.items import current_snapshot, now
-
 from goldmine.errors import InputError, NotFoundError
+from goldmine.goldset.items import current_snapshot, now
 from goldmine.store import open_store, registered, transaction
 
 if TYPE_CHECKING:
@@ -63,10 +62,9 @@ def _inputs(con: duckdb.DuckDBPyConnection) -> tuple[int, Any, Any]:
 
 def _retriever(db: Path | None, kind: str, chunks) -> Any:
     """The retriever over the chunks, built with the store closed (its vectors cached)."""
-    from goldmine.eval.baselines import BM25Retriever, DenseRetriever, HybridRetriever, documents
-
     from goldmine.embed import embed_closed
     from goldmine.output import step
+    from goldmine.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, documents
 
     if chunks.height == 0:
         raise NotFoundError("the current corpus snapshot has no chunks")

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goldmine.errors import InputError
+from goldmine.gold import Run
 from goldmine.goldset import items as gi
 from goldmine.goldset.modelcalls import (
     cache_key,
@@ -31,8 +33,6 @@ from goldmine.goldset.modelcalls import (
     insert_rows,
     record_calls,
 )
-
-from goldmine.errors import InputError
 from goldmine.store import open_store, transaction
 
 if TYPE_CHECKING:
@@ -226,8 +226,10 @@ def _suggestion_use(con: duckdb.DuckDBPyConnection) -> dict:
 
 
 def model_agreement(
-    con: duckdb.DuckDBPyConnection, *, runs: list[Path] | None = None, metric: str = "ndcg@10"
+    con: duckdb.DuckDBPyConnection, *, runs: list[Run] | None = None, metric: Any = None
 ) -> dict[str, Any]:
+    """The model against each person; with ``runs`` (read) and ``metric`` (eval's parsed metric,
+    given by the caller so the gold set needs no eval code), how each ranks the systems."""
     models = model_grades(con)
     people = person_grades(con)
     out: list[dict] = []
@@ -246,16 +248,13 @@ def model_agreement(
     return result
 
 
-def rank_systems(con, runs: list[Path], metric: str, models: dict) -> dict:
-    """Each run's metric on the people's labels and on the model's, over the verified items the
-    model graded; Kendall's tau between the two orderings of the runs."""
-    from goldmine.eval.metrics import parse_metric
-    from goldmine.eval.readers import read_run
+def rank_systems(con, runs: list[Run], m: Any, models: dict) -> dict:
+    """Each run's metric ``m`` on the people's labels and on the model's, over the verified items
+    the model graded; Kendall's tau between the two orderings of the runs."""
     from scipy.stats import kendalltau
 
     if len(runs) < 2:
         raise InputError("give two or more --run files to see whether the model ranks them alike")
-    m = parse_metric(metric)
     verified = {
         r[0]
         for r in con.execute(
@@ -275,12 +274,12 @@ def rank_systems(con, runs: list[Path], metric: str, models: dict) -> dict:
                 machine.setdefault(q, {})[c] = g
     queries = sorted(q for q in machine if any(g > 0 for g in human[q].values()))
     rows = []
-    for path in runs:
-        run = read_run(path).results
-        p = [m(run.get(q, []), human[q], 1) for q in queries]
-        mm = [m(run.get(q, []), machine[q], 1) for q in queries]
+    for run in runs:
+        ranked = run.results
+        p = [m(ranked.get(q, []), human[q], 1) for q in queries]
+        mm = [m(ranked.get(q, []), machine[q], 1) for q in queries]
         n = len(queries) or 1
-        rows.append({"run": str(path), "people": sum(p) / n, "model": sum(mm) / n})
+        rows.append({"run": run.source, "people": sum(p) / n, "model": sum(mm) / n})
     tau = None
     if queries and len(rows) >= 2:
         value = kendalltau([r["people"] for r in rows], [r["model"] for r in rows]).statistic

@@ -11,7 +11,6 @@ import json
 from typing import TYPE_CHECKING
 
 from goldmine.goldset.items import now, reserve
-
 from goldmine.text import sha256_text
 
 if TYPE_CHECKING:

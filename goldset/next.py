@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
+from goldmine.gold import Run
+from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -224,18 +226,8 @@ def query_texts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(con.execute("SELECT query_id, query FROM gold_items").fetchall())
 
 
-def read_ranked(path: Path, by_text: dict[str, str]) -> dict[str, list[str]]:
-    """A run file's ranked ids by gold query id (a run keyed by text is matched by its text)."""
-    from goldmine.eval.readers import read_run
-
-    from goldmine.text import normalize_query
-
-    if not Path(path).is_file():
-        raise InputError(
-            f"{path}: gold next reads run files (a stored run keeps only its scores; "
-            "`eval run --save-run FILE` writes what a retriever returned)"
-        )
-    run = read_run(path)
+def read_ranked(run: Run, by_text: dict[str, str]) -> dict[str, list[str]]:
+    """A run's ranked ids by gold query id (a run keyed by text is matched by its text)."""
     if run.keyed_by == "text":
         return {
             by_text[normalize_query(key)]: ids
@@ -254,8 +246,8 @@ def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: s
     Call inside a transaction. Returns ``{"pairs": n, "items": m}``.
     """
     import polars as pl
-    from goldmine.goldset import items as gi
 
+    from goldmine.goldset import items as gi
     from goldmine.store import registered
 
     if not plan.pairs:
@@ -298,15 +290,16 @@ def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: s
 
 def plan_for_compare(
     db: Path | None,
-    a: Path,
-    b: Path,
+    a: Run,
+    b: Run,
     *,
     k: int = 10,
     budget: int = 20,
     queue: bool = True,
     by: str,
 ) -> Plan:
-    """``gold next --for-compare A B``: read, propose, and (``queue``) write in one transaction."""
+    """``gold next --for-compare A B``: propose, and (``queue``) write in one transaction. The
+    runs come read (``goldmine.eval.readers.read_run``), so the gold set needs no eval code."""
     from goldmine.store import open_store, transaction
 
     with open_store(db, create=False) as con:
@@ -321,7 +314,7 @@ def plan_for_compare(
             budget=budget,
             texts=query_texts(con),
         )
-        plan.label_a, plan.label_b = str(a), str(b)
+        plan.label_a, plan.label_b = a.source, b.source
         if plan.settled:
             plan.notes.append(
                 f"the sign of the mean DCG@{k} difference is settled whatever the "
@@ -329,7 +322,8 @@ def plan_for_compare(
             )
         if queue and plan.pairs:
             with transaction(con):
-                plan.queued = queue_pairs(con, plan, by=by, label=f"{a.name} vs {b.name}")
+                label = f"{Path(a.source).name} vs {Path(b.source).name}"
+                plan.queued = queue_pairs(con, plan, by=by, label=label)
     return plan
 
 
@@ -342,7 +336,7 @@ def cluster_information(con: duckdb.DuckDBPyConnection, top: int = 20) -> list[d
 
     if top < 1:
         raise InputError(f"--top must be at least 1, not {top}")
-    from goldmine.triage.report import COVERAGE_COLUMNS, coverage_cte
+    from goldmine.gold import COVERAGE_COLUMNS, coverage_cte
 
     # Covered as triage show says it: a verified or published item (one definition).
     rows = con.execute(

@@ -34,7 +34,6 @@ from pathlib import Path
 
 from goldmine.goldset import items as gi
 from goldmine.goldset import raters
-
 from goldmine.store import open_store, transaction
 from goldmine.text import normalize_query
 

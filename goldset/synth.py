@@ -27,10 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goldmine.errors import GoldmineError, InputError, NotFoundError
 from goldmine.goldset import items as gi
 from goldmine.goldset.modelcalls import cache_key, cached, failure_lines, record_calls
-
-from goldmine.errors import GoldmineError, InputError, NotFoundError
 from goldmine.store import open_store, transaction
 from goldmine.text import normalize_query
 
@@ -140,7 +139,7 @@ def sample_chunks(
 
 def cluster_chunks(con: duckdb.DuckDBPyConnection, cluster: int, per_query: int = 3) -> list[str]:
     """The chunks a triage cluster's queries retrieve with BM25, best first."""
-    from goldmine.eval.baselines import BM25Retriever
+    from goldmine.retrieval import BM25Retriever
 
     queries = [
         r[0]

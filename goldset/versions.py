@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from goldmine.goldset.items import current_snapshot, fetch_dicts, now
-
 from goldmine.errors import InputError, NotFoundError, StoreError
+from goldmine.goldset.items import current_snapshot, fetch_dicts, now
 from goldmine.store import transaction
 from goldmine.text import sha256_text
 
 if TYPE_CHECKING:
     import duckdb
-    from goldmine.eval.model import Gold
+
+    from goldmine.gold import Gold
 
 FORMAT = "goldmine-gold"
 FORMAT_VERSION = 1
@@ -354,7 +354,7 @@ def judged_of(item: dict) -> dict[str, int]:
 
 def load_gold(con: duckdb.DuckDBPyConnection, spec: str) -> Gold:
     """A published version as the eval's ``Gold`` ("v3", "3" or "latest")."""
-    from goldmine.eval.model import Gold, GoldQuery
+    from goldmine.gold import Gold, GoldQuery
 
     version = resolve_version(con, spec)
     header = version_header(con, version)

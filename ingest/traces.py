@@ -34,6 +34,8 @@ import re
 from typing import Any
 
 import duckdb
+
+from goldmine.errors import InputError
 from goldmine.ingest.batch import Target, store_new_rows
 from goldmine.ingest.chat import _DOWN, _UP, DONT_KNOW
 from goldmine.ingest.files import (
@@ -45,8 +47,6 @@ from goldmine.ingest.files import (
     run_sql,
 )
 from goldmine.ingest.searchlog import COLUMNS
-
-from goldmine.errors import InputError
 
 FORMATS = ("openinference", "otel", "langfuse", "langsmith", "openai")
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("GOLDMINE_SHARED", ROOT.parent / "shared"))
+from helpers import ROOT, SHARED, run_cli
+
+# `python -m pytest` puts the checkout on sys.path, where the stage folders would import as
+# top-level `eval` or `ingest`; the tests see them as installed, as goldmine.<stage> only.
+sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != ROOT]
 
 
 @pytest.fixture(autouse=True)
@@ -45,20 +46,6 @@ def shared_dataset(shared_dir: Path):
         return path
 
     return get
-
-
-def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, input: str | None = None):
-    """Run ``python -m goldmine`` in a real subprocess; returns CompletedProcess (text)."""
-    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "goldmine", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        input=input,
-        timeout=600,
-    )
 
 
 @pytest.fixture

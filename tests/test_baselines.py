@@ -6,17 +6,18 @@ import datetime as dt
 
 import polars as pl
 import pytest
-from goldmine.eval.baselines import (
+
+from goldmine.errors import InputError, NotFoundError
+from goldmine.eval.metrics import average_precision, frac_recall, ndcg
+from goldmine.retrieval import (
     best_scores,
     build_retriever,
     build_retriever_from_chunks,
 )
-from goldmine.eval.metrics import average_precision, frac_recall, ndcg
-from realdata import Cranfield, cranfield_qrels, load_cranfield
-
-from goldmine.errors import InputError, NotFoundError
 from goldmine.store import open_store, transaction
 from goldmine.text import sha256_text
+
+from realdata import Cranfield, cranfield_qrels, load_cranfield
 
 CHUNKS = [
     ("pw-reset", "Resetting your password", "Open Settings, choose Security and click Reset."),

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from goldmine.goldset.clicks import (
     Sessions,
     cross_validate,
@@ -18,9 +19,9 @@ from goldmine.goldset.clicks import (
     kappa,
 )
 from goldmine.goldset.items import add_item, item_version, label, show_item
-
 from goldmine.store import open_store, transaction
-from tests.test_goldset_sample import build
+
+from helpers import build
 
 X, Y = "kb-reset-1", "kb-reset-2"
 

@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 
 import pytest
+
+from goldmine.errors import InputError
 from goldmine.goldset.items import add_item, label
 from goldmine.goldset.next import (
     cluster_information,
@@ -15,10 +17,9 @@ from goldmine.goldset.next import (
     discount,
     queue_pairs,
 )
-
-from goldmine.errors import InputError
 from goldmine.store import open_store, transaction
-from tests.test_goldset_sample import build
+
+from helpers import build
 
 D2 = 1 / math.log2(3)  # 0.63093, the discount at rank 2; rank 1 is 1, rank 3 is 0.5
 
@@ -108,9 +109,10 @@ def _runs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_queue_writes_drafts_in_order_and_reopens_verified_items(store: Path, tmp_path) -> None:
+    from goldmine.eval.readers import read_run
     from goldmine.goldset.next import load_judged, read_ranked
 
-    a, b = _runs(tmp_path)
+    a, b = (read_run(path) for path in _runs(tmp_path))
     with open_store(store) as con:
         judged, texts = load_judged(con)
         plan = compare_pairs(read_ranked(a, texts), read_ranked(b, texts), judged, k=3, budget=3)

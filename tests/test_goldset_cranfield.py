@@ -24,7 +24,8 @@ import pytest
 
 from goldmine.store import open_store, transaction
 from goldmine.text import sha256_text
-from tests.realdata import cranfield_chunks, cranfield_queries
+
+from realdata import cranfield_chunks, cranfield_queries
 
 GOLDMINE_MAP = "1=2,2=2,3=1,4=1,-1=0"
 REFERENCE_MAP = "1=1,2=2,3=3,4=4,-1=0"

@@ -11,12 +11,13 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import test_goldset_draft
 from sklearn.metrics import cohen_kappa_score
 
 from goldmine.store import open_store, transaction
-from tests import test_goldset_draft
-from tests.fake_llm import Reply, default_responder, serve, user_data
-from tests.test_goldset_sample import CHUNKS, add_snapshot, build
+
+from fake_llm import Reply, default_responder, serve, user_data
+from helpers import CHUNKS, add_snapshot, build
 
 QUERIES = test_goldset_draft.QUERIES
 store = test_goldset_draft.store  # the fixture: the sample store with three candidates

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from goldmine.store import open_store
-from tests.fake_llm import Reply, default_responder, serve, user_data
-from tests.test_goldset_sample import CHUNKS, build
+
+from fake_llm import Reply, default_responder, serve, user_data
+from helpers import CHUNKS, build
 
 EXTRA = {
     "legal-1": ("Legal", "Copyright 2026 Example Inc. All rights reserved. Terms of service."),

@@ -14,7 +14,8 @@ import pytest
 
 from goldmine import llm
 from goldmine.errors import InputError
-from tests.fake_llm import Reply, serve
+
+from fake_llm import Reply, serve
 
 SCHEMA = {
     "type": "object",
@@ -210,6 +211,6 @@ def test_data_in_a_prompt_cannot_close_its_block_or_pose_as_instructions() -> No
     assert messages[0]["role"] == "system" and "Ignore previous" not in messages[0]["content"]
     user = messages[-1]["content"]
     assert user.count("</data>") == 1  # the passage's own "</data>" is escaped inside the JSON
-    from tests.fake_llm import user_data
+    from fake_llm import user_data
 
     assert user_data({"messages": messages})["passage"] == evil

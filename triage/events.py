@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from goldmine.store import registered
-from goldmine.text import normalize_query
+from goldmine.text import norm_sql, normalize_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -102,7 +102,6 @@ STOP_WORDS = (
 FOLLOW_UP_START = r"^(and|but|also|so|then|ok|okay|what about|how about|what if|and what|same)\b"
 FOLLOW_UP_REF = r"\b(it|its|that|this|those|these|they|them|there|he|she|him|her|one|ones)\b"
 
-_WS = r"\t\n\x0B\x0C\r\x1C-\x1F "  # what Python's str.isspace() calls whitespace in ASCII
 
 
 def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
@@ -114,15 +113,6 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
     import duckdb  # noqa: F401
 
     return con.sql(sql, params=params).pl()
-
-
-def norm_sql(column: str) -> str:
-    """SQL for normalize_query(column) on ASCII text; NULL for non-ASCII (finished in Python)."""
-    return (
-        f"CASE WHEN regexp_matches({column}, '^[\\x00-\\x7F]*$') THEN "
-        f"trim(regexp_replace(regexp_replace(lower({column}), '[^a-z0-9{_WS}]', ' ', 'g'), "
-        f"'[{_WS}]+', ' ', 'g')) END"
-    )
 
 
 def fill_non_ascii(con: duckdb.DuckDBPyConnection, table: str, raw: str, norm: str) -> int:

@@ -78,9 +78,8 @@ def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
 
 
 def _window(window_s: int | None) -> int:
-    from goldmine.triage import events
-
     from goldmine.config import settings
+    from goldmine.triage import events
 
     if window_s is None:  # goldmine.toml's value is a whole number >= 0, checked at load
         configured = settings().triage.reformulation_window
@@ -180,9 +179,8 @@ def run_triage(
 def _run_steps(
     path: Path, result: RunResult, since: datetime | None, model: str | None, window_s: int
 ) -> RunResult:
-    from goldmine.triage import cluster, dedupe, labels, report, tags
-
     from goldmine.embed import WRITE_WAIT_S, embed_closed
+    from goldmine.triage import cluster, dedupe, labels, report, tags
 
     steps = _Steps(result)
     with open_store(path) as con:
