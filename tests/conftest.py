@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SHARED, run_cli
+from goldmine.retrieval import build_retriever
+from goldmine.store import open_store
+
+from helpers import ROOT, SHARED, run_cli, store_corpus
+from realdata import load_cranfield
 
 # `python -m pytest` puts the checkout on sys.path, where the stage folders would import as
 # top-level `eval` or `ingest`; the tests see them as installed, as goldmine.<stage> only.
@@ -51,3 +55,19 @@ def shared_dataset(shared_dir: Path):
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def cranfield_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store holding Cranfield's 1,400 abstracts with their MiniLM vectors cached, embedded once
+    per session: a test copies the file instead of embedding the corpus again."""
+    folder = SHARED / "datasets" / "cranfield"
+    if not folder.is_dir():
+        pytest.skip(f"{folder} is absent: real-data test skipped")
+
+
+    path = tmp_path_factory.mktemp("cranfield") / "cranfield.duckdb"
+    with open_store(path) as con:
+        store_corpus(con, load_cranfield(folder).chunks)
+        build_retriever(con, "dense", show_progress=False)
+    return path

@@ -6,6 +6,7 @@ folders are reachable only as ``goldmine.<stage>``).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import pty
@@ -17,6 +18,7 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from goldmine.goldset.items import query_id_for
@@ -394,4 +396,32 @@ def add_snapshot(con, chunks: dict[str, tuple[str, str]]) -> int:
             "INSERT INTO chunks VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
             [snapshot_id, chunk_id, chunk_id.rsplit("-", 1)[0], title, text, sha256_text(text)],
         )
+    return snapshot_id
+
+
+# --- a corpus snapshot ---------------------------------------------------------------------------
+
+
+def store_corpus(con, chunks, *, label: str = "test") -> int:
+    """Insert a corpus snapshot directly (independent of `goldmine ingest corpus`)."""
+    snapshot_id = (
+        con.execute("SELECT coalesce(max(snapshot_id), 0) + 1 FROM corpus_snapshots").fetchall()
+    )[0][0]
+    frame = pl.DataFrame(
+        [(cid, title, text, sha256_text(text)) for cid, title, text in chunks],
+        schema=["chunk_id", "title", "text", "text_hash"],
+        orient="row",
+    )
+    with transaction(con):
+        con.execute(
+            "INSERT INTO corpus_snapshots VALUES (?, 0, ?, ?, ?, ?)",
+            [snapshot_id, dt.datetime.now(), f"hash-{snapshot_id}", len(chunks), label],
+        )
+        con.register("new_chunks", frame)
+        con.execute(
+            "INSERT INTO chunks (snapshot_id, chunk_id, title, text, text_hash) "
+            "SELECT ?, chunk_id, title, text, text_hash FROM new_chunks",
+            [snapshot_id],
+        )
+        con.unregister("new_chunks")
     return snapshot_id
