@@ -134,7 +134,7 @@ def show_cmd(
     """The ranked clusters: label, volume, variants, failure rate and signals, tags, coverage."""
     from goldmine.output import console, fit_table, info, print_json
     from goldmine.store import open_store
-    from goldmine.triage.report import ShowFilter, no_match, ranked_clusters
+    from goldmine.triage.queries import ShowFilter, no_match, ranked_clusters
 
     wanted = ShowFilter(top, uncovered, new, tag, source)
     with open_store(db_flag(db), create=False) as con:
@@ -158,7 +158,7 @@ def export_cmd(
     """One row per distinct query: text, normalized, cluster, canonical, counts, signals, tags."""
     from goldmine.output import info, print_json
     from goldmine.store import open_store
-    from goldmine.triage.report import export_queries
+    from goldmine.triage.queries import export_queries
 
     with open_store(db_flag(db), create=False) as con:
         n = export_queries(con, file)
@@ -177,7 +177,7 @@ def cluster_cmd(
     """Every query in one cluster: counts, signals, sessions, raw examples, previous turns."""
     from goldmine.output import console, print_json, table
     from goldmine.store import open_store
-    from goldmine.triage.report import cluster_detail
+    from goldmine.triage.queries import cluster_detail
 
     with open_store(db_flag(db), create=False) as con:
         detail = cluster_detail(con, cluster_id)

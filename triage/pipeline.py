@@ -180,7 +180,8 @@ def _run_steps(
     path: Path, result: RunResult, since: datetime | None, model: str | None, window_s: int
 ) -> RunResult:
     from goldmine.embed import WRITE_WAIT_S, embed_closed
-    from goldmine.triage import cluster, dedupe, labels, report, tags
+    from goldmine.triage import cluster, dedupe, labels, tags
+    from goldmine.triage import queries as ranking
 
     steps = _Steps(result)
     with open_store(path) as con:
@@ -211,7 +212,7 @@ def _run_steps(
         with transaction(con):
             result.cluster = cluster.write_clusters(con, plan, result.run_id)
         result.tags = steps.run("tags", tags.tag_queries, con=con)
-        result.n_clusters = steps.run("rank", report.summarize_clusters, result.run_id, con=con)
+        result.n_clusters = steps.run("rank", ranking.summarize_clusters, result.run_id, con=con)
         steps.run("labels", labels.label_clusters, con=con)
         _finish(con, result, window_s)
     return result
