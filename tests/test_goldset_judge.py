@@ -58,10 +58,15 @@ def test_judge_grades_candidates_beside_labels_cached_until_a_text_changes(cli, 
         statuses = _rows(store, "SELECT DISTINCT status FROM gold_items")
         assert statuses == [("drafted",)]
 
-        # again: nothing asked
+        # again: nothing asked, nothing written (no history row, no version move)
+        written = "SELECT count(*), max(seq) FROM gold_history"
+        history = _rows(store, written)
+        grades = _rows(store, "SELECT * FROM gold_model_labels ORDER BY ALL")
         again = _judge(cli, store, server)
         assert json.loads(again.stdout)["judge"]["current"] == 6
         assert len(server.requests) == 6
+        assert _rows(store, written) == history
+        assert _rows(store, "SELECT * FROM gold_model_labels ORDER BY ALL") == grades
 
         # a chunk's text changes (a new snapshot): only its pairs are asked again
         changed = dict(CHUNKS)

@@ -88,8 +88,10 @@ def test_synth_drafts_questions_with_full_provenance_never_verified(cli, store: 
 
 
 def test_synth_again_is_served_from_the_cache_and_adds_nothing_twice(cli, store: Path) -> None:
+    written = "SELECT count(*), max(seq) FROM gold_history"
     with serve() as server:
         first = _synth(cli, store, server, "--doc", "kb-reset", "--json")
+        history = _rows(store, written)
         second = _synth(cli, store, server, "--doc", "kb-reset", "--json")
         n_requests = len(server.requests)
     assert first.returncode == 0 and second.returncode == 0, second.stderr
@@ -99,6 +101,7 @@ def test_synth_again_is_served_from_the_cache_and_adds_nothing_twice(cli, store:
     assert again["questions"] == 0 and again["already"] == 4
     assert n_requests == 2
     assert _rows(store, "SELECT count(*) FROM gold_items") == [(4,)]
+    assert _rows(store, written) == history  # no history row: no item's version moved
 
 
 def test_style_and_cluster_pick_what_is_asked(cli, store: Path) -> None:
