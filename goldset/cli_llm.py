@@ -115,6 +115,12 @@ def synth(
         f"{result.already} already in the set, {result.failed} failed. "
         "They are drafts: `goldmine gold review` makes them gold."
     )
+    if result.real_added or result.real_drafted:
+        info(
+            f"real queries offered for review first (better evidence than the model's): "
+            f"{result.real_added} added as candidates, {result.real_drafted} given the chunk "
+            "their question was drafted from"
+        )
     if as_json:
         print_json(result.as_dict())
     check_all_failed(result)
