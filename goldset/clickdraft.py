@@ -300,8 +300,7 @@ def draft_from_clicks(
         cross_validated=cv,
     )
     rows = _proposals(data, fitted, proposed, shown, clicks, enough & (proposed >= min_grade))
-    from goldmine.embed import WRITE_WAIT_S
-    from goldmine.store import transaction
+    from goldmine.store import WRITE_WAIT_S, transaction
 
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         _write(con, rows, result, by or f"clicks:{model}")

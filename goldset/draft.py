@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from goldmine.goldset.items import current_snapshot, now
 
 from goldmine.errors import InputError, NotFoundError
-from goldmine.store import open_store, registered, transaction
+from goldmine.store import WRITE_WAIT_S, open_store, registered, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -122,8 +122,6 @@ def draft(db: Path | None, retriever: str = "bm25", k: int = 10, *, by: str) -> 
         schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "rank": pl.Int64, "score": pl.Float64},
         orient="row",
     )
-    from goldmine.embed import WRITE_WAIT_S
-
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         todo = items.select("query_id", "position")
         n_items, n_drafts = _write(con, todo, hits, retriever, k, snapshot_id)

@@ -33,7 +33,7 @@ from goldmine.goldset.modelcalls import (
 )
 
 from goldmine.errors import InputError
-from goldmine.store import open_store, transaction
+from goldmine.store import WRITE_WAIT_S, open_store, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -134,8 +134,6 @@ def judge(db: Path | None, s: Settings, *, limit: int | None = None) -> JudgeRes
     )
     if not todo:
         return result
-    from goldmine.embed import WRITE_WAIT_S
-
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         call_ids = record_calls(con, "judge", s, prompt, answers)
         found = {k: (call_ids[k], a.data) for k, a in ((a.key, a) for a in answers) if a.ok}

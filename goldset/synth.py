@@ -37,7 +37,7 @@ from goldmine.goldset import items as gi
 from goldmine.goldset.modelcalls import cache_key, cached, failure_lines, record_calls
 
 from goldmine.errors import GoldmineError, InputError, NotFoundError
-from goldmine.store import open_store, transaction
+from goldmine.store import WRITE_WAIT_S, open_store, transaction
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
@@ -339,8 +339,6 @@ def synth(
         fuzzy_threshold=fuzzy_threshold,
         similarity=similarity,
     )
-    from goldmine.embed import WRITE_WAIT_S
-
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         call_ids = record_calls(con, "synth", s, prompt, answers)
         call_ids |= {k: v[0] for k, v in known.items()}
