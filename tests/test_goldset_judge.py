@@ -79,6 +79,30 @@ def test_judge_grades_candidates_beside_labels_cached_until_a_text_changes(cli, 
         assert len(asked) == 1 and asked[0]["passage"].endswith("Or ask IT.")
 
 
+def test_a_changed_prompt_is_asked_again(cli, store, tmp_path, monkeypatch) -> None:
+    """The cache key holds the prompt's version (its name and a hash of the file): an edited
+    prompt asks every pair again, and its grades replace the old prompt's."""
+    from goldmine.goldset.judge import judge
+
+    from goldmine import llm
+
+    with serve() as server:
+        assert _judge(cli, store, server).returncode == 0
+        assert len(server.requests) == 6
+        s = llm.Settings(server.base_url, "judge-1")
+        assert judge(store, s).current == 6 and len(server.requests) == 6  # the same prompt
+        edited = tmp_path / "prompts"
+        edited.mkdir()
+        original = llm.load_prompt("judge").path.read_text(encoding="utf-8")
+        (edited / "judge.v1.txt").write_text(original + "\n", encoding="utf-8")
+        monkeypatch.setattr(llm, "_prompts_dir", lambda: edited)
+        again = judge(store, s)
+    assert (again.graded, again.current, len(server.requests)) == (6, 0, 12)
+    versions = _rows(store, "SELECT prompt_version, count(*) FROM gold_model_labels GROUP BY 1")
+    assert len(versions) == 1 and versions[0][1] == 6
+    assert versions[0][0] == llm.load_prompt("judge").version
+
+
 def test_limit_grades_the_first_candidates_in_review_order_and_the_next_run_goes_on(
     cli, store
 ) -> None:
