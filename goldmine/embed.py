@@ -36,6 +36,7 @@ import numpy as np
 
 from goldmine.config import load_config
 from goldmine.errors import InputError
+from goldmine.store import WRITE_WAIT_S  # noqa: F401  (its home before; triage imports it here)
 from goldmine.text import sha256_text
 
 if TYPE_CHECKING:
@@ -49,9 +50,6 @@ BACKEND_ENV = "GOLDMINE_EMBED_BACKEND"
 # reference their figures were measured with. Triage defaults to onnx-int8 (triage/pipeline.py).
 DEFAULT_BACKEND = "torch"
 DEFAULT_THREADS = 1
-# How long a writer that closed the store for long work waits to reopen it: readers hold it for
-# well under a second, and giving up would throw away the work just done.
-WRITE_WAIT_S = 60.0
 
 # Names that mean the bundled model; they share one cache key (DEFAULT_MODEL).
 _BUNDLED_NAMES = {DEFAULT_MODEL.lower(), "sentence-transformers/all-minilm-l6-v2"}

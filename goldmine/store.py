@@ -218,6 +218,12 @@ def _busy_error(path: Path, exc: Exception, waited: float) -> StoreBusyError:
     )
 
 
+# How long a writer that closed the store for long work waits to reopen it: readers hold it for
+# well under a second, and giving up would throw away the work just done. Here, not in
+# goldmine.embed, so a writer that embeds nothing (a model's grades) imports no numpy for it.
+WRITE_WAIT_S = 60.0
+
+
 def busy_wait() -> float:
     """Seconds a process retries a locked store: GOLDMINE_BUSY_WAIT, else BUSY_WAIT_S."""
     raw = os.environ.get(BUSY_WAIT_ENV, "").strip()

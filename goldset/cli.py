@@ -110,6 +110,7 @@ def draft(
     judge: Annotated[
         str | None, typer.Option("--judge", help="llm: a model grades every candidate too.")
     ] = None,
+    limit: cli_llm.LimitOption = None,
     base_url: cli_llm.BaseUrlOption = None,
     model: cli_llm.ModelOption = None,
     concurrency: cli_llm.ConcurrencyOption = None,
@@ -121,6 +122,8 @@ def draft(
     from goldmine.goldset.draft import draft as run_draft
     from goldmine.output import info, print_json
 
+    if limit is not None and judge is None:
+        raise InputError("--limit caps the model's grades: give it with --judge llm")
     if from_ == "clicks":
         if judge is not None:
             raise InputError("--judge grades a retriever's drafts: not with --from clicks")
@@ -135,7 +138,7 @@ def draft(
     # The work opens the store for short spans only, so other commands can read meanwhile.
     result = run_draft(db_flag(db), retriever, k, by=f"retriever:{retriever}")
     if settings is not None:
-        cli_llm.judge_draft(db_flag(db), settings, as_json, drafted=result.__dict__)
+        cli_llm.judge_draft(db_flag(db), settings, as_json, drafted=result.__dict__, limit=limit)
         return
     if as_json:
         print_json(result.__dict__)

@@ -70,6 +70,8 @@ def draft_clicks(
     ]
     if any(n for n, _ in left):
         info("left alone: " + ", ".join(f"{n} pairs {why}" for n, why in left if n))
+    if result.unchanged:
+        info(f"{result.unchanged} queries unchanged: their proposals are the drafts stored")
     if result.agreement:
         _agreement(result)
     else:

@@ -25,6 +25,16 @@ ModelOption = Annotated[str | None, typer.Option("--model", help="The model's na
 ConcurrencyOption = Annotated[
     int | None, typer.Option("--concurrency", help="Requests at a time (default 4).")
 ]
+LimitOption = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=1,
+        help="--judge llm: grade at most N candidates this run (review's order: items as queued, "
+        "each item's best-ranked candidates first), to try the model on a few; the next run "
+        "goes on from there.",
+    ),
+]
 ByOption = Annotated[
     str | None,
     typer.Option("--by", help="Who did it (default: $GOLDMINE_USER, then the login name)."),
@@ -104,6 +114,12 @@ def synth(
         f"{result.already} already in the set, {result.failed} failed. "
         "They are drafts: `goldmine gold review` makes them gold."
     )
+    if result.real_added or result.real_drafted:
+        info(
+            f"real queries offered for review first (better evidence than the model's): "
+            f"{result.real_added} added as candidates, {result.real_drafted} given the chunk "
+            "their question was drafted from"
+        )
     if as_json:
         print_json(result.as_dict())
     check_all_failed(result)
@@ -122,18 +138,22 @@ def judge_settings(
     return model_settings(base_url, model, concurrency)
 
 
-def judge_draft(db: Path | None, s, as_json: bool, drafted: dict | None = None) -> None:
+def judge_draft(
+    db: Path | None, s, as_json: bool, drafted: dict | None = None, limit: int | None = None
+) -> None:
     """``gold draft --judge llm``: the model grades every candidate, beside people's labels."""
     from goldmine.goldset.judge import judge as run_judge
     from goldmine.output import info, print_json
 
-    result = run_judge(db, s)
+    result = run_judge(db, s, limit=limit)
     print_usage("judge", result.usage, result.failures)
     info(
         f"graded {result.graded} candidates of {result.items} queries with {result.model} "
         f"({result.prompt_version}); {result.usage.cached} from the cache, {result.failed} "
         "failed. Review shows them as suggestions; never gold until a person grades."
     )
+    if result.left:
+        info(f"--limit {limit}: {result.left} candidates left to grade; run again to go on")
     if as_json:
         print_json({"draft": drafted, "judge": result.as_dict()})
     u = result.usage

@@ -88,7 +88,9 @@ def _print_plan(plan) -> None:
               f"{p.chunk_id}")  # fmt: skip
     for note in plan.notes:
         print(f"note: {note}")
-    if plan.queued:
+    if plan.queued and plan.queued["unchanged"]:
+        print("already queued for review as proposed: nothing written (goldmine gold review)")
+    elif plan.queued:
         print(
             f"queued {plan.queued['pairs']} pairs on {plan.queued['items']} items for review, "
             "in this order: goldmine gold review"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
 from goldmine.goldset.items import current_snapshot, now
-from goldmine.store import open_store, registered, transaction
+from goldmine.store import WRITE_WAIT_S, open_store, registered, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -42,7 +42,8 @@ _UNLABELLED = """status = 'candidate' AND NOT EXISTS (
 
 
 def _inputs(con: duckdb.DuckDBPyConnection) -> tuple[int, Any, Any]:
-    """The current snapshot, the items to draft (query_id, query, position), its chunks."""
+    """The current snapshot, the items to draft (query_id, query, position), its chunks; None
+    and None when no item waits for a draft."""
     # The store may be opened through the bare C module (goldmine.store.duckdb_engine); importing
     # duckdb adds the connection's Python helpers (``con.sql``, ``.pl()``).
     import duckdb  # noqa: F401
@@ -50,6 +51,9 @@ def _inputs(con: duckdb.DuckDBPyConnection) -> tuple[int, Any, Any]:
     snapshot_id, _ = current_snapshot(con)
     if snapshot_id is None:
         raise NotFoundError("no corpus in the store: ingest one first (`goldmine ingest corpus`)")
+    # Nothing to draft (a re-run, or `--judge llm` on drafted items): no dataframe to build.
+    if not con.execute(f"SELECT count(*) FROM gold_items i WHERE {_UNLABELLED}").fetchall()[0][0]:
+        return snapshot_id, None, None
     items = con.sql(
         f"SELECT query_id, query, position FROM gold_items i WHERE {_UNLABELLED} ORDER BY position"
     ).pl()
@@ -96,16 +100,16 @@ def _search(retriever: Any, queries: list[str], k: int, kind: str) -> list:
 
 def draft(db: Path | None, retriever: str = "bm25", k: int = 10, *, by: str) -> Drafted:
     """Top-k chunks for every candidate (no label yet), written as drafts in one transaction."""
-    import polars as pl
-
     if retriever not in RETRIEVERS:
         raise InputError(f"--retriever must be one of {', '.join(RETRIEVERS)}, not {retriever!r}")
     if k < 1:
         raise InputError("-k must be at least 1")
     with open_store(db) as con:
         snapshot_id, items, chunks = _inputs(con)
-    if items.height == 0:
+    if items is None:
         return Drafted(0, 0, retriever, snapshot_id)
+    import polars as pl
+
     ranked = _search(_retriever(db, retriever, chunks), items["query"].to_list(), k, retriever)
     hits = pl.DataFrame(
         [
@@ -116,8 +120,6 @@ def draft(db: Path | None, retriever: str = "bm25", k: int = 10, *, by: str) -> 
         schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "rank": pl.Int64, "score": pl.Float64},
         orient="row",
     )
-    from goldmine.embed import WRITE_WAIT_S
-
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         todo = items.select("query_id", "position")
         n_items, n_drafts = _write(con, todo, hits, retriever, k, snapshot_id)

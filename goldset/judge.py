@@ -33,7 +33,7 @@ from goldmine.goldset.modelcalls import (
     insert_rows,
     record_calls,
 )
-from goldmine.store import open_store, transaction
+from goldmine.store import WRITE_WAIT_S, open_store, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -52,6 +52,7 @@ class JudgeResult:
     pairs: int = 0  # candidates considered
     graded: int = 0  # model labels written this run
     current: int = 0  # model labels already current (nothing to do)
+    left: int = 0  # pairs to grade that --limit left for a later run
     failed: int = 0
     failures: list[str] = field(default_factory=list)
     usage: Any = None
@@ -63,19 +64,23 @@ class JudgeResult:
 
 
 # Every candidate of the items not rejected, with its chunk as it is now and whether the model's
-# label for it is current (same model, prompt version, query text and chunk text).
+# label for it is current (same model, prompt version, query text and chunk text). In review's
+# order: the items as the queue holds them, each item's candidates best first by the rank their
+# retriever (or click model) gave them, then by id; ``--limit`` takes the first of these.
 _PAIRS = """
-    SELECT DISTINCT l.query_id, i.query, l.chunk_id, c.title, c.text, c.text_hash,
-           sha256(i.query) AS query_hash,
+    SELECT l.query_id, any_value(i.query) AS query, l.chunk_id, any_value(c.title) AS title,
+           any_value(c.text) AS text, any_value(c.text_hash) AS text_hash,
+           sha256(any_value(i.query)) AS query_hash,
            EXISTS (SELECT 1 FROM gold_model_labels m
                    WHERE m.query_id = l.query_id AND m.chunk_id = l.chunk_id AND m.model = $model
-                     AND m.prompt_version = $version AND m.text_hash = c.text_hash
-                     AND m.query_hash = sha256(i.query)) AS current,
-           i.position
+                     AND m.prompt_version = $version AND m.text_hash = any_value(c.text_hash)
+                     AND m.query_hash = sha256(any_value(i.query))) AS current,
+           any_value(i.position) AS position, min(l.rank) AS rank
     FROM gold_labels l JOIN gold_items i USING (query_id)
     JOIN chunks c ON c.snapshot_id = $snapshot AND c.chunk_id = l.chunk_id
     WHERE i.status != 'rejected'
-    ORDER BY i.position, l.chunk_id
+    GROUP BY l.query_id, l.chunk_id
+    ORDER BY position, rank NULLS LAST, l.chunk_id
 """
 
 _LABEL_COLUMNS = {
@@ -85,10 +90,14 @@ _LABEL_COLUMNS = {
 }  # fmt: skip
 
 
-def judge(db: Path | None, s: Settings) -> JudgeResult:
-    """The model's grade for every candidate whose current grade it has not given yet."""
+def judge(db: Path | None, s: Settings, *, limit: int | None = None) -> JudgeResult:
+    """The model's grade for every candidate whose current grade it has not given yet; with
+    ``limit``, for the first ``limit`` of them in ``_PAIRS``'s order (a cached answer counts: it
+    is a grade written), the rest left for a later run."""
     from goldmine.llm import Ask, Usage, ask_all, load_prompt
 
+    if limit is not None and limit < 1:
+        raise InputError("--limit must be at least 1")
     prompt = load_prompt("judge")
     result = JudgeResult(s.endpoint, s.model, prompt.version)
     with open_store(db) as con:
@@ -97,11 +106,14 @@ def judge(db: Path | None, s: Settings) -> JudgeResult:
             con, _PAIRS, {"model": s.model, "version": prompt.version, "snapshot": snapshot_id}
         )
         todo = [p for p in pairs if not p["current"]]
+        if limit is not None:
+            result.left = max(len(todo) - limit, 0)
+            todo = todo[:limit]
         for p in todo:
             p["key"] = cache_key("judge", s.model, prompt.version, p["query_hash"], p["text_hash"])
         known = cached(con, sorted({p["key"] for p in todo}))
     result.items = len({p["query_id"] for p in pairs})
-    result.pairs, result.current = len(pairs), len(pairs) - len(todo)
+    result.pairs, result.current = len(pairs), len(pairs) - len(todo) - result.left
     asking: dict[str, dict] = {}
     for p in todo:
         if p["key"] not in known:
@@ -122,8 +134,6 @@ def judge(db: Path | None, s: Settings) -> JudgeResult:
     )
     if not todo:
         return result
-    from goldmine.embed import WRITE_WAIT_S
-
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         call_ids = record_calls(con, "judge", s, prompt, answers)
         found = {k: (call_ids[k], a.data) for k, a in ((a.key, a) for a in answers) if a.ok}

@@ -240,10 +240,26 @@ def read_ranked(run: Run, by_text: dict[str, str]) -> dict[str, list[str]]:
 # --- queueing -----------------------------------------------------------------------------------
 
 
+def _already_queued(con: duckdb.DuckDBPyConnection, n_pairs: int, order: list[str]) -> bool:
+    """Whether the plan is queued as it stands: every pair a ``next`` draft of the same rank and
+    weight, and its items the front of the queue in its order (a re-run on the same runs)."""
+    same = con.execute(
+        """SELECT count(*) FROM _gm_next n JOIN gold_labels l
+             ON l.query_id = n.query_id AND l.chunk_id = n.chunk_id AND l.kind = 'draft'
+           WHERE l.source = ? AND l.rank = n.rank AND abs(l.score - n.score) <= 1e-9""",
+        [SOURCE],
+    ).fetchall()[0][0]
+    front = con.execute(
+        "SELECT query_id FROM gold_items ORDER BY position LIMIT ?", [len(order)]
+    ).fetchall()
+    return same == n_pairs and [r[0] for r in front] == order
+
+
 def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: str) -> dict:
     """The proposed pairs as drafts, their items at the front of the review queue in that order.
 
-    Call inside a transaction. Returns ``{"pairs": n, "items": m}``.
+    Call inside a transaction. Returns ``{"pairs": n, "items": m, "unchanged": bool}``: a plan
+    already queued as it stands is not written again (no history row, no version moves).
     """
     import polars as pl
 
@@ -251,7 +267,7 @@ def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: s
     from goldmine.store import registered
 
     if not plan.pairs:
-        return {"pairs": 0, "items": 0}
+        return {"pairs": 0, "items": 0, "unchanged": True}
     snapshot_id, _ = gi.current_snapshot(con)
     at, who = gi.now(), f"next:{by}"
     pairs = pl.DataFrame(
@@ -260,7 +276,10 @@ def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: s
         orient="row",
     )
     order = list(dict.fromkeys(p.query_id for p in plan.pairs))
+    done = {"pairs": len(plan.pairs), "items": len(order)}
     with registered(con, _gm_next=pairs):
+        if _already_queued(con, len(plan.pairs), order):
+            return {**done, "unchanged": True}
         con.execute(
             """DELETE FROM gold_labels WHERE kind = 'draft'
                AND (query_id, chunk_id) IN (SELECT (query_id, chunk_id) FROM _gm_next)"""
@@ -285,7 +304,7 @@ def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: s
         )
         gi.record(con, qid, "next", by, {"chunks": chunks, "for_compare": label, "k": plan.k}, at)
         gi.settle(con, qid, by, at=at)
-    return {"pairs": len(plan.pairs), "items": len(order)}
+    return {**done, "unchanged": False}
 
 
 def plan_for_compare(

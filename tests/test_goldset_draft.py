@@ -1,6 +1,6 @@
 """``gold draft``: its steps on stderr, and the retrieval done with the store closed.
 
-The store comes from tests/test_goldset_sample.py; the hybrid case uses the real bundled MiniLM
+The store comes from tests/helpers.py (build); the hybrid case uses the real bundled MiniLM
 and is marked slow.
 """
 
