@@ -13,7 +13,11 @@ from typing import Annotated
 
 import typer
 
+from goldmine.eval.report import print_runs
+from goldmine.eval.runner import Reranker, RunSource, eval_defaults, run_eval
+from goldmine.eval.store import list_runs
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.store import open_store
 
 eval_app = typer.Typer(
     help="Score a retriever's ranked chunk ids against a gold set.",
@@ -23,6 +27,7 @@ eval_app = typer.Typer(
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the root app."""
+    # Here, not at the top: those modules add their commands to eval_app, which they import.
     from goldmine.eval import cli_compare, cli_power  # noqa: F401
 
     app.add_typer(eval_app, name="eval")
@@ -290,7 +295,6 @@ def run_command(
     json_output: JsonOption = False,
 ) -> None:
     """Score a run against a gold set: recall@k, MRR, nDCG@k … equal to trec_eval's."""
-    from goldmine.eval.runner import Reranker, RunSource, eval_defaults, run_eval
 
     defaults = eval_defaults()
     source = RunSource(path=run, format=run_format, retriever=retriever, baseline=baseline, k=k,
@@ -350,8 +354,6 @@ def runs_command(
     json_output: JsonOption = False,
 ) -> None:
     """List the eval runs kept in the store."""
-    from goldmine.eval.store import list_runs
-    from goldmine.store import open_store
 
     with open_store(db_flag(db), create=False) as con:
         runs = list_runs(con, limit)
@@ -360,6 +362,5 @@ def runs_command(
 
         print_json({"runs": runs})
         return
-    from goldmine.eval.report import print_runs
 
     print_runs(runs)

@@ -11,8 +11,15 @@ from typing import Annotated
 
 import typer
 
+from goldmine.config import load_config
 from goldmine.eval.cli import eval_app
+from goldmine.eval.generation import diagnose, export_generation, print_diagnosis, read_grades
+from goldmine.eval.history import history_json, history_path, metric_columns, read_history
+from goldmine.eval.readers import read_run
+from goldmine.eval.report import print_history
+from goldmine.eval.runner import load_gold
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.store import open_store
 
 PlotOption = Annotated[
     Path | None,
@@ -115,9 +122,6 @@ def history_command(
     json_output: JsonOption = False,
 ) -> None:
     """The table of eval runs in the history file, and a trend plot per metric."""
-    from goldmine.config import load_config
-    from goldmine.eval.history import history_json, history_path, metric_columns, read_history
-    from goldmine.eval.report import print_history
 
     path = history_path(file, load_config())
     if plot is not None:
@@ -158,7 +162,6 @@ def diagnose_command(
 ) -> None:
     """Which half fails: right with the gold passages but wrong in production is retrieval;
     wrong even with the gold passages is the prompt."""
-    from goldmine.eval.generation import diagnose, print_diagnosis, read_grades
 
     diagnosis = diagnose(read_grades(grades, pass_at), str(grades))
     diagnosis.pass_at = pass_at
@@ -192,10 +195,6 @@ def export_generation_command(
     json_output: JsonOption = False,
 ) -> None:
     """Each answerable query with its gold chunks' text (and a run's), for your generation step."""
-    from goldmine.eval.generation import export_generation
-    from goldmine.eval.readers import read_run
-    from goldmine.eval.runner import load_gold
-    from goldmine.store import open_store
 
     gold_set = load_gold(gold, None, db_flag(db))
     ranked = read_run(run) if run is not None else None

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from goldmine.errors import InputError
+from goldmine.eval.metrics import parse_metric
 from goldmine.eval.sides import Scores, ScoreTable, as_table, resolve_refs
 from goldmine.eval.stats import POWER, bootstrap_ci, holm, min_detectable_effect, sign_flip_test
 
@@ -247,7 +248,6 @@ def _metric_name(name: str, shared: list[str]) -> str:
     """The name as the tables have it; else as ``--metrics`` normalises it (``P_5``)."""
     if name in shared:
         return name
-    from goldmine.eval.metrics import parse_metric
 
     try:
         return parse_metric(name).name

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import GoldmineError, InputError
+from goldmine.eval.metrics import parse_metric
+from goldmine.eval.sides import ScoreTable, resolve_side, stored_side
 
 if TYPE_CHECKING:
     import duckdb
@@ -28,7 +30,6 @@ def parse_fail_under(items: Iterable[str] | str | None) -> dict[str, float]:
 
     Metric names are normalised as ``--metrics`` normalises them (``P_5`` -> ``precision@5``).
     """
-    from goldmine.eval.metrics import parse_metric
 
     if items is None:
         return {}
@@ -87,7 +88,6 @@ def worse_than(
     are those both have (or ``metrics``), Holm-corrected.
     """
     from goldmine.eval.compare import compare_runs
-    from goldmine.eval.sides import resolve_side
 
     new = _as_scores(outcome_scores)
     names = list(metrics) if metrics is not None else None
@@ -116,7 +116,6 @@ def worse_than(
 def _earlier_run(con: duckdb.DuckDBPyConnection, ref: str, run_id: int) -> Any:
     """``--fail-if-worse-than main`` from a run labelled ``main``: the label's latest run is
     this one, just stored, so the reference is the one before it."""
-    from goldmine.eval.sides import stored_side
 
     earlier = con.execute(
         "SELECT max(run_id) FROM eval_runs WHERE label = ? AND run_id < ?", [ref, run_id]
@@ -130,7 +129,6 @@ def _earlier_run(con: duckdb.DuckDBPyConnection, ref: str, run_id: int) -> Any:
 
 
 def _as_scores(value: Any) -> Any:
-    from goldmine.eval.sides import ScoreTable
 
     if isinstance(value, ScoreTable):
         return value

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
+from goldmine.eval.metrics import parse_metrics
+from goldmine.eval.plot import gold_changes, metric_value, run_labels
 
 if TYPE_CHECKING:
     from goldmine.config import Config
@@ -159,8 +161,6 @@ def history_path(file: Path | None, config: Config) -> Path:
 
 def metric_columns(rows: list[dict[str, str]], wanted: str | None) -> list[str]:
     """Metric columns: beyond the fixed ones, holding a number in some row (or ``--metrics``)."""
-    from goldmine.eval.metrics import parse_metrics
-    from goldmine.eval.plot import metric_value
 
     columns: dict[str, None] = {}
     for row in rows:
@@ -179,7 +179,6 @@ def metric_columns(rows: list[dict[str, str]], wanted: str | None) -> list[str]:
 
 def history_json(path: Path, rows: list[dict[str, str]], names: list[str]) -> dict:
     """``eval history --json``: each run with its metrics, and where the gold set changed."""
-    from goldmine.eval.plot import gold_changes, metric_value, run_labels
 
     runs = []
     for label, row in zip(run_labels(rows), rows, strict=True):

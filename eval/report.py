@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from goldmine.eval.plot import gold_changes, metric_value, run_labels
 from goldmine.output import Col, console, table
 
 if TYPE_CHECKING:
@@ -158,7 +159,6 @@ def _print_run_group(group: list[dict[str, Any]]) -> None:
 
 
 def print_history(path: Path, rows: list[dict[str, str]], names: list[str]) -> None:
-    from goldmine.eval.plot import gold_changes, metric_value, run_labels
 
     if not rows:
         print(f"{path}: no runs yet")

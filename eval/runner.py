@@ -15,12 +15,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goldmine.config import settings
 from goldmine.errors import InputError
+from goldmine.eval import sources
 from goldmine.eval.history import append_history, check_history, git_commit, history_row
 from goldmine.eval.metrics import Metric, parse_metrics
 from goldmine.eval.readers import read_gold, read_run
 from goldmine.eval.scoring import EvalResult, check_overlap, evaluate, evaluate_run_file
 from goldmine.gold import Gold, Run
+from goldmine.goldset.versions import load_gold as load_version
+from goldmine.store import open_store
 from goldmine.text import sha256_file
 
 if TYPE_CHECKING:
@@ -73,7 +77,6 @@ class EvalOutcome:
 
 def eval_defaults() -> dict[str, Any]:
     """``[eval]`` in goldmine.toml: metrics, k_prompt, k_candidates."""
-    from goldmine.config import settings
 
     section = settings().eval  # typed and checked when goldmine.toml was loaded
     return {
@@ -88,8 +91,6 @@ def load_gold(spec: str, fmt: str | None = None, db: Path | None = None) -> Gold
     path = Path(spec)
     if path.exists() or not _VERSION_SPEC.match(spec):
         return read_gold(path, fmt)
-    from goldmine.goldset.versions import load_gold as load_version
-    from goldmine.store import open_store
 
     with open_store(db, read_only=True) as con:
         return load_version(con, spec)
@@ -170,7 +171,6 @@ class RunSource:
             )
 
     def retrieve(self, gold: Gold, k: int, db: Path | None) -> Run:
-        from goldmine.eval import sources
 
         if self.retriever is not None:
             return sources.run_callable(gold, self.retriever, k, batch=self.batch)

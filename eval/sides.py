@@ -12,6 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goldmine.errors import GoldmineError, InputError, NotFoundError
+from goldmine.eval.history import read_history
+from goldmine.eval.metrics import parse_metrics
+from goldmine.eval.runner import DEFAULT_METRICS, load_gold, score_run_file
+from goldmine.eval.store import find_run, run_scores
+from goldmine.goldset.versions import load_gold as load_version
+from goldmine.store import open_store
 
 if TYPE_CHECKING:
     import duckdb
@@ -75,7 +81,6 @@ def resolve_side(
 
 
 def stored_side(con: duckdb.DuckDBPyConnection, ref: str) -> ScoreTable:
-    from goldmine.eval.store import find_run, run_scores
 
     run = find_run(con, ref)
     run_id = int(run["run_id"])
@@ -101,8 +106,6 @@ def _file_side(
     metrics: Sequence[str] | str | None,
     rel_level: int,
 ) -> ScoreTable:
-    from goldmine.eval.metrics import parse_metrics
-    from goldmine.eval.runner import DEFAULT_METRICS, score_run_file
 
     if gold is None:
         raise InputError(
@@ -124,17 +127,14 @@ def _file_side(
 
 
 def _load_gold(spec: str, con: duckdb.DuckDBPyConnection | None) -> Gold:
-    from goldmine.eval.runner import load_gold
 
     if Path(spec).exists() or con is None:
         return load_gold(spec)
-    from goldmine.goldset.versions import load_gold as load_version
 
     return load_version(con, spec)
 
 
 def _history_side(ref: str, con: duckdb.DuckDBPyConnection | None) -> ScoreTable:
-    from goldmine.eval.history import read_history
 
     body = ref[len(HISTORY_PREFIX) :]
     path_text, sep, key = body.rpartition(":")
@@ -197,7 +197,6 @@ def resolve_refs(
     """
     from contextlib import nullcontext
 
-    from goldmine.store import open_store
 
     files = [Path(r).is_file() for r in refs]
     gold_in_store = gold is not None and not Path(gold).exists()

@@ -14,6 +14,7 @@ import traceback
 import typer
 
 from goldmine import __version__
+from goldmine.config import load_config
 from goldmine.errors import GoldmineError
 from goldmine.options import DbOption, state
 
@@ -43,7 +44,6 @@ def root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
 ) -> None:
     """Turn production traffic into a retrieval gold set, and score retrievers against it."""
-    from goldmine.config import load_config
 
     state.db = db
     load_config()  # goldmine.toml checked once, before any command starts its work

@@ -36,7 +36,11 @@ import numpy as np
 
 from goldmine.config import load_config
 from goldmine.errors import InputError
-from goldmine.store import WRITE_WAIT_S  # noqa: F401  (its home before; triage imports it here)
+from goldmine.output import progress
+from goldmine.store import (
+    WRITE_WAIT_S,  # noqa: F401  (its home before; triage imports it here)
+    open_store,
+)
 from goldmine.text import sha256_text
 
 if TYPE_CHECKING:
@@ -223,7 +227,6 @@ def _encode(
     if not texts:
         return out
     order = np.argsort([-len(t) for t in texts], kind="stable")
-    from goldmine.output import progress
 
     bar = progress(f"embedding with {cache_key(name, backend)}", total=len(texts))
     own = show_progress and advance is None
@@ -374,8 +377,6 @@ def embed_closed(
     to write them (one transaction each): an interrupted run keeps every finished chunk. One
     progress bar (``description``) spans the whole encoding.
     """
-    from goldmine.output import progress
-    from goldmine.store import open_store
 
     texts = list(texts)
     with open_store(db) as con:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from goldmine.text import normalize_query
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -51,7 +53,6 @@ class Gold:
 
     def text_index(self) -> dict[str, str]:
         """Query text (normalized) -> query id, for runs that carry text but no ids."""
-        from goldmine.text import normalize_query
 
         index: dict[str, str] = {}
         for q in self.queries.values():

@@ -39,7 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from goldmine.config import load_config
 from goldmine.errors import InputError
+from goldmine.output import progress
+from goldmine.text import sha256_text
 
 PROMPTS = Path(__file__).resolve().parent.parent / "goldset" / "prompts"
 DEFAULT_TIMEOUT = 60.0
@@ -96,7 +99,6 @@ def settings(
     timeout: float | None = None,
 ) -> Settings:
     """The model settings: flags > ``[llm]`` in goldmine.toml."""
-    from goldmine.config import load_config
 
     config = load_config()  # checked when loaded: a key written in the file is refused there
     where = f"[llm] in {config.path}" if config.path else "goldmine.toml [llm]"
@@ -139,7 +141,6 @@ class Prompt:
 
     @classmethod
     def from_file(cls, path: Path) -> Prompt:
-        from goldmine.text import sha256_text
 
         text = path.read_text(encoding="utf-8")
         parts = _SECTION.split(text)
@@ -485,7 +486,6 @@ def ask_all(
     """Every ask answered (in order), ``s.concurrency`` at a time, with a bar; and the totals."""
     import asyncio
 
-    from goldmine.output import progress
 
     usage = Usage()
     if not asks:

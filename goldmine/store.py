@@ -271,8 +271,10 @@ def duckdb_engine(lean: bool = False):
     ``lean`` takes the C extension ``_duckdb`` alone, which the ``duckdb`` package re-exports: the
     same connection class and exceptions, imported in half the time (the package's Python layer
     pulls in importlib.metadata). Its connections lack that layer's helpers (``con.sql``,
-    relations' ``.pl()``), so only code that sticks to ``execute``/``fetchall`` asks for it:
-    ``goldmine eval run``, whose whole run on a starter set takes less than the full import.
+    relations' ``.pl()``, scanning polars frames), so only code that sticks to
+    ``execute``/``fetchall`` asks for it: ``goldmine eval run`` storing a small run, whose whole
+    run on a starter set takes less than the full import. Every other connection comes from the
+    full package, so no caller imports ``duckdb`` for its side effects.
     """
     if lean and "duckdb" not in sys.modules:
         try:

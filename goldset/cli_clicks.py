@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
+from goldmine.output import info, print_json
+
 ClickModelOption = Annotated[
     str,
     typer.Option(
@@ -48,7 +50,6 @@ def draft_clicks(
     as_json: bool,
 ) -> None:
     from goldmine.goldset.clickdraft import draft_from_clicks
-    from goldmine.output import info, print_json
 
     result = draft_from_clicks(
         db, model, min_shown=min_shown, min_grade=min_grade, depth=depth, thresholds=thresholds
@@ -80,7 +81,6 @@ def draft_clicks(
 
 def _agreement(result: Any) -> None:
     from goldmine.goldset.cli import _table
-    from goldmine.output import info
 
     n = next(iter(result.agreement.values()))["n_pairs"]
     shown = result.thresholds["min_shown"]

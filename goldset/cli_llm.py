@@ -13,7 +13,18 @@ from typing import Annotated
 
 import typer
 
+from goldmine.errors import InputError
+from goldmine.eval.metrics import parse_metric
+from goldmine.eval.readers import read_run
+from goldmine.goldset.items import default_user
+from goldmine.goldset.judge import judge as run_judge
+from goldmine.goldset.judge import model_agreement
+from goldmine.goldset.synth import check_all_failed
+from goldmine.goldset.synth import synth as run_synth
+from goldmine.llm import settings
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.output import info, print_json, warn
+from goldmine.store import open_store
 
 BaseUrlOption = Annotated[
     str | None,
@@ -42,13 +53,11 @@ ByOption = Annotated[
 
 
 def model_settings(base_url: str | None, model: str | None, concurrency: int | None):
-    from goldmine.llm import settings
 
     return settings(base_url, model, concurrency)
 
 
 def print_usage(what: str, usage, failures: list[str]) -> None:
-    from goldmine.output import info, warn
 
     info(f"{what}: model {usage.summary()}")
     if usage.reasons:
@@ -96,10 +105,6 @@ def synth(
     as_json: JsonOption = False,
 ) -> None:
     """Draft the questions chunks answer with a model: drafted items, never gold by themselves."""
-    from goldmine.goldset.items import default_user
-    from goldmine.goldset.synth import check_all_failed
-    from goldmine.goldset.synth import synth as run_synth
-    from goldmine.output import info, print_json
 
     s = model_settings(base_url, model, concurrency)
     result = run_synth(
@@ -129,7 +134,6 @@ def judge_settings(
     judge: str | None, base_url: str | None, model: str | None, concurrency: int | None
 ):
     """The model settings for ``--judge llm`` (None without --judge), checked before any work."""
-    from goldmine.errors import InputError
 
     if judge is None:
         return None
@@ -142,8 +146,6 @@ def judge_draft(
     db: Path | None, s, as_json: bool, drafted: dict | None = None, limit: int | None = None
 ) -> None:
     """``gold draft --judge llm``: the model grades every candidate, beside people's labels."""
-    from goldmine.goldset.judge import judge as run_judge
-    from goldmine.output import info, print_json
 
     result = run_judge(db, s, limit=limit)
     print_usage("judge", result.usage, result.failures)
@@ -169,16 +171,10 @@ def agreement_llm(
     db: Path | None, judge: str, runs: list[Path], metric: str, as_json: bool
 ) -> None:
     """``gold agreement --judge llm``: the model's grades against each person's."""
-    from goldmine.errors import InputError
-    from goldmine.goldset.judge import model_agreement
-    from goldmine.output import print_json
-    from goldmine.store import open_store
 
     if judge != "llm":
         raise InputError(f"--judge takes llm, not {judge!r}")
 
-    from goldmine.eval.metrics import parse_metric
-    from goldmine.eval.readers import read_run
 
     read = [read_run(path) for path in runs]
     with open_store(db, create=False) as con:

@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
+from goldmine.errors import InputError
+from goldmine.eval.readers import read_run
+from goldmine.goldset.items import default_user
+from goldmine.goldset.next import CLUSTER_METHOD, METHOD, cluster_information, plan_for_compare
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.output import print_json
+from goldmine.store import open_store
 
 
 def next_(
@@ -36,8 +42,6 @@ def next_(
     as_json: JsonOption = False,
 ) -> None:
     """What to label next: pairs that settle a comparison, or the uncovered clusters worth most."""
-    from goldmine.errors import InputError
-    from goldmine.output import print_json
 
     runs = [*(for_compare or []), *(Path(a) for a in ctx.args)]
     if not runs:
@@ -45,9 +49,6 @@ def next_(
         return
     if len(runs) != 2:
         raise InputError(f"--for-compare takes two run files, got {len(runs)}")
-    from goldmine.eval.readers import read_run
-    from goldmine.goldset.items import default_user
-    from goldmine.goldset.next import plan_for_compare
 
     for path in runs:
         if not path.is_file():
@@ -66,7 +67,6 @@ def next_(
 
 
 def _print_plan(plan) -> None:
-    from goldmine.goldset.next import METHOD
 
     lo, hi = plan.bounds
     print(f"A  {plan.label_a}\nB  {plan.label_b}")
@@ -100,9 +100,6 @@ def _print_plan(plan) -> None:
 
 
 def _clusters(db, top: int, as_json: bool) -> None:
-    from goldmine.goldset.next import CLUSTER_METHOD, cluster_information
-    from goldmine.output import print_json
-    from goldmine.store import open_store
 
     with open_store(db_flag(db), create=False) as con:
         rows = cluster_information(con, top)

@@ -38,6 +38,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from goldmine.errors import InputError, NotFoundError
+from goldmine.goldset import items as gi
+from goldmine.goldset.items import current_snapshot
+from goldmine.store import WRITE_WAIT_S, open_store, registered, transaction
+from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -80,7 +84,6 @@ _CLICKY = "SELECT DISTINCT batch_id FROM search_events WHERE len(clicked_ids) > 
 
 def _gold_queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """Raw query text of click-recording events -> the gold item it normalizes to."""
-    from goldmine.text import normalize_query
 
     by_norm = dict(con.execute("SELECT norm_query, query_id FROM gold_items").fetchall())
     texts = con.execute(
@@ -98,11 +101,9 @@ def _gold_queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 def read_sessions(con: duckdb.DuckDBPyConnection, depth: int = 10):
     """The gold queries' sessions as ``clicks.Sessions`` (keys are (query_id, chunk_id)) and the
     number of events, or (None, 0) when there are none."""
-    import duckdb  # noqa: F401  (the connection's Python helpers, as goldset.draft says)
     import polars as pl
 
     from goldmine.goldset.clicks import Sessions
-    from goldmine.store import registered
 
     mapping = _gold_queries(con)
     if not mapping:
@@ -252,8 +253,6 @@ def draft_from_clicks(
 ) -> ClickDraft:
     """Fit ``model`` on the gold queries' sessions and write its grades as drafts (module doc)."""
     from goldmine.goldset.clicks import MODELS, fit, grades
-    from goldmine.goldset.items import current_snapshot
-    from goldmine.store import open_store
 
     if model not in MODELS:
         raise InputError(f"--click-model must be one of {', '.join(MODELS)}, not {model!r}")
@@ -299,7 +298,6 @@ def draft_from_clicks(
         cross_validated=cv,
     )
     rows = _proposals(data, fitted, proposed, shown, clicks, enough & (proposed >= min_grade))
-    from goldmine.store import WRITE_WAIT_S, transaction
 
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         _write(con, rows, result, by or f"clicks:{model}")
@@ -366,8 +364,6 @@ def _changed_items(con: duckdb.DuckDBPyConnection, snapshot_id: int | None) -> l
 
 def _write(con: duckdb.DuckDBPyConnection, rows, result: ClickDraft, who: str) -> None:
     """The proposals on the items still open, as drafts; one history row per item changed."""
-    from goldmine.goldset import items as gi
-    from goldmine.store import registered
 
     at = gi.now()
     snapshot_id = result.snapshot_id

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
 from goldmine.goldset.items import current_snapshot, now
+from goldmine.output import progress, step
 from goldmine.store import WRITE_WAIT_S, open_store, registered, transaction
 
 if TYPE_CHECKING:
@@ -44,10 +45,6 @@ _UNLABELLED = """status = 'candidate' AND NOT EXISTS (
 def _inputs(con: duckdb.DuckDBPyConnection) -> tuple[int, Any, Any]:
     """The current snapshot, the items to draft (query_id, query, position), its chunks; None
     and None when no item waits for a draft."""
-    # The store may be opened through the bare C module (goldmine.store.duckdb_engine); importing
-    # duckdb adds the connection's Python helpers (``con.sql``, ``.pl()``).
-    import duckdb  # noqa: F401
-
     snapshot_id, _ = current_snapshot(con)
     if snapshot_id is None:
         raise NotFoundError("no corpus in the store: ingest one first (`goldmine ingest corpus`)")
@@ -67,7 +64,6 @@ def _inputs(con: duckdb.DuckDBPyConnection) -> tuple[int, Any, Any]:
 def _retriever(db: Path | None, kind: str, chunks) -> Any:
     """The retriever over the chunks, built with the store closed (its vectors cached)."""
     from goldmine.embed import embed_closed
-    from goldmine.output import step
     from goldmine.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, documents
 
     if chunks.height == 0:
@@ -86,7 +82,6 @@ def _retriever(db: Path | None, kind: str, chunks) -> Any:
 
 
 def _search(retriever: Any, queries: list[str], k: int, kind: str) -> list:
-    from goldmine.output import progress, step
 
     step("draft", f"search {len(queries):,} queries", kind)
     hits: list = []

@@ -149,7 +149,6 @@ def _proposals(old: str, chunks: list[tuple[str, str]]) -> list[tuple[str, float
 
 def remap(con: duckdb.DuckDBPyConnection, by: str) -> Remapped:
     """Drafts on the current chunks for every drifted label; the item goes back to review."""
-    import duckdb  # noqa: F401  (scanning polars frames needs the full duckdb package)
     import polars as pl
 
     snapshot_id, _ = current_snapshot(con)

@@ -33,6 +33,8 @@ from goldmine.goldset.modelcalls import (
     insert_rows,
     record_calls,
 )
+from goldmine.goldset.raters import pair_report
+from goldmine.llm import Ask, Usage, ask_all, load_prompt
 from goldmine.store import WRITE_WAIT_S, open_store, transaction
 
 if TYPE_CHECKING:
@@ -94,7 +96,6 @@ def judge(db: Path | None, s: Settings, *, limit: int | None = None) -> JudgeRes
     """The model's grade for every candidate whose current grade it has not given yet; with
     ``limit``, for the first ``limit`` of them in ``_PAIRS``'s order (a cached answer counts: it
     is a grade written), the rest left for a later run."""
-    from goldmine.llm import Ask, Usage, ask_all, load_prompt
 
     if limit is not None and limit < 1:
         raise InputError("--limit must be at least 1")
@@ -209,7 +210,6 @@ def model_grades(con: duckdb.DuckDBPyConnection) -> dict[str, dict[tuple[str, st
 
 def kappa_report(pairs: list[tuple[str, int, int]]) -> dict:
     """Model (rows) against person (columns) over (query, model grade, person grade) triples."""
-    from goldmine.goldset.raters import pair_report
 
     return pair_report(pairs, "model", "person")
 

@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
-from goldmine.gold import Run
+from goldmine.gold import COVERAGE_COLUMNS, Run, coverage_cte
+from goldmine.goldset import items as gi
+from goldmine.store import open_store, registered, transaction
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
@@ -263,8 +265,6 @@ def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: s
     """
     import polars as pl
 
-    from goldmine.goldset import items as gi
-    from goldmine.store import registered
 
     if not plan.pairs:
         return {"pairs": 0, "items": 0, "unchanged": True}
@@ -319,7 +319,6 @@ def plan_for_compare(
 ) -> Plan:
     """``gold next --for-compare A B``: propose, and (``queue``) write in one transaction. The
     runs come read (``goldmine.eval.readers.read_run``), so the gold set needs no eval code."""
-    from goldmine.store import open_store, transaction
 
     with open_store(db, create=False) as con:
         judged, by_text = load_judged(con)
@@ -355,7 +354,6 @@ def cluster_information(con: duckdb.DuckDBPyConnection, top: int = 20) -> list[d
 
     if top < 1:
         raise InputError(f"--top must be at least 1, not {top}")
-    from goldmine.gold import COVERAGE_COLUMNS, coverage_cte
 
     # Covered as triage show says it: a verified or published item (one definition).
     rows = con.execute(

@@ -31,6 +31,7 @@ from goldmine.errors import NotFoundError
 from goldmine.goldset.items import add_item, fetch_dicts, now
 from goldmine.goldset.provenance import origins
 from goldmine.store import transaction
+from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -230,7 +231,6 @@ def add_queries(
 
     Returns (query_id, query, added) per request; ``added`` is False when it was already in the set.
     """
-    from goldmine.text import normalize_query
 
     wanted: list[tuple[str, dict | None, str]] = []
     for cluster_id in clusters:

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 from goldmine.errors import GoldmineError, InputError, NotFoundError
 from goldmine.goldset import items as gi
 from goldmine.goldset.modelcalls import cache_key, cached, failure_lines, record_calls
+from goldmine.goldset.provenance import _norm_sql, origins
+from goldmine.llm import Ask, Usage, ask_all, load_prompt
 from goldmine.store import WRITE_WAIT_S, open_store, transaction
 from goldmine.text import normalize_query
 
@@ -179,7 +181,6 @@ def cluster_chunks(con: duckdb.DuckDBPyConnection, cluster: int, per_query: int 
 
 def real_queries(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """The traffic's distinct queries: triage's, or before a triage run the raw ones."""
-    from goldmine.goldset.provenance import _norm_sql
 
     rows = gi.fetch_dicts(
         con, "SELECT norm_query AS norm, query, n_events, cluster_id FROM triage_queries"
@@ -260,7 +261,6 @@ def synth(
     similarity: float = SIMILARITY_THRESHOLD,
     by: str,
 ) -> SynthResult:
-    from goldmine.llm import Ask, Usage, ask_all, load_prompt
 
     if style not in STYLES:
         raise InputError(f"--style must be one of {', '.join(STYLES)}, not {style!r}")
@@ -480,7 +480,6 @@ def _item_of(con, norm: str) -> str | None:
 def _add_real_query(con, covered: dict, chunk: dict, question: str, who: str, at) -> str:
     """A candidate for a real query of the traffic, with its provenance as ``gold starter`` and
     ``add-query`` record it (triage's row when there is one, the raw records' ids)."""
-    from goldmine.goldset.provenance import origins
 
     rows = gi.fetch_dicts(
         con, "SELECT * FROM triage_queries WHERE norm_query = ?", [covered["norm"]]

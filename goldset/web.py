@@ -30,6 +30,7 @@ from urllib.parse import urlencode
 from goldmine.errors import GoldmineError, InputError, StoreBusyError
 from goldmine.goldset import items as gi
 from goldmine.goldset.review import QueueFilter, ReviewSession, View
+from goldmine.output import info, warn
 from goldmine.store import open_store
 from goldmine.text import normalize_query
 
@@ -405,7 +406,6 @@ def serve(
 
     import uvicorn
 
-    from goldmine.output import info, warn
 
     with open_store(db, create=False):
         pass  # a missing or newer store fails here, before the server starts

@@ -33,7 +33,6 @@ METRICS = "ndcg@10,map@100,frac_recall@100,recall@10,mrr"
 
 
 def store_cranfield(db: Path, folder: Path) -> None:
-    import duckdb  # noqa: F401  (registering a polars frame needs the full duckdb package)
     import polars as pl
 
     chunks = cranfield_chunks(folder)
