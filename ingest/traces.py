@@ -34,7 +34,7 @@ import re
 from typing import Any
 
 import duckdb
-from goldmine.ingest.batch import Target, store_new_rows
+from goldmine.ingest.batch import Target, repeats, store_new_rows
 from goldmine.ingest.chat import _DOWN, _UP, DONT_KNOW
 from goldmine.ingest.files import (
     NOT_BLANK,
@@ -635,8 +635,6 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str], state: dict[str, An
     elif fmt is not None:
         con.execute(_FORMAT_SQL[fmt])
         con.execute(_DOCS_FROM_JSON)
-    sql, params = events_sql(state)
-    con.execute("CREATE OR REPLACE TEMP TABLE gm_tev AS " + sql, params)
 
 
 def stream(
@@ -653,8 +651,6 @@ def stream(
     params = {"structure": OTLP_STRUCTURE, "gm_path": str(item.path),
               "gm_compression": item.compression}  # fmt: skip
     run_sql(con, _otlp_stream_sql(state.get("doc_field")), params)
-    sql, params = events_sql(state)
-    con.execute("CREATE OR REPLACE TEMP TABLE gm_tev AS " + sql, params)
     return True
 
 
@@ -725,18 +721,23 @@ def events_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     doc_field = state.get("doc_field")
     the_id = _pick_field(*((doc_field,) if doc_field else _ID_FIELDS))
     content = _pick_field(*_CONTENT_FIELDS)
+    # The joins by trace and span run over narrow rows (ids, times, the fields they read); the
+    # retrievals' wide columns (documents, raw text) join them once, at the end, by span number.
+    # A streamed span has no number: its row id in gm_tspan is one, above any other.
     sql = f"""
     WITH spans AS (
-        -- A streamed span has no number: its row id in gm_tspan is one, above any other.
-        SELECT * REPLACE (coalesce(sid, 100000000000000 + rowid) AS sid) FROM gm_tspan
+        SELECT coalesce(sid, 100000000000000 + rowid) AS sid, err, trace_id, span_id, parent_id,
+               kind, ts, session_id, user_id, output
+        FROM gm_tspan
     ),
     retr_ids AS (SELECT DISTINCT trace_id, span_id FROM spans WHERE kind = 'RETRIEVER'),
     ctx AS (
         SELECT trace_id, max(session_id) AS session_id, max(user_id) AS user_id
-        FROM spans WHERE trace_id IS NOT NULL GROUP BY trace_id
+        FROM spans WHERE trace_id IS NOT NULL AND (session_id IS NOT NULL OR user_id IS NOT NULL)
+        GROUP BY trace_id
     ),
     r AS (
-        SELECT s.* FROM spans s
+        SELECT s.sid, s.trace_id, s.span_id, s.ts, s.session_id, s.user_id FROM spans s
         WHERE s.err IS NOT NULL OR (s.kind = 'RETRIEVER' AND NOT EXISTS (
             SELECT 1 FROM retr_ids p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_id))
     ),
@@ -782,24 +783,30 @@ def events_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             'from_content': id IS NULL AND content IS NOT NULL}} ORDER BY i) AS items
         FROM docs GROUP BY sid
     ),
-    events AS (
-        SELECT r.*, coalesce(ans.answer, r.answer, roots.output) AS gm_answer,
+    found AS MATERIALIZED (
+        SELECT r.sid, ans.answer AS gm_llm_answer, roots.output AS gm_root_output,
             coalesce(r.session_id, ctx.session_id) AS gm_session,
             coalesce(r.user_id, ctx.user_id) AS gm_user, fb.feedback AS gm_feedback,
-            list_filter(coalesce(r.items, shown.items, []), lambda e: e.id IS NOT NULL)
-                AS gm_items,
-            $gm_format || ':' || coalesce(r.trace_id, '') || ':' || r.span_id AS gm_event
+            shown.items AS gm_shown
         FROM r LEFT JOIN ctx USING (trace_id) LEFT JOIN roots USING (trace_id)
         LEFT JOIN ans USING (sid) LEFT JOIN fb USING (sid) LEFT JOIN shown USING (sid)
     )
-    SELECT * FROM events
+    SELECT t.*, coalesce(f.gm_llm_answer, t.answer, f.gm_root_output) AS gm_answer,
+        f.gm_session, f.gm_user, f.gm_feedback,
+        list_filter(coalesce(t.items, f.gm_shown, []), lambda e: e.id IS NOT NULL) AS gm_items,
+        $gm_format || ':' || coalesce(t.trace_id, '') || ':' || t.span_id AS gm_event
+    FROM (SELECT * REPLACE (coalesce(sid, 100000000000000 + rowid) AS sid) FROM gm_tspan
+          WHERE err IS NOT NULL OR kind = 'RETRIEVER') t
+    JOIN found f USING (sid)
     """
     return sql, {"gm_format": fmt}
 
 
 def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The rows over the events reshape made (gm_tev): reason, the search event, the side."""
+    """The rows over the spans reshape or stream made (the events of ``events_sql``, not
+    materialized): reason, the search event, the side."""
     fmt = state.get("format") or state.get("forced") or "traces"
+    events, _ = events_sql(state)
     sql = """
     SELECT *, reason IS NULL AND gm_stored(event_id) AS gm_present FROM (
     SELECT line, raw, lh AS gm_lh,
@@ -821,23 +828,25 @@ def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         list_transform(gm_items, lambda e: e.score) AS scores,
         list_transform(gm_items, lambda e: e.hash) AS content_hashes,
         len(list_filter(gm_items, lambda e: e.from_content))::INTEGER AS ids_from_content
-    FROM gm_tev)
+    FROM (""" + events + """) gm_tev)
     """
     return sql, {"gm_format": fmt, "gm_dont_know": DONT_KNOW}
 
 
 def store(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
     """The new events into search_events (the anti-join every import uses), and what a trace
-    adds to each into trace_retrievals, in the same transaction."""
+    adds to each into trace_retrievals, in the same transaction: the same rows, so the same
+    first row of an event id the file holds twice (a window paid only then)."""
     stored = store_new_rows(con, target, batch_id)
     side = ", ".join(SIDE_COLUMNS)
+    first = ""
+    if repeats(con, target):
+        first = "QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY line) = 1"
     con.execute(
         f"""INSERT INTO trace_retrievals (event_id, batch_id, {side})
-            SELECT event_id, ?, {side} FROM gm_stage
-            WHERE reason IS NULL AND NOT gm_present
-              AND event_id IN (SELECT event_id FROM search_events WHERE batch_id = ?)
-            QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY line) = 1""",
-        [batch_id, batch_id],
+            SELECT event_id, ?, {side} FROM gm_stage WHERE reason IS NULL AND NOT gm_present
+            {first}""",
+        [batch_id],
     )
     return stored
 
