@@ -419,12 +419,19 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     return True
 
 
+# Records sampled to tell a self-reading target's format: enough to see every kind of record a
+# file starts with, few enough that a file of large records (a trace with its documents) is not
+# held in memory for it under a small memory limit.
+_FORMAT_SAMPLE = 2000
+
+
 def _stage_own_stream(con, target: Target, source: Source, redactor: Redactor) -> bool:
     """Stage a file the target reads itself, in no particular row order (see Target.stream);
     False when it cannot (another format, bad encoding): the record-by-record path then."""
     item = source.file
     try:
-        keys = sample_keys(con, item) if item.format == "jsonl" else []
+        # The keys only tell the format (the target maps no fields by them): a few records do.
+        keys = sample_keys(con, item, _FORMAT_SAMPLE) if item.format == "jsonl" else []
         with _any_order(con):
             if not target.stream(con, item, keys):
                 return False
