@@ -259,6 +259,14 @@ typed AS (
         ELSE 'OTHER' END AS kind
     FROM attrs
 ),
+-- The attributes read more than once, looked up once; a retriever's output and an LLM's input
+-- are never read (each miss is a scan of every key of the span).
+once AS (
+    SELECT *,
+        CASE WHEN kind = 'RETRIEVER' THEN {at("input.value")} END AS gm_in,
+        CASE WHEN kind <> 'RETRIEVER' THEN {at("output.value")} END AS gm_out
+    FROM typed
+),
 rows AS (
 SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
     nullif(span.parentSpanId, '') AS parent_id, CASE WHEN err IS NULL THEN kind END AS kind,
@@ -268,18 +276,16 @@ SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
     coalesce({at("session.id")}, {at("gen_ai.conversation.id")}) AS session_id,
     coalesce({at("user.id")}, {at("enduser.id")}) AS user_id,
     CASE WHEN kind = 'RETRIEVER' THEN coalesce({at("gen_ai.retrieval.query.text")},
-        gm_first_of(gm_json_at(k, v, 'input.value'),
-                    ['$.query', '$.query_str', '$.input', '$.question']),
-        CASE WHEN left(ltrim({at("input.value")}), 1) <> '{{' THEN {at("input.value")} END)
+        CASE WHEN left(ltrim(gm_in), 1) = '{{' THEN gm_first_of(try(gm_in::JSON),
+            ['$.query', '$.query_str', '$.input', '$.question']) ELSE gm_in END)
     END AS query,
-    coalesce({at("llm.output_messages.0.message.content")},
+    CASE WHEN kind <> 'RETRIEVER' THEN coalesce({at("llm.output_messages.0.message.content")},
         json_extract_string(gm_json_at(k, v, 'gen_ai.output.messages'),
                             '$[0].parts[0].content'),
         {at("gen_ai.completion.0.content")},
-        gm_first_of(gm_json_at(k, v, 'output.value'),
-                    ['$.answer', '$.output', '$.response', '$.content']),
-        CASE WHEN left(ltrim({at("output.value")}), 1) NOT IN ('{{', '[')
-             THEN {at("output.value")} END) AS output,
+        CASE WHEN left(ltrim(gm_out), 1) IN ('{{', '[') THEN gm_first_of(try(gm_out::JSON),
+            ['$.answer', '$.output', '$.response', '$.content']) ELSE gm_out END)
+    END AS output,
     CASE WHEN kind = 'RETRIEVER' THEN list_transform(range(coalesce(list_max(list_transform(
         list_filter(k, lambda x: starts_with(x, 'retrieval.documents.')),
         lambda x: try_cast(split_part(x, '.', 3) AS INTEGER))) + 1, 0)),
@@ -287,7 +293,7 @@ SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
     CASE WHEN kind = 'RETRIEVER' THEN try(from_json(
         gm_json_at(k, v, 'gen_ai.retrieval.documents'), '["JSON"]')) END AS gen_docs,
     k, v
-FROM typed
+FROM once
 ),
 docs AS (
     SELECT * EXCLUDE (k, v, oi_docs, gen_docs), list_concat(
