@@ -411,7 +411,11 @@ FROM gm_tattr GROUP BY sid HAVING {_IS_ANNOTATION}
 
 # ---- Langfuse: trace records with observations and scores, or observation records.
 
+# A trace's own fields sit at the top of its record, or under ``trace`` beside the observations
+# (``{"trace": {…}, "observations": […]}``, as Langfuse's repository keeps exported traces).
 _LANGFUSE = """
+CREATE OR REPLACE TEMP MACRO gm_lf_trace(rec, path) AS
+    coalesce(json_extract_string(rec, '$.' || path), json_extract_string(rec, '$.trace.' || path));
 CREATE OR REPLACE TEMP TABLE gm_lf AS
 SELECT row_number() OVER () AS sid, * FROM (
     SELECT line, raw::JSON AS rec, unnest(json_extract(raw, '$.observations[*]')) AS obs
@@ -422,14 +426,14 @@ SELECT row_number() OVER () AS sid, * FROM (
       AND (raw ->> '$.traceId') IS NOT NULL AND (raw ->> '$.type') IS NOT NULL);
 INSERT INTO gm_tspan (sid, line, raw, err, trace_id, span_id, parent_id, kind, ts_text, ts, failed,
                       status_msg, session_id, user_id, query, output, answer)
-SELECT sid, line, obs::VARCHAR, NULL, coalesce(obs ->> '$.traceId', (rec ->> '$.id')),
+SELECT sid, line, obs::VARCHAR, NULL, coalesce(obs ->> '$.traceId', gm_lf_trace(rec, 'id')),
     (obs ->> '$.id'), (obs ->> '$.parentObservationId'),
     CASE WHEN upper(obs ->> '$.type') = 'RETRIEVER'
               OR (upper(obs ->> '$.type') IN ('SPAN', 'TOOL', 'CHAIN')
                   AND regexp_matches(lower(obs ->> '$.name'), 'retriev')) THEN 'RETRIEVER'
          WHEN upper(obs ->> '$.type') = 'GENERATION' THEN 'LLM' ELSE 'OTHER' END,
     (obs ->> '$.startTime'), gm_ts(obs ->> '$.startTime'), upper(obs ->> '$.level') = 'ERROR',
-    (obs ->> '$.statusMessage'), (rec ->> '$.sessionId'), (rec ->> '$.userId'),
+    (obs ->> '$.statusMessage'), gm_lf_trace(rec, 'sessionId'), gm_lf_trace(rec, 'userId'),
     gm_query_of(obs -> '$.input'), gm_answer_of(obs -> '$.output'), NULL
 FROM gm_lf;
 INSERT INTO gm_tdocsrc
@@ -437,14 +441,19 @@ SELECT sid, gm_docs_of(obs -> '$.output') FROM gm_lf
 WHERE upper(obs ->> '$.type') IN ('RETRIEVER', 'SPAN', 'TOOL', 'CHAIN');
 -- The trace's own fields: session, user and output for the retrievals under it.
 INSERT INTO gm_tspan (sid, line, trace_id, kind, session_id, user_id, output)
-SELECT -line - 1000000000000, line, (raw ->> '$.id'), 'TRACE', (raw ->> '$.sessionId'),
-       (raw ->> '$.userId'), gm_answer_of(raw -> '$.output')
+SELECT -line - 1000000000000, line, gm_lf_trace(raw, 'id'), 'TRACE',
+       gm_lf_trace(raw, 'sessionId'), gm_lf_trace(raw, 'userId'),
+       gm_answer_of(coalesce(raw -> '$.output', raw -> '$.trace.output'))
 FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.observations') = 'ARRAY';
 INSERT INTO gm_tfb
 SELECT coalesce(s ->> '$.traceId', tid), (s ->> '$.observationId'), (s ->> '$.stringValue'),
        try_cast(s ->> '$.value' AS DOUBLE)
-FROM (SELECT (raw ->> '$.id') AS tid, unnest(json_extract(raw, '$.scores[*]')) AS s
-      FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.scores') = 'ARRAY')
+FROM (SELECT gm_lf_trace(raw, 'id') AS tid,
+             unnest(CASE WHEN json_type(raw, '$.scores') = 'ARRAY'
+                         THEN json_extract(raw, '$.scores[*]')
+                         ELSE json_extract(raw, '$.trace.scores[*]') END) AS s
+      FROM gm_raw WHERE err IS NULL AND (json_type(raw, '$.scores') = 'ARRAY'
+                                         OR json_type(raw, '$.trace.scores') = 'ARRAY'))
 WHERE json_type(s) = 'OBJECT';
 """
 

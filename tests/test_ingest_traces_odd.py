@@ -75,3 +75,35 @@ def test_openinference_span_without_span_id_is_rejected(tmp_path, db_path, cli):
     out = traces_json(cli, str(path), "--db", str(db_path), "--allow-empty")
     assert counts(out["total"]) == (1, 0, 1, 0)
     assert rejects(cli, db_path) == [(1, "missing span id")]
+
+
+def test_a_langfuse_trace_with_its_fields_under_trace(tmp_path, db_path, cli):
+    """The shape Langfuse's repository keeps exported traces in (its seeder's framework traces):
+    the trace's fields under ``trace``, its observations beside them."""
+    t = "12ea412956f99347b0503c1144acd0ec"
+    record = langfuse_trace(t, "session_abc", "user_123", [], [])
+    scores = [{"id": "sc-1", "traceId": t, "observationId": None, "name": "user-feedback",
+               "value": 0, "stringValue": None, "dataType": "NUMERIC"}]  # fmt: skip
+    obs = [
+        langfuse_obs("3344aabdd4e66110", t, "SPAN", "llama-index-trace",
+                     "2025-06-05T15:45:52.971Z"),
+        langfuse_obs("5a1f00aa00000001", t, "RETRIEVER", "BaseRetriever.retrieve",
+                     "2025-06-05T15:45:53.100Z", inp={"query_str": "What is Langfuse?"},
+                     out={"nodes": [{"id": "node-7", "score": 0.81}, {"id": "node-2"}]},
+                     parent="3344aabdd4e66110"),
+        langfuse_obs("7ca8b22f6628d0c7", t, "GENERATION", "OpenAI.complete",
+                     "2025-06-05T15:45:53.500Z", out="Langfuse is a tool for LLM observability.",
+                     parent="3344aabdd4e66110"),
+    ]  # fmt: skip
+    del record["observations"]
+    wrapped = {"trace": {**record, "scores": scores}, "observations": obs}
+    path = write_jsonl(tmp_path / "langfuse.jsonl", [wrapped])
+    out = traces_json(cli, str(path), "--db", str(db_path), "--no-redact")
+    assert out["files"][0]["format"] == "langfuse"
+    assert counts(out["total"]) == (1, 1, 0, 0)
+    rows = query(db_path, "SELECT e.event_id, e.session_id, e.user_id, e.query, e.result_ids, "
+                          "e.feedback, t.answer FROM search_events e "
+                          "JOIN trace_retrievals t USING (event_id)")  # fmt: skip
+    assert rows == [(f"langfuse:{t}:5a1f00aa00000001", "session_abc", "user_123",
+                     "What is Langfuse?", ["node-7", "node-2"], "down",
+                     "Langfuse is a tool for LLM observability.")]  # fmt: skip
