@@ -868,23 +868,23 @@ def store(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
 
 def summary(con: duckdb.DuckDBPyConnection, state: dict[str, Any]) -> dict[str, Any]:
     """What the file held besides the rows: its spans, its retrievals, the nested ones (not
-    rows), and the documents that had no id (their content hash stands in)."""
-    spans, retrievals, nested = con.execute(
-        """SELECT count(*) FILTER (WHERE s.err IS NULL AND s.kind <> 'TRACE'),
-                  count(*) FILTER (WHERE s.kind = 'RETRIEVER'),
-                  count(*) FILTER (WHERE s.kind = 'RETRIEVER' AND p.span_id IS NOT NULL)
-           FROM gm_tspan s LEFT JOIN (SELECT DISTINCT trace_id, span_id FROM gm_tspan
-                                      WHERE kind = 'RETRIEVER') p
-               ON p.trace_id = s.trace_id AND p.span_id = s.parent_id"""
+    rows), and the documents that had no id (their content hash stands in). A staged row is an
+    unreadable record or a retrieval that is not nested, so the nested ones are the retrievals
+    that are not rows: one scan of the spans, no join."""
+    spans, retrievals, unreadable = con.execute(
+        """SELECT count(*) FILTER (WHERE err IS NULL AND kind <> 'TRACE'),
+                  count(*) FILTER (WHERE kind = 'RETRIEVER'), count(err)
+           FROM gm_tspan"""
     ).fetchall()[0]
-    without_id = con.execute(
-        "SELECT coalesce(sum(ids_from_content), 0) FROM gm_stage WHERE reason IS NULL"
-    ).fetchall()[0][0]
+    rows, without_id = con.execute(
+        "SELECT count(*), coalesce(sum(ids_from_content) FILTER (WHERE reason IS NULL), 0) "
+        "FROM gm_stage"
+    ).fetchall()[0]
     return {
         "format": state.get("format") or state.get("forced"),
         "spans": spans,
         "retrievals": retrievals,
-        "nested_retrievals": nested,
+        "nested_retrievals": retrievals - (rows - unreadable),
         "documents_without_id": int(without_id),
     }
 
