@@ -416,24 +416,26 @@ FROM gm_tattr GROUP BY sid HAVING {_IS_ANNOTATION}
 _LANGFUSE = """
 CREATE OR REPLACE TEMP MACRO gm_lf_trace(rec, path) AS
     coalesce(json_extract_string(rec, '$.' || path), json_extract_string(rec, '$.trace.' || path));
+-- Each observation keeps only the three fields of its trace it reads, not the trace's record.
 CREATE OR REPLACE TEMP TABLE gm_lf AS
 SELECT row_number() OVER () AS sid, * FROM (
-    SELECT line, raw::JSON AS rec, unnest(json_extract(raw, '$.observations[*]')) AS obs
+    SELECT line, gm_lf_trace(raw, 'id') AS tid, gm_lf_trace(raw, 'sessionId') AS session,
+           gm_lf_trace(raw, 'userId') AS uid, unnest(json_extract(raw, '$.observations[*]')) AS obs
     FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.observations') = 'ARRAY'
     UNION ALL
-    SELECT line, NULL, raw::JSON FROM gm_raw
+    SELECT line, NULL, NULL, NULL, raw::JSON FROM gm_raw
     WHERE err IS NULL AND json_type(raw, '$.observations') IS DISTINCT FROM 'ARRAY'
       AND (raw ->> '$.traceId') IS NOT NULL AND (raw ->> '$.type') IS NOT NULL);
 INSERT INTO gm_tspan (sid, line, raw, err, trace_id, span_id, parent_id, kind, ts_text, ts, failed,
                       status_msg, session_id, user_id, query, output, answer)
-SELECT sid, line, obs::VARCHAR, NULL, coalesce(obs ->> '$.traceId', gm_lf_trace(rec, 'id')),
+SELECT sid, line, obs::VARCHAR, NULL, coalesce(obs ->> '$.traceId', tid),
     (obs ->> '$.id'), (obs ->> '$.parentObservationId'),
     CASE WHEN upper(obs ->> '$.type') = 'RETRIEVER'
               OR (upper(obs ->> '$.type') IN ('SPAN', 'TOOL', 'CHAIN')
                   AND regexp_matches(lower(obs ->> '$.name'), 'retriev')) THEN 'RETRIEVER'
          WHEN upper(obs ->> '$.type') = 'GENERATION' THEN 'LLM' ELSE 'OTHER' END,
     (obs ->> '$.startTime'), gm_ts(obs ->> '$.startTime'), upper(obs ->> '$.level') = 'ERROR',
-    (obs ->> '$.statusMessage'), gm_lf_trace(rec, 'sessionId'), gm_lf_trace(rec, 'userId'),
+    (obs ->> '$.statusMessage'), session, uid,
     gm_query_of(obs -> '$.input'), gm_answer_of(obs -> '$.output'), NULL
 FROM gm_lf;
 INSERT INTO gm_tdocsrc
