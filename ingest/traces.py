@@ -239,7 +239,11 @@ spans AS (
         CASE WHEN r.resourceSpans IS NULL OR NOT gm_object THEN CASE WHEN NOT json_valid(raw)
             THEN 'malformed JSON' WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object'
             ELSE 'not an OTLP/JSON export request' END END AS err,
+        -- An exporter writes one resource and one scope a request, as a rule: their spans are
+        -- taken as they are, without the copies flatten makes (a fifth of the parse).
         unnest(CASE WHEN r.resourceSpans IS NULL OR NOT gm_object THEN [NULL]
+                    WHEN len(r.resourceSpans) = 1 AND len(r.resourceSpans[1].scopeSpans) = 1
+                        THEN r.resourceSpans[1].scopeSpans[1].spans
                     ELSE flatten(list_transform(r.resourceSpans, lambda rs: flatten(
                         list_transform(rs.scopeSpans, lambda ss: ss.spans)))) END) AS span
     FROM lines
