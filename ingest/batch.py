@@ -419,12 +419,19 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     return True
 
 
+# Records sampled to tell a self-reading target's format: enough to see every kind of record a
+# file starts with, few enough that a file of large records (a trace with its documents) is not
+# held in memory for it under a small memory limit.
+_FORMAT_SAMPLE = 2000
+
+
 def _stage_own_stream(con, target: Target, source: Source, redactor: Redactor) -> bool:
     """Stage a file the target reads itself, in no particular row order (see Target.stream);
     False when it cannot (another format, bad encoding): the record-by-record path then."""
     item = source.file
     try:
-        keys = sample_keys(con, item) if item.format == "jsonl" else []
+        # The keys only tell the format (the target maps no fields by them): a few records do.
+        keys = sample_keys(con, item, _FORMAT_SAMPLE) if item.format == "jsonl" else []
         with _any_order(con):
             if not target.stream(con, item, keys):
                 return False
@@ -449,7 +456,7 @@ def _stage_jsonl(
     rows, rows_params = streaming_rows(con, item, columns, line_key=key)
     with _any_order(con):
         _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
-    if target.store is None and _repeats(con, target):
+    if target.store is None and repeats(con, target):
         # gm_read is written in file order (its rowid numbers the records); the stage need not be.
         rows, rows_params = streaming_rows(con, item, columns, numbered=True, line_key=key)
         with _any_order(con):
@@ -473,7 +480,7 @@ def _any_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 _GOOD_NEW = "SELECT * FROM gm_stage WHERE reason IS NULL AND NOT gm_present"
 
 
-def _repeats(con: duckdb.DuckDBPyConnection, target: Target) -> bool:
+def repeats(con: duckdb.DuckDBPyConnection, target: Target) -> bool:
     """Whether a natural key occurs more than once among the new good rows."""
     keys = ", ".join(target.key)
     sql = f"SELECT count(*) > count(DISTINCT ({keys})) FROM ({_GOOD_NEW})"
@@ -623,7 +630,7 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     good = _GOOD_NEW
     # The window that keeps a key's first row costs a sort; most files repeat no key. When one
     # does, every staged row has its record number in ``line`` (see ``_stage_jsonl``).
-    if _repeats(con, target):
+    if repeats(con, target):
         good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY line) = 1"
     sql = f"INSERT INTO {target.table} (batch_id, {cols}) SELECT ?, {cols} FROM ({good})"
     # Run in any order (import_source): the rows are then written compressed as they come,
