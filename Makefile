@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser demo test bench lint clean
+.PHONY: setup browser demo test test-all bench lint clean
 
 setup: $(STAMP)
 
@@ -27,7 +27,12 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "no Chromium (apt-get install chromium): the browser tests will skip"; fi
 
+# The fast lane: everything but the tests marked slow (model loads, real data sets, big files).
 test: setup browser
+	$(PY) -m pytest -q -m "not slow"
+
+# Everything, the slow real-data tests too: what CI runs.
+test-all: setup browser
 	$(PY) -m pytest -q
 
 bench: setup

@@ -107,7 +107,7 @@ def bench_retrieval(data: Cranfield, cleverdon: dict, kinds: list[str], reps: in
         seconds, _ = timed(load_model)
         print(f"start-up: import sentence-transformers + torch, load MiniLM {seconds:.2f} s")
 
-    from goldmine.eval.baselines import build_retriever
+    from goldmine.retrieval import build_retriever
 
     queries = list(data.queries.values())
     rows = []
@@ -215,7 +215,7 @@ def main() -> int:
     kinds = ["bm25"] if args.no_dense else ["bm25", "dense", "hybrid"]
     retrieval = bench_retrieval(data, cleverdon, kinds, args.reps)
 
-    from goldmine.eval.baselines import documents
+    from goldmine.retrieval import documents
 
     abstracts = documents([c.title for c in data.chunks], [c.text for c in data.chunks])
     long = [a for a in abstracts if a][: args.long]

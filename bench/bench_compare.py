@@ -18,7 +18,9 @@ import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
-from goldmine.eval.compare import bootstrap_ci, compare_runs, sign_flip_test
+
+from goldmine.eval.compare import compare_runs
+from goldmine.eval.stats import bootstrap_ci, sign_flip_test
 
 METRICS = ("recall@5", "recall@10", "mrr", "ndcg@10", "map")
 

@@ -29,12 +29,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from goldmine.goldset.drift import drift, remap  # noqa: E402
 from goldmine.goldset.exchange import export_version, import_path, parse_grade_map  # noqa: E402
 from goldmine.goldset.versions import load_gold, publish  # noqa: E402
-
 from goldmine.store import open_store, transaction  # noqa: E402
 from goldmine.text import sha256_text  # noqa: E402
 
@@ -120,7 +119,7 @@ def steps(
 
 
 def cranfield_inputs(folder: Path):
-    from tests.realdata import cranfield_chunks, cranfield_queries, shared_path
+    from realdata import cranfield_chunks, cranfield_queries, shared_path
 
     data = shared_path("datasets", "cranfield")
     if data is None:

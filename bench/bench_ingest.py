@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
-from goldmine.ingest import api
 
+from goldmine.ingest import api
 from goldmine.store import open_store
 
 OUT = Path(__file__).resolve().parent / "out"

@@ -44,7 +44,7 @@ GRADE = {4: 2, 3: 2, 2: 1, 1: 1}  # cleverdon gain (5 - code) -> goldmine grade
 
 
 def runs(cran) -> dict[str, dict[str, list[str]]]:
-    from goldmine.eval.baselines import BM25Retriever, DenseRetriever, HybridRetriever
+    from goldmine.retrieval import BM25Retriever, DenseRetriever, HybridRetriever
 
     ids = [c.id for c in cran.chunks]
     titles = [c.title for c in cran.chunks]

@@ -60,8 +60,9 @@ def achieved(
     deltas: np.ndarray, n: int, trials: int, rng: np.random.Generator
 ) -> tuple[float, float]:
     """Share of ``trials`` samples of ``n`` deltas rejected by the t-test and the sign flips."""
-    from goldmine.eval.compare import sign_flip_test
     from scipy.stats import ttest_1samp
+
+    from goldmine.eval.stats import sign_flip_test
 
     t_rej = r_rej = 0
     for trial in range(trials):

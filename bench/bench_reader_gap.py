@@ -67,8 +67,8 @@ def build_store(folder: Path, n: int) -> Path:
 
 def build_draft_store(folder: Path) -> Path:
     """A store holding Cranfield's abstracts as the corpus and its queries as candidates."""
-    sys.path.insert(0, str(ROOT))
-    from tests.realdata import cranfield_chunks, cranfield_queries, write_corpus_jsonl
+    sys.path.insert(0, str(ROOT / "tests"))
+    from realdata import cranfield_chunks, cranfield_queries, write_corpus_jsonl
 
     corpus = write_corpus_jsonl(cranfield_chunks(CRANFIELD), folder / "corpus.jsonl")
     db = folder / "store.duckdb"

@@ -4,7 +4,7 @@ Both do the same per-event work on the benchmark log (bench_ingest.py's seeded g
 clicks, feedback) and end with the same per-query-day summary in the store:
 
 - duckdb: ``ingest searchlog`` (every event stored), then the roll-up triage runs (normalize,
-  session signals, query-days: goldmine.triage.signals);
+  session signals, query-days: goldmine.signals);
 - spark: ``ingest searchlog --engine spark`` (Spark reads the log, runs the same rules, writes the
   summary as Parquet; the store imports it as one batch). The JVM's start is timed apart.
 
@@ -25,15 +25,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ingest import OUT, generate  # noqa: E402
+
 from goldmine.ingest import api  # noqa: E402
 from goldmine.ingest import spark as engine  # noqa: E402
+from goldmine.store import open_store, transaction  # noqa: E402
 from goldmine.triage.events import (  # noqa: E402
     build_query_days,
     mark_session_signals,
     normalize_events,
 )
-
-from goldmine.store import open_store, transaction  # noqa: E402
 
 
 def _fresh(db: Path) -> Path:

@@ -9,9 +9,11 @@ spans). Then, each in a fresh process and a fresh on-disk DuckDB file, times:
 - goldmine ingest traces of the same file (redaction on, as by default; and --no-redact)
 - re-import of the same file (known by its hash)
 
-Prints medians over ``--repeat`` runs, same-run ratios and each run's peak RSS (VmHWM); asserts
-nothing. ``--limit 1GB`` runs every child under that DuckDB memory limit (``GOLDMINE_MEMORY_LIMIT``
-for goldmine, ``memory_limit`` for the bare load), as a small machine would.
+Prints medians over ``--repeat`` runs (and each run), same-run ratios, the CPU time each run
+took (user + system: on a machine shared with other work, the ratio of CPU times moves less than
+that of wall times) and each run's peak RSS (VmHWM); asserts nothing. ``--limit 1GB`` runs every
+child under that DuckDB memory limit (``GOLDMINE_MEMORY_LIMIT`` for goldmine, ``memory_limit`` for
+the bare load), as a small machine would.
 Run: ``.venv/bin/python bench/bench_traces.py [--spans N] [--repeat R] [--limit 1GB]``
 """
 
@@ -103,7 +105,8 @@ else:
     stored = result.total
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking parent.
 rss = int([l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0].split()[1]) / 1024
-print(json.dumps({"seconds": elapsed, "rss_mb": rss, "total": stored}))
+cpu = sum(os.times()[:2])  # user + system of every thread: what other work on the machine spares
+print(json.dumps({"seconds": elapsed, "cpu": cpu, "rss_mb": rss, "total": stored}))
 """
 
 
@@ -151,6 +154,7 @@ def main() -> None:
         runs["redact"].append(measure("redact", path, db, limit=args.limit))
         runs["reimport"].append(measure("redact", path, db, fresh=False, limit=args.limit))
     bare = statistics.median(r["seconds"] for r in runs["bare"])
+    bare_cpu = statistics.median(r["cpu"] for r in runs["bare"])
     labels = {
         "bare": "bare read_json into a table",
         "redact": "ingest traces (redaction on)",
@@ -159,11 +163,14 @@ def main() -> None:
     }
     for kind, label in labels.items():
         secs = statistics.median(r["seconds"] for r in runs[kind])
+        cpu = statistics.median(r["cpu"] for r in runs[kind])
         rss = max(r["rss_mb"] for r in runs[kind])
         rate = args.spans / secs if secs else float("inf")
+        each = ", ".join(f"{r['seconds']:.1f}" for r in runs[kind])
         print(
             f"{label:32s} median {secs:7.2f}s  {rate:10,.0f} spans/s  "
-            f"x{secs / bare:5.2f} of bare  peak RSS {rss:6.0f} MB"
+            f"x{secs / bare:5.2f} of bare  cpu {cpu:7.1f}s x{cpu / bare_cpu:5.2f}  "
+            f"peak RSS {rss:6.0f} MB  (runs: {each})"
         )
     print("accounting:", runs["redact"][0]["total"])
     for p in (db, db.with_name(db.name + ".wal")):

@@ -119,8 +119,9 @@ def child(part: str, *args: str, env: dict | None = None) -> dict:
 
 
 def _imports() -> None:
-    import goldmine.triage.pipeline  # noqa: F401
     import sentence_transformers  # noqa: F401  (imported before the clock starts, as for bare)
+
+    import goldmine.triage.pipeline  # noqa: F401
 
 
 def _load_banking(con, rows) -> None:
@@ -544,10 +545,10 @@ def child_bare_file(path: str) -> dict:
 def child_recall(db: str, backend: str) -> dict:
     """HNSW k-NN against exact k-NN at k = 20, on 2,000 sampled rows of the cached vectors."""
     import numpy as np
-    from goldmine.triage.cluster import knn_exact, knn_hnsw
 
     from goldmine.embed import cache_key
     from goldmine.store import open_store
+    from goldmine.triage.cluster import knn_exact, knn_hnsw
 
     with open_store(db) as con:
         rows = con.execute(
@@ -706,10 +707,10 @@ def part_incr(repeats: int, threads: int) -> None:
 
 def part_fuzzy(repeats: int) -> None:
     import polars as pl
-    from goldmine.triage.dedupe import FUZZY_CUTOFF, blocked_pairs, similar_pairs
     from rapidfuzz import fuzz
 
     from goldmine.text import normalize_query
+    from goldmine.triage.dedupe import FUZZY_CUTOFF, blocked_pairs, similar_pairs
 
     rows = pl.read_csv(BANKING)
     norms = sorted({normalize_query(t) for t in rows["text"]})

@@ -13,7 +13,11 @@ from typing import Annotated
 
 import typer
 
+from goldmine.eval.report import print_runs
+from goldmine.eval.runner import Reranker, RunSource, eval_defaults, run_eval
+from goldmine.eval.store import list_runs
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.store import open_store
 
 eval_app = typer.Typer(
     help="Score a retriever's ranked chunk ids against a gold set.",
@@ -23,6 +27,7 @@ eval_app = typer.Typer(
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the root app."""
+    # Here, not at the top: those modules add their commands to eval_app, which they import.
     from goldmine.eval import cli_compare, cli_power  # noqa: F401
 
     app.add_typer(eval_app, name="eval")
@@ -54,214 +59,242 @@ _HTTP = "HTTP retriever"
 _GATE = "CI gate"
 
 
+RetrieverOption = Annotated[
+    str | None,
+    typer.Option(
+        "--retriever",
+        help="A Python callable module:function(query, k) returning ids or (id, score) "
+        "pairs; a first parameter named 'queries' gets the whole list. The working "
+        "directory is importable.",
+        rich_help_panel=_SOURCES,
+    ),
+]
+HttpOption = Annotated[
+    str | None,
+    typer.Option(
+        "--http",
+        help="POST each query to this URL; the answer is a JSON list of ids or {id, score}, "
+        "or an object holding it under results/hits (or --json-path).",
+        rich_help_panel=_SOURCES,
+    ),
+]
+BaselineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--baseline",
+        help="A built-in retriever over the stored corpus: bm25, dense or hybrid.",
+        rich_help_panel=_SOURCES,
+    ),
+]
+FromTracesOption = Annotated[
+    bool,
+    typer.Option(
+        "--run-from-traces",
+        help="What production retrieved: each gold query's latest stored trace retrieval "
+        "(goldmine ingest traces), scored on the gold queries it asked.",
+        rich_help_panel=_SOURCES,
+    ),
+]
+SinceOption = Annotated[
+    datetime | None,
+    typer.Option(
+        "--since",
+        help="With --run-from-traces: retrievals at or after this.",
+        rich_help_panel=_SOURCES,
+        show_default=False,
+    ),
+]
+UntilOption = Annotated[
+    datetime | None,
+    typer.Option(
+        "--until",
+        help="With --run-from-traces: retrievals before this.",
+        rich_help_panel=_SOURCES,
+        show_default=False,
+    ),
+]
+KOption = Annotated[
+    int | None,
+    typer.Option(
+        "--k",
+        "-k",
+        help="Ids to ask a retriever for (default: --k-candidates or the largest cut-off).",
+        min=1,
+    ),
+]
+HttpBodyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--http-body",
+        help='JSON body template with "{query}" and "{k}", e.g. \'{"q": "{query}", '
+        '"size": "{k}"}\'. Default: {"query": ..., "k": ...}.',
+        rich_help_panel=_HTTP,
+    ),
+]
+JsonPathOption = Annotated[
+    str | None,
+    typer.Option(
+        "--json-path",
+        help="Dotted path to the result list in the response, e.g. hits.hits.",
+        rich_help_panel=_HTTP,
+    ),
+]
+HeaderOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--header", help="Extra HTTP header 'Name: value' (repeatable).", rich_help_panel=_HTTP
+    ),
+]
+ConcurrencyOption = Annotated[
+    int, typer.Option("--concurrency", help="Requests in flight.", min=1, rich_help_panel=_HTTP)
+]
+TimeoutOption = Annotated[
+    float, typer.Option("--timeout", help="Seconds per request.", rich_help_panel=_HTTP)
+]
+RetriesOption = Annotated[
+    int,
+    typer.Option(
+        "--retries",
+        help="Retries on timeouts, 5xx and 429, with backoff.",
+        min=0,
+        rich_help_panel=_HTTP,
+    ),
+]
+MetricsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--metrics",
+        "-m",
+        help="Comma-separated metrics: recall@k, frac_recall@k, mrr[@k], ndcg[@k], "
+        "precision@k, map[@k], r_precision. trec_eval and ranx names are accepted "
+        "(P_10, success_5, ndcg_cut_10, hit_rate@5). "
+        "[default: recall@1,recall@5,recall@10,mrr,ndcg@10]",
+        show_default=False,
+    ),
+]
+RelLevelOption = Annotated[
+    int,
+    typer.Option(
+        "--rel-level",
+        "-l",
+        help="A chunk is relevant when its grade is at least this (trec_eval -l). "
+        "nDCG uses the grade as gain whatever the level.",
+    ),
+]
+KPromptOption = Annotated[
+    int | None,
+    typer.Option(
+        "--k-prompt", help="Chunks sent to the model. [default: 5]", min=1, show_default=False
+    ),
+]
+KCandidatesOption = Annotated[
+    int | None,
+    typer.Option(
+        "--k-candidates",
+        help="Chunks the first stage returns. [default: 50]",
+        min=1,
+        show_default=False,
+    ),
+]
+GoldFormatOption = Annotated[
+    str | None,
+    typer.Option("--gold-format", help="Force the gold format: trec, beir, jsonl, json."),
+]
+RunFormatOption = Annotated[
+    str | None,
+    typer.Option("--run-format", help="Force the run format: trec, jsonl, csv, parquet, json."),
+]
+LabelOption = Annotated[
+    str | None,
+    typer.Option("--label", help="A name for this run, e.g. 'bm25+rerank'; kept in history."),
+]
+HistoryOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--history",
+        help="Append one row for this run to this CSV (kept in your repository).",
+        dir_okay=False,
+    ),
+]
+SaveRunOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--save-run",
+        help="Write what the retriever returned as a TREC run (or JSONL for .jsonl).",
+        dir_okay=False,
+    ),
+]
+AbstainBelowOption = Annotated[
+    float | None,
+    typer.Option(
+        "--abstain-below",
+        help="For no-answer queries: a best score under this counts as abstaining.",
+    ),
+]
+FailUnderOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fail-under",
+        help="Exit 1 if a metric is under a floor, e.g. recall@5=0.70 (repeatable).",
+        rich_help_panel=_GATE,
+    ),
+]
+FailIfWorseThanOption = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-if-worse-than",
+        help="Exit 1 if this run is worse than a stored run (id or label) by the compare's "
+        "verdict: outside the noise, not any drop.",
+        rich_help_panel=_GATE,
+    ),
+]
+PerQueryOption = Annotated[
+    bool, typer.Option("--per-query", help="Also print every query's scores.")
+]
+StoreOption = Annotated[
+    bool,
+    typer.Option(
+        "--store/--no-store",
+        help="Keep the run and its per-query scores in the DuckDB store (for compare).",
+    ),
+]
+
+
 @eval_app.command("run")
 def run_command(
     gold: GoldOption,
     run: RunOption = None,
-    retriever: Annotated[
-        str | None,
-        typer.Option(
-            "--retriever",
-            help="A Python callable module:function(query, k) returning ids or (id, score) "
-            "pairs; a first parameter named 'queries' gets the whole list. The working "
-            "directory is importable.",
-            rich_help_panel=_SOURCES,
-        ),
-    ] = None,
-    http: Annotated[
-        str | None,
-        typer.Option(
-            "--http",
-            help="POST each query to this URL; the answer is a JSON list of ids or {id, score}, "
-            "or an object holding it under results/hits (or --json-path).",
-            rich_help_panel=_SOURCES,
-        ),
-    ] = None,
-    baseline: Annotated[
-        str | None,
-        typer.Option(
-            "--baseline",
-            help="A built-in retriever over the stored corpus: bm25, dense or hybrid.",
-            rich_help_panel=_SOURCES,
-        ),
-    ] = None,
-    from_traces: Annotated[
-        bool,
-        typer.Option(
-            "--run-from-traces",
-            help="What production retrieved: each gold query's latest stored trace retrieval "
-            "(goldmine ingest traces), scored on the gold queries it asked.",
-            rich_help_panel=_SOURCES,
-        ),
-    ] = False,
-    since: Annotated[
-        datetime | None,
-        typer.Option(
-            "--since",
-            help="With --run-from-traces: retrievals at or after this.",
-            rich_help_panel=_SOURCES,
-            show_default=False,
-        ),
-    ] = None,
-    until: Annotated[
-        datetime | None,
-        typer.Option(
-            "--until",
-            help="With --run-from-traces: retrievals before this.",
-            rich_help_panel=_SOURCES,
-            show_default=False,
-        ),
-    ] = None,
-    k: Annotated[
-        int | None,
-        typer.Option(
-            "--k",
-            "-k",
-            help="Ids to ask a retriever for (default: --k-candidates or the largest cut-off).",
-            min=1,
-        ),
-    ] = None,
-    http_body: Annotated[
-        str | None,
-        typer.Option(
-            "--http-body",
-            help='JSON body template with "{query}" and "{k}", e.g. \'{"q": "{query}", '
-            '"size": "{k}"}\'. Default: {"query": ..., "k": ...}.',
-            rich_help_panel=_HTTP,
-        ),
-    ] = None,
-    json_path: Annotated[
-        str | None,
-        typer.Option(
-            "--json-path",
-            help="Dotted path to the result list in the response, e.g. hits.hits.",
-            rich_help_panel=_HTTP,
-        ),
-    ] = None,
-    header: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--header", help="Extra HTTP header 'Name: value' (repeatable).", rich_help_panel=_HTTP
-        ),
-    ] = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Requests in flight.", min=1, rich_help_panel=_HTTP)
-    ] = 8,
-    timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds per request.", rich_help_panel=_HTTP)
-    ] = 10.0,
-    retries: Annotated[
-        int,
-        typer.Option(
-            "--retries",
-            help="Retries on timeouts, 5xx and 429, with backoff.",
-            min=0,
-            rich_help_panel=_HTTP,
-        ),
-    ] = 2,
-    metrics: Annotated[
-        str | None,
-        typer.Option(
-            "--metrics",
-            "-m",
-            help="Comma-separated metrics: recall@k, frac_recall@k, mrr[@k], ndcg[@k], "
-            "precision@k, map[@k], r_precision. trec_eval and ranx names are accepted "
-            "(P_10, success_5, ndcg_cut_10, hit_rate@5). "
-            "[default: recall@1,recall@5,recall@10,mrr,ndcg@10]",
-            show_default=False,
-        ),
-    ] = None,
-    rel_level: Annotated[
-        int,
-        typer.Option(
-            "--rel-level",
-            "-l",
-            help="A chunk is relevant when its grade is at least this (trec_eval -l). "
-            "nDCG uses the grade as gain whatever the level.",
-        ),
-    ] = 1,
-    k_prompt: Annotated[
-        int | None,
-        typer.Option(
-            "--k-prompt", help="Chunks sent to the model. [default: 5]", min=1, show_default=False
-        ),
-    ] = None,
-    k_candidates: Annotated[
-        int | None,
-        typer.Option(
-            "--k-candidates",
-            help="Chunks the first stage returns. [default: 50]",
-            min=1,
-            show_default=False,
-        ),
-    ] = None,
-    gold_format: Annotated[
-        str | None,
-        typer.Option("--gold-format", help="Force the gold format: trec, beir, jsonl, json."),
-    ] = None,
-    run_format: Annotated[
-        str | None,
-        typer.Option("--run-format", help="Force the run format: trec, jsonl, csv, parquet, json."),
-    ] = None,
-    label: Annotated[
-        str | None,
-        typer.Option("--label", help="A name for this run, e.g. 'bm25+rerank'; kept in history."),
-    ] = None,
-    history: Annotated[
-        Path | None,
-        typer.Option(
-            "--history",
-            help="Append one row for this run to this CSV (kept in your repository).",
-            dir_okay=False,
-        ),
-    ] = None,
-    save_run: Annotated[
-        Path | None,
-        typer.Option(
-            "--save-run",
-            help="Write what the retriever returned as a TREC run (or JSONL for .jsonl).",
-            dir_okay=False,
-        ),
-    ] = None,
-    abstain_below: Annotated[
-        float | None,
-        typer.Option(
-            "--abstain-below",
-            help="For no-answer queries: a best score under this counts as abstaining.",
-        ),
-    ] = None,
-    fail_under: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--fail-under",
-            help="Exit 1 if a metric is under a floor, e.g. recall@5=0.70 (repeatable).",
-            rich_help_panel=_GATE,
-        ),
-    ] = None,
-    fail_if_worse_than: Annotated[
-        str | None,
-        typer.Option(
-            "--fail-if-worse-than",
-            help="Exit 1 if this run is worse than a stored run (id or label) by the compare's "
-            "verdict: outside the noise, not any drop.",
-            rich_help_panel=_GATE,
-        ),
-    ] = None,
-    per_query: Annotated[
-        bool, typer.Option("--per-query", help="Also print every query's scores.")
-    ] = False,
-    store: Annotated[
-        bool,
-        typer.Option(
-            "--store/--no-store",
-            help="Keep the run and its per-query scores in the DuckDB store (for compare).",
-        ),
-    ] = True,
+    retriever: RetrieverOption = None,
+    http: HttpOption = None,
+    baseline: BaselineOption = None,
+    from_traces: FromTracesOption = False,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    k: KOption = None,
+    http_body: HttpBodyOption = None,
+    json_path: JsonPathOption = None,
+    header: HeaderOption = None,
+    concurrency: ConcurrencyOption = 8,
+    timeout: TimeoutOption = 10.0,
+    retries: RetriesOption = 2,
+    metrics: MetricsOption = None,
+    rel_level: RelLevelOption = 1,
+    k_prompt: KPromptOption = None,
+    k_candidates: KCandidatesOption = None,
+    gold_format: GoldFormatOption = None,
+    run_format: RunFormatOption = None,
+    label: LabelOption = None,
+    history: HistoryOption = None,
+    save_run: SaveRunOption = None,
+    abstain_below: AbstainBelowOption = None,
+    fail_under: FailUnderOption = None,
+    fail_if_worse_than: FailIfWorseThanOption = None,
+    per_query: PerQueryOption = False,
+    store: StoreOption = True,
     db: DbOption = None,
     json_output: JsonOption = False,
 ) -> None:
     """Score a run against a gold set: recall@k, MRR, nDCG@k … equal to trec_eval's."""
-    from goldmine.eval.runner import Reranker, RunSource, eval_defaults, run_eval
 
     defaults = eval_defaults()
     source = RunSource(path=run, format=run_format, retriever=retriever, baseline=baseline, k=k,
@@ -321,9 +354,6 @@ def runs_command(
     json_output: JsonOption = False,
 ) -> None:
     """List the eval runs kept in the store."""
-    from goldmine.eval.store import list_runs
-
-    from goldmine.store import open_store
 
     with open_store(db_flag(db), create=False) as con:
         runs = list_runs(con, limit)
@@ -332,6 +362,5 @@ def runs_command(
 
         print_json({"runs": runs})
         return
-    from goldmine.eval.report import print_runs
 
     print_runs(runs)

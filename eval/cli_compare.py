@@ -10,9 +10,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from goldmine.eval.cli import eval_app
 
+from goldmine.config import load_config
+from goldmine.eval.cli import eval_app
+from goldmine.eval.generation import diagnose, export_generation, print_diagnosis, read_grades
+from goldmine.eval.history import history_json, history_path, metric_columns, read_history
+from goldmine.eval.readers import read_run
+from goldmine.eval.report import print_history
+from goldmine.eval.runner import load_gold
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.store import open_store
 
 PlotOption = Annotated[
     Path | None,
@@ -64,7 +71,8 @@ def compare_command(
     json_output: JsonOption = False,
 ) -> None:
     """Pair two runs query by query: delta, randomization test, bootstrap interval, verdict."""
-    from goldmine.eval.compare import compare_refs, format_comparison
+    from goldmine.eval.compare import compare_refs
+    from goldmine.eval.compare_report import format_comparison
 
     if plot is not None:
         from goldmine.eval.plot import plot_kind
@@ -114,15 +122,14 @@ def history_command(
     json_output: JsonOption = False,
 ) -> None:
     """The table of eval runs in the history file, and a trend plot per metric."""
-    from goldmine.eval.history import read_history
 
-    path = _history_path(file)
+    path = history_path(file, load_config())
     if plot is not None:
         from goldmine.eval.plot import plot_kind
 
         plot_kind(plot)
     rows = read_history(path)
-    names = _history_metrics(rows, metrics)
+    names = metric_columns(rows, metrics)
     if plot is not None:
         from goldmine.eval.plot import write_history_plot
 
@@ -130,9 +137,9 @@ def history_command(
     if json_output:
         from goldmine.output import print_json
 
-        print_json(_history_json(path, rows, names) | ({"plot": str(plot)} if plot else {}))
+        print_json(history_json(path, rows, names) | ({"plot": str(plot)} if plot else {}))
         return
-    _print_history(path, rows, names)
+    print_history(path, rows, names)
     if plot is not None:
         print(f"plot written to {plot}")
 
@@ -155,7 +162,6 @@ def diagnose_command(
 ) -> None:
     """Which half fails: right with the gold passages but wrong in production is retrieval;
     wrong even with the gold passages is the prompt."""
-    from goldmine.eval.generation import diagnose, print_diagnosis, read_grades
 
     diagnosis = diagnose(read_grades(grades, pass_at), str(grades))
     diagnosis.pass_at = pass_at
@@ -189,11 +195,6 @@ def export_generation_command(
     json_output: JsonOption = False,
 ) -> None:
     """Each answerable query with its gold chunks' text (and a run's), for your generation step."""
-    from goldmine.eval.generation import export_generation
-    from goldmine.eval.readers import read_run
-    from goldmine.eval.runner import load_gold
-
-    from goldmine.store import open_store
 
     gold_set = load_gold(gold, None, db_flag(db))
     ranked = read_run(run) if run is not None else None
@@ -216,110 +217,4 @@ def export_generation_command(
         warn(
             f"{stats.n_missing_chunks} chunk ids are not in corpus snapshot {stats.snapshot_id} "
             "(their text is null): was the corpus re-chunked since the gold set was made?"
-        )
-
-
-# --- history helpers ----------------------------------------------------------------------------
-
-
-def _history_path(file: Path | None) -> Path:
-    from goldmine.config import load_config
-    from goldmine.errors import InputError
-
-    if file is None:
-        config = load_config()
-        configured = config.settings.eval.history
-        if not configured:
-            raise InputError(
-                "which history? give --file HISTORY.csv (the file eval run --history appends to) "
-                "or set [eval] history in goldmine.toml"
-            )
-        file = Path(configured)
-        if not file.is_absolute() and config.path is not None:
-            file = config.path.parent / file
-    if not file.is_file():
-        raise InputError("no such history file", path=file)
-    return file
-
-
-def _history_metrics(rows: list[dict[str, str]], wanted: str | None) -> list[str]:
-    """Metric columns: beyond the fixed ones, holding a number in some row (or ``--metrics``)."""
-    from goldmine.eval.history import FIXED_COLUMNS
-    from goldmine.eval.plot import metric_value
-
-    from goldmine.errors import InputError
-
-    columns: dict[str, None] = {}
-    for row in rows:
-        columns.update(dict.fromkeys(k for k in row if k and k not in FIXED_COLUMNS))
-    names = [c for c in columns if any(metric_value(r.get(c)) is not None for r in rows)]
-    if wanted is None:
-        return names
-    from goldmine.eval.metrics import parse_metrics
-
-    picked = [m.name for m in parse_metrics(wanted)]
-    absent = [m for m in picked if m not in names]
-    if absent:
-        raise InputError(
-            f"no {', '.join(absent)} in the history; it has: {', '.join(names) or 'no metrics'}"
-        )
-    return picked
-
-
-def _history_json(path: Path, rows: list[dict[str, str]], names: list[str]) -> dict:
-    from goldmine.eval.plot import gold_changes, metric_value, run_labels
-
-    runs = []
-    for label, row in zip(run_labels(rows), rows, strict=True):
-        item: dict[str, object] = {k: v for k, v in row.items() if k not in names}
-        item["name"] = label
-        item["metrics"] = {m: metric_value(row.get(m)) for m in names}
-        runs.append(item)
-    return {
-        "file": str(path),
-        "n_runs": len(rows),
-        "metrics": names,
-        "runs": runs,
-        "gold_changes": [{"row": i + 1, "note": note} for i, note in gold_changes(rows)],
-    }
-
-
-def _print_history(path: Path, rows: list[dict[str, str]], names: list[str]) -> None:
-    from goldmine.eval.plot import gold_changes, metric_value, run_labels
-
-    if not rows:
-        print(f"{path}: no runs yet")
-        return
-    changed = {i for i, _ in gold_changes(rows)}
-    header = ["#", "time", "run", "gold", "queries", *names]
-    table = [header]
-    for i, (label, row) in enumerate(zip(run_labels(rows), rows, strict=True)):
-        gold = (
-            f"v{row['gold_version']}"
-            if row.get("gold_version")
-            else (row.get("gold_hash") or "")[:8]
-        )
-        values = [metric_value(row.get(m)) for m in names]
-        table.append(
-            [
-                str(i + 1),
-                (row.get("time") or "")[:16].replace("T", " "),
-                label,
-                gold + ("*" if i in changed else ""),
-                row.get("n_queries") or "",
-                *("-" if v is None else f"{v:.4f}" for v in values),
-            ]
-        )
-    widths = [max(len(r[j]) for r in table) for j in range(len(header))]
-    for r in table:
-        cells = [
-            c.ljust(w) if j in (1, 2, 3) else c.rjust(w)
-            for j, (c, w) in enumerate(zip(r, widths, strict=True))
-        ]
-        print("  ".join(cells).rstrip())
-    print(f"{len(rows)} runs in {path}")
-    if changed:
-        print(
-            "* the gold set changed from the row before: means across it are over different "
-            "queries (goldmine eval compare pairs two runs on their common queries)"
         )

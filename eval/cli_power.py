@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+
 from goldmine.eval.cli import eval_app
 from goldmine.eval.cli_compare import MetricsOption, RunRelLevelOption
-
 from goldmine.options import DbOption, JsonOption, db_flag
 
 

@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
+
 from goldmine.eval.metrics import Metric
-from goldmine.eval.model import Gold, Run
 from goldmine.eval.readers import detect_run_format, read_bytes
 from goldmine.eval.scoring import EvalResult, _abstention
+from goldmine.gold import Gold, GoldQuery, Run
+from goldmine.text import sha256_file
 
 
 def _separator(path: Path, n_fields: int, *, extra_ok: bool) -> str | None:
@@ -260,7 +262,6 @@ def score_frame(
 
 def read_trec_qrels(path: Path) -> Gold | None:
     """A large TREC qrels file read column-wise, or None when it needs the Python reader."""
-    from goldmine.eval.model import GoldQuery
 
     sep = _separator(path, 4, extra_ok=False)
     if sep is None:
@@ -277,7 +278,6 @@ def read_trec_qrels(path: Path) -> Gold | None:
         qid: GoldQuery(qid, None, dict(zip(docs, grades, strict=True)))
         for qid, docs, grades in grouped.iter_rows()
     }
-    from goldmine.text import sha256_file
 
     return Gold(queries, str(path), sha256_file(path), "trec", frame=frame)
 

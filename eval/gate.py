@@ -10,16 +10,18 @@ Nothing here imports numpy at module level: ``eval run`` without a gate stays li
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.errors import InputError
+from goldmine.errors import GoldmineError, InputError
+from goldmine.eval.metrics import parse_metric
+from goldmine.eval.sides import ScoreTable, resolve_side, stored_side
 
 if TYPE_CHECKING:
     import duckdb
+
     from goldmine.eval.runner import EvalOutcome
 
 
@@ -28,7 +30,6 @@ def parse_fail_under(items: Iterable[str] | str | None) -> dict[str, float]:
 
     Metric names are normalised as ``--metrics`` normalises them (``P_5`` -> ``precision@5``).
     """
-    from goldmine.eval.metrics import parse_metric
 
     if items is None:
         return {}
@@ -86,7 +87,7 @@ def worse_than(
     run id or label, a history row, or a run file scored against ``gold``). The metrics compared
     are those both have (or ``metrics``), Holm-corrected.
     """
-    from goldmine.eval.compare import compare_runs, resolve_side
+    from goldmine.eval.compare import compare_runs
 
     new = _as_scores(outcome_scores)
     names = list(metrics) if metrics is not None else None
@@ -115,7 +116,6 @@ def worse_than(
 def _earlier_run(con: duckdb.DuckDBPyConnection, ref: str, run_id: int) -> Any:
     """``--fail-if-worse-than main`` from a run labelled ``main``: the label's latest run is
     this one, just stored, so the reference is the one before it."""
-    from goldmine.eval.compare import stored_side
 
     earlier = con.execute(
         "SELECT max(run_id) FROM eval_runs WHERE label = ? AND run_id < ?", [ref, run_id]
@@ -129,7 +129,6 @@ def _earlier_run(con: duckdb.DuckDBPyConnection, ref: str, run_id: int) -> Any:
 
 
 def _as_scores(value: Any) -> Any:
-    from goldmine.eval.compare import ScoreTable
 
     if isinstance(value, ScoreTable):
         return value
@@ -149,12 +148,20 @@ def _as_scores(value: Any) -> Any:
     raise TypeError(f"worse_than: per-query scores expected, got {type(value).__name__}")
 
 
-EXIT_GATE = 1  # the exit code of a failed gate (bad input stays 2)
+class GateFailed(GoldmineError):
+    """A run under a floor or worse than its reference: exit 1 (bad input stays 2), one
+    ``gate failed: …`` line per failure."""
+
+    label = "gate failed"
+
+    def __init__(self, failures: list[str]) -> None:
+        super().__init__(f"\n{self.label}: ".join(failures))
+        self.failures = failures
 
 
 @dataclass
 class Gate:
-    """What ``eval run`` was asked to enforce; ``enforce`` prints one line per failure."""
+    """What ``eval run`` was asked to enforce; ``enforce`` raises GateFailed naming each failure."""
 
     floors: dict[str, float] = field(default_factory=dict)
     reference: str | None = None
@@ -180,7 +187,5 @@ class Gate:
 
     def enforce(self, outcome: EvalOutcome, db: Path | None) -> None:
         lines = self.failures(outcome, db)
-        for line in lines:
-            print(f"gate failed: {line}", file=sys.stderr)
         if lines:
-            raise SystemExit(EXIT_GATE)
+            raise GateFailed(lines)

@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
+from goldmine.eval.scoring import match_run_to_gold
 from goldmine.files import json_objects
 
 if TYPE_CHECKING:
     import duckdb
-    from goldmine.eval.model import Gold, Run
+
+    from goldmine.gold import Gold, Run
 
 FORMAT_VERSION = 1
 
@@ -258,7 +260,6 @@ def export_generation(
     rel_level: int = 1,
 ) -> ExportStats:
     """Write one JSON line per answerable gold query: its gold chunks, and the run's top k."""
-    from goldmine.eval.scoring import match_run_to_gold
 
     snapshot = current_snapshot(con)
     answerable = [q for q in gold.queries.values() if q.answerable(rel_level)]

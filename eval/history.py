@@ -12,8 +12,15 @@ import os
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
+from goldmine.eval.metrics import parse_metrics
+from goldmine.eval.plot import gold_changes, metric_value, run_labels
+
+if TYPE_CHECKING:
+    from goldmine.config import Config
+    from goldmine.eval.runner import EvalOutcome
 
 FORMAT_VERSION = 1
 FIXED_COLUMNS = [
@@ -106,4 +113,83 @@ def _cells(row: dict[str, object]) -> dict[str, str]:
     return {
         k: "" if v is None else (repr(v) if isinstance(v, float) else str(v))
         for k, v in row.items()
+    }
+
+
+def history_row(outcome: EvalOutcome) -> dict[str, object]:
+    """The row ``eval run --history`` appends for a run."""
+    result = outcome.result
+    row: dict[str, object] = {
+        "time": outcome.created_at.isoformat(timespec="seconds"),
+        "run_id": outcome.run_id,
+        "label": outcome.label,
+        "git_commit": outcome.git_commit,
+        "gold_source": outcome.gold.source,
+        "gold_version": outcome.gold.version,
+        "gold_hash": outcome.gold.hash,
+        "run_source": outcome.run_source,
+        "run_hash": outcome.run_hash,
+        "rel_level": result.rel_level,
+        "n_queries": result.n_queries,
+        "n_missing": len(result.missing),
+        "n_no_answer": len(result.no_answer),
+        "format_version": FORMAT_VERSION,
+    }
+    row.update(result.summary)
+    return row
+
+
+# --- reading it back: eval history ------------------------------------------------------------
+
+
+def history_path(file: Path | None, config: Config) -> Path:
+    """``--file``, or ``[eval] history`` of goldmine.toml (relative to that file)."""
+    if file is None:
+        configured = config.settings.eval.history
+        if not configured:
+            raise InputError(
+                "which history? give --file HISTORY.csv (the file eval run --history appends to) "
+                "or set [eval] history in goldmine.toml"
+            )
+        file = Path(configured)
+        if not file.is_absolute() and config.path is not None:
+            file = config.path.parent / file
+    if not file.is_file():
+        raise InputError("no such history file", path=file)
+    return file
+
+
+def metric_columns(rows: list[dict[str, str]], wanted: str | None) -> list[str]:
+    """Metric columns: beyond the fixed ones, holding a number in some row (or ``--metrics``)."""
+
+    columns: dict[str, None] = {}
+    for row in rows:
+        columns.update(dict.fromkeys(k for k in row if k and k not in FIXED_COLUMNS))
+    names = [c for c in columns if any(metric_value(r.get(c)) is not None for r in rows)]
+    if wanted is None:
+        return names
+    picked = [m.name for m in parse_metrics(wanted)]
+    absent = [m for m in picked if m not in names]
+    if absent:
+        raise InputError(
+            f"no {', '.join(absent)} in the history; it has: {', '.join(names) or 'no metrics'}"
+        )
+    return picked
+
+
+def history_json(path: Path, rows: list[dict[str, str]], names: list[str]) -> dict:
+    """``eval history --json``: each run with its metrics, and where the gold set changed."""
+
+    runs = []
+    for label, row in zip(run_labels(rows), rows, strict=True):
+        item: dict[str, object] = {k: v for k, v in row.items() if k not in names}
+        item["name"] = label
+        item["metrics"] = {m: metric_value(row.get(m)) for m in names}
+        runs.append(item)
+    return {
+        "file": str(path),
+        "n_runs": len(rows),
+        "metrics": names,
+        "runs": runs,
+        "gold_changes": [{"row": i + 1, "note": note} for i, note in gold_changes(rows)],
     }

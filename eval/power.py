@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from goldmine.errors import InputError
+from goldmine.eval.sides import as_table, resolve_refs
 
 TTEST_METHOD = (
     "paired t-test, two-sided: noncentral t solved by statsmodels TTestPower, "
@@ -239,7 +240,7 @@ def power_for(
 
     With ``b`` None, only ``a``'s spread is known (see the module doc).
     """
-    from goldmine.eval.compare import _pair, _pick_metrics, as_table
+    from goldmine.eval.compare import _pair, _pick_metrics
 
     if not 0 < alpha < 1:
         raise InputError(f"--alpha must be between 0 and 1, got {alpha}")
@@ -319,7 +320,6 @@ def power_refs(
     **settings: Any,
 ) -> PowerReport:
     """``goldmine eval power --runs A [B]``: resolve the runs as ``eval compare`` does."""
-    from goldmine.eval.compare import resolve_refs
 
     if not 1 <= len(refs) <= 2:
         raise InputError(f"--runs takes one or two runs, got {len(refs)}")

@@ -19,10 +19,9 @@ import json
 import math
 from pathlib import Path
 
-from goldmine.eval.model import Gold, GoldQuery, Run
-
 from goldmine.errors import InputError
 from goldmine.files import json_objects
+from goldmine.gold import Gold, GoldQuery, Run
 
 GOLD_FORMATS = ("trec", "beir", "jsonl", "json")
 RUN_FORMATS = ("trec", "jsonl", "csv", "parquet", "json")

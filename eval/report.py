@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from goldmine.output import console
+from goldmine.eval.plot import gold_changes, metric_value, run_labels
+from goldmine.output import Col, console, table
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from goldmine.eval.runner import EvalOutcome
 
 
@@ -95,16 +98,10 @@ def _print_counts(outcome: EvalOutcome) -> None:
 
 
 def _print_per_query(outcome: EvalOutcome) -> None:
-    from rich.table import Table
-
     result = outcome.result
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    table.add_column("query")
-    for name in result.summary:
-        table.add_column(display_name(name), justify="right")
-    for qid, scores in result.per_query.items():
-        table.add_row(qid, *(f"{v:.2f}" for v in scores.values()))
-    console().print(table)
+    cols = ["query", *(Col(display_name(n), wrap=True, justify="right") for n in result.summary)]
+    rows = [[qid, *(f"{v:.2f}" for v in row.values())] for qid, row in result.per_query.items()]
+    console().print(table(cols, rows, plain=True))
 
 
 def print_runs(runs: list[dict[str, Any]]) -> None:
@@ -130,8 +127,6 @@ _FOLDING_MIN = 12  # the least a label or run column may shrink to before the ta
 
 
 def _print_run_group(group: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
     names = list(dict.fromkeys(k for run in group for k in run["metrics"]))
     head = ["id", "time", "label", "run", "n", *map(display_name, names)]
     rows = [
@@ -156,14 +151,43 @@ def _print_run_group(group: list[dict[str, Any]]) -> None:
                 "     " + "  ".join(f"{display_name(k)} {v:.2f}" for k, v in run["metrics"].items())
             )
         return
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    for i, column in enumerate(head):
-        table.add_column(
-            column,
-            justify="left" if i in folds or column == "time" else "right",
-            no_wrap=i not in folds,
-            overflow="fold",
+    cols = [
+        Col(column, wrap=i in folds, justify="left" if i in folds or column == "time" else "right")
+        for i, column in enumerate(head)
+    ]
+    console().print(table(cols, rows, plain=True))
+
+
+def print_history(path: Path, rows: list[dict[str, str]], names: list[str]) -> None:
+
+    if not rows:
+        print(f"{path}: no runs yet")
+        return
+    changed = {i for i, _ in gold_changes(rows)}
+    header = ["#", "time", "run", "gold", "queries", *names]
+    rows_out = []
+    for i, (label, row) in enumerate(zip(run_labels(rows), rows, strict=True)):
+        gold = (
+            f"v{row['gold_version']}"
+            if row.get("gold_version")
+            else (row.get("gold_hash") or "")[:8]
         )
-    for row in rows:
-        table.add_row(*row)
-    console().print(table)
+        values = [metric_value(row.get(m)) for m in names]
+        rows_out.append(
+            [
+                str(i + 1),
+                (row.get("time") or "")[:16].replace("T", " "),
+                label,
+                gold + ("*" if i in changed else ""),
+                row.get("n_queries") or "",
+                *("-" if v is None else f"{v:.4f}" for v in values),
+            ]
+        )
+    cols = [Col(h, justify="left" if j in (1, 2, 3) else "right") for j, h in enumerate(header)]
+    console().print(table(cols, rows_out, plain=True))
+    print(f"{len(rows)} runs in {path}")
+    if changed:
+        print(
+            "* the gold set changed from the row before: means across it are over different "
+            "queries (goldmine eval compare pairs two runs on their common queries)"
+        )

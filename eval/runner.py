@@ -15,13 +15,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.eval.history import FORMAT_VERSION, append_history, check_history, git_commit
+from goldmine.config import settings
+from goldmine.errors import InputError
+from goldmine.eval import sources
+from goldmine.eval.history import append_history, check_history, git_commit, history_row
 from goldmine.eval.metrics import Metric, parse_metrics
-from goldmine.eval.model import Gold, Run
 from goldmine.eval.readers import read_gold, read_run
 from goldmine.eval.scoring import EvalResult, check_overlap, evaluate, evaluate_run_file
-
-from goldmine.errors import InputError
+from goldmine.gold import Gold, Run
+from goldmine.goldset.versions import load_gold as load_version
+from goldmine.store import open_store
 from goldmine.text import sha256_file
 
 if TYPE_CHECKING:
@@ -74,7 +77,6 @@ class EvalOutcome:
 
 def eval_defaults() -> dict[str, Any]:
     """``[eval]`` in goldmine.toml: metrics, k_prompt, k_candidates."""
-    from goldmine.config import settings
 
     section = settings().eval  # typed and checked when goldmine.toml was loaded
     return {
@@ -89,9 +91,6 @@ def load_gold(spec: str, fmt: str | None = None, db: Path | None = None) -> Gold
     path = Path(spec)
     if path.exists() or not _VERSION_SPEC.match(spec):
         return read_gold(path, fmt)
-    from goldmine.goldset.versions import load_gold as load_version
-
-    from goldmine.store import open_store
 
     with open_store(db, read_only=True) as con:
         return load_version(con, spec)
@@ -172,7 +171,6 @@ class RunSource:
             )
 
     def retrieve(self, gold: Gold, k: int, db: Path | None) -> Run:
-        from goldmine.eval import sources
 
         if self.retriever is not None:
             return sources.run_callable(gold, self.retriever, k, batch=self.batch)
@@ -313,9 +311,9 @@ def run_eval(
         if source.path is not None:
             overlap(outcome)
         if save_run is not None:
-            from goldmine.eval.sources import save_run as write_run
+            from goldmine.eval.sources import write_run_file
 
-            write_run(run, save_run)
+            write_run_file(run, save_run)
     outcome.reranker = _reranker_report(outcome.result, reranker)
     _strip(outcome.result, extras)
     keep(outcome, history=history, db=db, store=store)
@@ -328,36 +326,13 @@ def keep(
     """Store the run with its per-query scores, and append its history row."""
     outcome.git_commit = git_commit() if history is not None or store else None
     if store:
-        from goldmine.eval.store import save_run
-
+        from goldmine.eval.store import store_run
         from goldmine.store import open_store
 
         # The lean connection for small runs (start-up is the product); the full one when the
         # columnar engine hands over a frame to write through Arrow.
         with open_store(db, lean=outcome.result.frame is None) as con:
-            outcome.run_id = save_run(con, outcome)
+            outcome.run_id = store_run(con, outcome)
     if history is not None:
         append_history(history, history_row(outcome))
     return outcome
-
-
-def history_row(outcome: EvalOutcome) -> dict[str, object]:
-    result = outcome.result
-    row: dict[str, object] = {
-        "time": outcome.created_at.isoformat(timespec="seconds"),
-        "run_id": outcome.run_id,
-        "label": outcome.label,
-        "git_commit": outcome.git_commit,
-        "gold_source": outcome.gold.source,
-        "gold_version": outcome.gold.version,
-        "gold_hash": outcome.gold.hash,
-        "run_source": outcome.run_source,
-        "run_hash": outcome.run_hash,
-        "rel_level": result.rel_level,
-        "n_queries": result.n_queries,
-        "n_missing": len(result.missing),
-        "n_no_answer": len(result.no_answer),
-        "format_version": FORMAT_VERSION,
-    }
-    row.update(result.summary)
-    return row

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from goldmine.eval.metrics import Metric, aggregate, score_query
-from goldmine.eval.model import Gold, Run
-from goldmine.eval.readers import LARGE_FILE_BYTES, read_gold, read_run
-
 from goldmine.errors import InputError
+from goldmine.eval.metrics import Metric, aggregate, score_query
+from goldmine.eval.readers import LARGE_FILE_BYTES, read_gold, read_run
+from goldmine.gold import Gold, Run
 from goldmine.text import normalize_query
 
 

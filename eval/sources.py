@@ -23,10 +23,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from goldmine.eval.model import Gold, Run
-
 from goldmine.errors import InputError
+from goldmine.eval.readers import dedupe
+from goldmine.gold import Gold, Run
 from goldmine.output import progress
+from goldmine.store import open_store
+from goldmine.text import norm_sql, normalize_query
 
 Results = list[tuple[str, float | None]]
 
@@ -84,7 +86,6 @@ def build_run(
     gold: Gold, results: dict[str, Results], errors: dict[str, str], source: str, fmt: str
 ) -> Run:
     """A Run from per-query results; repeated ids counted once; a content hash for history."""
-    from goldmine.eval.readers import dedupe
 
     ids = {qid: [doc for doc, _ in res] for qid, res in results.items()}
     scored = all(s is not None for res in results.values() for _, s in res)
@@ -278,9 +279,7 @@ def run_http(gold: Gold, options: HttpOptions, k: int) -> Run:
 
 def run_baseline(gold: Gold, kind: str, k: int, db: Path | None = None) -> Run:
     """The built-in BM25, dense or hybrid retriever over the store's current corpus."""
-    from goldmine.eval.baselines import build_retriever
-
-    from goldmine.store import open_store
+    from goldmine.retrieval import build_retriever
 
     if kind not in ("bm25", "dense", "hybrid"):
         raise InputError(f"--baseline must be bm25, dense or hybrid, got {kind!r}")
@@ -310,10 +309,6 @@ def run_traces(
     """What production retrieved for each gold query: the latest stored trace retrieval (in
     ``[since, until)``) whose query normalizes to the gold query's text, as triage groups
     queries. Gold queries production did not ask are absent (see ``asked_in_traces``)."""
-    from goldmine.triage.events import norm_sql
-
-    from goldmine.store import open_store
-    from goldmine.text import normalize_query
 
     wanted: dict[str, list[str]] = {}
     for q in gold.queries.values():
@@ -371,7 +366,7 @@ def asked_in_traces(gold: Gold, run: Run) -> tuple[Gold, str]:
 # ----------------------------------------------------------------------------- saving
 
 
-def save_run(run: Run, path: Path, tag: str = "goldmine") -> None:
+def write_run_file(run: Run, path: Path, tag: str = "goldmine") -> None:
     """Write a run as a TREC run file, or JSONL when the name ends in .jsonl/.json."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:

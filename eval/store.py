@@ -15,10 +15,11 @@ from goldmine.store import transaction
 
 if TYPE_CHECKING:
     import duckdb
+
     from goldmine.eval.runner import EvalOutcome
 
 
-def save_run(con: duckdb.DuckDBPyConnection, outcome: EvalOutcome) -> int:
+def store_run(con: duckdb.DuckDBPyConnection, outcome: EvalOutcome) -> int:
     result = outcome.result
     with transaction(con):
         run_id = con.execute("SELECT nextval('eval_run_id_seq')").fetchall()[0][0]

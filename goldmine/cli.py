@@ -14,6 +14,7 @@ import traceback
 import typer
 
 from goldmine import __version__
+from goldmine.config import load_config
 from goldmine.errors import GoldmineError
 from goldmine.options import DbOption, state
 
@@ -43,7 +44,6 @@ def root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks on errors."),
 ) -> None:
     """Turn production traffic into a retrieval gold set, and score retrievers against it."""
-    from goldmine.config import load_config
 
     state.db = db
     load_config()  # goldmine.toml checked once, before any command starts its work
@@ -125,5 +125,22 @@ def main(argv: list[str] | None = None) -> None:
     except GoldmineError as exc:
         if debug:
             traceback.print_exc()
-        print(f"error: {exc.message}", file=sys.stderr)
+        print(f"{exc.label}: {exc.message}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    finally:
+        if argv is None:  # the program itself, not a caller's process
+            _quick_exit()
+
+
+def _quick_exit() -> None:
+    """Spare the interpreter's last garbage collections over every object the command made.
+
+    At exit Python collects cycles over all live objects: after ``gold draft --judge llm`` graded
+    1,000 candidates that was 0.15 s of the 0.3 s from the last answer to the exit
+    (``bench/bench_llm.py``, medians of 4; half a second while the ``openai`` package was
+    imported). Frozen objects are skipped; everything that holds a resource (the store, files)
+    is closed by then, by its ``with`` block.
+    """
+    import gc
+
+    gc.freeze()

@@ -36,6 +36,11 @@ import numpy as np
 
 from goldmine.config import load_config
 from goldmine.errors import InputError
+from goldmine.output import progress
+from goldmine.store import (
+    WRITE_WAIT_S,  # noqa: F401  (its home before; triage imports it here)
+    open_store,
+)
 from goldmine.text import sha256_text
 
 if TYPE_CHECKING:
@@ -49,9 +54,6 @@ BACKEND_ENV = "GOLDMINE_EMBED_BACKEND"
 # reference their figures were measured with. Triage defaults to onnx-int8 (triage/pipeline.py).
 DEFAULT_BACKEND = "torch"
 DEFAULT_THREADS = 1
-# How long a writer that closed the store for long work waits to reopen it: readers hold it for
-# well under a second, and giving up would throw away the work just done.
-WRITE_WAIT_S = 60.0
 
 # Names that mean the bundled model; they share one cache key (DEFAULT_MODEL).
 _BUNDLED_NAMES = {DEFAULT_MODEL.lower(), "sentence-transformers/all-minilm-l6-v2"}
@@ -225,7 +227,6 @@ def _encode(
     if not texts:
         return out
     order = np.argsort([-len(t) for t in texts], kind="stable")
-    from goldmine.output import progress
 
     bar = progress(f"embedding with {cache_key(name, backend)}", total=len(texts))
     own = show_progress and advance is None
@@ -376,8 +377,6 @@ def embed_closed(
     to write them (one transaction each): an interrupted run keeps every finished chunk. One
     progress bar (``description``) spans the whole encoding.
     """
-    from goldmine.output import progress
-    from goldmine.store import open_store
 
     texts = list(texts)
     with open_store(db) as con:

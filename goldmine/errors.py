@@ -19,6 +19,7 @@ class GoldmineError(Exception):
     """Base class: a failure with a user-facing message and an exit code."""
 
     exit_code = EXIT_FAILURE
+    label = "error"  # the CLI prints "<label>: <message>"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

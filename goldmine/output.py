@@ -9,9 +9,9 @@ import json
 import math
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +143,7 @@ class Col:
     wrap: bool = False
     min_width: int = 0
     justify: str = "left"
+    width: int | None = None  # fixed, as fit_table sets it; None: as the cells need
 
 
 # What rich's default box adds to a table: a border left of each column and one at the right end,
@@ -164,8 +165,6 @@ def fit_table(cols: list[Col], rows: list[list[str]], width: int | None = None) 
     """A rich Table that fits ``width`` (the terminal's by default) with no header or cell cut
     short: low-value columns are left out (lowest ``keep`` first) until the narrowest layout
     fits, and the caption names them; wrapping columns take the room that is left."""
-    from rich.table import Table
-
     width = width or console().width
     least, most = {}, {}  # each column's narrowest and natural width
     for i, col in enumerate(cols):
@@ -188,16 +187,37 @@ def fit_table(cols: list[Col], rows: list[list[str]], width: int | None = None) 
         room -= grow
     hidden = [c.header for i, c in enumerate(cols) if i not in shown]
     caption = f"not shown at this width: {', '.join(hidden)} (--json has every field)"
-    table = Table(caption=caption if hidden else None, caption_justify="left")
-    for i in shown:
-        col = cols[i]
-        table.add_column(
+    return table(
+        [replace(cols[i], width=widths[i]) for i in shown],
+        [[row[i] for i in shown] for row in rows],
+        caption=caption if hidden else None,
+    )
+
+
+def table(
+    columns: Sequence[str | Col],
+    rows: Iterable[Sequence[Any]],
+    *,
+    title: str | None = None,
+    caption: str | None = None,
+    plain: bool = False,
+) -> Any:
+    """The one table renderer: ``rows`` under ``columns`` (a header, which wraps, or a ``Col``),
+    cells as text (None as empty), a cell too long for its column folded, never cut. ``plain``:
+    no box and no edge, for a report read as text."""
+    from rich.table import Table
+
+    frame = {"show_edge": False, "box": None, "pad_edge": False} if plain else {}
+    out = Table(title=title, title_justify="left", caption=caption, caption_justify="left", **frame)
+    for col in columns:
+        col = col if isinstance(col, Col) else Col(col, wrap=True)
+        out.add_column(
             col.header,
             justify=col.justify,  # type: ignore[arg-type]
             no_wrap=not col.wrap,
-            width=widths[i],
+            width=col.width,
             overflow="fold",
         )
     for row in rows:
-        table.add_row(*(row[i] for i in shown))
-    return table
+        out.add_row(*("" if v is None else str(v) for v in row))
+    return out

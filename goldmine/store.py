@@ -218,6 +218,12 @@ def _busy_error(path: Path, exc: Exception, waited: float) -> StoreBusyError:
     )
 
 
+# How long a writer that closed the store for long work waits to reopen it: readers hold it for
+# well under a second, and giving up would throw away the work just done. Here, not in
+# goldmine.embed, so a writer that embeds nothing (a model's grades) imports no numpy for it.
+WRITE_WAIT_S = 60.0
+
+
 def busy_wait() -> float:
     """Seconds a process retries a locked store: GOLDMINE_BUSY_WAIT, else BUSY_WAIT_S."""
     raw = os.environ.get(BUSY_WAIT_ENV, "").strip()
@@ -265,8 +271,10 @@ def duckdb_engine(lean: bool = False):
     ``lean`` takes the C extension ``_duckdb`` alone, which the ``duckdb`` package re-exports: the
     same connection class and exceptions, imported in half the time (the package's Python layer
     pulls in importlib.metadata). Its connections lack that layer's helpers (``con.sql``,
-    relations' ``.pl()``), so only code that sticks to ``execute``/``fetchall`` asks for it:
-    ``goldmine eval run``, whose whole run on a starter set takes less than the full import.
+    relations' ``.pl()``, scanning polars frames), so only code that sticks to
+    ``execute``/``fetchall`` asks for it: ``goldmine eval run`` storing a small run, whose whole
+    run on a starter set takes less than the full import. Every other connection comes from the
+    full package, so no caller imports ``duckdb`` for its side effects.
     """
     if lean and "duckdb" not in sys.modules:
         try:

@@ -1,8 +1,8 @@
 """Text utilities every stage agrees on: hashing and query normalization.
 
 The normalized form is the key of exact dedupe (triage) and of matching queries by text (eval), so
-there is one definition of it. Triage applies the same steps in SQL for speed; a test keeps the two
-equal.
+there is one definition of it. ``norm_sql`` applies the same steps in SQL for speed (triage, eval's
+trace runs); a test keeps the two equal.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import unicodedata
 
 _PUNCT = re.compile(r"[^\w\s]|_", re.UNICODE)
 _SPACE = re.compile(r"\s+", re.UNICODE)
+_WS = r"\t\n\x0B\x0C\r\x1C-\x1F "  # what Python's str.isspace() calls whitespace in ASCII
 
 
 def sha256_text(text: str) -> str:
@@ -33,3 +34,12 @@ def normalize_query(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     text = _PUNCT.sub(" ", text)
     return _SPACE.sub(" ", text).strip()
+
+
+def norm_sql(column: str) -> str:
+    """SQL for normalize_query(column) on ASCII text; NULL for non-ASCII (finished in Python)."""
+    return (
+        f"CASE WHEN regexp_matches({column}, '^[\\x00-\\x7F]*$') THEN "
+        f"trim(regexp_replace(regexp_replace(lower({column}), '[^a-z0-9{_WS}]', ' ', 'g'), "
+        f"'[{_WS}]+', ' ', 'g')) END"
+    )

@@ -10,9 +10,35 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from goldmine.goldset import cli_clicks, cli_llm
 
+from goldmine.errors import InputError
+from goldmine.goldset import cli_clicks, cli_llm
+from goldmine.goldset.cli_next import next_
+from goldmine.goldset.draft import draft as run_draft
+from goldmine.goldset.items import (
+    decision_counts,
+    default_user,
+    list_items,
+    progress_counts,
+    show_item,
+)
+from goldmine.goldset.items import label as do_label
+from goldmine.goldset.raters import agreement as measure
+from goldmine.goldset.raters import assign as do_assign
+from goldmine.goldset.raters import parse_raters
+from goldmine.goldset.review import QueueFilter, run
+from goldmine.goldset.versions import (
+    assert_verified,
+    diff_versions,
+    list_versions,
+    resolve_version,
+    verify_versions,
+    version_header,
+)
+from goldmine.goldset.versions import publish as do_publish
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.output import console, info, print_json, table, warn
+from goldmine.store import open_store, transaction
 
 ByOption = Annotated[
     str | None,
@@ -21,28 +47,18 @@ ByOption = Annotated[
 
 
 def _store(db, create: bool = True):
-    from goldmine.store import open_store
 
     return open_store(db_flag(db), create=create)
 
 
 def _user(by: str | None) -> str:
-    from goldmine.goldset.items import default_user
 
     return default_user(by)
 
 
 def _table(title: str, columns: list[str], rows: list[list]) -> None:
-    from rich.table import Table
 
-    from goldmine.output import console
-
-    table = Table(title=title, title_justify="left")
-    for col in columns:
-        table.add_column(col, overflow="fold")
-    for row in rows:
-        table.add_row(*("" if v is None else str(v) for v in row))
-    console().print(table)
+    console().print(table(columns, rows, title=title))
 
 
 def starter(
@@ -53,8 +69,6 @@ def starter(
 ) -> None:
     """Propose a starter set covering head, tail, failures and awkward queries; says why."""
     from goldmine.goldset.starter import starter as propose
-
-    from goldmine.output import info, print_json
 
     with _store(db) as con:
         picks = propose(con, n, _user(by))
@@ -96,8 +110,6 @@ def add_query(
     """Add specific queries, or clusters' representatives, as candidates."""
     from goldmine.goldset.starter import add_queries
 
-    from goldmine.errors import InputError
-
     if not queries and not cluster:
         raise InputError("give a query, a query id, or --cluster ID")
     with _store(db) as con:
@@ -119,6 +131,7 @@ def draft(
     judge: Annotated[
         str | None, typer.Option("--judge", help="llm: a model grades every candidate too.")
     ] = None,
+    limit: cli_llm.LimitOption = None,
     base_url: cli_llm.BaseUrlOption = None,
     model: cli_llm.ModelOption = None,
     concurrency: cli_llm.ConcurrencyOption = None,
@@ -126,11 +139,9 @@ def draft(
     as_json: JsonOption = False,
 ) -> None:
     """Propose the top-k chunks for every candidate without a label (never gold by itself)."""
-    from goldmine.goldset.draft import draft as run_draft
 
-    from goldmine.errors import InputError
-    from goldmine.output import info, print_json
-
+    if limit is not None and judge is None:
+        raise InputError("--limit caps the model's grades: give it with --judge llm")
     if from_ == "clicks":
         if judge is not None:
             raise InputError("--judge grades a retriever's drafts: not with --from clicks")
@@ -145,7 +156,7 @@ def draft(
     # The work opens the store for short spans only, so other commands can read meanwhile.
     result = run_draft(db_flag(db), retriever, k, by=f"retriever:{retriever}")
     if settings is not None:
-        cli_llm.judge_draft(db_flag(db), settings, as_json, drafted=result.__dict__)
+        cli_llm.judge_draft(db_flag(db), settings, as_json, drafted=result.__dict__, limit=limit)
         return
     if as_json:
         print_json(result.__dict__)
@@ -190,7 +201,6 @@ def review(
 
         serve(db_flag(db), _user(by), host=host, port=port, open_browser=not no_open)
         return
-    from goldmine.goldset.review import QueueFilter, run
 
     run(db_flag(db), _user(by), queue=QueueFilter(adjudicate=adjudicate))
 
@@ -209,11 +219,6 @@ def assign(
     as_json: JsonOption = False,
 ) -> None:
     """Deal the items waiting for review out to raters; a share of them to two, blind."""
-    from goldmine.goldset.raters import assign as do_assign
-    from goldmine.goldset.raters import parse_raters
-
-    from goldmine.output import print_json
-    from goldmine.store import transaction
 
     names = parse_raters(raters)
     with _store(db, create=False) as con, transaction(con):
@@ -240,9 +245,6 @@ def agreement(
     as_json: JsonOption = False,
 ) -> None:
     """How far raters agree on the double-labelled items: kappa per pair, Krippendorff's alpha."""
-    from goldmine.goldset.raters import agreement as measure
-
-    from goldmine.output import print_json
 
     if judge is not None:
         cli_llm.agreement_llm(db_flag(db), judge, list(run or []), metric, as_json)
@@ -286,7 +288,6 @@ def _ci(interval: list[float] | None) -> str:
 
 
 def _parse_chunks(values: list[str]) -> dict[str, int]:
-    from goldmine.errors import InputError
 
     grades = {}
     for value in values:
@@ -332,11 +333,6 @@ def label(
     The query is verified once every candidate is graded (--rest-not-relevant grades the rest 0)
     with one above 0, or with --no-answer.
     """
-    from goldmine.goldset.items import decision_counts
-    from goldmine.goldset.items import label as do_label
-
-    from goldmine.output import warn
-    from goldmine.store import transaction
 
     grades = _parse_chunks(chunk or [])
     with _store(db) as con, transaction(con):
@@ -368,9 +364,6 @@ def list_(
     as_json: JsonOption = False,
 ) -> None:
     """The items, with status, grades and where they came from."""
-    from goldmine.goldset.items import list_items, progress_counts
-
-    from goldmine.output import info, print_json
 
     with _store(db, create=False) as con:
         rows = list_items(con, status)
@@ -405,9 +398,6 @@ def show(
     as_json: JsonOption = False,
 ) -> None:
     """One item: status, grades, drafts, provenance and its full history."""
-    from goldmine.goldset.items import show_item
-
-    from goldmine.output import print_json
 
     with _store(db, create=False) as con:
         item = show_item(con, query_id)
@@ -484,9 +474,6 @@ def publish(
     Items with candidates not graded yet refuse the publish (exit 2, listed) unless
     --allow-partial or --skip-partial says what to do with them.
     """
-    from goldmine.goldset.versions import publish as do_publish
-
-    from goldmine.output import print_json
 
     with _store(db) as con:
         p = do_publish(
@@ -510,9 +497,6 @@ def publish(
 
 def versions(db: DbOption = None, as_json: JsonOption = False) -> None:
     """The published versions."""
-    from goldmine.goldset.versions import list_versions
-
-    from goldmine.output import print_json
 
     with _store(db, create=False) as con:
         rows = list_versions(con)
@@ -539,9 +523,6 @@ def versions(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 def verify(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Recompute every published version's content hash; fails (exit 1) if one changed."""
-    from goldmine.goldset.versions import assert_verified, verify_versions
-
-    from goldmine.output import print_json
 
     with _store(db, create=False) as con:
         checks = verify_versions(con)
@@ -568,9 +549,6 @@ def diff(
     as_json: JsonOption = False,
 ) -> None:
     """Queries added, removed and relabelled between two versions."""
-    from goldmine.goldset.versions import diff_versions
-
-    from goldmine.output import print_json
 
     with _store(db, create=False) as con:
         d = diff_versions(con, a, b)
@@ -601,9 +579,6 @@ def export(
 ) -> None:
     """Write a version as a deterministic, sorted file (gold/v0003.jsonl), TREC or BEIR."""
     from goldmine.goldset.exchange import export_version
-    from goldmine.goldset.versions import resolve_version, version_header
-
-    from goldmine.output import print_json
 
     with _store(db, create=False) as con:
         paths = export_version(con, version, out, fmt)
@@ -654,8 +629,6 @@ def import_(
     """Restore an exported version, or add TREC/BEIR/gold-JSONL judgments as verified items."""
     from goldmine.goldset.exchange import import_path, parse_grade_map
 
-    from goldmine.output import print_json, warn
-
     with _store(db) as con:
         r = import_path(
             con,
@@ -687,8 +660,6 @@ def drift(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Labels whose chunk is gone from the current corpus or whose text changed."""
     from goldmine.goldset.drift import drift as find_drift
 
-    from goldmine.output import info, print_json
-
     with _store(db, create=False) as con:
         rows = find_drift(con)
     if as_json:
@@ -706,8 +677,6 @@ def drift(db: DbOption = None, as_json: JsonOption = False) -> None:
 def remap(by: ByOption = None, db: DbOption = None) -> None:
     """Propose, as drafts to confirm, the new chunks holding each drifted label's passage."""
     from goldmine.goldset.drift import remap as do_remap
-
-    from goldmine.output import warn
 
     with _store(db) as con:
         r = do_remap(con, _user(by))
@@ -764,7 +733,6 @@ def register(app: typer.Typer) -> None:
     gold.command("drift")(drift)
     gold.command("remap")(remap)
     gold.command("stale")(stale)
-    from goldmine.goldset.cli_next import next_
 
     gold.command("next", context_settings={"allow_extra_args": True})(next_)
     app.add_typer(gold)

@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
+from goldmine.output import info, print_json
+
 ClickModelOption = Annotated[
     str,
     typer.Option(
@@ -49,8 +51,6 @@ def draft_clicks(
 ) -> None:
     from goldmine.goldset.clickdraft import draft_from_clicks
 
-    from goldmine.output import info, print_json
-
     result = draft_from_clicks(
         db, model, min_shown=min_shown, min_grade=min_grade, depth=depth, thresholds=thresholds
     )
@@ -71,6 +71,8 @@ def draft_clicks(
     ]
     if any(n for n, _ in left):
         info("left alone: " + ", ".join(f"{n} pairs {why}" for n, why in left if n))
+    if result.unchanged:
+        info(f"{result.unchanged} queries unchanged: their proposals are the drafts stored")
     if result.agreement:
         _agreement(result)
     else:
@@ -79,8 +81,6 @@ def draft_clicks(
 
 def _agreement(result: Any) -> None:
     from goldmine.goldset.cli import _table
-
-    from goldmine.output import info
 
     n = next(iter(result.agreement.values()))["n_pairs"]
     shown = result.thresholds["min_shown"]

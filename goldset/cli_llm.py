@@ -13,7 +13,18 @@ from typing import Annotated
 
 import typer
 
+from goldmine.errors import InputError
+from goldmine.eval.metrics import parse_metric
+from goldmine.eval.readers import read_run
+from goldmine.goldset.items import default_user
+from goldmine.goldset.judge import judge as run_judge
+from goldmine.goldset.judge import model_agreement
+from goldmine.goldset.synth import check_all_failed
+from goldmine.goldset.synth import synth as run_synth
+from goldmine.llm import settings
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.output import info, print_json, warn
+from goldmine.store import open_store
 
 BaseUrlOption = Annotated[
     str | None,
@@ -25,6 +36,16 @@ ModelOption = Annotated[str | None, typer.Option("--model", help="The model's na
 ConcurrencyOption = Annotated[
     int | None, typer.Option("--concurrency", help="Requests at a time (default 4).")
 ]
+LimitOption = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=1,
+        help="--judge llm: grade at most N candidates this run (review's order: items as queued, "
+        "each item's best-ranked candidates first), to try the model on a few; the next run "
+        "goes on from there.",
+    ),
+]
 ByOption = Annotated[
     str | None,
     typer.Option("--by", help="Who did it (default: $GOLDMINE_USER, then the login name)."),
@@ -32,13 +53,11 @@ ByOption = Annotated[
 
 
 def model_settings(base_url: str | None, model: str | None, concurrency: int | None):
-    from goldmine.llm import settings
 
     return settings(base_url, model, concurrency)
 
 
 def print_usage(what: str, usage, failures: list[str]) -> None:
-    from goldmine.output import info, warn
 
     info(f"{what}: model {usage.summary()}")
     if usage.reasons:
@@ -86,11 +105,6 @@ def synth(
     as_json: JsonOption = False,
 ) -> None:
     """Draft the questions chunks answer with a model: drafted items, never gold by themselves."""
-    from goldmine.goldset.items import default_user
-    from goldmine.goldset.synth import check_all_failed
-    from goldmine.goldset.synth import synth as run_synth
-
-    from goldmine.output import info, print_json
 
     s = model_settings(base_url, model, concurrency)
     result = run_synth(
@@ -105,6 +119,12 @@ def synth(
         f"{result.already} already in the set, {result.failed} failed. "
         "They are drafts: `goldmine gold review` makes them gold."
     )
+    if result.real_added or result.real_drafted:
+        info(
+            f"real queries offered for review first (better evidence than the model's): "
+            f"{result.real_added} added as candidates, {result.real_drafted} given the chunk "
+            "their question was drafted from"
+        )
     if as_json:
         print_json(result.as_dict())
     check_all_failed(result)
@@ -114,7 +134,6 @@ def judge_settings(
     judge: str | None, base_url: str | None, model: str | None, concurrency: int | None
 ):
     """The model settings for ``--judge llm`` (None without --judge), checked before any work."""
-    from goldmine.errors import InputError
 
     if judge is None:
         return None
@@ -123,19 +142,20 @@ def judge_settings(
     return model_settings(base_url, model, concurrency)
 
 
-def judge_draft(db: Path | None, s, as_json: bool, drafted: dict | None = None) -> None:
+def judge_draft(
+    db: Path | None, s, as_json: bool, drafted: dict | None = None, limit: int | None = None
+) -> None:
     """``gold draft --judge llm``: the model grades every candidate, beside people's labels."""
-    from goldmine.goldset.judge import judge as run_judge
 
-    from goldmine.output import info, print_json
-
-    result = run_judge(db, s)
+    result = run_judge(db, s, limit=limit)
     print_usage("judge", result.usage, result.failures)
     info(
         f"graded {result.graded} candidates of {result.items} queries with {result.model} "
         f"({result.prompt_version}); {result.usage.cached} from the cache, {result.failed} "
         "failed. Review shows them as suggestions; never gold until a person grades."
     )
+    if result.left:
+        info(f"--limit {limit}: {result.left} candidates left to grade; run again to go on")
     if as_json:
         print_json({"draft": drafted, "judge": result.as_dict()})
     u = result.usage
@@ -151,17 +171,14 @@ def agreement_llm(
     db: Path | None, judge: str, runs: list[Path], metric: str, as_json: bool
 ) -> None:
     """``gold agreement --judge llm``: the model's grades against each person's."""
-    from goldmine.goldset.judge import model_agreement
-
-    from goldmine.errors import InputError
-    from goldmine.output import print_json
-    from goldmine.store import open_store
 
     if judge != "llm":
         raise InputError(f"--judge takes llm, not {judge!r}")
 
+
+    read = [read_run(path) for path in runs]
     with open_store(db, create=False) as con:
-        result = model_agreement(con, runs=runs, metric=metric)
+        result = model_agreement(con, runs=read, metric=parse_metric(metric))
     if as_json:
         print_json(result)
         return

@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
+from goldmine.errors import InputError
+from goldmine.eval.readers import read_run
+from goldmine.goldset.items import default_user
+from goldmine.goldset.next import CLUSTER_METHOD, METHOD, cluster_information, plan_for_compare
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.output import print_json
+from goldmine.store import open_store
 
 
 def next_(
@@ -36,8 +42,6 @@ def next_(
     as_json: JsonOption = False,
 ) -> None:
     """What to label next: pairs that settle a comparison, or the uncovered clusters worth most."""
-    from goldmine.errors import InputError
-    from goldmine.output import print_json
 
     runs = [*(for_compare or []), *(Path(a) for a in ctx.args)]
     if not runs:
@@ -45,11 +49,15 @@ def next_(
         return
     if len(runs) != 2:
         raise InputError(f"--for-compare takes two run files, got {len(runs)}")
-    from goldmine.goldset.items import default_user
-    from goldmine.goldset.next import plan_for_compare
 
+    for path in runs:
+        if not path.is_file():
+            raise InputError(
+                f"{path}: gold next reads run files (a stored run keeps only its scores; "
+                "`eval run --save-run FILE` writes what a retriever returned)"
+            )
     plan = plan_for_compare(
-        db_flag(db), runs[0], runs[1], k=k, budget=budget, queue=not dry_run,
+        db_flag(db), read_run(runs[0]), read_run(runs[1]), k=k, budget=budget, queue=not dry_run,
         by=default_user(by),
     )  # fmt: skip
     if as_json:
@@ -59,7 +67,6 @@ def next_(
 
 
 def _print_plan(plan) -> None:
-    from goldmine.goldset.next import METHOD
 
     lo, hi = plan.bounds
     print(f"A  {plan.label_a}\nB  {plan.label_b}")
@@ -81,7 +88,9 @@ def _print_plan(plan) -> None:
               f"{p.chunk_id}")  # fmt: skip
     for note in plan.notes:
         print(f"note: {note}")
-    if plan.queued:
+    if plan.queued and plan.queued["unchanged"]:
+        print("already queued for review as proposed: nothing written (goldmine gold review)")
+    elif plan.queued:
         print(
             f"queued {plan.queued['pairs']} pairs on {plan.queued['items']} items for review, "
             "in this order: goldmine gold review"
@@ -91,10 +100,6 @@ def _print_plan(plan) -> None:
 
 
 def _clusters(db, top: int, as_json: bool) -> None:
-    from goldmine.goldset.next import CLUSTER_METHOD, cluster_information
-
-    from goldmine.output import print_json
-    from goldmine.store import open_store
 
     with open_store(db_flag(db), create=False) as con:
         rows = cluster_information(con, top)

@@ -16,8 +16,10 @@ grade. It replaces the item's earlier click drafts and any other draft of the sa
 candidate becomes drafted (``drafted_by = 'clicks:<model>'``); each item changed gets one history
 row (action ``draft``, source ``clicks``) holding the model, its fitted parameters, the thresholds
 and every drafted chunk's evidence (impressions, clicks, score, the DBN's attractiveness and
-satisfaction), so its version moves; ``items.settle`` runs on each. Nothing here is gold: a
-person's review decides every draft.
+satisfaction), so its version moves; ``items.settle`` runs on each. An item whose proposals
+are the click drafts it already holds is not changed: a re-run on the same sessions writes nothing
+and moves no version (a writer holding that version is not refused for nothing). Nothing here is
+gold: a person's review decides every draft.
 
 Agreement: where people have labelled pairs the model also scores, the proposed grades are
 compared with theirs (``clicks.agreement``: linear-weighted kappa, precision/recall of relevant,
@@ -36,6 +38,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from goldmine.errors import InputError, NotFoundError
+from goldmine.goldset import items as gi
+from goldmine.goldset.items import current_snapshot
+from goldmine.store import WRITE_WAIT_S, open_store, registered, transaction
+from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -55,6 +61,7 @@ class ClickDraft:
     n_pairs: int  # (query, chunk) pairs shown min_shown times or more
     items: int  # items whose drafts changed
     drafts: int  # draft rows written
+    unchanged: int  # items whose proposals are those already stored: nothing written
     skipped_decided: int  # unlabelled proposed pairs on verified or rejected items, left alone
     skipped_labelled: int  # proposed pairs a person has labelled
     missing_chunks: int  # proposed pairs whose chunk is not in the current snapshot
@@ -77,7 +84,6 @@ _CLICKY = "SELECT DISTINCT batch_id FROM search_events WHERE len(clicked_ids) > 
 
 def _gold_queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """Raw query text of click-recording events -> the gold item it normalizes to."""
-    from goldmine.text import normalize_query
 
     by_norm = dict(con.execute("SELECT norm_query, query_id FROM gold_items").fetchall())
     texts = con.execute(
@@ -95,11 +101,9 @@ def _gold_queries(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 def read_sessions(con: duckdb.DuckDBPyConnection, depth: int = 10):
     """The gold queries' sessions as ``clicks.Sessions`` (keys are (query_id, chunk_id)) and the
     number of events, or (None, 0) when there are none."""
-    import duckdb  # noqa: F401  (the connection's Python helpers, as goldset.draft says)
     import polars as pl
-    from goldmine.goldset.clicks import Sessions
 
-    from goldmine.store import registered
+    from goldmine.goldset.clicks import Sessions
 
     mapping = _gold_queries(con)
     if not mapping:
@@ -249,9 +253,6 @@ def draft_from_clicks(
 ) -> ClickDraft:
     """Fit ``model`` on the gold queries' sessions and write its grades as drafts (module doc)."""
     from goldmine.goldset.clicks import MODELS, fit, grades
-    from goldmine.goldset.items import current_snapshot
-
-    from goldmine.store import open_store
 
     if model not in MODELS:
         raise InputError(f"--click-model must be one of {', '.join(MODELS)}, not {model!r}")
@@ -285,6 +286,7 @@ def draft_from_clicks(
         n_pairs=int(enough.sum()),
         items=0,
         drafts=0,
+        unchanged=0,
         skipped_decided=0,
         skipped_labelled=0,
         missing_chunks=0,
@@ -296,8 +298,6 @@ def draft_from_clicks(
         cross_validated=cv,
     )
     rows = _proposals(data, fitted, proposed, shown, clicks, enough & (proposed >= min_grade))
-    from goldmine.embed import WRITE_WAIT_S
-    from goldmine.store import transaction
 
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         _write(con, rows, result, by or f"clicks:{model}")
@@ -323,23 +323,63 @@ def _proposals(data, fitted, proposed, shown, clicks, keep: np.ndarray):
     return frame
 
 
+# Scores equal within this are the same proposal: EM's sums need not add in the same order.
+SCORE_TOLERANCE = 1e-9
+
+
+def _changed_items(con: duckdb.DuckDBPyConnection, snapshot_id: int | None) -> list[str]:
+    """The open items whose click drafts would change, in queue order: a chunk drafted or
+    dropped, another grade, rank, score or chunk text, another source's draft of a proposed chunk
+    to replace, or a candidate to mark drafted. An item whose proposals are those stored is left
+    alone, so a re-run on the same sessions writes nothing and moves no version."""
+    return [
+        r[0]
+        for r in con.execute(
+            """WITH old AS (
+                   SELECT query_id, chunk_id, suggested_grade AS grade, rank, score, text_hash,
+                          snapshot_id
+                   FROM gold_labels WHERE kind = 'draft' AND source = $source),
+               diff AS (
+                   SELECT coalesce(n.query_id, o.query_id) AS query_id
+                   FROM _gm_click_rows n FULL JOIN old o
+                     ON o.query_id = n.query_id AND o.chunk_id = n.chunk_id
+                   WHERE n.chunk_id IS NULL OR o.chunk_id IS NULL
+                      OR n.grade IS DISTINCT FROM o.grade OR n.rank IS DISTINCT FROM o.rank
+                      OR NOT abs(n.score - o.score) <= $tolerance
+                      OR n.text_hash IS DISTINCT FROM o.text_hash
+                      OR o.snapshot_id IS DISTINCT FROM $snapshot
+                   UNION ALL
+                   SELECT l.query_id FROM gold_labels l JOIN _gm_click_rows n
+                     ON n.query_id = l.query_id AND n.chunk_id = l.chunk_id
+                   WHERE l.kind = 'draft' AND l.source != $source)
+               SELECT query_id FROM gold_items
+               WHERE status IN ('candidate', 'drafted') AND (
+                   query_id IN (SELECT query_id FROM diff)
+                   OR status = 'candidate' AND query_id IN (SELECT query_id FROM _gm_click_rows))
+               ORDER BY position""",
+            {"source": SOURCE, "tolerance": SCORE_TOLERANCE, "snapshot": snapshot_id},
+        ).fetchall()
+    ]
+
+
 def _write(con: duckdb.DuckDBPyConnection, rows, result: ClickDraft, who: str) -> None:
     """The proposals on the items still open, as drafts; one history row per item changed."""
-    from goldmine.goldset import items as gi
-
-    from goldmine.store import registered
 
     at = gi.now()
     snapshot_id = result.snapshot_id
     with registered(con, _gm_clicks=rows):
         con.execute(
             """CREATE OR REPLACE TEMP TABLE _gm_click_rows AS
-               SELECT r.*, i.status IN ('candidate', 'drafted') AS open,
-                      EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = r.query_id
-                              AND l.chunk_id = r.chunk_id AND l.kind = 'label') AS labelled,
-                      c.text_hash, c.chunk_id IS NOT NULL AS in_corpus
-               FROM _gm_clicks r JOIN gold_items i USING (query_id)
-               LEFT JOIN chunks c ON c.snapshot_id = ? AND c.chunk_id = r.chunk_id""",
+               SELECT *, row_number() OVER (PARTITION BY query_id, open AND NOT labelled
+                                                AND in_corpus ORDER BY score DESC, chunk_id)
+                         AS rank  -- the draft's rank: its order by score among those kept
+               FROM (
+                   SELECT r.*, i.status IN ('candidate', 'drafted') AS open,
+                          EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = r.query_id
+                                  AND l.chunk_id = r.chunk_id AND l.kind = 'label') AS labelled,
+                          c.text_hash, c.chunk_id IS NOT NULL AS in_corpus
+                   FROM _gm_clicks r JOIN gold_items i USING (query_id)
+                   LEFT JOIN chunks c ON c.snapshot_id = ? AND c.chunk_id = r.chunk_id)""",
             [snapshot_id],
         )
     decided, labelled, missing = con.execute(
@@ -353,38 +393,27 @@ def _write(con: duckdb.DuckDBPyConnection, rows, result: ClickDraft, who: str) -
         labelled,
         missing,
     )
-    con.execute(
-        "DELETE FROM _gm_click_rows WHERE NOT open OR labelled OR NOT in_corpus",
-    )
-    # The items whose drafts change: a new click draft, or an old one that goes.
-    touched = [
-        r[0]
-        for r in con.execute(
-            """SELECT query_id FROM gold_items i WHERE status IN ('candidate', 'drafted') AND (
-                   query_id IN (SELECT query_id FROM _gm_click_rows)
-                   OR EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = i.query_id
-                              AND l.kind = 'draft' AND l.source = ?))
-               ORDER BY position""",
-            [SOURCE],
-        ).fetchall()
-    ]
+    con.execute("DELETE FROM _gm_click_rows WHERE NOT open OR labelled OR NOT in_corpus")
+    touched = _changed_items(con, snapshot_id)
+    result.unchanged = con.execute(
+        "SELECT count(DISTINCT query_id) FROM _gm_click_rows WHERE NOT list_contains(?, query_id)",
+        [touched],
+    ).fetchall()[0][0]
     if not touched:
         con.execute("DROP TABLE _gm_click_rows")
         return
     con.execute(
-        """DELETE FROM gold_labels WHERE kind = 'draft' AND (
-               (source = ? AND list_contains(?, query_id))
+        """DELETE FROM gold_labels WHERE kind = 'draft' AND list_contains(?, query_id) AND (
+               source = ?
                OR (query_id, chunk_id) IN (SELECT (query_id, chunk_id) FROM _gm_click_rows))""",
-        [SOURCE, touched],
+        [touched, SOURCE],
     )
     con.execute(
         """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, rank, score,
                source, text_hash, snapshot_id, who, ts)
-           SELECT query_id, chunk_id, 'draft', grade,
-                  row_number() OVER (PARTITION BY query_id ORDER BY score DESC, chunk_id),
-                  score, ?, text_hash, ?, ?, ?
-           FROM _gm_click_rows""",
-        [SOURCE, snapshot_id, who, at],
+           SELECT query_id, chunk_id, 'draft', grade, rank, score, ?, text_hash, ?, ?, ?
+           FROM _gm_click_rows WHERE list_contains(?, query_id)""",
+        [SOURCE, snapshot_id, who, at, touched],
     )
     con.execute(
         """UPDATE gold_items SET updated_at = ?,
@@ -395,8 +424,8 @@ def _write(con: duckdb.DuckDBPyConnection, rows, result: ClickDraft, who: str) -
     )
     evidence: dict[str, list[dict]] = {q: [] for q in touched}
     for row in gi.fetch_dicts(
-        con, "SELECT * EXCLUDE (open, labelled, in_corpus, text_hash) FROM _gm_click_rows"
-        " ORDER BY query_id, score DESC, chunk_id",
+        con, "SELECT * EXCLUDE (open, labelled, in_corpus, text_hash, rank) FROM _gm_click_rows"
+        " WHERE list_contains(?, query_id) ORDER BY query_id, score DESC, chunk_id", [touched],
     ):  # fmt: skip
         qid = row.pop("query_id")
         evidence[qid].append(

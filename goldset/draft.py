@@ -1,7 +1,7 @@
 """Drafting: a built-in retriever proposes candidate chunks for the items nobody has labelled.
 
 A draft is never gold: it lands as ``kind = 'draft'`` rows with the retriever's rank and score, and
-the item's status says ``drafted`` and by what. The retriever (``goldmine.eval.baselines``) runs
+the item's status says ``drafted`` and by what. The retriever (``goldmine.retrieval``) runs
 over the current corpus snapshot: BM25 via bm25s, dense via the bundled MiniLM, or both fused.
 
 The store is open only to read the items and chunks and, at the end, to write the drafts in one
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.goldset.items import current_snapshot, now
-
 from goldmine.errors import InputError, NotFoundError
-from goldmine.store import open_store, registered, transaction
+from goldmine.goldset.items import current_snapshot, now
+from goldmine.output import progress, step
+from goldmine.store import WRITE_WAIT_S, open_store, registered, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -43,14 +43,14 @@ _UNLABELLED = """status = 'candidate' AND NOT EXISTS (
 
 
 def _inputs(con: duckdb.DuckDBPyConnection) -> tuple[int, Any, Any]:
-    """The current snapshot, the items to draft (query_id, query, position), its chunks."""
-    # The store may be opened through the bare C module (goldmine.store.duckdb_engine); importing
-    # duckdb adds the connection's Python helpers (``con.sql``, ``.pl()``).
-    import duckdb  # noqa: F401
-
+    """The current snapshot, the items to draft (query_id, query, position), its chunks; None
+    and None when no item waits for a draft."""
     snapshot_id, _ = current_snapshot(con)
     if snapshot_id is None:
         raise NotFoundError("no corpus in the store: ingest one first (`goldmine ingest corpus`)")
+    # Nothing to draft (a re-run, or `--judge llm` on drafted items): no dataframe to build.
+    if not con.execute(f"SELECT count(*) FROM gold_items i WHERE {_UNLABELLED}").fetchall()[0][0]:
+        return snapshot_id, None, None
     items = con.sql(
         f"SELECT query_id, query, position FROM gold_items i WHERE {_UNLABELLED} ORDER BY position"
     ).pl()
@@ -63,10 +63,8 @@ def _inputs(con: duckdb.DuckDBPyConnection) -> tuple[int, Any, Any]:
 
 def _retriever(db: Path | None, kind: str, chunks) -> Any:
     """The retriever over the chunks, built with the store closed (its vectors cached)."""
-    from goldmine.eval.baselines import BM25Retriever, DenseRetriever, HybridRetriever, documents
-
     from goldmine.embed import embed_closed
-    from goldmine.output import step
+    from goldmine.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, documents
 
     if chunks.height == 0:
         raise NotFoundError("the current corpus snapshot has no chunks")
@@ -84,7 +82,6 @@ def _retriever(db: Path | None, kind: str, chunks) -> Any:
 
 
 def _search(retriever: Any, queries: list[str], k: int, kind: str) -> list:
-    from goldmine.output import progress, step
 
     step("draft", f"search {len(queries):,} queries", kind)
     hits: list = []
@@ -98,16 +95,16 @@ def _search(retriever: Any, queries: list[str], k: int, kind: str) -> list:
 
 def draft(db: Path | None, retriever: str = "bm25", k: int = 10, *, by: str) -> Drafted:
     """Top-k chunks for every candidate (no label yet), written as drafts in one transaction."""
-    import polars as pl
-
     if retriever not in RETRIEVERS:
         raise InputError(f"--retriever must be one of {', '.join(RETRIEVERS)}, not {retriever!r}")
     if k < 1:
         raise InputError("-k must be at least 1")
     with open_store(db) as con:
         snapshot_id, items, chunks = _inputs(con)
-    if items.height == 0:
+    if items is None:
         return Drafted(0, 0, retriever, snapshot_id)
+    import polars as pl
+
     ranked = _search(_retriever(db, retriever, chunks), items["query"].to_list(), k, retriever)
     hits = pl.DataFrame(
         [
@@ -118,8 +115,6 @@ def draft(db: Path | None, retriever: str = "bm25", k: int = 10, *, by: str) -> 
         schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "rank": pl.Int64, "score": pl.Float64},
         orient="row",
     )
-    from goldmine.embed import WRITE_WAIT_S
-
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         todo = items.select("query_id", "position")
         n_items, n_drafts = _write(con, todo, hits, retriever, k, snapshot_id)

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from goldmine.goldset.items import current_snapshot, fetch_dicts, now, reserve
-
 from goldmine.errors import InputError, NotFoundError
+from goldmine.goldset import bulk
+from goldmine.goldset.items import current_snapshot, fetch_dicts, now
 from goldmine.store import registered, transaction
 
 if TYPE_CHECKING:
@@ -149,7 +149,6 @@ def _proposals(old: str, chunks: list[tuple[str, str]]) -> list[tuple[str, float
 
 def remap(con: duckdb.DuckDBPyConnection, by: str) -> Remapped:
     """Drafts on the current chunks for every drifted label; the item goes back to review."""
-    import duckdb  # noqa: F401  (scanning polars frames needs the full duckdb package)
     import polars as pl
 
     snapshot_id, _ = current_snapshot(con)
@@ -253,19 +252,7 @@ def _put_drafts(con, drafts: dict, source: str, hashes: dict, snapshot_id, who: 
 
 def _append_history(con, rows: list[tuple[str, str, str]], who: str, ts) -> None:
     """(query_id, action, detail JSON) rows, in order, in one statement."""
-    import polars as pl
-
-    if not rows:
-        return
-    schema = {"query_id": pl.Utf8, "action": pl.Utf8, "detail": pl.Utf8}
-    frame = pl.DataFrame(rows, orient="row", schema=schema).with_row_index("ord")
-    first = reserve(con, "gold_history_seq", len(rows))
-    with registered(con, gold_new_history=frame):
-        con.execute(
-            "INSERT INTO gold_history SELECT ? + ord, query_id, ?, ?, action, detail"
-            " FROM gold_new_history",
-            [first, ts, who],
-        )
+    bulk.append_history(con, [bulk.history_row(q, a, d, at=ts, who=who) for q, a, d in rows])
 
 
 def _back_to_review(con, query_ids: set[str], by: str, at: datetime, why: str) -> None:

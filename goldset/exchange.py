@@ -22,8 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from goldmine.eval.model import GoldQuery
-from goldmine.goldset.items import current_snapshot, now, query_id_for, reserve
+from goldmine.errors import InputError
+from goldmine.files import json_objects
+from goldmine.gold import GoldQuery
+from goldmine.goldset import bulk
+from goldmine.goldset.items import current_snapshot, now, query_id_for
 from goldmine.goldset.versions import (
     FORMAT,
     FORMAT_VERSION,
@@ -35,10 +38,7 @@ from goldmine.goldset.versions import (
     version_header,
     version_lines,
 )
-
-from goldmine.errors import InputError
-from goldmine.files import json_objects
-from goldmine.store import transaction
+from goldmine.store import registered, transaction
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
@@ -444,15 +444,14 @@ def add_entries(
     path: Path,
 ) -> Imported:
     """Entries as new verified items (an empty or all-zero judgment set means "no answer")."""
-    import duckdb  # noqa: F401  (scanning a polars frame needs the full duckdb package)
     import polars as pl
 
     result = Imported(format=fmt, path=str(path))
     snapshot_id, _ = current_snapshot(con)
     at = now()
-    rows = []
+    reason = f"imported from {path.name}"
     present = {r[0] for r in con.execute("SELECT query_id FROM gold_items").fetchall()}
-    items, rows = [], []
+    items, rows, added, verified = [], [], [], []
     for e in entries:
         if not e.query:
             raise InputError(f"query {e.query_id!r} has no text", path=path)
@@ -462,85 +461,56 @@ def add_entries(
         present.add(e.query_id)
         no_answer = not any(g > 0 for g in e.judged.values())
         result.no_answer += no_answer
-        items.append((e.query_id, e.query, normalize_query(e.query), e.context, no_answer))
+        items.append(bulk.item_row(
+            query_id=e.query_id, query=e.query, norm_query=normalize_query(e.query),
+            context=e.context, no_answer=no_answer, origin=origin, reason=reason,
+            sources=["import"], source_ids=[e.query_id], verified_by=by,
+            verified_at=at.isoformat(),
+        ))  # fmt: skip
         rows.extend((e.query_id, c, g) for c, g in e.judged.items())
+        added.append(bulk.history_row(
+            e.query_id, "add", {"origin": origin, "reason": reason, "status": "verified"},
+            at=at, who=by,
+        ))  # fmt: skip
+        verified.append(bulk.history_row(e.query_id, "verify", {"no_answer": no_answer}, at=at,
+                                         who=by))  # fmt: skip
     result.added = len(items)
-    reason = f"imported from {path.name}"
+    graded = [
+        bulk.history_row(q, "grade", {"chunk_id": c, "grade": g, "source": path.name}, at=at,
+                         who=by)
+        for q, c, g in sorted(rows)
+    ]  # fmt: skip
     with transaction(con):
-        if items:
-            new_items = pl.DataFrame(
-                items,
-                schema={
-                    "query_id": pl.Utf8,
-                    "query": pl.Utf8,
-                    "norm_query": pl.Utf8,
-                    "context": pl.Utf8,
-                    "no_answer": pl.Boolean,
-                },
-                orient="row",
-            )
-            con.register("gold_new_items", new_items)
-            con.execute(
-                """INSERT INTO gold_items (query_id, position, query, norm_query, context,
-                       status, no_answer, tags, origin, reason, sources, source_ids, notes,
-                       verified_by, verified_at, created_at, updated_at)
-                   SELECT query_id, nextval('gold_position_seq'), query, norm_query, context,
-                          'verified', no_answer, [], ?, ?, ['import'], [query_id], [], ?, ?, ?, ?
-                   FROM gold_new_items""",
-                [origin, reason, by, at, at, at],
-            )
-            con.execute(
-                """INSERT INTO gold_history
-                   SELECT nextval('gold_history_seq'), query_id, ?, ?, 'add',
-                          json_object('origin', ?, 'reason', ?, 'status', 'verified')::VARCHAR
-                   FROM gold_new_items""",
-                [at, by, origin, reason],
-            )
+        bulk.insert_verified_items(con, items, at.isoformat())
         if rows:
             incoming = pl.DataFrame(
                 rows,
                 schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "grade": pl.Int64},
                 orient="row",
             )
-            con.register("gold_incoming", incoming)
-            con.execute(
-                """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, text_hash,
-                       snapshot_id, who, ts)
-                   SELECT i.query_id, i.chunk_id, 'label', i.grade, 'import', c.text_hash,
-                          CASE WHEN c.chunk_id IS NULL THEN NULL ELSE ? END, ?, ?
-                   FROM gold_incoming i LEFT JOIN chunks c
-                     ON c.snapshot_id = ? AND c.chunk_id = i.chunk_id""",
-                [snapshot_id, by, at, snapshot_id],
-            )
-            con.execute(
-                """INSERT INTO gold_texts SELECT DISTINCT c.text_hash, c.text
-                   FROM gold_incoming i JOIN chunks c
-                     ON c.snapshot_id = ? AND c.chunk_id = i.chunk_id
-                   WHERE c.text_hash NOT IN (SELECT text_hash FROM gold_texts)""",
-                [snapshot_id],
-            )
-            con.execute(
-                """INSERT INTO gold_history
-                   SELECT nextval('gold_history_seq'), query_id, ?, ?, 'grade',
-                          json_object('chunk_id', chunk_id, 'grade', grade, 'source', ?)::VARCHAR
-                   FROM gold_incoming ORDER BY query_id, chunk_id""",
-                [at, by, path.name],
-            )
-            result.missing_chunks = con.execute(
-                "SELECT count(*) FROM gold_incoming i WHERE NOT EXISTS (SELECT 1 FROM chunks c"
-                " WHERE c.snapshot_id = ? AND c.chunk_id = i.chunk_id)",
-                [snapshot_id],
-            ).fetchall()[0][0]
-            con.unregister("gold_incoming")
-        if items:
-            con.execute(
-                """INSERT INTO gold_history
-                   SELECT nextval('gold_history_seq'), query_id, ?, ?, 'verify',
-                          json_object('no_answer', no_answer)::VARCHAR
-                   FROM gold_new_items""",
-                [at, by],
-            )
-            con.unregister("gold_new_items")
+            with registered(con, gold_incoming=incoming):
+                con.execute(
+                    """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source,
+                           text_hash, snapshot_id, who, ts)
+                       SELECT i.query_id, i.chunk_id, 'label', i.grade, 'import', c.text_hash,
+                              CASE WHEN c.chunk_id IS NULL THEN NULL ELSE ? END, ?, ?
+                       FROM gold_incoming i LEFT JOIN chunks c
+                         ON c.snapshot_id = ? AND c.chunk_id = i.chunk_id""",
+                    [snapshot_id, by, at, snapshot_id],
+                )
+                con.execute(
+                    """INSERT INTO gold_texts SELECT DISTINCT c.text_hash, c.text
+                       FROM gold_incoming i JOIN chunks c
+                         ON c.snapshot_id = ? AND c.chunk_id = i.chunk_id
+                       WHERE c.text_hash NOT IN (SELECT text_hash FROM gold_texts)""",
+                    [snapshot_id],
+                )
+                result.missing_chunks = con.execute(
+                    "SELECT count(*) FROM gold_incoming i WHERE NOT EXISTS (SELECT 1 FROM chunks"
+                    " c WHERE c.snapshot_id = ? AND c.chunk_id = i.chunk_id)",
+                    [snapshot_id],
+                ).fetchall()[0][0]
+        bulk.append_history(con, added + graded + verified)
     result.labels = len(rows)
     if result.missing_chunks:
         where = f"snapshot {snapshot_id}" if snapshot_id else "the store (no corpus ingested)"
@@ -620,29 +590,25 @@ def restore_version(con: duckdb.DuckDBPyConnection, path: Path) -> Imported:
 
 def _restore_items(con: duckdb.DuckDBPyConnection, items: list[dict]) -> int:
     """Put frozen items back into the working set, in bulk, except those the store has."""
-    import duckdb  # noqa: F401  (scanning polars frames needs the full duckdb package)
-    import polars as pl
-
     present = {r[0] for r in con.execute("SELECT query_id FROM gold_items").fetchall()}
     new = [i for i in items if i["query_id"] not in present]
     if not new:
         return 0
     at = now().isoformat()
-    text = pl.Utf8
     rows, labels, history = [], [], []
     for item in new:
         qid, prov = item["query_id"], item.get("provenance") or {}
-        rows.append({
-            "query_id": qid, "query": item["query"],
-            "norm_query": item.get("norm_query") or normalize_query(item["query"]),
-            "context": item.get("context"), "cluster_id": prov.get("cluster_id"),
-            "no_answer": bool(item.get("no_answer")), "tags": item.get("tags") or [],
-            "origin": prov.get("origin") or "import", "reason": prov.get("reason"),
-            "sources": prov.get("sources") or [], "source_ids": prov.get("source_ids") or [],
-            "frequency": prov.get("frequency"), "first_seen": prov.get("first_seen"),
-            "last_seen": prov.get("last_seen"), "notes": item.get("notes") or [],
-            "verified_by": item.get("verified_by"), "verified_at": item.get("verified_at"),
-        })  # fmt: skip
+        rows.append(bulk.item_row(
+            query_id=qid, query=item["query"],
+            norm_query=item.get("norm_query") or normalize_query(item["query"]),
+            context=item.get("context"), cluster_id=prov.get("cluster_id"),
+            no_answer=bool(item.get("no_answer")), tags=item.get("tags") or [],
+            origin=prov.get("origin") or "import", reason=prov.get("reason"),
+            sources=prov.get("sources") or [], source_ids=prov.get("source_ids") or [],
+            frequency=prov.get("frequency"), first_seen=prov.get("first_seen"),
+            last_seen=prov.get("last_seen"), notes=item.get("notes") or [],
+            verified_by=item.get("verified_by"), verified_at=item.get("verified_at"),
+        ))  # fmt: skip
         hashes, labelled = item.get("label_text_hashes") or {}, item.get("labelled") or {}
         for chunk_id, grade in sorted(judged_of(item).items()):
             meta = labelled.get(chunk_id) or {}
@@ -651,86 +617,11 @@ def _restore_items(con: duckdb.DuckDBPyConnection, items: list[dict]) -> int:
                 (qid, chunk_id, grade, hashes.get(chunk_id), meta.get("snapshot_id"),
                  meta.get("by"), when)
             )  # fmt: skip
-        for h in item.get("history") or []:
-            detail = json.dumps(h.get("detail") or {}, sort_keys=True, ensure_ascii=False)
-            history.append((qid, h["at"], h.get("by"), h["action"], detail))
-    frames = {
-        "gold_restore_items": pl.DataFrame(
-            rows,
-            schema={
-                "query_id": text,
-                "query": text,
-                "norm_query": text,
-                "context": text,
-                "cluster_id": pl.Int64,
-                "no_answer": pl.Boolean,
-                "tags": pl.List(text),
-                "origin": text,
-                "reason": text,
-                "sources": pl.List(text),
-                "source_ids": pl.List(text),
-                "frequency": pl.Int64,
-                "first_seen": text,
-                "last_seen": text,
-                "notes": pl.List(text),
-                "verified_by": text,
-                "verified_at": text,
-            },
-        ),  # fmt: skip
-        "gold_restore_labels": pl.DataFrame(
-            labels,
-            orient="row",
-            schema={
-                "query_id": text,
-                "chunk_id": text,
-                "grade": pl.Int64,
-                "text_hash": text,
-                "snapshot_id": pl.Int64,
-                "who": text,
-                "ts": text,
-            },
-        ),  # fmt: skip
-        "gold_restore_history": pl.DataFrame(
-            history,
-            orient="row",
-            schema={
-                "query_id": text,
-                "ts": text,
-                "who": text,
-                "action": text,
-                "detail": text,
-            },
-        ).with_row_index("ord"),  # fmt: skip
-    }
-    for name, frame in frames.items():
-        con.register(name, frame)
-    con.execute(
-        """INSERT INTO gold_items (query_id, position, query, norm_query, context, cluster_id,
-               status, no_answer, tags, origin, reason, sources, source_ids, frequency,
-               first_seen, last_seen, notes, verified_by, verified_at, created_at, updated_at)
-           SELECT query_id, nextval('gold_position_seq'), query, norm_query, context,
-                  cluster_id, 'verified', no_answer, tags, origin, reason, sources, source_ids,
-                  frequency, first_seen::TIMESTAMP, last_seen::TIMESTAMP, notes, verified_by,
-                  verified_at::TIMESTAMP, coalesce(verified_at, ?)::TIMESTAMP,
-                  coalesce(verified_at, ?)::TIMESTAMP
-           FROM gold_restore_items""",
-        [at, at],
-    )
-    con.execute(
-        """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, text_hash,
-               snapshot_id, who, ts)
-           SELECT query_id, chunk_id, 'label', grade, 'import', text_hash, snapshot_id, who,
-                  ts::TIMESTAMP
-           FROM gold_restore_labels"""
-    )
-    # History keeps its order: the rows take consecutive numbers reserved from the sequence.
-    first = reserve(con, "gold_history_seq", len(history))
-    con.execute(
-        """INSERT INTO gold_history
-           SELECT ? + ord, query_id, ts::TIMESTAMP, who, action, detail
-           FROM gold_restore_history""",
-        [first],
-    )
-    for name in frames:
-        con.unregister(name)
+        history += [
+            bulk.history_row(qid, h["action"], h.get("detail") or {}, at=h["at"], who=h.get("by"))
+            for h in item.get("history") or []
+        ]
+    bulk.insert_verified_items(con, rows, at)
+    bulk.insert_labels(con, labels)
+    bulk.append_history(con, history)
     return len(new)

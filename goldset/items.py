@@ -261,6 +261,56 @@ def set_grade(
     settle(con, query_id, by, at=at)
 
 
+def add_draft(
+    con: duckdb.DuckDBPyConnection,
+    query_id: str,
+    chunk_id: str,
+    by: str,
+    *,
+    source: str,
+    detail: dict | None = None,
+    at: datetime | None = None,
+) -> bool:
+    """One more candidate chunk for an open item, as a draft after its others (never gold).
+
+    Only an item still open (candidate or drafted) takes it: a verified or rejected item was
+    decided by a person. A chunk the item already holds (drafted or labelled), or one missing
+    from the current snapshot, is left as it is. Returns whether the draft was added; when it
+    was, one history row (action ``draft``) records it with ``detail``, so the version moves.
+    """
+    item = get_item(con, query_id)
+    chunk = chunk_info(con, chunk_id)
+    held, last_rank = con.execute(
+        """SELECT count(*) FILTER (WHERE chunk_id = ?),
+                  coalesce(max(rank) FILTER (WHERE kind = 'draft'), 0)
+           FROM gold_labels WHERE query_id = ?""",
+        [chunk_id, query_id],
+    ).fetchall()[0]
+    if item["status"] not in ("candidate", "drafted") or chunk is None or held:
+        return False
+    at = at or now()
+    snapshot_id, _ = current_snapshot(con)
+    con.execute(
+        """INSERT INTO gold_labels (query_id, chunk_id, kind, rank, source, text_hash,
+               snapshot_id, who, ts) VALUES (?, ?, 'draft', ?, ?, ?, ?, ?, ?)""",
+        [query_id, chunk_id, last_rank + 1, source, chunk["text_hash"], snapshot_id, by, at],
+    )
+    con.execute(
+        """UPDATE gold_items SET updated_at = ?,
+               drafted_by = CASE WHEN status = 'candidate' THEN ? ELSE drafted_by END,
+               status = 'drafted' WHERE query_id = ?""",
+        [at, by, query_id],
+    )
+    record(
+        con, query_id, "draft", by,
+        {"chunk_id": chunk_id, "source": source, "text_hash": chunk["text_hash"],
+         "snapshot_id": snapshot_id, **(detail or {})},
+        at,
+    )  # fmt: skip
+    settle(con, query_id, by, at=at)
+    return True
+
+
 def item_version(con: duckdb.DuckDBPyConnection, query_id: str) -> int:
     """The id of the item's last history row: it moves with every change to the item."""
     return con.execute(

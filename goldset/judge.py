@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goldmine.errors import InputError
+from goldmine.gold import Run
 from goldmine.goldset import items as gi
 from goldmine.goldset.modelcalls import (
     cache_key,
@@ -31,9 +33,9 @@ from goldmine.goldset.modelcalls import (
     insert_rows,
     record_calls,
 )
-
-from goldmine.errors import InputError
-from goldmine.store import open_store, transaction
+from goldmine.goldset.raters import pair_report
+from goldmine.llm import Ask, Usage, ask_all, load_prompt
+from goldmine.store import WRITE_WAIT_S, open_store, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -52,6 +54,7 @@ class JudgeResult:
     pairs: int = 0  # candidates considered
     graded: int = 0  # model labels written this run
     current: int = 0  # model labels already current (nothing to do)
+    left: int = 0  # pairs to grade that --limit left for a later run
     failed: int = 0
     failures: list[str] = field(default_factory=list)
     usage: Any = None
@@ -63,19 +66,23 @@ class JudgeResult:
 
 
 # Every candidate of the items not rejected, with its chunk as it is now and whether the model's
-# label for it is current (same model, prompt version, query text and chunk text).
+# label for it is current (same model, prompt version, query text and chunk text). In review's
+# order: the items as the queue holds them, each item's candidates best first by the rank their
+# retriever (or click model) gave them, then by id; ``--limit`` takes the first of these.
 _PAIRS = """
-    SELECT DISTINCT l.query_id, i.query, l.chunk_id, c.title, c.text, c.text_hash,
-           sha256(i.query) AS query_hash,
+    SELECT l.query_id, any_value(i.query) AS query, l.chunk_id, any_value(c.title) AS title,
+           any_value(c.text) AS text, any_value(c.text_hash) AS text_hash,
+           sha256(any_value(i.query)) AS query_hash,
            EXISTS (SELECT 1 FROM gold_model_labels m
                    WHERE m.query_id = l.query_id AND m.chunk_id = l.chunk_id AND m.model = $model
-                     AND m.prompt_version = $version AND m.text_hash = c.text_hash
-                     AND m.query_hash = sha256(i.query)) AS current,
-           i.position
+                     AND m.prompt_version = $version AND m.text_hash = any_value(c.text_hash)
+                     AND m.query_hash = sha256(any_value(i.query))) AS current,
+           any_value(i.position) AS position, min(l.rank) AS rank
     FROM gold_labels l JOIN gold_items i USING (query_id)
     JOIN chunks c ON c.snapshot_id = $snapshot AND c.chunk_id = l.chunk_id
     WHERE i.status != 'rejected'
-    ORDER BY i.position, l.chunk_id
+    GROUP BY l.query_id, l.chunk_id
+    ORDER BY position, rank NULLS LAST, l.chunk_id
 """
 
 _LABEL_COLUMNS = {
@@ -85,10 +92,13 @@ _LABEL_COLUMNS = {
 }  # fmt: skip
 
 
-def judge(db: Path | None, s: Settings) -> JudgeResult:
-    """The model's grade for every candidate whose current grade it has not given yet."""
-    from goldmine.llm import Ask, Usage, ask_all, load_prompt
+def judge(db: Path | None, s: Settings, *, limit: int | None = None) -> JudgeResult:
+    """The model's grade for every candidate whose current grade it has not given yet; with
+    ``limit``, for the first ``limit`` of them in ``_PAIRS``'s order (a cached answer counts: it
+    is a grade written), the rest left for a later run."""
 
+    if limit is not None and limit < 1:
+        raise InputError("--limit must be at least 1")
     prompt = load_prompt("judge")
     result = JudgeResult(s.endpoint, s.model, prompt.version)
     with open_store(db) as con:
@@ -97,11 +107,14 @@ def judge(db: Path | None, s: Settings) -> JudgeResult:
             con, _PAIRS, {"model": s.model, "version": prompt.version, "snapshot": snapshot_id}
         )
         todo = [p for p in pairs if not p["current"]]
+        if limit is not None:
+            result.left = max(len(todo) - limit, 0)
+            todo = todo[:limit]
         for p in todo:
             p["key"] = cache_key("judge", s.model, prompt.version, p["query_hash"], p["text_hash"])
         known = cached(con, sorted({p["key"] for p in todo}))
     result.items = len({p["query_id"] for p in pairs})
-    result.pairs, result.current = len(pairs), len(pairs) - len(todo)
+    result.pairs, result.current = len(pairs), len(pairs) - len(todo) - result.left
     asking: dict[str, dict] = {}
     for p in todo:
         if p["key"] not in known:
@@ -122,8 +135,6 @@ def judge(db: Path | None, s: Settings) -> JudgeResult:
     )
     if not todo:
         return result
-    from goldmine.embed import WRITE_WAIT_S
-
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         call_ids = record_calls(con, "judge", s, prompt, answers)
         found = {k: (call_ids[k], a.data) for k, a in ((a.key, a) for a in answers) if a.ok}
@@ -199,7 +210,6 @@ def model_grades(con: duckdb.DuckDBPyConnection) -> dict[str, dict[tuple[str, st
 
 def kappa_report(pairs: list[tuple[str, int, int]]) -> dict:
     """Model (rows) against person (columns) over (query, model grade, person grade) triples."""
-    from goldmine.goldset.raters import pair_report
 
     return pair_report(pairs, "model", "person")
 
@@ -226,8 +236,10 @@ def _suggestion_use(con: duckdb.DuckDBPyConnection) -> dict:
 
 
 def model_agreement(
-    con: duckdb.DuckDBPyConnection, *, runs: list[Path] | None = None, metric: str = "ndcg@10"
+    con: duckdb.DuckDBPyConnection, *, runs: list[Run] | None = None, metric: Any = None
 ) -> dict[str, Any]:
+    """The model against each person; with ``runs`` (read) and ``metric`` (eval's parsed metric,
+    given by the caller so the gold set needs no eval code), how each ranks the systems."""
     models = model_grades(con)
     people = person_grades(con)
     out: list[dict] = []
@@ -246,16 +258,13 @@ def model_agreement(
     return result
 
 
-def rank_systems(con, runs: list[Path], metric: str, models: dict) -> dict:
-    """Each run's metric on the people's labels and on the model's, over the verified items the
-    model graded; Kendall's tau between the two orderings of the runs."""
-    from goldmine.eval.metrics import parse_metric
-    from goldmine.eval.readers import read_run
+def rank_systems(con, runs: list[Run], m: Any, models: dict) -> dict:
+    """Each run's metric ``m`` on the people's labels and on the model's, over the verified items
+    the model graded; Kendall's tau between the two orderings of the runs."""
     from scipy.stats import kendalltau
 
     if len(runs) < 2:
         raise InputError("give two or more --run files to see whether the model ranks them alike")
-    m = parse_metric(metric)
     verified = {
         r[0]
         for r in con.execute(
@@ -275,12 +284,12 @@ def rank_systems(con, runs: list[Path], metric: str, models: dict) -> dict:
                 machine.setdefault(q, {})[c] = g
     queries = sorted(q for q in machine if any(g > 0 for g in human[q].values()))
     rows = []
-    for path in runs:
-        run = read_run(path).results
-        p = [m(run.get(q, []), human[q], 1) for q in queries]
-        mm = [m(run.get(q, []), machine[q], 1) for q in queries]
+    for run in runs:
+        ranked = run.results
+        p = [m(ranked.get(q, []), human[q], 1) for q in queries]
+        mm = [m(ranked.get(q, []), machine[q], 1) for q in queries]
         n = len(queries) or 1
-        rows.append({"run": str(path), "people": sum(p) / n, "model": sum(mm) / n})
+        rows.append({"run": run.source, "people": sum(p) / n, "model": sum(mm) / n})
     tau = None
     if queries and len(rows) >= 2:
         value = kendalltau([r["people"] for r in rows], [r["model"] for r in rows]).statistic

@@ -11,7 +11,6 @@ import json
 from typing import TYPE_CHECKING
 
 from goldmine.goldset.items import now, reserve
-
 from goldmine.text import sha256_text
 
 if TYPE_CHECKING:
@@ -80,18 +79,21 @@ _CALL_COLUMNS = {
 }  # fmt: skip
 
 
+_SQL_TYPES = {
+    "Utf8": "VARCHAR", "Int64": "BIGINT", "Float64": "DOUBLE", "Boolean": "BOOLEAN",
+    "Datetime": "TIMESTAMP",
+}  # fmt: skip
+
+
 def insert_rows(con, table: str, columns: dict[str, str], rows: list[tuple]) -> None:
-    """Insert many rows in one statement (a polars frame), not one statement a row."""
-    import polars as pl
-
-    from goldmine.store import registered
-
+    """Insert many rows in one statement, not one a row: each column one list parameter, the
+    lists unnested side by side. No dataframe library: importing one would cost a model run more
+    than the insert (polars and pyarrow, 0.3-0.5 s, against 8 ms for 1,000 rows)."""
     if not rows:
         return
-    schema = {name: getattr(pl, kind) for name, kind in columns.items()}
-    frame = pl.DataFrame(rows, schema=schema, orient="row")
-    with registered(con, _gm_rows=frame):
-        con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM _gm_rows")
+    lists = [list(values) for values in zip(*rows, strict=True)]
+    unnest = ", ".join(f"unnest(?::{_SQL_TYPES[kind]}[])" for kind in columns.values())
+    con.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {unnest}", lists)
 
 
 def failure_lines(answers: list[Answer], label: dict[str, str], limit: int = 5) -> list[str]:

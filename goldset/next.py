@@ -36,6 +36,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
+from goldmine.gold import COVERAGE_COLUMNS, Run, coverage_cte
+from goldmine.goldset import items as gi
+from goldmine.store import open_store, registered, transaction
+from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -224,18 +228,8 @@ def query_texts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(con.execute("SELECT query_id, query FROM gold_items").fetchall())
 
 
-def read_ranked(path: Path, by_text: dict[str, str]) -> dict[str, list[str]]:
-    """A run file's ranked ids by gold query id (a run keyed by text is matched by its text)."""
-    from goldmine.eval.readers import read_run
-
-    from goldmine.text import normalize_query
-
-    if not Path(path).is_file():
-        raise InputError(
-            f"{path}: gold next reads run files (a stored run keeps only its scores; "
-            "`eval run --save-run FILE` writes what a retriever returned)"
-        )
-    run = read_run(path)
+def read_ranked(run: Run, by_text: dict[str, str]) -> dict[str, list[str]]:
+    """A run's ranked ids by gold query id (a run keyed by text is matched by its text)."""
     if run.keyed_by == "text":
         return {
             by_text[normalize_query(key)]: ids
@@ -248,18 +242,32 @@ def read_ranked(path: Path, by_text: dict[str, str]) -> dict[str, list[str]]:
 # --- queueing -----------------------------------------------------------------------------------
 
 
+def _already_queued(con: duckdb.DuckDBPyConnection, n_pairs: int, order: list[str]) -> bool:
+    """Whether the plan is queued as it stands: every pair a ``next`` draft of the same rank and
+    weight, and its items the front of the queue in its order (a re-run on the same runs)."""
+    same = con.execute(
+        """SELECT count(*) FROM _gm_next n JOIN gold_labels l
+             ON l.query_id = n.query_id AND l.chunk_id = n.chunk_id AND l.kind = 'draft'
+           WHERE l.source = ? AND l.rank = n.rank AND abs(l.score - n.score) <= 1e-9""",
+        [SOURCE],
+    ).fetchall()[0][0]
+    front = con.execute(
+        "SELECT query_id FROM gold_items ORDER BY position LIMIT ?", [len(order)]
+    ).fetchall()
+    return same == n_pairs and [r[0] for r in front] == order
+
+
 def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: str) -> dict:
     """The proposed pairs as drafts, their items at the front of the review queue in that order.
 
-    Call inside a transaction. Returns ``{"pairs": n, "items": m}``.
+    Call inside a transaction. Returns ``{"pairs": n, "items": m, "unchanged": bool}``: a plan
+    already queued as it stands is not written again (no history row, no version moves).
     """
     import polars as pl
-    from goldmine.goldset import items as gi
 
-    from goldmine.store import registered
 
     if not plan.pairs:
-        return {"pairs": 0, "items": 0}
+        return {"pairs": 0, "items": 0, "unchanged": True}
     snapshot_id, _ = gi.current_snapshot(con)
     at, who = gi.now(), f"next:{by}"
     pairs = pl.DataFrame(
@@ -268,7 +276,10 @@ def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: s
         orient="row",
     )
     order = list(dict.fromkeys(p.query_id for p in plan.pairs))
+    done = {"pairs": len(plan.pairs), "items": len(order)}
     with registered(con, _gm_next=pairs):
+        if _already_queued(con, len(plan.pairs), order):
+            return {**done, "unchanged": True}
         con.execute(
             """DELETE FROM gold_labels WHERE kind = 'draft'
                AND (query_id, chunk_id) IN (SELECT (query_id, chunk_id) FROM _gm_next)"""
@@ -293,21 +304,21 @@ def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: s
         )
         gi.record(con, qid, "next", by, {"chunks": chunks, "for_compare": label, "k": plan.k}, at)
         gi.settle(con, qid, by, at=at)
-    return {"pairs": len(plan.pairs), "items": len(order)}
+    return {**done, "unchanged": False}
 
 
 def plan_for_compare(
     db: Path | None,
-    a: Path,
-    b: Path,
+    a: Run,
+    b: Run,
     *,
     k: int = 10,
     budget: int = 20,
     queue: bool = True,
     by: str,
 ) -> Plan:
-    """``gold next --for-compare A B``: read, propose, and (``queue``) write in one transaction."""
-    from goldmine.store import open_store, transaction
+    """``gold next --for-compare A B``: propose, and (``queue``) write in one transaction. The
+    runs come read (``goldmine.eval.readers.read_run``), so the gold set needs no eval code."""
 
     with open_store(db, create=False) as con:
         judged, by_text = load_judged(con)
@@ -321,7 +332,7 @@ def plan_for_compare(
             budget=budget,
             texts=query_texts(con),
         )
-        plan.label_a, plan.label_b = str(a), str(b)
+        plan.label_a, plan.label_b = a.source, b.source
         if plan.settled:
             plan.notes.append(
                 f"the sign of the mean DCG@{k} difference is settled whatever the "
@@ -329,7 +340,8 @@ def plan_for_compare(
             )
         if queue and plan.pairs:
             with transaction(con):
-                plan.queued = queue_pairs(con, plan, by=by, label=f"{a.name} vs {b.name}")
+                label = f"{Path(a.source).name} vs {Path(b.source).name}"
+                plan.queued = queue_pairs(con, plan, by=by, label=label)
     return plan
 
 
@@ -342,7 +354,6 @@ def cluster_information(con: duckdb.DuckDBPyConnection, top: int = 20) -> list[d
 
     if top < 1:
         raise InputError(f"--top must be at least 1, not {top}")
-    from goldmine.triage.report import COVERAGE_COLUMNS, coverage_cte
 
     # Covered as triage show says it: a verified or published item (one definition).
     rows = con.execute(

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from goldmine.goldset.items import fetch_dicts
-
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:

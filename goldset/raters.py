@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from goldmine.goldset import items as gi
-
 from goldmine.errors import InputError
+from goldmine.goldset import items as gi
 
 if TYPE_CHECKING:
     import duckdb

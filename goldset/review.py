@@ -34,7 +34,8 @@ from pathlib import Path
 
 from goldmine.goldset import items as gi
 from goldmine.goldset import raters
-
+from goldmine.goldset.judge import suggestions
+from goldmine.output import console as get_console
 from goldmine.store import open_store, transaction
 from goldmine.text import normalize_query
 
@@ -480,7 +481,6 @@ def _candidates(con, qid: str, snapshot_id: int | None) -> list[dict]:
 def _suggest(con, item: dict, candidates: list[dict]) -> None:
     """Each candidate's ``suggestion``: the model's grade and reason (gold draft --judge llm),
     or, for the chunk a model wrote the question from (gold synth), grade 2."""
-    from goldmine.goldset.judge import suggestions
 
     found = suggestions(con, item["query_id"])
     for c in candidates:
@@ -666,7 +666,6 @@ def run(
     db: Path | None, by: str, keys: Keys | None = None, queue: QueueFilter | None = None
 ) -> tuple[int, int]:
     """The interactive loop; returns (verified, total) when the person quits or nothing is left."""
-    from goldmine.output import console as get_console
 
     console = get_console()
     keys = keys or Keys()

@@ -6,7 +6,7 @@ appended to ``gold_history``, which is never updated. ``publish`` freezes the ve
 export writes, so a version's content hash can be recomputed at any time (``gold verify``) and an
 export is byte-for-byte what was published. The triage stage reads ``gold_items`` (norm_query,
 cluster_id, status) and ``gold_version_items`` for its coverage: a cluster is covered by a verified
-or published item, not by candidates (goldmine.triage.report.coverage_cte).
+or published item, not by candidates (goldmine.gold.coverage_cte).
 """
 
 from goldmine.store import Migration

@@ -14,7 +14,7 @@ no cluster gets a second place before every head and torso cluster has one (a co
 break this only when no other cluster has the tag). Queries already in the gold set, any status,
 are never proposed again, and the clusters they belong to count as used, so picks spread over the
 traffic. That is not coverage: `triage show` counts a cluster covered only once one of its items is
-verified or published (goldmine.triage.report.coverage_cte). A query that differs from one
+verified or published (goldmine.gold.coverage_cte). A query that differs from one
 already picked only by digits or a letter or two (rapidfuzz ratio >= 90, digits masked) is left out:
 ticket subjects with order numbers are one query to a gold set.
 """
@@ -25,12 +25,13 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from goldmine.goldset.items import add_item, fetch_dicts, now
-from goldmine.goldset.provenance import origins
 from rapidfuzz import fuzz
 
 from goldmine.errors import NotFoundError
+from goldmine.goldset.items import add_item, fetch_dicts, now
+from goldmine.goldset.provenance import origins
 from goldmine.store import transaction
+from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -230,7 +231,6 @@ def add_queries(
 
     Returns (query_id, query, added) per request; ``added`` is False when it was already in the set.
     """
-    from goldmine.text import normalize_query
 
     wanted: list[tuple[str, dict | None, str]] = []
     for cluster_id in clusters:

@@ -14,8 +14,14 @@ through ``goldmine.goldset.items`` like any other item.
 Each question is compared with the real traffic (triage's queries, or the raw queries before a
 triage run): rapidfuzz ``token_sort_ratio`` on the normalized text and, unless ``--match fuzzy``,
 the cosine of the bundled MiniLM embeddings (cached in the store). A question a real query covers
-is tagged ``covered`` and linked to that query (and its gold item, if it has one): a real query is
-better evidence than a model's.
+is tagged ``covered`` and linked to that query's gold item: a real query is better evidence than a
+model's, so it is offered too. Without an item it becomes a candidate (origin ``covered``, with
+triage's provenance as ``gold starter`` gives it), written before the model's question so review
+reaches it first; its item, if still open, gets the question's source chunk as a draft (source
+``synth``, no suggested grade: a resemblance is not a grade; ``items.add_draft``). A question
+that normalizes to the real query is that query's item, not a model twin of it: the item takes
+the chunk and ``gold_model_items`` records the model's provenance against it. A question already
+in the set is left as it is, so a re-run served from the cache writes nothing.
 
 The store is open to read the chunks, closed while the model answers and the embeddings are
 computed, and opened once to write everything in one transaction.
@@ -27,11 +33,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goldmine.errors import GoldmineError, InputError, NotFoundError
 from goldmine.goldset import items as gi
 from goldmine.goldset.modelcalls import cache_key, cached, failure_lines, record_calls
-
-from goldmine.errors import GoldmineError, InputError, NotFoundError
-from goldmine.store import open_store, transaction
+from goldmine.goldset.provenance import _norm_sql, origins
+from goldmine.llm import Ask, Usage, ask_all, load_prompt
+from goldmine.store import WRITE_WAIT_S, open_store, transaction
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
@@ -60,7 +67,9 @@ class SynthResult:
     chunks: int = 0  # chunks asked about (cached or not)
     questions: int = 0  # new gold items
     already: int = 0  # questions already in the set
-    covered: int = 0  # new items a real query covers
+    covered: int = 0  # new questions a real query covers
+    real_added: int = 0  # real queries added as candidates because they cover a question
+    real_drafted: int = 0  # real queries' open items given the question's chunk as a draft
     failed: int = 0
     failures: list[str] = field(default_factory=list)
     usage: Any = None
@@ -75,6 +84,8 @@ class SynthResult:
             "questions": self.questions,
             "already": self.already,
             "covered": self.covered,
+            "real_added": self.real_added,
+            "real_drafted": self.real_drafted,
             "failed": self.failed,
             "failures": self.failures,
             "usage": self.usage.as_dict() if self.usage else None,
@@ -140,7 +151,7 @@ def sample_chunks(
 
 def cluster_chunks(con: duckdb.DuckDBPyConnection, cluster: int, per_query: int = 3) -> list[str]:
     """The chunks a triage cluster's queries retrieve with BM25, best first."""
-    from goldmine.eval.baselines import BM25Retriever
+    from goldmine.retrieval import BM25Retriever
 
     queries = [
         r[0]
@@ -170,7 +181,6 @@ def cluster_chunks(con: duckdb.DuckDBPyConnection, cluster: int, per_query: int 
 
 def real_queries(con: duckdb.DuckDBPyConnection) -> list[dict]:
     """The traffic's distinct queries: triage's, or before a triage run the raw ones."""
-    from goldmine.goldset.provenance import _norm_sql
 
     rows = gi.fetch_dicts(
         con, "SELECT norm_query AS norm, query, n_events, cluster_id FROM triage_queries"
@@ -251,7 +261,6 @@ def synth(
     similarity: float = SIMILARITY_THRESHOLD,
     by: str,
 ) -> SynthResult:
-    from goldmine.llm import Ask, Usage, ask_all, load_prompt
 
     if style not in STYLES:
         raise InputError(f"--style must be one of {', '.join(STYLES)}, not {style!r}")
@@ -329,21 +338,177 @@ def synth(
         fuzzy_threshold=fuzzy_threshold,
         similarity=similarity,
     )
-    from goldmine.embed import WRITE_WAIT_S
-
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         call_ids = record_calls(con, "synth", s, prompt, answers)
         call_ids |= {k: v[0] for k, v in known.items()}
+        writer = _Writer(con, s, prompt.version, style, cluster, by, result)
         for (chunk, question), link in zip(drafted, links, strict=True):
-            qid = _store_question(con, s, prompt.version, style, chunk, question, link,
-                                  call_ids.get(chunk["key"]), cluster, by)  # fmt: skip
-            if qid is None:
-                result.already += 1
-                continue
-            result.questions += 1
-            result.covered += link["covered"] is not None
-            result.query_ids.append(qid)
+            writer.question(chunk, question, link, call_ids.get(chunk["key"]))
     return result
+
+
+@dataclass
+class _Writer:
+    """Writes one run's drafted questions, and offers the real queries that cover them."""
+
+    con: Any
+    s: Settings
+    version: str
+    style: str
+    cluster: int | None
+    by: str
+    result: SynthResult
+
+    @property
+    def who(self) -> str:
+        return f"model:{self.s.model}"
+
+    def question(self, chunk: dict, question: str, link: dict, call_id: int | None) -> None:
+        """The question as a drafted item; a real query covering it offered first (better
+        evidence, so first in the queue). A question already in the set is left as it is; one
+        that normalizes to the real query covering it is that query's item, not a model twin."""
+        norm = normalize_query(question)
+        covered = link["covered"]
+        same = covered is not None and covered["norm"] == norm
+        if _item_of(self.con, norm) is not None:
+            self.result.already += 1
+            if same:  # the model asked what a user asked: that query's item takes the chunk
+                self.offer_real(covered, chunk, question, link)
+            return
+        real_qid = self.offer_real(covered, chunk, question, link) if covered else None
+        self.result.covered += covered is not None
+        if same:
+            self.model_item(real_qid, chunk, link, call_id, real_qid)
+            return
+        qid = self.add_question(chunk, question, link, call_id, real_qid)
+        self.result.questions += 1
+        self.result.query_ids.append(qid)
+
+    def offer_real(self, covered: dict, chunk: dict, question: str, link: dict) -> str:
+        """The covering real query's item (added as a candidate when it has none), given the
+        source chunk as a draft if it is still open and lacks it. Returns its query_id."""
+        at = gi.now()
+        qid = _item_of(self.con, covered["norm"])
+        if qid is None:
+            qid = _add_real_query(self.con, covered, chunk, question, self.who, at)
+            self.result.real_added += 1
+        detail = {
+            "why": "a real query covering a drafted question: the chunk it was drafted from",
+            "question": question, "question_id": gi.query_id_for(normalize_query(question)),
+            "model": self.s.model, "prompt_version": self.version,
+            "fuzzy": link["fuzzy"], "cosine": link["cosine"],
+        }  # fmt: skip
+        if gi.add_draft(self.con, qid, chunk["chunk_id"], self.who, source=SYNTH_SOURCE,
+                        detail=detail, at=at):  # fmt: skip
+            self.result.real_drafted += 1
+        return qid
+
+    def add_question(
+        self, chunk: dict, question: str, link: dict, call_id: int | None, covered_qid: str | None
+    ) -> str:
+        """One drafted question as a gold item with its source chunk drafted, linked to the
+        item of the real query that covers it."""
+        at, who, covered = gi.now(), self.who, link["covered"]
+        qid = gi.add_item(
+            self.con,
+            question,
+            origin="model",
+            by=who,
+            reason=f"drafted by {self.s.model} from chunk {chunk['chunk_id']}",
+            cluster_id=self.cluster
+            if self.cluster is not None
+            else (covered or {}).get("cluster_id"),
+            tags=["synthetic", *(["covered"] if covered else [])],
+            sources=["model"],
+            source_ids=[f"chunk:{chunk['chunk_id']}"],
+            status="drafted",
+            at=at,
+        )
+        if qid is None:  # cannot be: question() found no item of this text
+            raise GoldmineError(f"the drafted question {question!r} could not be added")
+        snapshot_id, _ = gi.current_snapshot(self.con)
+        self.con.execute("UPDATE gold_items SET drafted_by = ? WHERE query_id = ?", [who, qid])
+        self.con.execute(
+            """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, rank, source,
+                   text_hash, snapshot_id, who, ts)
+               VALUES (?, ?, 'draft', 2, 1, 'model', ?, ?, ?, ?)""",
+            [qid, chunk["chunk_id"], chunk["text_hash"], snapshot_id, who, at],
+        )
+        self.model_item(qid, chunk, link, call_id, covered_qid)
+        detail = {
+            "endpoint": self.s.endpoint, "model": self.s.model, "prompt_version": self.version,
+            "chunk_id": chunk["chunk_id"], "chunk_text_hash": chunk["text_hash"],
+            "snapshot_id": snapshot_id, "style": self.style, "call_id": call_id,
+            "requested_by": self.by,
+            "covered_by": (
+                {"query": covered["query"], "query_id": covered_qid, "fuzzy": link["fuzzy"],
+                 "cosine": link["cosine"]} if covered else None
+            ),
+        }  # fmt: skip
+        gi.record(self.con, qid, "synth", who, detail, at)
+        return qid
+
+    def model_item(
+        self, qid: str, chunk: dict, link: dict, call_id: int | None, covered_qid: str | None
+    ) -> None:
+        """The model's provenance for a question: ``qid`` is its item, or the real query's item
+        when the question is that query."""
+        covered = link["covered"]
+        snapshot_id, _ = gi.current_snapshot(self.con)
+        self.con.execute(
+            "INSERT INTO gold_model_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                qid, chunk["chunk_id"], chunk["text_hash"], snapshot_id, self.s.endpoint,
+                self.s.model, self.version, self.style, call_id,
+                covered["query"] if covered else None, covered["norm"] if covered else None,
+                covered_qid, link["fuzzy"], link["cosine"], gi.now(),
+            ],
+        )  # fmt: skip
+
+
+SYNTH_SOURCE = "synth"  # a draft gold synth gave a real query: the chunk a model drew its twin from
+
+
+def _item_of(con, norm: str) -> str | None:
+    """The gold item of a normalized query, if the set holds it."""
+    rows = con.execute(
+        "SELECT query_id FROM gold_items WHERE norm_query = ? ORDER BY position LIMIT 1", [norm]
+    ).fetchall()
+    return rows[0][0] if rows else None
+
+
+def _add_real_query(con, covered: dict, chunk: dict, question: str, who: str, at) -> str:
+    """A candidate for a real query of the traffic, with its provenance as ``gold starter`` and
+    ``add-query`` record it (triage's row when there is one, the raw records' ids)."""
+
+    rows = gi.fetch_dicts(
+        con, "SELECT * FROM triage_queries WHERE norm_query = ?", [covered["norm"]]
+    )
+    q = rows[0] if rows else {}
+    origin = origins(
+        con, [covered["norm"]],
+        follow_ups={covered["norm"]} if "follow-up" in (q.get("tags") or []) else set(),
+    )[covered["norm"]]  # fmt: skip
+    qid = gi.add_item(
+        con,
+        covered["query"],
+        origin="covered",
+        by=who,
+        reason=f"a real query covering the question {question!r} drafted from chunk "
+        f"{chunk['chunk_id']}: better evidence than the model's",
+        cluster_id=q.get("cluster_id", covered.get("cluster_id")),
+        tags=q.get("tags"),
+        sources=q.get("sources"),
+        source_ids=origin.source_ids,
+        frequency=q.get("n_events", covered.get("n_events")),
+        first_seen=q.get("first_seen"),
+        last_seen=q.get("last_seen"),
+        context=origin.context,
+        at=at,
+    )
+    if qid is None:  # cannot be: _item_of found none; refuse rather than guess
+        raise GoldmineError(f"the real query {covered['query']!r} could not be added")
+    return qid
 
 
 def check_all_failed(result: SynthResult) -> None:
@@ -353,80 +518,3 @@ def check_all_failed(result: SynthResult) -> None:
         raise GoldmineError(
             f"every model request failed ({u.failed}): " + "; ".join(result.failures[:3])
         )
-
-
-def _store_question(
-    con, s: Settings, version: str, style: str, chunk: dict, question: str, link: dict,
-    call_id: int | None, cluster: int | None, by: str,
-) -> str | None:  # fmt: skip
-    """One drafted question as a gold item with its source chunk drafted; None if already in."""
-    at = gi.now()
-    who = f"model:{s.model}"
-    covered = link["covered"]
-    covered_qid = None
-    if covered is not None:
-        rows = con.execute(
-            "SELECT query_id FROM gold_items WHERE norm_query = ? AND origin != 'model'",
-            [covered["norm"]],
-        ).fetchall()
-        covered_qid = rows[0][0] if rows else None
-    qid = gi.add_item(
-        con,
-        question,
-        origin="model",
-        by=who,
-        reason=f"drafted by {s.model} from chunk {chunk['chunk_id']}",
-        cluster_id=cluster if cluster is not None else (covered or {}).get("cluster_id"),
-        tags=["synthetic", *(["covered"] if covered else [])],
-        sources=["model"],
-        source_ids=[f"chunk:{chunk['chunk_id']}"],
-        status="drafted",
-        at=at,
-    )
-    if qid is None:
-        return None
-    snapshot_id, _ = gi.current_snapshot(con)
-    con.execute("UPDATE gold_items SET drafted_by = ? WHERE query_id = ?", [who, qid])
-    con.execute(
-        """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, rank, source,
-               text_hash, snapshot_id, who, ts)
-           VALUES (?, ?, 'draft', 2, 1, 'model', ?, ?, ?, ?)""",
-        [qid, chunk["chunk_id"], chunk["text_hash"], snapshot_id, who, at],
-    )
-    con.execute(
-        "INSERT INTO gold_model_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            qid,
-            chunk["chunk_id"],
-            chunk["text_hash"],
-            snapshot_id,
-            s.endpoint,
-            s.model,
-            version,
-            style,
-            call_id,
-            covered["query"] if covered else None,
-            covered["norm"] if covered else None,
-            covered_qid,
-            link["fuzzy"],
-            link["cosine"],
-            at,
-        ],
-    )
-    detail = {
-        "endpoint": s.endpoint,
-        "model": s.model,
-        "prompt_version": version,
-        "chunk_id": chunk["chunk_id"],
-        "chunk_text_hash": chunk["text_hash"],
-        "snapshot_id": snapshot_id,
-        "style": style,
-        "call_id": call_id,
-        "requested_by": by,
-        "covered_by": (
-            {"query": covered["query"], "query_id": covered_qid, "fuzzy": link["fuzzy"],
-             "cosine": link["cosine"]} if covered else None
-        ),
-    }  # fmt: skip
-    gi.record(con, qid, "synth", who, detail, at)
-    return qid

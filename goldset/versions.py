@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from goldmine.goldset.items import current_snapshot, fetch_dicts, now
-
 from goldmine.errors import InputError, NotFoundError, StoreError
+from goldmine.gold import Gold, GoldQuery
+from goldmine.goldset.items import current_snapshot, fetch_dicts, now
 from goldmine.store import transaction
 from goldmine.text import sha256_text
 
 if TYPE_CHECKING:
     import duckdb
-    from goldmine.eval.model import Gold
+
+    from goldmine.gold import Gold
 
 FORMAT = "goldmine-gold"
 FORMAT_VERSION = 1
@@ -289,7 +290,6 @@ def insert_version_items(
     con: duckdb.DuckDBPyConnection, version: int, query_ids: list[str], lines: list[str]
 ) -> None:
     """The frozen lines of a version, written in one statement."""
-    import duckdb  # noqa: F401  (scanning a polars frame needs the full duckdb package)
     import polars as pl
 
     frame = pl.DataFrame({"query_id": query_ids, "item": lines}, schema={
@@ -354,7 +354,6 @@ def judged_of(item: dict) -> dict[str, int]:
 
 def load_gold(con: duckdb.DuckDBPyConnection, spec: str) -> Gold:
     """A published version as the eval's ``Gold`` ("v3", "3" or "latest")."""
-    from goldmine.eval.model import Gold, GoldQuery
 
     version = resolve_version(con, spec)
     header = version_header(con, version)

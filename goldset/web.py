@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from goldmine.errors import GoldmineError, InputError, StoreBusyError
 from goldmine.goldset import items as gi
 from goldmine.goldset.review import QueueFilter, ReviewSession, View
-
-from goldmine.errors import GoldmineError, InputError, StoreBusyError
+from goldmine.output import info, warn
 from goldmine.store import open_store
 from goldmine.text import normalize_query
 
@@ -129,7 +129,7 @@ class WebReview:
 
     def search(self, text: str, limit: int = 8) -> list[dict]:
         """The corpus's best BM25 matches (built once per corpus snapshot, then kept)."""
-        from goldmine.eval.baselines import build_retriever
+        from goldmine.retrieval import build_retriever
 
         words = normalize_query(text)
         if not words.strip():
@@ -406,7 +406,6 @@ def serve(
 
     import uvicorn
 
-    from goldmine.output import info, warn
 
     with open_store(db, create=False):
         pass  # a missing or newer store fails here, before the server starts

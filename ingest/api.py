@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+
+from goldmine.errors import InputError
 from goldmine.ingest import batch
 from goldmine.ingest import chat as _chat
 from goldmine.ingest import corpus as _corpus
@@ -14,11 +16,10 @@ from goldmine.ingest import searchlog as _searchlog
 from goldmine.ingest import tickets as _tickets
 from goldmine.ingest import traces as _traces
 from goldmine.ingest import ubi as _ubi
-from goldmine.ingest.batch import ImportResult, parse_map, resolve_fields
+from goldmine.ingest.batch import ImportResult
+from goldmine.ingest.fields import parse_map, resolve_fields
 from goldmine.ingest.files import discover
 from goldmine.ingest.redact import Redactor, make_redactor
-
-from goldmine.errors import InputError
 
 Mapping = list[str] | dict[str, str] | None
 

@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
+
+from goldmine.errors import InputError
 from goldmine.ingest.files import (
     InputFile,
     discover_keys,
@@ -35,8 +37,6 @@ from goldmine.ingest.files import (
     streaming_rows,
 )
 from goldmine.ingest.redact import Redactor, install_macros
-
-from goldmine.errors import InputError
 from goldmine.output import progress
 from goldmine.store import transaction
 from goldmine.text import sha256_file
@@ -419,12 +419,19 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     return True
 
 
+# Records sampled to tell a self-reading target's format: enough to see every kind of record a
+# file starts with, few enough that a file of large records (a trace with its documents) is not
+# held in memory for it under a small memory limit.
+_FORMAT_SAMPLE = 2000
+
+
 def _stage_own_stream(con, target: Target, source: Source, redactor: Redactor) -> bool:
     """Stage a file the target reads itself, in no particular row order (see Target.stream);
     False when it cannot (another format, bad encoding): the record-by-record path then."""
     item = source.file
     try:
-        keys = sample_keys(con, item) if item.format == "jsonl" else []
+        # The keys only tell the format (the target maps no fields by them): a few records do.
+        keys = sample_keys(con, item, _FORMAT_SAMPLE) if item.format == "jsonl" else []
         with _any_order(con):
             if not target.stream(con, item, keys):
                 return False
@@ -449,7 +456,7 @@ def _stage_jsonl(
     rows, rows_params = streaming_rows(con, item, columns, line_key=key)
     with _any_order(con):
         _create_stage(con, rows, stage_sql, {**params, **rows_params}, target, redactor)
-    if target.store is None and _repeats(con, target):
+    if target.store is None and repeats(con, target):
         # gm_read is written in file order (its rowid numbers the records); the stage need not be.
         rows, rows_params = streaming_rows(con, item, columns, numbered=True, line_key=key)
         with _any_order(con):
@@ -473,7 +480,7 @@ def _any_order(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 _GOOD_NEW = "SELECT * FROM gm_stage WHERE reason IS NULL AND NOT gm_present"
 
 
-def _repeats(con: duckdb.DuckDBPyConnection, target: Target) -> bool:
+def repeats(con: duckdb.DuckDBPyConnection, target: Target) -> bool:
     """Whether a natural key occurs more than once among the new good rows."""
     keys = ", ".join(target.key)
     sql = f"SELECT count(*) > count(DISTINCT ({keys})) FROM ({_GOOD_NEW})"
@@ -623,7 +630,7 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     good = _GOOD_NEW
     # The window that keeps a key's first row costs a sort; most files repeat no key. When one
     # does, every staged row has its record number in ``line`` (see ``_stage_jsonl``).
-    if _repeats(con, target):
+    if repeats(con, target):
         good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY line) = 1"
     sql = f"INSERT INTO {target.table} (batch_id, {cols}) SELECT ?, {cols} FROM ({good})"
     # Run in any order (import_source): the rows are then written compressed as they come,
@@ -655,171 +662,3 @@ def _execute(con, sql: str, params: dict[str, Any], path: str | None = None):
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
-
-
-def resolve_fields(
-    keys: list[str], aliases: dict[str, tuple[str, ...]], mapping: dict[str, str]
-) -> dict[str, list[str]]:
-    """Canonical field -> the file's fields for it: the --map column, else every alias present
-    (in alias order; the first non-null wins per row)."""
-    unknown = set(mapping) - set(aliases)
-    if unknown:
-        raise InputError(
-            f"--map names unknown field(s) {sorted(unknown)}; known: {', '.join(aliases)}"
-        )
-    by_lower: dict[str, str] = {}
-    for k in keys:
-        by_lower.setdefault(k.lower(), k)
-    present = set(keys)
-    out = {}
-    for name, names in aliases.items():
-        if name in mapping:
-            # A name in another case than the file's takes the file's spelling.
-            column = mapping[name]
-            out[name] = [column if column in present else by_lower.get(column.lower(), column)]
-            continue
-        # The alias as spelled, else the first field that matches it ignoring case.
-        found = [a if a in present else by_lower[a] for a in names if a in by_lower]
-        if found:
-            out[name] = found
-    return out
-
-
-def parse_map(specs: list[str] | None) -> dict[str, str]:
-    out = {}
-    for spec in specs or []:
-        name, sep, column = spec.partition("=")
-        if not sep or not name.strip() or not column.strip():
-            raise InputError(f"--map wants field=column, got {spec!r}")
-        out[name.strip()] = column.strip()
-    return out
-
-
-def json_path(key: str) -> str:
-    """A JSON path for one top-level key (a parameter value, never SQL text)."""
-    return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def field_access(
-    fields: dict[str, list[str]], extra_keys: list[str], typed: tuple[str, ...] = ()
-) -> tuple[str, dict[str, Any]]:
-    """SQL selecting ``line, raw, err, gm_v1, gm_t1, …, x`` from ``gm_rows``.
-
-    ``gm_rows`` holds each record parsed once into the file's fields (``gm_columns``), one
-    ``gm_c<i>``/``gm_n<i>``/``gm_s<i>`` triple per field (see ``files.field_columns``): the
-    fields named in ``typed`` and the extra fields come as JSON, so a type can be checked and
-    extras kept as they were, the rest as text. ``gm_v<i>``/``gm_t<i>`` (value, JSON type) follow
-    the order of ``fields``' source keys; ``val``/``typ`` name them.
-    """
-    keys = [k for names in fields.values() for k in names]
-    typed_keys = {k for name in typed for k in fields.get(name, [])}
-    columns = {k: ("JSON" if k in typed_keys else "VARCHAR") for k in keys}
-    _refuse_case_twins(keys)
-    # DuckDB's struct fields ignore case, so of two names differing in case only one can be read:
-    # an extra field that is another's twin is left out (the line is still imported).
-    lowered = {k.lower() for k in columns}
-    kept = []
-    for k in extra_keys:
-        if k.lower() not in lowered:
-            lowered.add(k.lower())
-            kept.append(k)
-    extra_keys = kept
-    columns.update({k: "JSON" for k in extra_keys})
-    positions = {k: i + 1 for i, k in enumerate(columns)}
-    params: dict[str, Any] = {
-        "gm_columns": columns or {"gm_none": "VARCHAR"},
-        "gm_structure": json.dumps(columns or {"gm_none": "VARCHAR"}),
-        # How records are read: a line's key and reason depend on nothing else (see line_key).
-        "gm_reading": json.dumps([fields, sorted(typed)]),
-    }
-    values, types, natives = [], [], []
-    for k in keys:
-        got = f"gm_c{positions[k]}"
-        if k in typed_keys:
-            native, string = f"gm_n{positions[k]}", f"gm_s{positions[k]}"
-            values.append(
-                f"CASE WHEN {string} IS NOT NULL THEN {string} "
-                f"WHEN left({got}, 1) = '\"' THEN json_extract_string({got}, '$') "
-                f"WHEN {got} <> 'null' THEN {got}::VARCHAR END"
-            )
-            types.append(
-                f"CASE WHEN {native} IS NOT NULL THEN 'ARRAY' "
-                f"WHEN {string} IS NOT NULL THEN 'VARCHAR' ELSE gm_jtype_of({got}) END"
-            )
-            natives.append(native)
-        else:
-            values.append(got)
-            types.append(f"CASE WHEN {got} IS NULL THEN 'NULL' ELSE 'VARCHAR' END")
-            natives.append("NULL::VARCHAR[]")
-    extra = "NULL::VARCHAR"
-    if extra_keys:
-        params["gm_extra_keys"] = extra_keys
-        pairs = ", ".join(f"gm_c{positions[k]}::VARCHAR" for k in extra_keys)
-        extra = (
-            "CASE WHEN err IS NULL THEN nullif(to_json(map_from_entries(list_filter("
-            f"list_zip($gm_extra_keys, [{pairs}]::JSON[]), "
-            "lambda e: e[2] IS NOT NULL AND e[2]::VARCHAR <> 'null')))::VARCHAR, '{}') END"
-        )
-    # One column per field (not a list): nothing to build per row, and the optimizer drops the
-    # values and types no stage expression reads.
-    columns_sql = "".join(
-        f"{value}::VARCHAR AS gm_v{i}, {kind} AS gm_t{i}, {native} AS gm_l{i}, "
-        for i, (value, kind, native) in enumerate(zip(values, types, natives, strict=True), start=1)
-    )
-    sql = f"SELECT line, raw, err, gm_seen, gm_line, {columns_sql}{extra} AS x FROM gm_rows"
-    return sql, params
-
-
-def _refuse_case_twins(keys: list[str]) -> None:
-    by_lower: dict[str, str] = {}
-    for k in keys:
-        twin = by_lower.setdefault(k.lower(), k)
-        if twin != k:
-            raise InputError(
-                f"fields {twin!r} and {k!r} differ only in case, which the reader cannot tell "
-                "apart; map only one of them"
-            )
-
-
-def _positions(fields: dict[str, list[str]], name: str) -> list[int]:
-    start = 1
-    for field_name, keys in fields.items():
-        if field_name == name:
-            return list(range(start, start + len(keys)))
-        start += len(keys)
-    return []
-
-
-def _pick(fields: dict[str, list[str]], name: str, kind: str) -> str:
-    if kind == "v":
-        # A list passed through natively (gm_l) is written as JSON text only where text is used.
-        refs = [f"coalesce(gm_v{i}, to_json(gm_l{i})::VARCHAR)" for i in _positions(fields, name)]
-    else:
-        refs = [f"gm_{kind}{i}" for i in _positions(fields, name)]
-    if not refs:
-        return "NULL::VARCHAR"
-    return refs[0] if len(refs) == 1 else f"coalesce({', '.join(refs)})"
-
-
-def val(fields: dict[str, list[str]], name: str) -> str:
-    """SQL for a canonical field's text value (NULL when the file lacks the field)."""
-    return _pick(fields, name, "v")
-
-
-def ids(fields: dict[str, list[str]], name: str) -> str:
-    """SQL for a canonical field's list of ids: a native list as it is, else ``gm_ids`` of the
-    text (a JSON array, of ids or of objects with an id, or an "a,b|c" string)."""
-    refs = _positions(fields, name)
-    if len(refs) == 1:
-        return f"coalesce(gm_l{refs[0]}, gm_ids(gm_v{refs[0]}))"
-    return f"gm_ids({val(fields, name)})"
-
-
-def typ(fields: dict[str, list[str]], name: str) -> str:
-    """SQL for the JSON type of a canonical field's value."""
-    refs = _positions(fields, name)
-    if len(refs) <= 1:
-        return _pick(fields, name, "t").replace("NULL::VARCHAR", "'NULL'")
-    # The type of the value val() picks: the first alias whose value is not null.
-    whens = " ".join(f"WHEN gm_v{i} IS NOT NULL OR gm_l{i} IS NOT NULL THEN gm_t{i}" for i in refs)
-    return f"(CASE {whens} END)"

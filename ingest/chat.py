@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
-from goldmine.ingest.batch import Target, field_access, json_path, resolve_fields, typ, val
-from goldmine.ingest.files import check_json, replace_raw
 
 from goldmine.errors import InputError
+from goldmine.ingest.batch import Target
+from goldmine.ingest.fields import field_access, json_path, resolve_fields, typ, val
+from goldmine.ingest.files import check_json, replace_raw
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "conversation_id": (

@@ -78,7 +78,6 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
     fails (exit 4), so a script or CI job does not go on with an empty week."""
     from goldmine.ingest import api
     from goldmine.ingest.status import top_reasons
-
     from goldmine.store import open_store
 
     store = db_flag(db)
@@ -124,9 +123,8 @@ def _refuse_with_spark(**given: Any) -> None:
 
 def _spark_import(kind: str, db, as_json: bool, allow_empty: bool, options, **kwargs) -> None:
     """A Spark import: Spark runs with the store closed, the batch is written after."""
-    from goldmine.ingest import spark
-
     from goldmine.config import resolve_db_path
+    from goldmine.ingest import spark
 
     store = db_flag(db)
     result = getattr(spark, kind)(resolve_db_path(store), options=options, **kwargs)
@@ -400,7 +398,6 @@ def add_cmd(
 def status_cmd(db: DbOption = None, as_json: JsonOption = False) -> None:
     """What is in the store: rows per table and source, the corpus snapshot, the last batches."""
     from goldmine.ingest.status import status
-
     from goldmine.output import print_json
     from goldmine.store import open_store
 
@@ -420,7 +417,6 @@ def rejects_cmd(
 ) -> None:
     """Rejected rows with file, line and reason."""
     from goldmine.ingest.status import rejects
-
     from goldmine.output import console, print_json
     from goldmine.store import open_store
 
@@ -466,24 +462,19 @@ def _short_path(path: str) -> str:
 
 
 def _table(columns, rows, title=None):
-    from rich.table import Table
+    from goldmine.output import Col, table
 
-    table = Table(title=title, title_justify="left")
     # A column empty in every row (a note no file needed) only takes width.
     keep = [i for i, _ in enumerate(columns) if any(r[i] not in (None, "") for r in rows)]
     keep = keep if rows else list(range(len(columns)))
+    cols = []
     for i in keep:
         numeric = columns[i] in _COUNTS or columns[i] in ("batch_id", "line")
-        table.add_column(
-            _HEADERS.get(columns[i], columns[i].replace("_", " ")),
-            overflow="fold",
-            justify="right" if numeric else "left",
-            # Numbers and times keep one line; the path folds when the terminal is narrow.
-            no_wrap=numeric or columns[i].endswith("_at"),
-        )
-    for row in rows:
-        table.add_row(*(_cell(columns[i], row[i]) for i in keep))
-    return table
+        header = _HEADERS.get(columns[i], columns[i].replace("_", " "))
+        # Numbers and times keep one line; the path folds when the terminal is narrow.
+        wrap = not (numeric or columns[i].endswith("_at"))
+        cols.append(Col(header, wrap=wrap, justify="right" if numeric else "left"))
+    return table(cols, [[_cell(columns[i], row[i]) for i in keep] for row in rows], title=title)
 
 
 def _print_result(result, as_json: bool, store: Path | None = None) -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import duckdb
-from goldmine.ingest.batch import Target, field_access, resolve_fields, typ, val
 
 from goldmine.errors import InputError
+from goldmine.ingest.batch import Target
+from goldmine.ingest.fields import field_access, resolve_fields, typ, val
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "chunk_id": ("chunk_id", "id", "_id", "pid", "passage_id", "docid"),

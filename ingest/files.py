@@ -267,6 +267,9 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
     path = str(item.path)
     if item.compression != "none":
         raise InputError("compressed .json documents are not supported; use JSONL", path=path)
+    if _starts_with_array(item.path):
+        con.execute(_READ_JSON_ARRAY, {"path": path})
+        return
     keys = (
         con.execute(
             "SELECT CASE WHEN json_type(j) = 'OBJECT' THEN json_keys(j) END "
@@ -277,6 +280,28 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
     )
     wrapper = next((k for k in _WRAPPERS if k in keys), None)
     con.execute(_READ_JSON, {"path": path, "wrapper": f'$."{wrapper}"' if wrapper else "$.none"})
+
+
+# A document that is an array of records is read element by element by DuckDB's JSON reader,
+# which streams it: neither the file nor the array is ever one value (an export of a few GB
+# would not fit, and one value cannot spill). Each element keeps its position as its line. Only
+# an object wrapping the records (``{"data": […]}``) is read whole.
+# The reader gives each element as minified JSON text: an object is one that starts with a brace
+# (json_type would parse every element again, and under a tight memory limit runs out of it).
+_READ_JSON_ARRAY = """
+CREATE OR REPLACE TEMP TABLE gm_src AS
+SELECT row_number() OVER () AS line, coalesce(raw, 'null') AS raw,
+       CASE WHEN raw IS NULL OR NOT starts_with(raw, '{') THEN 'not a JSON object' END AS err
+FROM (SELECT j::VARCHAR AS raw
+      FROM read_json($path, format = 'array', records = false, columns = {'j': 'JSON'}))
+"""
+
+
+def _starts_with_array(path: Path) -> bool:
+    """Whether a JSON document's first character (after a BOM and white space) opens an array."""
+    with path.open("rb") as f:
+        head = f.read(65536)
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1] == b"["
 
 
 def _first_line(exc: Exception) -> str:

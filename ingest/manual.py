@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from goldmine.ingest.batch import Source, Target
-from goldmine.ingest.files import replace_raw
 
 from goldmine.errors import InputError
+from goldmine.ingest.batch import Source, Target
+from goldmine.ingest.files import replace_raw
 
 COLUMNS = ("query_id", "ts", "query", "source", "note")
 

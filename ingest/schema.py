@@ -140,7 +140,7 @@ MIGRATIONS = [
         """,
     ),
     # Search logs summarized where they live (ingest searchlog|ubi --engine spark): one row per
-    # source, day and normalized query with its signal counts (goldmine.triage.signals), not the
+    # source, day and normalized query with its signal counts (goldmine.signals), not the
     # events. Triage reads these beside the events it rolls up itself (triage_query_days).
     Migration(
         104,

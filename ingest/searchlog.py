@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from goldmine.ingest.batch import LINE_HASH, Target, field_access, ids, resolve_fields, typ, val
-
 from goldmine.errors import InputError
+from goldmine.ingest.batch import LINE_HASH, Target
+from goldmine.ingest.fields import field_access, ids, resolve_fields, typ, val
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "event_id": ("event_id", "eventid", "id", "search_id", "request_id", "query_id", "_id"),

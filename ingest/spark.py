@@ -6,7 +6,7 @@ source, day and normalized query; only that summary, written as Parquet, comes b
 (``search_summaries``), as one import batch with the usual accounting. Triage reads it beside the
 events it rolls up itself (``triage_query_days``).
 
-The signals, session order, normalization and roll-up are :mod:`goldmine.triage.signals`'s SQL,
+The signals, session order, normalization and roll-up are :mod:`goldmine.signals`'s SQL,
 translated to Spark SQL by sqlglot: the rules DuckDB runs. What Spark does its own way is the
 reading: each line is parsed into a VARIANT (``try_parse_json``) and the fields are found under
 the same aliases and checked in the same order, with the same reasons, as the DuckDB stage
@@ -27,12 +27,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.ingest.batch import FileResult, ImportResult, parse_map, resolve_fields
-from goldmine.ingest.searchlog import ALIASES
-from goldmine.triage import signals
-
+from goldmine import signals
 from goldmine.errors import InputError
+from goldmine.ingest.batch import FileResult, ImportResult
+from goldmine.ingest.fields import parse_map, resolve_fields
+from goldmine.ingest.searchlog import ALIASES
 from goldmine.store import transaction
+from goldmine.text import norm_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -106,7 +107,7 @@ def session(master: str | None = None, conf: dict[str, str] | None = None) -> Sp
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started this process
     master = master or (None if submitted else "local[2]")
     if master is not None and master.startswith("local"):
-        # The UDFs (goldmine.triage.signals) run in Python workers: this interpreter, which has
+        # The UDFs (goldmine.signals) run in Python workers: this interpreter, which has
         # goldmine. On a cluster the executors' Python needs goldmine installed (README).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName("goldmine")
@@ -453,7 +454,7 @@ def searchlog_events(
 
 
 def _sql(spark: SparkSession, duckdb_sql: str, **args: Any) -> DataFrame:
-    """Run a rule written in DuckDB SQL (goldmine.triage.signals) on Spark."""
+    """Run a rule written in DuckDB SQL (goldmine.signals) on Spark."""
     return spark.sql(signals.to_spark(duckdb_sql), args=args or None)
 
 
@@ -472,7 +473,7 @@ def summarize(spark: SparkSession, events: DataFrame, window_s: int) -> DataFram
         .withColumn("tracks_clicks", F.max(F.col("clicks") > 0).over(Window.partitionBy("file")))
     )
     good.createOrReplaceTempView("gm_good")
-    ascii_norm = _sql(spark, f"SELECT *, {signals.norm_sql('query')} AS gm_norm FROM gm_good")
+    ascii_norm = _sql(spark, f"SELECT *, {norm_sql('query')} AS gm_norm FROM gm_good")
     # Non-ASCII text: normalize_query itself (NFKC, case folding), once per distinct text.
     other = (
         ascii_norm.where(F.col("gm_norm").isNull())
@@ -733,8 +734,9 @@ def _quoted(path: str) -> str:
 def ubi_events(queries: DataFrame, events: DataFrame, click_actions: list[str]) -> DataFrame:
     """UBI queries joined to their click events by query_id, checked as ``ingest/ubi.py``
     checks them: what ``summarize`` reads, one row per query."""
-    from goldmine.ingest.ubi import _OBJECT_ID
     from pyspark.sql import functions as F
+
+    from goldmine.ingest.ubi import _OBJECT_ID
 
     ev = events.where(F.col("v").isNotNull()).select(
         _text(_at(F.col("v"), "$.query_id")).alias("query_id"),

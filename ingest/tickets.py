@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from goldmine.ingest.batch import Target, field_access, resolve_fields, typ, val
-
 from goldmine.errors import InputError
+from goldmine.ingest.batch import Target
+from goldmine.ingest.fields import field_access, resolve_fields, typ, val
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "ticket_id": ("ticket_id", "id", "ticket", "number", "key", "tweet_id"),

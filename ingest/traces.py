@@ -34,7 +34,9 @@ import re
 from typing import Any
 
 import duckdb
-from goldmine.ingest.batch import Target, store_new_rows
+
+from goldmine.errors import InputError
+from goldmine.ingest.batch import Target, repeats, store_new_rows
 from goldmine.ingest.chat import _DOWN, _UP, DONT_KNOW
 from goldmine.ingest.files import (
     NOT_BLANK,
@@ -45,8 +47,6 @@ from goldmine.ingest.files import (
     run_sql,
 )
 from goldmine.ingest.searchlog import COLUMNS
-
-from goldmine.errors import InputError
 
 FORMATS = ("openinference", "otel", "langfuse", "langsmith", "openai")
 
@@ -239,7 +239,11 @@ spans AS (
         CASE WHEN r.resourceSpans IS NULL OR NOT gm_object THEN CASE WHEN NOT json_valid(raw)
             THEN 'malformed JSON' WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object'
             ELSE 'not an OTLP/JSON export request' END END AS err,
+        -- An exporter writes one resource and one scope a request, as a rule: their spans are
+        -- taken as they are, without the copies flatten makes (a fifth of the parse).
         unnest(CASE WHEN r.resourceSpans IS NULL OR NOT gm_object THEN [NULL]
+                    WHEN len(r.resourceSpans) = 1 AND len(r.resourceSpans[1].scopeSpans) = 1
+                        THEN r.resourceSpans[1].scopeSpans[1].spans
                     ELSE flatten(list_transform(r.resourceSpans, lambda rs: flatten(
                         list_transform(rs.scopeSpans, lambda ss: ss.spans)))) END) AS span
     FROM lines
@@ -259,6 +263,14 @@ typed AS (
         ELSE 'OTHER' END AS kind
     FROM attrs
 ),
+-- The attributes read more than once, looked up once; a retriever's output and an LLM's input
+-- are never read (each miss is a scan of every key of the span).
+once AS (
+    SELECT *,
+        CASE WHEN kind = 'RETRIEVER' THEN {at("input.value")} END AS gm_in,
+        CASE WHEN kind <> 'RETRIEVER' THEN {at("output.value")} END AS gm_out
+    FROM typed
+),
 rows AS (
 SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
     nullif(span.parentSpanId, '') AS parent_id, CASE WHEN err IS NULL THEN kind END AS kind,
@@ -268,18 +280,16 @@ SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
     coalesce({at("session.id")}, {at("gen_ai.conversation.id")}) AS session_id,
     coalesce({at("user.id")}, {at("enduser.id")}) AS user_id,
     CASE WHEN kind = 'RETRIEVER' THEN coalesce({at("gen_ai.retrieval.query.text")},
-        gm_first_of(gm_json_at(k, v, 'input.value'),
-                    ['$.query', '$.query_str', '$.input', '$.question']),
-        CASE WHEN left(ltrim({at("input.value")}), 1) <> '{{' THEN {at("input.value")} END)
+        CASE WHEN left(ltrim(gm_in), 1) = '{{' THEN gm_first_of(try(gm_in::JSON),
+            ['$.query', '$.query_str', '$.input', '$.question']) ELSE gm_in END)
     END AS query,
-    coalesce({at("llm.output_messages.0.message.content")},
+    CASE WHEN kind <> 'RETRIEVER' THEN coalesce({at("llm.output_messages.0.message.content")},
         json_extract_string(gm_json_at(k, v, 'gen_ai.output.messages'),
                             '$[0].parts[0].content'),
         {at("gen_ai.completion.0.content")},
-        gm_first_of(gm_json_at(k, v, 'output.value'),
-                    ['$.answer', '$.output', '$.response', '$.content']),
-        CASE WHEN left(ltrim({at("output.value")}), 1) NOT IN ('{{', '[')
-             THEN {at("output.value")} END) AS output,
+        CASE WHEN left(ltrim(gm_out), 1) IN ('{{', '[') THEN gm_first_of(try(gm_out::JSON),
+            ['$.answer', '$.output', '$.response', '$.content']) ELSE gm_out END)
+    END AS output,
     CASE WHEN kind = 'RETRIEVER' THEN list_transform(range(coalesce(list_max(list_transform(
         list_filter(k, lambda x: starts_with(x, 'retrieval.documents.')),
         lambda x: try_cast(split_part(x, '.', 3) AS INTEGER))) + 1, 0)),
@@ -287,7 +297,7 @@ SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
     CASE WHEN kind = 'RETRIEVER' THEN try(from_json(
         gm_json_at(k, v, 'gen_ai.retrieval.documents'), '["JSON"]')) END AS gen_docs,
     k, v
-FROM typed
+FROM once
 ),
 docs AS (
     SELECT * EXCLUDE (k, v, oi_docs, gen_docs), list_concat(
@@ -405,25 +415,31 @@ FROM gm_tattr GROUP BY sid HAVING {_IS_ANNOTATION}
 
 # ---- Langfuse: trace records with observations and scores, or observation records.
 
+# A trace's own fields sit at the top of its record, or under ``trace`` beside the observations
+# (``{"trace": {…}, "observations": […]}``, as Langfuse's repository keeps exported traces).
 _LANGFUSE = """
+CREATE OR REPLACE TEMP MACRO gm_lf_trace(rec, path) AS
+    coalesce(json_extract_string(rec, '$.' || path), json_extract_string(rec, '$.trace.' || path));
+-- Each observation keeps only the three fields of its trace it reads, not the trace's record.
 CREATE OR REPLACE TEMP TABLE gm_lf AS
 SELECT row_number() OVER () AS sid, * FROM (
-    SELECT line, raw::JSON AS rec, unnest(json_extract(raw, '$.observations[*]')) AS obs
+    SELECT line, gm_lf_trace(raw, 'id') AS tid, gm_lf_trace(raw, 'sessionId') AS session,
+           gm_lf_trace(raw, 'userId') AS uid, unnest(json_extract(raw, '$.observations[*]')) AS obs
     FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.observations') = 'ARRAY'
     UNION ALL
-    SELECT line, NULL, raw::JSON FROM gm_raw
+    SELECT line, NULL, NULL, NULL, raw::JSON FROM gm_raw
     WHERE err IS NULL AND json_type(raw, '$.observations') IS DISTINCT FROM 'ARRAY'
       AND (raw ->> '$.traceId') IS NOT NULL AND (raw ->> '$.type') IS NOT NULL);
 INSERT INTO gm_tspan (sid, line, raw, err, trace_id, span_id, parent_id, kind, ts_text, ts, failed,
                       status_msg, session_id, user_id, query, output, answer)
-SELECT sid, line, obs::VARCHAR, NULL, coalesce(obs ->> '$.traceId', (rec ->> '$.id')),
+SELECT sid, line, obs::VARCHAR, NULL, coalesce(obs ->> '$.traceId', tid),
     (obs ->> '$.id'), (obs ->> '$.parentObservationId'),
     CASE WHEN upper(obs ->> '$.type') = 'RETRIEVER'
               OR (upper(obs ->> '$.type') IN ('SPAN', 'TOOL', 'CHAIN')
                   AND regexp_matches(lower(obs ->> '$.name'), 'retriev')) THEN 'RETRIEVER'
          WHEN upper(obs ->> '$.type') = 'GENERATION' THEN 'LLM' ELSE 'OTHER' END,
     (obs ->> '$.startTime'), gm_ts(obs ->> '$.startTime'), upper(obs ->> '$.level') = 'ERROR',
-    (obs ->> '$.statusMessage'), (rec ->> '$.sessionId'), (rec ->> '$.userId'),
+    (obs ->> '$.statusMessage'), session, uid,
     gm_query_of(obs -> '$.input'), gm_answer_of(obs -> '$.output'), NULL
 FROM gm_lf;
 INSERT INTO gm_tdocsrc
@@ -431,14 +447,19 @@ SELECT sid, gm_docs_of(obs -> '$.output') FROM gm_lf
 WHERE upper(obs ->> '$.type') IN ('RETRIEVER', 'SPAN', 'TOOL', 'CHAIN');
 -- The trace's own fields: session, user and output for the retrievals under it.
 INSERT INTO gm_tspan (sid, line, trace_id, kind, session_id, user_id, output)
-SELECT -line - 1000000000000, line, (raw ->> '$.id'), 'TRACE', (raw ->> '$.sessionId'),
-       (raw ->> '$.userId'), gm_answer_of(raw -> '$.output')
+SELECT -line - 1000000000000, line, gm_lf_trace(raw, 'id'), 'TRACE',
+       gm_lf_trace(raw, 'sessionId'), gm_lf_trace(raw, 'userId'),
+       gm_answer_of(coalesce(raw -> '$.output', raw -> '$.trace.output'))
 FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.observations') = 'ARRAY';
 INSERT INTO gm_tfb
 SELECT coalesce(s ->> '$.traceId', tid), (s ->> '$.observationId'), (s ->> '$.stringValue'),
        try_cast(s ->> '$.value' AS DOUBLE)
-FROM (SELECT (raw ->> '$.id') AS tid, unnest(json_extract(raw, '$.scores[*]')) AS s
-      FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.scores') = 'ARRAY')
+FROM (SELECT gm_lf_trace(raw, 'id') AS tid,
+             unnest(CASE WHEN json_type(raw, '$.scores') = 'ARRAY'
+                         THEN json_extract(raw, '$.scores[*]')
+                         ELSE json_extract(raw, '$.trace.scores[*]') END) AS s
+      FROM gm_raw WHERE err IS NULL AND (json_type(raw, '$.scores') = 'ARRAY'
+                                         OR json_type(raw, '$.trace.scores') = 'ARRAY'))
 WHERE json_type(s) = 'OBJECT';
 """
 
@@ -635,8 +656,6 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str], state: dict[str, An
     elif fmt is not None:
         con.execute(_FORMAT_SQL[fmt])
         con.execute(_DOCS_FROM_JSON)
-    sql, params = events_sql(state)
-    con.execute("CREATE OR REPLACE TEMP TABLE gm_tev AS " + sql, params)
 
 
 def stream(
@@ -653,8 +672,6 @@ def stream(
     params = {"structure": OTLP_STRUCTURE, "gm_path": str(item.path),
               "gm_compression": item.compression}  # fmt: skip
     run_sql(con, _otlp_stream_sql(state.get("doc_field")), params)
-    sql, params = events_sql(state)
-    con.execute("CREATE OR REPLACE TEMP TABLE gm_tev AS " + sql, params)
     return True
 
 
@@ -725,18 +742,23 @@ def events_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     doc_field = state.get("doc_field")
     the_id = _pick_field(*((doc_field,) if doc_field else _ID_FIELDS))
     content = _pick_field(*_CONTENT_FIELDS)
+    # The joins by trace and span run over narrow rows (ids, times, the fields they read); the
+    # retrievals' wide columns (documents, raw text) join them once, at the end, by span number.
+    # A streamed span has no number: its row id in gm_tspan is one, above any other.
     sql = f"""
     WITH spans AS (
-        -- A streamed span has no number: its row id in gm_tspan is one, above any other.
-        SELECT * REPLACE (coalesce(sid, 100000000000000 + rowid) AS sid) FROM gm_tspan
+        SELECT coalesce(sid, 100000000000000 + rowid) AS sid, err, trace_id, span_id, parent_id,
+               kind, ts, session_id, user_id, output
+        FROM gm_tspan
     ),
     retr_ids AS (SELECT DISTINCT trace_id, span_id FROM spans WHERE kind = 'RETRIEVER'),
     ctx AS (
         SELECT trace_id, max(session_id) AS session_id, max(user_id) AS user_id
-        FROM spans WHERE trace_id IS NOT NULL GROUP BY trace_id
+        FROM spans WHERE trace_id IS NOT NULL AND (session_id IS NOT NULL OR user_id IS NOT NULL)
+        GROUP BY trace_id
     ),
     r AS (
-        SELECT s.* FROM spans s
+        SELECT s.sid, s.trace_id, s.span_id, s.ts, s.session_id, s.user_id FROM spans s
         WHERE s.err IS NOT NULL OR (s.kind = 'RETRIEVER' AND NOT EXISTS (
             SELECT 1 FROM retr_ids p WHERE p.trace_id = s.trace_id AND p.span_id = s.parent_id))
     ),
@@ -782,24 +804,30 @@ def events_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             'from_content': id IS NULL AND content IS NOT NULL}} ORDER BY i) AS items
         FROM docs GROUP BY sid
     ),
-    events AS (
-        SELECT r.*, coalesce(ans.answer, r.answer, roots.output) AS gm_answer,
+    found AS MATERIALIZED (
+        SELECT r.sid, ans.answer AS gm_llm_answer, roots.output AS gm_root_output,
             coalesce(r.session_id, ctx.session_id) AS gm_session,
             coalesce(r.user_id, ctx.user_id) AS gm_user, fb.feedback AS gm_feedback,
-            list_filter(coalesce(r.items, shown.items, []), lambda e: e.id IS NOT NULL)
-                AS gm_items,
-            $gm_format || ':' || coalesce(r.trace_id, '') || ':' || r.span_id AS gm_event
+            shown.items AS gm_shown
         FROM r LEFT JOIN ctx USING (trace_id) LEFT JOIN roots USING (trace_id)
         LEFT JOIN ans USING (sid) LEFT JOIN fb USING (sid) LEFT JOIN shown USING (sid)
     )
-    SELECT * FROM events
+    SELECT t.*, coalesce(f.gm_llm_answer, t.answer, f.gm_root_output) AS gm_answer,
+        f.gm_session, f.gm_user, f.gm_feedback,
+        list_filter(coalesce(t.items, f.gm_shown, []), lambda e: e.id IS NOT NULL) AS gm_items,
+        $gm_format || ':' || coalesce(t.trace_id, '') || ':' || t.span_id AS gm_event
+    FROM (SELECT * REPLACE (coalesce(sid, 100000000000000 + rowid) AS sid) FROM gm_tspan
+          WHERE err IS NOT NULL OR kind = 'RETRIEVER') t
+    JOIN found f USING (sid)
     """
     return sql, {"gm_format": fmt}
 
 
 def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The rows over the events reshape made (gm_tev): reason, the search event, the side."""
+    """The rows over the spans reshape or stream made (the events of ``events_sql``, not
+    materialized): reason, the search event, the side."""
     fmt = state.get("format") or state.get("forced") or "traces"
+    events, _ = events_sql(state)
     sql = """
     SELECT *, reason IS NULL AND gm_stored(event_id) AS gm_present FROM (
     SELECT line, raw, lh AS gm_lh,
@@ -821,46 +849,48 @@ def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         list_transform(gm_items, lambda e: e.score) AS scores,
         list_transform(gm_items, lambda e: e.hash) AS content_hashes,
         len(list_filter(gm_items, lambda e: e.from_content))::INTEGER AS ids_from_content
-    FROM gm_tev)
+    FROM (""" + events + """) gm_tev)
     """
     return sql, {"gm_format": fmt, "gm_dont_know": DONT_KNOW}
 
 
 def store(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
     """The new events into search_events (the anti-join every import uses), and what a trace
-    adds to each into trace_retrievals, in the same transaction."""
+    adds to each into trace_retrievals, in the same transaction: the same rows, so the same
+    first row of an event id the file holds twice (a window paid only then)."""
     stored = store_new_rows(con, target, batch_id)
     side = ", ".join(SIDE_COLUMNS)
+    first = ""
+    if repeats(con, target):
+        first = "QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY line) = 1"
     con.execute(
         f"""INSERT INTO trace_retrievals (event_id, batch_id, {side})
-            SELECT event_id, ?, {side} FROM gm_stage
-            WHERE reason IS NULL AND NOT gm_present
-              AND event_id IN (SELECT event_id FROM search_events WHERE batch_id = ?)
-            QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY line) = 1""",
-        [batch_id, batch_id],
+            SELECT event_id, ?, {side} FROM gm_stage WHERE reason IS NULL AND NOT gm_present
+            {first}""",
+        [batch_id],
     )
     return stored
 
 
 def summary(con: duckdb.DuckDBPyConnection, state: dict[str, Any]) -> dict[str, Any]:
     """What the file held besides the rows: its spans, its retrievals, the nested ones (not
-    rows), and the documents that had no id (their content hash stands in)."""
-    spans, retrievals, nested = con.execute(
-        """SELECT count(*) FILTER (WHERE s.err IS NULL AND s.kind <> 'TRACE'),
-                  count(*) FILTER (WHERE s.kind = 'RETRIEVER'),
-                  count(*) FILTER (WHERE s.kind = 'RETRIEVER' AND p.span_id IS NOT NULL)
-           FROM gm_tspan s LEFT JOIN (SELECT DISTINCT trace_id, span_id FROM gm_tspan
-                                      WHERE kind = 'RETRIEVER') p
-               ON p.trace_id = s.trace_id AND p.span_id = s.parent_id"""
+    rows), and the documents that had no id (their content hash stands in). A staged row is an
+    unreadable record or a retrieval that is not nested, so the nested ones are the retrievals
+    that are not rows: one scan of the spans, no join."""
+    spans, retrievals, unreadable = con.execute(
+        """SELECT count(*) FILTER (WHERE err IS NULL AND kind <> 'TRACE'),
+                  count(*) FILTER (WHERE kind = 'RETRIEVER'), count(err)
+           FROM gm_tspan"""
     ).fetchall()[0]
-    without_id = con.execute(
-        "SELECT coalesce(sum(ids_from_content), 0) FROM gm_stage WHERE reason IS NULL"
-    ).fetchall()[0][0]
+    rows, without_id = con.execute(
+        "SELECT count(*), coalesce(sum(ids_from_content) FILTER (WHERE reason IS NULL), 0) "
+        "FROM gm_stage"
+    ).fetchall()[0]
     return {
         "format": state.get("format") or state.get("forced"),
         "spans": spans,
         "retrievals": retrievals,
-        "nested_retrievals": nested,
+        "nested_retrievals": retrievals - (rows - unreadable),
         "documents_without_id": int(without_id),
     }
 

@@ -13,12 +13,12 @@ import hashlib
 from typing import Any
 
 import duckdb
+
+from goldmine.errors import InputError
 from goldmine.ingest.batch import Source, Target
 from goldmine.ingest.files import InputFile, check_json, read_raw, run_sql
 from goldmine.ingest.redact import Redactor
 from goldmine.ingest.searchlog import COLUMNS
-
-from goldmine.errors import InputError
 from goldmine.text import sha256_file
 
 _OBJECT_ID = [

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import datetime as dt
+import shutil
 
-import polars as pl
 import pytest
-from goldmine.eval.baselines import (
+
+from goldmine.errors import InputError, NotFoundError
+from goldmine.eval.metrics import average_precision, frac_recall, ndcg
+from goldmine.retrieval import (
     best_scores,
     build_retriever,
     build_retriever_from_chunks,
 )
-from goldmine.eval.metrics import average_precision, frac_recall, ndcg
-from realdata import Cranfield, cranfield_qrels, load_cranfield
+from goldmine.store import open_store
 
-from goldmine.errors import InputError, NotFoundError
-from goldmine.store import open_store, transaction
-from goldmine.text import sha256_text
+from helpers import store_corpus
+from realdata import Cranfield, cranfield_qrels, load_cranfield
 
 CHUNKS = [
     ("pw-reset", "Resetting your password", "Open Settings, choose Security and click Reset."),
@@ -28,31 +28,6 @@ CHUNKS = [
 IDS = [c[0] for c in CHUNKS]
 TITLES = [c[1] for c in CHUNKS]
 TEXTS = [c[2] for c in CHUNKS]
-
-
-def store_corpus(con, chunks, *, label: str = "test") -> int:
-    """Insert a corpus snapshot directly (independent of `goldmine ingest corpus`)."""
-    snapshot_id = (
-        con.execute("SELECT coalesce(max(snapshot_id), 0) + 1 FROM corpus_snapshots").fetchall()
-    )[0][0]
-    frame = pl.DataFrame(
-        [(cid, title, text, sha256_text(text)) for cid, title, text in chunks],
-        schema=["chunk_id", "title", "text", "text_hash"],
-        orient="row",
-    )
-    with transaction(con):
-        con.execute(
-            "INSERT INTO corpus_snapshots VALUES (?, 0, ?, ?, ?, ?)",
-            [snapshot_id, dt.datetime.now(), f"hash-{snapshot_id}", len(chunks), label],
-        )
-        con.register("new_chunks", frame)
-        con.execute(
-            "INSERT INTO chunks (snapshot_id, chunk_id, title, text, text_hash) "
-            "SELECT ?, chunk_id, title, text, text_hash FROM new_chunks",
-            [snapshot_id],
-        )
-        con.unregister("new_chunks")
-    return snapshot_id
 
 
 def ids_of(hits):
@@ -187,9 +162,9 @@ def test_bm25_on_cranfield_matches_the_reference(db_path, cranfield):
 
 
 @pytest.mark.slow
-def test_dense_and_hybrid_on_cranfield_match_the_reference(db_path, cranfield):
+def test_dense_and_hybrid_on_cranfield_match_the_reference(db_path, cranfield, cranfield_store):
+    shutil.copy(cranfield_store, db_path)  # the corpus with its vectors, embedded once a session
     with open_store(db_path) as con:
-        store_corpus(con, cranfield.chunks)
         dense = evaluate(build_retriever(con, "dense", show_progress=False), cranfield)
         # The hybrid reuses the cached chunk vectors: one per distinct title + text (two of the
         # 1,400 abstracts are both empty).

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from goldmine.goldset.clicks import (
     Sessions,
     cross_validate,
@@ -18,9 +19,9 @@ from goldmine.goldset.clicks import (
     kappa,
 )
 from goldmine.goldset.items import add_item, item_version, label, show_item
-
 from goldmine.store import open_store, transaction
-from tests.test_goldset_sample import build
+
+from helpers import build
 
 X, Y = "kb-reset-1", "kb-reset-2"
 
@@ -202,6 +203,34 @@ def test_a_rerun_replaces_the_click_drafts(store: Path, cli) -> None:
     out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--min-grade", "2", "--json")
     assert json.loads(out.stdout)["drafts"] == 1
     assert [r[0] for r in _drafts(store, "q_reset")] == [X]
+
+
+def _history(db: Path) -> list[tuple]:
+    with open_store(db) as con:
+        return con.execute("SELECT seq, query_id, action FROM gold_history ORDER BY seq").fetchall()
+
+
+def test_a_rerun_with_the_same_proposals_changes_nothing(store: Path, cli) -> None:
+    first = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--json")
+    assert json.loads(first.stdout)["items"] == 1
+    history, drafts = _history(store), _drafts(store, "q_reset")
+    with open_store(store) as con:
+        version = item_version(con, "q_reset")
+    again = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--json")
+    assert again.returncode == 0, again.stderr
+    assert _history(store) == history and _drafts(store, "q_reset") == drafts
+    with open_store(store) as con:
+        assert item_version(con, "q_reset") == version
+    got = json.loads(again.stdout)
+    assert (got["items"], got["drafts"], got["unchanged"]) == (0, 0, 1)
+    text = cli("--db", str(store), "gold", "draft", "--from", "clicks")
+    assert "1 queries unchanged" in text.stderr
+    # Another proposal (one grade fewer) is a change again: one history row, the version moves.
+    fewer = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--min-grade", "2")
+    assert fewer.returncode == 0, fewer.stderr
+    assert len(_history(store)) == len(history) + 1
+    with open_store(store) as con:
+        assert item_version(con, "q_reset") > version
 
 
 # --- thresholds and the vectorized session builder ----------------------------------------------

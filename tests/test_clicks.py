@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+from goldmine.errors import InputError
 from goldmine.goldset.clicks import (
     Sessions,
     agreement,
@@ -15,8 +17,6 @@ from goldmine.goldset.clicks import (
     read_trec_qrels,
     read_trec_sessions,
 )
-
-from goldmine.errors import InputError
 
 
 def _saturated() -> list:

@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 import pytest
+
 from goldmine.eval.metrics import parse_metrics
 from goldmine.eval.readers import read_gold, read_run
 from goldmine.eval.scoring import evaluate, evaluate_run_file

@@ -9,19 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from goldmine.eval.compare import (
-    ScoreTable,
-    bootstrap_ci,
-    compare_runs,
-    holm,
-    min_detectable_effect,
-    resolve_side,
-    sign_flip_test,
-)
-from goldmine.eval.gate import check_fail_under, parse_fail_under, worse_than
 
 from goldmine.errors import InputError
+from goldmine.eval.compare import compare_runs
+from goldmine.eval.gate import check_fail_under, parse_fail_under, worse_than
+from goldmine.eval.sides import ScoreTable, resolve_side
+from goldmine.eval.stats import bootstrap_ci, holm, min_detectable_effect, sign_flip_test
 from goldmine.store import open_store
+
+from helpers import eval_run, write_gold, write_run
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -207,55 +203,12 @@ def test_parse_and_check_fail_under() -> None:
 # --- real stored runs ---------------------------------------------------------------------------
 
 
-def write_gold(path: Path, n: int) -> Path:
-    lines = [
-        json.dumps({"query_id": f"q{i}", "query": f"question {i}", "relevant": [f"d{i}"]})
-        for i in range(n)
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def write_run(path: Path, n: int, hit_at: dict[int, int] | None = None, default: int = 1) -> Path:
-    """Query i gets its relevant d{i} at rank hit_at.get(i, default) (0: not returned)."""
-    lines = []
-    for i in range(n):
-        rank_of = (hit_at or {}).get(i, default)
-        docs = [f"x{i}_{j}" for j in range(9)]
-        if rank_of:
-            docs.insert(rank_of - 1, f"d{i}")
-        lines += [f"q{i} Q0 {d} {r} {20 - r} t" for r, d in enumerate(docs, start=1)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def eval_run(cli, gold: Path, run: Path, db: Path, label: str, history: Path | None = None) -> None:
-    args = [
-        "eval",
-        "run",
-        "--gold",
-        str(gold),
-        "--run",
-        str(run),
-        "--db",
-        str(db),
-        "--label",
-        label,
-        "--metrics",
-        "recall@1,recall@5,mrr",
-    ]
-    if history is not None:
-        args += ["--history", str(history)]
-    result = cli(*args)
-    assert result.returncode == 0, result.stderr
-
-
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two stored runs on 50 queries: 'base' finds every answer at rank 3, 'better' at rank 1 on
     45 of them (and at rank 5 on the other five); 'base-again' is 'base' once more. Shared by the
     tests of this module, which only read it."""
-    from tests.conftest import run_cli
+    from helpers import run_cli
 
     tmp_path = tmp_path_factory.mktemp("stored")
     db = tmp_path / "store.duckdb"

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from goldmine.eval.metrics import parse_metric
 from goldmine.eval.readers import read_gold, read_run
 from goldmine.eval.scoring import evaluate, evaluate_files

@@ -17,16 +17,6 @@ def _cached_rows(con) -> int:
     return con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0]
 
 
-def test_importing_embed_does_not_import_torch():
-    code = (
-        "import sys, goldmine.embed, goldmine.eval.baselines; "
-        "print(sorted(m for m in ('torch', 'sentence_transformers', 'bm25s', 'Stemmer') "
-        "if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
 def test_model_key_maps_the_bundled_model_aliases():
     assert embed.model_key(None) == embed.DEFAULT_MODEL
     assert embed.model_key("sentence-transformers/all-MiniLM-L6-v2") == embed.DEFAULT_MODEL

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from tests.conftest import ROOT
+from helpers import ROOT
 
 SEED = ROOT / "data" / "seed"
 
@@ -290,22 +288,3 @@ def test_history_gains_a_metric_column_without_corrupting_rows(
     assert float(rows[1]["ndcg@3"]) > 0
     assert rows[0]["gold_hash"] == rows[1]["gold_hash"] != ""
     assert rows[0]["run_hash"] != ""
-
-
-def test_eval_imports_nothing_heavy(tmp_path: Path, qrels: Path) -> None:
-    run = write(tmp_path / "run.trec", RUN_FILES["trec"])
-    db = tmp_path / "s.duckdb"
-    code = f"""
-import sys
-from goldmine.cli import main
-try:
-    main(["eval", "run", "-g", {str(qrels)!r}, "-r", {str(run)!r}, "--db", {str(db)!r}])
-except SystemExit as exc:
-    assert not exc.code, exc.code
-heavy = ["torch", "sentence_transformers", "transformers", "numpy", "polars", "pandas", "scipy",
-         "numba", "matplotlib", "sklearn", "pyarrow", "pydantic"]
-print("HEAVY:" + ",".join(m for m in heavy if m in sys.modules))
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "HEAVY:"

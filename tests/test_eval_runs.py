@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import ROOT
+from helpers import ROOT
 
 SEED = ROOT / "data" / "seed"
 

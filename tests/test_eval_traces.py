@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
-from goldmine.ingest import api
 from test_ingest_traces import oi_docs, phoenix_span, query, traces_json, write_jsonl
 
+from goldmine.ingest import api
 from goldmine.store import open_store
 
 

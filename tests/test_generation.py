@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from goldmine.eval.generation import diagnose, read_grades
 
 from goldmine.errors import InputError
+from goldmine.eval.generation import diagnose, read_grades
 from goldmine.store import open_store
-from tests.test_compare import write_gold
+
+from helpers import write_gold
 
 
 def grades_csv(path: Path, rows: list[tuple[str, object, object]]) -> Path:

@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 
 import pytest
+
+from goldmine.errors import InputError
 from goldmine.goldset.items import add_item, label
 from goldmine.goldset.next import (
     cluster_information,
@@ -15,10 +17,9 @@ from goldmine.goldset.next import (
     discount,
     queue_pairs,
 )
-
-from goldmine.errors import InputError
 from goldmine.store import open_store, transaction
-from tests.test_goldset_sample import build
+
+from helpers import build
 
 D2 = 1 / math.log2(3)  # 0.63093, the discount at rank 2; rank 1 is 1, rank 3 is 0.5
 
@@ -108,9 +109,10 @@ def _runs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_queue_writes_drafts_in_order_and_reopens_verified_items(store: Path, tmp_path) -> None:
+    from goldmine.eval.readers import read_run
     from goldmine.goldset.next import load_judged, read_ranked
 
-    a, b = _runs(tmp_path)
+    a, b = (read_run(path) for path in _runs(tmp_path))
     with open_store(store) as con:
         judged, texts = load_judged(con)
         plan = compare_pairs(read_ranked(a, texts), read_ranked(b, texts), judged, k=3, budget=3)
@@ -121,7 +123,7 @@ def test_queue_writes_drafts_in_order_and_reopens_verified_items(store: Path, tm
         ]
         with transaction(con):
             queued = queue_pairs(con, plan, by="ana", label="a.trec vs b.trec")
-        assert queued == {"pairs": 3, "items": 2}
+        assert queued == {"pairs": 3, "items": 2, "unchanged": False}
         rows = con.execute(
             "SELECT query_id, chunk_id, source, rank FROM gold_labels WHERE kind = 'draft' "
             "ORDER BY rank"
@@ -160,6 +162,30 @@ def test_gold_next_command(cli, store: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "queued 2 pairs on 1 items for review" in done.stdout
     assert "kb-sso-1" in done.stdout
+
+
+def test_a_rerun_on_the_same_runs_writes_nothing(cli, store: Path, tmp_path: Path) -> None:
+    a, b = _runs(tmp_path)
+    base = ("--db", str(store), "gold", "next", "--for-compare", str(a), str(b), "-k", "3")
+    assert cli(*base, "--by", "ana").returncode == 0
+    history = "SELECT count(*), max(seq) FROM gold_history"
+    drafts = "SELECT * FROM gold_labels WHERE kind = 'draft' ORDER BY ALL"
+    with open_store(store) as con:
+        before = (con.execute(history).fetchall(), con.execute(drafts).fetchall())
+    again = cli(*base, "--by", "ana", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["queued"]["unchanged"] is True
+    with open_store(store) as con:
+        assert (con.execute(history).fetchall(), con.execute(drafts).fetchall()) == before
+    text = cli(*base, "--by", "ana")
+    assert "already queued for review as proposed: nothing written" in text.stdout
+    # A pair labelled since changes the plan: it is written again, and the versions move.
+    with open_store(store) as con, transaction(con):
+        label(con, "q1", {"kb-sso-1": 0}, by="ana")
+    moved = cli(*base, "--by", "ana", "--json")
+    assert json.loads(moved.stdout)["queued"]["unchanged"] is False
+    with open_store(store) as con:
+        assert con.execute(history).fetchall()[0][1] > before[0][0][1]
 
 
 def test_uncovered_clusters_by_expected_information(store: Path) -> None:

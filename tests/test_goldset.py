@@ -4,37 +4,24 @@ immutability, drift and remap after re-chunking, stale re-reads with a fake cloc
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from goldmine.goldset.items import query_id_for
-from goldmine.goldset.starter import AWKWARD_TAGS, choose, starter
-from goldmine.goldset.versions import load_gold
 
 from goldmine.errors import NotFoundError
+from goldmine.goldset.starter import AWKWARD_TAGS, choose, starter
+from goldmine.goldset.versions import load_gold
 from goldmine.store import open_store, transaction
-from goldmine.text import normalize_query
-from tests.test_goldset_sample import CHUNKS, QUERIES, add_snapshot, build
+
+from helpers import CHUNKS, QUERIES, add_snapshot, build, gold
+from helpers import norm_qid as qid
 
 
 @pytest.fixture
 def store(db_path: Path) -> Path:
     build(db_path)
     return db_path
-
-
-def qid(text: str) -> str:
-    return query_id_for(normalize_query(text))
-
-
-def gold(cli, db: Path, *args: str, env: dict | None = None, ok: bool = True):
-    result = cli("--db", str(db), "gold", *args, env=env)
-    if ok:
-        assert result.returncode == 0, result.stderr
-    return result
 
 
 def add(cli, db: Path, *queries: str) -> None:
@@ -550,26 +537,6 @@ def test_import_trec_beir_and_minimal_jsonl(cli, store: Path, tmp_path: Path) ->
     broken.write_text('{"query_id": "x", "query": "y", "relevant": []}\n{not json\n')
     err = gold(cli, store, "import", str(broken), ok=False)
     assert err.returncode == 2 and "broken.jsonl:2: not JSON" in err.stderr
-
-
-def test_model_free_gold_commands_import_no_model(cli, store: Path, tmp_path: Path) -> None:
-    add(cli, store, "reset password")
-    gold(cli, store, "label", qid("reset password"), "--chunk", "kb-reset-1=2")
-    script = (
-        "import sys\n"
-        "from goldmine.cli import main\n"
-        "try:\n    main(sys.argv[1:])\n"
-        "except SystemExit:\n    pass\n"
-        "heavy = {'torch', 'sentence_transformers', 'transformers', 'bm25s'} & set(sys.modules)\n"
-        "print('HEAVY', sorted(heavy), file=sys.stderr)\n"
-    )
-    for args in (["list", "--json"], ["publish", "-m", "v"], ["export", "--out", str(tmp_path)],
-                 ["drift", "--json"], ["verify"], ["stale", "--older-than", "1d"]):  # fmt: skip
-        done = subprocess.run(
-            [sys.executable, "-c", script, "--db", str(store), "gold", *args],
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert "HEAVY []" in done.stderr, (args, done.stderr)
 
 
 def test_remap_drafts_keep_the_higher_grade_of_an_existing_draft(tmp_path: Path) -> None:

@@ -24,7 +24,8 @@ import pytest
 
 from goldmine.store import open_store, transaction
 from goldmine.text import sha256_text
-from tests.realdata import cranfield_chunks, cranfield_queries
+
+from realdata import cranfield_chunks, cranfield_queries
 
 GOLDMINE_MAP = "1=2,2=2,3=1,4=1,-1=0"
 REFERENCE_MAP = "1=1,2=2,3=3,4=4,-1=0"
@@ -32,7 +33,6 @@ METRICS = "ndcg@10,map@100,frac_recall@100,recall@10,mrr"
 
 
 def store_cranfield(db: Path, folder: Path) -> None:
-    import duckdb  # noqa: F401  (registering a polars frame needs the full duckdb package)
     import polars as pl
 
     chunks = cranfield_chunks(folder)

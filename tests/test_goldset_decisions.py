@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pyte
 import pytest
+
 from goldmine.goldset import items as gi
 from goldmine.goldset.review import ReviewSession
-
 from goldmine.store import open_store
-from tests.test_goldset_review import Terminal, qid
-from tests.test_goldset_sample import build
+
+from helpers import Terminal, build, gold, qid, shown
 
 
 @pytest.fixture
@@ -30,17 +30,6 @@ def store(cli, db_path: Path) -> Path:
     result = cli("--db", str(db_path), "gold", "draft", "-k", "3")
     assert result.returncode == 0, result.stderr
     return db_path
-
-
-def gold(cli, db: Path, *args: str, ok: bool = True, input: str | None = None):
-    result = cli("--db", str(db), "gold", *args, input=input)
-    if ok:
-        assert result.returncode == 0, result.stderr
-    return result
-
-
-def shown(cli, db: Path, text: str) -> dict:
-    return json.loads(gold(cli, db, "show", qid(text), "--json").stdout)
 
 
 # --- 1. verified only when every candidate is decided ----------------------------------------

@@ -1,6 +1,6 @@
 """``gold draft``: its steps on stderr, and the retrieval done with the store closed.
 
-The store comes from tests/test_goldset_sample.py; the hybrid case uses the real bundled MiniLM
+The store comes from tests/helpers.py (build); the hybrid case uses the real bundled MiniLM
 and is marked slow.
 """
 
@@ -10,12 +10,13 @@ import json
 from pathlib import Path
 
 import pytest
-from goldmine.goldset.items import query_id_for
 
 from goldmine import store as store_module
+from goldmine.goldset.items import query_id_for
 from goldmine.store import open_store
 from goldmine.text import normalize_query
-from tests.test_goldset_sample import CHUNKS, build
+
+from helpers import CHUNKS, build
 
 QUERIES = ("reset password", "vpn setup", "download invoice")
 
@@ -44,7 +45,7 @@ def _spy_on_store(monkeypatch: pytest.MonkeyPatch, owner, name: str) -> list[dic
 def test_bm25_draft_names_its_steps_and_searches_with_the_store_closed(
     store: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from goldmine.eval import baselines
+    from goldmine import retrieval as baselines
     from goldmine.goldset.draft import draft
 
     out = cli("--db", str(store), "gold", "draft", "-k", "2")
@@ -82,9 +83,8 @@ def test_bm25_draft_names_its_steps_and_searches_with_the_store_closed(
 def test_hybrid_draft_embeds_with_the_store_closed(
     store: Path, cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from goldmine.goldset.draft import draft
-
     import goldmine.embed as embed
+    from goldmine.goldset.draft import draft
 
     seen = _spy_on_store(monkeypatch, embed, "_encode")
     result = draft(store, "hybrid", 3, by="retriever:hybrid")

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from goldmine.store import open_store
-from tests.realdata import cranfield_queries
-from tests.test_goldset_sample import build
+
+from helpers import build
+from realdata import cranfield_queries
 
 
 def gold(cli, db: Path, *args: str, ok: bool = True):
@@ -152,7 +153,7 @@ def store(db_path: Path) -> Path:
 
 
 def test_gold_commands_report_as_json(cli, store: Path, tmp_path: Path) -> None:
-    from tests.test_goldset import qid
+    from helpers import norm_qid as qid
 
     gold(cli, store, "add-query", "reset password", "vpn setup")
     drafted = json.loads(gold(cli, store, "draft", "-k", "2", "--json").stdout)
@@ -214,7 +215,7 @@ def test_gold_commands_report_as_json(cli, store: Path, tmp_path: Path) -> None:
 
 
 def test_verify_json_names_a_changed_version_and_exits_1(cli, store: Path) -> None:
-    from tests.test_goldset import qid
+    from helpers import norm_qid as qid
 
     gold(cli, store, "add-query", "reset password")
     gold(cli, store, "label", qid("reset password"), "--chunk", "kb-reset-1=2",

@@ -1,7 +1,7 @@
 """``gold draft --judge llm``, the suggestions in review, and ``gold agreement --judge llm``.
 
 The model is a scripted chat-completions server on 127.0.0.1 (tests/fake_llm.py); goldmine runs
-in a subprocess on a real DuckDB file built by tests/test_goldset_sample.py.
+in a subprocess on a real DuckDB file built by tests/helpers.py (build).
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import test_goldset_draft
 from sklearn.metrics import cohen_kappa_score
 
 from goldmine.store import open_store, transaction
-from tests import test_goldset_draft
-from tests.fake_llm import Reply, default_responder, serve, user_data
-from tests.test_goldset_sample import CHUNKS, add_snapshot, build
+
+from fake_llm import Reply, default_responder, serve, user_data
+from helpers import CHUNKS, add_snapshot, build
 
 QUERIES = test_goldset_draft.QUERIES
 store = test_goldset_draft.store  # the fixture: the sample store with three candidates
@@ -58,10 +59,15 @@ def test_judge_grades_candidates_beside_labels_cached_until_a_text_changes(cli, 
         statuses = _rows(store, "SELECT DISTINCT status FROM gold_items")
         assert statuses == [("drafted",)]
 
-        # again: nothing asked
+        # again: nothing asked, nothing written (no history row, no version move)
+        written = "SELECT count(*), max(seq) FROM gold_history"
+        history = _rows(store, written)
+        grades = _rows(store, "SELECT * FROM gold_model_labels ORDER BY ALL")
         again = _judge(cli, store, server)
         assert json.loads(again.stdout)["judge"]["current"] == 6
         assert len(server.requests) == 6
+        assert _rows(store, written) == history
+        assert _rows(store, "SELECT * FROM gold_model_labels ORDER BY ALL") == grades
 
         # a chunk's text changes (a new snapshot): only its pairs are asked again
         changed = dict(CHUNKS)
@@ -72,6 +78,63 @@ def test_judge_grades_candidates_beside_labels_cached_until_a_text_changes(cli, 
         assert third.returncode == 0, third.stderr
         asked = [user_data(r["body"]) for r in server.requests[6:]]
         assert len(asked) == 1 and asked[0]["passage"].endswith("Or ask IT.")
+
+
+def test_a_changed_prompt_is_asked_again(cli, store, tmp_path, monkeypatch) -> None:
+    """The cache key holds the prompt's version (its name and a hash of the file): an edited
+    prompt asks every pair again, and its grades replace the old prompt's."""
+    from goldmine import llm
+    from goldmine.goldset.judge import judge
+
+    with serve() as server:
+        assert _judge(cli, store, server).returncode == 0
+        assert len(server.requests) == 6
+        s = llm.Settings(server.base_url, "judge-1")
+        assert judge(store, s).current == 6 and len(server.requests) == 6  # the same prompt
+        edited = tmp_path / "prompts"
+        edited.mkdir()
+        original = llm.load_prompt("judge").path.read_text(encoding="utf-8")
+        (edited / "judge.v1.txt").write_text(original + "\n", encoding="utf-8")
+        monkeypatch.setattr(llm, "_prompts_dir", lambda: edited)
+        again = judge(store, s)
+    assert (again.graded, again.current, len(server.requests)) == (6, 0, 12)
+    versions = _rows(store, "SELECT prompt_version, count(*) FROM gold_model_labels GROUP BY 1")
+    assert len(versions) == 1 and versions[0][1] == 6
+    assert versions[0][0] == llm.load_prompt("judge").version
+
+
+def test_limit_grades_the_first_candidates_in_review_order_and_the_next_run_goes_on(
+    cli, store
+) -> None:
+    with serve() as server:
+        out = _judge(cli, store, server, "--limit", "3")
+        assert out.returncode == 0, out.stderr
+        r = json.loads(out.stdout)["judge"]
+        assert (r["pairs"], r["graded"], r["left"], r["current"]) == (6, 3, 3, 0)
+        assert len(server.requests) == 3
+        assert "--limit 3: 3 candidates left to grade" in out.stderr
+        # the queue's order: the first item's candidates by rank, then the second item's best
+        order = _rows(
+            store,
+            """SELECT i.query, l.rank, m.grade IS NOT NULL FROM gold_labels l
+               JOIN gold_items i USING (query_id)
+               LEFT JOIN gold_model_labels m USING (query_id, chunk_id)
+               ORDER BY i.position, l.rank""",
+        )
+        assert order == [
+            ("reset password", 1, True), ("reset password", 2, True),
+            ("vpn setup", 1, True), ("vpn setup", 2, False),
+            ("download invoice", 1, False), ("download invoice", 2, False),
+        ]  # fmt: skip
+        rest = json.loads(_judge(cli, store, server, "--limit", "10").stdout)["judge"]
+        assert (rest["graded"], rest["left"], rest["current"]) == (3, 0, 3)
+        assert len(server.requests) == 6
+    assert _rows(store, "SELECT count(*) FROM gold_model_labels") == [(6,)]
+    bad = cli("--db", str(store), "gold", "draft", "--limit", "2")
+    assert bad.returncode == 2 and "--limit caps the model's grades" in bad.stderr
+    zero = _judge(cli, store, server, "--limit", "0")
+    assert zero.returncode == 2
+    assert "--limit" in cli("gold", "draft", "--help").stdout
 
 
 def test_an_injected_passage_reaches_only_its_own_suggestion(cli, db_path: Path) -> None:

@@ -9,14 +9,13 @@ from pathlib import Path
 import krippendorff
 import numpy as np
 import pytest
-from goldmine.goldset import raters
-from goldmine.goldset.raters import agreement
 from sklearn.metrics import cohen_kappa_score
 
+from goldmine.goldset import raters
+from goldmine.goldset.raters import agreement
 from goldmine.store import open_store, transaction
-from tests.test_goldset_decisions import gold, shown
-from tests.test_goldset_review import qid
-from tests.test_goldset_sample import build
+
+from helpers import build, gold, qid, shown
 
 QUERIES = ("reset password", "vpn setup", "download invoice")
 

@@ -8,82 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import re
-import select
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import pytest
-from goldmine.goldset.items import query_id_for
-
-from tests.test_goldset_sample import build
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\r")
-
-
-class Terminal:
-    """A child process on a pty; ``expect`` waits for text on its screen, ``send`` types."""
-
-    def __init__(self, *args: str, env: dict):
-        master, slave = pty.openpty()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "goldmine", *args],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-            start_new_session=True,
-        )
-        os.close(slave)
-        self.fd = master
-        self.raw = b""
-        self.pos = 0
-
-    @property
-    def screen(self) -> str:
-        return ANSI.sub("", self.raw.decode("utf-8", "replace"))
-
-    def _read(self, timeout: float) -> bool:
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if not ready:
-            return False
-        try:
-            data = os.read(self.fd, 65536)
-        except OSError:  # the child closed the terminal
-            return False
-        self.raw += data
-        return bool(data)
-
-    def expect(self, text: str, timeout: float = 60) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen
-            found = screen.find(text, self.pos)
-            if found >= 0:
-                seen = screen[self.pos : found + len(text)]
-                self.pos = found + len(text)
-                return seen
-            if time.monotonic() > deadline or (
-                not self._read(0.2) and self.proc.poll() is not None
-            ):
-                pytest.fail(f"never saw {text!r}; the screen after it was:\n{screen[self.pos :]}")
-
-    def send(self, keys: str) -> None:
-        time.sleep(0.15)  # let the loop switch the terminal to one-key mode
-        os.write(self.fd, keys.encode())
-
-    def wait(self) -> int:
-        while self._read(0.2) or self.proc.poll() is None:
-            pass
-        os.close(self.fd)
-        return self.proc.returncode
-
-
-def qid(text: str) -> str:
-    return query_id_for(text)
+from helpers import Terminal, build, qid
 
 
 def test_review_in_a_terminal_then_publish_diff_export_import(cli, db_path, tmp_path):

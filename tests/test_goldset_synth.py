@@ -1,7 +1,7 @@
 """``gold synth``: questions drafted from chunks by a model, stored apart from gold.
 
 The model is a scripted chat-completions server on 127.0.0.1 (tests/fake_llm.py); goldmine runs
-in a subprocess through the CLI, on a real DuckDB file built by tests/test_goldset_sample.py.
+in a subprocess through the CLI, on a real DuckDB file built by tests/helpers.py (build).
 """
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from goldmine.goldset.items import add_item, query_id_for
 from goldmine.store import open_store
-from tests.fake_llm import Reply, default_responder, serve, user_data
-from tests.test_goldset_sample import CHUNKS, build
+
+from fake_llm import Reply, default_responder, serve, user_data
+from helpers import CHUNKS, build
 
 EXTRA = {
     "legal-1": ("Legal", "Copyright 2026 Example Inc. All rights reserved. Terms of service."),
@@ -88,8 +90,10 @@ def test_synth_drafts_questions_with_full_provenance_never_verified(cli, store: 
 
 
 def test_synth_again_is_served_from_the_cache_and_adds_nothing_twice(cli, store: Path) -> None:
+    written = "SELECT count(*), max(seq) FROM gold_history"
     with serve() as server:
         first = _synth(cli, store, server, "--doc", "kb-reset", "--json")
+        history = _rows(store, written)
         second = _synth(cli, store, server, "--doc", "kb-reset", "--json")
         n_requests = len(server.requests)
     assert first.returncode == 0 and second.returncode == 0, second.stderr
@@ -99,6 +103,7 @@ def test_synth_again_is_served_from_the_cache_and_adds_nothing_twice(cli, store:
     assert again["questions"] == 0 and again["already"] == 4
     assert n_requests == 2
     assert _rows(store, "SELECT count(*) FROM gold_items") == [(4,)]
+    assert _rows(store, written) == history  # no history row: no item's version moved
 
 
 def test_style_and_cluster_pick_what_is_asked(cli, store: Path) -> None:
@@ -183,27 +188,83 @@ def test_an_injected_chunk_cannot_change_the_format_or_reach_other_items(
     ]
 
 
-def test_a_question_real_traffic_covers_is_marked_and_linked(cli, store: Path) -> None:
+def test_a_covered_question_offers_the_real_query_first(cli, store: Path) -> None:
+    """A real query that covers a drafted question is better evidence than the model's: it is
+    offered too, with the chunk the question was drafted from as a draft, ahead in the queue."""
+    from goldmine.goldset.items import item_version, label, show_item
+
+    with open_store(store) as con:
+        vpn = add_item(con, "vpn setup", origin="add-query", by="ana")  # open, no draft yet
+        invoice = add_item(con, "download invoice", origin="add-query", by="ana")
+        label(con, invoice, {"kb-invoice-1": 2}, by="ana")  # decided by a person
+        invoice_version = item_version(con, invoice)
+
     def responder(body, n):
         data = user_data(body)
-        if data["chunk_id"] == "kb-reset-1":
-            questions = ["Reset password?", "reset link expired what now"]
-            return Reply(json.dumps({"questions": [{"question": q} for q in questions]}))
-        return default_responder(body, n)
+        questions = {
+            # "Reset password?" is the real query "reset password" (same normalized text)
+            "kb-reset-1": ["Reset password?", "reset link expired what now"],
+            "kb-reset-2": ["vpn set up", "download invoices"],
+        }[data["chunk_id"]]
+        return Reply(json.dumps({"questions": [{"question": q} for q in questions]}))
 
+    written = "SELECT count(*), max(seq) FROM gold_history"
     with serve(responder) as server:
         out = _synth(cli, store, server, "--doc", "kb-reset", "--json")
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["covered"] == 1
-    rows = _rows(
+        assert out.returncode == 0, out.stderr
+        got = json.loads(out.stdout)
+        assert (got["questions"], got["covered"], got["already"]) == (3, 3, 0)
+        assert (got["real_added"], got["real_drafted"]) == (1, 2)
+        assert "1 added as candidates, 2 given the chunk" in out.stderr
+        history = _rows(store, written)
+        again = json.loads(_synth(cli, store, server, "--doc", "kb-reset", "--json").stdout)
+    # A re-run served from the cache changes nothing.
+    assert (again["questions"], again["already"], again["real_added"], again["real_drafted"]) == (
+        0, 4, 0, 0,
+    )  # fmt: skip
+    assert _rows(store, written) == history
+    items = _rows(
         store,
-        """SELECT i.query, i.tags, m.covered_query, m.covered_norm, m.fuzzy_score
+        """SELECT i.query, i.origin, i.status, i.frequency, i.cluster_id, list_sort(i.tags),
+                  l.chunk_id, l.source, l.suggested_grade, l.who
+           FROM gold_items i LEFT JOIN gold_labels l ON l.query_id = i.query_id
+             AND l.kind = 'draft' ORDER BY i.position, l.rank""",
+    )
+    assert items == [
+        ("vpn setup", "add-query", "drafted", None, None, [], "kb-reset-2", "synth", None,
+         "model:m1"),
+        ("download invoice", "add-query", "verified", None, None, [], None, None, None, None),
+        # the real query, added with triage's provenance, before the model's questions
+        ("reset password", "covered", "drafted", 400, 1, ["keyword"], "kb-reset-1", "synth",
+         None, "model:m1"),
+        ("reset link expired what now", "model", "drafted", None, None, ["synthetic"],
+         "kb-reset-1", "model", 2, "model:m1"),
+        ("vpn set up", "model", "drafted", None, 2, ["covered", "synthetic"], "kb-reset-2",
+         "model", 2, "model:m1"),
+        ("download invoices", "model", "drafted", None, 3, ["covered", "synthetic"],
+         "kb-reset-2", "model", 2, "model:m1"),
+    ]  # fmt: skip
+    links = _rows(
+        store,
+        """SELECT m.chunk_id, i.query, m.covered_query, m.covered_query_id, m.fuzzy_score >= 85
            FROM gold_model_items m JOIN gold_items i USING (query_id) ORDER BY i.position""",
     )
-    first = rows[0]
-    assert first[0] == "Reset password?" and "covered" in first[1]
-    assert first[2] == "reset password" and first[3] == "reset password" and first[4] >= 99
-    assert all(r[2] is None and "covered" not in r[1] for r in rows[1:])
+    with open_store(store) as con:
+        real = show_item(con, query_id_for("reset password"))
+        assert item_version(con, invoice) == invoice_version  # a decided item is left alone
+    assert links == [
+        ("kb-reset-1", "reset password", "reset password", real["query_id"], True),
+        ("kb-reset-1", "reset link expired what now", None, None, False),
+        ("kb-reset-2", "vpn set up", "vpn setup", vpn, True),
+        ("kb-reset-2", "download invoices", "download invoice", invoice, True),
+    ]
+    assert real["source_ids"] and real["sources"] == ["searchlog"]
+    draft = real["history"][-1]
+    assert draft["action"] == "draft" and draft["by"] == "model:m1"
+    assert draft["detail"]["question"] == "Reset password?"
+    assert draft["detail"]["chunk_id"] == "kb-reset-1" and draft["detail"]["source"] == "synth"
+    # nothing here is gold: only the person's label on the invoice item
+    assert _rows(store, "SELECT count(*) FROM gold_labels WHERE kind = 'label'") == [(1,)]
 
 
 @pytest.mark.slow

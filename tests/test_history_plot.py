@@ -7,9 +7,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
 from goldmine.eval.plot import delta_bars_svg, intervals_svg, line_chart_svg, nice_ticks
 
-from tests.test_compare import eval_run, write_gold, write_run
+from helpers import eval_run, write_gold, write_run
 
 
 @pytest.fixture

@@ -18,11 +18,11 @@ from pathlib import Path
 import duckdb
 import pytest
 import zstandard
+
+from goldmine.errors import InputError
 from goldmine.ingest import api, batch, searchlog
 from goldmine.ingest.files import discover
 from goldmine.ingest.redact import Redactor, redact_text
-
-from goldmine.errors import InputError
 from goldmine.store import open_store
 from goldmine.text import sha256_file
 
@@ -539,6 +539,7 @@ def test_the_bar_follows_duckdb_progress_through_a_long_statement():
     """The import bar moves while one long statement runs (DuckDB's own progress, polled), and
     ends at exactly the step's share."""
     import duckdb
+
     from goldmine.ingest.batch import following, prepare
 
     steps: list[int] = []

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import duckdb
 import pytest
+
+from goldmine.errors import EXIT_EMPTY
 from goldmine.ingest import api
 from goldmine.ingest.batch import prepare
 from goldmine.ingest.tickets import MACROS
-
-from goldmine.errors import EXIT_EMPTY
 from goldmine.store import open_store
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from goldmine.ingest import api
 from goldmine.ingest.corpus import current_snapshot_id
-
 from goldmine.store import open_store
 from goldmine.text import sha256_text
 

@@ -19,9 +19,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from goldmine.ingest import api
 
 from goldmine.errors import EXIT_EMPTY, InputError
+from goldmine.ingest import api
 from goldmine.store import open_store
 
 COUNT_KEYS = ("rows_in", "stored", "rejected", "already_present")

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from goldmine.ingest import api
 from test_ingest_traces import (
     T0,
     counts,
@@ -31,6 +30,7 @@ from test_ingest_traces import (
     write_jsonl,
 )
 
+from goldmine.ingest import api
 from goldmine.store import open_store
 
 SEC = 10**9

@@ -14,7 +14,8 @@ import pytest
 
 from goldmine import llm
 from goldmine.errors import InputError
-from tests.fake_llm import Reply, serve
+
+from fake_llm import Reply, serve
 
 SCHEMA = {
     "type": "object",
@@ -39,6 +40,14 @@ def _settings(server, **kw) -> llm.Settings:
     return llm.Settings(**(base | kw))
 
 
+def _timed(responder, n: int) -> tuple[list, llm.Usage, float]:
+    """``n`` asks against the scripted server: the answers, the totals, the seconds taken."""
+    with serve(responder) as server:
+        start = time.monotonic()
+        answers, usage = llm.ask_all(_settings(server), _asks(n))
+        return answers, usage, time.monotonic() - start
+
+
 def test_answers_are_parsed_and_requests_and_tokens_counted() -> None:
     ok = json.dumps({"grade": 2, "reason": "answers it"})
     with serve(lambda body, n: Reply(ok, prompt_tokens=30, completion_tokens=7)) as server:
@@ -61,10 +70,7 @@ def test_429_with_retry_after_is_waited_for_then_retried() -> None:
             return Reply(status=429, headers={"retry-after": "0.4"})
         return Reply(ok)
 
-    with serve(responder) as server:
-        start = time.monotonic()
-        answers, usage = llm.ask_all(_settings(server), _asks(1))
-        took = time.monotonic() - start
+    answers, usage, took = _timed(responder, 1)
     assert answers[0].ok and answers[0].attempts == 2
     assert took >= 0.4, took
     assert usage.requests == 2 and usage.retries == 1
@@ -103,6 +109,57 @@ def test_a_request_that_times_out_is_retried_then_fails() -> None:
     assert answers[0].ok and answers[0].attempts == 2
     assert not answers[1].ok and "timed out" in answers[1].error
     assert usage.failed == 1
+
+
+def test_retry_after_ms_is_honoured_and_x_should_retry_is_obeyed() -> None:
+    ok = json.dumps({"grade": 1, "reason": "context"})
+
+    def responder(body, n):
+        text = body["messages"][0]["content"]
+        if text == "item 0" and n == 0:
+            return Reply(status=429, headers={"retry-after-ms": "300"})
+        if text == "item 1":  # a 5xx the server says not to retry
+            return Reply(status=503, headers={"x-should-retry": "false"})
+        return Reply(ok)
+
+    answers, usage, took = _timed(responder, 2)
+    assert answers[0].ok and answers[0].attempts == 2 and took >= 0.3
+    assert not answers[1].ok and answers[1].attempts == 1
+    assert answers[1].error == "HTTP 503 from the endpoint: scripted 503"
+    assert usage.requests == 3
+
+
+def test_an_unreachable_endpoint_is_a_failed_answer_with_the_reason() -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    s = llm.Settings(f"http://127.0.0.1:{port}/v1", "scripted", max_retries=1, timeout=2.0)
+    answers, usage = llm.ask_all(s, _asks(1))
+    assert not answers[0].ok and answers[0].error.startswith("cannot reach the endpoint")
+    assert usage.requests == 2  # retried once
+
+
+def test_asking_imports_no_openai_package() -> None:
+    """The start-up a run pays before its first request: httpx2 alone, not openai's typed API."""
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from fake_llm import Reply, serve\n"
+        "from goldmine import llm\n"
+        "ok = json.dumps({'grade': 1, 'reason': 'r'})\n"
+        "with serve(lambda body, n: Reply(ok)) as server:\n"
+        "    s = llm.Settings(server.base_url, 'scripted')\n"
+        "    asks = [llm.Ask('k', [{'role': 'user', 'content': 'x'}], {'type': 'object'})]\n"
+        "    answers, _ = llm.ask_all(s, asks)\n"
+        "print(answers[0].ok, 'openai' in sys.modules)\n"
+    )
+    here = Path(__file__).resolve().parent  # the tests' folder, where fake_llm is
+    out = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True, text=True)
+    assert out.stdout.split() == ["True", "False"], out.stderr
 
 
 def test_a_client_error_is_not_retried() -> None:
@@ -210,6 +267,6 @@ def test_data_in_a_prompt_cannot_close_its_block_or_pose_as_instructions() -> No
     assert messages[0]["role"] == "system" and "Ignore previous" not in messages[0]["content"]
     user = messages[-1]["content"]
     assert user.count("</data>") == 1  # the passage's own "</data>" is escaped inside the JSON
-    from tests.fake_llm import user_data
+    from fake_llm import user_data
 
     assert user_data({"messages": messages})["passage"] == evil

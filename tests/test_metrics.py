@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+
+from goldmine.errors import InputError
 from goldmine.eval.metrics import (
     aggregate,
     average_precision,
@@ -17,8 +19,6 @@ from goldmine.eval.metrics import (
     r_precision,
     recall,
 )
-
-from goldmine.errors import InputError
 
 # Five ranked docs; d2 (grade 2) at rank 2, d4 (grade 1) at rank 4, d9 (grade 1) never retrieved,
 # d3 judged not relevant (grade 0). R = 3 at rel_level 1, R = 1 at rel_level 2.

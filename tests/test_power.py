@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 
 pytest.importorskip("statsmodels")
+from scipy import stats  # noqa: E402
+
+from goldmine.errors import InputError  # noqa: E402
 from goldmine.eval.power import (  # noqa: E402
     power_for,
     randomization_power,
     ttest_detectable,
     ttest_queries_needed,
 )
-from scipy import stats  # noqa: E402
-
-from goldmine.errors import InputError  # noqa: E402
 
 # Eight paired deltas worked by hand: mean 0.1; deviations 0.1 -0.2 0.2 -0.1 0 0.1 -0.3 0.2;
 # squares sum to 0.24, so var = 0.24 / 7 and sd = 0.185164.

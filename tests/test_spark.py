@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from goldmine.ingest import api
-from goldmine.triage import signals
-from goldmine.triage.events import build_query_days, mark_session_signals, normalize_events
 
+from goldmine import signals
 from goldmine.errors import InputError
+from goldmine.ingest import api
 from goldmine.store import open_store, transaction
+from goldmine.triage.events import build_query_days, mark_session_signals, normalize_events
 from tests.test_ingest import write_jsonl
 from tests.test_ingest_sources import trec_session_track_jsonl
 
@@ -99,8 +99,8 @@ def test_normalization_and_similarity_agree(spark_options) -> None:
     """ASCII text: the translated SQL against DuckDB's; other text: normalize_query in both;
     Jaro-Winkler: rapidfuzz (Spark's UDF) against DuckDB's jaro_winkler_similarity."""
     import duckdb
-    from goldmine.ingest import spark as gs
 
+    from goldmine.ingest import spark as gs
     from goldmine.text import normalize_query
 
     texts = [
@@ -165,9 +165,10 @@ ODD_TIMES = [
 
 def test_timestamps_agree_with_gm_ts(spark_options, db_path) -> None:
     """Spark's reading of a time (ingest/spark.py) against gm_ts (ingest/batch.py)."""
+    from pyspark.sql import functions as F
+
     from goldmine.ingest import batch
     from goldmine.ingest import spark as gs
-    from pyspark.sql import functions as F
 
     with open_store(db_path) as con:
         batch.prepare(con)

@@ -13,34 +13,13 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
-from goldmine.triage.dedupe import blocked_pairs, similar_pairs, words_compatible
-from goldmine.triage.events import aggregate_queries, build_events, fill_non_ascii, norm_sql
 
 from goldmine.store import open_store, transaction
-from goldmine.text import normalize_query
+from goldmine.text import norm_sql, normalize_query
+from goldmine.triage.dedupe import blocked_pairs, similar_pairs, words_compatible
+from goldmine.triage.events import aggregate_queries, build_events, fill_non_ascii
 
-T0 = datetime(2026, 11, 2, 9, 0, 0)
-
-
-def add_searches(con, rows, batch_id=1):
-    """rows: (event_id, session, seconds after T0, query, num_results, clicked, feedback)."""
-    for event_id, session, sec, query, num, clicked, feedback in rows:
-        con.execute(
-            """INSERT INTO search_events (event_id, batch_id, source, ts, session_id, query,
-                                          num_results, result_ids, clicked_ids, feedback)
-               VALUES (?, ?, 'searchlog', ?, ?, ?, ?, ?, ?, ?)""",
-            [
-                event_id,
-                batch_id,
-                T0 + timedelta(seconds=sec),
-                session,
-                query,
-                num,
-                [f"d{i}" for i in range(num or 0)],
-                clicked,
-                feedback,
-            ],
-        )
+from helpers import T0, TRIAGE_QUERIES, add_searches, load_queries
 
 
 def norm_in_sql(con, texts: list[str]) -> list[str]:
@@ -223,46 +202,13 @@ def test_variants_and_look_alikes():
 
 # --- the whole run, with the real model ----------------------------------------------------------
 
-QUERIES = {
-    "card": [
-        "Where is my card?",
-        "my card has not arrived",
-        "When will my card arrive?",
-        "card still not delivered",
-        "how long does card delivery take",
-        "I have not recieved my card yet",
-        "I have not received my card yet",
-    ],
-    "pin": [
-        "How do I change my PIN?",
-        "change pin number",
-        "I want to reset my PIN",
-        "where can i change my pin",
-        "PIN change at ATM",
-    ],
-    "refund": [
-        "I want a refund",
-        "how do I get my money back",
-        "refund for a purchase",
-        "request a refund for an item",
-        "can I get a refund",
-    ],
-}
-
-
-def load_queries(con, texts, start=0):
-    rows = []
-    for n, text in enumerate(texts, start):
-        rows.append((f"q{n}", f"s{n}", n * 400, text, 0 if n % 4 == 0 else 5, [], None))
-        rows.append((f"r{n}", f"s{n}x", n * 400, text, 5, ["d1"], None))
-    add_searches(con, rows)
 
 
 @pytest.mark.slow
 def test_run_incremental_stable_ids_and_commands(db_path, cli):
     from goldmine.triage.pipeline import run_triage
 
-    first = [q for qs in QUERIES.values() for q in qs]
+    first = [q for qs in TRIAGE_QUERIES.values() for q in qs]
     with open_store(db_path) as con:
         load_queries(con, first)
         r1 = run_triage(db_path)
@@ -274,7 +220,9 @@ def test_run_incremental_stable_ids_and_commands(db_path, cli):
         assert canon["i have not recieved my card yet"] == "i have not received my card yet"
         assert r1.n_embedded == len(first) - 1
         before = dict(con.execute("SELECT norm_query, cluster_id FROM triage_queries").fetchall())
-        by_intent = {k: {before[normalize_query(q)] for q in qs} for k, qs in QUERIES.items()}
+        by_intent = {
+            k: {before[normalize_query(q)] for q in qs} for k, qs in TRIAGE_QUERIES.items()
+        }
         tags = dict(con.execute("SELECT norm_query, tags FROM triage_queries").fetchall())
     assert "typo" in tags["i have not recieved my card yet"]
     assert "acronym" in tags["pin change at atm"] and "question" in tags["where is my card"]
@@ -298,7 +246,7 @@ def test_run_incremental_stable_ids_and_commands(db_path, cli):
     # each cluster carries its c-TF-IDF terms and central queries, and the table shows the terms
     assert all(isinstance(r["terms"], list) and r["central"] for r in shown)
     card = next(r for r in shown if r["cluster_id"] == after["where is my card"])
-    assert set(card["central"]) <= {q for qs in QUERIES.values() for q in qs}
+    assert set(card["central"]) <= {q for qs in TRIAGE_QUERIES.values() for q in qs}
     table = cli("--db", str(db_path), "triage", "show", "--top", "50")
     assert "terms:" in table.stdout, table.stdout
     parts = shown[0]["priority_parts"]
@@ -366,25 +314,6 @@ def test_commands_before_a_run_and_bad_input(db_path, cli):
     assert out.returncode == 2 and "no triage cluster 42" in out.stderr
     out = cli("--db", str(db_path), "triage", "export", str(db_path.parent / "x.txt"))
     assert out.returncode == 2 and ".csv or .parquet" in out.stderr
-
-
-def test_show_needs_no_torch(db_path, cli):
-    import subprocess
-    import sys
-
-    with open_store(db_path):
-        pass
-    code = (
-        "import sys\n"
-        "from goldmine.cli import main\n"
-        "try:\n"
-        f"    main(['--db', {str(db_path)!r}, 'triage', 'show', '--json'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.stdout.strip().splitlines()[-1] == "False False"
 
 
 # --- real data -----------------------------------------------------------------------------------
@@ -466,10 +395,10 @@ def test_session_track_reformulations_and_no_clicks(db_path, shared_dataset):
 def test_banking77_clusters_without_k(db_path, shared_dataset):
     """A quarter of banking77's intents (2,723 queries): the chosen method, never told k."""
     import polars as pl
-    from goldmine.triage.cluster import K_GRID, RESOLUTIONS, cluster_fresh
     from sklearn.metrics import adjusted_rand_score
 
     from goldmine.embed import embed_texts
+    from goldmine.triage.cluster import K_GRID, RESOLUTIONS, cluster_fresh
 
     rows = pl.read_csv(shared_dataset("datasets", "banking77", "train.csv"))
     intents = sorted(set(rows["category"]))[:20]
@@ -490,10 +419,10 @@ def test_banking77_whole_set_leiden_beats_kmeans_told_k(db_path, shared_dataset)
     """All 10,003 queries, 77 intents, never told k: ARI >= 0.55 (k-means told k = 77: 0.49)
     with 39-154 clusters; a second run gives the very same labels."""
     import polars as pl
-    from goldmine.triage.cluster import cluster_fresh
     from sklearn.metrics import adjusted_rand_score
 
     from goldmine.embed import embed_texts
+    from goldmine.triage.cluster import cluster_fresh
 
     rows = pl.read_csv(shared_dataset("datasets", "banking77", "train.csv"))
     with open_store(db_path) as con:
@@ -550,8 +479,9 @@ def test_knn_graph_is_undirected_with_the_larger_cosine():
 
 
 def test_leiden_grid_is_deterministic_and_finds_the_blobs():
-    from goldmine.triage.cluster import cluster_fresh
     from sklearn.metrics import adjusted_rand_score
+
+    from goldmine.triage.cluster import cluster_fresh
 
     rng = np.random.default_rng(1)
     truth = rng.integers(0, 25, 1500)
@@ -580,7 +510,7 @@ def test_no_answer_likely_on_cranfield(db_path, shared_dataset):
     """Cranfield's own queries are answerable by its aeronautics abstracts; banking ones are not."""
     from goldmine.triage.tags import tag_queries
 
-    from tests.realdata import cranfield_chunks, cranfield_queries
+    from realdata import cranfield_chunks, cranfield_queries
 
     folder = shared_dataset("datasets", "cranfield")
     chunks = cranfield_chunks(folder)
@@ -626,7 +556,7 @@ def test_two_runs_on_the_same_traffic_give_the_same_clusters(tmp_path):
     labels (c-TF-IDF terms) and central examples."""
     from goldmine.triage.pipeline import run_triage
 
-    queries = [q for qs in QUERIES.values() for q in qs]
+    queries = [q for qs in TRIAGE_QUERIES.values() for q in qs]
     got = []
     for name in ("a", "b"):
         db = tmp_path / f"{name}.duckdb"
@@ -651,6 +581,7 @@ def test_two_runs_on_the_same_traffic_give_the_same_clusters(tmp_path):
 def test_ctfidf_terms_name_banking77_intents(shared_dataset):
     """Grouped by the true intents, the top c-TF-IDF terms are the intents' own words."""
     import polars as pl
+
     from goldmine.triage.labels import ctfidf_terms
 
     rows = pl.read_csv(shared_dataset("datasets", "banking77", "train.csv"))

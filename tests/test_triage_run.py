@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from goldmine.store import open_store
-from tests.test_triage import QUERIES, load_queries
+
+from helpers import TRIAGE_QUERIES as QUERIES
+from helpers import load_queries
 
 STEPS = ("normalize", "signals", "dedupe", "embed", "cluster", "tags", "rank", "labels")
 TEXTS = [q for qs in QUERIES.values() for q in qs]
@@ -93,7 +95,7 @@ def test_status_answers_while_triage_embeds(cli, db_path: Path) -> None:
     """The long steps run with the store closed: a reader polling during the run gets in."""
     import polars as pl
 
-    from tests.conftest import SHARED
+    from helpers import SHARED
 
     banking = SHARED / "datasets" / "banking77" / "train.csv"
     if not banking.is_file():

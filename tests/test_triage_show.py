@@ -12,12 +12,12 @@ import re
 from datetime import datetime, timedelta
 
 import pytest
+
 from goldmine.goldset.items import add_item, set_no_answer, set_status
 from goldmine.goldset.versions import publish
-from goldmine.triage.report import summarize_clusters
-
 from goldmine.store import open_store
 from goldmine.text import normalize_query
+from goldmine.triage.queries import summarize_clusters
 
 T0 = datetime(2026, 11, 2, 9, 0, 0)
 

@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_goldset_review import qid
-from tests.test_goldset_sample import build
+from helpers import build, qid
 
 CHROMIUM = os.environ.get("GOLDMINE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

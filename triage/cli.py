@@ -53,9 +53,8 @@ def run_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Normalize, dedupe, embed (only new texts), cluster (ids kept across runs), tag and rank."""
-    from goldmine.triage.pipeline import run_triage, summary
-
     from goldmine.output import info, print_json
+    from goldmine.triage.pipeline import run_triage, summary
 
     # The pipeline opens the store for short spans only, so other commands can read meanwhile.
     result = run_triage(db_flag(db), since=since, model=model, window_s=window, backend=backend)
@@ -133,10 +132,9 @@ def show_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """The ranked clusters: label, volume, variants, failure rate and signals, tags, coverage."""
-    from goldmine.triage.report import ShowFilter, no_match, ranked_clusters
-
     from goldmine.output import console, fit_table, info, print_json
     from goldmine.store import open_store
+    from goldmine.triage.queries import ShowFilter, no_match, ranked_clusters
 
     wanted = ShowFilter(top, uncovered, new, tag, source)
     with open_store(db_flag(db), create=False) as con:
@@ -158,10 +156,9 @@ def export_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """One row per distinct query: text, normalized, cluster, canonical, counts, signals, tags."""
-    from goldmine.triage.report import export_queries
-
     from goldmine.output import info, print_json
     from goldmine.store import open_store
+    from goldmine.triage.queries import export_queries
 
     with open_store(db_flag(db), create=False) as con:
         n = export_queries(con, file)
@@ -178,18 +175,15 @@ def cluster_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Every query in one cluster: counts, signals, sessions, raw examples, previous turns."""
-    from goldmine.triage.report import cluster_detail
-
-    from goldmine.output import console, print_json
+    from goldmine.output import console, print_json, table
     from goldmine.store import open_store
+    from goldmine.triage.queries import cluster_detail
 
     with open_store(db_flag(db), create=False) as con:
         detail = cluster_detail(con, cluster_id)
     if as_json:
         print_json(detail)
         return
-    from rich.table import Table
-
     console().print(
         f"cluster {detail['cluster_id']}: {detail['label']!r} — volume {detail['volume']}, "
         f"{_fmt_rate(detail['failure_rate'])} failed, priority {detail['priority']:.1f}, "
@@ -199,33 +193,23 @@ def cluster_cmd(
         console().print("terms: " + ", ".join(detail["terms"]), markup=False)
     if detail.get("central"):
         console().print("central: " + " | ".join(detail["central"]), markup=False)
-    table = Table(
-        "query", "events", "sessions", "failed", "signals", "tags", "examples", "previous turn"
-    )
-    for q in detail["queries"]:
-        signals = ", ".join(
-            f"{k[2:]} {q[k]}"
-            for k in (
-                "n_zero_results",
-                "n_no_click",
-                "n_reformulated",
-                "n_negative_feedback",
-                "n_tickets",
-                "n_chat_fail",
-            )
-            if q[k]
-        )
-        table.add_row(
+    signal_columns = ("n_zero_results", "n_no_click", "n_reformulated", "n_negative_feedback",
+                      "n_tickets", "n_chat_fail")  # fmt: skip
+    rows = [
+        [
             q["query"],
-            str(q["n_events"]),
-            str(q["n_sessions"]),
+            q["n_events"],
+            q["n_sessions"],
             _fmt_rate(q["failure_rate"]),
-            signals,
+            ", ".join(f"{k[2:]} {q[k]}" for k in signal_columns if q[k]),
             ", ".join(q["tags"] or []),
             " | ".join(q["examples"] or []),
             " | ".join(q["previous_turns"] or []),
-        )
-    console().print(table)
+        ]
+        for q in detail["queries"]
+    ]
+    head = ["query", "events", "sessions", "failed", "signals", "tags", "examples", "previous turn"]
+    console().print(table(head, rows))
 
 
 def register(app: typer.Typer) -> None:

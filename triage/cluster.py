@@ -49,9 +49,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from goldmine.triage.events import frame
 
 from goldmine.store import registered
+from goldmine.triage.events import frame
 
 if TYPE_CHECKING:
     import duckdb

@@ -24,9 +24,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-from goldmine.triage.events import frame
 
 from goldmine.store import registered
+from goldmine.triage.events import frame
 
 if TYPE_CHECKING:
     import duckdb

@@ -25,9 +25,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-# The rules are written once, for DuckDB and Spark, in goldmine.triage.signals; the names other
+# The rules are written once, for DuckDB and Spark, in goldmine.signals; the names other
 # modules import from here stay importable.
-from goldmine.triage.signals import (  # noqa: F401
+from goldmine.signals import (  # noqa: F401
     COUNT_COLUMNS,
     DEFAULT_WINDOW_S,
     FAILED,
@@ -37,15 +37,13 @@ from goldmine.triage.signals import (  # noqa: F401
     SEQ,
     STOP_WORDS,
     SUMMARY_COLUMNS,
-    norm_sql,
     query_day_sql,
     search_signals,
     session_sql,
     sql_list,
 )
-
 from goldmine.store import registered
-from goldmine.text import normalize_query
+from goldmine.text import norm_sql, normalize_query
 
 if TYPE_CHECKING:
     import duckdb

@@ -80,8 +80,7 @@ def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
 def reformulation_window(window_s: int | None) -> int:
     """The reformulation window: as given, else goldmine.toml's, else the default (the Spark
     engine reads it too, so both engines mark reformulations alike)."""
-    from goldmine.triage import signals
-
+    from goldmine import signals
     from goldmine.config import settings
 
     if window_s is None:  # goldmine.toml's value is a whole number >= 0, checked at load
@@ -182,9 +181,9 @@ def run_triage(
 def _run_steps(
     path: Path, result: RunResult, since: datetime | None, model: str | None, window_s: int
 ) -> RunResult:
-    from goldmine.triage import cluster, dedupe, labels, report, tags
-
     from goldmine.embed import WRITE_WAIT_S, embed_closed
+    from goldmine.triage import cluster, dedupe, labels, tags
+    from goldmine.triage import queries as ranking
 
     steps = _Steps(result)
     with open_store(path) as con:
@@ -215,7 +214,7 @@ def _run_steps(
         with transaction(con):
             result.cluster = cluster.write_clusters(con, plan, result.run_id)
         result.tags = steps.run("tags", tags.tag_queries, con=con)
-        result.n_clusters = steps.run("rank", report.summarize_clusters, result.run_id, con=con)
+        result.n_clusters = steps.run("rank", ranking.summarize_clusters, result.run_id, con=con)
         steps.run("labels", labels.label_clusters, con=con)
         _finish(con, result, window_s)
     return result

@@ -124,7 +124,7 @@ MIGRATIONS = [
         );
         """,
     ),
-    # The events rolled up per source, day and normalized query (goldmine.triage.signals), and
+    # The events rolled up per source, day and normalized query (goldmine.signals), and
     # the Spark summaries beside them: what triage_queries is built from, so both read alike.
     Migration(
         202,

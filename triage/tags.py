@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from goldmine.triage.dedupe import FUNCTION_WORDS
-from goldmine.triage.events import norm_sql
 
 from goldmine.config import load_config
 from goldmine.output import info, warn
 from goldmine.store import registered
+from goldmine.text import norm_sql
+from goldmine.triage.dedupe import FUNCTION_WORDS
 
 if TYPE_CHECKING:
     import duckdb
@@ -248,7 +248,7 @@ def no_answer_scores(
     nine in ten such random combinations (a one-sided test at 0.1).
     """
     try:
-        from goldmine.eval.baselines import best_scores, build_retriever
+        from goldmine.retrieval import best_scores, build_retriever
     except ImportError:
         return None
     snapshot = _corpus_snapshot(con)

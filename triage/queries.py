@@ -10,12 +10,13 @@ one failed search does not outrank a cluster of a hundred searches that fail hal
 prior weight. ``triage show --json`` carries every part, and each cluster's ``terms`` (top
 c-TF-IDF terms) and ``central`` queries (triage/labels.py).
 
-Coverage (one definition, ``coverage_cte``): a gold item belongs to a cluster when it has the
-cluster's ``cluster_id`` or a ``norm_query`` triage put in the cluster (as the item is now, or as a
-published version froze it). A cluster is covered when an item of it is verified or published;
-``coverage`` says which: ``v3`` (published; the latest version that has one of its items),
-``verified`` (verified since, not published yet), ``in review`` (candidates or drafts, nothing
-verified) or ``no`` (nothing, or only rejected items). Candidates alone cover nothing.
+Coverage (one definition, ``goldmine.gold.coverage_cte``, shared with the gold set): a gold item
+belongs to a cluster when it has the cluster's ``cluster_id`` or a ``norm_query`` triage put in the
+cluster (as the item is now, or as a published version froze it). A cluster is covered when an item
+of it is verified or published; ``coverage`` says which: ``v3`` (published; the latest version that
+has one of its items), ``verified`` (verified since, not published yet), ``in review`` (candidates
+or drafts, nothing verified) or ``no`` (nothing, or only rejected items). Candidates alone cover
+nothing.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.triage.events import frame
-
 from goldmine.errors import InputError, NotFoundError
+from goldmine.gold import COVERAGE_COLUMNS, coverage_cte
+from goldmine.triage.events import frame
 
 if TYPE_CHECKING:
     import duckdb
@@ -90,58 +91,6 @@ def summarize_clusters(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
         [run_id],
     )
     return con.execute("SELECT count(*) FROM triage_clusters").fetchall()[0][0]
-
-
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return bool(
-        con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [name]).fetchall()[
-            0
-        ][0]
-    )
-
-
-_NO_GOLD = (
-    "SELECT NULL::BIGINT AS cluster_id, NULL::VARCHAR AS coverage, NULL::INTEGER AS "
-    "coverage_version, NULL::BOOLEAN AS covered WHERE false"
-)
-
-
-def coverage_cte(con: duckdb.DuckDBPyConnection) -> str:
-    """``gm_coverage AS (...)``: per cluster with a gold item, ``coverage`` (v3 | verified |
-    in review | no), ``coverage_version`` and ``covered`` (verified or published)."""
-    if not (_has_table(con, "gold_items") and _has_table(con, "gold_version_items")):
-        return f"gm_coverage AS ({_NO_GOLD})"
-    return """
-        gm_gold AS (
-            SELECT i.query_id, i.norm_query, i.cluster_id, i.status,
-                   (SELECT max(v.version) FROM gold_version_items v
-                    WHERE v.query_id = i.query_id) AS version
-            FROM gold_items i
-            UNION ALL  -- where a version froze it, should the item have moved since
-            SELECT query_id, item->>'$.norm_query', TRY_CAST(item->>'$.provenance.cluster_id'
-                   AS BIGINT), 'published', version
-            FROM gold_version_items
-        ),
-        gm_member AS (
-            SELECT cluster_id, status, version FROM gm_gold WHERE cluster_id IS NOT NULL
-            UNION ALL
-            SELECT q.cluster_id, g.status, g.version
-            FROM gm_gold g JOIN triage_queries q USING (norm_query) WHERE q.cluster_id IS NOT NULL
-        ),
-        gm_coverage AS (
-            SELECT cluster_id, max(version) AS coverage_version,
-                   CASE WHEN max(version) IS NOT NULL THEN 'v' || max(version)
-                        WHEN bool_or(status = 'verified') THEN 'verified'
-                        WHEN bool_or(status IN ('candidate', 'drafted')) THEN 'in review'
-                        ELSE 'no' END AS coverage,
-                   max(version) IS NOT NULL OR bool_or(status = 'verified') AS covered
-            FROM gm_member GROUP BY cluster_id
-        )"""
-
-
-# The coverage columns of a cluster ``c`` joined to gm_coverage ``k``.
-COVERAGE_COLUMNS = """coalesce(k.coverage, 'no') AS coverage, k.coverage_version,
-               coalesce(k.covered, false) AS covered"""
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,6 @@ STOP_WORDS = (
 FOLLOW_UP_START = r"^(and|but|also|so|then|ok|okay|what about|how about|what if|and what|same)\b"
 FOLLOW_UP_REF = r"\b(it|its|that|this|those|these|they|them|there|he|she|him|her|one|ones)\b"
 
-_WS = r"\t\n\x0B\x0C\r\x1C-\x1F "  # what Python's str.isspace() calls whitespace in ASCII
 
 # The per-source, per-day, per-query counts both engines produce (search_summaries and
 # triage_query_days hold exactly these, in this order).
@@ -128,16 +127,6 @@ def sql_list(values: tuple[str, ...]) -> str:
 
 def _in_list(values: tuple[str, ...]) -> str:
     return "(" + ", ".join("'" + v.replace("'", "''") + "'" for v in values) + ")"
-
-
-def norm_sql(column: str) -> str:
-    """SQL for normalize_query(column) on ASCII text (where NFKC is the identity and case folding
-    is ``lower``); NULL for non-ASCII text, which :func:`goldmine.text.normalize_query` finishes."""
-    return (
-        f"CASE WHEN regexp_matches({column}, '^[\\x00-\\x7F]*$') THEN "
-        f"trim(regexp_replace(regexp_replace(lower({column}), '[^a-z0-9{_WS}]', ' ', 'g'), "
-        f"'[{_WS}]+', ' ', 'g')) END"
-    )
 
 
 def search_signals() -> dict[str, str]:

@@ -1,0 +1,427 @@
+"""What the tests share: paths, the CLI in a subprocess, a pseudo-terminal, small stores and files.
+
+Imported as ``helpers`` (pytest puts tests/ on the path; the checkout itself is not, so the stage
+folders are reachable only as ``goldmine.<stage>``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from goldmine.goldset.items import query_id_for
+from goldmine.store import open_store, transaction
+from goldmine.text import normalize_query, sha256_text
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("GOLDMINE_SHARED", ROOT.parent / "shared"))
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, input: str | None = None):
+    """Run ``python -m goldmine`` in a real subprocess; returns CompletedProcess (text)."""
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "goldmine", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        input=input,
+        timeout=600,
+    )
+
+
+def qid(text: str) -> str:
+    """The id of a query whose text is already in normal form (the review tests' queries)."""
+    return query_id_for(text)
+
+
+def norm_qid(text: str) -> str:
+    return query_id_for(normalize_query(text))
+
+
+def gold(cli, db: Path, *args: str, ok: bool = True, input: str | None = None,
+         env: dict | None = None):  # fmt: skip
+    """``goldmine --db DB gold ARGS``; asserts success unless ``ok`` is False."""
+    result = cli("--db", str(db), "gold", *args, input=input, env=env)
+    if ok:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+def shown(cli, db: Path, text: str) -> dict:
+    return json.loads(gold(cli, db, "show", qid(text), "--json").stdout)
+
+
+# --- a terminal ----------------------------------------------------------------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\r")
+
+
+class Terminal:
+    """A child process on a pty; ``expect`` waits for text on its screen, ``send`` types."""
+
+    def __init__(self, *args: str, env: dict):
+        master, slave = pty.openpty()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "goldmine", *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            start_new_session=True,
+        )
+        os.close(slave)
+        self.fd = master
+        self.raw = b""
+        self.pos = 0
+
+    @property
+    def screen(self) -> str:
+        return ANSI.sub("", self.raw.decode("utf-8", "replace"))
+
+    def _read(self, timeout: float) -> bool:
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:  # the child closed the terminal
+            return False
+        self.raw += data
+        return bool(data)
+
+    def expect(self, text: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            screen = self.screen
+            found = screen.find(text, self.pos)
+            if found >= 0:
+                seen = screen[self.pos : found + len(text)]
+                self.pos = found + len(text)
+                return seen
+            if time.monotonic() > deadline or (
+                not self._read(0.2) and self.proc.poll() is not None
+            ):
+                pytest.fail(f"never saw {text!r}; the screen after it was:\n{screen[self.pos :]}")
+
+    def send(self, keys: str) -> None:
+        time.sleep(0.15)  # let the loop switch the terminal to one-key mode
+        os.write(self.fd, keys.encode())
+
+    def wait(self) -> int:
+        while self._read(0.2) or self.proc.poll() is None:
+            pass
+        os.close(self.fd)
+        return self.proc.returncode
+
+
+# --- eval files ----------------------------------------------------------------------------------
+
+
+def write_gold(path: Path, n: int) -> Path:
+    lines = [
+        json.dumps({"query_id": f"q{i}", "query": f"question {i}", "relevant": [f"d{i}"]})
+        for i in range(n)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_run(path: Path, n: int, hit_at: dict[int, int] | None = None, default: int = 1) -> Path:
+    """Query i gets its relevant d{i} at rank hit_at.get(i, default) (0: not returned)."""
+    lines = []
+    for i in range(n):
+        rank_of = (hit_at or {}).get(i, default)
+        docs = [f"x{i}_{j}" for j in range(9)]
+        if rank_of:
+            docs.insert(rank_of - 1, f"d{i}")
+        lines += [f"q{i} Q0 {d} {r} {20 - r} t" for r, d in enumerate(docs, start=1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def eval_run(cli, gold: Path, run: Path, db: Path, label: str, history: Path | None = None) -> None:
+    args = [
+        "eval",
+        "run",
+        "--gold",
+        str(gold),
+        "--run",
+        str(run),
+        "--db",
+        str(db),
+        "--label",
+        label,
+        "--metrics",
+        "recall@1,recall@5,mrr",
+    ]
+    if history is not None:
+        args += ["--history", str(history)]
+    result = cli(*args)
+    assert result.returncode == 0, result.stderr
+
+
+# --- triage: raw search events -------------------------------------------------------------------
+
+T0 = datetime(2026, 11, 2, 9, 0, 0)
+
+
+def add_searches(con, rows, batch_id=1):
+    """rows: (event_id, session, seconds after T0, query, num_results, clicked, feedback)."""
+    for event_id, session, sec, query, num, clicked, feedback in rows:
+        con.execute(
+            """INSERT INTO search_events (event_id, batch_id, source, ts, session_id, query,
+                                          num_results, result_ids, clicked_ids, feedback)
+               VALUES (?, ?, 'searchlog', ?, ?, ?, ?, ?, ?, ?)""",
+            [
+                event_id,
+                batch_id,
+                T0 + timedelta(seconds=sec),
+                session,
+                query,
+                num,
+                [f"d{i}" for i in range(num or 0)],
+                clicked,
+                feedback,
+            ],
+        )
+
+
+TRIAGE_QUERIES = {
+    "card": [
+        "Where is my card?",
+        "my card has not arrived",
+        "When will my card arrive?",
+        "card still not delivered",
+        "how long does card delivery take",
+        "I have not recieved my card yet",
+        "I have not received my card yet",
+    ],
+    "pin": [
+        "How do I change my PIN?",
+        "change pin number",
+        "I want to reset my PIN",
+        "where can i change my pin",
+        "PIN change at ATM",
+    ],
+    "refund": [
+        "I want a refund",
+        "how do I get my money back",
+        "refund for a purchase",
+        "request a refund for an item",
+        "can I get a refund",
+    ],
+}
+
+
+def load_queries(con, texts, start=0):
+    rows = []
+    for n, text in enumerate(texts, start):
+        rows.append((f"q{n}", f"s{n}", n * 400, text, 0 if n % 4 == 0 else 5, [], None))
+        rows.append((f"r{n}", f"s{n}x", n * 400, text, 5, ["d1"], None))
+    add_searches(con, rows)
+
+
+# --- a sample store for the gold-set tests -------------------------------------------------------
+# Written with SQL straight into the tables the other stages own, so the gold-set tests depend on
+# their schemas only, not on their commands.
+
+CHUNKS = {
+    "kb-reset-1": (
+        "Reset your password",
+        "To reset your password open Settings, choose Security "
+        "and press Reset password. A link is emailed to you and expires in one hour.",
+    ),
+    "kb-reset-2": (
+        "Password rules",
+        "Passwords need twelve characters. You cannot reuse any of your last five passwords.",
+    ),
+    "kb-sso-1": (
+        "Single sign-on (SSO)",
+        "SSO lets your team sign in with Okta or Azure AD. An "
+        "admin enables SSO under Settings, Authentication, SAML.",
+    ),
+    "kb-vpn-1": (
+        "VPN access",
+        "The VPN client connects you to the office network. Install it "
+        "from the portal and sign in with your company account.",
+    ),
+    "kb-vpn-2": (
+        "VPN on mobile",
+        "On iOS and Android, install the VPN app from the store and "
+        "scan the QR code shown in the portal to configure the mobile VPN.",
+    ),
+    "kb-invoice-1": (
+        "Download invoices",
+        "Invoices are under Billing, History. Each invoice can "
+        "be downloaded as a PDF or sent by email to the billing contact.",
+    ),
+    "kb-invoice-2": (
+        "Change billing address",
+        "Update the billing address under Billing, Details; it appears on the next invoice.",
+    ),
+    "kb-2fa-1": (
+        "Two-factor authentication (2FA)",
+        "Turn on 2FA under Security. You can use an "
+        "authenticator app or SMS codes; keep your recovery codes safe.",
+    ),
+    "kb-export-1": (
+        "Export your data",
+        "Export all projects as a ZIP file under Settings, Data, "
+        "Export. Large exports are emailed when ready.",
+    ),
+    "kb-api-1": (
+        "API keys",
+        "Create an API key under Developer settings. Keys can be scoped to "
+        "read or write and revoked at any time.",
+    ),
+}
+
+# norm text, cluster, n_events, failure_rate, tags
+QUERIES = [
+    ("reset password", 1, 400, 0.10, ["keyword"]),
+    ("how do i reset my password", 1, 120, 0.20, ["question"]),
+    ("pasword reset", 1, 30, 0.60, ["keyword", "typo"]),
+    ("vpn setup", 2, 150, 0.30, ["acronym", "keyword"]),
+    ("and on mobile", 2, 20, 0.50, ["follow-up"]),
+    ("download invoice", 3, 90, 0.05, ["keyword"]),
+    ("invoice pdf", 3, 40, 0.10, ["keyword"]),
+    ("sso okta", 4, 35, 0.70, ["acronym", "keyword"]),
+    ("how to turn on 2fa", 5, 25, 0.40, ["acronym", "question"]),
+    ("export my data", 6, 12, 0.20, ["keyword"]),
+    ("api key scopes", 7, 8, 0.25, ["acronym", "keyword"]),
+    ("refund in bitcoin", 8, 3, 1.00, ["no-answer-likely", "keyword"]),
+    ("dark mode", 9, 2, 1.00, ["no-answer-likely", "keyword"]),
+    ("change billing address", 10, 2, 0.00, ["keyword"]),
+]
+
+
+def build(db: Path, chunks: dict[str, tuple[str, str]] | None = None) -> None:
+    """A fresh store with snapshot 1 of CHUNKS, the triage rows and a little raw traffic."""
+    with open_store(db) as con, transaction(con):
+        add_snapshot(con, chunks or CHUNKS)
+        clusters: dict[int, list] = {}
+        for text, cluster, n, rate, tags in QUERIES:
+            failed = round(n * rate)
+            con.execute(
+                """INSERT INTO triage_queries (norm_query, query, cluster_id, n_events,
+                       n_sessions, sources, first_seen, last_seen, n_zero_results, n_no_click,
+                       n_failed, failure_rate, tags)
+                   VALUES (?, ?, ?, ?, ?, ['searchlog'], ?, ?, ?, ?, ?, ?, ?)""",
+                [
+                    normalize_query(text),
+                    text,
+                    cluster,
+                    n,
+                    n,
+                    datetime(2026, 1, 5),
+                    datetime(2026, 11, 30),
+                    failed // 2,
+                    failed - failed // 2,
+                    failed,
+                    rate,
+                    tags,
+                ],
+            )
+            clusters.setdefault(cluster, []).append((text, n, failed, tags))
+        for cluster, rows in clusters.items():
+            volume = sum(r[1] for r in rows)
+            failed = sum(r[2] for r in rows)
+            con.execute(
+                """INSERT INTO triage_clusters (cluster_id, label, volume, n_variants, n_failed,
+                       failure_rate, priority, tags)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                [
+                    cluster,
+                    max(rows, key=lambda r: r[1])[0],
+                    volume,
+                    len(rows),
+                    failed,
+                    failed / volume,
+                    failed,
+                    sorted({t for r in rows for t in r[3]}),
+                ],
+            )
+        events = [
+            ("e1", "s1", datetime(2026, 11, 1, 9, 0), "Reset password"),
+            ("e2", "s2", datetime(2026, 11, 2, 9, 0), "reset password!"),
+            ("e3", "s3", datetime(2026, 11, 3, 9, 0), "VPN setup"),
+            ("e4", "s3", datetime(2026, 11, 3, 9, 1), "and on mobile?"),
+            ("e5", "s4", datetime(2026, 11, 4, 9, 0), "pasword reset"),
+        ]
+        turns = [
+            (0, "user", "do you have a vpn"),
+            (1, "assistant", "Yes: see VPN access in the portal."),
+            (2, "user", "and on mobile?"),
+        ]
+        for turn, role, text in turns:
+            con.execute(
+                "INSERT INTO chat_turns (conversation_id, turn, batch_id, ts, role, text)"
+                " VALUES ('c1', ?, 1, ?, ?, ?)",
+                [turn, datetime(2026, 11, 5, 10, turn), role, text],
+            )
+        for event_id, session, ts, query in events:
+            con.execute(
+                "INSERT INTO search_events (event_id, batch_id, ts, session_id, query)"
+                " VALUES (?, 1, ?, ?, ?)",
+                [event_id, ts, session, query],
+            )
+
+
+def add_snapshot(con, chunks: dict[str, tuple[str, str]]) -> int:
+    """A new corpus snapshot (the next id) holding ``chunks``; returns its id."""
+    snapshot_id = con.execute(
+        "SELECT coalesce(max(snapshot_id), 0) + 1 FROM corpus_snapshots"
+    ).fetchall()[0][0]
+    rows = sorted((cid, sha256_text(text)) for cid, (_, text) in chunks.items())
+    con.execute(
+        "INSERT INTO corpus_snapshots VALUES (?, 1, ?, ?, ?, NULL)",
+        [snapshot_id, datetime(2026, 11, 1), sha256_text(json.dumps(rows)), len(chunks)],
+    )
+    for chunk_id, (title, text) in chunks.items():
+        con.execute(
+            "INSERT INTO chunks VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
+            [snapshot_id, chunk_id, chunk_id.rsplit("-", 1)[0], title, text, sha256_text(text)],
+        )
+    return snapshot_id
+
+
+# --- a corpus snapshot ---------------------------------------------------------------------------
+
+
+def store_corpus(con, chunks, *, label: str = "test") -> int:
+    """Insert a corpus snapshot directly (independent of `goldmine ingest corpus`)."""
+    snapshot_id = (
+        con.execute("SELECT coalesce(max(snapshot_id), 0) + 1 FROM corpus_snapshots").fetchall()
+    )[0][0]
+    frame = pl.DataFrame(
+        [(cid, title, text, sha256_text(text)) for cid, title, text in chunks],
+        schema=["chunk_id", "title", "text", "text_hash"],
+        orient="row",
+    )
+    with transaction(con):
+        con.execute(
+            "INSERT INTO corpus_snapshots VALUES (?, 0, ?, ?, ?, ?)",
+            [snapshot_id, dt.datetime.now(), f"hash-{snapshot_id}", len(chunks), label],
+        )
+        con.register("new_chunks", frame)
+        con.execute(
+            "INSERT INTO chunks (snapshot_id, chunk_id, title, text, text_hash) "
+            "SELECT ?, chunk_id, title, text, text_hash FROM new_chunks",
+            [snapshot_id],
+        )
+        con.unregister("new_chunks")
+    return snapshot_id

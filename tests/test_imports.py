@@ -1,0 +1,172 @@
+"""What imports what: one package, one direction between stages, nothing heavy on model-free paths.
+
+The stage folders are installed as ``goldmine.<stage>`` only; the stages depend on the core, and
+of the stages only eval depends on another (the gold set it scores). A command's module (``cli*``)
+composes stages and may call any of them; the library modules below it may not reach back.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from goldmine.store import open_store
+
+from helpers import ROOT, build, gold, qid
+
+STAGES = ("ingest", "triage", "goldset", "eval")
+# Which stages a stage's library modules may import (besides the core, which all may).
+ALLOWED = {"ingest": set(), "triage": set(), "goldset": set(), "eval": {"goldset"}}
+
+
+def test_the_stage_folders_import_only_as_goldmine_stages() -> None:
+    for stage in STAGES:
+        assert importlib.util.find_spec(stage) is None, f"`import {stage}` resolves to a folder"
+        assert importlib.util.find_spec(f"goldmine.{stage}") is not None
+
+
+def test_a_built_wheel_installs_goldmine_alone(tmp_path: Path) -> None:
+    """Only ``goldmine`` lands at the top of site-packages: nothing named eval or ingest."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for folder in ("goldmine", *STAGES):
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    code = "import sys; from setuptools import build_meta as b; print(b.build_wheel(sys.argv[1]))"
+    built = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], cwd=src, capture_output=True, text=True
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    wheel = tmp_path / built.stdout.strip().splitlines()[-1]
+    with zipfile.ZipFile(wheel) as zf:
+        top = {name.split("/")[0] for name in zf.namelist()}
+        names = set(zf.namelist())
+    assert top == {"goldmine", "goldmine-0.1.0.dist-info"}, top
+    assert {f"goldmine/{s}/__init__.py" for s in STAGES} <= names
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (lazy imports count: they still depend)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _stage_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "goldmine" and parts[1] in STAGES else None
+
+
+def test_stages_depend_on_the_core_and_eval_on_goldset_never_back() -> None:
+    wrong: list[str] = []
+    for stage in STAGES:
+        for path in sorted((ROOT / stage).glob("*.py")):
+            if path.name.startswith("cli"):
+                continue
+            for module in sorted(_imports(path)):
+                other = _stage_of(module)
+                if other and other != stage and other not in ALLOWED[stage]:
+                    wrong.append(f"{stage}/{path.name} imports {module}")
+    for path in sorted((ROOT / "goldmine").glob("*.py")):
+        if path.name in ("cli.py", "__main__.py"):  # the entry point registers every stage
+            continue
+        core = [m for m in sorted(_imports(path)) if _stage_of(m)]
+        wrong += [f"goldmine/{path.name} imports {m}" for m in core]
+    assert not wrong, "\n".join(wrong)
+
+
+# --- nothing heavy where no model is needed -------------------------------------------------------
+
+_PROBE = """
+import sys
+from goldmine.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    if exc.code:
+        print("EXIT", exc.code, file=sys.stderr)
+print("LOADED:" + ",".join(m for m in sys.argv[0].split(",") if m in sys.modules))
+"""
+MODEL = "torch,sentence_transformers,transformers,bm25s,onnxruntime,openai,pyspark"
+
+
+def _loaded(args: list[str], heavy: str = MODEL, cwd: Path | None = None) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE.replace("sys.argv[0]", repr(heavy)), *args],
+        capture_output=True, text=True, timeout=120, cwd=cwd,
+    )  # fmt: skip
+    assert "EXIT" not in done.stderr, (args, done.stderr)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_importing_embed_and_the_retrievers_imports_no_model() -> None:
+    code = (
+        "import sys, goldmine.embed, goldmine.retrieval; "
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'bm25s', 'Stemmer') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.fixture
+def small_store(cli, db_path: Path) -> Path:
+    """The gold-set sample store with one query verified as "no answer"."""
+    build(db_path)
+    with open_store(db_path) as con:  # the sample's triage rows, as a finished run left them
+        con.execute(
+            "INSERT INTO triage_runs (run_id, started_at, status) VALUES (1, now(), 'done')"
+        )
+    gold(cli, db_path, "add-query", "reset password", "--by", "t")
+    gold(cli, db_path, "label", qid("reset password"), "--no-answer")
+    return db_path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["status", "--json"],
+        ["triage", "show", "--json"],
+        ["gold", "list", "--json"],
+        ["gold", "publish", "-m", "v", "--allow-partial"],
+        ["gold", "drift", "--json"],
+        ["gold", "verify"],
+        ["gold", "stale", "--older-than", "1d"],
+        ["gold", "agreement", "--json"],
+        ["gold", "next", "--json"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_model_free_commands_import_no_model(small_store: Path, args: list[str]) -> None:
+    assert _loaded(["--db", str(small_store), *args]) == "LOADED:"
+
+
+def test_ingest_imports_no_model(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"event_id": "e1", "query": "vpn", "ts": "2026-11-02T09:00:00"}\n')
+    args = ["--db", str(tmp_path / "s.duckdb"), "ingest", "searchlog", str(log)]
+    assert _loaded(args) == "LOADED:"
+
+
+def test_eval_run_imports_nothing_heavy(tmp_path: Path) -> None:
+    """`eval run` on a starter set starts in a fraction of a second: not even numpy or polars."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"query_id": "q1", "query": "a", "relevant": ["d1"]}\n')
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n")
+    heavy = MODEL + ",numpy,polars,pandas,scipy,numba,matplotlib,sklearn,pyarrow,pydantic"
+    args = ["eval", "run", "-g", str(gold), "-r", str(run), "--db", str(tmp_path / "s.duckdb")]
+    assert _loaded(args, heavy) == "LOADED:"
