@@ -15,6 +15,7 @@ import select
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -425,3 +426,44 @@ def store_corpus(con, chunks, *, label: str = "test") -> int:
         )
         con.unregister("new_chunks")
     return snapshot_id
+
+
+# --- search logs as files ------------------------------------------------------------------------
+
+
+def write_jsonl(path: Path, rows: list[dict | str | bytes]) -> Path:
+    with path.open("wb") as handle:
+        for row in rows:
+            if isinstance(row, dict):
+                row = json.dumps(row)
+            handle.write(row if isinstance(row, bytes) else row.encode())
+            handle.write(b"\n")
+    return path
+
+
+def trec_session_track_jsonl(xml_path: Path, out: Path) -> dict[str, int]:
+    """The 2012 session track as a search log: one event per interaction (query, ranked
+    ClueWeb ids shown, the ids at the clicked ranks in click order)."""
+    counts = {"sessions": 0, "events": 0, "shown": 0, "clicks": 0}
+    rows = []
+    for session in ET.parse(xml_path).getroot().iter("session"):
+        counts["sessions"] += 1
+        for inter in session.iter("interaction"):
+            by_rank = {r.get("rank"): r.findtext("clueweb09id") for r in inter.iter("result")}
+            shown = [by_rank[k] for k in sorted(by_rank, key=int)]
+            clicks = [by_rank[c.findtext("rank")] for c in inter.iter("click")]
+            rows.append(
+                {
+                    "event_id": f"{session.get('num')}-{inter.get('num')}",
+                    "timestamp": f"2012-06-01T{inter.get('starttime')}",
+                    "session_id": session.get("num"),
+                    "query": inter.findtext("query"),
+                    "results": shown,
+                    "clicks": clicks,
+                }
+            )
+            counts["events"] += 1
+            counts["shown"] += len(shown)
+            counts["clicks"] += len(clicks)
+    write_jsonl(out, rows)
+    return counts

@@ -26,15 +26,7 @@ from goldmine.ingest.redact import Redactor, redact_text
 from goldmine.store import open_store
 from goldmine.text import sha256_file
 
-
-def write_jsonl(path: Path, rows: list[dict | str | bytes]) -> Path:
-    with path.open("wb") as handle:
-        for row in rows:
-            if isinstance(row, dict):
-                row = json.dumps(row)
-            handle.write(row if isinstance(row, bytes) else row.encode())
-            handle.write(b"\n")
-    return path
+from helpers import write_jsonl
 
 
 def event(i: int, **over) -> dict:

@@ -7,13 +7,14 @@ import csv
 import importlib.util
 import json
 import re
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from goldmine.ingest import api
 from goldmine.ingest.corpus import current_snapshot_id
 from goldmine.store import open_store
 from goldmine.text import sha256_text
+
+from helpers import trec_session_track_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -334,34 +335,6 @@ def test_add_status_and_rejects_commands(tmp_path, db_path, cli):
     assert table.returncode == 0 and "manual_queries" in table.stdout
     missing = cli("rejects", "--batch", "99", "--db", str(db_path))
     assert missing.returncode == 2 and "no import batch 99" in missing.stderr
-
-
-def trec_session_track_jsonl(xml_path: Path, out: Path) -> dict[str, int]:
-    """The 2012 session track as a search log: one event per interaction (query, ranked
-    ClueWeb ids shown, the ids at the clicked ranks in click order)."""
-    counts = {"sessions": 0, "events": 0, "shown": 0, "clicks": 0}
-    rows = []
-    for session in ET.parse(xml_path).getroot().iter("session"):
-        counts["sessions"] += 1
-        for inter in session.iter("interaction"):
-            by_rank = {r.get("rank"): r.findtext("clueweb09id") for r in inter.iter("result")}
-            shown = [by_rank[k] for k in sorted(by_rank, key=int)]
-            clicks = [by_rank[c.findtext("rank")] for c in inter.iter("click")]
-            rows.append(
-                {
-                    "event_id": f"{session.get('num')}-{inter.get('num')}",
-                    "timestamp": f"2012-06-01T{inter.get('starttime')}",
-                    "session_id": session.get("num"),
-                    "query": inter.findtext("query"),
-                    "results": shown,
-                    "clicks": clicks,
-                }
-            )
-            counts["events"] += 1
-            counts["shown"] += len(shown)
-            counts["clicks"] += len(clicks)
-    write_jsonl(out, rows)
-    return counts
 
 
 def test_trec_session_track_2012(shared_dataset, tmp_path, db_path):

@@ -20,8 +20,10 @@ from goldmine.errors import InputError
 from goldmine.ingest import api
 from goldmine.store import open_store, transaction
 from goldmine.triage.events import build_query_days, mark_session_signals, normalize_events
-from tests.test_ingest import write_jsonl
-from tests.test_ingest_sources import trec_session_track_jsonl
+
+from helpers import trec_session_track_jsonl, write_jsonl
+
+pytestmark = pytest.mark.slow  # a JVM and Spark local mode: make test-all, as CI runs
 
 COLUMNS = ", ".join(signals.SUMMARY_COLUMNS)
 TEST_CONF = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"}
