@@ -19,11 +19,6 @@ from helpers import trec_session_track_jsonl, write_jsonl
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
 ZENDESK = {
     "tickets": [
         {

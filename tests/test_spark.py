@@ -19,6 +19,7 @@ from goldmine import signals
 from goldmine.errors import InputError
 from goldmine.ingest import api
 from goldmine.store import open_store, transaction
+from goldmine.text import norm_sql
 from goldmine.triage.events import build_query_days, mark_session_signals, normalize_events
 
 from helpers import trec_session_track_jsonl, write_jsonl
@@ -120,12 +121,12 @@ def test_normalization_and_similarity_agree(spark_options) -> None:
     session = gs.session(spark_options.master, spark_options.conf)
     con = duckdb.connect()
     want = [
-        con.execute(f"SELECT coalesce({signals.norm_sql('$t')}, 'NONASCII')", {"t": t}).fetchall()
+        con.execute(f"SELECT coalesce({norm_sql('$t')}, 'NONASCII')", {"t": t}).fetchall()
         for t in texts
     ]
     frame = session.createDataFrame([(t,) for t in texts], "t string")
     frame.createOrReplaceTempView("gm_texts")
-    norm = signals.norm_sql("t")
+    norm = norm_sql("t")
     got = session.sql(
         signals.to_spark(f"SELECT t, coalesce({norm}, 'NONASCII') AS n FROM gm_texts")
     ).collect()
