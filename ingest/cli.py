@@ -13,7 +13,13 @@ from typing import Annotated, Any
 
 import typer
 
+from goldmine.config import resolve_db_path, settings
+from goldmine.errors import EXIT_EMPTY, GoldmineError, InputError
+from goldmine.ingest.redact import configured_patterns
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.output import Col, console, info, print_json, table
+from goldmine.store import open_store
+from goldmine.triage.pipeline import reformulation_window
 
 ingest_app = typer.Typer(
     name="ingest",
@@ -78,9 +84,11 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
     fails (exit 4), so a script or CI job does not go on with an empty week."""
     from goldmine.ingest import api
     from goldmine.ingest.status import top_reasons
-    from goldmine.store import open_store
 
     store = db_flag(db)
+    if "patterns" in kwargs:  # goldmine.toml's patterns first, then the flag's
+        configured = configured_patterns(settings().ingest.redact_patterns)
+        kwargs["patterns"] = configured + list(kwargs["patterns"] or [])
     with open_store(store) as con:
         result = getattr(api, kind)(con, **kwargs)
         empty = result.all_rejected and not allow_empty
@@ -92,7 +100,6 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
 
 def _spark_options(engine: str, master: str | None, conf: list[str] | None, summary_dir):
     """The Spark engine's options, or None for the DuckDB engine (which takes none of them)."""
-    from goldmine.errors import InputError
 
     if engine not in ("duckdb", "spark"):
         raise InputError(f"--engine is duckdb or spark, not {engine!r}")
@@ -101,19 +108,17 @@ def _spark_options(engine: str, master: str | None, conf: list[str] | None, summ
             raise InputError("--master, --conf and --summary-dir need --engine spark")
         return None
     from goldmine.ingest.spark import Options, parse_conf
-    from goldmine.triage.pipeline import reformulation_window
 
     return Options(
         master=master,
         conf=parse_conf(conf),
         summary_dir=summary_dir,
-        window_s=reformulation_window(None),
+        window_s=reformulation_window(None, settings().triage.reformulation_window),
     )
 
 
 def _refuse_with_spark(**given: Any) -> None:
     """Options the Spark engine does not take yet, refused by name rather than ignored."""
-    from goldmine.errors import InputError
 
     names = {"fmt": "--format other than jsonl or parquet", "redact": "--redact"}
     refused = [names[k] for k, v in given.items() if v]
@@ -123,7 +128,6 @@ def _refuse_with_spark(**given: Any) -> None:
 
 def _spark_import(kind: str, db, as_json: bool, allow_empty: bool, options, **kwargs) -> None:
     """A Spark import: Spark runs with the store closed, the batch is written after."""
-    from goldmine.config import resolve_db_path
     from goldmine.ingest import spark
 
     store = db_flag(db)
@@ -152,7 +156,6 @@ def _rejects_command(result, store: Path | None) -> str:
 
 
 def _nothing_stored(result, reasons: list[tuple[str, int]], store: Path | None):
-    from goldmine.errors import EXIT_EMPTY, GoldmineError
 
     total = result.total
     top = ", ".join(f"{kind} ({n:,})" for kind, n in reasons)
@@ -235,7 +238,6 @@ def ubi_cmd(
 
 
 def _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty, spark=None) -> None:
-    from goldmine.errors import InputError
 
     if len(paths) != 2:
         raise InputError("UBI wants two files: QUERIES EVENTS")
@@ -398,8 +400,6 @@ def add_cmd(
 def status_cmd(db: DbOption = None, as_json: JsonOption = False) -> None:
     """What is in the store: rows per table and source, the corpus snapshot, the last batches."""
     from goldmine.ingest.status import status
-    from goldmine.output import print_json
-    from goldmine.store import open_store
 
     with open_store(db_flag(db), create=False) as con:
         data = status(con)
@@ -417,8 +417,6 @@ def rejects_cmd(
 ) -> None:
     """Rejected rows with file, line and reason."""
     from goldmine.ingest.status import rejects
-    from goldmine.output import console, print_json
-    from goldmine.store import open_store
 
     with open_store(db_flag(db), create=False) as con:
         rows = rejects(con, batch, limit)
@@ -462,7 +460,6 @@ def _short_path(path: str) -> str:
 
 
 def _table(columns, rows, title=None):
-    from goldmine.output import Col, table
 
     # A column empty in every row (a note no file needed) only takes width.
     keep = [i for i, _ in enumerate(columns) if any(r[i] not in (None, "") for r in rows)]
@@ -478,7 +475,6 @@ def _table(columns, rows, title=None):
 
 
 def _print_result(result, as_json: bool, store: Path | None = None) -> None:
-    from goldmine.output import console, info, print_json
 
     if as_json:
         print_json(result.as_dict())
@@ -497,7 +493,6 @@ def _print_result(result, as_json: bool, store: Path | None = None) -> None:
 
 
 def _print_status(data) -> None:
-    from goldmine.output import console
 
     out = console()
     out.print(

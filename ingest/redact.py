@@ -161,14 +161,18 @@ def redact_text(con, text: str | None, redactor: Redactor | None = None) -> str 
     return con.execute(sql, params).fetchall()[0][0]
 
 
+def configured_patterns(configured: list[str] | dict[str, str] | None) -> list[str]:
+    """``[ingest] redact_patterns`` of goldmine.toml (a table or NAME=REGEX strings) as
+    NAME=REGEX strings, to go before the flag's."""
+    if isinstance(configured, dict):
+        return [f"{name}={pattern}" for name, pattern in configured.items()]
+    return [str(s) for s in configured or []]
+
+
 def make_redactor(
     enabled: bool, cli_patterns: list[str] | None = None, handles: bool = False
 ) -> Redactor:
-    """The redactor for one import: built-in patterns, then goldmine.toml's, then the CLI's."""
-    from goldmine.config import load_config
-
-    configured = load_config().settings.ingest.redact_patterns
-    if isinstance(configured, list):
-        configured = dict(_split(str(s)) for s in configured)
-    patterns = parse_patterns(configured) + parse_patterns(cli_patterns)
+    """The redactor for one import: the built-in patterns, then ``cli_patterns`` (``NAME=REGEX``;
+    the command puts goldmine.toml's first, see ``configured_patterns``)."""
+    patterns = parse_patterns(cli_patterns)
     return Redactor(enabled=enabled, handles=handles, user_patterns=patterns)

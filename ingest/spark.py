@@ -32,7 +32,7 @@ from goldmine.errors import InputError
 from goldmine.ingest.batch import FileResult, ImportResult
 from goldmine.ingest.fields import parse_map, resolve_fields
 from goldmine.ingest.searchlog import ALIASES
-from goldmine.store import transaction
+from goldmine.store import open_store, registered, transaction
 from goldmine.text import norm_sql
 
 if TYPE_CHECKING:
@@ -643,7 +643,6 @@ def write_batch(
 def _insert_summary(con: duckdb.DuckDBPyConnection, batch_id: int, summary_dir: str) -> None:
     """The Parquet summary into ``search_summaries``: read by DuckDB where it is a local folder;
     elsewhere (hdfs://, s3a://, …) through Spark, as Arrow."""
-    from goldmine.store import registered
 
     columns = ", ".join(signals.SUMMARY_COLUMNS)
     insert = f"INSERT INTO search_summaries (batch_id, {columns}) SELECT ?, {columns} FROM "
@@ -670,7 +669,6 @@ def import_logs(
     """List the files, leave out those an earlier run read, summarize the rest on Spark with
     the store closed, then write one batch. ``events_of`` parses the new files; with ``pair``
     (UBI's queries and events) the files are read together or not at all."""
-    from goldmine.store import open_store
 
     spark = session(options.master, options.conf)
     files = list_files(spark, paths)

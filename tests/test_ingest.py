@@ -26,7 +26,7 @@ from goldmine.ingest.redact import Redactor, redact_text
 from goldmine.store import open_store
 from goldmine.text import sha256_file
 
-from helpers import write_jsonl
+from helpers import run_cli, write_jsonl
 
 
 def event(i: int, **over) -> dict:
@@ -313,11 +313,11 @@ def test_user_patterns_from_the_flag_and_from_goldmine_toml(tmp_path, db_path):
         ],
     )
     (tmp_path / "goldmine.toml").write_text('[ingest]\nredact_patterns = { STAFF = "E[0-9]{6}" }\n')
-    from goldmine.config import _load
-
-    _load.cache_clear()
+    # goldmine.toml's patterns are the command's to read; the library takes patterns as given
+    done = run_cli("ingest", "searchlog", str(log), "--redact", "--redact-pattern",
+                   "ORDER=NW-[0-9]{6}", "--db", str(db_path), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
     with open_store(db_path) as con:
-        api.searchlog(con, [log], redact=True, patterns=["ORDER=NW-[0-9]{6}"])
         assert con.execute("SELECT query FROM search_events").fetchall() == [
             ("order <ORDER> for <EMAIL>, staff <STAFF>",)
         ]

@@ -22,18 +22,12 @@ from goldmine.store import open_store, transaction
 from goldmine.text import norm_sql
 from goldmine.triage.events import build_query_days, mark_session_signals, normalize_events
 
-from helpers import trec_session_track_jsonl, write_jsonl
+from helpers import trec_session_track_jsonl, unavailable, write_jsonl
 
 pytestmark = pytest.mark.slow  # a JVM and Spark local mode: make test-all, as CI runs
 
 COLUMNS = ", ".join(signals.SUMMARY_COLUMNS)
 TEST_CONF = {"spark.sql.shuffle.partitions": "2", "spark.driver.memory": "1g"}
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"Spark tests cannot run in CI: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -42,9 +36,9 @@ def spark_options():
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        _unavailable("pyspark is not installed (pip install 'goldmine[spark]')")
+        unavailable("Spark", "pyspark is not installed (pip install 'goldmine[spark]')")
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
-        _unavailable("no Java (apt-get install openjdk-17-jre-headless)")
+        unavailable("Spark", "no Java (apt-get install openjdk-17-jre-headless)")
     from goldmine.ingest import spark
 
     spark.session("local[2]", TEST_CONF)

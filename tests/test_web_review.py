@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import build, qid
+from helpers import build, qid, unavailable
 
 CHROMIUM = os.environ.get("GOLDMINE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -36,21 +36,14 @@ CHROMIUM_ARGS = [
 SCRIPT_QUERY = "<script>alert('x')</script> dark mode"
 
 
-def _unavailable(reason: str) -> None:
-    # CI installs Chromium (make test does, as root with apt): there a missing browser is a failure.
-    if os.environ.get("CI"):
-        pytest.fail(f"browser tests cannot run in CI: {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _unavailable("playwright is not installed (pip install playwright)")
+        unavailable("browser", "playwright is not installed (pip install playwright)")
     if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
-        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+        unavailable("browser", f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     with sync_playwright() as p:
         launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield launched

@@ -12,7 +12,18 @@ from typing import Annotated, Any
 
 import typer
 
+from goldmine.config import settings
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.output import Col, console, fit_table, info, print_json, table
+from goldmine.store import open_store
+from goldmine.triage.pipeline import reformulation_window, run_triage, summary
+from goldmine.triage.queries import (
+    ShowFilter,
+    cluster_detail,
+    export_queries,
+    no_match,
+    ranked_clusters,
+)
 
 triage_app = typer.Typer(
     help="Dedupe and cluster the queries, and put the failures no gold item covers on top.",
@@ -53,11 +64,14 @@ def run_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Normalize, dedupe, embed (only new texts), cluster (ids kept across runs), tag and rank."""
-    from goldmine.output import info, print_json
-    from goldmine.triage.pipeline import run_triage, summary
 
     # The pipeline opens the store for short spans only, so other commands can read meanwhile.
-    result = run_triage(db_flag(db), since=since, model=model, window_s=window, backend=backend)
+    configured = settings().triage  # goldmine.toml, checked when loaded
+    window_s = reformulation_window(window, configured.reformulation_window)
+    result = run_triage(
+        db_flag(db), since=since, model=model, window_s=window_s, backend=backend,
+        no_answer_retriever=configured.no_answer_retriever,
+    )  # fmt: skip
     info(summary(result, since))
     if result.timings:
         info("timings (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items()))
@@ -78,7 +92,6 @@ def _show_columns() -> list:
     """The show table's columns; at a narrow terminal the lowest ``keep`` goes first (the dates,
     then sources, new, variants, signals, volume, tags); id, priority, label, failed and
     coverage always stay, and the label wraps."""
-    from goldmine.output import Col
 
     return [
         Col("id", justify="right"),
@@ -132,9 +145,6 @@ def show_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """The ranked clusters: label, volume, variants, failure rate and signals, tags, coverage."""
-    from goldmine.output import console, fit_table, info, print_json
-    from goldmine.store import open_store
-    from goldmine.triage.queries import ShowFilter, no_match, ranked_clusters
 
     wanted = ShowFilter(top, uncovered, new, tag, source)
     with open_store(db_flag(db), create=False) as con:
@@ -156,9 +166,6 @@ def export_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """One row per distinct query: text, normalized, cluster, canonical, counts, signals, tags."""
-    from goldmine.output import info, print_json
-    from goldmine.store import open_store
-    from goldmine.triage.queries import export_queries
 
     with open_store(db_flag(db), create=False) as con:
         n = export_queries(con, file)
@@ -175,9 +182,6 @@ def cluster_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """Every query in one cluster: counts, signals, sessions, raw examples, previous turns."""
-    from goldmine.output import console, print_json, table
-    from goldmine.store import open_store
-    from goldmine.triage.queries import cluster_detail
 
     with open_store(db_flag(db), create=False) as con:
         detail = cluster_detail(con, cluster_id)

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from goldmine.output import progress
 from goldmine.store import registered
 from goldmine.triage.events import frame
 
@@ -256,7 +257,6 @@ def _run_grid(x: np.ndarray, idx: np.ndarray, sims: np.ndarray, jobs: list, labe
     """Leiden for each (k, resolution) job, in parallel processes (one per core) where fork is
     available: embedding used one torch thread, clustering may use them all."""
     global _GRAPH
-    from goldmine.output import progress
 
     _GRAPH = (x, {k: knn_graph(idx, sims, k) for k in sorted({k for k, _ in jobs})})
     try:
@@ -289,7 +289,6 @@ def cluster_fresh(
     n = len(x)
     if n <= 2:
         return np.arange(n, dtype=np.int64), {"k": None, "resolution": None, "tried": {}}
-    from goldmine.output import progress
 
     grid = sorted({min(k, n - 1) for k in k_grid})
     jobs = [(k, float(r)) for k in grid for r in resolutions]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from goldmine.output import progress
 from goldmine.store import registered
 from goldmine.triage.events import frame
 
@@ -279,7 +280,6 @@ def plan_canonicals(rows_df, description: str = "fuzzy dedupe"):
     no store: (norm_query, canonical_query, fuzzy_score) rows, or None when none is new."""
     import polars as pl
 
-    from goldmine.output import progress
 
     new_mask = rows_df["canonical_query"].is_null().to_numpy()
     if not new_mask.any():

@@ -24,8 +24,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goldmine import signals
+from goldmine.config import resolve_db_path
 from goldmine.errors import InputError, StoreBusyError
+from goldmine.output import step
 from goldmine.store import open_store, pid_alive, transaction
+from goldmine.triage import queries as ranking
+from goldmine.triage.events import (
+    aggregate_queries,
+    mark_session_signals,
+    normalize_events,
+    summary_events,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -77,14 +87,11 @@ def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
         )
 
 
-def reformulation_window(window_s: int | None) -> int:
-    """The reformulation window: as given, else goldmine.toml's, else the default (the Spark
-    engine reads it too, so both engines mark reformulations alike)."""
-    from goldmine import signals
-    from goldmine.config import settings
-
-    if window_s is None:  # goldmine.toml's value is a whole number >= 0, checked at load
-        configured = settings().triage.reformulation_window
+def reformulation_window(window_s: int | None, configured: int | None = None) -> int:
+    """The reformulation window: as given, else goldmine.toml's (``configured``, which the command
+    passes from the settings), else the default. The Spark engine takes it too, so both engines
+    mark reformulations alike."""
+    if window_s is None:
         window_s = signals.DEFAULT_WINDOW_S if configured is None else configured
     if window_s < 0:
         raise InputError(f"the reformulation window must be >= 0 seconds, not {window_s}")
@@ -132,7 +139,6 @@ class _Steps:
         self.result = result
 
     def run(self, name: str, fn: Callable, *args, detail: str = "", con=None, **kwargs):
-        from goldmine.output import step
 
         step("triage", name, detail)
         start = time.perf_counter()
@@ -152,13 +158,13 @@ def run_triage(
     model: str | None = None,
     window_s: int | None = None,
     backend: str | None = None,
+    no_answer_retriever: str = "bm25",
 ) -> RunResult:
     """Normalize, dedupe, embed, cluster, tag and rank; returns what each step did.
 
     ``backend`` (torch, onnx, onnx-int8; else [embed] backend, else DEFAULT_BACKEND) only
     changes how the vectors are computed: the clusters stay comparable (cosine >= 0.99 between
     backends), and the cache keeps each backend's vectors apart."""
-    from goldmine.config import resolve_db_path
     from goldmine.embed import embed_backend, model_key
 
     path = resolve_db_path(db)
@@ -172,18 +178,22 @@ def run_triage(
         run_id, stale = _start_run(con, key, since)
     result = RunResult(run_id, resumed_runs=stale, backend=backend)
     try:
-        return _run_steps(path, result, since, model, window_s)
+        return _run_steps(path, result, since, model, window_s, no_answer_retriever)
     except BaseException:
         _mark_interrupted(path, run_id)
         raise
 
 
 def _run_steps(
-    path: Path, result: RunResult, since: datetime | None, model: str | None, window_s: int
+    path: Path,
+    result: RunResult,
+    since: datetime | None,
+    model: str | None,
+    window_s: int,
+    no_answer_retriever: str,
 ) -> RunResult:
     from goldmine.embed import WRITE_WAIT_S, embed_closed
     from goldmine.triage import cluster, dedupe, labels, tags
-    from goldmine.triage import queries as ranking
 
     steps = _Steps(result)
     with open_store(path) as con:
@@ -213,7 +223,7 @@ def _run_steps(
     with open_store(path, wait=WRITE_WAIT_S) as con:
         with transaction(con):
             result.cluster = cluster.write_clusters(con, plan, result.run_id)
-        result.tags = steps.run("tags", tags.tag_queries, con=con)
+        result.tags = steps.run("tags", tags.tag_queries, no_answer_retriever, con=con)
         result.n_clusters = steps.run("rank", ranking.summarize_clusters, result.run_id, con=con)
         steps.run("labels", labels.label_clusters, con=con)
         _finish(con, result, window_s)
@@ -221,7 +231,6 @@ def _run_steps(
 
 
 def _events(con: duckdb.DuckDBPyConnection, since: datetime | None) -> int:
-    from goldmine.triage.events import normalize_events, summary_events
 
     # Events imported as Spark summaries have no per-event rows: they count all the same.
     n = normalize_events(con, since) + summary_events(con, since)
@@ -231,7 +240,6 @@ def _events(con: duckdb.DuckDBPyConnection, since: datetime | None) -> int:
 
 
 def _signals(con: duckdb.DuckDBPyConnection, window_s: int, since: datetime | None) -> int:
-    from goldmine.triage.events import aggregate_queries, mark_session_signals
 
     mark_session_signals(con, window_s)
     return aggregate_queries(con, since)

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from goldmine.config import load_config
 from goldmine.output import info, warn
 from goldmine.store import registered
 from goldmine.text import norm_sql
@@ -281,12 +280,13 @@ def no_answer_scores(
     return scores, thresholds
 
 
-def tag_queries(con: duckdb.DuckDBPyConnection) -> dict:
-    """Set ``tags`` (and ``best_score``) on triage_queries; returns counts per tag."""
+def tag_queries(con: duckdb.DuckDBPyConnection, no_answer_retriever: str = "bm25") -> dict:
+    """Set ``tags`` (and ``best_score``) on triage_queries; returns counts per tag.
+    ``no_answer_retriever``: the built-in retriever whose best score says no-answer-likely."""
     import polars as pl
 
     snapshot = _corpus_snapshot(con)
-    kind = load_config().settings.triage.no_answer_retriever
+    kind = no_answer_retriever
     try:
         answer = no_answer_scores(con, kind)
     except Exception as exc:  # the tag is a hint: never let it sink the run
