@@ -89,65 +89,94 @@ def build_events(
     return mark_session_signals(con, window_s)
 
 
+# Each source's events in one shape: source, event_key, ts, session_id, query and the per-event
+# signals is_zero_results, is_no_click, is_negative_feedback, is_ticket, is_chat_fail. Each builder
+# takes the window's start twice as parameters ("?::TIMESTAMP IS NULL OR ts >= ?::TIMESTAMP").
+_SINCE = "(?::TIMESTAMP IS NULL OR {ts} >= ?::TIMESTAMP)"
+
+
+def search_rows() -> str:
+    """Search events (logs, UBI, traces): zero results, no click (where the batch records
+    clicks at all; never for a query typed in by hand), negative feedback, a trace's answer that
+    does not know."""
+    signal = search_signals()
+    return f"""
+        SELECT source, event_key, ts, session_id, query,
+               {signal["is_zero_results"]} AS is_zero_results,
+               {signal["is_no_click"]} AND source <> 'manual' AS is_no_click,
+               {signal["is_negative_feedback"]} AS is_negative_feedback,
+               false AS is_ticket, dont_know AS is_chat_fail
+        FROM (
+            SELECT e.source, e.event_id AS event_key, e.ts, e.session_id, e.query,
+                   coalesce(e.num_results, len(e.result_ids)) AS shown,
+                   coalesce(len(e.clicked_ids), 0) AS clicks,
+                   e.batch_id IN (SELECT DISTINCT batch_id FROM search_events
+                                  WHERE len(clicked_ids) > 0) AS tracks_clicks,
+                   lower(trim(e.feedback)) AS fb, coalesce(t.dont_know, false) AS dont_know
+            FROM search_events e
+            LEFT JOIN trace_retrievals t ON e.source = 'traces' AND t.event_id = e.event_id
+            WHERE {_SINCE.format(ts="e.ts")}
+        )"""
+
+
+def ticket_rows() -> str:
+    """Tickets: every ticket is a search that failed."""
+    return f"""
+        SELECT 'tickets', ticket_id, ts, NULL, question, false, false, false, true, false
+        FROM tickets WHERE {_SINCE.format(ts="ts")}"""
+
+
+def chat_rows() -> str:
+    """User turns of chats: negative feedback on the turn; a chat failure when an answer to it
+    (the assistant turns up to the next user turn) does not know or got a thumbs-down."""
+    neg = sql_list(NEGATIVE_FEEDBACK)
+    return f"""
+        SELECT * FROM (
+            WITH chat AS (
+                SELECT c.*, sum(CASE WHEN role = 'user' THEN 1 ELSE 0 END)
+                            OVER (PARTITION BY conversation_id ORDER BY turn) AS grp
+                FROM chat_turns c
+            ),
+            answers AS (
+                SELECT conversation_id, grp, bool_or(dont_know) AS dont_know,
+                       bool_or(lower(trim(feedback)) IN (SELECT unnest({neg}))) AS thumbs_down
+                FROM chat WHERE role <> 'user' GROUP BY ALL
+            )
+            SELECT 'chat', c.conversation_id || ':' || c.turn, c.ts, c.conversation_id, c.text,
+                   false, false,
+                   coalesce(lower(trim(c.feedback)) IN (SELECT unnest({neg})), false),
+                   false, coalesce(a.dont_know OR a.thumbs_down, false)
+            FROM chat c LEFT JOIN answers a USING (conversation_id, grp)
+            WHERE c.role = 'user' AND {_SINCE.format(ts="c.ts")}
+        )"""
+
+
+def manual_rows() -> str:
+    """Queries added by hand: no signal."""
+    return f"""
+        SELECT source, query_id, ts, NULL, query, false, false, false, false, false
+        FROM manual_queries WHERE {_SINCE.format(ts="ts")}"""
+
+
+SOURCE_ROWS = (search_rows, ticket_rows, chat_rows, manual_rows)
+
+
 def normalize_events(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> int:
     """Every event of the window as one row: normalized text and its per-event signals (zero
-    results, no click, feedback, ticket, chat failure); returns the number of events."""
-    neg = sql_list(NEGATIVE_FEEDBACK)
-    signal = search_signals()
+    results, no click, feedback, ticket, chat failure), one SQL builder per source (above);
+    returns the number of events."""
+    raw = " UNION ALL ".join(f"({rows()})" for rows in SOURCE_ROWS)
     con.execute("DELETE FROM triage_events")
     con.execute(
         f"""
         INSERT INTO triage_events
-        WITH clicky AS (   -- import batches that record clicks at all
-            SELECT DISTINCT batch_id FROM search_events WHERE len(clicked_ids) > 0
-        ),
-        search AS (
-            SELECT e.source, e.event_id AS event_key, e.ts, e.session_id, e.query,
-                   coalesce(e.num_results, len(e.result_ids)) AS shown,
-                   coalesce(len(e.clicked_ids), 0) AS clicks,
-                   e.batch_id IN (SELECT batch_id FROM clicky) AS tracks_clicks,
-                   lower(trim(e.feedback)) AS fb, coalesce(t.dont_know, false) AS dont_know
-            FROM search_events e
-            LEFT JOIN trace_retrievals t ON e.source = 'traces' AND t.event_id = e.event_id
-            WHERE ?::TIMESTAMP IS NULL OR e.ts >= ?::TIMESTAMP
-        ),
-        chat AS (
-            SELECT c.*, sum(CASE WHEN role = 'user' THEN 1 ELSE 0 END)
-                        OVER (PARTITION BY conversation_id ORDER BY turn) AS grp
-            FROM chat_turns c
-        ),
-        answers AS (
-            SELECT conversation_id, grp, bool_or(dont_know) AS dont_know,
-                   bool_or(lower(trim(feedback)) IN (SELECT unnest({neg}))) AS thumbs_down
-            FROM chat WHERE role <> 'user' GROUP BY ALL
-        ),
-        raw AS (
-            SELECT source, event_key, ts, session_id, query,
-                   {signal["is_zero_results"]} AS is_zero_results,
-                   {signal["is_no_click"]} AND source <> 'manual' AS is_no_click,
-                   {signal["is_negative_feedback"]} AS is_negative_feedback,
-                   false AS is_ticket, dont_know AS is_chat_fail
-            FROM search
-            UNION ALL
-            SELECT 'tickets', ticket_id, ts, NULL, question, false, false, false, true, false
-            FROM tickets WHERE ?::TIMESTAMP IS NULL OR ts >= ?::TIMESTAMP
-            UNION ALL
-            SELECT 'chat', c.conversation_id || ':' || c.turn, c.ts, c.conversation_id, c.text,
-                   false, false, coalesce(lower(trim(c.feedback)) IN (SELECT unnest({neg})), false),
-                   false, coalesce(a.dont_know OR a.thumbs_down, false)
-            FROM chat c LEFT JOIN answers a USING (conversation_id, grp)
-            WHERE c.role = 'user' AND (?::TIMESTAMP IS NULL OR c.ts >= ?::TIMESTAMP)
-            UNION ALL
-            SELECT source, query_id, ts, NULL, query, false, false, false, false, false
-            FROM manual_queries WHERE ?::TIMESTAMP IS NULL OR ts >= ?::TIMESTAMP
-        )
         SELECT source, event_key, ts, session_id, {SEQ} AS seq,
                query, {norm_sql("query")}, NULL,
                coalesce(is_zero_results, false), coalesce(is_no_click, false), false,
                is_negative_feedback, is_ticket, is_chat_fail, false, false
-        FROM raw WHERE query IS NOT NULL AND trim(query) <> ''
+        FROM ({raw}) WHERE query IS NOT NULL AND trim(query) <> ''
         """,
-        [since, since] * 4,
+        [since, since] * len(SOURCE_ROWS),
     )
     fill_non_ascii(con, "triage_events", "query", "norm_query")
     con.execute("DELETE FROM triage_events WHERE norm_query = ''")
