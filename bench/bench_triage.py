@@ -515,6 +515,9 @@ def child_cli(db: str, log: str, backend: str) -> dict:
         "seconds": seconds,
         "peak_mb": round(peak),
         "timings": result["timings"],
+        "step_peak_mb": result["peak_mb"],
+        "n_new_queries": result["n_new_queries"],
+        "n_joined": result["cluster"].get("n_joined", 0),
         "n_queries": result["n_queries"],
         "n_clusters": result["n_clusters"],
         "k": result["cluster"].get("k"),
@@ -568,36 +571,58 @@ def child_recall(db: str, backend: str) -> dict:
     return {"recall": float(np.mean(hits)), "hnsw_s": t_hnsw, "exact_s_est": t_exact, "n": len(x)}
 
 
-def part_scale_n(n: int, repeats: int, threads: int, backends: list[str]) -> None:
+def write_log(texts: list[str], log: Path, first_id: int = 0, day: str = "2026-01-05") -> None:
+    """A search log with one event per text, four per session, every ninth without results."""
     import polars as pl
 
+    ids = range(first_id, first_id + len(texts))
+    pl.DataFrame(
+        {
+            "event_id": [f"t{i}" for i in ids],
+            "ts": [f"{day}T00:{(i // 60) % 60:02d}:{i % 60:02d}" for i in ids],
+            "session_id": [f"s{i // 4}" for i in ids],
+            "query": texts,
+            "num_results": [0 if i % 9 == 0 else 10 for i in ids],
+        }
+    ).write_ndjson(log)
+
+
+def scale_files(n: int) -> tuple[Path, Path, Path]:
+    """The N-query set (parquet of texts and its log) and a next week's log of N/20 queries never
+    seen in the first (another seed, same mixture): written once under bench/out/triage/."""
+    import polars as pl
+
+    from goldmine.text import normalize_query
+
     OUT.mkdir(parents=True, exist_ok=True)
-    queries = OUT / f"traffic_{n}.parquet"
-    log = OUT / f"traffic_{n}.jsonl"
+    queries, log = OUT / f"traffic_{n}.parquet", OUT / f"traffic_{n}.jsonl"
+    week2 = OUT / f"traffic_{n}_week2.jsonl"
     if not queries.exists():
         texts = generate_traffic(n)
         pl.DataFrame({"text": texts}).write_parquet(queries)
-        rows = pl.DataFrame(
-            {
-                "event_id": [f"t{i}" for i in range(n)],
-                "ts": [f"2026-01-05T00:{(i // 60) % 60:02d}:{i % 60:02d}" for i in range(n)],
-                "session_id": [f"s{i // 4}" for i in range(n)],
-                "query": texts,
-                "num_results": [0 if i % 9 == 0 else 10 for i in range(n)],
-            }
-        )
-        rows.write_ndjson(log)
+        write_log(texts, log)
+    if not week2.exists():
+        seen = {normalize_query(t) for t in pl.read_parquet(queries)["text"].to_list()}
+        fresh = generate_traffic(n // 4 + 20_000, seed=11)  # past the seeds, mostly new variants
+        fresh = [t for t in fresh if normalize_query(t) not in seen]
+        write_log(fresh[: n // 20], week2, first_id=n, day="2026-01-12")
+    return queries, log, week2
+
+
+def part_scale_n(n: int, repeats: int, threads: int, backends: list[str], bare_too: bool) -> None:
+    queries, log, week2 = scale_files(n)
     env = {"GOLDMINE_TORCH_THREADS": str(threads)}
     print(f"--scale {n:,}: {queries} ({threads} thread(s)); load before: {os.getloadavg()}")
-    bare, runs = [], {b: [] for b in backends}
+    bare, runs, reruns = [], {b: [] for b in backends}, {b: [] for b in backends}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(repeats):
-            bare.append(child("bare_file", str(queries), env=env))
-            print(
-                f"  repeat {r + 1}: bare float32 torch {bare[-1]['seconds']:.1f} s, "
-                f"peak {bare[-1]['peak_mb']} MB",
-                flush=True,
-            )
+            if bare_too:
+                bare.append(child("bare_file", str(queries), env=env))
+                print(
+                    f"  repeat {r + 1}: bare float32 torch {bare[-1]['seconds']:.1f} s, "
+                    f"peak {bare[-1]['peak_mb']} MB",
+                    flush=True,
+                )
             for b in backends:
                 db = str(Path(tmp) / f"s_{b}_{r}.duckdb")
                 run = child("cli", db, str(log), b, env=env)
@@ -606,17 +631,31 @@ def part_scale_n(n: int, repeats: int, threads: int, backends: list[str]) -> Non
                     f"  repeat {r + 1}: triage run --backend {b}: {run['seconds']:.1f} s, "
                     f"peak {run['peak_mb']} MB, {run['n_queries']:,} queries, "
                     f"{run['n_clusters']:,} clusters (k {run['k']}, resolution "
-                    f"{run['resolution']}); steps {run['timings']}",
+                    f"{run['resolution']}); steps {run['timings']}; peak MB after each step "
+                    f"{run['step_peak_mb']}",
+                    flush=True,
+                )
+                again = child("cli", db, str(week2), b, env=env)
+                reruns[b].append(again)
+                print(
+                    f"  repeat {r + 1}: the next week (+{again['n_new_queries']:,} new queries, "
+                    f"{again['n_joined']:,} joined a cluster): {again['seconds']:.1f} s = "
+                    f"{again['seconds'] / run['seconds']:.1%} of the first run, peak "
+                    f"{again['peak_mb']} MB; steps {again['timings']}",
                     flush=True,
                 )
         recall = child("recall", db, backends[-1])
-    b_s = median([b["seconds"] for b in bare])
     for b, rs in runs.items():
         t = median([r["seconds"] for r in rs])
+        vs = ""
+        if bare:
+            b_s = median([x["seconds"] for x in bare])
+            vs = f" vs bare float32 embedding median {b_s:.1f} s: ratio {t / b_s:.2f}"
+        week = median([x["seconds"] for x in reruns[b]])
         print(
-            f"{n:,} distinct queries, --backend {b}: triage median {t:.1f} s vs bare float32 "
-            f"embedding median {b_s:.1f} s: ratio {t / b_s:.2f}; peak RSS "
-            f"{max(r['peak_mb'] for r in rs)} MB"
+            f"{n:,} distinct queries, --backend {b}: triage median {t:.1f} s{vs}; peak RSS "
+            f"{max(r['peak_mb'] for r in rs)} MB; the next week's re-run (5% new) median "
+            f"{week:.1f} s = {week / t:.1%} of the first"
         )
     print(
         f"HNSW k-NN recall@20 vs exact on 2,000 sampled rows: {recall['recall']:.4f} (index "
@@ -773,6 +812,11 @@ def main() -> None:
         "--scale", type=int, default=None, help="only: N distinct generated queries, end to end"
     )
     parser.add_argument("--backends", default="torch,onnx-int8", help="for --scale")
+    parser.add_argument(
+        "--no-bare",
+        action="store_true",
+        help="for --scale: skip the bare float32 embedding (hours at 1M queries)",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -781,7 +825,8 @@ def main() -> None:
     if not BANKING.exists():
         raise SystemExit(f"{BANKING} is absent: the triage benchmark needs ../shared/datasets")
     if args.scale:
-        part_scale_n(args.scale, args.repeats, args.threads or 1, args.backends.split(","))
+        backends = args.backends.split(",")
+        part_scale_n(args.scale, args.repeats, args.threads or 1, backends, not args.no_bare)
         return
     parts = args.only.split(",")
     threads = args.threads

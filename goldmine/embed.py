@@ -40,6 +40,7 @@ from goldmine.output import progress
 from goldmine.store import (
     WRITE_WAIT_S,  # noqa: F401  (its home before; triage imports it here)
     open_store,
+    registered,
 )
 from goldmine.text import sha256_text
 
@@ -252,22 +253,49 @@ def embed_uncached(
 
 @dataclass
 class _Lookup:
-    """What the cache already holds for a list of texts, and which texts still need encoding."""
+    """What the cache already holds for a list of texts, which texts still need encoding, and the
+    output rows, filled in place: the vectors exist once, whatever the number of texts (at 1M
+    queries a copy is 1.2 GB)."""
 
     key: str
     hashes: list[str]
     missing: np.ndarray  # bool per text
-    cached: tuple[np.ndarray, np.ndarray] | None  # (row indexes, their vectors)
+    vectors: np.ndarray | None  # n x dim; cached rows filled (None until a dimension is known)
     new_rows: list[int]  # the first row of each distinct missing text
 
     @property
     def n_cached(self) -> int:
         return len(self.hashes) - int(self.missing.sum())
 
+    def place(self, rows: Sequence[int], vectors: np.ndarray) -> None:
+        """Encoded vectors for some of ``new_rows``, one per row, into the output."""
+        if self.vectors is None:
+            self.vectors = np.empty((len(self.hashes), vectors.shape[1]), dtype=np.float32)
+        elif self.vectors.shape[1] != vectors.shape[1]:
+            raise InputError(
+                f"the embedding cache holds {self.vectors.shape[1]}-dim vectors for model "
+                f"{self.key!r} but the model gives {vectors.shape[1]}"
+            )
+        self.vectors[np.asarray(rows, dtype=np.int64)] = vectors
+
+    def result(self, model: str | None, backend: str | None) -> np.ndarray:
+        """Every row's vector: a text given twice gets its first row's vector."""
+        if self.vectors is None:  # no texts: the model says the dimension
+            return np.empty((len(self.hashes), load_encoder(model, backend).dim), np.float32)
+        todo = np.flatnonzero(self.missing)
+        if len(todo) > len(self.new_rows):
+            first = {self.hashes[i]: i for i in self.new_rows}
+            self.vectors[todo] = self.vectors[[first[self.hashes[i]] for i in todo]]
+        return self.vectors
+
+
+CACHE_BATCH = 65_536  # cached vectors read per Arrow batch (~100 MB of 384-dim floats)
+
 
 def _lookup(
     con: duckdb.DuckDBPyConnection, texts: list[str], model: str | None, backend: str | None
 ) -> _Lookup:
+    """Hash the texts and read their cached vectors straight into the output, batch by batch."""
     import polars as pl
 
     key = cache_key(model, backend)
@@ -276,54 +304,38 @@ def _lookup(
         {"idx": np.arange(len(texts), dtype=np.int64), "text_hash": hashes},
         schema={"idx": pl.Int64, "text_hash": pl.Utf8},
     )
-    con.register("_gm_wanted", wanted)
-    try:
-        found = con.sql(
+    found = _Lookup(key, hashes, np.ones(len(texts), dtype=bool), None, [])
+    with registered(con, _gm_wanted=wanted):
+        reader = con.sql(
             "SELECT w.idx, e.dim, e.vector FROM _gm_wanted w "
             "JOIN embeddings e ON e.text_hash = w.text_hash AND e.model = ?",
             params=[key],
-        ).pl()
-    finally:
-        con.unregister("_gm_wanted")
-    missing = np.ones(len(texts), dtype=bool)
-    cached = None
-    if found.height:
-        dims = found["dim"].unique().to_list()
-        if len(dims) != 1:
-            raise InputError(f"the embedding cache holds vectors of sizes {dims} for model {key!r}")
-        idx = found["idx"].to_numpy()
-        cached = (idx, found["vector"].explode().to_numpy().astype(np.float32).reshape(-1, dims[0]))
-        missing[idx] = False
+        ).to_arrow_reader(CACHE_BATCH)
+        for batch in reader:
+            _place_cached(found, batch)
     first_row: dict[str, int] = {}
-    for i in np.flatnonzero(missing):
+    for i in np.flatnonzero(found.missing):
         first_row.setdefault(hashes[i], int(i))
-    return _Lookup(key, hashes, missing, cached, list(first_row.values()))
+    found.new_rows = list(first_row.values())
+    return found
 
 
-def _assemble(
-    found: _Lookup, new_vectors: np.ndarray | None, model: str | None, backend: str | None
-) -> np.ndarray:
-    """Rows in input order from the cached vectors and those just encoded (one per new row)."""
-    if new_vectors is not None and found.new_rows:
-        dim = new_vectors.shape[1]
-    elif found.cached is not None:
-        # Everything was cached: no model is loaded, so torch is not even imported.
-        dim = found.cached[1].shape[1]
-    else:
-        dim = load_encoder(model, backend).dim
-    out = np.empty((len(found.hashes), dim), dtype=np.float32)
-    if found.cached is not None:
-        if found.cached[1].shape[1] != dim:
-            raise InputError(
-                f"the embedding cache holds {found.cached[1].shape[1]}-dim vectors for model "
-                f"{found.key!r} but the model gives {dim}"
-            )
-        out[found.cached[0]] = found.cached[1]
-    if new_vectors is not None and found.new_rows:
-        row_of = {found.hashes[i]: n for n, i in enumerate(found.new_rows)}
-        todo = np.flatnonzero(found.missing)
-        out[todo] = new_vectors[[row_of[found.hashes[i]] for i in todo]]
-    return out
+def _place_cached(found: _Lookup, batch: Any) -> None:
+    """One Arrow batch of cached (idx, dim, vector) rows into the output."""
+    if not batch.num_rows:
+        return
+    dims = set(batch.column("dim").unique().to_pylist())
+    if found.vectors is not None:
+        dims.add(found.vectors.shape[1])
+    if len(dims) != 1:
+        raise InputError(
+            f"the embedding cache holds vectors of sizes {sorted(dims)} for model {found.key!r}"
+        )
+    dim = dims.pop()
+    idx = batch.column("idx").to_numpy()
+    vectors = batch.column("vector").flatten().to_numpy().astype(np.float32, copy=False)
+    found.place(idx, vectors.reshape(-1, dim))
+    found.missing[idx] = False
 
 
 def embed_texts(
@@ -346,12 +358,12 @@ def embed_texts(
     if not texts and model_key(model) == DEFAULT_MODEL:
         return np.empty((0, DEFAULT_DIM), dtype=np.float32)
     found = _lookup(con, texts, model, backend)
-    new_vectors = None
     if found.new_rows:
         batch = [texts[i] for i in found.new_rows]
         new_vectors = _encode(batch, model, batch_size, show_progress, backend=backend)
         _store(con, found.key, [found.hashes[i] for i in found.new_rows], new_vectors)
-    return _assemble(found, new_vectors, model, backend)
+        found.place(found.new_rows, new_vectors)
+    return found.result(model, backend)
 
 
 @dataclass
@@ -381,7 +393,6 @@ def embed_closed(
     texts = list(texts)
     with open_store(db) as con:
         found = _lookup(con, texts, model, backend)
-    parts = []
     label = description or f"embedding with {found.key}"
     with progress(label, total=len(found.new_rows)) as advance:
         for start in range(0, len(found.new_rows), chunk):
@@ -390,13 +401,10 @@ def embed_closed(
             # A reader may hold the store for a moment: wait for it rather than lose the chunk.
             with open_store(db, wait=WRITE_WAIT_S) as con:
                 _store(con, found.key, [found.hashes[i] for i in rows], vectors)
-            parts.append(vectors)
-    new_vectors = np.concatenate(parts) if parts else None
+            found.place(rows, vectors)
     if not texts and found.key == DEFAULT_MODEL:
         return Embedded(np.empty((0, DEFAULT_DIM), dtype=np.float32), 0, 0)
-    return Embedded(
-        _assemble(found, new_vectors, model, backend), len(found.new_rows), found.n_cached
-    )
+    return Embedded(found.result(model, backend), len(found.new_rows), found.n_cached)
 
 
 def _store(

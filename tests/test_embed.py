@@ -197,3 +197,17 @@ print(models, v.shape, sorted(m for m in ("torch", "sentence_transformers") if m
         [sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True
     )
     assert out.stdout.strip() == "[('all-MiniLM-L6-v2@onnx',)] (1, 384) []", out.stderr
+
+
+def test_closed_embedding_in_chunks_fills_every_row_in_place(db_path):
+    """embed_closed writes each chunk's vectors straight into the output (no second copy): rows
+    of a repeated text, cached rows and rows encoded in different chunks all land in order."""
+    texts = ["card declined", "reset password", "card declined", "top up", "pin", "top up"]
+    with open_store(db_path) as con:
+        embed.embed_texts(con, ["pin"], show_progress=False)  # one cached already
+    got = embed.embed_closed(db_path, texts, chunk=2)
+    assert (got.n_encoded, got.n_cached) == (3, 1)
+    alone = embed.embed_uncached(texts)
+    np.testing.assert_allclose(got.vectors, alone, atol=1e-6)
+    np.testing.assert_array_equal(got.vectors[0], got.vectors[2])
+    np.testing.assert_array_equal(got.vectors[3], got.vectors[5])

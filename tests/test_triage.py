@@ -16,7 +16,12 @@ import pytest
 
 from goldmine.store import open_store, transaction
 from goldmine.text import norm_sql, normalize_query
-from goldmine.triage.dedupe import blocked_pairs, similar_pairs, words_compatible
+from goldmine.triage.dedupe import (
+    best_partners,
+    blocked_pairs,
+    similar_pairs,
+    words_compatible,
+)
 from goldmine.triage.events import aggregate_queries, build_events, fill_non_ascii
 
 from helpers import T0, TRIAGE_QUERIES, add_searches, load_queries
@@ -160,19 +165,24 @@ def test_since_limits_the_window(db_path):
 # --- fuzzy dedupe --------------------------------------------------------------------------------
 
 
+def random_queries(rng: random.Random, words: list[str], n: int, swap: float) -> list[str]:
+    """n queries of one to six of the words, a share ``swap`` with two letters swapped."""
+    texts = []
+    for _ in range(n):
+        t = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+        if rng.random() < swap and len(t) > 3:
+            i = rng.randrange(len(t) - 1)
+            t = t[:i] + t[i + 1] + t[i] + t[i + 2 :]
+        texts.append(t)
+    return texts
+
+
 def test_blocked_pairs_equal_brute_force():
     from rapidfuzz import fuzz
 
     rng = random.Random(3)
     words = ["card", "top", "up", "pin", "reset", "fee", "transfer", "declined", "where", "my"]
-    texts = []
-    for _ in range(600):
-        t = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
-        if rng.random() < 0.3 and len(t) > 3:
-            i = rng.randrange(len(t) - 1)
-            t = t[:i] + t[i + 1] + t[i] + t[i + 2 :]
-        texts.append(t)
-    texts = sorted(set(texts))
+    texts = sorted(set(random_queries(rng, words, 600, 0.3)))
     got = {(i, j) for i, j, _ in similar_pairs(texts, texts)}
     want = {
         (i, j)
@@ -188,7 +198,24 @@ def test_blocked_pairs_equal_brute_force():
     assert {(i, j) for i, j, _ in blocked_pairs(list(range(len(texts))), texts)} == got
 
 
+def test_best_partners_are_the_best_ranked_of_all_pairs():
+    """Each new query's canonical partner is its best-ranked (lowest index) match among every
+    pair blocking finds, found without listing every pair (a head query's variants pair with each
+    other quadratically)."""
+    rng = random.Random(5)
+    words = ["card", "top", "up", "topup", "pin", "reset", "fee", "transfer", "declined", "not"]
+    texts = list(dict.fromkeys(random_queries(rng, words, 900, 0.4)))
+    rng.shuffle(texts)  # rank order
+    new = sorted(rng.sample(range(len(texts)), len(texts) // 2))
+    want: dict[int, tuple[int, float]] = {}
+    for i, j, score in blocked_pairs(new, texts):
+        if j < i and (i not in want or j < want[i][0]):
+            want[i] = (j, score)
+    assert want and best_partners(new, texts) == want
+
+
 def test_variants_and_look_alikes():
+    assert words_compatible("how do i topup my card", "how do i top up my card")
     assert words_compatible("i have not recieved my card", "i have not received my card")
     assert words_compatible("how can i close my account", "how to i close my account")
     assert not words_compatible("how do i change my card pin", "how do i get my card pin")
@@ -201,7 +228,6 @@ def test_variants_and_look_alikes():
 
 
 # --- the whole run, with the real model ----------------------------------------------------------
-
 
 
 @pytest.mark.slow

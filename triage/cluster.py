@@ -168,22 +168,30 @@ def knn_hnsw(
 
 def knn_graph(idx: np.ndarray, sims: np.ndarray, k: int) -> tuple[Any, np.ndarray]:
     """The undirected igraph graph of the first k neighbours, and its edge weights (the larger
-    cosine of the two directions), as numpy arrays: no Python object per edge."""
+    cosine of the two directions), as numpy arrays: no Python object per edge, and one n x k
+    array of keys at a time (at 800k queries and k = 30 each such array is 190 MB)."""
     import igraph as ig
 
     n = len(idx)
     kk = min(k, idx.shape[1])
-    src = np.repeat(np.arange(n, dtype=np.int64), kk)
-    dst = idx[:, :kk].ravel()
-    weight = np.maximum(sims[:, :kk].ravel(), 1e-6)
-    key = np.minimum(src, dst) * n + np.maximum(src, dst)
-    del src, dst
+    src = np.arange(n, dtype=np.int64)[:, None]
+    dst = idx[:, :kk]
+    key = np.minimum(src, dst)  # edge a-b as one int64: min * n + max
+    key *= n
+    key += np.maximum(src, dst)
+    key = key.ravel()
     order = np.argsort(key, kind="stable")
-    key, weight = key[order], weight[order]
+    key = key[order]
+    weight = np.maximum(sims[:, :kk].ravel()[order], 1e-6)
     del order
-    unique, first = np.unique(key, return_index=True)
+    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
     weight = np.maximum.reduceat(weight, first).astype(np.float64)
-    edges = np.stack([unique // n, unique % n], axis=1)
+    key = key[first]
+    del first
+    edges = np.empty((len(key), 2), dtype=np.int64)
+    np.floor_divide(key, n, out=edges[:, 0])
+    np.remainder(key, n, out=edges[:, 1])
+    del key
     return ig.Graph(n=n, edges=edges), weight
 
 
@@ -341,6 +349,19 @@ def centroids(x: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return cents, radius, counts
 
 
+def nearest_centroids(x: np.ndarray, cents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's most similar centroid and that cosine, ROW_BLOCK * 8 rows at a time: a week
+    of new queries against thousands of clusters never builds the whole rows x clusters matrix."""
+    best = np.empty(len(x), dtype=np.int64)
+    best_s = np.empty(len(x), dtype=np.float32)
+    step = ROW_BLOCK * 8
+    for start in range(0, len(x), step):
+        s = x[start : start + step] @ cents.T
+        best[start : start + step] = s.argmax(axis=1)
+        best_s[start : start + step] = s[np.arange(len(s)), best[start : start + step]]
+    return best, best_s
+
+
 def _vectors(frame, name: str) -> np.ndarray:
     return np.asarray(frame[name].to_list(), dtype=np.float32)
 
@@ -415,9 +436,7 @@ def plan_clusters(inputs: ClusterInputs, x: np.ndarray) -> ClusterPlan:
     sim = np.full(len(todo), np.nan)
     how = np.array(["clustered"] * len(todo), dtype=object)
     if known.height and len(todo):
-        s = x @ _vectors(known, "centroid").T
-        best = s.argmax(axis=1)
-        best_s = s[np.arange(len(todo)), best]
+        best, best_s = nearest_centroids(x, _vectors(known, "centroid"))
         join = best_s >= known["radius"].to_numpy()[best]
         ids[join] = known["cluster_id"].to_numpy()[best[join]]
         sim[join] = best_s[join]
@@ -430,11 +449,14 @@ def plan_clusters(inputs: ClusterInputs, x: np.ndarray) -> ClusterPlan:
         grid, resolutions = K_GRID, RESOLUTIONS
         if known.height and inputs.chosen_k:  # keep what the first run chose
             grid, resolutions = (inputs.chosen_k,), (inputs.chosen_resolution,)
-        labels, info = cluster_fresh(x[rest], grid, resolutions)
+        # one copy of the rows at most (none on a first run): at 1M queries a copy is 1.2 GB
+        xr = x if len(rest) == len(x) else x[rest]
+        labels, info = cluster_fresh(xr, grid, resolutions)
         stats.update(k=info["k"], resolution=info["resolution"], tried=info["tried"])
         ids[rest] = labels + next_id
-        cents, radius, counts = centroids(x[rest], labels)
-        sim[rest] = np.einsum("ij,ij->i", x[rest], cents[labels])  # how central (labels.py)
+        cents, radius, counts = centroids(xr, labels)
+        sim[rest] = np.einsum("ij,ij->i", xr, cents[labels])  # how central (labels.py)
+        del xr
         stats["n_new_clusters"] = len(counts)
         plan.new = pl.DataFrame(
             {

@@ -62,6 +62,9 @@ class RunResult:
     cluster: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    # the process's peak RSS in MB when each step ended (max RSS only grows: the step whose figure
+    # jumps is the one that used the memory); forked clustering workers are counted apart
+    peak_mb: dict[str, int] = field(default_factory=dict)
     resumed_runs: list[int] = field(default_factory=list)  # earlier runs that had not finished
     nothing_to_triage: bool = False
     backend: str = "torch"  # the embedding backend
@@ -132,6 +135,15 @@ def _start_run(con: duckdb.DuckDBPyConnection, key: str, since: datetime | None)
     return run_id[0][0], [r[0] for r in unfinished]
 
 
+def peak_rss_mb() -> int:
+    """This process's peak resident memory so far, in MB (Linux reports KB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024))
+
+
 class _Steps:
     """Names each step on stderr and times it into the result."""
 
@@ -148,6 +160,7 @@ class _Steps:
             with transaction(con):
                 out = fn(con, *args, **kwargs)
         self.result.timings[name] = round(time.perf_counter() - start, 3)
+        self.result.peak_mb[name] = peak_rss_mb()
         return out
 
 
