@@ -609,7 +609,9 @@ def scale_files(n: int) -> tuple[Path, Path, Path]:
     return queries, log, week2
 
 
-def part_scale_n(n: int, repeats: int, threads: int, backends: list[str], bare_too: bool) -> None:
+def part_scale_n(
+    n: int, repeats: int, threads: int, backends: list[str], bare_too: bool, recall_too: bool
+) -> None:
     queries, log, week2 = scale_files(n)
     env = {"GOLDMINE_TORCH_THREADS": str(threads)}
     print(f"--scale {n:,}: {queries} ({threads} thread(s)); load before: {os.getloadavg()}")
@@ -644,7 +646,7 @@ def part_scale_n(n: int, repeats: int, threads: int, backends: list[str], bare_t
                     f"{again['peak_mb']} MB; steps {again['timings']}",
                     flush=True,
                 )
-        recall = child("recall", db, backends[-1])
+        recall = child("recall", db, backends[-1]) if recall_too else None
     for b, rs in runs.items():
         t = median([r["seconds"] for r in rs])
         vs = ""
@@ -657,6 +659,8 @@ def part_scale_n(n: int, repeats: int, threads: int, backends: list[str], bare_t
             f"{max(r['peak_mb'] for r in rs)} MB; the next week's re-run (5% new) median "
             f"{week:.1f} s = {week / t:.1%} of the first"
         )
+    if recall is None:
+        return
     print(
         f"HNSW k-NN recall@20 vs exact on 2,000 sampled rows: {recall['recall']:.4f} (index "
         f"{recall['hnsw_s']:.1f} s for {recall['n']:,} rows; exact estimated "
@@ -817,6 +821,9 @@ def main() -> None:
         action="store_true",
         help="for --scale: skip the bare float32 embedding (hours at 1M queries)",
     )
+    parser.add_argument(
+        "--no-recall", action="store_true", help="for --scale: skip the HNSW recall check"
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -826,7 +833,10 @@ def main() -> None:
         raise SystemExit(f"{BANKING} is absent: the triage benchmark needs ../shared/datasets")
     if args.scale:
         backends = args.backends.split(",")
-        part_scale_n(args.scale, args.repeats, args.threads or 1, backends, not args.no_bare)
+        part_scale_n(
+            args.scale, args.repeats, args.threads or 1, backends, not args.no_bare,
+            not args.no_recall,
+        )  # fmt: skip
         return
     parts = args.only.split(",")
     threads = args.threads
