@@ -193,11 +193,15 @@ def typo_queries(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> set[st
                 flagged.add(variant)
                 break
     if bad:
+        # a semi-join on the words, not list_has_any against the list per query: at 200k queries
+        # and 6,815 misspelled words that was 60 s, this is half a second
         flagged.update(
             r[0]
             for r in con.execute(
-                """SELECT norm_query FROM triage_queries
-               WHERE list_has_any(string_split(norm_query, ' '), ?)""",
+                """SELECT DISTINCT norm_query FROM
+                   (SELECT norm_query, unnest(string_split(norm_query, ' ')) AS w
+                    FROM triage_queries)
+                   WHERE w IN (SELECT unnest(?::VARCHAR[]))""",
                 [sorted(bad)],
             ).fetchall()
         )
