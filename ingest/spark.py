@@ -701,24 +701,9 @@ def run(spark: SparkSession, events: DataFrame, options: Options, out: str) -> S
     slim = events.withColumn("raw", F.when(F.col("reason").isNotNull(), raw))
     slim = slim.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        groups = (
-            slim.groupBy("reason")
-            .agg(
-                F.count(F.lit(1)).alias("n"),
-                F.first("file").alias("path"),
-                F.first(F.left("raw", F.lit(_SAMPLE_CHARS))).alias("raw"),
-            )
-            .collect()
-        )
+        groups = by_reason(slim)
         rows_in = sum(g["n"] for g in groups)
-        reasons = sorted(
-            (
-                {"reason": g["reason"], "n": g["n"], "path": g["path"], "raw": g["raw"]}
-                for g in groups
-                if g["reason"] is not None
-            ),
-            key=lambda r: (-r["n"], r["reason"]),
-        )
+        reasons = _examples(groups)
         rejected = sum(r["n"] for r in reasons)
         stored = slim.where(F.col("reason").isNull()).select("event_key").distinct().count()
         summary = summarize(spark, slim, options.window_s)
@@ -727,6 +712,44 @@ def run(spark: SparkSession, events: DataFrame, options: Options, out: str) -> S
         slim.unpersist()
     n_rows = spark.read.parquet(out).count()
     return SparkRun(rows_in, rejected, stored, reasons, out, n_rows)
+
+
+def by_reason(frame: DataFrame, *more: Column) -> list[Any]:
+    """``frame``'s rows counted by ``reason`` (NULL: good), with a file and the first 2,000
+    characters of ``raw`` of each as its example, and any ``more`` aggregates."""
+    from pyspark.sql import functions as F
+
+    return (
+        frame.groupBy("reason")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.first("file").alias("path"),
+            F.first(F.left("raw", F.lit(_SAMPLE_CHARS))).alias("raw"),
+            *more,
+        )
+        .collect()
+    )
+
+
+def _examples(groups: list[Any], prefix: str = "") -> list[dict[str, Any]]:
+    """The reject reasons of ``by_reason``, most frequent first, one example each."""
+    return sorted(
+        (
+            {"reason": prefix + g["reason"], "n": g["n"], "path": g["path"], "raw": g["raw"]}
+            for g in groups
+            if g["reason"] is not None
+        ),
+        key=lambda r: (-r["n"], r["reason"]),
+    )
+
+
+@dataclass
+class Aside:
+    """Records a batch reads beside its rows and counts apart (UBI's events): figures for the
+    batch's ``extra`` and one reject example per reason."""
+
+    extra: dict[str, Any]
+    reasons: list[dict[str, Any]]
 
 
 # --- the store: one batch per run, the files it read recorded -----------------------------------
@@ -759,9 +782,11 @@ def write_batch(
     files: list[LogFile],
     done: SparkRun,
     options: dict[str, Any],
+    aside: Aside | None = None,
 ) -> FileResult:
     """The run as one import batch: its row (with the files read), one example per reject reason
     (``line`` unknown: Spark reads a file in parallel splits), and the summary rows."""
+    aside = aside or Aside({}, [])
     result = FileResult(label, source, "spark", None)
     result.rows_in, result.rejected, result.stored = done.rows_in, done.rejected, done.stored
     result.already_present = done.rows_in - done.rejected - done.stored
@@ -772,6 +797,7 @@ def write_batch(
         "summary_rows": done.summary_rows,
         "summary_dir": done.summary_dir,
         "reject_reasons": reasons,
+        **aside.extra,
     }
     recorded = {
         **options,
@@ -780,6 +806,7 @@ def write_batch(
         "summary_dir": done.summary_dir,
         "summary_rows": done.summary_rows,
         "reject_reasons": reasons,
+        **aside.extra,
     }
     now = datetime.now(UTC).replace(tzinfo=None)
     with transaction(con):
@@ -802,10 +829,13 @@ def write_batch(
                 json.dumps(recorded, default=str),
             ],
         )
-        if done.reasons:
+        if done.reasons or aside.reasons:
             con.executemany(
                 "INSERT INTO rejects (batch_id, path, line, reason, raw) VALUES (?, ?, NULL, ?, ?)",
-                [[batch_id, r["path"], r["reason"], r["raw"]] for r in done.reasons],
+                [
+                    [batch_id, r["path"], r["reason"], r["raw"]]
+                    for r in done.reasons + aside.reasons
+                ],
             )
         _insert_summary(con, batch_id, done.summary_dir)
         con.execute(
@@ -842,10 +872,12 @@ def import_logs(
     recorded: dict[str, Any],
     fmt: str | None = None,
     pair: bool = False,
+    aside_of: Callable[[SparkSession, list[LogFile]], Aside] | None = None,
 ) -> ImportResult:
     """List the files, leave out those an earlier run read, summarize the rest on Spark with
     the store closed, then write one batch. ``events_of`` parses the new files; with ``pair``
-    (UBI's queries and events) the files are read together or not at all."""
+    (UBI's queries and events) the files are read together or not at all; ``aside_of`` counts
+    what the batch reads beside its rows."""
 
     spark = session(options.master, options.conf)
     files = list_files(spark, paths, fmt)
@@ -866,6 +898,7 @@ def import_logs(
             "machine both reach (hdfs://…, s3a://…)"
         )
     done = run(spark, events_of(spark, new), options, out)
+    aside = aside_of(spark, new) if aside_of else None
     recorded = {
         **recorded,
         "master": spark.sparkContext.master,
@@ -873,7 +906,7 @@ def import_logs(
         "redact": options.redactor.enabled,
     }
     with open_store(db) as con:
-        result = write_batch(con, source, label, new, done, recorded)
+        result = write_batch(con, source, label, new, done, recorded, aside)
     if len(new) < len(files):
         result.note = f"{len(files) - len(new)} of {len(files)} files already imported"
     return ImportResult([result])
@@ -917,6 +950,43 @@ def _quoted(path: str) -> str:
     return f"$[{path[2:]}]" if path.startswith('$."') else path
 
 
+def ubi_event_rows(events: DataFrame) -> DataFrame:
+    """UBI's click events, each with its ``reason`` (malformed JSON, not an object) and what
+    the join reads, as ``ingest/ubi.py`` reads them."""
+    from pyspark.sql import functions as F
+
+    from goldmine.ingest.ubi import _OBJECT_ID
+
+    v = F.col("v")
+    return events.select(
+        "file",
+        "raw",
+        _reason().alias("reason"),
+        _text(_at(v, "$.query_id")).alias("query_id"),
+        F.lower(_text(_at(v, "$.action_name"))).alias("action"),
+        _timestamp(_text(_at(v, "$.timestamp"))).alias("ts"),
+        _text(_at(v, "$.session_id")).alias("session_id"),
+        _text(_at(v, *[_quoted(p) for p in _OBJECT_ID])).alias("object_id"),
+    )
+
+
+def ubi_events_aside(events: DataFrame, redactor: Redactor) -> Aside:
+    """The events file's own accounting, as ``ingest/ubi.py`` keeps it: how many, how many
+    rejected (``ubi_events: <reason>``, one example each), how many name an object."""
+    from pyspark.sql import functions as F
+
+    rows = ubi_event_rows(events).withColumn("raw", redact(F.col("raw"), redactor))
+    groups = by_reason(rows, F.count("object_id").alias("objects"))
+    reasons = _examples(groups, "ubi_events: ")
+    extra = {
+        "events_in": sum(g["n"] for g in groups),
+        "events_rejected": sum(r["n"] for r in reasons),
+        "events_with_object": sum(g["objects"] for g in groups),
+        "events_reject_reasons": {r["reason"]: r["n"] for r in reasons},
+    }
+    return Aside(extra, reasons)
+
+
 def ubi_events(
     queries: DataFrame,
     events: DataFrame,
@@ -927,15 +997,7 @@ def ubi_events(
     checks them: what ``summarize`` reads, one row per query."""
     from pyspark.sql import functions as F
 
-    from goldmine.ingest.ubi import _OBJECT_ID
-
-    ev = events.where(F.col("v").isNotNull()).select(
-        _text(_at(F.col("v"), "$.query_id")).alias("query_id"),
-        F.lower(_text(_at(F.col("v"), "$.action_name"))).alias("action"),
-        _timestamp(_text(_at(F.col("v"), "$.timestamp"))).alias("ts"),
-        _text(_at(F.col("v"), "$.session_id")).alias("session_id"),
-        _text(_at(F.col("v"), *[_quoted(p) for p in _OBJECT_ID])).alias("object_id"),
-    )
+    ev = ubi_event_rows(events).where(F.col("reason").isNull())
     click = (
         F.col("action").isin([a.lower() for a in click_actions]) & F.col("object_id").isNotNull()
     )
@@ -987,16 +1049,21 @@ def ubi(
     """``ingest ubi --engine spark``: UBI queries and their click events, summarized as one
     batch. A re-run reads the pair again only if either file changed."""
 
-    def events_of(spark: SparkSession, files: list[LogFile]) -> DataFrame:
+    def listed(spark: SparkSession, files: list[LogFile], path: str) -> DataFrame:
         by_path = {f.path: f for f in files}
-        q_files = [by_path[p] for p in _listed(spark, queries)]
-        e_files = [by_path[p] for p in _listed(spark, events)]
-        return ubi_events(
-            _records(spark, q_files), _records(spark, e_files), click_actions, options.redactor
-        )
+        return _records(spark, [by_path[p] for p in _listed(spark, path)])
+
+    def events_of(spark: SparkSession, files: list[LogFile]) -> DataFrame:
+        q, e = listed(spark, files, queries), listed(spark, files, events)
+        return ubi_events(q, e, click_actions, options.redactor)
+
+    def aside_of(spark: SparkSession, files: list[LogFile]) -> Aside:
+        return ubi_events_aside(listed(spark, files, events), options.redactor)
 
     recorded = {"events": events, "click_actions": click_actions}
-    return import_logs(db, [queries, events], "ubi", events_of, options, recorded, pair=True)
+    return import_logs(
+        db, [queries, events], "ubi", events_of, options, recorded, pair=True, aside_of=aside_of
+    )
 
 
 def _listed(spark: SparkSession, path: str) -> list[str]:

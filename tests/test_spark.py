@@ -502,17 +502,26 @@ def test_ubi_same_summary(spark_options, tmp_path) -> None:
             "event_attributes": {"object": {"object_id": "hr-2"}},
         },
         "not an event",
+        "[1, 2]",
+        '{"action_name": "click", "query_id": "q2"',
+        "",
+        "{}",
     ]
     q = write_jsonl(tmp_path / "ubi_queries.ndjson", queries)
     e = write_jsonl(tmp_path / "ubi_events.ndjson", events)
     duck = tmp_path / "duck.duckdb"
     with open_store(duck) as con:
-        total = api.ubi(con, q, e).total
+        imported = api.ubi(con, q, e)
+        total = imported.total
         with transaction(con):
             normalize_events(con)
             mark_session_signals(con, signals.DEFAULT_WINDOW_S)
             build_query_days(con)
         want = con.execute(f"SELECT {COLUMNS} FROM triage_query_days ORDER BY ALL").fetchall()
+        event_reasons = con.execute(
+            "SELECT reason, count(*) FROM rejects WHERE starts_with(reason, 'ubi_events: ') "
+            "GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
     db = tmp_path / "spark.duckdb"
     with open_store(db):
         pass
@@ -529,6 +538,27 @@ def test_ubi_same_summary(spark_options, tmp_path) -> None:
         }
     )
     assert_same(spark_summary(db), want)
+    # the events file's bad records: counted with their reasons, apart from the queries
+    extra = result.files[0].extra
+    counts = ("events_in", "events_rejected", "events_with_object")
+    assert (
+        {k: extra[k] for k in counts}
+        == imported.files[0].extra
+        == {
+            "events_in": 9,
+            "events_rejected": 3,
+            "events_with_object": 5,
+        }
+    )
+    assert sorted(extra["events_reject_reasons"].items()) == event_reasons
+    with open_store(db) as con:
+        examples = con.execute(
+            "SELECT reason, raw FROM rejects WHERE starts_with(reason, 'ubi_events: ') "
+            "ORDER BY reason"
+        ).fetchall()
+    assert [r for r, _ in examples] == [r for r, _ in event_reasons] and all(
+        raw for _, raw in examples
+    )
     assert spark.ubi(db, str(q), str(e), ["click"], options).files[0].skipped
 
 
