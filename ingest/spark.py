@@ -161,7 +161,9 @@ def list_files(spark: SparkSession, paths: list[str], forced: str | None = None)
         for status in statuses:
             for item in _walk(fs, status):
                 name = item.getPath().toString()
-                kind = _format(name) if forced is None or status.isDirectory() else forced
+                kind = _format(name)
+                if forced is not None and (kind is not None or not status.isDirectory()):
+                    kind = forced  # as in DuckDB: a file named, each known one in a folder
                 if kind == "json" and not _opens_array(spark, fs, item.getPath()):
                     kind = "jsonl"
                 if kind is not None:
@@ -556,13 +558,17 @@ _ASCII_BOUNDARY = r"(?:(?<=\w)(?!\w)|(?<!\w)(?=\w))"
 
 
 def java_regex(pattern: str) -> str:
-    """An RE2 pattern (redact.py's, or a user's) as Java reads it the same: ``\b`` spelled out."""
+    """An RE2 pattern (redact.py's, or a user's) as Java reads it the same: ``\b`` spelled out,
+    a named group ``(?P<name>…)`` as Java names it."""
     out, i = [], 0
     while i < len(pattern):
         if pattern[i] == "\\" and i + 1 < len(pattern):
             pair = pattern[i : i + 2]
             out.append(_ASCII_BOUNDARY if pair == r"\b" else pair)
             i += 2
+        elif pattern.startswith("(?P<", i):
+            out.append("(?<")
+            i += 4
         else:
             out.append(pattern[i])
             i += 1

@@ -45,7 +45,7 @@ def spark_options():
     return spark.Options(master="local[2]", conf=TEST_CONF)
 
 
-def spark_import(db: Path, paths: list[Path], options, tmp_path: Path, **kwargs):
+def spark_import(db: Path, paths: list[Path], options, tmp_path: Path, fmt=None, **kwargs):
     from dataclasses import replace
 
     from goldmine.ingest import spark
@@ -53,9 +53,8 @@ def spark_import(db: Path, paths: list[Path], options, tmp_path: Path, **kwargs)
     out = tmp_path / f"summary-{len(list(tmp_path.glob('summary-*')))}"
     with open_store(db):
         pass
-    return spark.searchlog(
-        db, [str(p) for p in paths], kwargs, replace(options, summary_dir=str(out))
-    )
+    options = replace(options, summary_dir=str(out))
+    return spark.searchlog(db, [str(p) for p in paths], kwargs, options, fmt)
 
 
 def spark_summary(db: Path) -> list[tuple]:
@@ -63,10 +62,10 @@ def spark_summary(db: Path) -> list[tuple]:
         return con.execute(f"SELECT {COLUMNS} FROM search_summaries ORDER BY ALL").fetchall()
 
 
-def duckdb_summary(db: Path, paths: list[Path]) -> tuple[list[tuple], dict]:
+def duckdb_summary(db: Path, paths: list[Path], fmt=None) -> tuple[list[tuple], dict]:
     """The DuckDB engine: every event stored, then rolled up by the rules triage runs."""
     with open_store(db) as con:
-        result = api.searchlog(con, paths)
+        result = api.searchlog(con, paths, fmt)
         with transaction(con):
             normalize_events(con)
             mark_session_signals(con, signals.DEFAULT_WINDOW_S)
@@ -311,11 +310,12 @@ PII_TEXTS = [
     "@support_team help",
     "café@example.com",
     "ORD-123456 twice ORD-123456",
+    "ticket TCK-991 open",
     "plain text",
     "",
     None,
 ]
-USER_PATTERNS = ["ORDER_ID=ORD-[0-9]{6}", r"WORD=\bplain\b"]
+USER_PATTERNS = ["ORDER_ID=ORD-[0-9]{6}", r"WORD=\bplain\b", "TICKET=(?P<t>TCK)-[0-9]+"]
 
 
 @pytest.mark.parametrize("handles", [False, True])
@@ -404,6 +404,8 @@ def _write_as(kind: str, folder: Path) -> Path:
         quoted = {"event_id": "qe", "session_id": '""', "query": '"say ""hi"", ok"'}
         text += ",".join(quoted.get(k, "") for k in text.split("\n")[0].split(",")) + "\n"
         return _write(folder / "edge.csv", text.encode())
+    if kind == "txt, --format csv":
+        return _write(folder / "edge.txt", _csv_text(rows, ";").encode())
     if kind == "tsv.gz":
         return _write(folder / "edge.tsv.gz", gzip.compress(_csv_text(rows, "\t").encode()))
     if kind == "jsonl.zst":
@@ -422,15 +424,19 @@ def _write(path: Path, data: bytes) -> Path:
     return path
 
 
-@pytest.mark.parametrize("kind", ["csv", "tsv.gz", "jsonl.zst", "json-objects", "json-mixed"])
+FORMS = ["csv", "txt, --format csv", "tsv.gz", "jsonl.zst", "json-objects", "json-mixed"]
+
+
+@pytest.mark.parametrize("kind", FORMS)
 def test_other_formats_same_summary(spark_options, tmp_path, kind) -> None:
     """CSV (sniffed delimiter, quoting, empty values), gzip and zstd, JSON array documents
     (objects only, streamed; with other values, read whole): both engines alike."""
     folder = tmp_path / "in"
     folder.mkdir()
     log = _write_as(kind, folder)
-    duck, total = duckdb_summary(tmp_path / "duck.duckdb", [log])
-    result = spark_import(tmp_path / "spark.duckdb", [log], spark_options, tmp_path)
+    fmt = "csv" if "--format" in kind else None
+    duck, total = duckdb_summary(tmp_path / "duck.duckdb", [log], fmt)
+    result = spark_import(tmp_path / "spark.duckdb", [log], spark_options, tmp_path, fmt)
     assert result.total == total and total["stored"] > 20
     assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
     assert_same_reasons(result.files[0].extra["reject_reasons"], tmp_path / "duck.duckdb")
