@@ -412,8 +412,10 @@ def _write_as(kind: str, folder: Path) -> Path:
         raw = write_jsonl(folder / "plain.jsonl", rows).read_bytes()
         return _write(folder / "edge.jsonl.zst", zstandard.ZstdCompressor().compress(raw))
     objects = [r for r in rows if isinstance(r, dict)]
-    if kind == "json-objects":
-        return _write(folder / "edge.json", json.dumps(objects, indent=1).encode())
+    if kind == "json-objects":  # with a byte-order mark, as some exporters write
+        return _write(
+            folder / "edge.json", b"\xef\xbb\xbf" + json.dumps(objects, indent=1).encode()
+        )
     # an array with other values in it: those are rejects ('not a JSON object')
     mixed = [5, *objects[:8], "s", [1], None, *objects[8:], {}]
     return _write(folder / "edge.json", json.dumps(mixed).encode())
