@@ -19,6 +19,7 @@ import argparse
 import os
 import shutil
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,67 +30,9 @@ from goldmine.ingest import api
 from goldmine.store import open_store
 
 OUT = Path(__file__).resolve().parent / "out"
-SEED = 7
+sys.path.insert(0, str(OUT.parent.parent / "tests"))
 
-_EVENTS = """
-SELECT
-    printf('ev-%09d', i) AS event_id,
-    (TIMESTAMP '2026-11-16 00:00:00' + to_microseconds((i * 600000)::BIGINT))::VARCHAR AS ts,
-    printf('s%08d', i // 6) AS session_id,
-    printf('u%06d', hash(i // 6 + $seed) % 200000) AS user_id,
-    (['how do i', 'where is', 'cancel', 'refund', 'change', 'track', 'return', 'vacation',
-      'invoice', 'pto'])[(hash(i + $seed) % 10)::BIGINT + 1]
-      || ' ' || (['order', 'parcel', 'policy', 'days', 'address', 'card', 'label', 'payslip'])
-      [(hash(i * 7 + $seed) % 8)::BIGINT + 1]
-      || ' ' || (hash(i * 13 + $seed) % 625)::VARCHAR
-      || CASE WHEN hash(i + 3 * $seed) % 100 = 0 THEN ' for jane.doe@example.com'
-              WHEN hash(i + 5 * $seed) % 100 = 0 THEN ' call +44 20 7946 0958' ELSE '' END
-      AS query,
-    list_transform(range(10), lambda r: printf('doc-%d', hash(i + r * 31 + $seed) % 40000))
-      AS result_ids,
-    10 AS num_results,
-    CASE WHEN hash(i * 3 + $seed) % 3 = 0 THEN [printf('doc-%d', hash(i + $seed) % 40000)]
-         ELSE []::VARCHAR[] END AS clicked_ids,
-    CASE WHEN hash(i * 11 + $seed) % 50 = 0 THEN 'negative' END AS feedback
-FROM range($start, $stop) t(i)
-"""
-
-
-FILES = ("jsonl", "parquet", "overlap", "new_half")
-
-
-def generate(out: Path, n: int, names: tuple[str, ...] = FILES) -> dict[str, Path]:
-    """The bench files, made once per size (their names carry it); ``names`` picks some."""
-    out.mkdir(parents=True, exist_ok=True)
-    files = {
-        "jsonl": out / f"events_{n}.jsonl",
-        "parquet": out / f"events_{n}.parquet",
-        "overlap": out / f"events_{n}_overlap.jsonl",
-        "new_half": out / f"events_{n}_new_half.jsonl",
-    }
-    ranges = {
-        "jsonl": (0, n),
-        "parquet": (0, n),
-        "overlap": (n // 2, n + n // 2),
-        "new_half": (n, n + n // 2),
-    }
-    files = {name: path for name, path in files.items() if name in names}
-    con = duckdb.connect()
-    for name, path in files.items():
-        if path.exists():
-            continue
-        start, stop = ranges[name]
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE gen AS " + _EVENTS,
-            {"seed": SEED, "start": start, "stop": stop},
-        )
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        fmt = "parquet" if name == "parquet" else "json"
-        # COPY takes no parameters for its target; the path is this script's own.
-        con.execute(f"COPY gen TO '{str(tmp).replace(chr(39), chr(39) * 2)}' (FORMAT {fmt})")
-        tmp.rename(path)
-    con.close()
-    return files
+from helpers import generate_searchlog as generate  # noqa: E402
 
 
 def _fresh(path: Path) -> Path:

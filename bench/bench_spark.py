@@ -9,7 +9,8 @@ clicks, feedback) and end with the same per-query-day summary in the store:
   summary as Parquet; the store imports it as one batch). The JVM's start is timed apart.
 
 Prints medians over ``--repeat`` runs, the ratio Spark/DuckDB, and the summary's size against the
-raw log's. Spark is expected to be slower on one machine: it is for logs that live on a cluster.
+raw log's; checks (untimed) that the two summaries are the same row for row, every column.
+Spark is expected to be slower on one machine: it is for logs that live on a cluster.
 Run: ``.venv/bin/python bench/bench_spark.py [--events N] [--repeat R] [--master local[2]]``
 """
 
@@ -23,9 +24,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from bench_ingest import OUT, generate  # noqa: E402
+from bench_ingest import OUT  # noqa: E402
 
+from goldmine import signals  # noqa: E402
 from goldmine.ingest import api  # noqa: E402
 from goldmine.ingest import spark as engine  # noqa: E402
 from goldmine.store import open_store, transaction  # noqa: E402
@@ -35,11 +38,20 @@ from goldmine.triage.events import (  # noqa: E402
     normalize_events,
 )
 
+from helpers import generate_searchlog  # noqa: E402
+
 
 def _fresh(db: Path) -> Path:
     for p in (db, Path(str(db) + ".wal")):
         p.unlink(missing_ok=True)
     return db
+
+
+def summary_rows(db: Path, table: str) -> list[tuple]:
+    """Every summary row, all columns, sorted (the table is this script's own name)."""
+    columns = ", ".join(signals.SUMMARY_COLUMNS)
+    with open_store(db) as con:
+        return con.execute(f"SELECT {columns} FROM {table} ORDER BY ALL").fetchall()
 
 
 def duckdb_engine(db: Path, log: Path) -> tuple[float, int]:
@@ -72,7 +84,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
-    log = generate(OUT, args.events, ("jsonl",))["jsonl"]
+    log = generate_searchlog(OUT, args.events, ("jsonl",))["jsonl"]
     work = OUT / "spark_work"
     work.mkdir(parents=True, exist_ok=True)
     options = engine.Options(master=args.master, summary_dir=str(work / "summary"))
@@ -86,6 +98,10 @@ def main() -> None:
         seconds, spark_rows, summary_bytes = spark_engine(work / "spark.duckdb", log, options)
         times["spark"].append(seconds)
         print(f"run {i + 1}: duckdb {times['duckdb'][-1]:.1f} s, spark {seconds:.1f} s", flush=True)
+    duck = summary_rows(work / "duck.duckdb", "triage_query_days")
+    sparked = summary_rows(work / "spark.duckdb", "search_summaries")
+    differ = sum(a != b for a, b in zip(duck, sparked, strict=False))
+    differ += abs(len(duck) - len(sparked))
     med = {k: statistics.median(v) for k, v in times.items()}
     raw = log.stat().st_size
     print(f"\n{args.events:,} events, {raw / 1e6:,.0f} MB of JSONL; master {args.master}")
@@ -98,6 +114,10 @@ def main() -> None:
         f"summary: {spark_rows:,} query-day rows (duckdb's roll-up: {duck_rows:,}), "
         f"{summary_bytes / 1e6:.1f} MB Parquet = {summary_bytes / raw:.2%} of the raw log"
     )
+    same = "the same row for row" if not differ else f"DIFFERENT: {differ:,} rows differ"
+    print(f"summaries (last run, all {len(signals.SUMMARY_COLUMNS)} columns): {same}")
+    if differ:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

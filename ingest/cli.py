@@ -7,6 +7,7 @@ and prints the accounting (rows in = stored + rejected + already present) per fi
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -15,7 +16,7 @@ import typer
 
 from goldmine.config import resolve_db_path, settings
 from goldmine.errors import EXIT_EMPTY, GoldmineError, InputError
-from goldmine.ingest.redact import configured_patterns
+from goldmine.ingest.redact import configured_patterns, make_redactor
 from goldmine.options import DbOption, JsonOption, db_flag
 from goldmine.output import Col, console, info, print_json, table
 from goldmine.store import open_store
@@ -86,9 +87,8 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
     from goldmine.ingest.status import top_reasons
 
     store = db_flag(db)
-    if "patterns" in kwargs:  # goldmine.toml's patterns first, then the flag's
-        configured = configured_patterns(settings().ingest.redact_patterns)
-        kwargs["patterns"] = configured + list(kwargs["patterns"] or [])
+    if "patterns" in kwargs:
+        kwargs["patterns"] = _patterns(kwargs["patterns"])
     with open_store(store) as con:
         result = getattr(api, kind)(con, **kwargs)
         empty = result.all_rejected and not allow_empty
@@ -117,19 +117,19 @@ def _spark_options(engine: str, master: str | None, conf: list[str] | None, summ
     )
 
 
-def _refuse_with_spark(**given: Any) -> None:
-    """Options the Spark engine does not take yet, refused by name rather than ignored."""
-
-    names = {"fmt": "--format other than jsonl or parquet", "redact": "--redact"}
-    refused = [names[k] for k, v in given.items() if v]
-    if refused:
-        raise InputError(f"{' and '.join(refused)} cannot be used with --engine spark yet")
+def _patterns(flag: list[str] | None) -> list[str]:
+    """Redaction patterns: goldmine.toml's first, then the flag's."""
+    return configured_patterns(settings().ingest.redact_patterns) + list(flag or [])
 
 
-def _spark_import(kind: str, db, as_json: bool, allow_empty: bool, options, **kwargs) -> None:
-    """A Spark import: Spark runs with the store closed, the batch is written after."""
+def _spark_import(
+    kind: str, db, as_json: bool, allow_empty: bool, options, redact, patterns, **kwargs
+) -> None:
+    """A Spark import: Spark runs with the store closed, the batch is written after; PII
+    redacted as the DuckDB engine redacts it."""
     from goldmine.ingest import spark
 
+    options = replace(options, redactor=make_redactor(redact, _patterns(patterns)))
     store = db_flag(db)
     result = getattr(spark, kind)(resolve_db_path(store), options=options, **kwargs)
     _print_result(result, as_json, store)
@@ -195,20 +195,17 @@ def searchlog_cmd(
     if fmt == "ubi":
         _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty, spark)
         return
-    if spark is not None:
-        _refuse_with_spark(fmt=fmt not in (None, "jsonl", "parquet"), redact=redact or patterns)
-        _spark_import("searchlog", db, as_json, allow_empty, spark, paths=paths, mapping=mapping)
-        return
-    _import(
+    _either(
         "searchlog",
+        spark,
         db,
         as_json,
         allow_empty,
+        redact,
+        patterns,
         paths=paths,
         fmt=fmt,
         mapping=mapping,
-        redact=redact,
-        patterns=patterns,
     )
 
 
@@ -241,30 +238,26 @@ def _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty, spark=
 
     if len(paths) != 2:
         raise InputError("UBI wants two files: QUERIES EVENTS")
-    if spark is not None:
-        _refuse_with_spark(redact=redact or patterns)
-        _spark_import(
-            "ubi",
-            db,
-            as_json,
-            allow_empty,
-            spark,
-            queries=paths[0],
-            events=paths[1],
-            click_actions=click_action or ["click"],
-        )
-        return
-    _import(
+    _either(
         "ubi",
+        spark,
         db,
         as_json,
         allow_empty,
+        redact,
+        patterns,
         queries=paths[0],
         events=paths[1],
         click_actions=click_action or ["click"],
-        redact=redact,
-        patterns=patterns,
     )
+
+
+def _either(kind: str, spark, db, as_json, allow_empty, redact, patterns, **kwargs) -> None:
+    """The import on Spark when ``spark`` holds its options, else on DuckDB."""
+    if spark is not None:
+        _spark_import(kind, db, as_json, allow_empty, spark, redact, patterns, **kwargs)
+    else:
+        _import(kind, db, as_json, allow_empty, redact=redact, patterns=patterns, **kwargs)
 
 
 AgentOption = Annotated[

@@ -31,6 +31,7 @@ from goldmine import signals
 from goldmine.errors import InputError
 from goldmine.ingest.batch import FileResult, ImportResult
 from goldmine.ingest.fields import parse_map, resolve_fields
+from goldmine.ingest.redact import CARD, EMAIL, HANDLE, IBAN, IPV4, IPV6, PHONE, Redactor
 from goldmine.ingest.searchlog import ALIASES
 from goldmine.store import open_store, registered, transaction
 from goldmine.text import norm_sql
@@ -50,8 +51,17 @@ LOCAL = {
     "spark.sql.shuffle.partitions": "8",
     "spark.driver.memory": "2g",
 }
-_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
-_COMPRESSED = (".gz", ".bz2")  # Hadoop's codecs read these (zstd needs native libraries)
+_SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",  # a JSON array document, else JSON lines (_opens_array)
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+_COMPRESSED = (".gz", ".bz2", ".zst")  # Hadoop's codecs, by these suffixes (zstd in pure Java)
+_FORMATS = ("jsonl", "json", "csv", "parquet")
 _SAMPLE_CHARS = 2000  # a rejected row's text kept as its example
 
 
@@ -71,12 +81,14 @@ class LogFile:
 @dataclass
 class Options:
     """How the Spark engine runs: the master, extra ``--conf`` settings, where the summary goes,
-    and the reformulation window the session rule uses."""
+    the reformulation window the session rule uses, and the PII redaction of the queries and
+    the rejects' text (off unless ``--redact``)."""
 
     master: str | None = None  # None: spark-submit's master if run under it, else local[2]
     conf: dict[str, str] = field(default_factory=dict)
     summary_dir: str | None = None
     window_s: int = signals.DEFAULT_WINDOW_S
+    redactor: Redactor = field(default_factory=lambda: Redactor(enabled=False))
 
 
 def parse_conf(specs: list[str] | None) -> dict[str, str]:
@@ -132,9 +144,10 @@ def session(master: str | None = None, conf: dict[str, str] | None = None) -> Sp
     return spark
 
 
-def list_files(spark: SparkSession, paths: list[str]) -> list[LogFile]:
+def list_files(spark: SparkSession, paths: list[str], forced: str | None = None) -> list[LogFile]:
     """The log files under the paths (files, globs, folders: any URI Spark's Hadoop
-    configuration reads), through Hadoop's FileSystem so object stores list as local disks do."""
+    configuration reads), through Hadoop's FileSystem so object stores list as local disks do.
+    ``forced``: the format ``--format`` names, for every file."""
     jvm = spark.sparkContext._jvm
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     found: dict[str, LogFile] = {}
@@ -149,16 +162,21 @@ def list_files(spark: SparkSession, paths: list[str]) -> list[LogFile]:
             for item in _walk(fs, status):
                 name = item.getPath().toString()
                 kind = _format(name)
+                if forced is not None and (kind is not None or not status.isDirectory()):
+                    kind = forced  # as in DuckDB: a file named, each known one in a folder
+                if kind == "json" and not _opens_array(spark, fs, item.getPath()):
+                    kind = "jsonl"
                 if kind is not None:
                     found[name] = LogFile(name, item.getLen(), item.getModificationTime(), kind)
                 elif not status.isDirectory():
                     raise InputError(
-                        "--engine spark reads JSONL (.jsonl, .ndjson, .json; .gz, .bz2) and "
-                        "Parquet; convert the file or use --engine duckdb",
+                        "--engine spark reads JSON lines (.jsonl, .ndjson, .json), a JSON array "
+                        "(.json), CSV (.csv, .tsv) and Parquet, optionally .gz, .bz2 or .zst; "
+                        "rename the file, pass --format, or use --engine duckdb",
                         path=given,
                     )
     if not found:
-        raise InputError(f"no .jsonl or .parquet files under {', '.join(paths)}")
+        raise InputError(f"no .jsonl, .json, .csv or .parquet files under {', '.join(paths)}")
     return sorted(found.values(), key=lambda f: f.path)
 
 
@@ -169,6 +187,26 @@ def _walk(fs, status):
     files = fs.listFiles(status.getPath(), True)
     while files.hasNext():
         yield files.next()
+
+
+def _opens_array(spark: SparkSession, fs, hpath) -> bool:
+    """Whether a .json file's first character (after a BOM and white space, decompressed)
+    opens an array: then it is one JSON document, else JSON lines."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    codec = spark.sparkContext._jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(
+        conf
+    ).getCodec(hpath)
+    stream = fs.open(hpath)
+    try:
+        if codec is not None:
+            stream = codec.createInputStream(stream)
+        for _ in range(65536):
+            byte = stream.read()
+            if byte not in (0xEF, 0xBB, 0xBF, 0x20, 0x09, 0x0A, 0x0D):
+                return byte == ord("[")
+        return False
+    finally:
+        stream.close()
 
 
 def _format(name: str) -> str | None:
@@ -197,9 +235,11 @@ def _records(spark: SparkSession, files: list[LogFile]) -> DataFrame:
         text = spark.read.text(lines).where(F.trim("value") != "")
         parsed = F.try_parse_json("value")
         frames.append(text.select(F.col("value").alias("raw"), parsed, parsed.isNotNull()))
-    parquet = [f.path for f in files if f.format == "parquet"]
-    if parquet:
-        rows = spark.read.parquet(*parquet)
+    for rows in _tables(spark, files):
+        if "gm_element" in rows.columns:  # an array's elements, objects or not
+            element = F.col("gm_element")
+            frames.append(rows.select(F.to_json(element), element, F.lit(True)))
+            continue
         record = F.struct(*[F.col(f"`{c}`") for c in rows.columns])
         variant = F.to_variant_object(record)
         frames.append(rows.select(F.to_json(record), variant, F.lit(True)))
@@ -229,10 +269,66 @@ def _sample_keys(spark: SparkSession, files: list[LogFile], sample: int = 20000)
         first = spark.read.text(lines).limit(sample)
         names = first.select(F.explode(F.json_object_keys("value")).alias("k")).distinct()
         keys.update((r["k"], None) for r in names.collect())
+    for rows in _tables(spark, files):
+        if "gm_element" in rows.columns:
+            first = rows.limit(sample).select(F.to_json("gm_element").alias("value"))
+            names = first.select(F.explode(F.json_object_keys("value")).alias("k")).distinct()
+            keys.update((r["k"], None) for r in names.collect())
+        else:
+            keys.update((c, None) for c in rows.columns)
+    return list(keys)
+
+
+def _tables(spark: SparkSession, files: list[LogFile]) -> list[DataFrame]:
+    """The files read as rows of columns: Parquet, CSV (each file with its own header), JSON
+    array documents (their objects' keys as VARIANT columns, or ``gm_element`` per element)."""
+    out = []
     parquet = [f.path for f in files if f.format == "parquet"]
     if parquet:
-        keys.update((c, None) for c in spark.read.parquet(*parquet).columns)
-    return list(keys)
+        out.append(spark.read.parquet(*parquet))
+    for f in files:
+        if f.format == "csv":
+            out.append(_csv(spark, f.path))
+        elif f.format == "json":
+            out.append(_json_array(spark, f))
+    return out
+
+
+_DELIMITERS = (",", "\t", ";", "|")
+
+
+def _csv(spark: SparkSession, path: str) -> DataFrame:
+    """A CSV file as the DuckDB stage reads it (``read_csv(header, all_varchar)``): every value
+    text, an empty one NULL, a quote doubled inside quotes; the delimiter the header line has
+    most of (comma, tab, semicolon, pipe)."""
+    header = spark.read.text(path).first()
+    line = header["value"] if header else ""
+    sep = max(_DELIMITERS, key=line.count) if any(d in line for d in _DELIMITERS) else ","
+    return spark.read.csv(path, header=True, sep=sep, quote='"', escape='"', inferSchema=False)
+
+
+_ARRAYS: dict[tuple[str, int, int], list[str] | None] = {}
+
+
+def _json_array(spark: SparkSession, f: LogFile) -> DataFrame:
+    """A JSON document that is an array of records. Its objects are read as rows, one VARIANT
+    column per key, streamed by Spark's JSON reader; an array with anything else in it (a
+    number, a list, null) is read whole and cut into ``gm_element``s, so that those become
+    rejects as in the DuckDB stage."""
+    from pyspark.sql import functions as F
+
+    if f.key() not in _ARRAYS:  # the keys of a file, found once (a pass over it)
+        columns = spark.read.option("multiLine", True).json(f.path).columns
+        _ARRAYS[f.key()] = None if "_corrupt_record" in columns else columns
+    columns = _ARRAYS[f.key()]
+    if columns:
+        schema = ", ".join(f"`{c.replace('`', '``')}` VARIANT" for c in columns)
+        return spark.read.option("multiLine", True).schema(schema).json(f.path)
+    whole = spark.read.option("multiLine", True).option("singleVariantColumn", "v").json(f.path)
+    elements = F.try_variant_get("v", "$", "array<variant>")
+    if not whole.where(elements.isNull()).isEmpty():
+        raise InputError("cannot read as a JSON array: malformed JSON", path=f.path)
+    return whole.select(F.explode(elements).alias("gm_element"))
 
 
 def _path(key: str) -> str:
@@ -371,7 +467,11 @@ def _query_checks(name: str) -> list[tuple[Column, Column]]:
 
 
 def searchlog_events(
-    records: DataFrame, keys: list[str], mapping: dict[str, str], source: str
+    records: DataFrame,
+    keys: list[str],
+    mapping: dict[str, str],
+    source: str,
+    redactor: Redactor | None = None,
 ) -> DataFrame:
     """Each record with ``reason`` (NULL for a good row, else the DuckDB stage's words) and, for
     a good row, what the signals read: ``event_key, ts, session_id, query, shown, clicks, fb``.
@@ -443,11 +543,92 @@ def searchlog_events(
         key.alias("event_key"),
         "ts",
         F.col("gm_session_id").alias("session_id"),
-        F.trim("gm_query").alias("query"),
+        redact(F.trim("gm_query"), redactor or Redactor(enabled=False)).alias("query"),
         F.coalesce("gm_count", "gm_n_results").alias("shown"),
         F.coalesce("gm_n_clicks", F.lit(0)).alias("clicks"),
         F.lower(F.trim("gm_feedback")).alias("fb"),
     )
+
+
+# --- PII redaction: ingest/redact.py's patterns and checks, in Spark ----------------------------
+
+# RE2's \b (DuckDB) is an ASCII word boundary; Java's (Spark) also counts other letters as word
+# characters. Spelled out with ASCII \w, a pattern matches the same text in both engines.
+_ASCII_BOUNDARY = r"(?:(?<=\w)(?!\w)|(?<!\w)(?=\w))"
+
+
+def java_regex(pattern: str) -> str:
+    """An RE2 pattern (redact.py's, or a user's) as Java reads it the same: ``\b`` spelled out,
+    a named group ``(?P<name>…)`` as Java names it."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern[i] == "\\" and i + 1 < len(pattern):
+            pair = pattern[i : i + 2]
+            out.append(_ASCII_BOUNDARY if pair == r"\b" else pair)
+            i += 2
+        elif pattern.startswith("(?P<", i):
+            out.append("(?<")
+            i += 4
+        else:
+            out.append(pattern[i])
+            i += 1
+    return "".join(out)
+
+
+def _luhn(m: Column) -> Column:
+    """``gm_luhn``: the digits, from the right, every second doubled, sum to a multiple of 10."""
+    from pyspark.sql import functions as F
+
+    digits = F.split(F.reverse(F.regexp_replace(m, "[^0-9]", "")), "")
+
+    def weighed(d: Column, i: Column) -> Column:
+        n = d.cast("int")
+        return F.when(i % 2 == 1, F.when(n * 2 > 9, n * 2 - 9).otherwise(n * 2)).otherwise(n)
+
+    total = F.aggregate(F.transform(digits, weighed), F.lit(0), lambda acc, x: acc + x)
+    return total % 10 == 0
+
+
+def _iban_ok(m: Column) -> Column:
+    """``gm_iban_ok``: the IBAN, its first four characters moved to the end, is 1 mod 97."""
+    from pyspark.sql import functions as F
+
+    c = F.upper(F.replace(m, F.lit(" "), F.lit("")))
+    chars = F.split(F.concat(F.substring(c, 5, 1 << 20), F.substring(c, 1, 4)), "")
+
+    def step(acc: Column, ch: Column) -> Column:
+        v = F.when(ch.between("0", "9"), F.ascii(ch) - 48).otherwise(F.ascii(ch) - 55)
+        return (acc * F.when(v > 9, 100).otherwise(10) + v) % 97
+
+    return F.aggregate(chars, F.lit(0), step) == 1
+
+
+def redact(col: Column, redactor: Redactor) -> Column:
+    """``Redactor.steps`` in Spark: email, IPv6, IPv4; IBANs and cards whose checksum holds;
+    phone numbers, handles when asked, the user's patterns; each step over the one before."""
+    from pyspark.sql import functions as F
+
+    if not redactor.enabled:
+        return col
+
+    def replace(c: Column, pattern: str, name: str) -> Column:
+        return F.regexp_replace(c, F.lit(java_regex(pattern)), F.lit(f"<{name}>"))
+
+    def checked(c: Column, pattern: str, check, name: str) -> Column:
+        found = F.filter(F.regexp_extract_all(c, F.lit(java_regex(pattern)), F.lit(0)), check)
+        return F.aggregate(found, c, lambda acc, m: F.replace(acc, m, F.lit(f"<{name}>")))
+
+    out = col
+    for name, pattern in (("EMAIL", EMAIL), ("IPV6", IPV6), ("IPV4", IPV4)):
+        out = replace(out, pattern, name)
+    out = checked(out, IBAN, _iban_ok, "IBAN")
+    out = checked(out, CARD, _luhn, "CARD")
+    out = replace(out, PHONE, "PHONE")
+    if redactor.handles:
+        out = replace(out, HANDLE, "HANDLE")
+    for name, pattern in redactor.user_patterns:
+        out = replace(out, pattern, name)
+    return out
 
 
 # --- the per-event work: the shared rules, translated -------------------------------------------
@@ -522,27 +703,13 @@ def run(spark: SparkSession, events: DataFrame, options: Options, out: str) -> S
     from pyspark.sql import functions as F
 
     # Kept for the two passes (the accounting, the summary); a good row's text is not needed.
-    slim = events.withColumn("raw", F.when(F.col("reason").isNotNull(), F.col("raw")))
+    raw = redact(F.col("raw"), options.redactor)
+    slim = events.withColumn("raw", F.when(F.col("reason").isNotNull(), raw))
     slim = slim.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        groups = (
-            slim.groupBy("reason")
-            .agg(
-                F.count(F.lit(1)).alias("n"),
-                F.first("file").alias("path"),
-                F.first(F.left("raw", F.lit(_SAMPLE_CHARS))).alias("raw"),
-            )
-            .collect()
-        )
+        groups = by_reason(slim)
         rows_in = sum(g["n"] for g in groups)
-        reasons = sorted(
-            (
-                {"reason": g["reason"], "n": g["n"], "path": g["path"], "raw": g["raw"]}
-                for g in groups
-                if g["reason"] is not None
-            ),
-            key=lambda r: (-r["n"], r["reason"]),
-        )
+        reasons = _examples(groups)
         rejected = sum(r["n"] for r in reasons)
         stored = slim.where(F.col("reason").isNull()).select("event_key").distinct().count()
         summary = summarize(spark, slim, options.window_s)
@@ -551,6 +718,44 @@ def run(spark: SparkSession, events: DataFrame, options: Options, out: str) -> S
         slim.unpersist()
     n_rows = spark.read.parquet(out).count()
     return SparkRun(rows_in, rejected, stored, reasons, out, n_rows)
+
+
+def by_reason(frame: DataFrame, *more: Column) -> list[Any]:
+    """``frame``'s rows counted by ``reason`` (NULL: good), with a file and the first 2,000
+    characters of ``raw`` of each as its example, and any ``more`` aggregates."""
+    from pyspark.sql import functions as F
+
+    return (
+        frame.groupBy("reason")
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.first("file").alias("path"),
+            F.first(F.left("raw", F.lit(_SAMPLE_CHARS))).alias("raw"),
+            *more,
+        )
+        .collect()
+    )
+
+
+def _examples(groups: list[Any], prefix: str = "") -> list[dict[str, Any]]:
+    """The reject reasons of ``by_reason``, most frequent first, one example each."""
+    return sorted(
+        (
+            {"reason": prefix + g["reason"], "n": g["n"], "path": g["path"], "raw": g["raw"]}
+            for g in groups
+            if g["reason"] is not None
+        ),
+        key=lambda r: (-r["n"], r["reason"]),
+    )
+
+
+@dataclass
+class Aside:
+    """Records a batch reads beside its rows and counts apart (UBI's events): figures for the
+    batch's ``extra`` and one reject example per reason."""
+
+    extra: dict[str, Any]
+    reasons: list[dict[str, Any]]
 
 
 # --- the store: one batch per run, the files it read recorded -----------------------------------
@@ -583,9 +788,11 @@ def write_batch(
     files: list[LogFile],
     done: SparkRun,
     options: dict[str, Any],
+    aside: Aside | None = None,
 ) -> FileResult:
     """The run as one import batch: its row (with the files read), one example per reject reason
     (``line`` unknown: Spark reads a file in parallel splits), and the summary rows."""
+    aside = aside or Aside({}, [])
     result = FileResult(label, source, "spark", None)
     result.rows_in, result.rejected, result.stored = done.rows_in, done.rejected, done.stored
     result.already_present = done.rows_in - done.rejected - done.stored
@@ -596,6 +803,7 @@ def write_batch(
         "summary_rows": done.summary_rows,
         "summary_dir": done.summary_dir,
         "reject_reasons": reasons,
+        **aside.extra,
     }
     recorded = {
         **options,
@@ -604,6 +812,7 @@ def write_batch(
         "summary_dir": done.summary_dir,
         "summary_rows": done.summary_rows,
         "reject_reasons": reasons,
+        **aside.extra,
     }
     now = datetime.now(UTC).replace(tzinfo=None)
     with transaction(con):
@@ -626,10 +835,13 @@ def write_batch(
                 json.dumps(recorded, default=str),
             ],
         )
-        if done.reasons:
+        if done.reasons or aside.reasons:
             con.executemany(
                 "INSERT INTO rejects (batch_id, path, line, reason, raw) VALUES (?, ?, NULL, ?, ?)",
-                [[batch_id, r["path"], r["reason"], r["raw"]] for r in done.reasons],
+                [
+                    [batch_id, r["path"], r["reason"], r["raw"]]
+                    for r in done.reasons + aside.reasons
+                ],
             )
         _insert_summary(con, batch_id, done.summary_dir)
         con.execute(
@@ -664,14 +876,17 @@ def import_logs(
     events_of: Callable[[SparkSession, list[LogFile]], DataFrame],
     options: Options,
     recorded: dict[str, Any],
+    fmt: str | None = None,
     pair: bool = False,
+    aside_of: Callable[[SparkSession, list[LogFile]], Aside] | None = None,
 ) -> ImportResult:
     """List the files, leave out those an earlier run read, summarize the rest on Spark with
     the store closed, then write one batch. ``events_of`` parses the new files; with ``pair``
-    (UBI's queries and events) the files are read together or not at all."""
+    (UBI's queries and events) the files are read together or not at all; ``aside_of`` counts
+    what the batch reads beside its rows."""
 
     spark = session(options.master, options.conf)
-    files = list_files(spark, paths)
+    files = list_files(spark, paths, fmt)
     with open_store(db) as con:
         known = known_files(con, source)
     new = [f for f in files if f.key() not in known]
@@ -689,28 +904,40 @@ def import_logs(
             "machine both reach (hdfs://…, s3a://…)"
         )
     done = run(spark, events_of(spark, new), options, out)
-    recorded = {**recorded, "master": spark.sparkContext.master, "window_s": options.window_s}
+    aside = aside_of(spark, new) if aside_of else None
+    recorded = {
+        **recorded,
+        "master": spark.sparkContext.master,
+        "window_s": options.window_s,
+        "redact": options.redactor.enabled,
+    }
     with open_store(db) as con:
-        result = write_batch(con, source, label, new, done, recorded)
+        result = write_batch(con, source, label, new, done, recorded, aside)
     if len(new) < len(files):
         result.note = f"{len(files) - len(new)} of {len(files)} files already imported"
     return ImportResult([result])
 
 
 def searchlog(
-    db: Path, paths: list[str], mapping: list[str] | dict[str, str] | None, options: Options
+    db: Path,
+    paths: list[str],
+    mapping: list[str] | dict[str, str] | None,
+    options: Options,
+    fmt: str | None = None,
 ) -> ImportResult:
     """``ingest searchlog --engine spark``: the search logs' summary as one batch."""
+    if fmt is not None and fmt not in _FORMATS:
+        raise InputError(f"--engine spark reads --format {', '.join(_FORMATS)}, not {fmt!r}")
     fields = mapping if isinstance(mapping, dict) else parse_map(mapping)
     resolve_fields([], ALIASES, fields)  # a wrong --map name fails before Spark starts
 
     def events_of(spark: SparkSession, files: list[LogFile]) -> DataFrame:
         keys = _sample_keys(spark, files)
-        return searchlog_events(_records(spark, files), keys, fields, "searchlog")
+        records = _records(spark, files)
+        return searchlog_events(records, keys, fields, "searchlog", options.redactor)
 
-    return import_logs(
-        db, [str(p) for p in paths], "searchlog", events_of, options, {"map": fields}
-    )
+    recorded = {"map": fields, "format": fmt}
+    return import_logs(db, [str(p) for p in paths], "searchlog", events_of, options, recorded, fmt)
 
 
 def _at(v: Column, *paths: str) -> Column:
@@ -729,20 +956,54 @@ def _quoted(path: str) -> str:
     return f"$[{path[2:]}]" if path.startswith('$."') else path
 
 
-def ubi_events(queries: DataFrame, events: DataFrame, click_actions: list[str]) -> DataFrame:
-    """UBI queries joined to their click events by query_id, checked as ``ingest/ubi.py``
-    checks them: what ``summarize`` reads, one row per query."""
+def ubi_event_rows(events: DataFrame) -> DataFrame:
+    """UBI's click events, each with its ``reason`` (malformed JSON, not an object) and what
+    the join reads, as ``ingest/ubi.py`` reads them."""
     from pyspark.sql import functions as F
 
     from goldmine.ingest.ubi import _OBJECT_ID
 
-    ev = events.where(F.col("v").isNotNull()).select(
-        _text(_at(F.col("v"), "$.query_id")).alias("query_id"),
-        F.lower(_text(_at(F.col("v"), "$.action_name"))).alias("action"),
-        _timestamp(_text(_at(F.col("v"), "$.timestamp"))).alias("ts"),
-        _text(_at(F.col("v"), "$.session_id")).alias("session_id"),
-        _text(_at(F.col("v"), *[_quoted(p) for p in _OBJECT_ID])).alias("object_id"),
+    v = F.col("v")
+    return events.select(
+        "file",
+        "raw",
+        _reason().alias("reason"),
+        _text(_at(v, "$.query_id")).alias("query_id"),
+        F.lower(_text(_at(v, "$.action_name"))).alias("action"),
+        _timestamp(_text(_at(v, "$.timestamp"))).alias("ts"),
+        _text(_at(v, "$.session_id")).alias("session_id"),
+        _text(_at(v, *[_quoted(p) for p in _OBJECT_ID])).alias("object_id"),
     )
+
+
+def ubi_events_aside(events: DataFrame, redactor: Redactor) -> Aside:
+    """The events file's own accounting, as ``ingest/ubi.py`` keeps it: how many, how many
+    rejected (``ubi_events: <reason>``, one example each), how many name an object."""
+    from pyspark.sql import functions as F
+
+    rows = ubi_event_rows(events).withColumn("raw", redact(F.col("raw"), redactor))
+    groups = by_reason(rows, F.count("object_id").alias("objects"))
+    reasons = _examples(groups, "ubi_events: ")
+    extra = {
+        "events_in": sum(g["n"] for g in groups),
+        "events_rejected": sum(r["n"] for r in reasons),
+        "events_with_object": sum(g["objects"] for g in groups),
+        "events_reject_reasons": {r["reason"]: r["n"] for r in reasons},
+    }
+    return Aside(extra, reasons)
+
+
+def ubi_events(
+    queries: DataFrame,
+    events: DataFrame,
+    click_actions: list[str],
+    redactor: Redactor | None = None,
+) -> DataFrame:
+    """UBI queries joined to their click events by query_id, checked as ``ingest/ubi.py``
+    checks them: what ``summarize`` reads, one row per query."""
+    from pyspark.sql import functions as F
+
+    ev = ubi_event_rows(events).where(F.col("reason").isNull())
     click = (
         F.col("action").isin([a.lower() for a in click_actions]) & F.col("object_id").isNotNull()
     )
@@ -781,7 +1042,7 @@ def ubi_events(queries: DataFrame, events: DataFrame, click_actions: list[str]) 
         F.col("query_id").alias("event_key"),
         "ts",
         F.coalesce("click_session", "gm_session").alias("session_id"),
-        F.trim("gm_query").alias("query"),
+        redact(F.trim("gm_query"), redactor or Redactor(enabled=False)).alias("query"),
         "shown",
         F.coalesce("clicks", F.lit(0)).alias("clicks"),
         F.lit(None).cast("string").alias("fb"),
@@ -794,14 +1055,21 @@ def ubi(
     """``ingest ubi --engine spark``: UBI queries and their click events, summarized as one
     batch. A re-run reads the pair again only if either file changed."""
 
-    def events_of(spark: SparkSession, files: list[LogFile]) -> DataFrame:
+    def listed(spark: SparkSession, files: list[LogFile], path: str) -> DataFrame:
         by_path = {f.path: f for f in files}
-        q_files = [by_path[p] for p in _listed(spark, queries)]
-        e_files = [by_path[p] for p in _listed(spark, events)]
-        return ubi_events(_records(spark, q_files), _records(spark, e_files), click_actions)
+        return _records(spark, [by_path[p] for p in _listed(spark, path)])
+
+    def events_of(spark: SparkSession, files: list[LogFile]) -> DataFrame:
+        q, e = listed(spark, files, queries), listed(spark, files, events)
+        return ubi_events(q, e, click_actions, options.redactor)
+
+    def aside_of(spark: SparkSession, files: list[LogFile]) -> Aside:
+        return ubi_events_aside(listed(spark, files, events), options.redactor)
 
     recorded = {"events": events, "click_actions": click_actions}
-    return import_logs(db, [queries, events], "ubi", events_of, options, recorded, pair=True)
+    return import_logs(
+        db, [queries, events], "ubi", events_of, options, recorded, pair=True, aside_of=aside_of
+    )
 
 
 def _listed(spark: SparkSession, path: str) -> list[str]:

@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
@@ -447,6 +448,74 @@ def write_jsonl(path: Path, rows: list[dict | str | bytes]) -> Path:
             handle.write(row if isinstance(row, bytes) else row.encode())
             handle.write(b"\n")
     return path
+
+
+# The benchmark search log (bench/bench_ingest.py, bench/bench_spark.py, tests/test_spark.py):
+# seeded, 1M events by default, ~50k distinct queries, sessions of six, a click on a third, 2%
+# negative feedback, 1% of queries carrying an email or phone number.
+SEARCHLOG_SEED = 7
+
+_SEARCHLOG_EVENTS = """
+SELECT
+    printf('ev-%09d', i) AS event_id,
+    (TIMESTAMP '2026-11-16 00:00:00' + to_microseconds((i * 600000)::BIGINT))::VARCHAR AS ts,
+    printf('s%08d', i // 6) AS session_id,
+    printf('u%06d', hash(i // 6 + $seed) % 200000) AS user_id,
+    (['how do i', 'where is', 'cancel', 'refund', 'change', 'track', 'return', 'vacation',
+      'invoice', 'pto'])[(hash(i + $seed) % 10)::BIGINT + 1]
+      || ' ' || (['order', 'parcel', 'policy', 'days', 'address', 'card', 'label', 'payslip'])
+      [(hash(i * 7 + $seed) % 8)::BIGINT + 1]
+      || ' ' || (hash(i * 13 + $seed) % 625)::VARCHAR
+      || CASE WHEN hash(i + 3 * $seed) % 100 = 0 THEN ' for jane.doe@example.com'
+              WHEN hash(i + 5 * $seed) % 100 = 0 THEN ' call +44 20 7946 0958' ELSE '' END
+      AS query,
+    list_transform(range(10), lambda r: printf('doc-%d', hash(i + r * 31 + $seed) % 40000))
+      AS result_ids,
+    10 AS num_results,
+    CASE WHEN hash(i * 3 + $seed) % 3 = 0 THEN [printf('doc-%d', hash(i + $seed) % 40000)]
+         ELSE []::VARCHAR[] END AS clicked_ids,
+    CASE WHEN hash(i * 11 + $seed) % 50 = 0 THEN 'negative' END AS feedback
+FROM range($start, $stop) t(i)
+"""
+
+
+SEARCHLOG_FILES = ("jsonl", "parquet", "overlap", "new_half")
+
+
+def generate_searchlog(
+    out: Path, n: int, names: tuple[str, ...] = SEARCHLOG_FILES
+) -> dict[str, Path]:
+    """The bench files, made once per size (their names carry it); ``names`` picks some."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "jsonl": out / f"events_{n}.jsonl",
+        "parquet": out / f"events_{n}.parquet",
+        "overlap": out / f"events_{n}_overlap.jsonl",
+        "new_half": out / f"events_{n}_new_half.jsonl",
+    }
+    ranges = {
+        "jsonl": (0, n),
+        "parquet": (0, n),
+        "overlap": (n // 2, n + n // 2),
+        "new_half": (n, n + n // 2),
+    }
+    files = {name: path for name, path in files.items() if name in names}
+    con = duckdb.connect()
+    for name, path in files.items():
+        if path.exists():
+            continue
+        start, stop = ranges[name]
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE gen AS " + _SEARCHLOG_EVENTS,
+            {"seed": SEARCHLOG_SEED, "start": start, "stop": stop},
+        )
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        fmt = "parquet" if name == "parquet" else "json"
+        # COPY takes no parameters for its target; the path is this script's own.
+        con.execute(f"COPY gen TO '{str(tmp).replace(chr(39), chr(39) * 2)}' (FORMAT {fmt})")
+        tmp.rename(path)
+    con.close()
+    return files
 
 
 def trec_session_track_jsonl(xml_path: Path, out: Path) -> dict[str, int]:

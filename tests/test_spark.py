@@ -22,7 +22,7 @@ from goldmine.store import open_store, transaction
 from goldmine.text import norm_sql
 from goldmine.triage.events import build_query_days, mark_session_signals, normalize_events
 
-from helpers import trec_session_track_jsonl, unavailable, write_jsonl
+from helpers import generate_searchlog, trec_session_track_jsonl, unavailable, write_jsonl
 
 pytestmark = pytest.mark.slow  # a JVM and Spark local mode: make test-all, as CI runs
 
@@ -45,7 +45,7 @@ def spark_options():
     return spark.Options(master="local[2]", conf=TEST_CONF)
 
 
-def spark_import(db: Path, paths: list[Path], options, tmp_path: Path, **kwargs):
+def spark_import(db: Path, paths: list[Path], options, tmp_path: Path, fmt=None, **kwargs):
     from dataclasses import replace
 
     from goldmine.ingest import spark
@@ -53,9 +53,8 @@ def spark_import(db: Path, paths: list[Path], options, tmp_path: Path, **kwargs)
     out = tmp_path / f"summary-{len(list(tmp_path.glob('summary-*')))}"
     with open_store(db):
         pass
-    return spark.searchlog(
-        db, [str(p) for p in paths], kwargs, replace(options, summary_dir=str(out))
-    )
+    options = replace(options, summary_dir=str(out))
+    return spark.searchlog(db, [str(p) for p in paths], kwargs, options, fmt)
 
 
 def spark_summary(db: Path) -> list[tuple]:
@@ -63,10 +62,10 @@ def spark_summary(db: Path) -> list[tuple]:
         return con.execute(f"SELECT {COLUMNS} FROM search_summaries ORDER BY ALL").fetchall()
 
 
-def duckdb_summary(db: Path, paths: list[Path]) -> tuple[list[tuple], dict]:
+def duckdb_summary(db: Path, paths: list[Path], fmt=None) -> tuple[list[tuple], dict]:
     """The DuckDB engine: every event stored, then rolled up by the rules triage runs."""
     with open_store(db) as con:
-        result = api.searchlog(con, paths)
+        result = api.searchlog(con, paths, fmt)
         with transaction(con):
             normalize_events(con)
             mark_session_signals(con, signals.DEFAULT_WINDOW_S)
@@ -79,6 +78,18 @@ def assert_same(spark_rows: list[tuple], duck_rows: list[tuple]) -> None:
     assert len(spark_rows) == len(duck_rows)
     for got, want in zip(spark_rows, duck_rows, strict=True):
         assert got == want
+
+
+def assert_same_reasons(reasons: dict[str, int], duck: Path) -> None:
+    """The same reasons, counted alike; a number a reason quotes is written as Spark read it
+    ("1000000000000" where the line has "1000000000000.0"), so reasons compare by kind."""
+    kinds = sorted((reason.split(": 1")[0], n) for reason, n in reasons.items())
+    with open_store(duck) as con:
+        want = con.execute(
+            "SELECT split_part(reason, ': 1', 1) AS kind, count(*) FROM rejects GROUP BY ALL "
+            "ORDER BY ALL"
+        ).fetchall()
+    assert kinds == want
 
 
 # --- the rules that are not one SQL text: each side checked against the other ---------------
@@ -264,31 +275,173 @@ def test_edge_cases_same_summary(spark_options, tmp_path) -> None:
     assert result.total == total
     assert total["rejected"] == 13 and total["already_present"] == 2
     assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
-    # The same reasons, counted alike; a number a reason quotes is written as Spark read it
-    # ("1000000000000" where the line has "1000000000000.0"), so reasons compare by kind.
     reasons = result.files[0].extra["reject_reasons"]
-    kinds = sorted((reason.split(": 1")[0], n) for reason, n in reasons.items())
-    with open_store(tmp_path / "duck.duckdb") as con:
-        want = con.execute(
-            "SELECT split_part(reason, ': 1', 1) AS kind, count(*) FROM rejects GROUP BY ALL "
-            "ORDER BY ALL"
-        ).fetchall()
-    assert kinds == want
+    assert_same_reasons(reasons, tmp_path / "duck.duckdb")
     with open_store(tmp_path / "spark.duckdb") as con:
         examples = con.execute("SELECT reason, raw FROM rejects ORDER BY reason").fetchall()
     assert len(examples) == len(reasons) and all(raw for _, raw in examples)
 
 
-def test_generated_log_same_summary(spark_options, tmp_path) -> None:
-    """The benchmark's generator (sessions, clicks, feedback, PII-like tails), 30k events."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-    from bench_ingest import generate
-
-    log = generate(tmp_path, 30_000, ("jsonl",))["jsonl"]
+def test_benchmark_log_same_summary(spark_options, tmp_path) -> None:
+    """The benchmark's 1M-event log (helpers.generate_searchlog: sessions, clicks, feedback,
+    PII-like tails): every summary row and column alike, and the same accounting."""
+    log = generate_searchlog(tmp_path, 1_000_000, ("jsonl",))["jsonl"]
     duck, total = duckdb_summary(tmp_path / "duck.duckdb", [log])
     result = spark_import(tmp_path / "spark.duckdb", [log], spark_options, tmp_path)
+    assert result.total == total and total["stored"] == 1_000_000
+    got = spark_summary(tmp_path / "spark.duckdb")
+    assert len(got) > 100_000
+    assert_same(got, duck)
+
+
+PII_TEXTS = [
+    "mail jane.doe@example.com now",
+    "ip 192.168.1.20 and 999.1.1.1",
+    "v6 2001:db8::8a2e:370:7334 ok",
+    "iban GB82 WEST 1234 5698 7654 32 end",
+    "bad iban GB82 WEST 1234 5698 7654 33",
+    "card 4111 1111 1111 1111",
+    "not a card 4111-1111-1111-1112",
+    "x 4111111111111111 y 4111111111111111",
+    "é4111111111111111",
+    "call +44 20 7946 0958",
+    "(555) 123-4567 or 020 7946 0958",
+    "Ünïcode 555 123 4567ü",
+    "@support_team help",
+    "café@example.com",
+    "ORD-123456 twice ORD-123456",
+    "ticket TCK-991 open",
+    "plain text",
+    "",
+    None,
+]
+USER_PATTERNS = ["ORDER_ID=ORD-[0-9]{6}", r"WORD=\bplain\b", "TICKET=(?P<t>TCK)-[0-9]+"]
+
+
+@pytest.mark.parametrize("handles", [False, True])
+def test_redaction_agrees_with_duckdb(spark_options, handles) -> None:
+    """Each pattern, checksum and word boundary (ASCII in RE2, spelled out for Java)."""
+    import duckdb
+    from pyspark.sql import functions as F
+
+    from goldmine.ingest import spark as gs
+    from goldmine.ingest.redact import make_redactor, redact_text
+
+    redactor = make_redactor(True, USER_PATTERNS, handles=handles)
+    con = duckdb.connect()
+    want = [redact_text(con, t, redactor) for t in PII_TEXTS]
+    session = gs.session(spark_options.master, spark_options.conf)
+    frame = session.createDataFrame(list(enumerate(PII_TEXTS)), "i int, t string")
+    got = frame.select("i", gs.redact(F.col("t"), redactor).alias("r")).orderBy("i").collect()
+    assert [r["r"] for r in got] == want
+    assert "<CARD>" in want[5] and "<IBAN>" in want[3] and want[6] == PII_TEXTS[6]
+
+
+def test_redacted_log_same_summary(spark_options, tmp_path) -> None:
+    """--redact with a user pattern: the queries, and so the summary, redacted alike; the
+    rejects' examples too."""
+    from dataclasses import replace
+
+    from goldmine.ingest.redact import make_redactor
+
+    rows: list[dict | str] = [
+        {"event_id": f"p{i}", "ts": f"2026-11-16T10:0{i % 10}:00", "sid": "s1", "query": t}
+        for i, t in enumerate(PII_TEXTS)
+    ]
+    rows += ['{"query": "jane.doe@example.com", broken', *edge_rows()]
+    log = write_jsonl(tmp_path / "pii.jsonl", rows)
+    duck = tmp_path / "duck.duckdb"
+    with open_store(duck) as con:
+        total = api.searchlog(con, [log], redact=True, patterns=USER_PATTERNS).total
+        with transaction(con):
+            normalize_events(con)
+            mark_session_signals(con, signals.DEFAULT_WINDOW_S)
+            build_query_days(con)
+        want = con.execute(f"SELECT {COLUMNS} FROM triage_query_days ORDER BY ALL").fetchall()
+        bad = con.execute("SELECT raw FROM rejects WHERE reason = 'malformed JSON'").fetchall()
+    options = replace(spark_options, redactor=make_redactor(True, USER_PATTERNS))
+    result = spark_import(tmp_path / "spark.duckdb", [log], options, tmp_path)
     assert result.total == total
+    got = spark_summary(tmp_path / "spark.duckdb")
+    assert_same(got, want)
+    assert any(r[2] == "mail email now" for r in got) and "jane.doe" not in str(got)
+    with open_store(tmp_path / "spark.duckdb") as con:
+        example = con.execute("SELECT raw FROM rejects WHERE reason = 'malformed JSON'").fetchall()
+        assert con.execute("SELECT options->>'redact' FROM import_batches").fetchall() == [
+            ("true",)
+        ]
+    assert example[0][0] in [r[0] for r in bad] and "jane.doe" not in example[0][0]
+
+
+def _csv_text(rows: list[dict | str], sep: str) -> str:
+    """The edge log's objects as CSV: lists and objects as JSON text, no value as empty."""
+    import csv
+    import io
+
+    objects = [r for r in rows if isinstance(r, dict)]
+    names = list(dict.fromkeys(k for r in objects for k in r))
+    out = io.StringIO()
+    writer = csv.writer(out, delimiter=sep, lineterminator="\n")
+    writer.writerow(names)
+    for r in objects:
+        values = [r.get(k) for k in names]
+        writer.writerow(
+            "" if v is None else v if isinstance(v, str) else json.dumps(v) for v in values
+        )
+    return out.getvalue()
+
+
+def _write_as(kind: str, folder: Path) -> Path:
+    """The edge log in another form the DuckDB engine reads."""
+    import gzip
+
+    import zstandard
+
+    rows = edge_rows()
+    if kind == "csv":
+        # a quoted empty value, a doubled quote, a delimiter inside quotes
+        text = _csv_text(rows, ",")
+        quoted = {"event_id": "qe", "session_id": '""', "query": '"say ""hi"", ok"'}
+        text += ",".join(quoted.get(k, "") for k in text.split("\n")[0].split(",")) + "\n"
+        return _write(folder / "edge.csv", text.encode())
+    if kind == "txt, --format csv":
+        return _write(folder / "edge.txt", _csv_text(rows, ";").encode())
+    if kind == "tsv.gz":
+        return _write(folder / "edge.tsv.gz", gzip.compress(_csv_text(rows, "\t").encode()))
+    if kind == "jsonl.zst":
+        raw = write_jsonl(folder / "plain.jsonl", rows).read_bytes()
+        return _write(folder / "edge.jsonl.zst", zstandard.ZstdCompressor().compress(raw))
+    objects = [r for r in rows if isinstance(r, dict)]
+    if kind == "json-objects":  # with a byte-order mark, as some exporters write
+        return _write(
+            folder / "edge.json", b"\xef\xbb\xbf" + json.dumps(objects, indent=1).encode()
+        )
+    # an array with other values in it: those are rejects ('not a JSON object')
+    mixed = [5, *objects[:8], "s", [1], None, *objects[8:], {}]
+    return _write(folder / "edge.json", json.dumps(mixed).encode())
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+FORMS = ["csv", "txt, --format csv", "tsv.gz", "jsonl.zst", "json-objects", "json-mixed"]
+
+
+@pytest.mark.parametrize("kind", FORMS)
+def test_other_formats_same_summary(spark_options, tmp_path, kind) -> None:
+    """CSV (sniffed delimiter, quoting, empty values), gzip and zstd, JSON array documents
+    (objects only, streamed; with other values, read whole): both engines alike."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    log = _write_as(kind, folder)
+    fmt = "csv" if "--format" in kind else None
+    duck, total = duckdb_summary(tmp_path / "duck.duckdb", [log], fmt)
+    result = spark_import(tmp_path / "spark.duckdb", [log], spark_options, tmp_path, fmt)
+    assert result.total == total and total["stored"] > 20
     assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
+    assert_same_reasons(result.files[0].extra["reject_reasons"], tmp_path / "duck.duckdb")
 
 
 def test_ubi_same_summary(spark_options, tmp_path) -> None:
@@ -357,17 +510,26 @@ def test_ubi_same_summary(spark_options, tmp_path) -> None:
             "event_attributes": {"object": {"object_id": "hr-2"}},
         },
         "not an event",
+        "[1, 2]",
+        '{"action_name": "click", "query_id": "q2"',
+        "",
+        "{}",
     ]
     q = write_jsonl(tmp_path / "ubi_queries.ndjson", queries)
     e = write_jsonl(tmp_path / "ubi_events.ndjson", events)
     duck = tmp_path / "duck.duckdb"
     with open_store(duck) as con:
-        total = api.ubi(con, q, e).total
+        imported = api.ubi(con, q, e)
+        total = imported.total
         with transaction(con):
             normalize_events(con)
             mark_session_signals(con, signals.DEFAULT_WINDOW_S)
             build_query_days(con)
         want = con.execute(f"SELECT {COLUMNS} FROM triage_query_days ORDER BY ALL").fetchall()
+        event_reasons = con.execute(
+            "SELECT reason, count(*) FROM rejects WHERE starts_with(reason, 'ubi_events: ') "
+            "GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
     db = tmp_path / "spark.duckdb"
     with open_store(db):
         pass
@@ -384,6 +546,27 @@ def test_ubi_same_summary(spark_options, tmp_path) -> None:
         }
     )
     assert_same(spark_summary(db), want)
+    # the events file's bad records: counted with their reasons, apart from the queries
+    extra = result.files[0].extra
+    counts = ("events_in", "events_rejected", "events_with_object")
+    assert (
+        {k: extra[k] for k in counts}
+        == imported.files[0].extra
+        == {
+            "events_in": 9,
+            "events_rejected": 3,
+            "events_with_object": 5,
+        }
+    )
+    assert sorted(extra["events_reject_reasons"].items()) == event_reasons
+    with open_store(db) as con:
+        examples = con.execute(
+            "SELECT reason, raw FROM rejects WHERE starts_with(reason, 'ubi_events: ') "
+            "ORDER BY reason"
+        ).fetchall()
+    assert [r for r, _ in examples] == [r for r, _ in event_reasons] and all(
+        raw for _, raw in examples
+    )
     assert spark.ubi(db, str(q), str(e), ["click"], options).files[0].skipped
 
 
@@ -470,8 +653,8 @@ def test_cli_engine_options(cli, tmp_path) -> None:
     assert out.returncode == 2 and "need --engine spark" in out.stderr
     out = cli("ingest", "searchlog", str(log), "--engine", "flink", "--db", db)
     assert out.returncode == 2 and "duckdb or spark" in out.stderr
-    out = cli("ingest", "searchlog", str(log), "--engine", "spark", "--redact", "--db", db)
-    assert out.returncode == 2 and "--redact cannot be used with --engine spark" in out.stderr
+    out = cli("ingest", "searchlog", str(log), "--engine", "spark", "--format", "xml", "--db", db)
+    assert out.returncode == 2 and "--engine spark reads --format jsonl" in out.stderr
     env = {"JAVA_HOME": str(tmp_path / "nojava"), "PATH": str(Path(sys.executable).parent)}
     out = cli("ingest", "searchlog", str(log), "--engine", "spark", "--db", db, env=env)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
