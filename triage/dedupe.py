@@ -290,44 +290,79 @@ def blocked_pairs(
     return found
 
 
+def block_table(texts: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+    """The blocks as arrays of member indexes (by block id, in order of first use) and each
+    text's block ids, one row per text padded with -1."""
+    keys = block_keys(texts)
+    ids: dict[str, int] = {}
+    members: list[list[int]] = []
+    table = np.full((len(texts), max(map(len, keys), default=1)), -1, dtype=np.int32)
+    for j, own in enumerate(keys):
+        row = []
+        for key in own:
+            b = ids.setdefault(key, len(ids))
+            if b == len(members):
+                members.append([])
+            members[b].append(j)
+            row.append(b)
+        table[j, : len(row)] = row
+    return [np.asarray(m, dtype=np.int64) for m in members], table
+
+
+PAIR_CHUNK = 500_000  # candidate pairs per step of the shared-block check (x width^2 bytes)
+
+
+def _first_shared_here(table: np.ndarray, i: np.ndarray, j: np.ndarray, block: int) -> np.ndarray:
+    """Whether ``block`` is the lowest-numbered block texts i and j share (pairwise): a pair found
+    in several blocks is judged in one of them, with no set of pairs already judged (at 1M
+    queries such a set held tens of millions of pairs)."""
+    keep = np.empty(len(i), dtype=bool)
+    for a in range(0, len(i), PAIR_CHUNK):
+        ti, tj = table[i[a : a + PAIR_CHUNK]], table[j[a : a + PAIR_CHUNK]]
+        lower = np.where((ti >= 0) & (ti < block), ti, -2)  # i's blocks numbered below this one
+        keep[a : a + PAIR_CHUNK] = ~(lower[:, :, None] == tj[:, None, :]).any(axis=(1, 2))
+    return keep
+
+
 def best_partners(
     queries: list[int],
     texts: list[str],
     advance: Callable[[int], None] | None = None,
-    blocks: dict[str, list[int]] | None = None,
+    blocked: tuple[list[np.ndarray], np.ndarray] | None = None,
 ) -> dict[int, tuple[int, float]]:
     """For each of ``queries`` (indexes into ``texts``, which are in rank order), its best-ranked
     variant ranked above it: {i: (j, score)} with the smallest j < i among the pairs
     :func:`blocked_pairs` would find. Candidates over the cutoff are checked in rank order and the
     first variant ends the search, so a head query's many variants cost one check each rather
     than one per pair of them (at 200k generated queries the word rule over every pair was 90% of
-    the step). ``blocks`` is ``block_index(texts)`` when the caller has it already."""
+    the step); a pair two texts' blocks both hold is judged in the first of them only.
+    ``advance`` is told of each block done; ``blocked`` is ``block_table(texts)`` if the caller
+    has it."""
+    blocks, table = blocked or block_table(texts)
     wanted = np.zeros(len(texts), dtype=bool)
     wanted[queries] = True
     best: dict[int, tuple[int, float]] = {}
-    # a pair sharing several blocking keys comes up in each of their blocks: judge it once
-    rejected: set[tuple[int, int]] = set()
-    for members in (blocks or block_index(texts)).values():
+    best_j = np.arange(len(texts), dtype=np.int64)  # best[i][0] once found; i itself before
+    for block, members in enumerate(blocks):
         if advance is not None:
             advance(1)
-        members_arr = np.asarray(members)
-        mine = members_arr[wanted[members_arr]]
+        mine = members[wanted[members]]
         if len(mine) == 0 or len(members) < 2:
             continue
         # only partners ranked above the query can be its canonical
-        above = members_arr[members_arr < mine.max()]
+        above = members[members < mine.max()]
         r, c, score = over_cutoff([texts[i] for i in mine], [texts[j] for j in above])
         i, j = mine[r], above[c]
-        keep = j < i
+        keep = j < best_j[i]  # above the query and above the best partner it has so far
+        keep[keep] = _first_shared_here(table, i[keep], j[keep], block)
         i, j, score = i[keep], j[keep], score[keep]
         for n in np.lexsort((j, i)):
             a, b = int(i[n]), int(j[n])
-            if (a in best and best[a][0] <= b) or (a, b) in rejected:
+            if best_j[a] <= b:
                 continue
             if variants(texts[a], texts[b]):
                 best[a] = (b, float(score[n]))
-            else:
-                rejected.add((a, b))
+                best_j[a] = b
     return best
 
 
@@ -352,9 +387,9 @@ def plan_canonicals(rows_df, description: str = "fuzzy dedupe"):
     texts = rows_df["norm_query"].to_list()
     known = dict(zip(texts, rows_df["canonical_query"].to_list(), strict=True))
     new_idx = np.flatnonzero(new_mask)  # rank order: the frame is sorted best first
-    blocks = block_index(texts)
-    with progress(description, total=len(blocks)) as advance:
-        best = best_partners([int(i) for i in new_idx], texts, advance, blocks)
+    blocked = block_table(texts)
+    with progress(description, total=len(blocked[0])) as advance:
+        best = best_partners([int(i) for i in new_idx], texts, advance, blocked)
     canonical: list[str] = []
     scores: list[float] = []
     for i in new_idx:
