@@ -81,6 +81,186 @@ def generate(path: Path, spans: int) -> None:
             out.write(json.dumps(request, separators=(",", ":")) + "\n")
 
 
+def _docs(rng: random.Random) -> list[tuple[str, float, str]]:
+    """Ten documents: id, score, 80 characters of content."""
+    out = []
+    for r in range(10):
+        content = " ".join(rng.choice(WORDS) for _ in range(12))[:80]
+        out.append((f"doc-{rng.randrange(40000)}", round(1 - r / 10, 2), content))
+    return out
+
+
+def _langfuse(i: int, rng: random.Random) -> list[dict]:
+    tid, ts = f"lf-{i}", f"2026-11-21T09:{i // 60 % 60:02d}:{i % 60:02d}.000Z"
+    docs = [{"page_content": c, "metadata": {"chunk_id": d, "score": s}} for d, s, c in _docs(rng)]
+    obs = [
+        {
+            "id": f"{tid}-r",
+            "traceId": tid,
+            "type": "RETRIEVER",
+            "name": "retrieve",
+            "startTime": ts,
+            "endTime": ts,
+            "parentObservationId": None,
+            "input": {"query": " ".join(rng.choice(WORDS) for _ in range(4))},
+            "output": docs,
+            "level": "DEFAULT",
+            "statusMessage": None,
+            "metadata": {},
+            "model": None,
+        },
+        {
+            "id": f"{tid}-g",
+            "traceId": tid,
+            "type": "GENERATION",
+            "name": "answer",
+            "startTime": ts,
+            "endTime": ts,
+            "parentObservationId": None,
+            "input": None,
+            "output": {"role": "assistant", "content": ANSWERS[i % 20 == 0]},
+            "level": "DEFAULT",
+            "statusMessage": None,
+            "metadata": {},
+            "model": "gpt",
+        },
+    ]
+    scores = (
+        [
+            {
+                "id": f"sc-{i}",
+                "traceId": tid,
+                "observationId": None,
+                "name": "user-feedback",
+                "value": i % 3 / 2,
+                "stringValue": None,
+                "dataType": "NUMERIC",
+                "source": "API",
+                "comment": None,
+                "timestamp": ts,
+            }
+        ]
+        if i % 10 == 0
+        else []
+    )
+    return [
+        {
+            "id": tid,
+            "timestamp": ts,
+            "name": "rag-query",
+            "input": None,
+            "output": None,
+            "sessionId": f"s{i // 4}",
+            "userId": f"u{i % 5000}",
+            "metadata": {},
+            "tags": [],
+            "observations": obs,
+            "scores": scores,
+        }
+    ]
+
+
+def _langsmith(i: int, rng: random.Random) -> list[dict]:
+    root, ts = f"r{i}", f"2026-11-22T08:{i // 60 % 60:02d}:{i % 60:02d}.000000"
+
+    def run(rid, run_type, parent, inputs, outputs, metadata=None):
+        return {
+            "id": rid,
+            "name": run_type,
+            "run_type": run_type,
+            "start_time": ts,
+            "end_time": ts,
+            "inputs": inputs,
+            "outputs": outputs,
+            "error": None,
+            "extra": {"metadata": metadata or {}},
+            "trace_id": root,
+            "parent_run_id": parent,
+            "tags": [],
+            "feedback_stats": None,
+            "status": "success",
+        }
+
+    query = " ".join(rng.choice(WORDS) for _ in range(4))
+    docs = [
+        {"page_content": c, "metadata": {"id": d, "score": s}, "type": "Document"}
+        for d, s, c in _docs(rng)
+    ]
+    return [
+        run(
+            root,
+            "chain",
+            None,
+            {"question": query},
+            {"output": ANSWERS[i % 20 == 0]},
+            {"thread_id": f"s{i // 4}", "user_id": f"u{i % 5000}"},
+        ),
+        run(f"{root}-r", "retriever", root, {"query": query}, {"documents": docs}),
+        run(f"{root}-l", "llm", root, {}, {"generations": [[{"text": ANSWERS[i % 20 == 0]}]]}),
+    ]
+
+
+def _openai(i: int, rng: random.Random) -> list[dict]:
+    query = " ".join(rng.choice(WORDS) for _ in range(4))
+    docs = [{"id": d, "score": s, "content": c} for d, s, c in _docs(rng)]
+    call = {
+        "id": f"call_{i}",
+        "type": "function",
+        "function": {"name": "search_docs", "arguments": json.dumps({"query": query})},
+    }
+    return [{"id": f"conv-{i}", "user": f"u{i % 5000}",
+             "created_at": f"2026-11-23T15:{i // 60 % 60:02d}:{i % 60:02d}Z", "messages": [
+        {"role": "system", "content": "Answer from the knowledge base."},
+        {"role": "user", "content": query},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"call_{i}", "content": json.dumps(docs)},
+        {"role": "assistant", "content": ANSWERS[i % 20 == 0]}]}]  # fmt: skip
+
+
+def _openinference(i: int, rng: random.Random) -> list[dict]:
+    trace, ts = f"t{i}", f"2026-11-20T10:{i // 60 % 60:02d}:{i % 60:02d}+00:00"
+
+    def span(sid, kind, parent, attrs):
+        return {
+            "name": kind.lower(),
+            "context": {"trace_id": trace, "span_id": sid},
+            "span_kind": kind,
+            "parent_id": parent,
+            "start_time": ts,
+            "end_time": ts,
+            "status_code": "OK",
+            "status_message": "",
+            "attributes": {"openinference.span.kind": kind, **attrs},
+            "events": [],
+        }
+
+    docs = {}
+    for r, (d, s, c) in enumerate(_docs(rng)):
+        docs[f"retrieval.documents.{r}.document.id"] = d
+        docs[f"retrieval.documents.{r}.document.score"] = s
+        docs[f"retrieval.documents.{r}.document.content"] = c
+    query = " ".join(rng.choice(WORDS) for _ in range(4))
+    return [
+        span(f"{trace}-c", "CHAIN", None, {"session.id": f"s{i // 4}", "user.id": f"u{i % 5000}"}),
+        span(f"{trace}-r", "RETRIEVER", f"{trace}-c", {"input.value": query, **docs}),
+        span(f"{trace}-l", "LLM", f"{trace}-c", {"output.value": ANSWERS[i % 20 == 0]}),
+    ]
+
+
+RECORDS = {"langfuse": _langfuse, "langsmith": _langsmith, "openai": _openai,
+           "openinference": _openinference}  # fmt: skip
+
+
+def generate_records(path: Path, fmt: str, retrievals: int) -> None:
+    """A seeded export in one of the record-by-record formats: ``retrievals`` retrievals of 10
+    documents each, with their traces' other records (an answer, a session, some feedback)."""
+    rng = random.Random(SEED)
+    with path.open("w") as out:
+        for i in range(retrievals):
+            for record in RECORDS[fmt](i, rng):
+                out.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+
 _CHILD = r"""
 import json, os, sys, time
 from pathlib import Path
