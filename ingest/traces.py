@@ -210,26 +210,9 @@ CREATE OR REPLACE TEMP MACRO gm_json_at(k, v, name) AS CASE
 """
 
 
-def _otlp_stream_sql(doc_field: str | None) -> str:
-    """The span rows of an OTLP/JSON lines file (``$gm_path``), into gm_tspan."""
-    fields = [doc_field] if doc_field else list(_ID_FIELDS)
-    # A document's field by a dotted path (checked by _doc_field: letters, digits, _ . -): the
-    # dotted attribute itself, else the path inside the JSON its first part holds
-    # (``metadata`` → ``{"chunk_id": …}``).
-    oi, gen = [], []
-    for f in fields:
-        head, _, rest = f.partition(".")
-        oi.append(f"gm_at(k, v, p || '{f}')")
-        if rest:
-            path = "$." + ".".join(f'"{part}"' for part in rest.split("."))
-            oi.append(f"json_extract_string(gm_json_at(k, v, p || '{head}'), '{path}')")
-        gen.append("json_extract_string(d, '$." + ".".join(f'"{x}"' for x in f.split(".")) + "')")
-    oi_id, gen_id = ", ".join(oi), ", ".join(gen)
-    oi_content = ", ".join(f"gm_at(k, v, p || '{f}')" for f in _CONTENT_FIELDS)
-    gen_content = ", ".join(f"'$.{f}'" for f in _CONTENT_FIELDS)
-    at = "gm_at(k, v, '{}')".format
-    return f"""
-INSERT INTO gm_tspan BY NAME
+# The spans of an OTLP/JSON lines file (``$gm_path``): ``attrs`` has a row per span with its
+# fields and its attributes as two lists, as ``_spans_sql`` reads them.
+_OTLP_ATTRS = f"""
 WITH lines AS (
     SELECT hash(raw) AS lh, raw, {OBJECT} AS gm_object,
            try(json_transform(raw, $structure)) AS r
@@ -250,10 +233,91 @@ spans AS (
     FROM lines
 ),
 attrs AS (
-    SELECT lh, err, span, list_transform(span.attributes, lambda a: a.key) AS k,
-           list_transform(span.attributes, lambda a: gm_av(a.value)) AS v
+    SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
+        nullif(span.parentSpanId, '') AS parent_id, NULL::VARCHAR AS ts_text,
+        make_timestamp((try_cast(span.startTimeUnixNano AS HUGEINT) // 1000)::BIGINT) AS ts,
+        span.status.code AS status_code, span.status.message AS status_msg,
+        list_transform(span.attributes, lambda a: a.key) AS k,
+        list_transform(span.attributes, lambda a: gm_av(a.value)) AS v
     FROM spans
+),"""
+
+# Phoenix's span JSON, parsed into ``gm_lines`` (``_LINES``): the attributes, nested objects or
+# dotted keys, flattened into dotted keys (six levels: ``retrieval.documents.0.document.
+# metadata.chunk_id``); the span's kind and conversation, where only the span has them, after
+# the attributes (the first of a key is the one read). Span annotations are feedback, not spans.
+_OI_SPAN = {
+    "context": {"span_id": "VARCHAR", "trace_id": "VARCHAR"}, "span_id": "VARCHAR",
+    "trace_id": "VARCHAR", "parent_id": "VARCHAR", "parent_span_id": "VARCHAR",
+    "span_kind": "VARCHAR", "start_time": "VARCHAR", "start_time_ns": "VARCHAR",
+    "status_code": "VARCHAR", "status_message": "VARCHAR",
+    "conversation": {"conversation_id": "VARCHAR"}, "result": {"label": "VARCHAR",
+                                                               "score": "VARCHAR"},
+    "attributes": "JSON",
+}  # fmt: skip
+_OI_FLAT = r"""
+CREATE OR REPLACE TEMP MACRO gm_kv_of(gm_k, gm_j) AS CASE
+    WHEN gm_j IS NULL THEN []
+    WHEN left(gm_j::VARCHAR, 1) = '{' THEN list_transform(
+        map_entries(json_transform(gm_j, '"MAP(VARCHAR, JSON)"')),
+        lambda me: {'k': CASE WHEN gm_k = '' THEN me.key ELSE gm_k || '.' || me.key END,
+                    'v': me.value})
+    WHEN left(gm_j::VARCHAR, 1) = '[' THEN list_transform(from_json(gm_j, '["JSON"]'),
+        lambda ae, ai: {'k': gm_k || '.' || (ai - 1), 'v': ae})
+    ELSE [{'k': gm_k, 'v': gm_j}] END;
+CREATE OR REPLACE TEMP MACRO gm_flat1(kvs) AS
+    flatten(list_transform(kvs, lambda fe: gm_kv_of(fe.k, fe.v)));
+CREATE OR REPLACE TEMP MACRO gm_flat(j) AS list_filter(
+    gm_flat1(gm_flat1(gm_flat1(gm_flat1(gm_flat1(gm_kv_of('', j)))))),
+    lambda le: left(le.v::VARCHAR, 1) NOT IN ('{', '['));
+"""
+_OI_ATTRS = """
+WITH flat AS (
+    SELECT lh, err, r, list_concat(gm_flat(r.attributes), [
+        {'k': 'openinference.span.kind', 'v': to_json(r.span_kind)},
+        {'k': 'gen_ai.conversation.id', 'v': to_json(r.conversation.conversation_id)}]) AS kv
+    FROM gm_lines WHERE err IS NOT NULL OR (r.result.label IS NULL AND r.result.score IS NULL)
 ),
+attrs AS (
+    SELECT lh, err, coalesce(r.context.trace_id, r.trace_id) AS trace_id,
+        coalesce(r.context.span_id, r.span_id) AS span_id,
+        nullif(coalesce(r.parent_id, r.parent_span_id), '') AS parent_id,
+        r.start_time AS ts_text, coalesce(gm_ts(r.start_time),
+            make_timestamp((try_cast(r.start_time_ns AS HUGEINT) // 1000)::BIGINT)) AS ts,
+        r.status_code, r.status_message AS status_msg,
+        list_transform(kv, lambda e: e.k) AS k,
+        list_transform(kv, lambda e: json_extract_string(e.v, '$')) AS v
+    FROM flat
+),"""
+_OI_ANNOTATIONS = """
+INSERT INTO gm_tfb
+SELECT NULL, coalesce(r.span_id, r.context.span_id), r.result.label,
+       try_cast(r.result.score AS DOUBLE)
+FROM gm_lines WHERE err IS NULL AND (r.result.label IS NOT NULL OR r.result.score IS NOT NULL)
+"""
+
+
+def _spans_sql(attrs: str, doc_field: str | None) -> str:
+    """The span rows, into gm_tspan, of ``attrs`` (``_OTLP_ATTRS``, ``_OI_ATTRS``)."""
+    fields = [doc_field] if doc_field else list(_ID_FIELDS)
+    # A document's field by a dotted path (checked by _doc_field: letters, digits, _ . -): the
+    # dotted attribute itself, else the path inside the JSON its first part holds
+    # (``metadata`` → ``{"chunk_id": …}``).
+    oi, gen = [], []
+    for f in fields:
+        head, _, rest = f.partition(".")
+        oi.append(f"gm_at(k, v, p || '{f}')")
+        if rest:
+            path = "$." + ".".join(f'"{part}"' for part in rest.split("."))
+            oi.append(f"json_extract_string(gm_json_at(k, v, p || '{head}'), '{path}')")
+        gen.append("json_extract_string(d, '$." + ".".join(f'"{x}"' for x in f.split(".")) + "')")
+    oi_id, gen_id = ", ".join(oi), ", ".join(gen)
+    oi_content = ", ".join(f"gm_at(k, v, p || '{f}')" for f in _CONTENT_FIELDS)
+    gen_content = ", ".join(f"'$.{f}'" for f in _CONTENT_FIELDS)
+    at = "gm_at(k, v, '{}')".format
+    return f"""
+INSERT INTO gm_tspan BY NAME
+{attrs}
 typed AS (
     SELECT *, CASE
         WHEN upper({at("openinference.span.kind")}) = 'RETRIEVER'
@@ -273,11 +337,9 @@ once AS (
     FROM typed
 ),
 rows AS (
-SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
-    nullif(span.parentSpanId, '') AS parent_id, CASE WHEN err IS NULL THEN kind END AS kind,
-    make_timestamp((try_cast(span.startTimeUnixNano AS HUGEINT) // 1000)::BIGINT) AS ts,
-    upper(span.status.code) IN ('ERROR', 'STATUS_CODE_ERROR', '2') AS failed,
-    span.status.message AS status_msg,
+SELECT lh, err, trace_id, span_id, parent_id, CASE WHEN err IS NULL THEN kind END AS kind,
+    ts_text, ts, upper(status_code) IN ('ERROR', 'STATUS_CODE_ERROR', '2') AS failed,
+    status_msg,
     coalesce({at("session.id")}, {at("gen_ai.conversation.id")}) AS session_id,
     coalesce({at("user.id")}, {at("enduser.id")}) AS user_id,
     CASE WHEN kind = 'RETRIEVER' THEN coalesce({at("gen_ai.retrieval.query.text")},
@@ -759,6 +821,7 @@ FROM gm_lines WHERE err IS NULL AND coalesce(r.feedback, r.rating) IS NOT NULL
 ]
 
 _STREAMED = {
+    "openinference": (_struct(_OI_SPAN), [_OI_ANNOTATIONS]),
     "langsmith": (_LS_LINE, _LANGSMITH_STREAM),
     "langfuse": (_LF_LINE, _LANGFUSE_STREAM),
     "openai": (_OA_LINE, _OPENAI_STREAM),
@@ -899,13 +962,13 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str], state: dict[str, An
 def stream(
     con: duckdb.DuckDBPyConnection, item: InputFile, keys: list[str], state: dict[str, Any]
 ) -> bool:
-    """Stage a JSON lines file straight from disk: OTLP (see ``_otlp_stream_sql``), LangSmith,
-    Langfuse and OpenAI (see ``_LINES``); False for anything else, which takes the
-    record-by-record path."""
+    """Stage a JSON lines file straight from disk, in any format (OTLP and OpenInference spans
+    through ``_spans_sql``, the others through ``_STREAMED``); False when the format is not
+    known (no record could be read), which takes the record-by-record path."""
     if item.format != "jsonl":
         return False
     fmt = _choose(keys, state["forced"])
-    if fmt != "otel" and fmt not in _STREAMED:
+    if fmt is None:
         return False
     state["format"] = fmt
     con.execute(MACROS)
@@ -913,11 +976,14 @@ def stream(
     con.execute(_SPAN_TABLE)
     params = {"gm_path": str(item.path), "gm_compression": item.compression}
     if fmt == "otel":
-        run_sql(con, _otlp_stream_sql(state.get("doc_field")),
+        run_sql(con, _spans_sql(_OTLP_ATTRS, state.get("doc_field")),
                 {**params, "structure": OTLP_STRUCTURE})  # fmt: skip
         return True
     structure, statements = _STREAMED[fmt]
+    if fmt == "openinference":
+        statements = [_spans_sql(_OI_ATTRS, state.get("doc_field")), *statements]
     con.execute(_items_macro(state.get("doc_field")))
+    con.execute(_OI_FLAT)
     run_sql(con, _LINES, {**params, "structure": structure})
     for sql in statements:
         con.execute(sql)
