@@ -9,12 +9,18 @@ spans). Then, each in a fresh process and a fresh on-disk DuckDB file, times:
 - goldmine ingest traces of the same file (redaction on, as by default; and --no-redact)
 - re-import of the same file (known by its hash)
 
+``--format langfuse`` (or langsmith, openai, openinference) generates that format's export
+instead (``--spans`` retrievals of 10 documents, each with its trace's other records: an answer, a
+session, some feedback) and also times the record-by-record reader the format took before it
+streamed (``records``: the whole file as text, then JSON functions over it), for its peak RSS.
+
 Prints medians over ``--repeat`` runs (and each run), same-run ratios, the CPU time each run
 took (user + system: on a machine shared with other work, the ratio of CPU times moves less than
 that of wall times) and each run's peak RSS (VmHWM); asserts nothing. ``--limit 1GB`` runs every
 child under that DuckDB memory limit (``GOLDMINE_MEMORY_LIMIT`` for goldmine, ``memory_limit`` for
 the bare load), as a small machine would.
-Run: ``.venv/bin/python bench/bench_traces.py [--spans N] [--repeat R] [--limit 1GB]``
+Run: ``.venv/bin/python bench/bench_traces.py [--spans N] [--repeat R] [--limit 1GB]
+[--format otel|langfuse|langsmith|openai|openinference]``
 """
 
 from __future__ import annotations
@@ -275,6 +281,18 @@ if kind == "bare":
     con.close()
     elapsed = time.perf_counter() - start
     stored = None
+elif kind == "records":  # the record-by-record reader, the file's stream switched off
+    import dataclasses
+    from goldmine.ingest import batch, files, traces
+    from goldmine.ingest.redact import make_redactor
+    from goldmine.store import open_store
+    target = dataclasses.replace(traces.target(), stream=None, number=None)
+    start = time.perf_counter()
+    with open_store(db) as con:
+        result = batch.run(con, target, files.discover([path]),
+                           make_redactor(True, None, handles=True), {})
+    elapsed = time.perf_counter() - start
+    stored = result.total
 else:
     from goldmine.ingest import api
     from goldmine.store import open_store
@@ -314,24 +332,28 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--limit", default=None, help="DuckDB memory limit for every run")
+    parser.add_argument("--format", default="otel", choices=["otel", *RECORDS])
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
-    path = OUT / f"traces_otlp_{args.spans}.jsonl"
+    otel = args.format == "otel"
+    path = OUT / f"traces_{'otlp' if otel else args.format}_{args.spans}.jsonl"
     if not path.exists():
         start = time.perf_counter()
-        generate(path, args.spans)
+        if otel:
+            generate(path, args.spans)
+        else:
+            generate_records(path, args.format, args.spans)
         print(f"generated {path.name} in {time.perf_counter() - start:.1f}s", file=sys.stderr)
     size = path.stat().st_size / 1e6
     cap = f", memory limit {args.limit}" if args.limit else ""
-    print(
-        f"{args.spans:,} retriever spans (3 spans a trace, 10 documents each), {size:.0f} MB{cap}"
-    )
+    shape = "retriever spans (3 spans a trace" if otel else f"{args.format} retrievals (a trace"
+    print(f"{args.spans:,} {shape}, 10 documents each), {size:.0f} MB{cap}")
     db = OUT / "bench_traces.duckdb"
-    runs: dict[str, list[dict]] = {"bare": [], "redact": [], "plain": [], "reimport": []}
+    kinds = ["bare", "plain", "redact"] + ([] if otel else ["records"])
+    runs: dict[str, list[dict]] = {k: [] for k in [*kinds, "reimport"]}
     for _ in range(args.repeat):
-        runs["bare"].append(measure("bare", path, db, limit=args.limit))
-        runs["plain"].append(measure("plain", path, db, limit=args.limit))
-        runs["redact"].append(measure("redact", path, db, limit=args.limit))
+        for kind in kinds:
+            runs[kind].append(measure(kind, path, db, limit=args.limit))
         runs["reimport"].append(measure("redact", path, db, fresh=False, limit=args.limit))
     bare = statistics.median(r["seconds"] for r in runs["bare"])
     bare_cpu = statistics.median(r["cpu"] for r in runs["bare"])
@@ -339,9 +361,12 @@ def main() -> None:
         "bare": "bare read_json into a table",
         "redact": "ingest traces (redaction on)",
         "plain": "ingest traces --no-redact",
+        "records": "record-by-record (before)",
         "reimport": "re-import (same file hash)",
     }
     for kind, label in labels.items():
+        if kind not in runs:
+            continue
         secs = statistics.median(r["seconds"] for r in runs[kind])
         cpu = statistics.median(r["cpu"] for r in runs[kind])
         rss = max(r["rss_mb"] for r in runs[kind])
