@@ -9,12 +9,18 @@ spans). Then, each in a fresh process and a fresh on-disk DuckDB file, times:
 - goldmine ingest traces of the same file (redaction on, as by default; and --no-redact)
 - re-import of the same file (known by its hash)
 
+``--format langfuse`` (or langsmith, openai, openinference) generates that format's export
+instead (``--spans`` retrievals of 10 documents, each with its trace's other records: an answer, a
+session, some feedback) and also times the record-by-record reader the format took before it
+streamed (``records``: the whole file as text, then JSON functions over it), for its peak RSS.
+
 Prints medians over ``--repeat`` runs (and each run), same-run ratios, the CPU time each run
 took (user + system: on a machine shared with other work, the ratio of CPU times moves less than
 that of wall times) and each run's peak RSS (VmHWM); asserts nothing. ``--limit 1GB`` runs every
 child under that DuckDB memory limit (``GOLDMINE_MEMORY_LIMIT`` for goldmine, ``memory_limit`` for
 the bare load), as a small machine would.
-Run: ``.venv/bin/python bench/bench_traces.py [--spans N] [--repeat R] [--limit 1GB]``
+Run: ``.venv/bin/python bench/bench_traces.py [--spans N] [--repeat R] [--limit 1GB]
+[--format otel|langfuse|langsmith|openai|openinference]``
 """
 
 from __future__ import annotations
@@ -81,6 +87,186 @@ def generate(path: Path, spans: int) -> None:
             out.write(json.dumps(request, separators=(",", ":")) + "\n")
 
 
+def _docs(rng: random.Random) -> list[tuple[str, float, str]]:
+    """Ten documents: id, score, 80 characters of content."""
+    out = []
+    for r in range(10):
+        content = " ".join(rng.choice(WORDS) for _ in range(12))[:80]
+        out.append((f"doc-{rng.randrange(40000)}", round(1 - r / 10, 2), content))
+    return out
+
+
+def _langfuse(i: int, rng: random.Random) -> list[dict]:
+    tid, ts = f"lf-{i}", f"2026-11-21T09:{i // 60 % 60:02d}:{i % 60:02d}.000Z"
+    docs = [{"page_content": c, "metadata": {"chunk_id": d, "score": s}} for d, s, c in _docs(rng)]
+    obs = [
+        {
+            "id": f"{tid}-r",
+            "traceId": tid,
+            "type": "RETRIEVER",
+            "name": "retrieve",
+            "startTime": ts,
+            "endTime": ts,
+            "parentObservationId": None,
+            "input": {"query": " ".join(rng.choice(WORDS) for _ in range(4))},
+            "output": docs,
+            "level": "DEFAULT",
+            "statusMessage": None,
+            "metadata": {},
+            "model": None,
+        },
+        {
+            "id": f"{tid}-g",
+            "traceId": tid,
+            "type": "GENERATION",
+            "name": "answer",
+            "startTime": ts,
+            "endTime": ts,
+            "parentObservationId": None,
+            "input": None,
+            "output": {"role": "assistant", "content": ANSWERS[i % 20 == 0]},
+            "level": "DEFAULT",
+            "statusMessage": None,
+            "metadata": {},
+            "model": "gpt",
+        },
+    ]
+    scores = (
+        [
+            {
+                "id": f"sc-{i}",
+                "traceId": tid,
+                "observationId": None,
+                "name": "user-feedback",
+                "value": i % 3 / 2,
+                "stringValue": None,
+                "dataType": "NUMERIC",
+                "source": "API",
+                "comment": None,
+                "timestamp": ts,
+            }
+        ]
+        if i % 10 == 0
+        else []
+    )
+    return [
+        {
+            "id": tid,
+            "timestamp": ts,
+            "name": "rag-query",
+            "input": None,
+            "output": None,
+            "sessionId": f"s{i // 4}",
+            "userId": f"u{i % 5000}",
+            "metadata": {},
+            "tags": [],
+            "observations": obs,
+            "scores": scores,
+        }
+    ]
+
+
+def _langsmith(i: int, rng: random.Random) -> list[dict]:
+    root, ts = f"r{i}", f"2026-11-22T08:{i // 60 % 60:02d}:{i % 60:02d}.000000"
+
+    def run(rid, run_type, parent, inputs, outputs, metadata=None):
+        return {
+            "id": rid,
+            "name": run_type,
+            "run_type": run_type,
+            "start_time": ts,
+            "end_time": ts,
+            "inputs": inputs,
+            "outputs": outputs,
+            "error": None,
+            "extra": {"metadata": metadata or {}},
+            "trace_id": root,
+            "parent_run_id": parent,
+            "tags": [],
+            "feedback_stats": None,
+            "status": "success",
+        }
+
+    query = " ".join(rng.choice(WORDS) for _ in range(4))
+    docs = [
+        {"page_content": c, "metadata": {"id": d, "score": s}, "type": "Document"}
+        for d, s, c in _docs(rng)
+    ]
+    return [
+        run(
+            root,
+            "chain",
+            None,
+            {"question": query},
+            {"output": ANSWERS[i % 20 == 0]},
+            {"thread_id": f"s{i // 4}", "user_id": f"u{i % 5000}"},
+        ),
+        run(f"{root}-r", "retriever", root, {"query": query}, {"documents": docs}),
+        run(f"{root}-l", "llm", root, {}, {"generations": [[{"text": ANSWERS[i % 20 == 0]}]]}),
+    ]
+
+
+def _openai(i: int, rng: random.Random) -> list[dict]:
+    query = " ".join(rng.choice(WORDS) for _ in range(4))
+    docs = [{"id": d, "score": s, "content": c} for d, s, c in _docs(rng)]
+    call = {
+        "id": f"call_{i}",
+        "type": "function",
+        "function": {"name": "search_docs", "arguments": json.dumps({"query": query})},
+    }
+    return [{"id": f"conv-{i}", "user": f"u{i % 5000}",
+             "created_at": f"2026-11-23T15:{i // 60 % 60:02d}:{i % 60:02d}Z", "messages": [
+        {"role": "system", "content": "Answer from the knowledge base."},
+        {"role": "user", "content": query},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"call_{i}", "content": json.dumps(docs)},
+        {"role": "assistant", "content": ANSWERS[i % 20 == 0]}]}]  # fmt: skip
+
+
+def _openinference(i: int, rng: random.Random) -> list[dict]:
+    trace, ts = f"t{i}", f"2026-11-20T10:{i // 60 % 60:02d}:{i % 60:02d}+00:00"
+
+    def span(sid, kind, parent, attrs):
+        return {
+            "name": kind.lower(),
+            "context": {"trace_id": trace, "span_id": sid},
+            "span_kind": kind,
+            "parent_id": parent,
+            "start_time": ts,
+            "end_time": ts,
+            "status_code": "OK",
+            "status_message": "",
+            "attributes": {"openinference.span.kind": kind, **attrs},
+            "events": [],
+        }
+
+    docs = {}
+    for r, (d, s, c) in enumerate(_docs(rng)):
+        docs[f"retrieval.documents.{r}.document.id"] = d
+        docs[f"retrieval.documents.{r}.document.score"] = s
+        docs[f"retrieval.documents.{r}.document.content"] = c
+    query = " ".join(rng.choice(WORDS) for _ in range(4))
+    return [
+        span(f"{trace}-c", "CHAIN", None, {"session.id": f"s{i // 4}", "user.id": f"u{i % 5000}"}),
+        span(f"{trace}-r", "RETRIEVER", f"{trace}-c", {"input.value": query, **docs}),
+        span(f"{trace}-l", "LLM", f"{trace}-c", {"output.value": ANSWERS[i % 20 == 0]}),
+    ]
+
+
+RECORDS = {"langfuse": _langfuse, "langsmith": _langsmith, "openai": _openai,
+           "openinference": _openinference}  # fmt: skip
+
+
+def generate_records(path: Path, fmt: str, retrievals: int) -> None:
+    """A seeded export in one of the record-by-record formats: ``retrievals`` retrievals of 10
+    documents each, with their traces' other records (an answer, a session, some feedback)."""
+    rng = random.Random(SEED)
+    with path.open("w") as out:
+        for i in range(retrievals):
+            for record in RECORDS[fmt](i, rng):
+                out.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+
 _CHILD = r"""
 import json, os, sys, time
 from pathlib import Path
@@ -95,6 +281,18 @@ if kind == "bare":
     con.close()
     elapsed = time.perf_counter() - start
     stored = None
+elif kind == "records":  # the record-by-record reader, the file's stream switched off
+    import dataclasses
+    from goldmine.ingest import batch, files, traces
+    from goldmine.ingest.redact import make_redactor
+    from goldmine.store import open_store
+    target = dataclasses.replace(traces.target(), stream=None, number=None)
+    start = time.perf_counter()
+    with open_store(db) as con:
+        result = batch.run(con, target, files.discover([path]),
+                           make_redactor(True, None, handles=True), {})
+    elapsed = time.perf_counter() - start
+    stored = result.total
 else:
     from goldmine.ingest import api
     from goldmine.store import open_store
@@ -134,24 +332,28 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--limit", default=None, help="DuckDB memory limit for every run")
+    parser.add_argument("--format", default="otel", choices=["otel", *RECORDS])
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
-    path = OUT / f"traces_otlp_{args.spans}.jsonl"
+    otel = args.format == "otel"
+    path = OUT / f"traces_{'otlp' if otel else args.format}_{args.spans}.jsonl"
     if not path.exists():
         start = time.perf_counter()
-        generate(path, args.spans)
+        if otel:
+            generate(path, args.spans)
+        else:
+            generate_records(path, args.format, args.spans)
         print(f"generated {path.name} in {time.perf_counter() - start:.1f}s", file=sys.stderr)
     size = path.stat().st_size / 1e6
     cap = f", memory limit {args.limit}" if args.limit else ""
-    print(
-        f"{args.spans:,} retriever spans (3 spans a trace, 10 documents each), {size:.0f} MB{cap}"
-    )
+    shape = "retriever spans (3 spans a trace" if otel else f"{args.format} retrievals (a trace"
+    print(f"{args.spans:,} {shape}, 10 documents each), {size:.0f} MB{cap}")
     db = OUT / "bench_traces.duckdb"
-    runs: dict[str, list[dict]] = {"bare": [], "redact": [], "plain": [], "reimport": []}
+    kinds = ["bare", "plain", "redact"] + ([] if otel else ["records"])
+    runs: dict[str, list[dict]] = {k: [] for k in [*kinds, "reimport"]}
     for _ in range(args.repeat):
-        runs["bare"].append(measure("bare", path, db, limit=args.limit))
-        runs["plain"].append(measure("plain", path, db, limit=args.limit))
-        runs["redact"].append(measure("redact", path, db, limit=args.limit))
+        for kind in kinds:
+            runs[kind].append(measure(kind, path, db, limit=args.limit))
         runs["reimport"].append(measure("redact", path, db, fresh=False, limit=args.limit))
     bare = statistics.median(r["seconds"] for r in runs["bare"])
     bare_cpu = statistics.median(r["cpu"] for r in runs["bare"])
@@ -159,9 +361,12 @@ def main() -> None:
         "bare": "bare read_json into a table",
         "redact": "ingest traces (redaction on)",
         "plain": "ingest traces --no-redact",
+        "records": "record-by-record (before)",
         "reimport": "re-import (same file hash)",
     }
     for kind, label in labels.items():
+        if kind not in runs:
+            continue
         secs = statistics.median(r["seconds"] for r in runs[kind])
         cpu = statistics.median(r["cpu"] for r in runs[kind])
         rss = max(r["rss_mb"] for r in runs[kind])

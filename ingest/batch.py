@@ -642,14 +642,20 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
 def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
     """Drop the raw text of good rows, then redact the text columns and the rejects' raw."""
     sql = f"SELECT * REPLACE (CASE WHEN reason IS NOT NULL THEN raw END AS raw) FROM ({stage_sql})"
+    if not redactor.enabled:
+        return sql
     cols = (*target.redact, "raw")
-    step_lists = [redactor.steps(c) for c in cols]
+    # Whether each text may hold what a built-in pattern matches, tested once, before the steps.
+    flags = [f"gm_may_{c}" for c in cols]
+    tests = ", ".join(f"{redactor.may_match(c)} AS {f}" for c, f in zip(cols, flags, strict=True))
+    sql = f"SELECT *, {tests} FROM ({sql})"
+    step_lists = [redactor.steps(c, f) for c, f in zip(cols, flags, strict=True)]
     for depth in range(len(step_lists[0])):
         replaced = ", ".join(
             f"{steps[depth]} AS {c}" for c, steps in zip(cols, step_lists, strict=True)
         )
         sql = f"SELECT * REPLACE ({replaced}) FROM ({sql})"
-    return sql
+    return f"SELECT * EXCLUDE ({', '.join(flags)}) FROM ({sql})"
 
 
 def _execute(con, sql: str, params: dict[str, Any], path: str | None = None):

@@ -68,11 +68,13 @@ class Redactor:
     user_patterns: tuple[tuple[str, str], ...] = ()
     params: dict[str, str] = field(default_factory=dict, compare=False)
 
-    def steps(self, col: str) -> list[str]:
+    def steps(self, col: str, may_match: str | None = None) -> list[str]:
         """SQL expressions applied one after another (each over the previous step's ``col``).
 
         The checked patterns reference their input twice, so each gets its own step rather than
-        nesting, which would evaluate the inner expression again.
+        nesting, which would evaluate the inner expression again. ``may_match``: a boolean
+        column holding ``may_match(col)`` of the text before the first step; where it is false,
+        the built-in patterns are not run.
         """
         if not self.enabled:
             return []
@@ -84,9 +86,22 @@ class Redactor:
         last = _replace(col, _lit(PHONE), "'<PHONE>'")
         if self.handles:
             last = _replace(last, _lit(HANDLE), "'<HANDLE>'")
+        steps = [first, iban, card]
+        if not self.user_patterns:
+            steps.append(last)
+        if may_match:
+            steps = [f"CASE WHEN {may_match} THEN {step} ELSE {col} END" for step in steps]
         for i, (name, _pattern) in enumerate(self.user_patterns):
             last = _replace(last, f"$gm_rx_{i}", _lit(f"<{name}>"))
-        return [first, iban, card, last]
+        return steps if len(steps) == 4 else [*steps, last]
+
+    @staticmethod
+    def may_match(col: str) -> str:
+        """Whether a built-in pattern may match the text: each needs a digit, an @ or a colon
+        (an IPv6 address). Most queries and answers have none, and are then left as they are
+        after this one test instead of eight regular expressions. (A user's pattern may match
+        anything: the step that holds them runs on every text.)"""
+        return f"regexp_matches({col}, '[0-9@:]')"
 
     def nested(self, col: str) -> str:
         """All steps as one expression; for a few rows (the checked steps evaluate their input

@@ -30,6 +30,7 @@ that succeeds is its own row. All of it is DuckDB SQL over the batch.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -209,26 +210,9 @@ CREATE OR REPLACE TEMP MACRO gm_json_at(k, v, name) AS CASE
 """
 
 
-def _otlp_stream_sql(doc_field: str | None) -> str:
-    """The span rows of an OTLP/JSON lines file (``$gm_path``), into gm_tspan."""
-    fields = [doc_field] if doc_field else list(_ID_FIELDS)
-    # A document's field by a dotted path (checked by _doc_field: letters, digits, _ . -): the
-    # dotted attribute itself, else the path inside the JSON its first part holds
-    # (``metadata`` → ``{"chunk_id": …}``).
-    oi, gen = [], []
-    for f in fields:
-        head, _, rest = f.partition(".")
-        oi.append(f"gm_at(k, v, p || '{f}')")
-        if rest:
-            path = "$." + ".".join(f'"{part}"' for part in rest.split("."))
-            oi.append(f"json_extract_string(gm_json_at(k, v, p || '{head}'), '{path}')")
-        gen.append("json_extract_string(d, '$." + ".".join(f'"{x}"' for x in f.split(".")) + "')")
-    oi_id, gen_id = ", ".join(oi), ", ".join(gen)
-    oi_content = ", ".join(f"gm_at(k, v, p || '{f}')" for f in _CONTENT_FIELDS)
-    gen_content = ", ".join(f"'$.{f}'" for f in _CONTENT_FIELDS)
-    at = "gm_at(k, v, '{}')".format
-    return f"""
-INSERT INTO gm_tspan BY NAME
+# The spans of an OTLP/JSON lines file (``$gm_path``): ``attrs`` has a row per span with its
+# fields and its attributes as two lists, as ``_spans_sql`` reads them.
+_OTLP_ATTRS = f"""
 WITH lines AS (
     SELECT hash(raw) AS lh, raw, {OBJECT} AS gm_object,
            try(json_transform(raw, $structure)) AS r
@@ -249,10 +233,91 @@ spans AS (
     FROM lines
 ),
 attrs AS (
-    SELECT lh, err, span, list_transform(span.attributes, lambda a: a.key) AS k,
-           list_transform(span.attributes, lambda a: gm_av(a.value)) AS v
+    SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
+        nullif(span.parentSpanId, '') AS parent_id, NULL::VARCHAR AS ts_text,
+        make_timestamp((try_cast(span.startTimeUnixNano AS HUGEINT) // 1000)::BIGINT) AS ts,
+        span.status.code AS status_code, span.status.message AS status_msg,
+        list_transform(span.attributes, lambda a: a.key) AS k,
+        list_transform(span.attributes, lambda a: gm_av(a.value)) AS v
     FROM spans
+),"""
+
+# Phoenix's span JSON, parsed into ``gm_lines`` (``_LINES``): the attributes, nested objects or
+# dotted keys, flattened into dotted keys (six levels: ``retrieval.documents.0.document.
+# metadata.chunk_id``); the span's kind and conversation, where only the span has them, after
+# the attributes (the first of a key is the one read). Span annotations are feedback, not spans.
+_OI_SPAN = {
+    "context": {"span_id": "VARCHAR", "trace_id": "VARCHAR"}, "span_id": "VARCHAR",
+    "trace_id": "VARCHAR", "parent_id": "VARCHAR", "parent_span_id": "VARCHAR",
+    "span_kind": "VARCHAR", "start_time": "VARCHAR", "start_time_ns": "VARCHAR",
+    "status_code": "VARCHAR", "status_message": "VARCHAR",
+    "conversation": {"conversation_id": "VARCHAR"}, "result": {"label": "VARCHAR",
+                                                               "score": "VARCHAR"},
+    "attributes": "JSON",
+}  # fmt: skip
+_OI_FLAT = r"""
+CREATE OR REPLACE TEMP MACRO gm_kv_of(gm_k, gm_j) AS CASE
+    WHEN gm_j IS NULL THEN []
+    WHEN left(gm_j::VARCHAR, 1) = '{' THEN list_transform(
+        map_entries(json_transform(gm_j, '"MAP(VARCHAR, JSON)"')),
+        lambda me: {'k': CASE WHEN gm_k = '' THEN me.key ELSE gm_k || '.' || me.key END,
+                    'v': me.value})
+    WHEN left(gm_j::VARCHAR, 1) = '[' THEN list_transform(from_json(gm_j, '["JSON"]'),
+        lambda ae, ai: {'k': gm_k || '.' || (ai - 1), 'v': ae})
+    ELSE [{'k': gm_k, 'v': gm_j}] END;
+CREATE OR REPLACE TEMP MACRO gm_flat1(kvs) AS
+    flatten(list_transform(kvs, lambda fe: gm_kv_of(fe.k, fe.v)));
+CREATE OR REPLACE TEMP MACRO gm_flat(j) AS list_filter(
+    gm_flat1(gm_flat1(gm_flat1(gm_flat1(gm_flat1(gm_kv_of('', j)))))),
+    lambda le: left(le.v::VARCHAR, 1) NOT IN ('{', '['));
+"""
+_OI_ATTRS = """
+WITH flat AS (
+    SELECT lh, err, r, list_concat(gm_flat(r.attributes), [
+        {'k': 'openinference.span.kind', 'v': to_json(r.span_kind)},
+        {'k': 'gen_ai.conversation.id', 'v': to_json(r.conversation.conversation_id)}]) AS kv
+    FROM gm_lines WHERE err IS NOT NULL OR (r.result.label IS NULL AND r.result.score IS NULL)
 ),
+attrs AS (
+    SELECT lh, err, coalesce(r.context.trace_id, r.trace_id) AS trace_id,
+        coalesce(r.context.span_id, r.span_id) AS span_id,
+        nullif(coalesce(r.parent_id, r.parent_span_id), '') AS parent_id,
+        r.start_time AS ts_text, coalesce(gm_ts(r.start_time),
+            make_timestamp((try_cast(r.start_time_ns AS HUGEINT) // 1000)::BIGINT)) AS ts,
+        r.status_code, r.status_message AS status_msg,
+        list_transform(kv, lambda e: e.k) AS k,
+        list_transform(kv, lambda e: json_extract_string(e.v, '$')) AS v
+    FROM flat
+),"""
+_OI_ANNOTATIONS = """
+INSERT INTO gm_tfb
+SELECT NULL, coalesce(r.span_id, r.context.span_id), r.result.label,
+       try_cast(r.result.score AS DOUBLE)
+FROM gm_lines WHERE err IS NULL AND (r.result.label IS NOT NULL OR r.result.score IS NOT NULL)
+"""
+
+
+def _spans_sql(attrs: str, doc_field: str | None) -> str:
+    """The span rows, into gm_tspan, of ``attrs`` (``_OTLP_ATTRS``, ``_OI_ATTRS``)."""
+    fields = [doc_field] if doc_field else list(_ID_FIELDS)
+    # A document's field by a dotted path (checked by _doc_field: letters, digits, _ . -): the
+    # dotted attribute itself, else the path inside the JSON its first part holds
+    # (``metadata`` → ``{"chunk_id": …}``).
+    oi, gen = [], []
+    for f in fields:
+        head, _, rest = f.partition(".")
+        oi.append(f"gm_at(k, v, p || '{f}')")
+        if rest:
+            path = "$." + ".".join(f'"{part}"' for part in rest.split("."))
+            oi.append(f"json_extract_string(gm_json_at(k, v, p || '{head}'), '{path}')")
+        gen.append("json_extract_string(d, '$." + ".".join(f'"{x}"' for x in f.split(".")) + "')")
+    oi_id, gen_id = ", ".join(oi), ", ".join(gen)
+    oi_content = ", ".join(f"gm_at(k, v, p || '{f}')" for f in _CONTENT_FIELDS)
+    gen_content = ", ".join(f"'$.{f}'" for f in _CONTENT_FIELDS)
+    at = "gm_at(k, v, '{}')".format
+    return f"""
+INSERT INTO gm_tspan BY NAME
+{attrs}
 typed AS (
     SELECT *, CASE
         WHEN upper({at("openinference.span.kind")}) = 'RETRIEVER'
@@ -272,11 +337,9 @@ once AS (
     FROM typed
 ),
 rows AS (
-SELECT lh, err, span.traceId AS trace_id, span.spanId AS span_id,
-    nullif(span.parentSpanId, '') AS parent_id, CASE WHEN err IS NULL THEN kind END AS kind,
-    make_timestamp((try_cast(span.startTimeUnixNano AS HUGEINT) // 1000)::BIGINT) AS ts,
-    upper(span.status.code) IN ('ERROR', 'STATUS_CODE_ERROR', '2') AS failed,
-    span.status.message AS status_msg,
+SELECT lh, err, trace_id, span_id, parent_id, CASE WHEN err IS NULL THEN kind END AS kind,
+    ts_text, ts, upper(status_code) IN ('ERROR', 'STATUS_CODE_ERROR', '2') AS failed,
+    status_msg,
     coalesce({at("session.id")}, {at("gen_ai.conversation.id")}) AS session_id,
     coalesce({at("user.id")}, {at("enduser.id")}) AS user_id,
     CASE WHEN kind = 'RETRIEVER' THEN coalesce({at("gen_ai.retrieval.query.text")},
@@ -505,14 +568,14 @@ SELECT line, conv, user_id, ts_text, i - 1 AS idx, (m ->> '$.role') AS role,
     END AS content,
     m AS msg
 FROM (
-    SELECT line, coalesce(raw ->> '$.conversation_id', (raw ->> '$.id'),
-                          (raw ->> '$.metadata.conversation_id'), 'line-' || line) AS conv,
-           gm_first_of(raw, ['$.user', '$.user_id', '$.metadata.user_id']) AS user_id,
-           gm_first_of(raw, ['$.created_at', '$.created', '$.timestamp']) AS ts_text,
-           json_extract(raw, '$.messages[*]') AS msgs
-    FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.messages') = 'ARRAY'
-), range(1, len(msgs) + 1) r(i)
-CROSS JOIN LATERAL (SELECT msgs[i] AS m);
+    -- unnest, not a lateral join over range(len(msgs)): that took twenty times as long.
+    SELECT line, conv, user_id, ts_text, unnest(msgs) AS m, generate_subscripts(msgs, 1) AS i
+    FROM (SELECT line, coalesce(raw ->> '$.conversation_id', (raw ->> '$.id'),
+                                (raw ->> '$.metadata.conversation_id'), 'line-' || line) AS conv,
+                 gm_first_of(raw, ['$.user', '$.user_id', '$.metadata.user_id']) AS user_id,
+                 gm_first_of(raw, ['$.created_at', '$.created', '$.timestamp']) AS ts_text,
+                 json_extract(raw, '$.messages[*]') AS msgs
+          FROM gm_raw WHERE err IS NULL AND json_type(raw, '$.messages') = 'ARRAY'));
 CREATE OR REPLACE TEMP TABLE gm_ocall AS
 WITH calls AS (
     SELECT line, conv, user_id, ts_text, idx, (c ->> '$.id') AS call_id,
@@ -556,6 +619,244 @@ SELECT coalesce(raw ->> '$.conversation_id', (raw ->> '$.id'), 'line-' || line),
        coalesce(raw ->> '$.feedback', (raw ->> '$.rating')), NULL
 FROM gm_raw WHERE err IS NULL AND coalesce(raw ->> '$.feedback', (raw ->> '$.rating')) IS NOT NULL;
 """
+
+# ---- The record-by-record formats streamed from a JSON lines file: one parallel pass straight
+# from the file parses each line once into only the fields goldmine reads (``gm_lines``: the
+# line's hash, its reader error, the fields as a typed struct, JSON where a value may take any
+# shape; a temp table, which spills under the memory limit), and the spans (their documents as
+# ranked items) and the feedback are made from that. Reading the file again for each of them
+# instead parses it several times and needs more memory, not less: the reader's buffers and the
+# parse then share the limit with the documents' JSON. No raw text is kept: a rejected row gets
+# its line and text from ``number_lines``, as a streamed OTLP span does.
+_LINES = f"""
+CREATE OR REPLACE TEMP TABLE gm_lines AS
+SELECT lh, CASE WHEN r IS NULL OR NOT gm_object THEN CASE WHEN NOT json_valid(raw)
+           THEN 'malformed JSON' WHEN json_type(raw) <> 'OBJECT' THEN 'not a JSON object'
+       END END AS err, CASE WHEN gm_object THEN r END AS r
+FROM (SELECT hash(raw) AS lh, raw, {OBJECT} AS gm_object,
+             try(json_transform(raw, $structure)) AS r
+      FROM read_csv($gm_path, {RAW_LINE_OPTIONS}) WHERE {NOT_BLANK})
+"""
+
+
+def _struct(fields: dict[str, Any]) -> str:
+    """A json_transform structure: {name: type or nested structure}."""
+    return json.dumps(fields, separators=(",", ":"))
+
+
+_LS_LINE = _struct({
+    "id": "VARCHAR", "trace_id": "VARCHAR", "parent_run_id": "VARCHAR", "run_type": "VARCHAR",
+    "start_time": "VARCHAR", "error": "VARCHAR", "extra": "JSON", "inputs": "JSON",
+    "outputs": "JSON", "feedback_stats": "JSON", "run_id": "VARCHAR", "key": "VARCHAR",
+    "value": "VARCHAR", "score": "VARCHAR",
+})  # fmt: skip
+_LF_OBS = {
+    "id": "VARCHAR", "traceId": "VARCHAR", "type": "VARCHAR", "name": "VARCHAR",
+    "startTime": "VARCHAR", "parentObservationId": "VARCHAR", "level": "VARCHAR",
+    "statusMessage": "VARCHAR", "input": "JSON", "output": "JSON",
+}  # fmt: skip
+_LF_SCORE = {"traceId": "VARCHAR", "observationId": "VARCHAR", "stringValue": "VARCHAR",
+             "value": "VARCHAR"}  # fmt: skip
+_LF_LINE = _struct({
+    **_LF_OBS, "sessionId": "VARCHAR", "userId": "VARCHAR", "observations": [_LF_OBS],
+    "scores": [_LF_SCORE],
+    "trace": {"id": "VARCHAR", "sessionId": "VARCHAR", "userId": "VARCHAR", "output": "JSON",
+              "scores": [_LF_SCORE]},
+})  # fmt: skip
+_OA_CALL = {"name": "VARCHAR", "arguments": "VARCHAR"}
+_OA_LINE = _struct({
+    "conversation_id": "VARCHAR", "id": "VARCHAR", "user": "VARCHAR", "user_id": "VARCHAR",
+    "metadata": {"conversation_id": "VARCHAR", "user_id": "VARCHAR"},
+    "created_at": "VARCHAR", "created": "VARCHAR", "timestamp": "VARCHAR",
+    "feedback": "VARCHAR", "rating": "VARCHAR",
+    "messages": [{"role": "VARCHAR", "content": "JSON", "tool_call_id": "VARCHAR",
+                  "name": "VARCHAR", "function_call": _OA_CALL,
+                  "tool_calls": [{"id": "VARCHAR", "function": _OA_CALL}]}],
+})  # fmt: skip
+
+# An unreadable line is a row of ``gm_lines`` with its reader error (``err``) and no fields.
+_LANGSMITH_STREAM = [
+    """
+INSERT INTO gm_tspan BY NAME
+SELECT lh, err, coalesce(r.trace_id, r.id) AS trace_id, r.id AS span_id,
+    r.parent_run_id AS parent_id, CASE WHEN err IS NULL THEN kind END AS kind,
+    r.start_time AS ts_text, gm_ts(r.start_time) AS ts,
+    coalesce(trim(r.error), '') <> '' AS failed, r.error AS status_msg,
+    coalesce(r.extra ->> '$.metadata.session_id', r.extra ->> '$.metadata.thread_id',
+             r.extra ->> '$.metadata.conversation_id') AS session_id,
+    r.extra ->> '$.metadata.user_id' AS user_id,
+    gm_query_of(r.inputs) AS query, gm_answer_of(r.outputs) AS output,
+    CASE WHEN kind = 'RETRIEVER' THEN gm_items(gm_docs_of(r.outputs)) END AS items
+FROM (SELECT *, CASE lower(r.run_type) WHEN 'retriever' THEN 'RETRIEVER' WHEN 'llm' THEN 'LLM'
+                     ELSE 'OTHER' END AS kind
+      FROM gm_lines WHERE err IS NOT NULL OR r.run_type IS NOT NULL)
+""",
+    """
+INSERT INTO gm_tfb
+SELECT coalesce(r.trace_id, r.id), r.id, NULL,
+       try_cast(json_extract_string(r.feedback_stats, '$."' || k || '".avg') AS DOUBLE)
+FROM (SELECT r, unnest(json_keys(r.feedback_stats)) AS k FROM gm_lines
+      WHERE err IS NULL AND r.run_type IS NOT NULL AND json_type(r.feedback_stats) = 'OBJECT')
+UNION ALL
+SELECT r.trace_id, r.run_id, r.value, try_cast(r.score AS DOUBLE) FROM gm_lines
+WHERE err IS NULL AND r.run_type IS NULL AND r.run_id IS NOT NULL AND r.key IS NOT NULL
+""",
+]
+
+_LF_BARE = ", ".join(f"'{k}': r.{k}" for k in _LF_OBS)
+_LANGFUSE_STREAM = [
+    f"""
+INSERT INTO gm_tspan BY NAME
+SELECT lh, err, coalesce(o.traceId, tid) AS trace_id, o.id AS span_id,
+    o.parentObservationId AS parent_id, CASE WHEN err IS NULL THEN kind END AS kind,
+    o.startTime AS ts_text, gm_ts(o.startTime) AS ts, upper(o.level) = 'ERROR' AS failed,
+    o.statusMessage AS status_msg, session AS session_id, uid AS user_id,
+    gm_query_of(o.input) AS query, gm_answer_of(o.output) AS output,
+    CASE WHEN kind = 'RETRIEVER' THEN gm_items(gm_docs_of(o.output)) END AS items
+FROM (SELECT *, CASE WHEN upper(o.type) = 'RETRIEVER'
+                  OR (upper(o.type) IN ('SPAN', 'TOOL', 'CHAIN')
+                      AND regexp_matches(lower(o.name), 'retriev')) THEN 'RETRIEVER'
+                WHEN upper(o.type) = 'GENERATION' THEN 'LLM' ELSE 'OTHER' END AS kind
+      FROM (
+        -- A trace record's observations keep only the three fields of the trace they read;
+        -- a record that is an observation is one itself.
+        SELECT lh, err, coalesce(r.id, r.trace.id) AS tid,
+               coalesce(r.sessionId, r.trace.sessionId) AS session,
+               coalesce(r.userId, r.trace.userId) AS uid, unnest(r.observations) AS o
+        FROM gm_lines WHERE err IS NULL AND r.observations IS NOT NULL
+        UNION ALL
+        SELECT lh, err, NULL, NULL, NULL,
+               CASE WHEN err IS NULL THEN {{{_LF_BARE}}} END
+        FROM gm_lines WHERE err IS NOT NULL OR (r.observations IS NULL
+                                                AND r.traceId IS NOT NULL AND r.type IS NOT NULL)))
+""",
+    """
+-- The trace's own fields: session, user and output for the retrievals under it.
+INSERT INTO gm_tspan (trace_id, kind, session_id, user_id, output)
+SELECT coalesce(r.id, r.trace.id), 'TRACE', coalesce(r.sessionId, r.trace.sessionId),
+       coalesce(r.userId, r.trace.userId), gm_answer_of(coalesce(r.output, r.trace.output))
+FROM gm_lines WHERE err IS NULL AND r.observations IS NOT NULL
+""",
+    """
+INSERT INTO gm_tfb
+SELECT coalesce(s.traceId, tid), s.observationId, s.stringValue, try_cast(s.value AS DOUBLE)
+FROM (SELECT coalesce(r.id, r.trace.id) AS tid, unnest(coalesce(r.scores, r.trace.scores)) AS s
+      FROM gm_lines WHERE err IS NULL)
+""",
+]
+
+# A conversation without an id is named by its line's hash (the record-by-record path, which
+# numbers its records, names it by its line). ``lid`` tells a line's messages from those of
+# another, even of the same text.
+_OPENAI_STREAM = [
+    """
+CREATE OR REPLACE TEMP TABLE gm_omsg AS
+SELECT lid, lh, err, conv, user_id, ts_text, i - 1 AS idx, m.role AS role,
+    CASE json_type(m.content) WHEN 'VARCHAR' THEN m.content ->> '$'
+         WHEN 'ARRAY' THEN array_to_string(json_extract_string(m.content, '$[*].text'), ' ')
+    END AS content,
+    m.tool_call_id, m.name, m.function_call, m.tool_calls
+FROM (
+    SELECT lid, lh, err, conv, user_id, ts_text, unnest(msgs) AS m,
+           generate_subscripts(msgs, 1) AS i
+    FROM (SELECT gen_random_uuid() AS lid, lh, err,
+                 coalesce(r.conversation_id, r.id, r.metadata.conversation_id, 'line-' || lh)
+                     AS conv,
+                 coalesce(r.user, r.user_id, r.metadata.user_id) AS user_id,
+                 coalesce(r.created_at, r.created, r.timestamp) AS ts_text,
+                 CASE WHEN err IS NULL THEN r.messages ELSE [NULL] END AS msgs
+          FROM gm_lines WHERE err IS NOT NULL OR r.messages IS NOT NULL))
+""",
+    """
+INSERT INTO gm_tspan (lh, err) SELECT lh, err FROM gm_omsg WHERE err IS NOT NULL
+""",
+    """
+CREATE OR REPLACE TEMP TABLE gm_ocall AS
+WITH calls AS (
+    SELECT lid, lh, conv, user_id, ts_text, idx, c.id AS call_id, c.function.name AS fn,
+           c.function.arguments AS args
+    FROM (SELECT *, unnest(tool_calls) AS c FROM gm_omsg
+          WHERE role = 'assistant' AND tool_calls IS NOT NULL)
+    UNION ALL
+    SELECT lid, lh, conv, user_id, ts_text, idx, 'function_call', function_call.name,
+           function_call.arguments
+    FROM gm_omsg WHERE role = 'assistant' AND function_call IS NOT NULL
+),
+results AS (
+    SELECT c.lid, c.idx, c.call_id, min(m.idx) AS ridx
+    FROM calls c JOIN gm_omsg m ON m.lid = c.lid AND m.idx > c.idx
+        AND ((m.role = 'tool' AND m.tool_call_id = c.call_id)
+             OR (m.role = 'function' AND c.call_id = 'function_call'
+                 AND m.name IS NOT DISTINCT FROM c.fn))
+    GROUP BY ALL
+)
+SELECT c.*, r.ridx, CASE WHEN json_valid(m.content) THEN gm_docs_of(m.content::JSON) END AS docs,
+    CASE WHEN json_valid(c.args) THEN gm_query_of(c.args::JSON) END AS arg_query
+FROM calls c JOIN results r USING (lid, idx, call_id)
+JOIN gm_omsg m ON m.lid = r.lid AND m.idx = r.ridx
+""",
+    """
+INSERT INTO gm_tspan BY NAME
+SELECT c.lh, c.conv AS trace_id, lpad(c.idx::VARCHAR, 4, '0') || ':' || c.call_id AS span_id,
+    'RETRIEVER' AS kind, c.ts_text, gm_ts(c.ts_text) AS ts, false AS failed,
+    c.conv AS session_id, c.user_id,
+    coalesce(c.arg_query,
+             (SELECT arg_max(u.content, u.idx) FROM gm_omsg u
+              WHERE u.lid = c.lid AND u.idx < c.idx AND u.role = 'user')) AS query,
+    (SELECT arg_min(a.content, a.idx) FROM gm_omsg a
+     WHERE a.lid = c.lid AND a.idx > c.ridx AND a.role = 'assistant'
+       AND coalesce(trim(a.content), '') <> '') AS answer,
+    gm_items(c.docs) AS items
+FROM gm_ocall c
+WHERE c.docs IS NOT NULL
+""",
+    """
+INSERT INTO gm_tfb
+SELECT coalesce(r.conversation_id, r.id, 'line-' || lh), NULL, coalesce(r.feedback, r.rating),
+       NULL
+FROM gm_lines WHERE err IS NULL AND coalesce(r.feedback, r.rating) IS NOT NULL
+""",
+    "DROP TABLE gm_omsg",
+    "DROP TABLE gm_ocall",
+]
+
+_STREAMED = {
+    "openinference": (_struct(_OI_SPAN), [_OI_ANNOTATIONS]),
+    "langsmith": (_LS_LINE, _LANGSMITH_STREAM),
+    "langfuse": (_LF_LINE, _LANGFUSE_STREAM),
+    "openai": (_OA_LINE, _OPENAI_STREAM),
+}
+
+
+def _items_macro(doc_field: str | None) -> str:
+    """``gm_items(docs)``: a JSON list of documents as ranked items, as ``events_sql`` makes
+    them from gm_tdoc: the id from the first of the id fields a document has (a document that is
+    a string or a number is its id), else a hash of its content."""
+    fields = [doc_field] if doc_field else list(_ID_FIELDS)
+    paths = []
+    for f in fields:
+        paths.append("'$." + ".".join(f'"{x}"' for x in f.split(".")) + "'")
+        if "." in f:  # the dotted name as one key, as the flattened fields also match it
+            paths.append(f"'$.\"{f}\"'")
+    scalar = "gm_doc_scalar(d), " if "id" in fields else ""
+    content = ", ".join(f"'$.\"{f}\"'" for f in _CONTENT_FIELDS)
+    return f"""
+CREATE OR REPLACE TEMP MACRO gm_doc_scalar(d) AS
+    CASE WHEN left(d::VARCHAR, 1) NOT IN ('{{', '[') THEN json_extract_string(d, '$') END;
+-- The first of these paths that holds a value that is neither an object nor a list, as text.
+CREATE OR REPLACE TEMP MACRO gm_leaf_of(d, paths) AS list_filter(
+    list_transform(json_extract(d, paths), lambda v: gm_doc_scalar(v)),
+    lambda x: x IS NOT NULL)[1];
+CREATE OR REPLACE TEMP MACRO gm_items(docs) AS list_transform(list_transform(
+    coalesce(try(from_json(docs, '["JSON"]')), []),
+    lambda d: {{'id': coalesce({scalar}gm_leaf_of(d, [{", ".join(paths)}])),
+               'content': gm_leaf_of(d, [{content}]),
+               'score': try_cast(gm_leaf_of(d, ['$.score']) AS DOUBLE)}}),
+    lambda x: {{'id': coalesce(x.id, 'sha256:' || left(sha256(x.content), 16)),
+               'hash': sha256(x.content), 'score': x.score,
+               'from_content': x.id IS NULL AND x.content IS NOT NULL}});
+"""
+
 
 # Documents given as a JSON list (Langfuse, LangSmith, OpenAI): a string is an id, an object is
 # flattened into dotted fields, as the span attributes are.
@@ -661,17 +962,32 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str], state: dict[str, An
 def stream(
     con: duckdb.DuckDBPyConnection, item: InputFile, keys: list[str], state: dict[str, Any]
 ) -> bool:
-    """Stage an OTLP/JSON lines file straight from disk (see ``_otlp_stream_sql``); False for
-    any other format, which takes the record-by-record path."""
-    if item.format != "jsonl" or _choose(keys, state["forced"]) != "otel":
+    """Stage a JSON lines file straight from disk, in any format (OTLP and OpenInference spans
+    through ``_spans_sql``, the others through ``_STREAMED``); False when the format is not
+    known (no record could be read), which takes the record-by-record path."""
+    if item.format != "jsonl":
         return False
-    state["format"] = "otel"
+    fmt = _choose(keys, state["forced"])
+    if fmt is None:
+        return False
+    state["format"] = fmt
     con.execute(MACROS)
     con.execute(_OTLP_VALUE)
     con.execute(_SPAN_TABLE)
-    params = {"structure": OTLP_STRUCTURE, "gm_path": str(item.path),
-              "gm_compression": item.compression}  # fmt: skip
-    run_sql(con, _otlp_stream_sql(state.get("doc_field")), params)
+    params = {"gm_path": str(item.path), "gm_compression": item.compression}
+    if fmt == "otel":
+        run_sql(con, _spans_sql(_OTLP_ATTRS, state.get("doc_field")),
+                {**params, "structure": OTLP_STRUCTURE})  # fmt: skip
+        return True
+    structure, statements = _STREAMED[fmt]
+    if fmt == "openinference":
+        statements = [_spans_sql(_OI_ATTRS, state.get("doc_field")), *statements]
+    con.execute(_items_macro(state.get("doc_field")))
+    con.execute(_OI_FLAT)
+    run_sql(con, _LINES, {**params, "structure": structure})
+    for sql in statements:
+        con.execute(sql)
+    con.execute("DROP TABLE gm_lines")
     return True
 
 

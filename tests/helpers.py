@@ -440,6 +440,29 @@ def store_corpus(con, chunks, *, label: str = "test") -> int:
 # --- search logs as files ------------------------------------------------------------------------
 
 
+_TRACES_CHILD = (
+    "import json, sys; from goldmine.ingest import api; from goldmine.store import open_store\n"
+    "with open_store(sys.argv[2]) as con:\n"
+    "    print(json.dumps(api.traces(con, [sys.argv[1]]).total))\n"
+    "    print(json.dumps(con.execute('SELECT line, reason FROM rejects').fetchall()))\n"
+    "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
+    "print(int(hwm) // 1024)\n"
+)
+
+
+def traces_under_limit(path: Path, db: Path, limit: str) -> tuple[dict, list, int]:
+    """``api.traces`` of one file in a child under GOLDMINE_MEMORY_LIMIT ``limit`` on one thread:
+    the totals, the rejects' (line, reason) and the child's peak RSS in MB (VmHWM)."""
+    env = {**os.environ, "GOLDMINE_MEMORY_LIMIT": limit, "GOLDMINE_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", _TRACES_CHILD, str(path), str(db)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    total, rejected, peak_mb = (json.loads(x) for x in done.stdout.splitlines())
+    return total, rejected, peak_mb
+
+
 def write_jsonl(path: Path, rows: list[dict | str | bytes]) -> Path:
     with path.open("wb") as handle:
         for row in rows:

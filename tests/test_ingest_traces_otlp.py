@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -32,6 +30,8 @@ from test_ingest_traces import (
 
 from goldmine.ingest import api
 from goldmine.store import open_store
+
+from helpers import traces_under_limit
 
 SEC = 10**9
 
@@ -259,18 +259,6 @@ def test_an_export_larger_than_the_memory_limit_imports(tmp_path, db_path):
     lines[20_000] = '{"resourceSpans": [{"scopeSpans": '
     path.write_text("\n".join(lines) + "\n")
     assert path.stat().st_size > 160 * 2**20
-    child = (
-        "import json, sys; from goldmine.ingest import api; from goldmine.store import open_store\n"
-        "with open_store(sys.argv[2]) as con:\n"
-        "    print(json.dumps(api.traces(con, [sys.argv[1]]).total))\n"
-        "    print(json.dumps(con.execute('SELECT line, reason FROM rejects').fetchall()))\n"
-    )
-    env = {**os.environ, "GOLDMINE_MEMORY_LIMIT": "160MB", "GOLDMINE_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, "-c", child, str(path), str(db_path)],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    total, rejected = (json.loads(x) for x in done.stdout.splitlines())
+    total, rejected, _ = traces_under_limit(path, db_path, "160MB")
     assert total == {"rows_in": 40_000, "stored": 39_999, "rejected": 1, "already_present": 0}
     assert rejected == [[20_001, "malformed JSON"]]
