@@ -283,9 +283,10 @@ class _Lookup:
         if self.vectors is None:  # no texts: the model says the dimension
             return np.empty((len(self.hashes), load_encoder(model, backend).dim), np.float32)
         todo = np.flatnonzero(self.missing)
-        if len(todo) > len(self.new_rows):
+        if len(todo) > len(self.new_rows):  # copy only the repeats: the rest are in place
+            repeats = todo[~np.isin(todo, self.new_rows)]
             first = {self.hashes[i]: i for i in self.new_rows}
-            self.vectors[todo] = self.vectors[[first[self.hashes[i]] for i in todo]]
+            self.vectors[repeats] = self.vectors[[first[self.hashes[i]] for i in repeats]]
         return self.vectors
 
 
@@ -311,8 +312,11 @@ def _lookup(
             "JOIN embeddings e ON e.text_hash = w.text_hash AND e.model = ?",
             params=[key],
         ).to_arrow_reader(CACHE_BATCH)
-        for batch in reader:
-            _place_cached(found, batch)
+        try:
+            for batch in reader:
+                _place_cached(found, batch)
+        finally:
+            reader.close()  # an unread result would keep the connection busy and hide the error
     first_row: dict[str, int] = {}
     for i in np.flatnonzero(found.missing):
         first_row.setdefault(hashes[i], int(i))

@@ -211,3 +211,20 @@ def test_closed_embedding_in_chunks_fills_every_row_in_place(db_path):
     np.testing.assert_allclose(got.vectors, alone, atol=1e-6)
     np.testing.assert_array_equal(got.vectors[0], got.vectors[2])
     np.testing.assert_array_equal(got.vectors[3], got.vectors[5])
+
+
+def test_a_cache_of_two_vector_sizes_is_a_clear_error(db_path):
+    """Vectors of different sizes cached for one model: the InputError saying so reaches the
+    user (not DuckDB's complaint about the half-read cache), and the store stays usable."""
+    from goldmine.errors import InputError
+    from goldmine.text import sha256_text
+
+    texts = [f"query {i}" for i in range(10)]
+    key = embed.cache_key(None, embed.embed_backend(None))
+    with open_store(db_path) as con:
+        for i, text in enumerate(texts):
+            dim = 3 if i % 2 else 4
+            embed._store(con, key, [sha256_text(text)], np.ones((1, dim), dtype=np.float32))
+        with pytest.raises(InputError, match="vectors of sizes"):
+            embed.embed_texts(con, texts, show_progress=False)
+        assert _cached_rows(con) == 10

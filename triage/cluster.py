@@ -155,6 +155,8 @@ def knn_hnsw(
         found = index.search(x[start : start + step], k + 1, threads=0)
         got = found.keys.astype(np.int64)
         rows = np.arange(start, start + len(got))
+        short = found.counts < k + 1  # fewer found than asked: the rest of the row is padding
+        got[np.arange(k + 1)[None, :] >= found.counts[:, None]] = -1
         # drop the row itself (usually first; anywhere when duplicates tie), keep k
         is_self = got == rows[:, None]
         is_self[~is_self.any(axis=1), -1] = True  # no self found: drop the last
@@ -164,6 +166,8 @@ def knn_hnsw(
         order = np.lexsort((got, -cos), axis=1)  # best first, ties by index
         idx[start : start + len(rows)] = np.take_along_axis(got, order, 1)
         sims[start : start + len(rows)] = np.take_along_axis(cos, order, 1)
+        if short.any():  # rare (the search explores 64 candidates for 21): exact for those rows
+            idx[rows[short]], sims[rows[short]] = knn_exact(x, k, rows=rows[short])
         if advance is not None:
             advance(1)
     return idx, sims
