@@ -194,6 +194,19 @@ def load_encoder(name: str | None = None, backend: str | None = None) -> Any:
     return onnx_encoder(str(folder), backend, torch_threads())
 
 
+def release_encoders() -> None:
+    """Drop the loaded models (torch and ONNX sessions, a few hundred MB) when a long run has no
+    more to encode: triage clusters after it embeds, and its peak memory is in clustering."""
+    import gc
+    import sys
+
+    _load.cache_clear()
+    onnx = sys.modules.get("goldmine.onnx_embed")
+    if onnx is not None:
+        onnx.load_encoder.cache_clear()
+    gc.collect()
+
+
 class _TorchEncoder:
     def __init__(self, model: Any) -> None:
         self.model = model

@@ -18,10 +18,12 @@ then alphabetical), reached through the variant's best-ranked match.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -378,15 +380,34 @@ def dedupe_inputs(con: duckdb.DuckDBPyConnection):
 
 def plan_canonicals(rows_df, description: str = "fuzzy dedupe"):
     """A canonical for every query triage has not seen before (``dedupe_inputs`` rows), needing
-    no store: (norm_query, canonical_query, fuzzy_score) rows, or None when none is new."""
+    no store: (norm_query, canonical_query, fuzzy_score) rows, or None when none is new.
+
+    The matching runs in a forked process where the platform forks: its Python objects (a list of
+    blocking keys per query, the blocks, the texts) are a gigabyte at 1M queries, and a process
+    keeps such a heap after freeing it, under the vectors and the index that come next."""
     import polars as pl
 
     new_mask = rows_df["canonical_query"].is_null().to_numpy()
     if not new_mask.any():
         return None
     texts = rows_df["norm_query"].to_list()
-    known = dict(zip(texts, rows_df["canonical_query"].to_list(), strict=True))
+    canonicals = rows_df["canonical_query"].to_list()
     new_idx = np.flatnonzero(new_mask)  # rank order: the frame is sorted best first
+    canonical, scores = in_child(_plan, texts, canonicals, new_idx, description)
+    return pl.DataFrame(
+        {
+            "norm_query": [texts[i] for i in new_idx],
+            "canonical_query": canonical,
+            "fuzzy_score": scores,
+        }
+    )
+
+
+def _plan(
+    texts: list[str], canonicals: list[str | None], new_idx: np.ndarray, description: str
+) -> tuple[list[str], list[float]]:
+    """Each new query's canonical and fuzzy score, in the order of ``new_idx``."""
+    known = dict(zip(texts, canonicals, strict=True))
     blocked = block_table(texts)
     with progress(description, total=len(blocked[0])) as advance:
         best = best_partners([int(i) for i in new_idx], texts, advance, blocked)
@@ -403,13 +424,30 @@ def plan_canonicals(rows_df, description: str = "fuzzy dedupe"):
             known[texts[i]] = texts[i]
             canonical.append(texts[i])
             scores.append(100.0)
-    return pl.DataFrame(
-        {
-            "norm_query": [texts[i] for i in new_idx],
-            "canonical_query": canonical,
-            "fuzzy_score": scores,
-        }
-    )
+    return canonical, scores
+
+
+_CALL: tuple | None = None  # what in_child's forked process runs, inherited rather than pickled
+
+
+def _call_inherited() -> Any:
+    fn, args = _CALL
+    return fn(*args)
+
+
+def in_child(fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args) in a forked process when the platform forks (its memory is returned when it
+    exits; the arguments are inherited, only the result is pickled back), else in this one."""
+    global _CALL
+
+    if "fork" not in mp.get_all_start_methods():
+        return fn(*args)
+    _CALL = (fn, args)
+    try:
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("fork")) as pool:
+            return pool.submit(_call_inherited).result()
+    finally:
+        _CALL = None
 
 
 def write_canonicals(con: duckdb.DuckDBPyConnection, rows, run_id: int) -> int:

@@ -205,7 +205,7 @@ def _run_steps(
     window_s: int,
     no_answer_retriever: str,
 ) -> RunResult:
-    from goldmine.embed import WRITE_WAIT_S, embed_closed
+    from goldmine.embed import WRITE_WAIT_S, embed_closed, release_encoders
     from goldmine.triage import cluster, dedupe, labels, tags
 
     steps = _Steps(result)
@@ -220,10 +220,12 @@ def _run_steps(
     result.n_deduped_before = int(queries["canonical_query"].is_not_null().sum())
     detail = f"{queries.height - result.n_deduped_before:,} new of {queries.height:,} queries"
     planned = steps.run("dedupe", dedupe.plan_canonicals, queries, detail=detail)
+    del queries  # a million queries' rows; clustering's peak comes later
     with open_store(path, wait=WRITE_WAIT_S) as con:
         with transaction(con):
             result.n_new_queries = dedupe.write_canonicals(con, planned, result.run_id)
         inputs = cluster.cluster_inputs(con)
+    del planned
     result.n_clustered = len(inputs.todo)
     detail = f"{len(inputs.texts):,} texts with {model or 'the bundled MiniLM'}"
     detail += f" ({result.backend})"
@@ -231,6 +233,7 @@ def _run_steps(
         "embed", embed_closed, path, inputs.texts, model, detail=detail, backend=result.backend
     )
     result.n_embedded, result.n_cached = embedded.n_encoded, embedded.n_cached
+    release_encoders()
     detail = f"{len(inputs.todo):,} queries without a cluster"
     plan = steps.run("cluster", cluster.plan_clusters, inputs, embedded.vectors, detail=detail)
     with open_store(path, wait=WRITE_WAIT_S) as con:
