@@ -236,9 +236,11 @@ def _run_steps(
     release_encoders()
     detail = f"{len(inputs.todo):,} queries without a cluster"
     plan = steps.run("cluster", cluster.plan_clusters, inputs, embedded.vectors, detail=detail)
+    del embedded, inputs  # the vectors (1.2 GB at 1M queries) are not needed by the SQL steps
     with open_store(path, wait=WRITE_WAIT_S) as con:
         with transaction(con):
             result.cluster = cluster.write_clusters(con, plan, result.run_id)
+        del plan
         result.tags = steps.run("tags", tags.tag_queries, no_answer_retriever, con=con)
         result.n_clusters = steps.run("rank", ranking.summarize_clusters, result.run_id, con=con)
         steps.run("labels", labels.label_clusters, con=con)
