@@ -235,15 +235,6 @@ def similar_pairs(
     ]
 
 
-def block_index(texts: list[str]) -> dict[str, list[int]]:
-    """Each blocking key with the indexes of the texts that have it."""
-    blocks: dict[str, list[int]] = {}
-    for j, keys in enumerate(block_keys(texts)):
-        for key in keys:
-            blocks.setdefault(key, []).append(j)
-    return blocks
-
-
 KEYS_PER_QUERY = 3
 PARALLEL_CELLS = 200_000
 
@@ -273,22 +264,23 @@ def block_keys(texts: list[str]) -> list[list[str]]:
 
 
 def blocked_pairs(
-    queries: list[str], texts: list[str], advance: Callable[[int], None] | None = None
+    queries: list[int], texts: list[str], advance: Callable[[int], None] | None = None
 ) -> set[tuple[int, int, float]]:
     """(i, j, score) index pairs into ``texts``: each of ``queries`` (indexes into texts) against
-    the texts it shares a block with, length-banded cdist inside each block. ``advance`` is told of
-    each block done (a progress bar over ``len(block_index(texts))`` blocks)."""
-    blocks = block_index(texts)
+    the texts it shares a block with, length-banded cdist inside each block. Every pair, for the
+    tests and the benchmark; dedupe itself needs only :func:`best_partners`. ``advance`` is told
+    of each block done."""
+    blocks, _ = block_table(texts)
     wanted = set(queries)
     found: set[tuple[int, int, float]] = set()
-    for members in blocks.values():
+    for members in blocks:
         if advance is not None:
             advance(1)
-        mine = [i for i in members if i in wanted]
+        mine = [int(i) for i in members if i in wanted]
         if not mine or len(members) < 2:
             continue
         for a, b, score in similar_pairs([texts[i] for i in mine], [texts[j] for j in members]):
-            found.add((mine[a], members[b], score))
+            found.add((mine[a], int(members[b]), score))
     return found
 
 
