@@ -278,12 +278,21 @@ def _advancing(items, advance):
         yield item
 
 
-def _run_grid(x: np.ndarray, idx: np.ndarray, sims: np.ndarray, jobs: list, label: str) -> list:
+def _graphs(x: np.ndarray, ks: list[int], label: str) -> dict[int, tuple[Any, np.ndarray]]:
+    """The k-NN graph of x for each k in ks, from one k-NN search at the largest k. The neighbour
+    arrays (n x k, 360 MB at 1M queries and k = 30) are gone when this returns: Leiden's peak
+    comes after."""
+    with progress(label, total=knn_steps(len(x))) as advance:
+        idx, sims = knn(x, max(ks), advance)
+    return {k: knn_graph(idx, sims, k) for k in sorted(set(ks))}
+
+
+def _run_grid(x: np.ndarray, graphs: dict, jobs: list, label: str) -> list:
     """Leiden for each (k, resolution) job, in parallel processes (one per core) where fork is
     available: embedding used one torch thread, clustering may use them all."""
     global _GRAPH
 
-    _GRAPH = (x, {k: knn_graph(idx, sims, k) for k in sorted({k for k, _ in jobs})})
+    _GRAPH = (x, graphs)
     try:
         workers = min(len(jobs), os.cpu_count() or 1)
         with progress(label, total=len(jobs)) as advance:
@@ -323,15 +332,14 @@ def cluster_fresh(
         rng = np.random.default_rng(SEED)
         sample = np.sort(rng.choice(n, CHOOSE_SAMPLE, replace=False))
         xs = x[sample]
-        with progress("k-NN graph of a sample", total=knn_steps(len(xs))) as advance:
-            idx, sims = knn(xs, max(grid), advance)
-        runs = _run_grid(xs, idx, sims, jobs, f"Leiden on {len(xs):,} sampled rows")
-        del idx, sims
+        graphs = _graphs(xs, grid, "k-NN graph of a sample")
+        runs = _run_grid(xs, graphs, jobs, f"Leiden on {len(xs):,} sampled rows")
+        del graphs, xs
     if len(jobs) > 1:
         if sample is None:
-            with progress("k-NN graph (row blocks)", total=knn_steps(n)) as advance:
-                idx, sims = knn(x, max(grid), advance)
-            runs = _run_grid(x, idx, sims, jobs, f"Leiden for k in {grid} x {list(resolutions)}")
+            graphs = _graphs(x, grid, "k-NN graph (row blocks)")
+            runs = _run_grid(x, graphs, jobs, f"Leiden for k in {grid} x {list(resolutions)}")
+            del graphs
         tried = {f"{k}/{r:g}": round(s, 4) for k, r, _, s in runs}
         k, resolution = choose(runs)
         if sample is None:
@@ -339,9 +347,8 @@ def cluster_fresh(
             return labels, {"k": k, "resolution": resolution, "tried": tried}
     else:
         k, resolution = jobs[0]
-    with progress("k-NN graph (row blocks)", total=knn_steps(n)) as advance:
-        idx, sims = knn(x, k, advance)
-    labels = _run_grid(x, idx, sims, [(k, resolution)], f"Leiden, k {k}, resolution {resolution:g}")
+    graphs = _graphs(x, [k], "k-NN graph (row blocks)")
+    labels = _run_grid(x, graphs, [(k, resolution)], f"Leiden, k {k}, resolution {resolution:g}")
     return labels[0][2], {"k": k, "resolution": resolution, "tried": tried}
 
 
