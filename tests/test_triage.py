@@ -629,6 +629,32 @@ def test_ctfidf_terms_name_banking77_intents(shared_dataset):
             assert not set(term.split()) <= shown, t
 
 
+def test_term_counts_are_countvectorizers(shared_dataset):
+    """The polars counting gives scikit-learn CountVectorizer's counts (stop words, token pattern,
+    pairs in two texts or more) on banking77's real queries, weighted, per cluster."""
+    import polars as pl
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from goldmine.triage.labels import _TOKEN, _term_counts
+
+    texts = pl.read_csv(shared_dataset("datasets", "banking77", "train.csv"))["text"].to_list()
+    ids = np.arange(len(texts)) % 7
+    weights = (np.arange(len(texts)) % 5 + 1).astype(float)
+    expected = {}
+    for ngrams, min_df in (((1, 1), 1), ((2, 2), 2)):
+        vec = CountVectorizer(
+            stop_words="english", ngram_range=ngrams, min_df=min_df, token_pattern=_TOKEN
+        )
+        counts = vec.fit_transform(texts).tocoo()
+        vocab = vec.get_feature_names_out()
+        for doc, col, n in zip(counts.row, counts.col, counts.data, strict=True):
+            key = (int(ids[doc]), vocab[col])
+            expected[key] = expected.get(key, 0.0) + n * weights[doc]
+    got = _term_counts(ids, texts, weights)
+    assert {(c, t): tf for c, t, _, tf in got.iter_rows()} == expected
+    assert got.filter(pl.col("pair"))["term"].str.contains(" ").all()
+
+
 def test_ctfidf_weights_and_tiny_inputs():
     from goldmine.triage.labels import ctfidf_terms
 

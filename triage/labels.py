@@ -4,11 +4,12 @@ c-TF-IDF (as BERTopic computes it): the queries of a cluster are one document; a
 cluster c is its frequency there (as a share of the cluster's words, each query counted once per
 event) times ``log(1 + A / f_t)``, where A is the mean number of words per cluster and f_t the
 term's frequency over all clusters. A term frequent in one cluster and rare elsewhere ranks first;
-one frequent everywhere ("how", "my", "card" in a card product) sinks. Counting is scikit-learn's
-``CountVectorizer`` (English stop words out, words and word pairs); the weighting is sparse matrix
-arithmetic, so there is no Python loop over words, and one over clusters only to read the top
-terms. Pairs count when they occur in two queries or more, so a pair made of a rare typo does not
-lead a label.
+one frequent everywhere ("how", "my", "card" in a card product) sinks. The terms are those of
+scikit-learn's ``CountVectorizer`` (its English stop words out, its token pattern, words and word
+pairs), counted and weighted by polars expressions: no Python loop over words, and one over
+clusters only to read the top terms (1M queries: 26 s with ``CountVectorizer`` and sparse
+matrices). Pairs count when they occur in two queries or more, so a pair made of a rare typo does
+not lead a label.
 
 The central examples are the queries with the highest cosine to their cluster's centroid
 (``triage_assignments.similarity``, set when a query is clustered or joins).
@@ -16,11 +17,13 @@ The central examples are the queries with the highest cosine to their cluster's 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from goldmine.store import registered
+from goldmine.triage.events import frame
 
 if TYPE_CHECKING:
     import duckdb
@@ -30,65 +33,88 @@ N_CENTRAL = 3
 _TOKEN = r"(?u)\b[a-zA-Z]\w+\b"
 
 
-def _counts(texts: list[str]) -> tuple[Any, np.ndarray]:
-    """Term counts per text: every word (English stop words out), and the word pairs that occur
-    in two texts or more."""
-    import scipy.sparse as sp
-    from sklearn.feature_extraction.text import CountVectorizer
+def _term_counts(cluster_ids: np.ndarray, texts: Sequence[str], weights: np.ndarray):
+    """(c, term, pair, tf) rows: each cluster's weighted count of each term, its words (English
+    stop words out, lowercased, scikit-learn's token pattern) and the word pairs that occur in two
+    texts or more: the counts of scikit-learn's ``CountVectorizer`` with those settings
+    (tests/test_triage.py checks them on banking77), in polars, several times faster."""
+    import polars as pl
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    parts, vocab = [], []
-    for ngrams, min_df in (((1, 1), 1), ((2, 2), 2)):
-        vectorizer = CountVectorizer(
-            stop_words="english", ngram_range=ngrams, min_df=min_df, token_pattern=_TOKEN
-        )
-        try:
-            parts.append(vectorizer.fit_transform(texts))
-        except ValueError:  # no such term (only stop words, or no pair twice)
+    docs = pl.DataFrame(
+        {
+            "c": np.asarray(cluster_ids, dtype=np.int64),
+            "text": texts,
+            "w": np.asarray(weights, dtype=np.float64),
+        },
+        schema={"c": pl.Int64, "text": pl.Utf8, "w": pl.Float64},
+    ).with_row_index("doc")
+    stop = pl.Series(sorted(ENGLISH_STOP_WORDS)).implode()
+    words = pl.col("text").str.to_lowercase().str.extract_all(_TOKEN)
+    tokens = docs.select(
+        "doc", "c", "w", tok=words.list.eval(pl.element().filter(~pl.element().is_in(stop)))
+    )
+    singles = tokens.select("c", "w", term=pl.col("tok"), pair=pl.lit(False)).explode("term")
+    pairs = tokens.select(
+        "doc",
+        "c",
+        "w",
+        term=pl.col("tok").list.eval(pl.element() + " " + pl.element().shift(-1)).list.drop_nulls(),
+        pair=pl.lit(True),
+    ).explode("term")
+    twice = pairs.group_by("term").agg(pl.col("doc").n_unique()).filter(pl.col("doc") >= 2)
+    pairs = pairs.join(twice.select("term"), on="term", how="semi").drop("doc")
+    return (
+        pl.concat([singles, pairs])
+        .drop_nulls("term")
+        .group_by("c", "term", "pair")
+        .agg(tf=pl.col("w").sum())
+    )
+
+
+def _pick(ranked: list[str], n_terms: int) -> list[str]:
+    """The first n_terms of a cluster's ranked terms that each add a word: a term whose words are
+    all shown already adds nothing ("second" after "second card"); a pair replaces the single
+    words it holds."""
+    picked: list[str] = []
+    for term in ranked:
+        if all(w in " ".join(picked).split() for w in term.split()):
             continue
-        vocab.append(vectorizer.get_feature_names_out())
-    if not parts:
-        return None, np.array([], dtype=object)
-    return sp.hstack(parts).tocsr(), np.concatenate(vocab)
+        picked = [p for p in picked if not (" " in term and p in term.split())] + [term]
+        if len(picked) == n_terms:
+            break
+    return picked
 
 
 def ctfidf_terms(
-    cluster_ids: np.ndarray, texts: list[str], weights: np.ndarray, n_terms: int = N_TERMS
+    cluster_ids: np.ndarray, texts: Sequence[str], weights: np.ndarray, n_terms: int = N_TERMS
 ) -> dict[int, list[str]]:
-    """Top terms per cluster by c-TF-IDF; ``weights`` counts each text (its event volume)."""
-    import scipy.sparse as sp
+    """Top terms per cluster by c-TF-IDF; ``weights`` counts each text (its event volume).
+    Ties rank single words before pairs, then alphabetically."""
+    import polars as pl
 
     if not len(texts):
         return {}
-    clusters, rows = np.unique(np.asarray(cluster_ids), return_inverse=True)
-    counts, vocab = _counts(texts)
-    if not len(vocab):  # nothing but stop words
-        return {int(c): [] for c in clusters}
-    member = sp.csr_matrix(
-        (np.asarray(weights, dtype=np.float64), (rows, np.arange(len(texts)))),
-        shape=(len(clusters), len(texts)),
+    clusters = np.unique(np.asarray(cluster_ids))
+    tf = _term_counts(cluster_ids, texts, weights)
+    out: dict[int, list[str]] = {int(c): [] for c in clusters}
+    if not tf.height:  # nothing but stop words
+        return out
+    avg = tf["tf"].sum() / len(clusters)  # a cluster of stop words only counts, with 0 words
+    ranked = (
+        tf.with_columns(
+            score=pl.col("tf")
+            * (1.0 / pl.col("tf").sum().over("c"))
+            * (avg / pl.col("tf").sum().over("term")).log1p()
+        )
+        .sort(["c", "score", "pair", "term"], descending=[False, True, False, False])
+        .group_by("c", maintain_order=True)
+        .head(n_terms * 3)
+        .group_by("c", maintain_order=True)
+        .agg("term")
     )
-    tf = (member @ counts).tocsr()  # cluster x term
-    words = np.asarray(tf.sum(axis=1)).ravel()
-    freq = np.asarray(tf.sum(axis=0)).ravel()
-    avg = words.mean() if len(words) else 1.0
-    idf = np.log1p(avg / np.maximum(freq, 1e-12))
-    score = sp.diags(1.0 / np.maximum(words, 1e-12)) @ tf @ sp.diags(idf)
-    score = score.tocsr()
-    out: dict[int, list[str]] = {}
-    for i, c in enumerate(clusters):
-        lo, hi = score.indptr[i], score.indptr[i + 1]
-        data, cols = score.data[lo:hi], score.indices[lo:hi]
-        top = np.lexsort((cols, -data))[: n_terms * 3]
-        picked: list[str] = []
-        for term in vocab[cols[top]]:
-            # a term whose words are all shown already adds nothing ("second" after "second
-            # card"); a pair replaces the single words it holds
-            if all(w in " ".join(picked).split() for w in term.split()):
-                continue
-            picked = [p for p in picked if not (" " in term and p in term.split())] + [term]
-            if len(picked) == n_terms:
-                break
-        out[int(c)] = picked
+    for c, terms in ranked.iter_rows():
+        out[int(c)] = _pick(terms, n_terms)
     return out
 
 
@@ -96,20 +122,23 @@ def label_clusters(con: duckdb.DuckDBPyConnection) -> int:
     """Rebuild ``triage_cluster_labels`` (top terms, central queries) for the current clusters."""
     import polars as pl
 
-    rows = con.execute(
+    rows = frame(
+        con,
         """SELECT q.cluster_id, q.query, q.n_events FROM triage_queries q
-           WHERE q.cluster_id IS NOT NULL ORDER BY q.cluster_id, q.norm_query"""
-    ).fetchall()
+           WHERE q.cluster_id IS NOT NULL""",
+    )
     con.execute("DELETE FROM triage_cluster_labels")
-    if not rows:
+    if not rows.height:
         return 0
-    ids = np.array([r[0] for r in rows], dtype=np.int64)
-    terms = ctfidf_terms(ids, [r[1] for r in rows], np.array([r[2] for r in rows], dtype=float))
-    frame = pl.DataFrame(
+    terms = ctfidf_terms(
+        rows["cluster_id"].to_numpy(), rows["query"], rows["n_events"].to_numpy().astype(float)
+    )
+    del rows
+    terms_frame = pl.DataFrame(
         {"cluster_id": list(terms), "terms": list(terms.values())},
         schema={"cluster_id": pl.Int64, "terms": pl.List(pl.Utf8)},
     )
-    with registered(con, _gm_terms=frame):
+    with registered(con, _gm_terms=terms_frame):
         con.execute(
             f"""INSERT INTO triage_cluster_labels
                 SELECT t.cluster_id, t.terms, c.central FROM _gm_terms t LEFT JOIN (
