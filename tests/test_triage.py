@@ -633,9 +633,11 @@ def test_term_counts_are_countvectorizers(shared_dataset):
     """The polars counting gives scikit-learn CountVectorizer's counts (stop words, token pattern,
     pairs in two texts or more) on banking77's real queries, weighted, per cluster."""
     import polars as pl
-    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
 
-    from goldmine.triage.labels import _TOKEN, _term_counts
+    from goldmine.triage.labels import _TOKEN, STOP_WORDS, _term_counts
+
+    assert STOP_WORDS == ENGLISH_STOP_WORDS
 
     texts = pl.read_csv(shared_dataset("datasets", "banking77", "train.csv"))["text"].to_list()
     ids = np.arange(len(texts)) % 7
