@@ -101,28 +101,42 @@ def typo_edit(word: str, target: str) -> bool:
     return b in NEIGHBOUR_KEYS.get(a, ()) or (a in VOWELS and b in VOWELS)
 
 
-def misspelled(rare: list[str], common: list[str]) -> set[str]:
-    """The rare words one typist's edit from a common word (OSA distance 1, length-blocked)."""
-    from rapidfuzz import process
-    from rapidfuzz.distance import OSA
+def _one_deletion(words: list[str]):
+    """(word, key) rows: each word under itself and under each spelling with one letter left out.
+    Two words one typist's edit apart share a key (a letter changed or two swapped: the same
+    position left out of both; one put in: the longer word with it left out is the shorter), the
+    symmetric-delete index of SymSpell."""
+    import polars as pl
 
-    out: set[str] = set()
-    by_len: dict[int, list[str]] = {}
-    for w in common:
-        by_len.setdefault(len(w), []).append(w)
-    groups: dict[int, list[str]] = {}
-    for w in rare:
-        if len(w) >= MIN_TYPO_LEN and w.isalpha():
-            groups.setdefault(len(w), []).append(w)
-    for length, words in groups.items():
-        targets = [w for d in (-1, 0, 1) for w in by_len.get(length + d, [])]
-        if not targets:
-            continue
-        dist = process.cdist(words, targets, scorer=OSA.distance, score_cutoff=1, workers=-1)
-        for w, row in zip(words, dist, strict=True):
-            if any(typo_edit(w, targets[j]) for j in np.flatnonzero(row <= 1)):
-                out.add(w)
-    return out
+    base = pl.DataFrame({"word": words}, schema={"word": pl.Utf8})
+    left_out = (
+        base.with_columns(i=pl.int_ranges(0, pl.col("word").str.len_chars()))
+        .explode("i")
+        .select(
+            "word",
+            key=pl.col("word").str.slice(0, pl.col("i"))
+            + pl.col("word").str.slice(pl.col("i") + 1),
+        )
+    )
+    return pl.concat([base.select("word", key=pl.col("word")), left_out]).unique()
+
+
+def misspelled(rare: list[str], common: list[str]) -> set[str]:
+    """The rare words one typist's edit from a common word. Candidates come from a join on the
+    one-deletion keys (:func:`_one_deletion`), near-linear in the words, rather than comparing
+    every rare word with every common one of a near length; each is then checked by
+    :func:`typo_edit`."""
+    words = [w for w in rare if len(w) >= MIN_TYPO_LEN and w.isalpha()]
+    if not words or not common:
+        return set()
+    candidates = (
+        _one_deletion(words)
+        .join(_one_deletion(common).rename({"word": "target"}), on="key")
+        .select("word", "target")
+        .unique()
+        .sort("word", "target")
+    )
+    return {w for w, t in candidates.iter_rows() if w != t and typo_edit(w, t)}
 
 
 @lru_cache(maxsize=1)
@@ -219,14 +233,26 @@ def acronym_queries(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> set
                 [snapshot],
             ).fetchall()
         }
+    # Only spellings with two capitals or two dotted letters in a row can hold an acronym: SQL
+    # keeps those (a few percent of the traffic) for the Python test of each.
     rows = con.execute(
-        "SELECT DISTINCT norm_query, unnest(spellings).query FROM triage_query_days"
+        """SELECT DISTINCT norm_query, query FROM
+           (SELECT norm_query, unnest(spellings).query AS query FROM triage_query_days)
+           WHERE regexp_matches(query, '[A-Z]{2}|[A-Za-z]\\.[A-Za-z]\\.')"""
     ).fetchall()
-    return {
-        norm
-        for norm, raw in rows
-        if has_acronym(raw) or (expanded and expanded & set(norm.split()))
-    }
+    found = {norm for norm, raw in rows if has_acronym(raw)}
+    if expanded:
+        found.update(
+            r[0]
+            for r in con.execute(
+                """SELECT DISTINCT norm_query FROM
+                   (SELECT norm_query, unnest(string_split(norm_query, ' ')) AS w
+                    FROM triage_query_days)
+                   WHERE w IN (SELECT unnest(?::VARCHAR[]))""",
+                [sorted(expanded)],
+            ).fetchall()
+        )
+    return found
 
 
 def has_acronym(raw: str) -> bool:
