@@ -303,6 +303,14 @@ def block_table(texts: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
     return [np.asarray(m, dtype=np.int64) for m in members], table
 
 
+def blocks_holding(table: np.ndarray, queries: list[int] | np.ndarray) -> np.ndarray:
+    """The ids of the blocks that hold one of ``queries`` (rows of ``block_table``'s table), in
+    order: a weekly run's few new queries are matched in their own blocks, not in every block of
+    the million queries before them."""
+    ids = table[np.asarray(queries, dtype=np.int64)]
+    return np.unique(ids[ids >= 0])
+
+
 PAIR_CHUNK = 500_000  # candidate pairs per step of the shared-block check (x width^2 bytes)
 
 
@@ -337,9 +345,10 @@ def best_partners(
     wanted[queries] = True
     best: dict[int, tuple[int, float]] = {}
     best_j = np.arange(len(texts), dtype=np.int64)  # best[i][0] once found; i itself before
-    for block, members in enumerate(blocks):
+    for block in blocks_holding(table, queries):
         if advance is not None:
             advance(1)
+        members = blocks[block]
         mine = members[wanted[members]]
         if len(mine) == 0 or len(members) < 2:
             continue
@@ -401,7 +410,7 @@ def _plan(
     """Each new query's canonical and fuzzy score, in the order of ``new_idx``."""
     known = dict(zip(texts, canonicals, strict=True))
     blocked = block_table(texts)
-    with progress(description, total=len(blocked[0])) as advance:
+    with progress(description, total=len(blocks_holding(blocked[1], new_idx))) as advance:
         best = best_partners([int(i) for i in new_idx], texts, advance, blocked)
     canonical: list[str] = []
     scores: list[float] = []
