@@ -103,7 +103,7 @@ def _export_float(folder: Path, target: Path) -> None:
             return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
     dummy = torch.ones((2, 8), dtype=torch.long)
-    tmp = target.with_suffix(".tmp")
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")  # two first runs at once each write their own
     with torch.no_grad():
         torch.onnx.export(
             Sentence(model),
@@ -126,30 +126,40 @@ def _export_float(folder: Path, target: Path) -> None:
 def _export_int8(source: Path, target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    tmp = target.with_suffix(".tmp")
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
     # per-channel int8 weights: mean cosine to the float32 vectors 0.9935 on banking77 (0.969
     # per-tensor, below the 0.99 the backend must hold)
     quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
     tmp.replace(target)
 
 
+def _export(folder: Path, fp32: Path, int8: Path | None) -> None:
+    if not fp32.is_file():
+        _export_float(folder, fp32)
+    if int8 is not None and not int8.is_file():
+        _export_int8(fp32, int8)
+
+
 def onnx_file(folder: Path, backend: str) -> Path:
-    """The ONNX file for ``backend`` ('onnx' or 'onnx-int8'), exported on first use."""
+    """The ONNX file for ``backend`` ('onnx' or 'onnx-int8'), exported on first use.
+
+    The export runs in a spawned process: it loads torch and the transformer, which would stay
+    in this process's memory (400 MB) under the vectors and the index that come after."""
     _pooling(folder)
     out = export_dir(folder)
     out.mkdir(parents=True, exist_ok=True)
     fp32 = out / "model.onnx"
-    if not fp32.is_file():
+    int8 = out / "model_qint8.onnx" if backend != "onnx" else None
+    if not fp32.is_file() or (int8 is not None and not int8.is_file()):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
         from goldmine.output import info
 
         info(f"exporting {folder.name} to ONNX once (cached in {out})")
-        _export_float(folder, fp32)
-    if backend == "onnx":
-        return fp32
-    int8 = out / "model_qint8.onnx"
-    if not int8.is_file():
-        _export_int8(fp32, int8)
-    return int8
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            pool.submit(_export, folder, fp32, int8).result()
+    return int8 or fp32
 
 
 class OnnxEncoder:
