@@ -629,13 +629,18 @@ def test_ctfidf_terms_name_banking77_intents(shared_dataset):
             assert not set(term.split()) <= shown, t
 
 
-def test_term_counts_are_countvectorizers(shared_dataset):
+@pytest.mark.parametrize("chunk", [65_536, 1_000])
+def test_term_counts_are_countvectorizers(shared_dataset, monkeypatch, chunk):
     """The polars counting gives scikit-learn CountVectorizer's counts (stop words, token pattern,
-    pairs in two texts or more) on banking77's real queries, weighted, per cluster."""
+    pairs in two texts or more) on banking77's real queries, weighted, per cluster; whether the
+    texts are counted in one chunk or in eleven (a pair seen once in each of two chunks counts)."""
     import polars as pl
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
 
+    from goldmine.triage import labels
     from goldmine.triage.labels import _TOKEN, STOP_WORDS, _term_counts
+
+    monkeypatch.setattr(labels, "COUNT_CHUNK", chunk)
 
     assert STOP_WORDS == ENGLISH_STOP_WORDS
 

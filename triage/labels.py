@@ -62,11 +62,15 @@ _STOP_WORDS = """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
 
 
+COUNT_CHUNK = 65_536  # texts counted at a time: the exploded words of a million are ~2 GB
+
+
 def _term_counts(cluster_ids: np.ndarray, texts: Sequence[str], weights: np.ndarray):
     """(c, term, pair, tf) rows: each cluster's weighted count of each term, its words (English
     stop words out, lowercased, scikit-learn's token pattern) and the word pairs that occur in two
     texts or more: the counts of scikit-learn's ``CountVectorizer`` with those settings
-    (tests/test_triage.py checks them on banking77), in polars, several times faster."""
+    (tests/test_triage.py checks them on banking77), in polars, several times faster. Counted
+    COUNT_CHUNK texts at a time, so memory is one chunk's words and the counts so far."""
     import polars as pl
 
     docs = pl.DataFrame(
@@ -77,27 +81,50 @@ def _term_counts(cluster_ids: np.ndarray, texts: Sequence[str], weights: np.ndar
         },
         schema={"c": pl.Int64, "text": pl.Utf8, "w": pl.Float64},
     ).with_row_index("doc")
-    stop = pl.Series(sorted(STOP_WORDS)).implode()
-    words = pl.col("text").str.to_lowercase().str.extract_all(_TOKEN)
-    tokens = docs.select(
-        "doc", "c", "w", tok=words.list.eval(pl.element().filter(~pl.element().is_in(stop)))
+    parts = [_chunk_counts(docs.slice(a, COUNT_CHUNK)) for a in range(0, docs.height, COUNT_CHUNK)]
+    del docs
+    twice = (
+        pl.concat([p for _, p in parts])
+        .group_by("term")
+        .agg(pl.col("n_docs").sum())
+        .filter(pl.col("n_docs") >= 2)
     )
-    singles = tokens.select("c", "w", term=pl.col("tok"), pair=pl.lit(False)).explode("term")
-    pairs = tokens.select(
+    tf = pl.concat([t for t, _ in parts]).group_by("c", "term", "pair").agg(pl.col("tf").sum())
+    return pl.concat(
+        [
+            tf.filter(~pl.col("pair")),
+            tf.filter(pl.col("pair")).join(twice.select("term"), on="term", how="semi"),
+        ]
+    )
+
+
+def _chunk_counts(docs):
+    """One chunk's (c, term, pair, tf) counts and its pairs' (term, n_docs) document counts
+    (the chunks hold different texts, so the document counts add up)."""
+    import polars as pl
+
+    # flat columns: a stop-word filter inside list.eval took 1.1 GB at 200k queries
+    words = (
+        docs.select("doc", "c", "w", term=pl.col("text").str.to_lowercase().str.extract_all(_TOKEN))
+        .explode("term")
+        .filter(pl.col("term").is_not_null() & ~pl.col("term").is_in(sorted(STOP_WORDS)))
+    )
+    # a word and the next kept word of the same text (explode keeps the order)
+    pairs = words.select(
         "doc",
         "c",
         "w",
-        term=pl.col("tok").list.eval(pl.element() + " " + pl.element().shift(-1)).list.drop_nulls(),
-        pair=pl.lit(True),
-    ).explode("term")
-    twice = pairs.group_by("term").agg(pl.col("doc").n_unique()).filter(pl.col("doc") >= 2)
-    pairs = pairs.join(twice.select("term"), on="term", how="semi").drop("doc")
-    return (
-        pl.concat([singles, pairs])
-        .drop_nulls("term")
-        .group_by("c", "term", "pair")
-        .agg(tf=pl.col("w").sum())
+        term=pl.when(pl.col("doc") == pl.col("doc").shift(-1)).then(
+            pl.col("term") + " " + pl.col("term").shift(-1)
+        ),
+    ).drop_nulls("term")
+    tf = pl.concat(
+        [
+            words.group_by("c", "term").agg(tf=pl.col("w").sum()).with_columns(pair=False),
+            pairs.group_by("c", "term").agg(tf=pl.col("w").sum()).with_columns(pair=True),
+        ]
     )
+    return tf, pairs.group_by("term").agg(n_docs=pl.col("doc").n_unique())
 
 
 def _pick(ranked: list[str], n_terms: int) -> list[str]:
