@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from goldmine.config import load_config
+from goldmine.config import load_config, resolve_db_path
 from goldmine.errors import InputError
 from goldmine.output import progress
 from goldmine.store import (
@@ -264,6 +264,42 @@ def embed_uncached(
     return _encode(list(texts), model, batch_size, show_progress, backend=backend)
 
 
+SPILL_BYTES = 256 << 20  # vector arrays past this live in a file mapping (row_buffer)
+
+
+def row_buffer(n: int, dim: int, folder: Path | None = None) -> np.ndarray:
+    """An n x dim float32 array. Past SPILL_BYTES with a ``folder`` (the store's: on disk, where
+    tmpfs would hold the pages in memory all the same) it is a shared mapping of an unlinked file
+    there, so :func:`page_out` can hand its pages to the kernel while the rows are not needed
+    (clustering a million queries needs its memory for the graph, not for the 1.5 GB of rows)."""
+    if folder is None or n * dim * 4 < SPILL_BYTES:
+        return np.empty((n, dim), dtype=np.float32)
+    import mmap
+    import tempfile
+
+    with tempfile.TemporaryFile(prefix="goldmine-vectors-", dir=folder) as f:
+        f.truncate(n * dim * 4)
+        mapped = mmap.mmap(f.fileno(), n * dim * 4)  # keeps the file until the array goes
+    return np.frombuffer(mapped, dtype=np.float32).reshape(n, dim)
+
+
+def page_out(x: np.ndarray) -> bool:
+    """Drop the resident pages of a :func:`row_buffer` file mapping from this process (its data
+    stays in the file and the page cache; reading a row faults it back in). False for an array in
+    ordinary memory, which stays as it is."""
+    import mmap
+
+    base = x
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):  # np.frombuffer's view of the mapping
+        base = base.obj
+    if not isinstance(base, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return False
+    base.madvise(mmap.MADV_DONTNEED)  # a shared mapping: dirty pages go to the file, not away
+    return True
+
+
 @dataclass
 class _Lookup:
     """What the cache already holds for a list of texts, which texts still need encoding, and the
@@ -275,6 +311,7 @@ class _Lookup:
     missing: np.ndarray  # bool per text
     vectors: np.ndarray | None  # n x dim; cached rows filled (None until a dimension is known)
     new_rows: list[int]  # the first row of each distinct missing text
+    spill: Path | None = None  # the folder of row_buffer's file, for a long run's big arrays
 
     @property
     def n_cached(self) -> int:
@@ -283,7 +320,7 @@ class _Lookup:
     def place(self, rows: Sequence[int], vectors: np.ndarray) -> None:
         """Encoded vectors for some of ``new_rows``, one per row, into the output."""
         if self.vectors is None:
-            self.vectors = np.empty((len(self.hashes), vectors.shape[1]), dtype=np.float32)
+            self.vectors = row_buffer(len(self.hashes), vectors.shape[1], self.spill)
         elif self.vectors.shape[1] != vectors.shape[1]:
             raise InputError(
                 f"the embedding cache holds {self.vectors.shape[1]}-dim vectors for model "
@@ -307,7 +344,11 @@ CACHE_BATCH = 65_536  # cached vectors read per Arrow batch (~100 MB of 384-dim 
 
 
 def _lookup(
-    con: duckdb.DuckDBPyConnection, texts: list[str], model: str | None, backend: str | None
+    con: duckdb.DuckDBPyConnection,
+    texts: list[str],
+    model: str | None,
+    backend: str | None,
+    spill: Path | None = None,
 ) -> _Lookup:
     """Hash the texts and read their cached vectors straight into the output, batch by batch."""
     import polars as pl
@@ -318,7 +359,7 @@ def _lookup(
         {"idx": np.arange(len(texts), dtype=np.int64), "text_hash": hashes},
         schema={"idx": pl.Int64, "text_hash": pl.Utf8},
     )
-    found = _Lookup(key, hashes, np.ones(len(texts), dtype=bool), None, [])
+    found = _Lookup(key, hashes, np.ones(len(texts), dtype=bool), None, [], spill)
     with registered(con, _gm_wanted=wanted):
         reader = con.sql(
             "SELECT w.idx, e.dim, e.vector FROM _gm_wanted w "
@@ -404,12 +445,13 @@ def embed_closed(
 
     The store is opened briefly to read the cached vectors, then once per ``chunk`` of new vectors
     to write them (one transaction each): an interrupted run keeps every finished chunk. One
-    progress bar (``description``) spans the whole encoding.
+    progress bar (``description``) spans the whole encoding. Past SPILL_BYTES the vectors live in
+    a file mapping beside the store (:func:`row_buffer`).
     """
 
     texts = list(texts)
     with open_store(db) as con:
-        found = _lookup(con, texts, model, backend)
+        found = _lookup(con, texts, model, backend, resolve_db_path(db).parent)
     label = description or f"embedding with {found.key}"
     with progress(label, total=len(found.new_rows)) as advance:
         for start in range(0, len(found.new_rows), chunk):

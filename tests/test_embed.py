@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -228,3 +229,26 @@ def test_a_cache_of_two_vector_sizes_is_a_clear_error(db_path):
         with pytest.raises(InputError, match="vectors of sizes"):
             embed.embed_texts(con, texts, show_progress=False)
         assert _cached_rows(con) == 10
+
+
+def _resident_mb() -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="reads Linux's /proc")
+def test_a_big_row_buffer_lives_in_a_file_and_pages_out_without_loss(tmp_path, monkeypatch):
+    """Past SPILL_BYTES the vectors are a file mapping in the given folder: page_out drops their
+    pages from this process's resident memory and the rows read back the same afterwards."""
+    monkeypatch.setattr(embed, "SPILL_BYTES", 1 << 20)
+    assert not embed.page_out(embed.row_buffer(100, 384, tmp_path))  # small: ordinary memory
+    assert not embed.page_out(embed.row_buffer(100_000, 384, None))  # no folder: the same
+    x = embed.row_buffer(100_000, 384, tmp_path)  # 147 MB
+    rng = np.random.default_rng(0)
+    x[:] = rng.standard_normal(x.shape, dtype=np.float32)
+    want = x[::997].copy()
+    before = _resident_mb()
+    assert embed.page_out(x[:50_000]) and embed.page_out(x)  # a view finds its mapping too
+    assert _resident_mb() < before - 100
+    np.testing.assert_array_equal(x[::997], want)
+    assert not list(tmp_path.iterdir())  # the file is unlinked: nothing left behind

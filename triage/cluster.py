@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from goldmine.embed import page_out
 from goldmine.output import progress
 from goldmine.store import registered
 from goldmine.triage.events import frame
@@ -262,14 +263,15 @@ def silhouette(x: np.ndarray, labels: np.ndarray) -> float:
     )
 
 
-_GRAPH: tuple | None = None  # inherited by forked workers: x, {k: (graph, weight)}
+# inherited by forked workers: x, {k: (graph, weight)}, whether to score the partitions
+_GRAPH: tuple | None = None
 
 
 def _partition(job: tuple[int, float]) -> tuple[int, float, np.ndarray, float]:
-    x, graphs = _GRAPH
+    x, graphs, scored = _GRAPH
     k, resolution = job
     labels = leiden(*graphs[k], resolution)
-    return k, resolution, labels, silhouette(x, labels)
+    return k, resolution, labels, silhouette(x, labels) if scored else float("nan")
 
 
 def _advancing(items, advance):
@@ -284,15 +286,19 @@ def _graphs(x: np.ndarray, ks: list[int], label: str) -> dict[int, tuple[Any, np
     comes after."""
     with progress(label, total=knn_steps(len(x))) as advance:
         idx, sims = knn(x, max(ks), advance)
+    # The graph and Leiden need the room, not the rows (1.5 GB at 1M queries); rows the embedding
+    # left in a file mapping leave memory until the centroids read them again.
+    page_out(x)
     return {k: knn_graph(idx, sims, k) for k in sorted(set(ks))}
 
 
 def _run_grid(x: np.ndarray, graphs: dict, jobs: list, label: str) -> list:
     """Leiden for each (k, resolution) job, in parallel processes (one per core) where fork is
-    available: embedding used one torch thread, clustering may use them all."""
+    available: embedding used one torch thread, clustering may use them all. The silhouette
+    scores a choice, so a single job gets none (its sample's distances are ~0.4 GB at a time)."""
     global _GRAPH
 
-    _GRAPH = (x, graphs)
+    _GRAPH = (x, graphs, len(jobs) > 1)
     try:
         workers = min(len(jobs), os.cpu_count() or 1)
         with progress(label, total=len(jobs)) as advance:
