@@ -123,13 +123,24 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _app(args=args, prog_name="goldmine")
     except GoldmineError as exc:
-        if debug:
-            traceback.print_exc()
-        print(f"{exc.label}: {exc.message}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        _fail(exc, debug)
+    except Exception as exc:
+        from goldmine.store import out_of_memory
+
+        failed = out_of_memory(exc)  # DuckDB's own: say which limit to raise, not a traceback
+        if failed is None:
+            raise
+        _fail(failed, debug)
     finally:
         if argv is None:  # the program itself, not a caller's process
             _quick_exit()
+
+
+def _fail(exc: GoldmineError, debug: bool) -> None:
+    if debug:
+        traceback.print_exc()
+    print(f"{exc.label}: {exc.message}", file=sys.stderr)
+    sys.exit(exc.exit_code)
 
 
 def _quick_exit() -> None:

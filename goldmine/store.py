@@ -305,6 +305,20 @@ def _connect_waiting(duckdb, path: Path, read_only: bool, config: dict, wait: fl
             pause = min(pause * 2, 0.2)
 
 
+def out_of_memory(exc: BaseException) -> StoreError | None:
+    """DuckDB's out-of-memory error as a StoreError saying which limit was hit, where it came
+    from and what to raise; None for any other exception."""
+    if not any(c.__name__ == "OutOfMemoryException" for c in type(exc).__mro__):
+        return None
+    limit = engine_settings().get("memory_limit")
+    given = f"memory_limit = {limit[0]!r} from {limit[1]}" if limit else "DuckDB's default limit"
+    said = str(exc).strip().splitlines()[0]
+    return StoreError(
+        f"DuckDB ran out of memory under {given} ({said}): raise GOLDMINE_MEMORY_LIMIT or "
+        "[store] memory_limit in goldmine.toml, or run fewer threads (GOLDMINE_THREADS)"
+    )
+
+
 def connect(
     db: str | Path | None = None,
     *,

@@ -16,6 +16,8 @@ from goldmine.config import resolve_db_path
 from goldmine.errors import NotFoundError, StoreBusyError, StoreError
 from goldmine.store import all_migrations, open_store, transaction
 
+from helpers import run_cli
+
 
 def test_blank_file_gets_every_migration(db_path: Path) -> None:
     with open_store(db_path) as con:
@@ -234,3 +236,22 @@ def test_a_reader_waits_out_a_brief_holder(db_path: Path, cli) -> None:
         holder.wait()
     # the holder's record goes when it closes the store
     assert not db_path.with_name(db_path.name + ".writer").exists()
+
+
+def test_duckdb_out_of_memory_is_one_line_naming_the_limit(tmp_path: Path) -> None:
+    """A command that runs DuckDB out of memory ends with one line saying which limit, from
+    where, and what to raise, not a traceback."""
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        "".join(
+            json.dumps({"query": f"query {i} about cards", "session_id": str(i // 5)}) + "\n"
+            for i in range(20_000)
+        )
+    )
+    db = tmp_path / "s.duckdb"
+    assert run_cli("--db", str(db), "ingest", "searchlog", str(log)).returncode == 0
+    out = run_cli("--db", str(db), "triage", "run", env={"GOLDMINE_MEMORY_LIMIT": "2MB"})
+    assert out.returncode == 1, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: DuckDB ran out of memory under memory_limit = '2MB' from ")
+    assert "GOLDMINE_MEMORY_LIMIT" in last and "Traceback" not in out.stderr

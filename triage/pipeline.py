@@ -18,15 +18,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine import signals
-from goldmine.config import engine_settings, resolve_db_path
+from goldmine.config import resolve_db_path
 from goldmine.errors import InputError, StoreBusyError
 from goldmine.output import step
 from goldmine.store import open_store, pid_alive, transaction
@@ -45,10 +44,6 @@ if TYPE_CHECKING:
 # faster than float32 torch on two cores with mean cosine 0.993 to its vectors and banking77 ARI
 # 0.566 against torch's 0.559 (bench/bench_triage.py; README "Triage").
 DEFAULT_BACKEND = "onnx-int8"
-# DuckDB's memory for triage's SQL steps unless the user set one (GOLDMINE_MEMORY_LIMIT, [store]
-# memory_limit): DuckDB's own default is 80% of RAM, and at 1M queries the signals step took
-# 1,975 MB with it against 1,117 MB under 1 GB (20 s against 25 s), spilling to <store>.tmp.
-TRIAGE_MEMORY_LIMIT = "1GB"
 STEPS = ("normalize", "signals", "dedupe", "embed", "cluster", "tags", "rank", "labels")
 _SOURCES = ("search_events", "search_summaries", "tickets", "chat_turns", "manual_queries")
 
@@ -202,16 +197,6 @@ def run_triage(
         raise
 
 
-@contextmanager
-def _triage_store(path: Path, wait: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The store for a triage step, its DuckDB memory capped at TRIAGE_MEMORY_LIMIT unless the
-    user chose a limit: the vectors and the graph need the room more than DuckDB's cache."""
-    with open_store(path, wait=wait) as con:
-        if "memory_limit" not in engine_settings():
-            con.execute(f"SET memory_limit = '{TRIAGE_MEMORY_LIMIT}'")  # a constant, not input
-        yield con
-
-
 def _run_steps(
     path: Path,
     result: RunResult,
@@ -224,7 +209,7 @@ def _run_steps(
     from goldmine.triage import cluster, dedupe, labels, tags
 
     steps = _Steps(result)
-    with _triage_store(path) as con:
+    with open_store(path) as con:
         try:
             result.n_events = steps.run("normalize", _events, since, con=con)
         except _NoEvents:
@@ -236,7 +221,7 @@ def _run_steps(
     detail = f"{queries.height - result.n_deduped_before:,} new of {queries.height:,} queries"
     planned = steps.run("dedupe", dedupe.plan_canonicals, queries, detail=detail)
     del queries  # a million queries' rows; clustering's peak comes later
-    with _triage_store(path, WRITE_WAIT_S) as con:
+    with open_store(path, wait=WRITE_WAIT_S) as con:
         with transaction(con):
             result.n_new_queries = dedupe.write_canonicals(con, planned, result.run_id)
         inputs = cluster.cluster_inputs(con)
@@ -252,7 +237,7 @@ def _run_steps(
     detail = f"{len(inputs.todo):,} queries without a cluster"
     plan = steps.run("cluster", cluster.plan_clusters, inputs, embedded.vectors, detail=detail)
     del embedded, inputs  # the vectors (1.2 GB at 1M queries) are not needed by the SQL steps
-    with _triage_store(path, WRITE_WAIT_S) as con:
+    with open_store(path, wait=WRITE_WAIT_S) as con:
         with transaction(con):
             result.cluster = cluster.write_clusters(con, plan, result.run_id)
         del plan
