@@ -504,11 +504,13 @@ def child_cli(db: str, log: str, backend: str) -> dict:
     start = time.perf_counter()
     out = subprocess.run(
         [*goldmine, "triage", "run", "--backend", backend, "--json"],
-        check=True,
         capture_output=True,
         text=True,
     )
     seconds = time.perf_counter() - start
+    if out.returncode:  # what the run said, not only its exit status
+        sys.stderr.write(out.stderr[-4000:])
+        raise SystemExit(f"triage run exited {out.returncode}")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     result = json.loads(out.stdout)
     return {
