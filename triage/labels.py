@@ -17,6 +17,7 @@ The central examples are the queries with the highest cosine to their cluster's 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -98,6 +99,24 @@ def _term_counts(cluster_ids: np.ndarray, texts: Sequence[str], weights: np.ndar
     )
 
 
+def _tokens(docs):
+    """(doc, c, w, term list) per text, lowercased and cut by _TOKEN as scikit-learn does. Polars
+    cuts ASCII texts; Python's ``re`` the others, because the two regex engines' ``\\w`` differ
+    past ASCII (a combining accent, a superscript two, a zero-width joiner)."""
+    import polars as pl
+
+    ascii_only = pl.col("text").str.contains(r"^[\x00-\x7F]*$")
+    fast = docs.filter(ascii_only).select(
+        "doc", "c", "w", term=pl.col("text").str.to_lowercase().str.extract_all(_TOKEN)
+    )
+    rest = docs.filter(~ascii_only)
+    cut = re.compile(_TOKEN)
+    rest = rest.select("doc", "c", "w").with_columns(
+        term=pl.Series([cut.findall(t.lower()) for t in rest["text"]], dtype=pl.List(pl.Utf8))
+    )
+    return pl.concat([fast, rest]).sort("doc", maintain_order=True)
+
+
 def _chunk_counts(docs):
     """One chunk's (c, term, pair, tf) counts and its pairs' (term, n_docs) document counts
     (the chunks hold different texts, so the document counts add up)."""
@@ -105,7 +124,7 @@ def _chunk_counts(docs):
 
     # flat columns: a stop-word filter inside list.eval took 1.1 GB at 200k queries
     words = (
-        docs.select("doc", "c", "w", term=pl.col("text").str.to_lowercase().str.extract_all(_TOKEN))
+        _tokens(docs)
         .explode("term")
         .filter(pl.col("term").is_not_null() & ~pl.col("term").is_in(sorted(STOP_WORDS)))
     )
