@@ -25,6 +25,7 @@ cache key names the backend (:func:`cache_key`), so vectors of two backends neve
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ import numpy as np
 
 from goldmine.config import load_config, resolve_db_path
 from goldmine.errors import InputError
-from goldmine.output import progress
+from goldmine.output import progress, warn
 from goldmine.store import (
     WRITE_WAIT_S,  # noqa: F401  (its home before; triage imports it here)
     open_store,
@@ -265,6 +266,7 @@ def embed_uncached(
 
 
 SPILL_BYTES = 256 << 20  # vector arrays past this live in a file mapping (row_buffer)
+_MAPPINGS: weakref.WeakSet = weakref.WeakSet()  # row_buffer's mappings, which page_out may drop
 
 
 def row_buffer(n: int, dim: int, folder: Path | None = None) -> np.ndarray:
@@ -277,9 +279,20 @@ def row_buffer(n: int, dim: int, folder: Path | None = None) -> np.ndarray:
     import mmap
     import tempfile
 
+    size = n * dim * 4
     with tempfile.TemporaryFile(prefix="goldmine-vectors-", dir=folder) as f:
-        f.truncate(n * dim * 4)
-        mapped = mmap.mmap(f.fileno(), n * dim * 4)  # keeps the file until the array goes
+        try:
+            # the blocks now: a sparse file's first write to a full disk would kill the
+            # process (SIGBUS) instead of raising
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(f.fileno(), 0, size)
+            else:
+                f.truncate(size)
+        except OSError as exc:
+            warn(f"vectors kept in memory: no room for {size >> 20} MB in {folder} ({exc})")
+            return np.empty((n, dim), dtype=np.float32)
+        mapped = mmap.mmap(f.fileno(), size)  # keeps the file until the array goes
+    _MAPPINGS.add(mapped)
     return np.frombuffer(mapped, dtype=np.float32).reshape(n, dim)
 
 
@@ -294,7 +307,9 @@ def page_out(x: np.ndarray) -> bool:
         base = base.base
     if isinstance(base, memoryview):  # np.frombuffer's view of the mapping
         base = base.obj
-    if not isinstance(base, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+    # only row_buffer's shared mappings: on a private (copy-on-write) one the pages dropped
+    # would be the only copy of what was written
+    if base not in _MAPPINGS or not hasattr(mmap, "MADV_DONTNEED"):
         return False
     base.madvise(mmap.MADV_DONTNEED)  # a shared mapping: dirty pages go to the file, not away
     return True

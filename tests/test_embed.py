@@ -252,3 +252,6 @@ def test_a_big_row_buffer_lives_in_a_file_and_pages_out_without_loss(tmp_path, m
     assert _resident_mb() < before - 100
     np.testing.assert_array_equal(x[::997], want)
     assert not list(tmp_path.iterdir())  # the file is unlinked: nothing left behind
+    # a mapping row_buffer did not make (a copy-on-write one would lose its writes) stays
+    private = np.memmap(tmp_path / "private.f32", np.float32, "w+", shape=(1000, 384))
+    assert not embed.page_out(private)
