@@ -102,11 +102,19 @@ def _export_float(folder: Path, target: Path) -> None:
             pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
-    dummy = torch.ones((2, 8), dtype=torch.long)
     tmp = target.with_suffix(f".{os.getpid()}.tmp")  # two first runs at once each write their own
+    try:
+        _export_graph(torch, Sentence(model), tmp)
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)  # an interrupted export leaves no 90 MB file behind
+
+
+def _export_graph(torch: Any, module: Any, tmp: Path) -> None:
+    dummy = torch.ones((2, 8), dtype=torch.long)
     with torch.no_grad():
         torch.onnx.export(
-            Sentence(model),
+            module,
             (dummy, dummy, torch.zeros_like(dummy)),
             str(tmp),
             input_names=["input_ids", "attention_mask", "token_type_ids"],
@@ -120,7 +128,6 @@ def _export_float(folder: Path, target: Path) -> None:
             opset_version=17,
             dynamo=False,
         )
-    tmp.replace(target)
 
 
 def _export_int8(source: Path, target: Path) -> None:
@@ -129,8 +136,11 @@ def _export_int8(source: Path, target: Path) -> None:
     tmp = target.with_suffix(f".{os.getpid()}.tmp")
     # per-channel int8 weights: mean cosine to the float32 vectors 0.9935 on banking77 (0.969
     # per-tensor, below the 0.99 the backend must hold)
-    quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
-    tmp.replace(target)
+    try:
+        quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _export(folder: Path, fp32: Path, int8: Path | None) -> None:
@@ -151,14 +161,20 @@ def onnx_file(folder: Path, backend: str) -> Path:
     fp32 = out / "model.onnx"
     int8 = out / "model_qint8.onnx" if backend != "onnx" else None
     if not fp32.is_file() or (int8 is not None and not int8.is_file()):
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
+        import subprocess
+        import sys
 
         from goldmine.output import info
 
         info(f"exporting {folder.name} to ONNX once (cached in {out})")
-        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-            pool.submit(_export, folder, fp32, int8).result()
+        # a plain child, not multiprocessing's spawn, which re-imports the caller's main module
+        args = [str(folder), str(fp32), str(int8 or "")]
+        done = subprocess.run(
+            [sys.executable, "-m", "goldmine.onnx_embed", *args], capture_output=True, text=True
+        )
+        if done.returncode:
+            said = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            raise InputError(f"exporting {folder.name} to ONNX failed: {said}")
     return int8 or fp32
 
 
@@ -210,3 +226,9 @@ class OnnxEncoder:
 @lru_cache(maxsize=4)
 def load_encoder(folder: str, backend: str, threads: int) -> Any:
     return OnnxEncoder(Path(folder), backend, threads)
+
+
+if __name__ == "__main__":  # onnx_file's child: FOLDER FP32 [INT8]
+    import sys
+
+    _export(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]) if sys.argv[3] else None)
