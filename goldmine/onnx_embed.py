@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,18 @@ def export_dir(folder: Path) -> Path:
     return cache_dir() / "onnx" / f"{folder.name}-{h.hexdigest()[:16]}"
 
 
+@contextmanager
+def _replacing(target: Path) -> Iterator[Path]:
+    """A temp path to write ``target`` to, renamed over it when the block ends well: two first
+    runs at once each write their own, and an interrupted export leaves no 90 MB file behind."""
+    tmp = target.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        yield tmp
+        tmp.replace(target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _export_float(folder: Path, target: Path) -> None:
     """torch.onnx.export of transformer + mean pooling + normalize (needs torch, once)."""
     import torch
@@ -102,12 +115,8 @@ def _export_float(folder: Path, target: Path) -> None:
             pooled = (out * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")  # two first runs at once each write their own
-    try:
+    with _replacing(target) as tmp:
         _export_graph(torch, Sentence(model), tmp)
-        tmp.replace(target)
-    finally:
-        tmp.unlink(missing_ok=True)  # an interrupted export leaves no 90 MB file behind
 
 
 def _export_graph(torch: Any, module: Any, tmp: Path) -> None:
@@ -133,14 +142,10 @@ def _export_graph(torch: Any, module: Any, tmp: Path) -> None:
 def _export_int8(source: Path, target: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
     # per-channel int8 weights: mean cosine to the float32 vectors 0.9935 on banking77 (0.969
     # per-tensor, below the 0.99 the backend must hold)
-    try:
+    with _replacing(target) as tmp:
         quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
-        tmp.replace(target)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _export(folder: Path, fp32: Path, int8: Path | None) -> None:
@@ -153,8 +158,8 @@ def _export(folder: Path, fp32: Path, int8: Path | None) -> None:
 def onnx_file(folder: Path, backend: str) -> Path:
     """The ONNX file for ``backend`` ('onnx' or 'onnx-int8'), exported on first use.
 
-    The export runs in a spawned process: it loads torch and the transformer, which would stay
-    in this process's memory (400 MB) under the vectors and the index that come after."""
+    The export runs in a child process: it loads torch and the transformer, which would stay in
+    this process's memory (400 MB) under the vectors and the index that come after."""
     _pooling(folder)
     out = export_dir(folder)
     out.mkdir(parents=True, exist_ok=True)
