@@ -21,6 +21,8 @@ import importlib
 import json
 import os
 import re
+import shutil
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -179,6 +181,26 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def process_start(pid: int) -> str | None:
+    """When a process started, in clock ticks since boot (field 22 of ``/proc/<pid>/stat``): with
+    the pid it names one process, never a later one given the same pid. None when there is no
+    such process, or no /proc to ask."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[-1].split()  # after the command name, which may hold spaces
+    return fields[19] if len(fields) > 19 else None
+
+
+def same_process(pid: int, start: str | None) -> bool:
+    """Whether the process recorded as (pid, start) still runs. Without /proc (or a start
+    recorded) only the pid can be checked."""
+    if start is None or not Path("/proc/self/stat").exists():
+        return pid_alive(pid)
+    return process_start(pid) == start
+
+
 def _holder(path: Path, pid: int | None) -> dict | None:
     """The live holder recorded beside the store (the one DuckDB names, when it names one)."""
     try:
@@ -257,6 +279,7 @@ def _release(path: Path) -> None:
     if _held[key]:
         return
     del _held[key]
+    _drop_own_spill(path)
     side = holder_file(path)
     try:
         if json.loads(side.read_text(encoding="utf-8")).get("pid") == os.getpid():
@@ -305,6 +328,70 @@ def _connect_waiting(duckdb, path: Path, read_only: bool, config: dict, wait: fl
             pause = min(pause * 2, 0.2)
 
 
+# DuckDB writes what does not fit its memory limit to spill files, in plain text: a query's rows,
+# PII before redaction included. They go under ``<store>.tmp/<pid>-<start>/``, one folder per
+# process, private (0700) like the folder above it. DuckDB removes its files when the store is
+# closed, but a killed process leaves them; every open removes the folders of processes that no
+# longer run (same pid and start time, so a reused pid is not trusted), never a live one's.
+_SPILL_FOLDER = re.compile(r"(\d+)-(\d+|x)")
+
+
+def spill_root(path: Path) -> Path:
+    """``<store>.tmp``: where the store's processes spill, each in its own folder."""
+    return path.with_name(path.name + ".tmp")
+
+
+def _own_spill(path: Path) -> Path:
+    return spill_root(path) / f"{os.getpid()}-{process_start(os.getpid()) or 'x'}"
+
+
+def _private_folder(folder: Path) -> None:
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if stat.S_IMODE(folder.stat().st_mode) != 0o700:  # made by an older goldmine, or DuckDB
+        folder.chmod(0o700)
+
+
+def _stale(entry: Path) -> bool:
+    """A spill folder whose process is gone."""
+    named = _SPILL_FOLDER.fullmatch(entry.name)
+    if not named or not entry.is_dir():
+        return False
+    start = None if named.group(2) == "x" else named.group(2)
+    return not same_process(int(named.group(1)), start)
+
+
+def sweep_spill(path: Path, exclusive: bool = False) -> None:
+    """Remove the spill folders of processes that no longer run. ``exclusive``: this process
+    holds the store read-write, so no other has it open, and loose DuckDB files in the root
+    (an older goldmine spilled there) are stale too."""
+    root = spill_root(path)
+    with suppress(OSError):
+        for entry in root.iterdir():
+            if _stale(entry):
+                shutil.rmtree(entry, ignore_errors=True)
+            elif exclusive and entry.is_file() and entry.name.startswith("duckdb_temp"):
+                entry.unlink(missing_ok=True)
+
+
+def spill_folder(path: Path) -> Path | None:
+    """This process's private spill folder for the store, made after removing stale ones; None
+    when it cannot be made (a read-only folder: DuckDB then keeps its default)."""
+    try:
+        _private_folder(spill_root(path))
+        sweep_spill(path)
+        own = _own_spill(path)
+        _private_folder(own)
+    except OSError:
+        return None
+    return own
+
+
+def _drop_own_spill(path: Path) -> None:
+    """This process's spill folder, once DuckDB has removed its files (it does on close)."""
+    with suppress(OSError):
+        _own_spill(path).rmdir()
+
+
 def out_of_memory(exc: BaseException) -> StoreError | None:
     """DuckDB's out-of-memory error as a StoreError saying which limit was hit, where it came
     from and what to raise; None for any other exception."""
@@ -342,6 +429,9 @@ def connect(
         path.parent.mkdir(parents=True, exist_ok=True)
     settings = engine_settings()
     config = {k: v for k, (v, _) in settings.items()}
+    spill = spill_folder(path) if path.exists() or not read_only else None
+    if spill is not None:
+        config["temp_directory"] = str(spill)
     try:
         con = _connect_waiting(
             duckdb, path, read_only, config, busy_wait() if wait is None else wait
@@ -354,6 +444,8 @@ def connect(
                 f"a store setting was refused ({given}): {str(exc).strip().splitlines()[0]}"
             ) from exc
         raise StoreError(f"cannot open {path}: {exc}") from exc
+    if not read_only:
+        sweep_spill(path, exclusive=True)
     try:
         if read_only:
             if pending_migrations(con):
