@@ -122,8 +122,9 @@ class LlmSettings:
     model: str | None = None
     api_key_env: str | None = None
     concurrency: int | None = None
-    timeout: float | None = None
+    timeout: float | None = None  # seconds for a whole request, retries included
     max_retries: int | None = None
+    max_failures: int | None = None  # endpoint failures in a row that end a run; 0: never
     json_mode: bool = True
     temperature: float = 0.0
 
@@ -157,6 +158,7 @@ SECTIONS: dict[str, tuple[type, dict[str, Any]]] = {
             "concurrency": _whole(1),
             "timeout": _number,
             "max_retries": _whole(0),
+            "max_failures": _whole(0),
             "json_mode": _flag,
             "temperature": _any_number,
         },

@@ -3,7 +3,8 @@ server, Ollama.
 
 Settings come from ``[llm]`` in goldmine.toml (``base_url``, ``model``, ``api_key_env``: the name
 of an environment variable holding the key, never the key itself; ``timeout``, ``max_retries``,
-``concurrency``, ``json_mode``), a command's ``--base-url``/``--model``/``--concurrency`` over them.
+``max_failures``, ``concurrency``, ``json_mode``), a command's ``--base-url``/``--model``/
+``--concurrency``/``--timeout``/``--max-failures`` over them.
 
 The HTTP is ``httpx2`` (the ``goldmine[llm]`` extra), the client the ``openai`` package itself
 sends with, used directly: one POST of a chat completion is all we need from it, and ``openai``
@@ -16,8 +17,18 @@ and jitter (0.5 s doubling to 8 s), honouring ``Retry-After``/``retry-after-ms``
 Every HTTP request is counted, so retries show in the totals. Requests run ``concurrency`` at a
 time on one asyncio loop, with a progress bar.
 
-An answer is parsed strictly: the message text must be one JSON object (no prose, no code fence)
-that a small JSON-Schema subset accepts (types, required keys, no other keys, enums, bounds).
+``timeout`` is one deadline per request, for everything it takes: connecting, reading and every
+retry with its wait (30 s unless set). A per-read timeout alone let a server that never answers
+hold a run for minutes (60 s times five attempts for each pair), and one that sends a byte now and
+then hold it for ever. A wait that would pass the deadline is not waited: the request fails there,
+naming the endpoint and ``--timeout``. And a run stops asking after ``max_failures`` requests in a
+row (5 unless set; 0: never) got no answer from the endpoint (no reply, a refused connection, an
+HTTP error, a body that is no chat completion): a down endpoint costs a deadline or two, not one
+per pair. An answer that breaks the schema does not count: the endpoint works, the model erred.
+
+An answer is parsed strictly: the message text must be one JSON object (no prose, no code fence,
+no key twice: which of two grades counts is a guess) that a small JSON-Schema subset accepts
+(types, required keys, no other keys, enums, bounds).
 Anything else is a failed answer with its reason, kept by the caller, never guessed at and not
 retried (a model asked again at temperature 0 says the same).
 
@@ -41,13 +52,15 @@ from typing import Any
 
 from goldmine.config import load_config
 from goldmine.errors import InputError
-from goldmine.output import progress
+from goldmine.output import progress, warn
 from goldmine.text import sha256_text
 
 PROMPTS = Path(__file__).resolve().parent.parent / "goldset" / "prompts"
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = 30.0  # seconds for a whole request: connect, read and retries
 DEFAULT_RETRIES = 4
+DEFAULT_MAX_FAILURES = 5  # endpoint failures in a row that end a run's asking
 DEFAULT_CONCURRENCY = 4
+KEEP_CHARS = 65_536  # of an answer's text, what gold_llm_calls keeps (a longer one is cut)
 _NO_KEY = "none"  # local servers (Ollama, vLLM, llama.cpp) take any key; the client needs one
 
 
@@ -69,8 +82,9 @@ class Settings:
     base_url: str
     model: str
     api_key_env: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = DEFAULT_TIMEOUT  # the deadline of a whole request, retries included
     max_retries: int = DEFAULT_RETRIES
+    max_failures: int = DEFAULT_MAX_FAILURES  # 0: never give up
     concurrency: int = DEFAULT_CONCURRENCY
     json_mode: bool = True  # send response_format {"type": "json_object"}
     temperature: float = 0.0
@@ -97,8 +111,9 @@ def settings(
     concurrency: int | None = None,
     *,
     timeout: float | None = None,
+    max_failures: int | None = None,
 ) -> Settings:
-    """The model settings: flags > ``[llm]`` in goldmine.toml."""
+    """The model settings: flags > ``[llm]`` in goldmine.toml > defaults."""
 
     config = load_config()  # checked when loaded: a key written in the file is refused there
     where = f"[llm] in {config.path}" if config.path else "goldmine.toml [llm]"
@@ -112,16 +127,28 @@ def settings(
     concurrency = concurrency or typed.concurrency or DEFAULT_CONCURRENCY
     if concurrency < 1:
         raise InputError("--concurrency must be at least 1")
+    timeout = _first(timeout, typed.timeout, DEFAULT_TIMEOUT)
+    if timeout <= 0:
+        raise InputError(f"--timeout must be more than 0 seconds, not {timeout:g}")
+    max_failures = int(_first(max_failures, typed.max_failures, DEFAULT_MAX_FAILURES))
+    if max_failures < 0:
+        raise InputError("--max-failures must be 0 (never give up) or more")
     return Settings(
         base_url=str(base_url),
         model=str(model),
         api_key_env=typed.api_key_env,
-        timeout=float(timeout or typed.timeout or DEFAULT_TIMEOUT),
+        timeout=float(timeout),
         max_retries=DEFAULT_RETRIES if typed.max_retries is None else typed.max_retries,
+        max_failures=max_failures,
         concurrency=concurrency,
         json_mode=typed.json_mode,
         temperature=typed.temperature,
     )
+
+
+def _first(*values):
+    """The first value that is set (0 is a value: ``--max-failures 0``)."""
+    return next(v for v in values if v is not None)
 
 
 # --- prompts -----------------------------------------------------------------------------------
@@ -246,14 +273,30 @@ def validate(value: Any, schema: dict, where: str = "") -> str | None:
     return None
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    """An object's pairs as a dict, refused if a key comes twice (``json`` keeps the last)."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _DuplicateKey(f"duplicate key {json.dumps(twice)}")
+    return out
+
+
 def parse(content: str | None, schema: dict) -> tuple[dict | None, str | None]:
     """(data, None) for a strict answer, else (None, why)."""
     if content is None or not content.strip():
         return None, "empty answer"
     try:
-        value = json.loads(content)
+        value = json.loads(content, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         return None, f"not JSON ({exc.msg} at character {exc.pos})"
+    except _DuplicateKey as exc:
+        return None, f"not one JSON answer ({exc})"
     if not isinstance(value, dict):
         return None, "not a JSON object"
     problem = validate(value, schema)
@@ -280,6 +323,7 @@ class Answer:
     completion_tokens: int = 0
     attempts: int = 1
     seconds: float = 0.0
+    reached: bool = True  # the endpoint gave a chat completion (right or wrong), not a failure
 
     @property
     def ok(self) -> bool:
@@ -295,6 +339,9 @@ class Usage:
     completion_tokens: int = 0
     seconds: float = 0.0
     cached: int = 0  # answers the caller's cache held (no request)
+    not_asked: int = 0  # asks left when the run gave up (asked again next run)
+    gave_up: str | None = None  # why the run stopped asking, if it did
+    cut: int = 0  # answers longer than KEEP_CHARS (kept cut in gold_llm_calls)
     reasons: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -316,6 +363,9 @@ class Usage:
             "retries": self.retries,
             "failed": self.failed,
             "cached": self.cached,
+            "not_asked": self.not_asked,
+            "gave_up": self.gave_up,
+            "cut": self.cut,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 3),
@@ -381,21 +431,28 @@ def _should_retry(response) -> bool:
     return response.status_code in RETRY_STATUS or response.status_code >= 500
 
 
-async def _post(http, payload: bytes, max_retries: int) -> tuple[str | None, str | None, int]:
-    """POST one chat completion, retried on 408/409/429/5xx, connection errors and timeouts.
-    Returns (the body, None, attempts) or (None, why, attempts)."""
+async def _post(http, payload: bytes, s: Settings) -> tuple[str | None, str | None, int]:
+    """POST one chat completion, retried on 408/409/429/5xx, connection errors and timeouts,
+    all within ``s.timeout`` seconds. Returns (the body, None, attempts) or (None, why,
+    attempts)."""
     import asyncio
 
     import httpx2
 
+    loop = asyncio.get_running_loop()
+    end = loop.time() + s.timeout
+    no_answer = f"no answer from {s.endpoint} in {s.timeout:g} s; --timeout to wait longer"
     attempt = 0
     while True:
         attempt += 1
         wait = None
         try:
-            response = await http.post("chat/completions", content=payload)
-        except httpx2.TimeoutException:
-            error = "the request timed out (after retries)"
+            # The whole attempt, not each read: a server dripping a byte at a time resets a
+            # read timeout for ever.
+            async with asyncio.timeout_at(end):
+                response = await http.post("chat/completions", content=payload)
+        except (TimeoutError, httpx2.TimeoutException):
+            return None, no_answer, attempt
         except httpx2.TransportError as exc:
             error = f"cannot reach the endpoint ({exc or type(exc).__name__})"[:300]
         else:
@@ -405,23 +462,29 @@ async def _post(http, payload: bytes, max_retries: int) -> tuple[str | None, str
             if not _should_retry(response):
                 return None, error, attempt
             wait = _retry_after(response.headers)
-        if attempt > max_retries:
+        if attempt > s.max_retries:
             return None, error, attempt
-        await asyncio.sleep(wait if wait is not None else _backoff(attempt))
+        pause = wait if wait is not None else _backoff(attempt)
+        if loop.time() + pause >= end:
+            late = f"{error}; no retry within the {s.timeout:g} s deadline (--timeout)"
+            return None, late, attempt
+        await asyncio.sleep(pause)
 
 
 def _answer(ask: Ask, text: str | None, error: str | None, attempts: int, start: float) -> Answer:
     """The model's answer read strictly from the endpoint's body (or the failure)."""
     seconds = time.monotonic() - start
     if error is not None:
-        return Answer(ask.key, None, error, None, attempts=attempts, seconds=seconds)
+        return Answer(ask.key, None, error, None, attempts=attempts, seconds=seconds, reached=False)
     try:
         completion = json.loads(text)
         content = completion["choices"][0]["message"]["content"]
         tokens = completion.get("usage") or {}
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         why = "the endpoint's answer is not a chat completion"
-        return Answer(ask.key, None, why, text[:2000], attempts=attempts, seconds=seconds)
+        return Answer(
+            ask.key, None, why, text[:2000], attempts=attempts, seconds=seconds, reached=False
+        )
     data, error = parse(content, ask.schema)
     return Answer(
         ask.key,
@@ -460,32 +523,66 @@ async def _ask_all(s: Settings, asks: list[Ask], usage: Usage, advance) -> list[
     gate = asyncio.Semaphore(s.concurrency)
     extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if s.json_mode else {}
     sent = 0  # HTTP requests, retries included
+    streak = _Streak(s.max_failures, len(asks))
 
-    async def one(ask: Ask) -> Answer:
+    async def one(ask: Ask) -> Answer | None:
         nonlocal sent
         body = {"model": s.model, "messages": ask.messages, "temperature": s.temperature} | extra
         async with gate:
+            if streak.gave_up:
+                return None  # not asked: the endpoint is down (in-flight ones finish)
             start = time.monotonic()
             try:
-                text, error, attempts = await _post(http, json.dumps(body).encode(), s.max_retries)
+                text, error, attempts = await _post(http, json.dumps(body).encode(), s)
             finally:
                 advance(1)
             sent += attempts
-            return _answer(ask, text, error, attempts, start)
+            answer = _answer(ask, text, error, attempts, start)
+            streak.record(answer)
+            return answer
 
     try:
-        return list(await asyncio.gather(*(one(a) for a in asks)))
+        answers = await asyncio.gather(*(one(a) for a in asks))
     finally:
         usage.requests += sent
         await http.aclose()
+    asked = [a for a in answers if a is not None]
+    if streak.gave_up:
+        usage.not_asked = len(asks) - len(asked)
+        usage.gave_up = (
+            f"gave up after {s.max_failures} consecutive failures (the last: {streak.last}); "
+            f"{usage.not_asked:,} not asked"
+        )
+    return asked
+
+
+class _Streak:
+    """Endpoint failures in a row, in the order answers come back; a reached endpoint resets
+    the count. The first failure is said at once when more asks wait, not only at the end."""
+
+    def __init__(self, limit: int, total: int) -> None:
+        self.limit, self.total = limit, total
+        self.count, self.seen, self.last = 0, 0, ""
+        self.gave_up = False
+
+    def record(self, answer: Answer) -> None:
+        if answer.reached:
+            self.count = 0
+            return
+        self.count, self.seen, self.last = self.count + 1, self.seen + 1, answer.error or ""
+        if self.seen == 1 and self.total > 1:
+            warn(f"first failure: {self.last}")
+        if self.limit and self.count >= self.limit:
+            self.gave_up = True
 
 
 def ask_all(
     s: Settings, asks: list[Ask], *, description: str = "asking the model"
 ) -> tuple[list[Answer], Usage]:
-    """Every ask answered (in order), ``s.concurrency`` at a time, with a bar; and the totals."""
+    """Every ask answered (in order), ``s.concurrency`` at a time, with a bar; and the totals.
+    After ``s.max_failures`` endpoint failures in a row, only the asks already asked: the rest
+    are counted in ``usage.not_asked``, and ``usage.gave_up`` says why."""
     import asyncio
-
 
     usage = Usage()
     if not asks:
@@ -496,6 +593,7 @@ def ask_all(
     usage.seconds = time.monotonic() - start
     usage.calls = len(answers)
     for a in answers:
+        usage.cut += len(a.content or "") > KEEP_CHARS
         usage.prompt_tokens += a.prompt_tokens
         usage.completion_tokens += a.completion_tokens
         if not a.ok:

@@ -135,6 +135,8 @@ def draft(
     base_url: cli_llm.BaseUrlOption = None,
     model: cli_llm.ModelOption = None,
     concurrency: cli_llm.ConcurrencyOption = None,
+    timeout: cli_llm.TimeoutOption = None,
+    max_failures: cli_llm.MaxFailuresOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -152,7 +154,7 @@ def draft(
         return
     if from_ != "retriever":
         raise InputError(f"--from must be retriever or clicks, not {from_!r}")
-    settings = cli_llm.judge_settings(judge, base_url, model, concurrency)
+    settings = cli_llm.judge_settings(judge, base_url, model, concurrency, timeout, max_failures)
     # The work opens the store for short spans only, so other commands can read meanwhile.
     result = run_draft(db_flag(db), retriever, k, by=f"retriever:{retriever}")
     if settings is not None:

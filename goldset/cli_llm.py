@@ -2,8 +2,9 @@
 draft`` and ``gold agreement`` (goldset/cli.py hands over to these).
 
 The model settings come from ``[llm]`` in goldmine.toml, ``--base-url``/``--model``/
-``--concurrency`` over them (goldmine.llm). The totals (calls, requests, retries, failures,
-tokens) go to stderr, like every message for people; ``--json`` prints the result on stdout.
+``--concurrency``/``--timeout``/``--max-failures`` over them (goldmine.llm). The totals (calls,
+requests, retries, failures, tokens) go to stderr, like every message for people; ``--json``
+prints the result on stdout. A run that gave up on the endpoint keeps what it got and exits 1.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from goldmine.errors import InputError
+from goldmine.errors import GoldmineError, InputError
 from goldmine.eval.metrics import parse_metric
 from goldmine.eval.readers import read_run
 from goldmine.goldset.items import default_user
@@ -21,7 +22,7 @@ from goldmine.goldset.judge import judge as run_judge
 from goldmine.goldset.judge import model_agreement
 from goldmine.goldset.synth import check_all_failed
 from goldmine.goldset.synth import synth as run_synth
-from goldmine.llm import settings
+from goldmine.llm import DEFAULT_MAX_FAILURES, DEFAULT_TIMEOUT, KEEP_CHARS, settings
 from goldmine.options import DbOption, JsonOption, db_flag
 from goldmine.output import info, print_json, warn
 from goldmine.store import open_store
@@ -35,6 +36,21 @@ BaseUrlOption = Annotated[
 ModelOption = Annotated[str | None, typer.Option("--model", help="The model's name there.")]
 ConcurrencyOption = Annotated[
     int | None, typer.Option("--concurrency", help="Requests at a time (default 4).")
+]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout",
+        help=f"Seconds a request may take, retries included (default {DEFAULT_TIMEOUT:g}).",
+    ),
+]
+MaxFailuresOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-failures",
+        help=f"Give up after N requests in a row got no answer (default {DEFAULT_MAX_FAILURES}; "
+        "0: never).",
+    ),
 ]
 LimitOption = Annotated[
     int | None,
@@ -52,9 +68,15 @@ ByOption = Annotated[
 ]
 
 
-def model_settings(base_url: str | None, model: str | None, concurrency: int | None):
+def model_settings(
+    base_url: str | None,
+    model: str | None,
+    concurrency: int | None,
+    timeout: float | None = None,
+    max_failures: int | None = None,
+):
 
-    return settings(base_url, model, concurrency)
+    return settings(base_url, model, concurrency, timeout=timeout, max_failures=max_failures)
 
 
 def print_usage(what: str, usage, failures: list[str]) -> None:
@@ -68,6 +90,18 @@ def print_usage(what: str, usage, failures: list[str]) -> None:
         )
         for line in failures:
             warn(f"  {line}")
+    if usage.cut:
+        warn(
+            f"{usage.cut} {'answer' if usage.cut == 1 else 'answers'} longer than "
+            f"{KEEP_CHARS:,} characters: gold_llm_calls keeps the first {KEEP_CHARS:,} "
+            "(truncated, content_chars)"
+        )
+
+
+def check_gave_up(usage) -> None:
+    """Exit 1 when the run stopped asking a failing endpoint (what it got is kept)."""
+    if usage and usage.gave_up:
+        raise GoldmineError(f"{usage.gave_up}; run again when the endpoint answers")
 
 
 def synth(
@@ -100,13 +134,15 @@ def synth(
     base_url: BaseUrlOption = None,
     model: ModelOption = None,
     concurrency: ConcurrencyOption = None,
+    timeout: TimeoutOption = None,
+    max_failures: MaxFailuresOption = None,
     by: ByOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Draft the questions chunks answer with a model: drafted items, never gold by themselves."""
 
-    s = model_settings(base_url, model, concurrency)
+    s = model_settings(base_url, model, concurrency, timeout, max_failures)
     result = run_synth(
         db_flag(db), s, n_chunks=chunks, doc=doc, cluster=cluster, per_chunk=per_chunk,
         style=style, seed=seed, match=match, fuzzy_threshold=fuzzy_threshold,
@@ -127,19 +163,27 @@ def synth(
         )
     if as_json:
         print_json(result.as_dict())
+    check_gave_up(result.usage)
     check_all_failed(result)
 
 
 def judge_settings(
-    judge: str | None, base_url: str | None, model: str | None, concurrency: int | None
+    judge: str | None,
+    base_url: str | None,
+    model: str | None,
+    concurrency: int | None,
+    timeout: float | None = None,
+    max_failures: int | None = None,
 ):
     """The model settings for ``--judge llm`` (None without --judge), checked before any work."""
 
     if judge is None:
+        if timeout is not None or max_failures is not None:
+            raise InputError("--timeout and --max-failures are for the model: give --judge llm")
         return None
     if judge != "llm":
         raise InputError(f"--judge takes llm, not {judge!r}")
-    return model_settings(base_url, model, concurrency)
+    return model_settings(base_url, model, concurrency, timeout, max_failures)
 
 
 def judge_draft(
@@ -156,12 +200,18 @@ def judge_draft(
     )
     if result.left:
         info(f"--limit {limit}: {result.left} candidates left to grade; run again to go on")
+    if result.suspicious:
+        one = result.suspicious == 1
+        warn(
+            f"{result.suspicious} {'candidate reads' if one else 'candidates read'} like an "
+            "instruction to a model (sent as data, inert): review shows a suspicious note on "
+            f"{'its suggestion' if one else 'their suggestions'}"
+        )
     if as_json:
         print_json({"draft": drafted, "judge": result.as_dict()})
+    check_gave_up(result.usage)
     u = result.usage
     if u.calls and u.failed == u.calls and not u.cached:
-        from goldmine.errors import GoldmineError
-
         raise GoldmineError(
             f"every model request failed ({u.failed}): " + "; ".join(result.failures[:3])
         )

@@ -3,6 +3,8 @@
 A call's key is a hash of what decides its answer: the kind of call, the model, the prompt's
 version and the hashes of the texts it carries. An answered key is never asked again; a failed
 one is (the failure is kept, with its reason and the text the model sent, for the user to read).
+Of that text, the first ``goldmine.llm.KEEP_CHARS`` characters are kept, its whole length beside
+them and ``truncated`` set when it was cut: an endpoint gone wrong can answer megabytes a call.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 from typing import TYPE_CHECKING
 
 from goldmine.goldset.items import now, reserve
+from goldmine.llm import KEEP_CHARS
 from goldmine.text import sha256_text
 
 if TYPE_CHECKING:
@@ -57,7 +60,9 @@ def record_calls(
             prompt.version,
             a.ok,
             a.error,
-            a.content,
+            None if a.content is None else a.content[:KEEP_CHARS],
+            None if a.content is None else len(a.content),
+            len(a.content or "") > KEEP_CHARS,
             json.dumps(a.data, ensure_ascii=False, sort_keys=True) if a.ok else None,
             a.prompt_tokens,
             a.completion_tokens,
@@ -73,8 +78,9 @@ def record_calls(
 
 _CALL_COLUMNS = {
     "call_id": "Int64", "kind": "Utf8", "cache_key": "Utf8", "endpoint": "Utf8", "model": "Utf8",
-    "prompt_version": "Utf8", "ok": "Boolean", "error": "Utf8", "content": "Utf8", "data": "Utf8",
-    "prompt_tokens": "Int64", "completion_tokens": "Int64", "attempts": "Int64",
+    "prompt_version": "Utf8", "ok": "Boolean", "error": "Utf8", "content": "Utf8",
+    "content_chars": "Int64", "truncated": "Boolean", "data": "Utf8", "prompt_tokens": "Int64",
+    "completion_tokens": "Int64", "attempts": "Int64",
     "seconds": "Float64", "ts": "Datetime",
 }  # fmt: skip
 

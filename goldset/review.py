@@ -486,7 +486,12 @@ def _suggest(con, item: dict, candidates: list[dict]) -> None:
     for c in candidates:
         if c["chunk_id"] in found:
             s = found[c["chunk_id"]]
-            c["suggestion"] = {"grade": s["grade"], "reason": s["reason"], "model": s["model"]}
+            c["suggestion"] = {
+                "grade": s["grade"],
+                "reason": s["reason"],
+                "model": s["model"],
+                "note": s["note"],
+            }
         elif c["source"] == "model" and c["suggested_grade"] is not None:
             c["suggestion"] = {
                 "grade": c["suggested_grade"],
@@ -640,6 +645,8 @@ def _render(console, view: View, message: str, alert: bool = False) -> None:
                     f": {suggestion['reason'] or ''}",
                 )
             )
+            if suggestion.get("note"):
+                console.print(Text(suggestion["note"], style="bold red"))
         if current["text"] is None:
             console.print("[red]this chunk is not in the current corpus snapshot[/red]")
         else:

@@ -197,4 +197,14 @@ MIGRATIONS = [
         );
         """,
     ),
+    Migration(
+        305,
+        "goldset_model_calls_cut",
+        """
+        -- An answer's text is kept up to goldmine.llm.KEEP_CHARS characters: an endpoint that
+        -- answered 20 MB had it stored whole, once per call. The row says it was cut.
+        ALTER TABLE gold_llm_calls ADD COLUMN content_chars BIGINT;  -- the whole answer's length
+        ALTER TABLE gold_llm_calls ADD COLUMN truncated BOOLEAN DEFAULT false;
+        """,
+    ),
 ]

@@ -321,7 +321,9 @@ def synth(
     by_key = {a.key: a for a in answers}
     drafted: list[tuple[dict, str]] = []  # (chunk, question)
     for c in chunks:
-        data = known[c["key"]][1] if c["key"] in known else by_key[c["key"]].data
+        # A chunk the run did not ask (it gave up on the endpoint) has no answer: none drafted.
+        answer = by_key.get(c["key"])
+        data = known[c["key"]][1] if c["key"] in known else answer.data if answer else None
         if not data:
             continue
         seen: set[str] = set()

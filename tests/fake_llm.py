@@ -3,8 +3,9 @@
 It speaks the OpenAI chat-completions protocol (``POST /v1/chat/completions``) over real HTTP, in
 a thread of the test process; the only fake is the model. A ``responder(body, n)`` function, given
 the request's JSON body and how many times this same request was seen before (0 the first
-time), returns a :class:`Reply`: the answer's text, or an HTTP status with headers, a delay, or
-a raw body that is not OpenAI-shaped at all. Every request is kept in ``server.requests``.
+time), returns a :class:`Reply`: the answer's text, or an HTTP status with headers, a delay, a
+raw body that is not OpenAI-shaped at all, a body dripped out slowly, or no answer at all until the
+server closes. Every request is kept in ``server.requests``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering (a timeout, or latency)
     raw: str | None = None  # a body sent as is, instead of an OpenAI-shaped one
+    drip: float = 0.0  # seconds between the body's pieces (a trickle no read timeout catches)
+    hang: bool = False  # never answer: hold the connection until the server closes
     prompt_tokens: int = 50
     completion_tokens: int = 10
 
@@ -77,6 +80,9 @@ class _Handler(BaseHTTPRequestHandler):
                 {"path": self.path, "body": body, "auth": self.headers.get("authorization")}
             )
         reply = server.responder(body, n)
+        if reply.hang:
+            server.closing.wait()
+            return
         if reply.delay:
             time.sleep(reply.delay)
         if reply.raw is not None:
@@ -111,7 +117,13 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(payload)
+            if not reply.drip:
+                self.wfile.write(payload)
+            for start in range(0, len(payload), 16) if reply.drip else ():
+                self.wfile.write(payload[start : start + 16])
+                self.wfile.flush()
+                if server.closing.wait(reply.drip):
+                    return
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout)
 
@@ -126,6 +138,7 @@ class FakeServer(ThreadingHTTPServer):
         self.requests: list[dict] = []
         self.seen: Counter = Counter()
         self.lock = threading.Lock()
+        self.closing = threading.Event()  # set on exit: hanging and dripping handlers end
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
@@ -137,6 +150,7 @@ class FakeServer(ThreadingHTTPServer):
         return self
 
     def __exit__(self, *exc) -> None:
+        self.closing.set()
         self.shutdown()
         self.server_close()
 

@@ -153,6 +153,27 @@ def test_every_request_failing_exits_1_with_the_reasons(cli, store: Path) -> Non
     assert "error: every model request failed" in out.stderr and "HTTP 400" in out.stderr
 
 
+def test_a_run_that_gives_up_on_the_endpoint_keeps_what_it_got(cli, store: Path) -> None:
+    """The first chunk is answered, the next two get no answer within --timeout: the run stops
+    asking after --max-failures 2 in a row, keeps the first chunk's questions, exits 1."""
+
+    def responder(body, n):
+        return default_responder(body, n) if len(server.requests) == 1 else Reply(hang=True)
+
+    with serve(responder) as server:
+        out = _synth(
+            cli, store, server, "--chunks", "5", "--concurrency", "1", "--timeout", "1",
+            "--max-failures", "2", "--json",
+        )  # fmt: skip
+        seen = len(server.requests)
+    assert out.returncode == 1, out.stderr
+    assert seen == 3 and "gave up after 2 consecutive failures" in out.stderr
+    assert "2 not asked" in out.stderr and "Traceback" not in out.stderr
+    result = json.loads(out.stdout)
+    assert result["questions"] == 2 and result["usage"]["not_asked"] == 2
+    assert _rows(store, "SELECT count(DISTINCT chunk_id) FROM gold_model_items") == [(1,)]
+
+
 def test_an_injected_chunk_cannot_change_the_format_or_reach_other_items(
     cli, db_path: Path
 ) -> None:

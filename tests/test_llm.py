@@ -95,20 +95,78 @@ def test_500s_are_retried_with_backoff_and_give_up_with_the_reason() -> None:
     assert usage.failed == 1 and usage.requests == 6
 
 
-def test_a_request_that_times_out_is_retried_then_fails() -> None:
+def test_a_server_that_never_answers_fails_once_within_the_deadline_naming_it() -> None:
+    """The timeout is one deadline for the whole request (connect, read and every retry): a hung
+    server costs it once, not once per attempt, and the failure says where and what to do."""
+    with serve(lambda body, n: Reply(hang=True)) as server:
+        answers, usage = llm.ask_all(_settings(server, timeout=1.0, max_retries=4), _asks(1))
+        seen = len(server.requests)
+    assert answers[0].error == (
+        f"no answer from {server.base_url} in 1 s; --timeout to wait longer"
+    )
+    assert answers[0].attempts == 1 and seen == 1  # not 5 attempts of 1 s each
+    assert usage.failed == 1 and usage.reasons == {answers[0].error: 1}
+
+
+def test_an_answer_that_trickles_in_is_cut_at_the_deadline() -> None:
+    """A byte now and then resets a read timeout; the request's deadline still holds."""
     ok = json.dumps({"grade": 2, "reason": "yes"})
+    with serve(lambda body, n: Reply(ok, drip=0.2)) as server:
+        answers, _ = llm.ask_all(_settings(server, timeout=1.0, max_retries=0), _asks(1))
+    assert not answers[0].ok and answers[0].error.startswith("no answer from ")
 
-    def responder(body, n):
-        text = body["messages"][0]["content"]
-        if text == "item 1" or n == 0:
-            return Reply(ok, delay=1.5)
-        return Reply(ok)
 
-    with serve(responder) as server:
-        answers, usage = llm.ask_all(_settings(server, timeout=0.5, max_retries=1), _asks(2))
-    assert answers[0].ok and answers[0].attempts == 2
-    assert not answers[1].ok and "timed out" in answers[1].error
-    assert usage.failed == 1
+def test_retries_stop_where_the_deadline_would_pass() -> None:
+    with serve(lambda body, n: Reply(status=503)) as server:
+        answers, _ = llm.ask_all(_settings(server, timeout=1.0, max_retries=5), _asks(1))
+    assert not answers[0].ok and answers[0].attempts <= 2  # not 6: the backoff passes 1 s
+    assert answers[0].error.startswith("HTTP 503 from the endpoint: scripted 503")
+    assert "no retry within the 1 s deadline (--timeout)" in answers[0].error
+
+
+def test_the_default_deadline_is_a_few_tens_of_seconds_flag_over_goldmine_toml(
+    tmp_path: Path,
+) -> None:
+    from goldmine.config import _load
+
+    s = llm.settings(base_url="http://127.0.0.1:9/v1", model="m")
+    assert 10 <= s.timeout <= 30  # connect + read + retries, together
+    assert s.max_failures == llm.DEFAULT_MAX_FAILURES and 1 <= s.max_failures <= 10
+    (tmp_path / "goldmine.toml").write_text("[llm]\ntimeout = 90\nmax_failures = 2\n")
+    _load.cache_clear()
+    s = llm.settings(base_url="http://127.0.0.1:9/v1", model="m")
+    assert (s.timeout, s.max_failures) == (90.0, 2)
+    s = llm.settings(base_url="http://127.0.0.1:9/v1", model="m", timeout=5, max_failures=0)
+    assert (s.timeout, s.max_failures) == (5.0, 0)
+    with pytest.raises(InputError, match="--timeout"):
+        llm.settings(base_url="http://127.0.0.1:9/v1", model="m", timeout=-1)
+
+
+def _numbered(body: dict) -> int:
+    return int(body["messages"][0]["content"].split()[1])
+
+
+def test_asking_gives_up_after_consecutive_endpoint_failures() -> None:
+    """Items 0, 1 fail, 2 answers (the count starts again), 3, 4, 5 fail: the 3rd failure in a
+    row ends the asking; the 14 left are not asked (not failed: asked again next run)."""
+    ok = json.dumps({"grade": 1, "reason": "r"})
+    with serve(lambda body, n: Reply(ok) if _numbered(body) == 2 else Reply(status=400)) as server:
+        s = _settings(server, concurrency=1, max_failures=3)
+        answers, usage = llm.ask_all(s, _asks(20))
+        seen = len(server.requests)
+    assert [a.key for a in answers] == ["k0", "k1", "k2", "k3", "k4", "k5"] and seen == 6
+    assert (usage.calls, usage.failed, usage.not_asked) == (6, 5, 14)
+    assert usage.gave_up.startswith("gave up after 3 consecutive failures (the last: HTTP 400")
+    assert "14 not asked" in usage.gave_up
+
+
+def test_answers_that_break_the_schema_or_max_failures_0_never_give_up() -> None:
+    with serve(lambda body, n: Reply("Sure!")) as server:  # the model answers, badly
+        answers, usage = llm.ask_all(_settings(server, concurrency=1, max_failures=2), _asks(5))
+    assert len(answers) == 5 and usage.failed == 5 and usage.gave_up is None
+    with serve(lambda body, n: Reply(status=400)) as server:
+        answers, usage = llm.ask_all(_settings(server, concurrency=2, max_failures=0), _asks(5))
+    assert len(answers) == 5 and usage.not_asked == 0 and usage.gave_up is None
 
 
 def test_retry_after_ms_is_honoured_and_x_should_retry_is_obeyed() -> None:
@@ -181,6 +239,8 @@ def test_a_client_error_is_not_retried() -> None:
         ('{"grade": true, "reason": "x"}', "grade: not an integer"),
         ('{"reason": "x"}', "missing grade"),
         ('{"grade": 2, "reason": "x", "status": "verified"}', "unexpected key status"),
+        ('{"grade": 0, "grade": 2, "reason": "x"}', 'duplicate key "grade"'),
+        ('{"grade": 2, "reason": "x", "reason": "y"}', 'duplicate key "reason"'),
         ('{"grade": 2, "reason": "' + "y" * 60 + '"}', "reason: longer than 50"),
         ("", "empty answer"),
     ],
