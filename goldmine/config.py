@@ -90,6 +90,8 @@ class StoreSettings:
 @dataclass(frozen=True)
 class IngestSettings:
     redact_patterns: dict[str, str] | list[str] | None = None
+    # The default of `add`'s --redact/--no-redact and of gold add-query's and notes' (None: on).
+    redact: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ class LlmSettings:
 # ValueError saying what the value must be.
 SECTIONS: dict[str, tuple[type, dict[str, Any]]] = {
     "store": (StoreSettings, {"db": _text, "memory_limit": _size, "threads": _whole(1)}),
-    "ingest": (IngestSettings, {"redact_patterns": _patterns}),
+    "ingest": (IngestSettings, {"redact_patterns": _patterns, "redact": _flag}),
     "triage": (
         TriageSettings,
         {"reformulation_window": _whole(0), "no_answer_retriever": _text},

@@ -6,6 +6,7 @@ Heavy modules (rich, polars, the retrievers) are imported inside the commands.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -44,6 +45,25 @@ ByOption = Annotated[
     str | None,
     typer.Option("--by", help="Who did it (default: $GOLDMINE_USER, then the login name)."),
 ]
+
+
+RedactOption = Annotated[
+    bool | None,
+    typer.Option(
+        "--redact/--no-redact",
+        help="Replace PII (emails, phones, …) in the text you type "
+        "(default: [ingest] redact in goldmine.toml, else on).",
+    ),
+]
+
+
+def _redaction(flag: bool | None) -> Callable[[str], str]:
+    """What typed text (a query, a note) goes through before it is stored: ingest's redaction,
+    composed here since the stage cannot import ingest."""
+    from goldmine.config import settings
+    from goldmine.ingest.manual import hand_redactor, text_redactor
+
+    return text_redactor(hand_redactor(flag, settings().ingest))
 
 
 def _store(db, create: bool = True):
@@ -105,6 +125,7 @@ def add_query(
         typer.Option("--cluster", help="Add a triage cluster's representative query (repeatable)."),
     ] = None,
     by: ByOption = None,
+    redact: RedactOption = None,
     db: DbOption = None,
 ) -> None:
     """Add specific queries, or clusters' representatives, as candidates."""
@@ -112,8 +133,11 @@ def add_query(
 
     if not queries and not cluster:
         raise InputError("give a query, a query id, or --cluster ID")
+    redactor = _redaction(redact)
     with _store(db) as con:
-        added = add_queries(con, list(queries or []), list(cluster or []), _user(by))
+        added = add_queries(
+            con, list(queries or []), list(cluster or []), _user(by), redact=redactor
+        )
     for qid, text, is_new in added:
         print(f"{'added' if is_new else 'already in the set'}\t{qid}\t{text}")
 
@@ -188,6 +212,7 @@ def review(
             help="Decide the double-labelled items whose raters disagree, seeing both.",
         ),
     ] = False,
+    redact: RedactOption = None,
     db: DbOption = None,
 ) -> None:
     """Review drafted queries, one key per action; resumes where you left off.
@@ -201,10 +226,13 @@ def review(
         require("web")
         from goldmine.goldset.web import serve
 
-        serve(db_flag(db), _user(by), host=host, port=port, open_browser=not no_open)
+        serve(
+            db_flag(db), _user(by), host=host, port=port, open_browser=not no_open,
+            redact=_redaction(redact),
+        )  # fmt: skip
         return
 
-    run(db_flag(db), _user(by), queue=QueueFilter(adjudicate=adjudicate))
+    run(db_flag(db), _user(by), queue=QueueFilter(adjudicate=adjudicate), redact=_redaction(redact))
 
 
 def assign(
@@ -328,6 +356,7 @@ def label(
     ] = None,
     by: ByOption = None,
     note: Annotated[str | None, typer.Option("--note", help="A note on the item.")] = None,
+    redact: RedactOption = None,
     db: DbOption = None,
 ) -> None:
     """Grade chunks for a query, or record "no answer", without the interactive loop.
@@ -337,6 +366,8 @@ def label(
     """
 
     grades = _parse_chunks(chunk or [])
+    if note:
+        note = _redaction(redact)(note)
     with _store(db) as con, transaction(con):
         item = do_label(
             con,

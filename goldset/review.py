@@ -161,9 +161,17 @@ class Undo:
 
 
 class ReviewSession:
-    def __init__(self, db: Path | None, by: str, queue: QueueFilter | None = None):
+    def __init__(
+        self,
+        db: Path | None,
+        by: str,
+        queue: QueueFilter | None = None,
+        redact: Callable[[str], str] | None = None,
+    ):
         self.db = db
         self.by = by
+        # A note can paste a customer's email: the command hands in the PII redaction.
+        self.redact = redact
         self.queue = queue or QueueFilter()
         self.focus: str | None = None
         self.versions: dict[str, int] = {}  # the version of each item as last shown
@@ -359,9 +367,10 @@ class ReviewSession:
             self._finish(qid, "rejected")
 
     def note(self, qid: str, text: str) -> None:
-        if text.strip() and self._act(
-            qid, "note", lambda con: gi.add_note(con, qid, text.strip(), self.by)
-        ):
+        text = text.strip()
+        if text and self.redact:
+            text = self.redact(text)
+        if text and self._act(qid, "note", lambda con: gi.add_note(con, qid, text, self.by)):
             self.message = "note added"
 
     def skip(self, qid: str, why: str = "skip") -> None:
@@ -670,13 +679,18 @@ def _grades_text(grades: dict) -> str:
 
 
 def run(
-    db: Path | None, by: str, keys: Keys | None = None, queue: QueueFilter | None = None
+    db: Path | None,
+    by: str,
+    keys: Keys | None = None,
+    queue: QueueFilter | None = None,
+    redact: Callable[[str], str] | None = None,
 ) -> tuple[int, int]:
-    """The interactive loop; returns (verified, total) when the person quits or nothing is left."""
+    """The interactive loop; returns (verified, total) when the person quits or nothing is left.
+    ``redact``: what notes go through before they are stored."""
 
     console = get_console()
     keys = keys or Keys()
-    session = ReviewSession(db, by, queue)
+    session = ReviewSession(db, by, queue, redact)
     # On a real terminal, one screen redrawn in place; piped or dumb, a plain scroll.
     in_place = console.is_terminal and not console.is_dumb_terminal
     if in_place:

@@ -22,6 +22,7 @@ ticket subjects with order numbers are one query to a gold set.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -225,11 +226,17 @@ def starter(con: duckdb.DuckDBPyConnection, n: int, by: str) -> list[Pick]:
 
 
 def add_queries(
-    con: duckdb.DuckDBPyConnection, texts: list[str], clusters: list[int], by: str
+    con: duckdb.DuckDBPyConnection,
+    texts: list[str],
+    clusters: list[int],
+    by: str,
+    redact: Callable[[str], str] | None = None,
 ) -> list[tuple[str, str, bool]]:
     """Add named queries (text, or a triage norm) and clusters' representatives.
 
     Returns (query_id, query, added) per request; ``added`` is False when it was already in the set.
+    ``redact``: what a text that is not a gold query id goes through first (PII), so that it is
+    stored, matched to triage (whose queries were redacted on import) and hashed redacted.
     """
 
     wanted: list[tuple[str, dict | None, str]] = []
@@ -248,6 +255,7 @@ def add_queries(
         if existing:
             wanted.append((existing[0][0], None, "already in the set"))
             continue
+        text = redact(text) if redact else text
         rows = fetch_dicts(
             con, "SELECT * FROM triage_queries WHERE norm_query = ?", [normalize_query(text)]
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,9 +112,16 @@ def _extras(con, item: dict) -> Extras:
 class WebReview:
     """The server's state: the store path, the token, and one review session per rater."""
 
-    def __init__(self, db: Path | None, by: str, token: str | None = None):
+    def __init__(
+        self,
+        db: Path | None,
+        by: str,
+        token: str | None = None,
+        redact: Callable[[str], str] | None = None,
+    ):
         self.db = db
         self.by = by
+        self.redact = redact  # for notes, as in the terminal
         self.token = token or secrets.token_urlsafe(24)
         self.sessions: dict[str, ReviewSession] = {}
         self._lock = threading.Lock()
@@ -123,7 +131,8 @@ class WebReview:
         with self._lock:
             session = self.sessions.get(rater)
             if session is None:
-                session = self.sessions[rater] = ReviewSession(self.db, rater)
+                session = ReviewSession(self.db, rater, redact=self.redact)
+                self.sessions[rater] = session
             session.queue = queue
             return session
 
@@ -398,7 +407,13 @@ def _apply(session: ReviewSession, data: dict) -> None:
 
 
 def serve(
-    db: Path | None, by: str, *, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True
+    db: Path | None,
+    by: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    open_browser: bool = True,
+    redact: Callable[[str], str] | None = None,
 ) -> None:
     """Run the page until Ctrl-C; prints the URL (with its token) first."""
     import socket
@@ -409,7 +424,7 @@ def serve(
 
     with open_store(db, create=False):
         pass  # a missing or newer store fails here, before the server starts
-    review = WebReview(db, by)
+    review = WebReview(db, by, redact=redact)
     app = create_app(review)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -147,11 +147,16 @@ def add(
     file: Path | None = None,
     source: str = "manual",
     note: str | None = None,
+    redact: bool = True,
+    patterns: list[str] | None = None,
 ) -> ImportResult:
-    """Queries by hand into ``manual_queries``; the same query from the same source once."""
+    """Queries by hand into ``manual_queries``; the same query from the same source once. PII
+    redacted in the queries, the source and the note unless ``redact=False``."""
     batch.prepare(con)
-    src = _manual.source(queries, file, source, note)
-    result = batch.import_source(
-        con, _manual.target(), src, make_redactor(False), {"source": source, "note": note}
-    )
+    redactor = make_redactor(redact, patterns)
+    # The batch's options are stored too: they get the source and note as the rows do.
+    who, said = _manual.redact_texts(con, [source, note], redactor)
+    src = _manual.source(con, queries, file, who or source, said, redactor)
+    options = {"source": who, "note": said, "redact": redact}
+    result = batch.import_source(con, _manual.target(), src, redactor, options)
     return ImportResult([result])

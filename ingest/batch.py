@@ -13,6 +13,7 @@ leaves nothing behind. A file whose hash a finished batch already has is not rea
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -138,8 +139,9 @@ class Target:
     ``stage(keys)`` returns SQL (and the parameters it uses) selecting ``line``, ``raw``,
     ``reason`` (NULL for a good row) and every name in ``columns``, over ``gm_rows`` (through
     ``field_access``) or over ``gm_raw``; ``ts`` among the columns gives the watermark.
-    ``redact`` names the text columns PII redaction applies to; ``reshape`` rewrites ``gm_raw``
-    first (chat threads); ``store`` replaces the anti-join insert (corpus snapshots).
+    ``redact`` names the text columns PII redaction applies to; ``pseudonymize`` the id columns
+    it applies to that rows are grouped by (a session): see ``_pseudonyms``. ``reshape`` rewrites
+    ``gm_raw`` first (chat threads); ``store`` replaces the anti-join insert (corpus snapshots).
     """
 
     source: str
@@ -148,6 +150,7 @@ class Target:
     columns: tuple[str, ...]
     stage: Callable[[list[str]], tuple[str, dict[str, Any]]]
     redact: tuple[str, ...] = ()
+    pseudonymize: tuple[str, ...] = ()
     macros: str = ""
     # False when the stage SQL needs every row's line number (a streamed row has it only when
     # rejected). Like a record-by-record one, a streamed row with ``err`` must be rejected.
@@ -541,7 +544,8 @@ def _create_stage(
     if target.store is None and not target.marks_present:
         staged = _mark_present(staged, target)
     sql = "CREATE OR REPLACE TEMP TABLE gm_stage AS " + cte + staged
-    _execute(con, sql, {**params, **redactor.sql_params()}, path)
+    keyed = {**params, **redactor.sql_params(), "gm_pseudonym_key": _PSEUDONYM_KEY}
+    _execute(con, sql, keyed, path)
 
 
 def _mark_present(staged: str, target: Target) -> str:
@@ -644,7 +648,10 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
     sql = f"SELECT * REPLACE (CASE WHEN reason IS NOT NULL THEN raw END AS raw) FROM ({stage_sql})"
     if not redactor.enabled:
         return sql
-    cols = (*target.redact, "raw")
+    ids = target.pseudonymize
+    cols = (*target.redact, *ids, "raw")
+    if ids:  # the ids as they came, for their pseudonyms
+        sql = f"SELECT *, {', '.join(f'{c} AS gm_orig_{c}' for c in ids)} FROM ({sql})"
     # Whether each text may hold what a built-in pattern matches, tested once, before the steps.
     flags = [f"gm_may_{c}" for c in cols]
     tests = ", ".join(f"{redactor.may_match(c)} AS {f}" for c, f in zip(cols, flags, strict=True))
@@ -655,7 +662,28 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
             f"{steps[depth]} AS {c}" for c, steps in zip(cols, step_lists, strict=True)
         )
         sql = f"SELECT * REPLACE ({replaced}) FROM ({sql})"
-    return f"SELECT * EXCLUDE ({', '.join(flags)}) FROM ({sql})"
+    if ids:
+        sql = f"SELECT * REPLACE ({_pseudonyms(ids)}) FROM ({sql})"
+    helpers = [*flags, *(f"gm_orig_{c}" for c in ids)]
+    return f"SELECT * EXCLUDE ({', '.join(helpers)}) FROM ({sql})"
+
+
+# The key of the pseudonyms below: random per process and never stored, so a stored pseudonym
+# cannot confirm a guessed address (an unkeyed hash of it could), while every import this
+# process runs gives an id the same pseudonym.
+_PSEUDONYM_KEY = secrets.token_hex(16)
+
+
+def _pseudonyms(ids: tuple[str, ...]) -> str:
+    """An id the redaction changed (a session id that is an email) becomes the redacted text and
+    a keyed hash of the original (``<EMAIL>~1f0c…``): no address is stored, and two sessions stay
+    two, which the session rules (reformulation, follow-up, n_sessions) partition by. An id the
+    redaction left alone is kept as it is."""
+    return ", ".join(
+        f"CASE WHEN {c} IS DISTINCT FROM gm_orig_{c} THEN {c} || '~' || "
+        f"left(sha256($gm_pseudonym_key || gm_orig_{c}), 16) ELSE {c} END AS {c}"
+        for c in ids
+    )
 
 
 def _execute(con, sql: str, params: dict[str, Any], path: str | None = None):

@@ -203,6 +203,6 @@ def target(mapping: dict[str, str] | None = None) -> Target:
         key=("conversation_id", "turn"),
         columns=COLUMNS,
         stage=lambda keys: stage_sql(keys, mapping or {}),
-        redact=("text", "extra"),
+        redact=("text", "user_id", "feedback", "extra"),
         reshape=reshape,
     )

@@ -382,12 +382,25 @@ def add_cmd(
     file: Annotated[Path | None, typer.Option("--file", help="Queries, one a line.")] = None,
     source: Annotated[str, typer.Option("--source", help="Who or where from.")] = "manual",
     note: Annotated[str | None, typer.Option("--note", help="A note kept with each.")] = None,
+    redact: Annotated[
+        bool | None,
+        typer.Option(
+            "--redact/--no-redact",
+            help="Replace PII in the queries, source and note (default: [ingest] redact, else on).",
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Add queries by hand ("ask five colleagues what they would type")."""
+    from goldmine.ingest.manual import hand_redactor
+
+    enabled = hand_redactor(redact, settings().ingest).enabled
     # Not an ingest command: a query typed by hand is refused by name (exit 2), never silently.
-    _import("add", db, as_json, True, queries=queries or [], file=file, source=source, note=note)
+    _import(
+        "add", db, as_json, True, queries=queries or [], file=file, source=source, note=note,
+        redact=enabled, patterns=[],
+    )  # fmt: skip
 
 
 def status_cmd(db: DbOption = None, as_json: JsonOption = False) -> None:

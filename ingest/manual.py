@@ -1,16 +1,24 @@
-"""Queries added by hand (``goldmine add``): "ask five colleagues what they would type"."""
+"""Queries added by hand (``goldmine add``): "ask five colleagues what they would type".
+
+Text typed by hand is redacted like an imported file's (a colleague pastes a customer's email
+into a query or a note): here for ``add``, and through ``text_redactor`` for the gold set's
+``add-query`` and notes, which the gold set's commands compose (the stage cannot import ingest).
+"""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from goldmine.config import IngestSettings
 from goldmine.errors import InputError
 from goldmine.ingest.batch import Source, Target
 from goldmine.ingest.files import replace_raw
+from goldmine.ingest.redact import Redactor, configured_patterns, install_macros, make_redactor
 
 COLUMNS = ("query_id", "ts", "query", "source", "note")
 
@@ -39,12 +47,56 @@ def target() -> Target:
         key=("query_id",),
         columns=COLUMNS,
         stage=stage_sql,
-        redact=("query", "note"),
+        redact=("query", "source", "note"),
     )
 
 
-def source(queries: list[str], file: Path | None, who: str, note: str | None) -> Source:
-    """The queries as a batch source; a file is read one query a line, blank lines skipped."""
+def hand_redactor(flag: bool | None, ingest: IngestSettings) -> Redactor:
+    """The redaction of text typed by hand: ``--redact``/``--no-redact``, else ``[ingest]
+    redact``, else on; with ``[ingest] redact_patterns``."""
+    enabled = flag if flag is not None else ingest.redact if ingest.redact is not None else True
+    return make_redactor(enabled, configured_patterns(ingest.redact_patterns))
+
+
+def redact_texts(
+    con: duckdb.DuckDBPyConnection, texts: list[str | None], redactor: Redactor
+) -> list[str | None]:
+    """``texts`` redacted in one statement, in their order."""
+    if not redactor.enabled or not texts:
+        return list(texts)
+    install_macros(con)
+    sql = "SELECT i, $gm_texts[i] AS v FROM range(1, len($gm_texts) + 1) r(i)"
+    for step in redactor.steps("v"):
+        sql = f"SELECT i, {step} AS v FROM ({sql})"
+    params = {"gm_texts": texts, **redactor.sql_params()}
+    return [v for _, v in con.execute(f"{sql} ORDER BY i", params).fetchall()]
+
+
+def text_redactor(redactor: Redactor) -> Callable[[str], str]:
+    """One text at a time (a note, a query added to the gold set), on its own in-memory
+    connection: the review page calls it from its request threads."""
+
+    def redact(text: str) -> str:
+        if not redactor.enabled:
+            return text
+        with duckdb.connect() as con:
+            return redact_texts(con, [text], redactor)[0] or ""
+
+    return redact
+
+
+def source(
+    con: duckdb.DuckDBPyConnection,
+    queries: list[str],
+    file: Path | None,
+    who: str,
+    note: str | None,
+    redactor: Redactor,
+) -> Source:
+    """The queries as a batch source; a file is read one query a line, blank lines skipped.
+    The queries are redacted before anything is made of them, the id and the batch's hash
+    included (a hash of the text as typed could confirm a guessed address); ``who`` and
+    ``note`` come redacted."""
     texts = list(queries)
     path = "-"
     if file is not None:
@@ -56,6 +108,7 @@ def source(queries: list[str], file: Path | None, who: str, note: str | None) ->
     texts = [t for t in texts if t.strip()]
     if not texts:
         raise InputError("no query given (pass it as an argument, or --file with one a line)")
+    texts = [t or "" for t in redact_texts(con, texts, redactor)]
     digest = hashlib.sha256("\n".join([who, note or "", *texts]).encode()).hexdigest()
 
     def read(con: duckdb.DuckDBPyConnection) -> None:

@@ -153,5 +153,7 @@ def target(mapping: dict[str, str] | None = None, source: str = "searchlog") -> 
         columns=(*COLUMNS, LINE_HASH),
         stage=lambda keys: stage_sql(keys, mapping or {}, source),
         marks_present=True,
-        redact=("query", "extra"),
+        # Ids can be emails or phone numbers; a session id keeps its sessions apart.
+        redact=("query", "user_id", "feedback", "extra"),
+        pseudonymize=("session_id",),
     )

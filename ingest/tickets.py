@@ -65,6 +65,12 @@ _ELLIPSIS = r"(?:\.{2,}|…)\s+[a-z]"
 SENTENCE = rf"\s*((?:{_TITLES}|{_ABBREVIATIONS}|{_ELLIPSIS}|[.!?]+[^\s.!?]|[^.!?\n])+[.!?]*)"
 
 
+# A requester given as an object (a Zendesk export's ``requester``: name, email, phone) is
+# stored as its first key here, never whole: the name is PII no pattern finds, and an email or
+# phone is then redacted like any user id.
+_REQUESTER_KEYS = "['$.id', '$.external_id', '$.email', '$.phone']"
+
+
 def _sql(pattern: str) -> str:
     # This module's own constants only, never user text.
     return "'" + pattern.replace("'", "''") + "'"
@@ -82,6 +88,10 @@ CREATE OR REPLACE TEMP MACRO gm_first_question(b) AS
     list_filter(gm_sentences(b), lambda s: regexp_matches(s, '[?][.!?]*$'))[1];
 CREATE OR REPLACE TEMP MACRO gm_first_sentence(b) AS
     nullif(left(gm_sentences(b)[1], 300), '');
+CREATE OR REPLACE TEMP MACRO gm_requester(u) AS CASE
+    WHEN left(u, 1) = '{{' AND try_cast(u AS JSON) IS NOT NULL
+        THEN list_filter(json_extract_string(u, {_REQUESTER_KEYS}), lambda v: v IS NOT NULL)[1]
+    ELSE u END;
 """
 
 
@@ -149,7 +159,7 @@ def stage_sql(
             END AS reason,
             coalesce({val(fields, "ticket_id")}, 'h-' || md5({content})) AS ticket_id,
             t AS ts,
-            {val(fields, "user_id")} AS user_id,
+            gm_requester({val(fields, "user_id")}) AS user_id,
             trim({subject}) AS subject,
             b AS body,
             {question_sql(subject, "gm_ticket_text(b)")} AS question,
@@ -171,6 +181,6 @@ def target(mapping: dict[str, str] | None = None, agents: list[str] | None = Non
         key=("ticket_id",),
         columns=COLUMNS,
         stage=lambda keys: stage_sql(keys, mapping or {}, handles),
-        redact=("subject", "body", "question", "extra"),
+        redact=("user_id", "subject", "body", "question", "extra"),
         macros=MACROS,
     )

@@ -124,7 +124,8 @@ def target(click_actions: list[str], events_path: str, redactor: Redactor) -> Ta
         key=("event_id",),
         columns=COLUMNS,
         stage=lambda keys: (_STAGE, {"click_actions": actions}),
-        redact=("query", "extra"),
+        redact=("query", "user_id", "feedback", "extra"),
+        pseudonymize=("session_id",),
         summary=summary,
     )
 

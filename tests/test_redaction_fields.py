@@ -1,0 +1,224 @@
+"""Redaction covers every stored text field of a row, not only the query (issue 25, item 7).
+
+Real files in their real formats, a real DuckDB store, then the stored values: a search log
+whose user and session ids are emails, a Zendesk export whose requester is an object (name,
+email, phone), chat, traces and UBI with emails for ids, ``goldmine add`` (``--redact``, its
+default from ``[ingest] redact``), ``gold add-query`` and the notes a reviewer writes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_ingest_traces import oi_docs, phoenix_span
+
+from goldmine.ingest import api
+from goldmine.store import open_store
+
+from helpers import write_jsonl
+
+ALICE, BOB = "alice.smith@example.com", "bob.jones@example.org"
+PHONE = "+44 20 7946 0958"
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    with open_store(db) as con:
+        return con.execute(sql).fetchall()
+
+
+def everything(db: Path, table: str) -> str:
+    """Every stored value of a table as one text, to look for what must not be there."""
+    return str(rows(db, f"SELECT * FROM {table}"))
+
+
+def searchlog_rows() -> list[dict]:
+    """Two sessions keyed by an email, one by an opaque id; PII in the feedback and an extra."""
+    out = []
+    for i, (session, user) in enumerate(
+        [(ALICE, ALICE), (ALICE, ALICE), (BOB, BOB), ("s-0042", "u-0042")]
+    ):
+        out.append(
+            {
+                "event_id": f"e{i}",
+                "ts": f"2026-11-16T10:0{i}:00Z",
+                "session_id": session,
+                "user_id": user,
+                "query": f"refund {i}",
+                "feedback": f"bad, call me on {PHONE}" if i == 0 else None,
+                "comment": f"from {user}",
+            }
+        )
+    return out
+
+
+def test_a_search_log_redacts_its_user_and_session_ids_and_free_text(tmp_path, db_path):
+    log = write_jsonl(tmp_path / "log.jsonl", searchlog_rows())
+    with open_store(db_path) as con:
+        api.searchlog(con, [log], redact=True)
+    stored = rows(
+        db_path,
+        "SELECT event_id, session_id, user_id, feedback, extra FROM search_events ORDER BY 1",
+    )
+    assert "@" not in str(stored) and "7946" not in str(stored)
+    assert [r[2] for r in stored] == ["<EMAIL>", "<EMAIL>", "<EMAIL>", "u-0042"]
+    assert stored[0][3] == "bad, call me on <PHONE>"
+    assert json.loads(stored[0][4]) == {"comment": "from <EMAIL>"}
+    # A session id stays a session: the same one equal, two different ones apart.
+    sessions = [r[1] for r in stored]
+    assert sessions[0] == sessions[1] != sessions[2] and sessions[3] == "s-0042"
+    assert sessions[0].startswith("<EMAIL>") and sessions[2].startswith("<EMAIL>")
+    # Without --redact (a search log's default) the ids are kept as they came.
+    plain = tmp_path / "plain.duckdb"
+    with open_store(plain) as con:
+        api.searchlog(con, [log])
+    assert rows(plain, "SELECT user_id FROM search_events ORDER BY event_id")[0] == (ALICE,)
+
+
+ZENDESK = {
+    "tickets": [
+        {
+            "id": 201,
+            "created_at": "2026-11-20T09:00:00Z",
+            "subject": "Where is my refund?",
+            "description": "Hello, where is my refund? I paid twice.",
+            "requester": {"name": "Anna Berg", "email": ALICE, "phone": PHONE},
+            "status": "open",
+        },
+        {
+            "id": 202,
+            "created_at": "2026-11-20T09:05:00Z",
+            "subject": "Change my address",
+            "description": "Can I change the address of my order?",
+            "requester": {"id": 9001, "name": "Ben Holt", "email": BOB},
+            "status": "new",
+        },
+    ]
+}
+
+
+def test_a_zendesk_requester_object_is_stored_as_its_id_or_redacted_email(tmp_path, db_path, cli):
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(ZENDESK))
+    done = cli("ingest", "tickets", str(path), "--db", str(db_path))
+    assert done.returncode == 0, done.stderr
+    stored = rows(db_path, "SELECT ticket_id, user_id FROM tickets ORDER BY ticket_id")
+    assert stored == [("201", "<EMAIL>"), ("202", "9001")]
+    text = everything(db_path, "tickets")
+    assert "Anna" not in text and "Ben Holt" not in text and "@" not in text
+    assert "7946" not in text
+    plain = tmp_path / "plain.duckdb"
+    done = cli("ingest", "tickets", str(path), "--db", str(plain), "--no-redact")
+    assert done.returncode == 0, done.stderr
+    assert rows(plain, "SELECT user_id FROM tickets ORDER BY ticket_id") == [(ALICE,), ("9001",)]
+
+
+def test_chat_redacts_its_user_id_and_free_text_feedback(tmp_path, db_path):
+    turns = [
+        {"conversation_id": "c1", "turn": 0, "user_id": ALICE, "role": "user",
+         "text": "where is my parcel?", "feedback": None},
+        {"conversation_id": "c1", "turn": 1, "user_id": "bot-7", "role": "assistant",
+         "text": "It ships today.", "feedback": f"useless, ring {PHONE}"},
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "chat.jsonl", turns)
+    with open_store(db_path) as con:
+        api.chat(con, [path])
+    stored = rows(db_path, "SELECT turn, user_id, feedback FROM chat_turns ORDER BY turn")
+    assert stored == [(0, "<EMAIL>", None), (1, "bot-7", "useless, ring <PHONE>")]
+
+
+def test_traces_redact_user_and_session_attributes(tmp_path, db_path, cli):
+    spans = [
+        phoenix_span("t1", "s1", "RETRIEVER",
+                     **{"input.value": "refund policy", "user.id": ALICE, "session.id": BOB},
+                     **oi_docs({"id": "d1"})),
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "spans.jsonl", spans)
+    done = cli("ingest", "traces", str(path), "--db", str(db_path))
+    assert done.returncode == 0, done.stderr
+    ((session, user),) = rows(db_path, "SELECT session_id, user_id FROM search_events")
+    assert user == "<EMAIL>" and session.startswith("<EMAIL>") and "@" not in session
+
+
+def test_ubi_redacts_the_ids_it_joins_from_queries_and_events(tmp_path, db_path):
+    queries = write_jsonl(
+        tmp_path / "ubi_queries.ndjson",
+        [{"query_id": "q1", "user_query": "refund policy", "timestamp": "2026-11-20T10:00:00Z",
+          "client_id": ALICE, "query_response_hit_ids": ["d1", "d2"]}],
+    )  # fmt: skip
+    events = write_jsonl(
+        tmp_path / "ubi_events.ndjson",
+        [{"action_name": "click", "query_id": "q1", "session_id": BOB, "user_id": BOB,
+          "timestamp": "2026-11-20T10:00:05Z",
+          "event_attributes": {"object": {"object_id": "d2"}}}],
+    )  # fmt: skip
+    with open_store(db_path) as con:
+        api.ubi(con, queries, events, redact=True)
+    ((session, user),) = rows(db_path, "SELECT session_id, user_id FROM search_events")
+    assert user == "<EMAIL>" and session.startswith("<EMAIL>") and "@" not in session
+
+
+# ------------------------------------------------------------------ text people type by hand
+
+
+def test_add_redacts_by_default_and_keeps_with_no_redact(tmp_path, cli):
+    db = tmp_path / "add.duckdb"
+    done = cli("add", f"refund for {ALICE}", "--note", f"from {BOB}, {PHONE}", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    stored = rows(db, "SELECT query, note FROM manual_queries")
+    assert stored == [("refund for <EMAIL>", "from <EMAIL>, <PHONE>")]
+    # The id is of the stored (redacted) text, so it cannot confirm a guessed address.
+    again = cli("add", f"refund for {BOB}", "--db", str(db))
+    assert again.returncode == 0, again.stderr
+    assert rows(db, "SELECT count(*) FROM manual_queries") == [(1,)]
+    plain = tmp_path / "plain.duckdb"
+    done = cli("add", f"refund for {ALICE}", "--no-redact", "--db", str(plain))
+    assert done.returncode == 0, done.stderr
+    assert rows(plain, "SELECT query FROM manual_queries") == [(f"refund for {ALICE}",)]
+
+
+def test_add_takes_its_default_from_ingest_redact_in_goldmine_toml(tmp_path, cli):
+    (tmp_path / "goldmine.toml").write_text("[ingest]\nredact = false\n")
+    db = tmp_path / "add.duckdb"
+    done = cli("add", f"mail {ALICE}", "--db", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert rows(db, "SELECT query FROM manual_queries") == [(f"mail {ALICE}",)]
+    done = cli("add", f"call {PHONE}", "--redact", "--db", str(db), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ("call <PHONE>",) in rows(db, "SELECT query FROM manual_queries")
+    (tmp_path / "goldmine.toml").write_text('[ingest]\nredact = "yes"\n')
+    bad = cli("add", "x", "--db", str(db), cwd=tmp_path)
+    assert bad.returncode == 2 and "redact" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_gold_add_query_and_label_notes_are_redacted(tmp_path, cli):
+    db = tmp_path / "gold.duckdb"
+    done = cli("gold", "add-query", f"invoice for {ALICE}", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    ((qid, query),) = rows(db, "SELECT query_id, query FROM gold_items")
+    assert query == "invoice for <EMAIL>"
+    done = cli("gold", "label", qid, "--no-answer", "--note", f"asked by {BOB}", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert rows(db, "SELECT notes FROM gold_items") == [(["asked by <EMAIL>"],)]
+    history = str(rows(db, "SELECT * FROM gold_history"))
+    assert "@" not in history
+    plain = tmp_path / "plain.duckdb"
+    done = cli("gold", "add-query", f"invoice for {ALICE}", "--no-redact", "--db", str(plain))
+    assert done.returncode == 0, done.stderr
+    assert rows(plain, "SELECT query FROM gold_items") == [(f"invoice for {ALICE}",)]
+
+
+def test_a_note_written_in_review_is_redacted(tmp_path):
+    """The review loop (terminal and page) takes the command's redaction for its notes."""
+    from goldmine.config import IngestSettings
+    from goldmine.goldset.review import ReviewSession
+    from goldmine.goldset.starter import add_queries
+    from goldmine.ingest.manual import hand_redactor, text_redactor  # as `gold review` does
+
+    db = tmp_path / "gold.duckdb"
+    with open_store(db) as con:
+        ((qid, _, _),) = add_queries(con, ["invoice copy"], [], "ana")
+    session = ReviewSession(db, "ana", redact=text_redactor(hand_redactor(None, IngestSettings())))
+    session.note(qid, f"customer {ALICE} phoned from {PHONE}")
+    assert rows(db, "SELECT notes FROM gold_items") == [(["customer <EMAIL> phoned from <PHONE>"],)]
+    assert "@" not in str(rows(db, "SELECT * FROM gold_history"))
