@@ -80,6 +80,13 @@ def _patterns(value: Any) -> dict[str, str] | list[str]:
     raise ValueError('must be a table of NAME = "REGEX" or a list of "NAME=REGEX"')
 
 
+def _regions(value: Any) -> tuple[str, ...]:
+    # The codes themselves are checked against phonenumbers' regions when a redactor is made.
+    if isinstance(value, list) and value and all(isinstance(v, str) and len(v) == 2 for v in value):
+        return tuple(v.upper() for v in value)
+    raise ValueError('must be a list of two-letter region codes such as ["US", "GB", "FR"]')
+
+
 @dataclass(frozen=True)
 class StoreSettings:
     db: str | None = None
@@ -90,6 +97,8 @@ class StoreSettings:
 @dataclass(frozen=True)
 class IngestSettings:
     redact_patterns: dict[str, str] | list[str] | None = None
+    # Regions a phone number written without + or 00 may be from (None: US, GB, DE, FR, IN).
+    pii_regions: tuple[str, ...] | None = None
     # The default of `add`'s --redact/--no-redact and of gold add-query's and notes' (None: on).
     redact: bool | None = None
 
@@ -135,7 +144,10 @@ class LlmSettings:
 # ValueError saying what the value must be.
 SECTIONS: dict[str, tuple[type, dict[str, Any]]] = {
     "store": (StoreSettings, {"db": _text, "memory_limit": _size, "threads": _whole(1)}),
-    "ingest": (IngestSettings, {"redact_patterns": _patterns, "redact": _flag}),
+    "ingest": (
+        IngestSettings,
+        {"redact_patterns": _patterns, "redact": _flag, "pii_regions": _regions},
+    ),
     "triage": (
         TriageSettings,
         {"reformulation_window": _whole(0), "no_answer_retriever": _text},

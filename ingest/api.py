@@ -54,9 +54,10 @@ def searchlog(
     mapping: Mapping = None,
     redact: bool = False,
     patterns: list[str] | None = None,
+    regions: list[str] | None = None,
 ) -> ImportResult:
     """Search logs into ``search_events``; PII redaction only with ``redact``."""
-    redactor = make_redactor(redact, patterns)
+    redactor = make_redactor(redact, patterns, regions=regions)
     return _files(con, _searchlog, paths, fmt, mapping, redactor, {"redact": redact})
 
 
@@ -67,11 +68,12 @@ def tickets(
     mapping: Mapping = None,
     redact: bool = True,
     patterns: list[str] | None = None,
+    regions: list[str] | None = None,
     agents: list[str] | None = None,
 ) -> ImportResult:
     """Support tickets into ``tickets``; PII and @handles redacted unless ``redact=False``, as
     in chat. ``agents``: the brand's own handles, whose messages are replies, not tickets."""
-    redactor = make_redactor(redact, patterns, handles=True)
+    redactor = make_redactor(redact, patterns, handles=True, regions=regions)
     options = {"redact": redact, **({"agents": sorted(agents)} if agents else {})}
     return _files(con, _tickets, paths, fmt, mapping, redactor, options, agents=agents)
 
@@ -83,9 +85,10 @@ def chat(
     mapping: Mapping = None,
     redact: bool = True,
     patterns: list[str] | None = None,
+    regions: list[str] | None = None,
 ) -> ImportResult:
     """Chat turns into ``chat_turns``; PII and @handles redacted unless ``redact=False``."""
-    redactor = make_redactor(redact, patterns, handles=True)
+    redactor = make_redactor(redact, patterns, handles=True, regions=regions)
     return _files(con, _chat, paths, fmt, mapping, redactor, {"redact": redact})
 
 
@@ -96,13 +99,14 @@ def traces(
     doc_id: str | None = None,
     redact: bool = True,
     patterns: list[str] | None = None,
+    regions: list[str] | None = None,
 ) -> ImportResult:
     """RAG traces into ``search_events`` (source ``traces``), one event per retrieval, and
     ``trace_retrievals``; the format is found per file unless given. PII and @handles are
     redacted unless ``redact=False``, as in chat."""
     target = _traces.target(trace_format, doc_id)
     items = discover(paths)
-    redactor = make_redactor(redact, patterns, handles=True)
+    redactor = make_redactor(redact, patterns, handles=True, regions=regions)
     options = {"redact": redact, "format": trace_format, "doc_id": doc_id}
     return batch.run(con, target, items, redactor, options)
 
@@ -126,6 +130,7 @@ def ubi(
     click_actions: list[str] | None = None,
     redact: bool = False,
     patterns: list[str] | None = None,
+    regions: list[str] | None = None,
 ) -> ImportResult:
     """UBI queries and events into ``search_events`` (source ``ubi``), clicks joined."""
     found = discover([queries]) + discover([events])
@@ -134,7 +139,7 @@ def ubi(
     actions = click_actions or ["click"]
     batch.prepare(con)
     source = _ubi.source(con, found[0], found[1])
-    redactor = make_redactor(redact, patterns)
+    redactor = make_redactor(redact, patterns, regions=regions)
     target = _ubi.target(actions, str(found[1].path), redactor)
     options = {"events": str(found[1].path), "click_actions": actions}
     result = batch.import_source(con, target, source, redactor, options)

@@ -89,6 +89,8 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
     store = db_flag(db)
     if "patterns" in kwargs:
         kwargs["patterns"] = _patterns(kwargs["patterns"])
+        if kind != "add":  # the imports' phone regions ([ingest] pii_regions)
+            kwargs["regions"] = settings().ingest.pii_regions
     with open_store(store) as con:
         result = getattr(api, kind)(con, **kwargs)
         empty = result.all_rejected and not allow_empty
@@ -129,7 +131,10 @@ def _spark_import(
     redacted as the DuckDB engine redacts it."""
     from goldmine.ingest import spark
 
-    options = replace(options, redactor=make_redactor(redact, _patterns(patterns)))
+    options = replace(
+        options,
+        redactor=make_redactor(redact, _patterns(patterns), regions=settings().ingest.pii_regions),
+    )
     store = db_flag(db)
     result = getattr(spark, kind)(resolve_db_path(store), options=options, **kwargs)
     _print_result(result, as_json, store)

@@ -1,10 +1,13 @@
-"""PII redaction as DuckDB SQL, so it runs vectorised over a whole batch before anything is stored.
+"""PII redaction run inside DuckDB, before anything is stored.
 
-Each pattern replaces its matches with a typed placeholder (``<EMAIL>``, ``<CARD>``, …). Card
-numbers and IBANs are only replaced when their checksum holds (Luhn, ISO 7064 mod 97): the regex
-finds candidates, a SQL macro checks just those, so an order number that merely looks like a card
-stays readable. User patterns (``--redact-pattern NAME=REGEX`` or ``[ingest] redact_patterns`` in
-goldmine.toml) are passed to DuckDB as parameters, never formatted into SQL.
+Each PII span becomes a typed placeholder (``<EMAIL>``, ``<PHONE>``, ``<CARD>``, ``<IBAN>``,
+``<IPV4>``, ``<IPV6>``, ``<HANDLE>``). Finding them takes validation a regex cannot do (phone
+numbers by libphonenumber's metadata, cards by Luhn and issuer, IBANs by mod 97, addresses by
+``ipaddress``: see ``ingest/pii.py``), so it is Python, registered on the connection as an Arrow
+UDF (``gm_pii``). A cheap RE2 test in SQL (``pii.CANDIDATE``: a run of 7+ digits, a dotted quad,
+an @, hex around colons) decides which texts reach it: most texts have none and never leave SQL.
+User patterns (``--redact-pattern NAME=REGEX`` or ``[ingest] redact_patterns`` in goldmine.toml)
+stay RE2 ``regexp_replace`` over every text, passed to DuckDB as parameters, never formatted in.
 """
 
 from __future__ import annotations
@@ -12,100 +15,53 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import duckdb
+
 from goldmine.errors import InputError
+from goldmine.ingest import pii
+from goldmine.ingest.pii import DEFAULT_REGIONS
 
-# RE2 syntax (DuckDB): no look-behind, no back-references.
-EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
-_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-IPV4 = rf"\b(?:{_OCTET}\.){{3}}{_OCTET}\b"
-IPV6 = (
-    r"(?i)\b(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b"
-    r"|\b(?:[0-9a-f]{1,4}:){1,7}:(?:[0-9a-f]{1,4}(?::[0-9a-f]{1,4}){0,6})?"
-    r"|::(?:[0-9a-f]{1,4}:){0,6}[0-9a-f]{1,4}\b"
-)
-IBAN = r"\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b"
-CARD = r"\b(?:[0-9][ -]?){12,18}[0-9]\b"
-PHONE = (
-    r"\+[0-9]{1,3}[ .-]?\(?[0-9]{1,4}\)?(?:[ .-]?[0-9]{2,4}){2,5}\b"
-    r"|\([0-9]{2,4}\)[ .-]?[0-9]{3,4}[ .-]?[0-9]{3,4}\b"
-    r"|\b[0-9]{3}[ .-][0-9]{3}[ .-][0-9]{4}\b"
-    r"|\b0[0-9]{2,4}[ .-]?[0-9]{3,4}[ .-]?[0-9]{3,4}\b"
-)
-# Social handles (@name) in chat exports such as Twitter customer support.
-HANDLE = r"@[A-Za-z0-9_]{1,30}\b"
-
-# Macros that check a candidate match; created per connection by ``install_macros``.
-MACROS = r"""
-CREATE OR REPLACE TEMP MACRO gm_luhn(s) AS (
-    list_sum(list_transform(
-        split(reverse(regexp_replace(s, '[^0-9]', '', 'g')), ''),
-        lambda d, i: CASE WHEN i % 2 = 0
-            THEN (CASE WHEN d::INTEGER * 2 > 9 THEN d::INTEGER * 2 - 9 ELSE d::INTEGER * 2 END)
-            ELSE d::INTEGER END
-    )) % 10 = 0
-);
-CREATE OR REPLACE TEMP MACRO gm_iban_mod97(c) AS (
-    list_reduce(
-        list_transform(split(substr(c, 5) || substr(c, 1, 4), ''),
-            lambda ch: CASE WHEN ch BETWEEN '0' AND '9' THEN ascii(ch) - 48
-                            ELSE ascii(ch) - 55 END),
-        lambda acc, v: (acc * CASE WHEN v > 9 THEN 100 ELSE 10 END + v) % 97,
-        0
-    )
-);
-CREATE OR REPLACE TEMP MACRO gm_iban_ok(s) AS (
-    gm_iban_mod97(upper(replace(s, ' ', ''))) = 1
-);
-"""
+UDF = "gm_pii"
 
 
 @dataclass(frozen=True)
 class Redactor:
-    """Which patterns to apply; ``steps(col)`` gives the SQL to wrap a column with."""
+    """Which patterns to apply; ``steps(col)`` gives the SQL to wrap a column with.
+    ``regions``: where a phone number written without + or 00 may be from."""
 
     enabled: bool = True
     handles: bool = False
     user_patterns: tuple[tuple[str, str], ...] = ()
     params: dict[str, str] = field(default_factory=dict, compare=False)
+    regions: tuple[str, ...] = DEFAULT_REGIONS
 
     def steps(self, col: str, may_match: str | None = None) -> list[str]:
-        """SQL expressions applied one after another (each over the previous step's ``col``).
-
-        The checked patterns reference their input twice, so each gets its own step rather than
-        nesting, which would evaluate the inner expression again. ``may_match``: a boolean
-        column holding ``may_match(col)`` of the text before the first step; where it is false,
-        the built-in patterns are not run.
-        """
+        """SQL expressions applied one after another (each over the previous step's ``col``):
+        the built-in types, then the user's patterns. ``may_match``: a boolean column holding
+        ``may_match(col)`` of the text before the first step; where it is false, the text does
+        not go to Python."""
         if not self.enabled:
             return []
-        first = col
-        for name, pattern in (("EMAIL", EMAIL), ("IPV6", IPV6), ("IPV4", IPV4)):
-            first = _replace(first, _lit(pattern), _lit(f"<{name}>"))
-        iban = _checked(col, IBAN, "gm_iban_ok", "<IBAN>")
-        card = _checked(col, CARD, "gm_luhn", "<CARD>")
-        last = _replace(col, _lit(PHONE), "'<PHONE>'")
-        if self.handles:
-            last = _replace(last, _lit(HANDLE), "'<HANDLE>'")
-        steps = [first, iban, card]
-        if not self.user_patterns:
+        test = may_match or self.may_match(col)
+        regions = _lit(",".join(self.regions))  # checked region codes, never user text
+        handles = "true" if self.handles else "false"
+        steps = [f"CASE WHEN {test} THEN {UDF}({col}, {regions}, {handles}) ELSE {col} END"]
+        if self.user_patterns:
+            last = col
+            for i, (name, _pattern) in enumerate(self.user_patterns):
+                last = _replace(last, f"$gm_rx_{i}", _lit(f"<{name}>"))
             steps.append(last)
-        if may_match:
-            steps = [f"CASE WHEN {may_match} THEN {step} ELSE {col} END" for step in steps]
-        for i, (name, _pattern) in enumerate(self.user_patterns):
-            last = _replace(last, f"$gm_rx_{i}", _lit(f"<{name}>"))
-        return steps if len(steps) == 4 else [*steps, last]
+        return steps
 
     @staticmethod
     def may_match(col: str) -> str:
-        """Whether a built-in pattern may match the text: each needs a digit, an @ or a colon
-        (an IPv6 address). Most queries and answers have none, and are then left as they are
-        after this one test instead of eight regular expressions. (A user's pattern may match
-        anything: the step that holds them runs on every text.)"""
-        return f"regexp_matches({col}, '[0-9@:]')"
+        """Whether a built-in type may be in the text (``pii.CANDIDATE``). A query with a short
+        number in it ("track order 312") has none. (A user's pattern may match anything: the
+        step that holds them runs on every text.)"""
+        return f"regexp_matches({col}, {_lit(pii.CANDIDATE)})"
 
     def nested(self, col: str) -> str:
-        """All steps as one expression; for a few rows (the checked steps evaluate their input
-        twice, which ``steps`` avoids on the main path)."""
+        """All steps as one expression; for a few rows."""
         expr = col
         for step in self.steps("gm_col"):
             expr = step.replace("gm_col", f"({expr})")
@@ -116,7 +72,7 @@ class Redactor:
 
 
 def _lit(text: str) -> str:
-    # Only for this module's own constants and validated placeholder names, never user text.
+    # Only for this module's own constants and validated names, never user text.
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -124,10 +80,15 @@ def _replace(col: str, pattern: str, placeholder: str) -> str:
     return f"regexp_replace({col}, {pattern}, {placeholder}, 'g')"
 
 
-def _checked(col: str, pattern: str, check: str, placeholder: str) -> str:
-    return (
-        f"list_reduce(list_filter(regexp_extract_all({col}, {_lit(pattern)}), "
-        f"lambda m: {check}(m)), lambda acc, m: replace(acc, m, '{placeholder}'), {col})"
+def _pii_batch(texts, regions, handles):
+    """The UDF: texts (an Arrow array of only the rows whose candidate test held) redacted."""
+    import pyarrow as pa
+
+    where = tuple(regions[0].as_py().split(","))
+    with_handles = bool(handles[0].as_py())
+    return pa.array(
+        [t if t is None else pii.redact(t, where, with_handles) for t in texts.to_pylist()],
+        pa.string(),
     )
 
 
@@ -161,8 +122,16 @@ def _split(spec: str) -> tuple[str, str]:
     return name, pattern
 
 
-def install_macros(con) -> None:
-    con.execute(MACROS)
+def install_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Register the redaction UDF on ``con`` (once per connection)."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_functions() WHERE function_name = ?", [UDF]
+    ).fetchall()[0][0]
+    if not found:
+        con.create_function(
+            UDF, _pii_batch, ["VARCHAR", "VARCHAR", "BOOLEAN"], "VARCHAR",
+            type="arrow", null_handling="special", side_effects=False,
+        )  # fmt: skip
 
 
 def redact_text(con, text: str | None, redactor: Redactor | None = None) -> str | None:
@@ -185,9 +154,17 @@ def configured_patterns(configured: list[str] | dict[str, str] | None) -> list[s
 
 
 def make_redactor(
-    enabled: bool, cli_patterns: list[str] | None = None, handles: bool = False
+    enabled: bool,
+    cli_patterns: list[str] | None = None,
+    handles: bool = False,
+    regions: list[str] | tuple[str, ...] | None = None,
 ) -> Redactor:
-    """The redactor for one import: the built-in patterns, then ``cli_patterns`` (``NAME=REGEX``;
-    the command puts goldmine.toml's first, see ``configured_patterns``)."""
+    """The redactor for one import: the built-in types, then ``cli_patterns`` (``NAME=REGEX``;
+    the command puts goldmine.toml's first, see ``configured_patterns``). ``regions``: phone
+    regions (``[ingest] pii_regions``; default US, GB, DE, FR, IN)."""
     patterns = parse_patterns(cli_patterns)
-    return Redactor(enabled=enabled, handles=handles, user_patterns=patterns)
+    try:
+        where = pii.check_regions(regions) if regions is not None else DEFAULT_REGIONS
+    except ValueError as exc:
+        raise InputError(f"pii_regions: {exc}") from exc
+    return Redactor(enabled=enabled, handles=handles, user_patterns=patterns, regions=where)

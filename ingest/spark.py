@@ -31,7 +31,7 @@ from goldmine import signals
 from goldmine.errors import InputError
 from goldmine.ingest.batch import FileResult, ImportResult
 from goldmine.ingest.fields import parse_map, resolve_fields
-from goldmine.ingest.redact import CARD, EMAIL, HANDLE, IBAN, IPV4, IPV6, PHONE, Redactor
+from goldmine.ingest.redact import Redactor
 from goldmine.ingest.searchlog import ALIASES
 from goldmine.store import open_store, registered, transaction
 from goldmine.text import norm_sql
@@ -575,59 +575,24 @@ def java_regex(pattern: str) -> str:
     return "".join(out)
 
 
-def _luhn(m: Column) -> Column:
-    """``gm_luhn``: the digits, from the right, every second doubled, sum to a multiple of 10."""
-    from pyspark.sql import functions as F
-
-    digits = F.split(F.reverse(F.regexp_replace(m, "[^0-9]", "")), "")
-
-    def weighed(d: Column, i: Column) -> Column:
-        n = d.cast("int")
-        return F.when(i % 2 == 1, F.when(n * 2 > 9, n * 2 - 9).otherwise(n * 2)).otherwise(n)
-
-    total = F.aggregate(F.transform(digits, weighed), F.lit(0), lambda acc, x: acc + x)
-    return total % 10 == 0
-
-
-def _iban_ok(m: Column) -> Column:
-    """``gm_iban_ok``: the IBAN, its first four characters moved to the end, is 1 mod 97."""
-    from pyspark.sql import functions as F
-
-    c = F.upper(F.replace(m, F.lit(" "), F.lit("")))
-    chars = F.split(F.concat(F.substring(c, 5, 1 << 20), F.substring(c, 1, 4)), "")
-
-    def step(acc: Column, ch: Column) -> Column:
-        v = F.when(ch.between("0", "9"), F.ascii(ch) - 48).otherwise(F.ascii(ch) - 55)
-        return (acc * F.when(v > 9, 100).otherwise(10) + v) % 97
-
-    return F.aggregate(chars, F.lit(0), step) == 1
-
-
 def redact(col: Column, redactor: Redactor) -> Column:
-    """``Redactor.steps`` in Spark: email, IPv6, IPv4; IBANs and cards whose checksum holds;
-    phone numbers, handles when asked, the user's patterns; each step over the one before."""
+    """``Redactor.steps`` in Spark: the built-in types by the same Python (``pii.redact``, a
+    pandas UDF; texts without a candidate return at once), then the user's patterns."""
     from pyspark.sql import functions as F
 
     if not redactor.enabled:
         return col
+    regions, handles = redactor.regions, redactor.handles
 
-    def replace(c: Column, pattern: str, name: str) -> Column:
-        return F.regexp_replace(c, F.lit(java_regex(pattern)), F.lit(f"<{name}>"))
+    @F.pandas_udf("string")
+    def builtin(texts):
+        from goldmine.ingest import pii
 
-    def checked(c: Column, pattern: str, check, name: str) -> Column:
-        found = F.filter(F.regexp_extract_all(c, F.lit(java_regex(pattern)), F.lit(0)), check)
-        return F.aggregate(found, c, lambda acc, m: F.replace(acc, m, F.lit(f"<{name}>")))
+        return texts.map(lambda t: pii.redact(t, regions, handles) if isinstance(t, str) else t)
 
-    out = col
-    for name, pattern in (("EMAIL", EMAIL), ("IPV6", IPV6), ("IPV4", IPV4)):
-        out = replace(out, pattern, name)
-    out = checked(out, IBAN, _iban_ok, "IBAN")
-    out = checked(out, CARD, _luhn, "CARD")
-    out = replace(out, PHONE, "PHONE")
-    if redactor.handles:
-        out = replace(out, HANDLE, "HANDLE")
+    out = builtin(col)
     for name, pattern in redactor.user_patterns:
-        out = replace(out, pattern, name)
+        out = F.regexp_replace(out, F.lit(java_regex(pattern)), F.lit(f"<{name}>"))
     return out
 
 

@@ -1,0 +1,447 @@
+"""Finding PII in one text: the candidates a regex finds, kept only when a validator agrees.
+
+A regex alone cannot tell a phone number from an ISBN, an order number or a timestamp's
+``+0000 2017``, nor a card from an EAN barcode, nor an IPv6 address from ``Face::Detect``. So
+each type is matched on token boundaries and then validated: emails by shape (IDN domains
+allowed), IPv6/IPv4 by ``ipaddress``, IBANs by ISO 7064 mod 97, cards by Luhn *and* an issuer's
+prefix and length, phone numbers by Google's libphonenumber metadata (``phonenumbers``): valid
+for one of the configured regions, or for any country when written with ``+`` or ``00``. A bare
+run of digits (``4155552671``) is only a phone next to a word that says so (tel, call, Handy,
+appelez, ...); a word such as ISBN or order says it is not.
+
+This runs in Python, so the SQL side (``redact.py``) sends it only the texts that a cheap RE2
+test (``CANDIDATE``) finds a candidate in: most queries never leave DuckDB. Both engines call
+``redact`` (DuckDB through an Arrow UDF, Spark through a pandas UDF), so they agree by
+construction.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from functools import cache, lru_cache
+
+DEFAULT_REGIONS = ("US", "GB", "DE", "FR", "IN")
+
+# RE2 (DuckDB) and Java (Spark) read this the same: whether a text may hold anything below.
+# A run of 7+ digits (phones, cards, IBANs), a dotted quad, an @, or hex around two colons.
+CANDIDATE = (
+    r"@|[0-9](?:[ ./()\-\x{00A0}\x{2010}-\x{2013}]{0,3}[0-9]){6,}"
+    r"|[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]"
+    r"|[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:|::[0-9A-Fa-f]"
+)
+_CANDIDATE = re.compile(CANDIDATE.replace(r"\x{00A0}", "\u00a0").replace(r"\x{2010}", "\u2010")
+                        .replace(r"\x{2013}", "\u2013"))  # fmt: skip
+
+# ASCII word characters bound the digit-based types, as RE2's \b did: "é4111…" is a card.
+_W = r"A-Za-z0-9_"
+EMAIL = re.compile(
+    r"(?<![\w.%+'-])[\w.%+'-]*\w@(?:[^\W_](?:[\w-]*[^\W_])?\.)+(?:[^\W\d_]{2,}|xn--[a-z0-9-]+)"
+    r"(?![\w-])",
+    re.IGNORECASE,
+)
+IPV6 = re.compile(
+    rf"(?<![{_W}:.])(?:[0-9a-f]{{0,4}}:){{2,7}}(?:[0-9a-f]{{1,4}}|(?:\d{{1,3}}\.){{3}}\d{{1,3}})?"
+    rf"(?:%[{_W}.]+)?(?![{_W}:]|\.\d)",
+    re.IGNORECASE,
+)
+_OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+IPV4 = re.compile(rf"(?<![{_W}.])(?:{_OCTET}\.){{3}}{_OCTET}(?![{_W}]|\.\d)")
+IBAN = re.compile(
+    rf"(?<![{_W}])[a-z]{{2}}\d{{2}}(?:[ \u00a0]?[a-z0-9]{{4}}){{2,7}}(?:[ \u00a0]?[a-z0-9]{{1,3}})?"
+    rf"(?![{_W}])",
+    re.IGNORECASE,
+)
+CARD = re.compile(rf"(?<![{_W}+-])\d(?:[ -]?\d){{12,18}}(?![{_W}]|-\d)")
+# Digit groups joined by one separator, or by a bracket: "+33 (0)1 23", "(415) 555-2671".
+_JOIN = r"(?:[ \u00a0]?\(|\)[ \u00a0]?|[ .\-/\u00a0\u2010-\u2013])"
+PHONE = re.compile(rf"(?<![{_W}+(])(?:\+[ \u00a0]?|\()?\d+(?:{_JOIN}\d+)*(?![{_W}]|[.,]\d)")
+HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_]{1,30}(?![A-Za-z0-9_])")
+
+# An ISO date anywhere in a run ("2017-10-20 10"), or a whole run that is a day-month-year.
+_ISO_DATE = re.compile(r"\d{4}([-/.])\d{1,2}\1\d{1,2}")
+_DATE = re.compile(r"\d{1,2}([-/.])\d{1,2}\1\d{2,4}")
+_NANP_LAYOUT = re.compile(r"(?:\+?1[ .-]?)?(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4}")
+_VERSION_WORDS = re.compile(r"\b(?:version|ver|release|build|v)\.?\s*$", re.IGNORECASE)
+
+# Words that say a nearby run of digits is, or is not, a phone number (lowercase, whole words).
+PHONE_WORDS = frozenset(
+    [
+        "tel",
+        "tél",
+        "tele",
+        "telephone",
+        "téléphone",
+        "phone",
+        "phones",
+        "ph",
+        "phn",
+        "call",
+        "calls",
+        "calling",
+        "called",
+        "mobile",
+        "mob",
+        "cell",
+        "cellphone",
+        "number",
+        "num",
+        "no",
+        "nr",
+        "contact",
+        "reach",
+        "text",
+        "sms",
+        "whatsapp",
+        "fax",
+        "ring",
+        "dial",
+        "hotline",
+        "helpline",
+        "landline",
+        "appelez",
+        "appeler",
+        "appelle",
+        "appelle-moi",
+        "portable",
+        "numéro",
+        "numero",
+        "joindre",
+        "joignable",
+        "fixe",
+        "handy",
+        "telefon",
+        "telefonnummer",
+        "handynummer",
+        "rufnummer",
+        "nummer",
+        "anrufen",
+        "ruf",
+        "mobil",
+        "erreichbar",
+        "festnetz",
+        "teléfono",
+        "telefono",
+        "llamar",
+        "llame",
+        "llámame",
+        "móvil",
+        "movil",
+        "celular",
+        "cellulare",
+        "chiamare",
+        "chiama",
+        "chiamami",
+        "whatsapp",
+    ]
+)
+NOT_PHONE_WORDS = frozenset(
+    [
+        "isbn",
+        "issn",
+        "order",
+        "orders",
+        "invoice",
+        "ref",
+        "reference",
+        "tracking",
+        "sku",
+        "ean",
+        "upc",
+        "gtin",
+        "serial",
+        "id",
+        "ticket",
+        "case",
+        "booking",
+        "confirmation",
+        "po",
+        "barcode",
+        "version",
+        "build",
+        "ver",
+        "commande",
+        "facture",
+        "bestellung",
+        "rechnung",
+        "auftrag",
+        "artikel",
+        "article",
+        "item",
+        "part",
+        "model",
+        "pedido",
+        "factura",
+        "iban",
+        "card",
+        "account",
+        "epoch",
+        "timestamp",
+        "ts",
+    ]
+)
+_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)?")
+
+
+def redact(text: str, regions: tuple[str, ...] = DEFAULT_REGIONS, handles: bool = False) -> str:
+    """``text`` with each PII span replaced by its ``<TYPE>`` placeholder."""
+    if not _CANDIDATE.search(text):
+        return text
+    out, last = [], 0
+    for start, end, kind in find(text, regions, handles):
+        out.append(text[last:start])
+        out.append(f"<{kind}>")
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def find(
+    text: str, regions: tuple[str, ...] = DEFAULT_REGIONS, handles: bool = False
+) -> list[tuple[int, int, str]]:
+    """The PII spans of ``text`` as (start, end, type), in order. Types are tried in turn
+    (an email before a handle, an IPv6 before the IPv4 it may end with, a card before a phone);
+    a span overlapping one already taken is dropped."""
+    taken: list[tuple[int, int, str]] = []
+
+    def add(start: int, end: int, kind: str) -> None:
+        if all(end <= s or start >= e for s, e, _ in taken):
+            taken.append((start, end, kind))
+
+    for m in EMAIL.finditer(text):
+        add(m.start(), m.end(), "EMAIL")
+    for m in IPV6.finditer(text):
+        if _ipv6_ok(m.group()):
+            add(m.start(), m.end(), "IPV6")
+    for m in IPV4.finditer(text):
+        if not _VERSION_WORDS.search(text, 0, m.start()):
+            add(m.start(), m.end(), "IPV4")
+    for start, end in _ibans(text):
+        add(start, end, "IBAN")
+    for m in CARD.finditer(text):
+        if card_ok(m.group()):
+            add(m.start(), m.end(), "CARD")
+    for start, end in _phones(text, regions):
+        add(start, end, "PHONE")
+    if handles:
+        for m in HANDLE.finditer(text):
+            add(m.start(), m.end(), "HANDLE")
+    return sorted(taken)
+
+
+def _ipv6_ok(s: str) -> bool:
+    # A real address has a decimal digit somewhere: "Dead::Beef" and "a::b" are C++ names.
+    if not any(c.isdigit() for c in s):
+        return False
+    try:
+        ipaddress.IPv6Address(s.split("%")[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _ibans(text: str):
+    """IBAN spans whose mod 97 holds. The pattern may have taken a following 4-character word
+    ("... 7034 from"): drop whole trailing groups until the check holds."""
+    for m in IBAN.finditer(text):
+        s, end = m.group(), m.end()
+        while len(s.replace(" ", "").replace("\u00a0", "")) >= 15:
+            if iban_ok(s):
+                yield m.start(), end
+                break
+            cut = max(s.rfind(" "), s.rfind("\u00a0"))
+            if cut < 0:
+                break
+            end -= len(s) - cut
+            s = s[:cut]
+
+
+def iban_ok(s: str) -> bool:
+    c = s.replace(" ", "").replace("\u00a0", "").upper()
+    if not 15 <= len(c) <= 34 or not c[:2].isalpha() or not c.isalnum():
+        return False
+    return int("".join(str(int(ch, 36)) for ch in c[4:] + c[:4])) % 97 == 1
+
+
+def card_ok(s: str) -> bool:
+    d = s.replace(" ", "").replace("-", "")
+    return 13 <= len(d) <= 19 and len(set(d)) > 1 and _issuer_ok(d) and _luhn(d)
+
+
+def _luhn(d: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(d)):
+        n = int(ch) * (2 if i % 2 else 1)
+        total += n - 9 if n > 9 else n
+    return total % 10 == 0
+
+
+# Maestro's own ranges; its 13-digit numbers share lengths with EAN-13 barcodes.
+_MAESTRO = ("5018", "5020", "5038", "5893", "6304", "6759", "6761", "6762", "6763")
+
+
+def _issuer_ok(d: str) -> bool:
+    """A known issuer's prefix and length (IIN ranges). EAN-13 and UPC-12 barcodes pass Luhn
+    one time in ten; 13-digit Visas are retired, so a 13-digit "4…" is a barcode."""
+    n, p2, p3, p4, p6 = len(d), int(d[:2]), int(d[:3]), int(d[:4]), int(d[:6])
+    if d.startswith(_MAESTRO):
+        return 12 <= n <= 19
+    checks = (
+        (d[0] == "4", n in (16, 19)),  # Visa
+        (51 <= p2 <= 55 or 2221 <= p4 <= 2720, n == 16),  # Mastercard
+        (p2 in (34, 37), n == 15),  # American Express
+        (p4 == 6011 or 644 <= p3 <= 649 or p2 == 65 or 622126 <= p6 <= 622925, 16 <= n <= 19),
+        (3528 <= p4 <= 3589, 16 <= n <= 19),  # JCB
+        (300 <= p3 <= 305 or p2 in (36, 38, 39) or p4 == 3095, 14 <= n <= 19),  # Diners
+        (p2 == 62, 16 <= n <= 19),  # UnionPay
+    )
+    return any(prefix and length for prefix, length in checks)
+
+
+def _phones(text: str, regions: tuple[str, ...]):
+    for m in PHONE.finditer(text):
+        span = _phone_span(text, m.start(), m.group(), regions)
+        if span:
+            yield span
+
+
+def _phone_span(text: str, start: int, s: str, regions: tuple[str, ...]):
+    """The phone number within a run of digit groups, if any: the whole run, else the run less
+    trailing or leading groups ("020 7946 0958 2 times", "room 12 06 12 34 56 78")."""
+    if sum(c.isdigit() for c in s) < 7:
+        return None
+    groups = [m.span() for m in re.finditer(r"\d+", s)]
+    for drop_end in range(min(len(groups), 4)):
+        hi = groups[len(groups) - 1 - drop_end][1]
+        for drop_start in range(min(len(groups) - drop_end, 3)):
+            if drop_start and s.startswith("+"):
+                break
+            lo = groups[drop_start][0] if drop_start else 0
+            lo -= 1 if lo and s[lo - 1] == "(" else 0
+            sub = s[lo:hi]
+            if sum(c.isdigit() for c in sub) >= 7 and is_phone(text, start + lo, sub, regions):
+                return start + lo, start + hi
+    return None
+
+
+def is_phone(text: str, start: int, s: str, regions: tuple[str, ...]) -> bool:
+    """Whether ``s`` (found at ``start`` of ``text``) is a phone number: see the module's
+    docstring for the rules."""
+    digits = "".join(c for c in s if c.isdigit())
+    if not 7 <= len(digits) <= 15 or _DATE.fullmatch(s) or _ISO_DATE.search(s):
+        return False
+    international = s.startswith("+") or (s.startswith("00") and not s.startswith("000"))
+    context = _context(text, start)
+    if international:
+        number = "+" + digits[2:] if s.startswith("00") else s
+        return _valid_anywhere(number) or (context is True and _possible_anywhere(number))
+    if context is False or not _plausible_layout(s):
+        return False
+    separated = not s.isdigit()
+    if not separated and context is not True:
+        return False  # a bare run of digits: an order number as often as a phone
+    if any(_valid_in(s, region) for region in regions):
+        return True
+    nanp = _NANP_LAYOUT.fullmatch(s) or (context is True and len(digits) == 10)
+    return bool(nanp) and any(_possible_in(s, r) for r in regions if _calling_code(r) == 1)
+
+
+def _plausible_layout(s: str) -> bool:
+    """Groups as phone numbers are written: no single-digit last group ("0-306-40615-2", an
+    ISBN) and a single-digit first group only as NANP's 1 ("0-123-456-789" is a part number)."""
+    groups = re.findall(r"\d+", s)
+    if len(groups) > 1 and len(groups[-1]) == 1:
+        return False
+    return not (len(groups) > 1 and len(groups[0]) == 1 and groups[0] != "1")
+
+
+def _context(text: str, start: int) -> bool | None:
+    """True if the nearest word before ``start`` (within 40 characters) says phone, False if
+    it says order/ISBN/..., else None. The word after counts when nothing comes before."""
+    before = [w.lower() for w in _WORD.findall(text, max(0, start - 40), start)]
+    for word in reversed(before):
+        if word in PHONE_WORDS:
+            return True
+        if word in NOT_PHONE_WORDS:
+            return False
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _valid_in(s: str, region: str) -> bool:
+    number = _parse(s, region)
+    if number is None:
+        return False
+    import phonenumbers
+
+    if not phonenumbers.is_valid_number_for_region(number, region):
+        return False
+    if _calling_code(region) == 1:
+        return True
+    # Written without the trunk 0 ("1299000"), only a mobile is a phone (India's "98765 43210").
+    prefix = _national_prefix(region)
+    if not prefix or s.lstrip("(").startswith(prefix):
+        return True
+    kind = phonenumbers.number_type(number)
+    return kind in (phonenumbers.PhoneNumberType.MOBILE,
+                    phonenumbers.PhoneNumberType.FIXED_LINE_OR_MOBILE)  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def _possible_in(s: str, region: str) -> bool:
+    import phonenumbers
+
+    number = _parse(s, region)
+    return number is not None and phonenumbers.is_possible_number(number)
+
+
+def _valid_anywhere(s: str) -> bool:
+    import phonenumbers
+
+    number = _parse(s, None)
+    return number is not None and phonenumbers.is_valid_number(number)
+
+
+def _possible_anywhere(s: str) -> bool:
+    import phonenumbers
+
+    number = _parse(s, None)
+    return number is not None and phonenumbers.is_possible_number(number)
+
+
+def _parse(s: str, region: str | None):
+    import phonenumbers
+
+    try:
+        return phonenumbers.parse(s, region)
+    except phonenumbers.NumberParseException:
+        return None
+
+
+@cache
+def _calling_code(region: str) -> int:
+    import phonenumbers
+
+    return phonenumbers.country_code_for_region(region)
+
+
+@cache
+def _national_prefix(region: str) -> str | None:
+    import phonenumbers
+
+    meta = phonenumbers.PhoneMetadata.metadata_for_region(region)
+    return meta.national_prefix if meta else None
+
+
+def check_regions(regions: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Region codes as phonenumbers knows them (``FR``, ``IN``), upper-cased; else ValueError."""
+    import phonenumbers
+
+    out = tuple(str(r).strip().upper() for r in regions)
+    unknown = [r for r in out if r not in phonenumbers.SUPPORTED_REGIONS]
+    if unknown or not out:
+        raise ValueError(
+            f"unknown phone region(s) {', '.join(unknown) or '(none given)'}: "
+            "two-letter ISO codes such as US, GB, DE, FR, IN"
+        )
+    return out
