@@ -678,3 +678,36 @@ print("HEAVY:" + ",".join(m for m in ("pyspark", "py4j", "sqlglot") if m in sys.
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "HEAVY:"
+
+
+def test_redacted_ids_keep_sessions_apart_in_both_engines(spark_options, tmp_path) -> None:
+    """--redact on a log whose session and user ids are emails: DuckDB stores no address (a
+    session id becomes ``<EMAIL>~`` and a keyed hash), so its sessions stay as many as Spark
+    counts from the ids it never stores; the summaries agree row for row."""
+    from dataclasses import replace
+
+    from goldmine.ingest.redact import make_redactor
+
+    people = ["ann@example.com", "bo@example.org", "cy@example.net"]
+    rows: list[dict | str] = [
+        {"event_id": f"r{i}", "ts": f"2026-11-16T10:{i:02d}:00", "session_id": people[i % 3],
+         "user_id": people[i % 3], "query": ["refund", "refund policy", "returns"][i // 4],
+         "feedback": "negative" if i % 4 == 0 else None}
+        for i in range(12)
+    ]  # fmt: skip
+    log = write_jsonl(tmp_path / "ids.jsonl", rows)
+    duck = tmp_path / "duck.duckdb"
+    with open_store(duck) as con:
+        api.searchlog(con, [log], redact=True)
+        with transaction(con):
+            normalize_events(con)
+            mark_session_signals(con, signals.DEFAULT_WINDOW_S)
+            build_query_days(con)
+        want = con.execute(f"SELECT {COLUMNS} FROM triage_query_days ORDER BY ALL").fetchall()
+        stored = con.execute("SELECT session_id, user_id FROM search_events").fetchall()
+    assert "@" not in str(stored) and len({s for s, _ in stored}) == 3
+    options = replace(spark_options, redactor=make_redactor(True))
+    spark_import(tmp_path / "spark.duckdb", [log], options, tmp_path)
+    got = spark_summary(tmp_path / "spark.duckdb")
+    assert_same(got, want)
+    assert "@" not in str(got)
