@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
 from goldmine.eval.scoring import match_run_to_gold
-from goldmine.files import json_objects
+from goldmine.files import json_objects, require_file
 
 if TYPE_CHECKING:
     import duckdb
@@ -114,6 +114,7 @@ def _verdict(value: object, pass_at: float | None, column: str, path: Path, line
 
 
 def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    require_file(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:

@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 
 from goldmine.errors import InputError
-from goldmine.files import json_objects
+from goldmine.files import json_objects, require_file
 from goldmine.gold import Gold, GoldQuery, Run
 
 GOLD_FORMATS = ("trec", "beir", "jsonl", "json")
@@ -32,6 +32,7 @@ _DOC_KEYS = ("doc_id", "docid", "chunk_id", "corpus-id", "corpus_id", "docno", "
 
 def read_bytes(path: Path) -> tuple[bytes, str]:
     """The file's bytes and their sha256; a missing or unreadable file is an InputError."""
+    require_file(path)
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError as exc:

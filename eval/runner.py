@@ -22,6 +22,7 @@ from goldmine.eval.history import append_history, check_history, git_commit, his
 from goldmine.eval.metrics import Metric, parse_metrics
 from goldmine.eval.readers import read_gold, read_run
 from goldmine.eval.scoring import EvalResult, check_overlap, evaluate, evaluate_run_file
+from goldmine.files import require_file
 from goldmine.gold import Gold, Run
 from goldmine.goldset.versions import load_gold as load_version
 from goldmine.store import open_store
@@ -122,8 +123,7 @@ def score_run_file(
     abstain_below: float | None = None,
     label: str | None = None,
 ) -> EvalOutcome:
-    if not run_path.exists():
-        raise InputError("no such file", path=run_path)
+    require_file(run_path)
     hasher = _Hasher(run_path)
     hasher.start()
     result, fmt = evaluate_run_file(

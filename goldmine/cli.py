@@ -15,7 +15,7 @@ import typer
 
 from goldmine import __version__
 from goldmine.config import load_config
-from goldmine.errors import GoldmineError
+from goldmine.errors import GoldmineError, InputError
 from goldmine.options import DbOption, state
 
 _app = typer.Typer(
@@ -124,6 +124,9 @@ def main(argv: list[str] | None = None) -> None:
         _app(args=args, prog_name="goldmine")
     except GoldmineError as exc:
         _fail(exc, debug)
+    except RecursionError:  # json.loads of a document nested thousands deep, wherever it is read
+        _fail(InputError("an input is nested too deeply to read (past Python's recursion limit)"),
+              debug)  # fmt: skip
     except Exception as exc:
         from goldmine.store import out_of_memory
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
-from goldmine.files import json_objects
+from goldmine.files import json_objects, require_file
 from goldmine.gold import GoldQuery
 from goldmine.goldset import bulk
 from goldmine.goldset.items import current_snapshot, now, query_id_for
@@ -138,30 +138,55 @@ def _grade(value, path: Path, line: int) -> int:
 
 
 def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
-    """``{"query_id", "query", "relevant": [ids] | {id: grade}}`` per line; a header is skipped."""
-    entries = []
+    """``{"query_id", "query", "relevant": [ids] | {id: grade}}`` per line; a header is skipped.
+
+    A query with no answer in the corpus says so (``"no_answer": true``): an absent or empty
+    ``relevant`` is no judgment, never a "no answer". A file with no judgment at all is not a
+    gold set (a search log has queries and no labels)."""
+    entries, unjudged = [], []
     for n, obj in _json_lines(path):
         if _is_header(obj):
             continue
-        relevant = obj.get("relevant", obj.get("relevant_ids"))
+        judged = _judged(obj, path, n)
         if "query_id" not in obj and "query" not in obj:
             raise InputError("a line needs query_id or query", path=path, line=n)
-        if isinstance(relevant, list):
-            judged = {str(c): 1 for c in relevant}
-        elif isinstance(relevant, dict):
-            judged = {str(c): _grade(g, path, n) for c, g in relevant.items()}
-        elif relevant is None:
-            judged = {}
-        else:
+        no_answer = obj.get("no_answer") is True
+        if no_answer and any(g > 0 for g in judged.values()):
             raise InputError(
-                "relevant must be a list of ids or an object id -> grade", path=path, line=n
+                "says no_answer but lists relevant chunks: one or the other", path=path, line=n
             )
+        if not judged and not no_answer:
+            unjudged.append(n)
         query = obj.get("query")
         qid = str(obj["query_id"]) if obj.get("query_id") is not None else None
         if qid is None:
             qid = query_id_for(normalize_query(str(query)))
         entries.append(GoldQuery(qid, query, judged, obj.get("context")))
+    if entries and len(unjudged) == len(entries):
+        raise InputError(
+            "holds no judgments (no relevant chunks and no no_answer field in any record): "
+            "is it a search log? use goldmine ingest searchlog",
+            path=path,
+        )
+    if unjudged:
+        raise InputError(
+            f"{len(unjudged):,} record(s) have no judgments, first at line {unjudged[0]}: list "
+            'the relevant chunks, or say "no_answer": true for a query the corpus cannot answer',
+            path=path,
+            line=unjudged[0],
+        )
     return entries
+
+
+def _judged(obj: dict, path: Path, n: int) -> dict[str, int]:
+    relevant = obj.get("relevant", obj.get("relevant_ids"))
+    if isinstance(relevant, list):
+        return {str(c): 1 for c in relevant}
+    if isinstance(relevant, dict):
+        return {str(c): _grade(g, path, n) for c, g in relevant.items()}
+    if relevant is None:
+        return {}
+    raise InputError("relevant must be a list of ids or an object id -> grade", path=path, line=n)
 
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
@@ -364,8 +389,7 @@ def import_path(
 ) -> Imported:
     if fmt not in IMPORT_FORMATS:
         raise InputError(f"--format must be one of {', '.join(IMPORT_FORMATS)}, not {fmt!r}")
-    if not path.exists():
-        raise InputError("no such file or folder", path=path)
+    require_file(path, folder_ok=True)
     fmt = detect_format(path) if fmt == "auto" else fmt
     if fmt == "goldmine":
         return restore_version(con, path)

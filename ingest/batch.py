@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 import secrets
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -38,9 +40,9 @@ from goldmine.ingest.files import (
     streaming_rows,
 )
 from goldmine.ingest.redact import Redactor, install_macros
+from goldmine.ingest.scan import FileScan, blanked_copy, scan_file
 from goldmine.output import progress
 from goldmine.store import transaction
-from goldmine.text import sha256_file
 
 COUNTS = ("rows_in", "stored", "rejected", "already_present")
 
@@ -190,15 +192,17 @@ def run(
 ) -> ImportResult:
     prepare(con)
     results = []
-    # Files are hashed in a thread (hashlib and DuckDB both release the GIL), so a file that
-    # cannot be a known one is staged while its hash is computed.
+    # Files are hashed (and line-based ones scanned for what the reader would lose, see
+    # ingest.scan) in a thread (hashlib, zlib and DuckDB release the GIL), so a file that cannot
+    # be a known one is staged while its hash is computed.
     hasher = ThreadPoolExecutor(max_workers=1)
     try:
         with progress(
             f"importing {target.source}", total=_UNITS * len(items), percent=True
         ) as advance:
             for item in items:
-                source = file_source(item, hasher.submit(sha256_file, item.path))
+                scanning = hasher.submit(scan_file, item.path, item.compression, _lined(item))
+                source = file_source(item, scanning)
                 results.append(import_source(con, target, source, redactor, options or {}, advance))
     finally:
         hasher.shutdown(wait=True, cancel_futures=True)
@@ -235,15 +239,26 @@ class Source:
 
     @property
     def file_hash(self) -> str:
-        return self.hashing if isinstance(self.hashing, str) else self.hashing.result()
+        got = self.hashing if isinstance(self.hashing, str) else self.hashing.result()
+        return got.sha256 if isinstance(got, FileScan) else got
+
+    def scan(self) -> FileScan | None:
+        """What the file's scan found (None if it was not scanned); raises the scan's InputError
+        for a compressed stream that ends early."""
+        got = self.hashing if isinstance(self.hashing, str) else self.hashing.result()
+        return got if isinstance(got, FileScan) else None
 
 
-def file_source(item: InputFile, hashing: str | Future[str] | None = None) -> Source:
+def _lined(item: InputFile) -> bool:
+    return item.format in ("jsonl", "csv")
+
+
+def file_source(item: InputFile, hashing: str | Future[str | FileScan] | None = None) -> Source:
     return Source(
         str(item.path),
         item.label,
         item.path.stat().st_size,
-        sha256_file(item.path) if hashing is None else hashing,
+        scan_file(item.path, item.compression, _lined(item)) if hashing is None else hashing,
         lambda con: read_raw(con, item),
         item,
     )
@@ -293,8 +308,7 @@ def import_source(
             con.execute(target.macros)
         with following(con, advance, _STAGE_UNITS):
             define_known(con, target)
-            if not _stage_streaming(con, target, source, redactor):
-                _stage_materialized(con, target, source, redactor)
+            _stage_checked(con, target, source, redactor)
         # The insert runs in any order (see store_new_rows), set outside the transaction: a
         # failed statement aborts it, and nothing could be reset until it is rolled back.
         with following(con, advance, _UNITS - _STAGE_UNITS), _any_order(con), transaction(con):
@@ -385,6 +399,45 @@ def line_key(target: Target, params: dict[str, Any], redactor: Redactor) -> str 
         return None
     parts = [_LINE_KEY_VERSION, duckdb.__version__, target.source, target.table]
     return json.dumps([*parts, params["gm_reading"]])
+
+
+def _stage(con, target: Target, source: Source, redactor: Redactor) -> None:
+    if not _stage_streaming(con, target, source, redactor):
+        _stage_materialized(con, target, source, redactor)
+
+
+def _stage_checked(con, target: Target, source: Source, redactor: Redactor) -> None:
+    """Stage the file; if its scan (done meanwhile) found lines the reader loses without a word
+    (too long, NUL bytes) or line ends it stops at, stage it again from a copy where those lines
+    are blank and the line ends plain, and add each bad line as a reject. A scan's error (a
+    compressed stream that ends early) comes before any other."""
+    try:
+        _stage(con, target, source, redactor)
+    except InputError:
+        scan = source.scan()
+        if scan is None or not scan.needs_copy:
+            raise
+    scan = source.scan()
+    if scan is None or not scan.needs_copy:
+        return
+    folder = con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
+    item = source.file
+    copy = blanked_copy(item.path, item.compression, scan, Path(folder or tempfile.gettempdir()))
+    try:
+        clean = InputFile(copy, item.format, "none")
+        again = Source(source.path, source.label, source.size, source.hashing,
+                       lambda con: read_raw(con, clean), clean)  # fmt: skip
+        _stage(con, target, again, redactor)
+    except InputError as exc:  # name the user's file, not the copy
+        said = exc.message.removeprefix(f"{copy}: ").replace(str(copy), source.path)
+        raise InputError(said, path=source.path) from exc
+    finally:
+        copy.unlink(missing_ok=True)
+    if scan.bad:
+        con.execute(
+            "INSERT INTO gm_stage (line, reason) SELECT unnest(?::BIGINT[]), unnest(?::VARCHAR[])",
+            [[b.line for b in scan.bad], [b.reason for b in scan.bad]],
+        )
 
 
 def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) -> bool:

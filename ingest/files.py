@@ -11,6 +11,7 @@ Paths reach DuckDB as parameters only.
 from __future__ import annotations
 
 import glob
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from pathlib import Path
 import duckdb
 
 from goldmine.errors import InputError
+from goldmine.files import require_file
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 _SUFFIXES = {
@@ -71,14 +73,15 @@ def discover(paths: list[str | Path], forced: str | None = None) -> list[InputFi
             found.extend(detect(p, forced) for p in inside)
         elif path.is_file():
             found.append(detect(path, forced))
-        elif glob.has_magic(str(given)):
+        elif os.path.lexists(path) or not glob.has_magic(str(given)):
+            require_file(path)
+            raise InputError("cannot be read", path=given)  # not reached: it says what is wrong
+        else:
             matched = sorted(Path(p) for p in glob.glob(str(given), recursive=True))
             matched = [p for p in matched if p.is_file()]
             if not matched:
                 raise InputError("no file matches this pattern", path=given)
             found.extend(detect(p, forced) for p in matched)
-        else:
-            raise InputError("no such file or folder", path=given)
     for item in found:
         try:
             with item.path.open("rb"):
@@ -200,12 +203,38 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
             _read_json_document(con, item)
             con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
         else:
+            if item.format == "csv":
+                check_csv_width(item)
             con.execute(_READ_LINES if item.format == "jsonl" else _READ_CSV, params)
             _lines_view(con, header=1 if item.format == "csv" else 0, jsonl=item.format == "jsonl")
     except duckdb.Error as exc:
         raise InputError(
             f"cannot read as {item.label}: {_first_line(exc)}", path=item.path
         ) from exc
+
+
+# A header wider than this is refused at once: DuckDB's sniffer and a JSON object per row over
+# 20,000 columns ran out of memory after half a minute. No search log or corpus needs more.
+MAX_CSV_COLUMNS = 1000
+
+
+def check_csv_width(item: InputFile) -> None:
+    """Refuse a CSV whose header has more than MAX_CSV_COLUMNS fields, before DuckDB reads it."""
+    import csv
+
+    from goldmine.ingest.scan import open_compressed
+
+    with open_compressed(item.path, item.compression) as handle:
+        head = handle.read(1 << 20).split(b"\n", 1)[0]
+    text = head.decode("utf-8-sig", errors="replace")
+    dialect = "excel-tab" if "\t" in text and item.path.suffix.lower() != ".csv" else "excel"
+    fields = max((len(row) for row in csv.reader([text], dialect)), default=0)
+    if fields > MAX_CSV_COLUMNS:
+        raise InputError(
+            f"the CSV header has {fields:,} columns (goldmine reads at most "
+            f"{MAX_CSV_COLUMNS:,}): is it the right file, with the right delimiter?",
+            path=item.path,
+        )
 
 
 def _lines_view(con: duckdb.DuckDBPyConnection, header: int, jsonl: bool) -> None:

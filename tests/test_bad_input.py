@@ -1,0 +1,381 @@
+"""Files from a hostile week: every one gives a clear one-line error or a correct account.
+
+Each case was written first and failed before its fix: oversized lines that vanished with exit
+0, a line of NUL bytes that was not counted, a truncated .zst that imported part of itself, a
+search log that imported as a gold set, a deeply nested document that was a traceback, a named
+pipe or a looping link called "no such file", and a 20,000-column CSV that ran out of memory.
+The fuzz corpus at the end runs many small malformed files through every reader.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+from pathlib import Path
+
+import duckdb
+import pytest
+import zstandard
+
+from goldmine.ingest import scan
+
+from helpers import write_jsonl
+
+BIG = 50 * 1024 * 1024
+
+
+def _event(i: int) -> dict:
+    return {"query": f"query number {i}", "ts": "2026-11-30T10:00:00Z", "session_id": f"s{i % 7}"}
+
+
+def _ingest(cli, db: Path, kind: str, path: Path, *extra: str):
+    return cli("--db", str(db), "ingest", kind, str(path), "--json", *extra)
+
+
+def _one_line_error(proc, code: int = 2) -> str:
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    return lines[0]
+
+
+def _rejects(db: Path) -> list[tuple]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute("SELECT line, reason, raw FROM rejects ORDER BY line").fetchall()
+
+
+def _total(proc) -> dict:
+    return json.loads(proc.stdout)["total"]
+
+
+# --- 1. oversized and binary lines are counted and rejected ---------------------------------
+
+
+@pytest.mark.slow
+def test_a_50mb_first_line_is_rejected_and_the_next_stored(cli, tmp_path):
+    path = tmp_path / "log.jsonl"
+    with path.open("w") as f:
+        f.write(json.dumps({**_event(0), "query": "x" * BIG}) + "\n")
+        f.write(json.dumps(_event(1)) + "\n")
+    proc = _ingest(cli, tmp_path / "s.duckdb", "searchlog", path)
+    assert proc.returncode == 0, proc.stderr
+    assert _total(proc) == {"rows_in": 2, "stored": 1, "rejected": 1, "already_present": 0}
+    [(line, reason, _)] = _rejects(tmp_path / "s.duckdb")
+    assert line == 1
+    assert reason.startswith(
+        f"line too long ({path.stat().st_size - len(json.dumps(_event(1))) - 2:,} bytes"
+    )
+    assert "the limit is 16,777,216, set by" in reason
+
+
+@pytest.mark.slow
+def test_a_corpus_of_one_50mb_chunk_is_one_reject_not_nothing(cli, tmp_path):
+    path = write_jsonl(tmp_path / "corpus.jsonl", [{"id": "c1", "text": "y" * BIG}])
+    proc = _ingest(cli, tmp_path / "s.duckdb", "corpus", path)
+    # Nothing stored is an error unless --allow-empty; either way the line is accounted for.
+    assert proc.returncode != 0 and "all 1 rows were rejected (line too long" in proc.stderr
+    assert _total(proc) == {"rows_in": 1, "stored": 0, "rejected": 1, "already_present": 0}
+    assert _rejects(tmp_path / "s.duckdb")[0][:1] == (1,)
+
+
+@pytest.mark.slow
+def test_a_50mb_line_that_is_not_json_is_rejected_among_good_lines(cli, tmp_path):
+    path = write_jsonl(tmp_path / "log.jsonl", [_event(0), "z" * BIG, _event(2), _event(3)])
+    proc = _ingest(cli, tmp_path / "s.duckdb", "searchlog", path)
+    assert proc.returncode == 0, proc.stderr
+    assert _total(proc) == {"rows_in": 4, "stored": 3, "rejected": 1, "already_present": 0}
+    assert [r[0] for r in _rejects(tmp_path / "s.duckdb")] == [2]
+
+
+def test_a_line_of_nul_bytes_is_counted_and_rejected(cli, tmp_path):
+    rows = [_event(i) for i in range(4)] + [b"\0" * 100] + [_event(i) for i in range(4, 8)]
+    path = write_jsonl(tmp_path / "log.jsonl", rows)
+    proc = _ingest(cli, tmp_path / "s.duckdb", "searchlog", path)
+    assert proc.returncode == 0, proc.stderr
+    assert _total(proc) == {"rows_in": 9, "stored": 8, "rejected": 1, "already_present": 0}
+    [(line, reason, raw)] = _rejects(tmp_path / "s.duckdb")
+    assert (line, reason, raw) == (5, scan.BINARY, None)
+
+
+def test_a_nul_inside_a_json_line_keeps_the_other_lines_numbered(cli, tmp_path):
+    rows = [_event(0), b'{"query": "a\0b", "ts": "2026-11-30T10:00:00Z"}', _event(2)]
+    path = write_jsonl(tmp_path / "log.csv.jsonl", rows)
+    proc = _ingest(cli, tmp_path / "s.duckdb", "searchlog", path)
+    assert _total(proc) == {"rows_in": 3, "stored": 2, "rejected": 1, "already_present": 0}
+    assert [r[0] for r in _rejects(tmp_path / "s.duckdb")] == [2]
+
+
+def test_mixed_line_ends_and_a_cr_inside_a_line_lose_nothing(cli, tmp_path):
+    """DuckDB's reader stops the whole file at LF and CRLF mixed, or at a CR inside a line."""
+    a, b, c = (json.dumps(_event(i)).encode() for i in range(3))
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(a + b"\n" + b + b"\r\n" + c.replace(b", ", b",\r ", 1) + b"\n")
+    proc = _ingest(cli, tmp_path / "s.duckdb", "searchlog", path)
+    assert proc.returncode == 0, proc.stderr
+    assert _total(proc) == {"rows_in": 3, "stored": 3, "rejected": 0, "already_present": 0}
+
+
+@pytest.mark.parametrize(
+    "data,said",
+    [
+        ('{"query": "a"}\n'.encode("utf-16"), "UTF-16 text: goldmine reads UTF-8"),
+        (bytes(range(256)) * 40, "binary data, not text: 40 of 41 lines hold NUL bytes"),
+    ],
+)
+def test_a_file_that_is_not_utf8_text_says_so(cli, tmp_path, data, said):
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(data)
+    assert said in _one_line_error(_ingest(cli, tmp_path / "s.duckdb", "searchlog", path))
+
+
+def _naive(data: bytes, limit: int) -> tuple[int, list[tuple[int, int, str]], bool]:
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    bad = []
+    for n, line in enumerate(lines, start=1):
+        if len(line) > limit:
+            bad.append((n, len(line), "long"))
+        elif b"\0" in line:
+            bad.append((n, len(line), "nul"))
+    ended = lines if data.endswith(b"\n") else lines[:-1]
+    crlf = sum(line.endswith(b"\r") for line in ended)
+    lone = any(b"\r" in line[:-1] for line in ended)
+    return len(lines), bad, 0 < crlf < len(ended) or lone
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_line_scan_agrees_with_splitting_the_file(seed, tmp_path, monkeypatch):
+    """The chunked scan (a small limit and small chunks, so lines cross chunks) finds the same
+    lines as splitting the whole file, on random mixes of short, long and NUL lines."""
+    rng = random.Random(seed)
+    limit = rng.choice([5, 16, 64])
+    monkeypatch.setattr(scan, "MAX_LINE", limit)
+    monkeypatch.setattr(scan, "_CHUNK", rng.choice([1, 3, 7, 32, 100]))
+    parts = []
+    for _ in range(rng.randint(0, 40)):
+        size = rng.choice([0, 1, limit - 1, limit, limit + 1, rng.randint(0, 4 * limit)])
+        body = bytes(rng.choice(b"ab{}\0\r") if rng.random() < 0.05 else 97 for _ in range(size))
+        parts.append(body)
+    data = b"\n".join(parts) + (b"\n" if rng.random() < 0.5 else b"")
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(data)
+    got = scan.scan_file(path, "none", lines=True)
+    count, bad, odd = _naive(data, limit)
+    assert got.lines == count
+    kinds = [
+        (b.line, b.size, "long" if b.reason.startswith("line too") else "nul") for b in got.bad
+    ]
+    assert kinds == bad
+    if not bad:  # a long line's CRs are not looked at (the line is rejected whole)
+        assert got.odd_line_ends == odd
+
+
+# --- 2. a truncated compressed stream is an error, and nothing of it is stored --------------
+
+
+def _lines_bytes(n: int) -> bytes:
+    return "".join(json.dumps(_event(i)) + "\n" for i in range(n)).encode()
+
+
+@pytest.mark.parametrize("kind", ["zst", "gz"])
+def test_a_truncated_compressed_file_is_one_line_and_stores_nothing(cli, tmp_path, kind):
+    data = _lines_bytes(20000)
+    packed = zstandard.ZstdCompressor().compress(data) if kind == "zst" else gzip.compress(data)
+    path = tmp_path / f"log.jsonl.{kind}"
+    path.write_bytes(packed[: len(packed) // 2])
+    db = tmp_path / "s.duckdb"
+    error = _one_line_error(_ingest(cli, db, "searchlog", path))
+    stream = "zstd" if kind == "zst" else "gzip"
+    assert f"log.jsonl.{kind}: the {stream} stream ends early at byte" in error
+    assert "(after line " in error and "nothing from it was stored" in error
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM search_events").fetchall() == [(0,)]
+        assert con.execute("SELECT count(*) FROM import_batches").fetchall() == [(0,)]
+
+
+def test_a_whole_compressed_file_of_several_frames_imports_every_line(cli, tmp_path):
+    first, second = _lines_bytes(300), _lines_bytes(600)[len(_lines_bytes(300)) :]
+    path = tmp_path / "log.jsonl.zst"
+    comp = zstandard.ZstdCompressor()
+    path.write_bytes(comp.compress(first) + comp.compress(second))
+    proc = _ingest(cli, tmp_path / "s.duckdb", "searchlog", path)
+    assert proc.returncode == 0, proc.stderr
+    assert _total(proc)["rows_in"] == 600
+
+
+# --- 3. a search log is not a gold set ------------------------------------------------------
+
+
+def test_gold_import_of_a_search_log_says_what_it_is(cli, tmp_path):
+    path = write_jsonl(tmp_path / "searchlog.jsonl", [_event(i) for i in range(100)])
+    db = tmp_path / "s.duckdb"
+    error = _one_line_error(cli("--db", str(db), "gold", "import", str(path)))
+    assert "holds no judgments" in error and "goldmine ingest searchlog" in error
+
+
+def test_gold_import_takes_no_answer_only_as_an_explicit_field(cli, tmp_path):
+    rows = [
+        {"query_id": "q1", "query": "reset password", "relevant": ["c1"]},
+        {"query_id": "q2", "query": "weather on mars", "no_answer": True},
+    ]
+    path = write_jsonl(tmp_path / "gold.jsonl", rows)
+    db = tmp_path / "s.duckdb"
+    proc = cli("--db", str(db), "gold", "import", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert (out["added"], out["no_answer"]) == (2, 1)
+    # A record with neither labels nor the field is refused, naming its line.
+    rows.append({"query_id": "q3", "query": "unlabelled"})
+    path = write_jsonl(tmp_path / "gold2.jsonl", rows)
+    error = _one_line_error(cli("--db", str(tmp_path / "t.duckdb"), "gold", "import", str(path)))
+    assert "gold2.jsonl:3" in error and '"no_answer": true' in error
+
+
+# --- 4. smaller ones ------------------------------------------------------------------------
+
+
+def test_deeply_nested_json_is_one_line(cli, tmp_path):
+    path = tmp_path / "gold.jsonl"
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    error = _one_line_error(cli("--db", str(tmp_path / "s.duckdb"), "gold", "import", str(path)))
+    assert "nested too deeply" in error
+
+
+def _fifo(tmp_path: Path) -> Path:
+    path = tmp_path / "pipe.jsonl"
+    os.mkfifo(path)
+    return path
+
+
+def _loop(tmp_path: Path) -> Path:
+    path = tmp_path / "loop.jsonl"
+    path.symlink_to(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "make,said", [(_fifo, "is a named pipe (FIFO)"), (_loop, "symbolic link that loops")]
+)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("ingest", "searchlog"),
+        ("ingest", "corpus"),
+        ("gold", "import"),
+        ("eval", "run", "--gold", "GOLD", "--run"),
+    ],
+)
+def test_a_pipe_or_a_looping_link_says_what_it_is(cli, tmp_path, make, said, command):
+    path = make(tmp_path)
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl", [{"query_id": "q1", "query": "a", "relevant": ["d1"]}]
+    )
+    args = [str(gold) if a == "GOLD" else a for a in command]
+    proc = cli("--db", str(tmp_path / "s.duckdb"), *args, str(path))
+    error = _one_line_error(proc)
+    assert said in error and "no such file" not in error
+
+
+def test_a_20000_column_csv_is_refused_at_once(cli, tmp_path):
+    path = tmp_path / "wide.csv"
+    with path.open("w") as f:
+        f.write(",".join(f"c{i}" for i in range(20000)) + "\n")
+        for _ in range(20):
+            f.write(",".join(str(i) for i in range(20000)) + "\n")
+    error = _one_line_error(_ingest(cli, tmp_path / "s.duckdb", "searchlog", path))
+    assert "20,000 columns" in error
+
+
+# --- the fuzz corpus ------------------------------------------------------------------------
+
+
+def _corpus(tmp_path: Path) -> dict[str, Path]:
+    """Small malformed files of every kind met so far, each with a name that says what it is."""
+    good = json.dumps(_event(1))
+    files: dict[str, bytes] = {
+        "empty.jsonl": b"",
+        "blank_lines.jsonl": b"\n\n  \n",
+        "bom.jsonl": b"\xef\xbb\xbf" + good.encode() + b"\n",
+        "crlf.jsonl": (good + "\r\n" + good.replace("1", "2") + "\r\n").encode(),
+        "no_final_newline.jsonl": good.encode(),
+        "latin1.jsonl": b'{"query": "caf\xe9"}\n',
+        "array_line.jsonl": b"[1, 2, 3]\n" + good.encode() + b"\n",
+        "number_line.jsonl": b"42\n",
+        "string_line.jsonl": b'"hello"\n',
+        "null_line.jsonl": b"null\n",
+        "half_object.jsonl": b'{"query": "cut off\n' + good.encode() + b"\n",
+        "nul_bytes.jsonl": b"\0\0\0\n" + good.encode() + b"\n\0",
+        "utf16.jsonl": good.encode("utf-16"),
+        "deep.jsonl": b'{"query": ' + b"[" * 5000 + b"]" * 5000 + b"}\n",
+        "huge_number.jsonl": b'{"query": "q", "ts": 1' + b"0" * 400 + b"}\n",
+        "dup_keys.jsonl": b'{"query": "a", "query": "b", "ts": "2026-11-30T10:00:00Z"}\n',
+        "wrong_types.jsonl": b'{"query": 5, "ts": [1], "session_id": {"a": 1}}\n',
+        "control_chars.jsonl": json.dumps({"query": "a\u0007\u001b[31mred"}).encode() + b"\n",
+        "only_cr.jsonl": (good + "\r" + good).encode(),
+        "binary.jsonl": bytes(range(256)) * 40,
+        "quote_csv.csv": b'query,ts\n"unclosed,2026-11-30\n',
+        "ragged.csv": b"query,ts\na,b,c,d\nq\n",
+        "empty.csv": b"",
+        "header_only.csv": b"query,ts\n",
+        "array.json": b'[1, {"query": "a"}, null, "s"]',
+        "truncated.json": b'[{"query": "a"}, {"query": ',
+        "scalar.json": b"3",
+        "not_parquet.parquet": b"PAR1 not really",
+        "gz_not_gzip.jsonl.gz": good.encode(),
+        "zst_not_zstd.jsonl.zst": good.encode(),
+        "empty.jsonl.gz": gzip.compress(b""),
+    }
+    paths = {}
+    for name, data in files.items():
+        path = tmp_path / "corpus" / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+        paths[name] = path
+    return paths
+
+
+def _nonblank_lines(data: bytes) -> int:
+    return sum(1 for line in data.replace(b"\r\n", b"\n").split(b"\n") if line.strip(b" \t\r"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["searchlog", "corpus", "tickets"])
+def test_fuzz_corpus_gives_an_error_or_a_true_account(cli, tmp_path, kind):
+    for name, path in _corpus(tmp_path).items():
+        db = tmp_path / f"{kind}-{name}.duckdb"
+        proc = _ingest(cli, db, kind, path, "--allow-empty")
+        where = f"{kind} {name}: {proc.stderr[-500:]}"
+        assert "Traceback" not in proc.stderr, where
+        assert proc.returncode in (0, 2), where
+        if proc.returncode == 2:
+            assert proc.stderr.strip().splitlines()[-1].startswith("error: "), where
+            continue
+        total = _total(proc)
+        assert total["rows_in"] == total["stored"] + total["rejected"] + total["already_present"]
+        if name.endswith(".jsonl") and "\r" not in path.read_bytes().replace(b"\r\n", b"\n").decode(
+            "latin-1"
+        ):
+            assert total["rows_in"] == _nonblank_lines(path.read_bytes()), where
+
+
+@pytest.mark.slow
+def test_fuzz_corpus_through_gold_import_and_eval(cli, tmp_path):
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl", [{"query_id": "q1", "query": "a", "relevant": ["d1"]}]
+    )
+    for name, path in _corpus(tmp_path).items():
+        for args in (
+            ("gold", "import", str(path)),
+            ("eval", "run", "--gold", str(gold), "--run", str(path)),
+            ("eval", "run", "--gold", str(path), "--run", str(gold)),
+        ):
+            proc = cli("--db", str(tmp_path / f"{name}.duckdb"), *args)
+            where = f"{args} {name}: {proc.stderr[-500:]}"
+            assert "Traceback" not in proc.stderr, where
+            assert proc.returncode in (0, 1, 2), where
+            if proc.returncode:
+                assert proc.stderr.strip().splitlines()[-1].startswith("error: "), where
