@@ -707,7 +707,7 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
         sql = f"SELECT *, {', '.join(f'{c} AS gm_orig_{c}' for c in ids)} FROM ({sql})"
     # Whether each text may hold what a built-in pattern matches, tested once, before the steps.
     flags = [f"gm_may_{c}" for c in cols]
-    tests = ", ".join(f"{redactor.may_match(c)} AS {f}" for c, f in zip(cols, flags, strict=True))
+    tests = ", ".join(f"{_may_match(redactor, c)} AS {f}" for c, f in zip(cols, flags, strict=True))
     sql = f"SELECT *, {tests} FROM ({sql})"
     step_lists = [redactor.steps(c, f) for c, f in zip(cols, flags, strict=True)]
     for depth in range(len(step_lists[0])):
@@ -719,6 +719,18 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
         sql = f"SELECT * REPLACE ({_pseudonyms(ids)}) FROM ({sql})"
     helpers = [*flags, *(f"gm_orig_{c}" for c in ids)]
     return f"SELECT * EXCLUDE ({', '.join(helpers)}) FROM ({sql})"
+
+
+# An id (user_id, session_id) nearly always has a digit, so the general test lets every row
+# through; each built-in kind needs more: an @ (email, handle), a colon (IPv6), a digit-dot-digit
+# (IPv4) or seven digits with at most a few separators between (phone, card, IBAN).
+_ID_MAY_MATCH = r"[@:]|[0-9][.][0-9]|[0-9](?:[^0-9A-Za-z]{0,3}[0-9]){6}"
+
+
+def _may_match(redactor: Redactor, col: str) -> str:
+    if col.endswith("_id"):
+        return f"regexp_matches({col}, '{_ID_MAY_MATCH}')"
+    return redactor.may_match(col)
 
 
 # The key of the pseudonyms below: random per process and never stored, so a stored pseudonym
