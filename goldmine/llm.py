@@ -547,7 +547,7 @@ async def _ask_all(s: Settings, asks: list[Ask], usage: Usage, advance) -> list[
         usage.requests += sent
         await http.aclose()
     asked = [a for a in answers if a is not None]
-    if streak.gave_up:
+    if len(asked) < len(asks):  # gave up with asks left (not when the last ones failed)
         usage.not_asked = len(asks) - len(asked)
         usage.gave_up = (
             f"gave up after {s.max_failures} consecutive failures (the last: {streak.last}); "
@@ -571,7 +571,9 @@ class _Streak:
             return
         self.count, self.seen, self.last = self.count + 1, self.seen + 1, answer.error or ""
         if self.seen == 1 and self.total > 1:
-            warn(f"first failure: {self.last}")
+            from rich.markup import escape  # the endpoint's words: text, never markup
+
+            warn(escape(f"first failure: {self.last}"))
         if self.limit and self.count >= self.limit:
             self.gave_up = True
 

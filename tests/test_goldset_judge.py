@@ -349,3 +349,12 @@ def test_a_passage_that_instructs_the_model_is_flagged_in_review(cli, db_path: P
     assert "ignore previous instructions" in review.stdout.lower()
     page = _page(db_path)
     assert page.count("suspicious: the passage reads like an instruction to a model") == 1
+
+
+def test_an_endpoint_message_that_looks_like_markup_is_printed_as_text(cli, store) -> None:
+    said = '{"error": {"message": "[/red] bad [bold]request"}}'
+    with serve(lambda body, n: Reply(status=400, raw=said)) as server:
+        out = _judge(cli, store, server, "--limit", "2", "--max-failures", "0")
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "first failure: HTTP 400 from the endpoint: [/red] bad [bold]request" in out.stderr
+    assert "kb-reset-1: HTTP 400 from the endpoint: [/red] bad [bold]request" in out.stderr

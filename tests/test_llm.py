@@ -158,6 +158,9 @@ def test_asking_gives_up_after_consecutive_endpoint_failures() -> None:
     assert (usage.calls, usage.failed, usage.not_asked) == (6, 5, 14)
     assert usage.gave_up.startswith("gave up after 3 consecutive failures (the last: HTTP 400")
     assert "14 not asked" in usage.gave_up
+    with serve(lambda body, n: Reply(status=400)) as server:  # the last ask's failure: all asked
+        answers, usage = llm.ask_all(_settings(server, concurrency=1, max_failures=3), _asks(3))
+    assert len(answers) == 3 and (usage.not_asked, usage.gave_up) == (0, None)
 
 
 def test_answers_that_break_the_schema_or_max_failures_0_never_give_up() -> None:
