@@ -12,9 +12,11 @@ held by another process is retried briefly by ``open_store``; past that the page
 Locked down: the server listens on 127.0.0.1 unless told otherwise. A random token in the printed
 URL becomes an HttpOnly, SameSite=Strict cookie on the first visit and is required on every
 request; writes are JSON POSTs carrying a custom header, which a page on another origin cannot
-send without a CORS preflight this server never grants. Every piece of user text (queries and
-chunks carry HTML, scripts and terminal escapes from real traffic) is escaped by the templates'
-autoescape; ids from a request are only ever looked up as SQL parameters.
+send without a CORS preflight this server never grants, and an ``Origin`` naming this page (the
+checks of bodies and origins, and the headers every response carries, are ``webguard``'s). Every
+piece of user text (queries and chunks carry HTML, scripts and terminal escapes from real
+traffic) is escaped by the templates' autoescape; ids from a request are only ever looked up as
+SQL parameters.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from urllib.parse import urlencode
 
 from goldmine.errors import GoldmineError, InputError, StoreBusyError
 from goldmine.goldset import items as gi
+from goldmine.goldset import webguard as guard
 from goldmine.goldset.review import QueueFilter, ReviewSession, View
 from goldmine.output import info, warn
 from goldmine.store import open_store
@@ -208,7 +211,13 @@ def create_app(review: WebReview):
     from jinja2 import Environment, FileSystemLoader, select_autoescape
     from starlette.applications import Starlette
     from starlette.requests import Request
-    from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+    from starlette.responses import (
+        HTMLResponse,
+        JSONResponse,
+        PlainTextResponse,
+        RedirectResponse,
+        Response,
+    )
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
@@ -226,6 +235,20 @@ def create_app(review: WebReview):
         return PlainTextResponse(
             "forbidden: open the URL that `goldmine gold review --web` printed", status_code=403
         )
+
+    def writer(handler):
+        """A write endpoint: the token, the page's header and origin, then the body as a dict."""
+
+        async def endpoint(request: Request) -> Response:
+            if not allowed(request) or request.headers.get(WRITE_HEADER) != "1":
+                return forbidden()
+            try:
+                guard.check_origin(request)
+                return handler(request, await guard.read_object(request))
+            except guard.Refusal as exc:
+                return JSONResponse({"error": exc.reason}, status_code=exc.status)
+
+        return endpoint
 
     def rater_of(request: Request) -> str:
         name = request.cookies.get(RATER_COOKIE) or review.by
@@ -286,15 +309,9 @@ def create_app(review: WebReview):
         )
         return HTMLResponse(html, status_code=status)
 
-    async def act(request: Request) -> Response:
-        if not allowed(request) or request.headers.get(WRITE_HEADER) != "1":
-            return forbidden()
-        try:
-            data = await request.json()
-        except ValueError:
-            return PlainTextResponse("a JSON body is expected", status_code=400)
-        if not isinstance(data, dict):
-            return PlainTextResponse("a JSON object is expected", status_code=400)
+    @writer
+    def act(request: Request, body: dict) -> Response:
+        data = guard.action_fields(body)
         session = review.session(rater_of(request), _queue(data))
         try:
             with session.request():
@@ -315,29 +332,27 @@ def create_app(review: WebReview):
         html = templates.get_template("search.html").render(hits=hits, q=text)
         return HTMLResponse(html)
 
-    async def rater(request: Request) -> Response:
-        if not allowed(request) or request.headers.get(WRITE_HEADER) != "1":
-            return forbidden()
-        data = await request.json()
-        name = str(data.get("rater", "")).strip() if isinstance(data, dict) else ""
+    @writer
+    def rater(request: Request, body: dict) -> Response:
+        name = guard.rater_name(body)
         if not _RATER.match(name):
-            return PlainTextResponse(
-                "a rater's name is 1-64 letters, digits, spaces or . @ - _", status_code=400
-            )
+            raise guard.Refusal("a rater's name is 1-64 letters, digits, spaces or . @ - _")
         response = PlainTextResponse("ok")
         response.set_cookie(RATER_COOKIE, name, httponly=True, samesite="strict")
         return response
 
-    return Starlette(
+    static = StaticFiles(directory=ASSETS / "static")
+    app = Starlette(
         routes=[
             Route("/", home),
             Route("/review", page),
             Route("/api/act", act, methods=["POST"]),
             Route("/api/search", search),
             Route("/api/rater", rater, methods=["POST"]),
-            Mount("/static", StaticFiles(directory=ASSETS / "static"), name="static"),
+            Mount("/static", guard.token_gate(static, allowed, forbidden), name="static"),
         ]
     )
+    return guard.SecurityHeaders(app)  # outermost: Starlette's own 500s carry the headers too
 
 
 def _qs(queue: QueueFilter) -> dict:
@@ -359,35 +374,23 @@ def _error_panel(templates, exc: GoldmineError) -> str:
     return templates.get_template("error.html").render(message=exc.message)
 
 
-_GRADES = {"2": 2, "1": 1, "0": 0}
-
-
 def _apply(session: ReviewSession, data: dict) -> None:
-    """One action from the page, on the version of the item the page showed."""
-    action = data.get("action")
+    """One action from the page (``webguard.action_fields`` checked it), on the version shown."""
+    action = data["action"]
     if action == "reload":
         session.reload()
         return
     if action == "undo":
         session.undo()
         return
-    qid = str(data.get("query_id") or "")
-    if not qid:
-        raise InputError("no query_id in the request")
-    try:
-        version = int(data["version"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError("no version in the request: reload the page") from exc
+    qid = data["query_id"]
     if not session.stale:
-        session.versions[qid] = version
+        session.versions[qid] = data["version"]
     session.focus = qid
     if action == "grade":
-        grade = _GRADES.get(str(data.get("grade")))
-        if grade is None:
-            raise InputError("a grade is 0, 1 or 2")
-        session.grade(qid, str(data.get("chunk_id") or ""), grade)
+        session.grade(qid, data["chunk_id"], data["grade"])
     elif action == "accept":
-        session.accept_suggestion(qid, str(data.get("chunk_id") or ""))
+        session.accept_suggestion(qid, data["chunk_id"])
     elif action == "rest":
         session.rest_not_relevant(qid)
     elif action == "no-answer":
@@ -399,11 +402,9 @@ def _apply(session: ReviewSession, data: dict) -> None:
     elif action == "reject":
         session.reject(qid)
     elif action == "note":
-        session.note(qid, str(data.get("note") or "")[:2000])
+        session.note(qid, data["note"][:2000])
     elif action == "add":
-        session.add_candidate(qid, str(data.get("chunk_id") or ""))
-    else:
-        raise InputError(f"unknown action {action!r}")
+        session.add_candidate(qid, data["chunk_id"])
 
 
 def serve(

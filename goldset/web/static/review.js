@@ -24,6 +24,19 @@
     if (el) el.scrollIntoView({ block: "nearest" });
   }
 
+  // The page's CSP allows no style attribute: the progress bar's width is set from here.
+  function showProgress() {
+    const fill = panel.querySelector(".progress-fill");
+    if (fill) fill.style.width = (Number(fill.dataset.pct) || 0) + "%";
+  }
+
+  // A refusal the server words in JSON ({"error": ...}), else its text.
+  async function reason(resp) {
+    const text = await resp.text();
+    if (!(resp.headers.get("Content-Type") || "").startsWith("application/json")) return text;
+    try { return JSON.parse(text).error || text; } catch (err) { return text; }
+  }
+
   function initFocus() {
     const current = panel.querySelector(".cand.current") || panel.querySelector(".cand.undecided");
     const first = current || cards()[0];
@@ -54,9 +67,10 @@
       showError("the goldmine server does not answer: is it still running?");
       return;
     }
-    const html = await resp.text();
-    if (resp.status === 403) { showError(html); return; }
-    panel.innerHTML = html;
+    const type = resp.headers.get("Content-Type") || "";
+    if (resp.status === 403 || !type.startsWith("text/html")) { showError(await reason(resp)); return; }
+    panel.innerHTML = await resp.text();
+    showProgress();
     initFocus();
     // How many actions the page has shown the answer to (scripts and tests wait on it).
     document.body.dataset.acts = String(Number(document.body.dataset.acts || 0) + 1);
@@ -143,7 +157,16 @@
       headers: { "Content-Type": "application/json", "X-Goldmine": "1" },
       body: JSON.stringify({ rater: rater.value.trim() }),
     });
-    if (resp.ok) location.reload(); else showError(await resp.text());
+    if (resp.ok) location.reload(); else showError(await reason(resp));
+  });
+
+  // The queue's filters apply when one changes (no inline handler: the CSP forbids them).
+  document.getElementById("filters").addEventListener("change", (e) => {
+    if (e.target.form) e.target.form.submit();
+  });
+  // An error panel's "try again" (in the panel or the search results).
+  document.addEventListener("click", (e) => {
+    if (e.target.closest("button[data-reload]")) location.reload();
   });
 
   document.addEventListener("keydown", (e) => {
@@ -179,5 +202,6 @@
     fn();
   });
 
+  showProgress();
   initFocus();
 })();

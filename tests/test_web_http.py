@@ -1,0 +1,219 @@
+"""The review page's HTTP surface under hostile requests: Starlette's TestClient over the real app
+and a real DuckDB store (the browser tests in ``test_web_review.py`` show the page still works).
+
+Every write refuses a body that is not a JSON object of the right shape with a 400 and a one-line
+reason in JSON; a write from another origin is a 403 and writes nothing; every response carries
+the headers that keep the page out of frames and inline script out of the page; static files need
+the token like every other route.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from helpers import build, gold, shown
+
+BASE = "http://127.0.0.1:8765"
+TOKEN = "test-token-for-the-page"
+WRITES = ["/api/act", "/api/rater"]
+
+
+@pytest.fixture
+def store(cli, db_path):
+    build(db_path)
+    gold(cli, db_path, "add-query", "reset password", "vpn setup")
+    gold(cli, db_path, "draft", "-k", "2")
+    return db_path
+
+
+@pytest.fixture
+def client(store):
+    from starlette.testclient import TestClient
+
+    from goldmine.goldset.web import WebReview, create_app
+
+    app = create_app(WebReview(store, "ana", token=TOKEN))
+    with TestClient(app, base_url=BASE, raise_server_exceptions=False) as test_client:
+        yield test_client
+
+
+def writer(**more: str) -> dict:
+    """What the page's own fetch sends: the token cookie, the custom header, its origin."""
+    return {"Cookie": f"goldmine_token={TOKEN}", "X-Goldmine": "1",
+            "Content-Type": "application/json", "Origin": BASE, **more}  # fmt: skip
+
+
+def shown_item(client) -> tuple[str, int, str]:
+    """The query id, version and first candidate the page shows now."""
+    html = client.get("/review", headers={"Cookie": f"goldmine_token={TOKEN}"}).text
+    found = re.search(r'data-query-id="([^"]+)" data-version="(\d+)"', html)
+    chunk = re.search(r'class="cand[^"]*"\s+data-chunk="([^"]+)"', html)
+    assert found and chunk, html[:500]
+    return found.group(1), int(found.group(2)), chunk.group(1)
+
+
+def assert_bad_request(response) -> str:
+    assert response.status_code == 400, (response.status_code, response.text[:300])
+    assert response.headers["content-type"].startswith("application/json")
+    reason = response.json()["error"]
+    assert isinstance(reason, str) and reason and "\n" not in reason
+    assert "Traceback" not in reason
+    return reason
+
+
+NOT_JSON = [
+    b"",
+    b"not json",
+    b"{'action': 'grade'}",
+    b"\xff\xfe\x00garbage",
+    b"[" * 50_000,  # nested past Python's recursion limit, under the size limit
+    b'{"action": "grade", "version": 1' + b"9" * 5000 + b"}",  # past int()'s digit limit
+]
+WRONG_SHAPE = [
+    [1, 2],
+    "grade",
+    None,
+    7,
+    {"action": ["grade"]},
+    {"action": "dance", "query_id": "q", "version": 1},
+    {"action": "grade"},  # no query_id, no version
+    {"action": "grade", "query_id": "q", "version": "abc", "chunk_id": "c", "grade": 2},
+    {"action": "grade", "query_id": "q", "version": 1.5, "chunk_id": "c", "grade": 2},
+    {"action": "grade", "query_id": "q", "version": 10**30, "chunk_id": "c", "grade": 2},
+    {"action": "grade", "query_id": "q", "version": True, "chunk_id": "c", "grade": 2},
+    {"action": "grade", "query_id": "q", "version": 1, "chunk_id": "c", "grade": 7},
+    {"action": "grade", "query_id": "q", "version": 1, "chunk_id": "c", "grade": [2]},
+    {"action": "grade", "query_id": "q", "version": 1, "grade": 2},  # no chunk_id
+    {"action": "grade", "query_id": 5, "version": 1, "chunk_id": "c", "grade": 2},
+    {"action": "grade", "query_id": "q", "version": 1, "chunk_id": {"a": 1}, "grade": 2},
+    {"action": "grade", "query_id": "\ud800", "version": 1, "chunk_id": "c", "grade": 2},
+    {"action": "note", "query_id": "q", "version": 1, "note": 5},
+    {"action": "undo", "cluster": [1]},
+    {"action": "undo", "tag": {"a": 1}},
+    {"action": "undo", "status": ["candidate"]},
+    {"action": "undo", "assignee": 3},
+]
+RATER_SHAPE = [[1], "ana", {"name": "ana"}, {"rater": 5}, {"rater": ["ana"]}, {"rater": ""}]
+
+
+@pytest.mark.parametrize("path", WRITES)
+@pytest.mark.parametrize("body", NOT_JSON, ids=lambda b: repr(b[:12]))
+def test_a_body_that_is_not_json_is_a_400_with_a_reason(client, path, body) -> None:
+    assert_bad_request(client.post(path, content=body, headers=writer()))
+
+
+@pytest.mark.parametrize("body", WRONG_SHAPE, ids=lambda b: json.dumps(b)[:40])
+def test_an_action_of_the_wrong_shape_is_a_400_with_a_reason(client, body) -> None:
+    raw = json.dumps(body).encode("utf-8", "surrogatepass")
+    assert_bad_request(client.post("/api/act", content=raw, headers=writer()))
+
+
+@pytest.mark.parametrize("body", RATER_SHAPE, ids=lambda b: json.dumps(b))
+def test_a_rater_of_the_wrong_shape_is_a_400_with_a_reason(client, body) -> None:
+    assert_bad_request(client.post("/api/rater", content=json.dumps(body), headers=writer()))
+
+
+@pytest.mark.parametrize("path", WRITES)
+def test_a_huge_body_is_refused_unread(client, path) -> None:
+    body = json.dumps({"action": "note", "note": "x" * 5_000_000, "rater": "ana"})
+    reason = assert_bad_request(client.post(path, content=body, headers=writer()))
+    assert "too large" in reason
+
+
+def test_the_store_is_untouched_by_bad_bodies(client, store, cli) -> None:
+    query, version, chunk = shown_item(client)
+    bad = {"action": "grade", "query_id": query, "version": version, "chunk_id": chunk,
+           "grade": "2; DROP TABLE gold_labels"}  # fmt: skip
+    assert_bad_request(client.post("/api/act", content=json.dumps(bad), headers=writer()))
+    assert all(r["kind"] == "draft" for r in shown(cli, store, "reset password")["labels"])
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Origin": "http://127.0.0.1:9999"},  # another port is another origin
+        {"Origin": "https://127.0.0.1:8765"},  # and another scheme
+        {"Origin": None, "Referer": "http://evil.example/page"},
+        {"Origin": "http://evil.example", "Referer": BASE + "/review"},
+    ],
+    ids=["other-site", "null", "other-port", "other-scheme", "referer-only", "origin-wins"],
+)
+def test_a_write_from_another_origin_is_refused_and_writes_nothing(
+    client, store, cli, headers
+) -> None:
+    query, version, chunk = shown_item(client)
+    sent = {k: v for k, v in writer(**headers).items() if v is not None}
+    body = {"action": "grade", "query_id": query, "version": version, "chunk_id": chunk,
+            "grade": 2}  # fmt: skip
+    response = client.post("/api/act", content=json.dumps(body), headers=sent)
+    assert response.status_code == 403
+    assert "origin" in response.json()["error"]
+    assert all(r["kind"] == "draft" for r in shown(cli, store, "reset password")["labels"])
+    rater = client.post("/api/rater", content=json.dumps({"rater": "mallory"}), headers=sent)
+    assert rater.status_code == 403 and "set-cookie" not in rater.headers
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Origin": None, "Referer": BASE + "/review?tag=x"}, {"Origin": None}],
+    ids=["origin", "referer", "neither-header-curl"],
+)
+def test_a_write_from_the_page_or_a_tokened_script_is_accepted(client, store, cli, headers):
+    query, version, chunk = shown_item(client)
+    sent = {k: v for k, v in writer(**headers).items() if v is not None}
+    # The page sends the version as its data attribute's text.
+    body = {"action": "grade", "query_id": query, "version": str(version), "chunk_id": chunk,
+            "grade": 2}  # fmt: skip
+    response = client.post("/api/act", content=json.dumps(body), headers=sent)
+    assert response.status_code == 200, response.text[:300]
+    assert f"graded {chunk} = 2" in response.text
+    labels = {r["chunk_id"]: r for r in shown(cli, store, "reset password")["labels"]}
+    assert labels[chunk]["kind"] == "label" and labels[chunk]["grade"] == 2
+
+
+def test_every_response_carries_the_security_headers(client) -> None:
+    cookie = {"Cookie": f"goldmine_token={TOKEN}"}
+    responses = {
+        "redirect": client.get(f"/?token={TOKEN}", follow_redirects=False),
+        "page": client.get("/review", headers=cookie),
+        "static": client.get("/static/review.js", headers=cookie),
+        "search": client.get("/api/search?q=vpn", headers=cookie),
+        "no token": client.get("/review"),
+        "not found": client.get("/nowhere", headers=cookie),
+        "bad body": client.post("/api/act", content=b"{", headers=writer()),
+        "wrong method": client.get("/api/act", headers=cookie),
+    }
+    for name, response in responses.items():
+        headers = response.headers
+        csp = headers.get("content-security-policy", "")
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp, name
+        assert "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp, name
+        assert headers.get("x-frame-options") == "DENY", name
+        assert headers.get("x-content-type-options") == "nosniff", name
+        assert headers.get("referrer-policy") == "no-referrer", name
+
+
+def test_the_page_needs_no_inline_script_or_style(client, store) -> None:
+    from goldmine.goldset.web import ASSETS
+
+    # What the CSP would block: inline handlers, inline scripts, style attributes.
+    page = client.get("/review", headers={"Cookie": f"goldmine_token={TOKEN}"}).text
+    templates = "".join(p.read_text() for p in ASSETS.glob("*.html"))
+    for html in (page, templates):
+        assert not re.search(r"\son[a-z]+\s*=", html)
+        assert not re.search(r"<script(?![^>]*\bsrc=)", html)
+        assert not re.search(r"\sstyle\s*=", html)
+
+
+@pytest.mark.parametrize("path", ["/static/review.js", "/static/review.css", "/static/nope.js"])
+def test_static_files_need_the_token(client, path) -> None:
+    assert client.get(path).status_code == 403
+    wrong = client.get(path, headers={"Cookie": "goldmine_token=wrong"})
+    assert wrong.status_code == 403 and "function" not in wrong.text
+    expected = 404 if path.endswith("nope.js") else 200
+    assert client.get(path, headers={"Cookie": f"goldmine_token={TOKEN}"}).status_code == expected
