@@ -102,7 +102,7 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     try:
         return [r[0] for r in con.execute("SELECT name FROM schema_migrations").fetchall()]
     except _duckdb_error():
-        if _is_read_only(con):
+        if is_read_only(con):
             return []
     con.execute(
         "CREATE TABLE schema_migrations ("
@@ -111,7 +111,7 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     return []
 
 
-def _is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
+def is_read_only(con: duckdb.DuckDBPyConnection) -> bool:
     rows = con.execute(
         "SELECT readonly FROM duckdb_databases() WHERE database_name = current_database()"
     ).fetchall()

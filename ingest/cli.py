@@ -411,9 +411,11 @@ def add_cmd(
 def status_cmd(db: DbOption = None, as_json: JsonOption = False) -> None:
     """What is in the store: rows per table and source, the corpus snapshot, the last batches."""
     from goldmine.ingest.status import status
+    from goldmine.triage.runs import warn_unfinished
 
     with open_store(db_flag(db), create=False) as con:
         data = status(con)
+        warn_unfinished(con)  # a killed triage run is marked and named here too
     if as_json:
         print_json(data)
         return

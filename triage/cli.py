@@ -16,6 +16,7 @@ from goldmine.config import settings
 from goldmine.options import DbOption, JsonOption, db_flag
 from goldmine.output import Col, console, fit_table, info, print_json, table
 from goldmine.store import open_store
+from goldmine.triage import runs
 from goldmine.triage.pipeline import reformulation_window, run_triage, summary
 from goldmine.triage.queries import (
     ShowFilter,
@@ -148,6 +149,7 @@ def show_cmd(
 
     wanted = ShowFilter(top, uncovered, new, tag, source)
     with open_store(db_flag(db), create=False) as con:
+        runs.warn_unfinished(con)
         rows = ranked_clusters(con, wanted)
         why_none = None if rows else no_match(con, wanted)
     if as_json:
@@ -168,6 +170,7 @@ def export_cmd(
     """One row per distinct query: text, normalized, cluster, canonical, counts, signals, tags."""
 
     with open_store(db_flag(db), create=False) as con:
+        runs.warn_unfinished(con)
         n = export_queries(con, file)
     if as_json:
         print_json({"path": str(file), "format": file.suffix.lower()[1:], "n_queries": n})
@@ -184,6 +187,7 @@ def cluster_cmd(
     """Every query in one cluster: counts, signals, sessions, raw examples, previous turns."""
 
     with open_store(db_flag(db), create=False) as con:
+        runs.warn_unfinished(con)
         detail = cluster_detail(con, cluster_id)
     if as_json:
         print_json(detail)

@@ -6,9 +6,12 @@ inputs, close the store, compute, and reopen it briefly to write their results i
 transaction: ``status`` or ``triage show`` in another terminal get in between. The SQL steps take
 seconds.
 
-Each step commits on its own, and each picks up where an interrupted run stopped: events and
-per-query rows are rebuilt from the ingest tables (seconds), fuzzy dedupe and clustering only touch
-queries without a canonical or a cluster, and embeddings are cached chunk by chunk. The summary
+Each step commits on its own, into the run's own copies of the tables readers read
+(``triage.runs``); the last transaction puts them in place of the last run's and marks the run
+done, so a reader sees the last finished run whole, never half of this one. Each step picks up
+where an interrupted run stopped: events and per-query rows are rebuilt from the ingest tables
+(seconds), fuzzy dedupe and clustering only touch queries without a canonical or a cluster (kept
+in ``triage_assignments``), and embeddings are cached chunk by chunk. The summary
 says what this run did and what it found already done (queries deduped, vectors cached, runs that
 had not finished).
 """
@@ -16,7 +19,6 @@ had not finished).
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,8 +30,9 @@ from goldmine import signals
 from goldmine.config import resolve_db_path
 from goldmine.errors import InputError, StoreBusyError
 from goldmine.output import step
-from goldmine.store import open_store, pid_alive, transaction
+from goldmine.store import open_store, transaction
 from goldmine.triage import queries as ranking
+from goldmine.triage import runs
 from goldmine.triage.events import (
     aggregate_queries,
     mark_session_signals,
@@ -107,20 +110,18 @@ def _has_traffic(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def _start_run(con: duckdb.DuckDBPyConnection, key: str, since: datetime | None) -> tuple:
-    """A new run row (with this pid, so a second ``triage run`` can tell this one is live), and
-    the runs since the last finished one that did not finish (Ctrl-C, or a process that is gone),
-    whose work this run picks up."""
+    """A new run row (with this process's pid and start time, so a second ``triage run`` can
+    tell this one is live), empty copies of the result tables for it to build, and the runs since
+    the last finished one that did not finish (Ctrl-C, or a process that is gone), whose work this
+    run picks up."""
     with transaction(con):
-        running = con.execute(
-            "SELECT run_id, params->>'pid', started_at FROM triage_runs WHERE status = 'running'"
-        ).fetchall()
-        for run_id, pid, started in running:
-            if pid and int(pid) != os.getpid() and pid_alive(int(pid)):
+        live = set(runs.settle(con, starting=True))
+        for run_id, pid, _, started in runs.running(con):
+            if run_id in live:
                 raise StoreBusyError(
                     f"triage run {run_id} is still running (PID {pid}, started {started:%H:%M:%S}"
                     "): wait for it to finish"
                 )
-        con.execute("UPDATE triage_runs SET status = 'interrupted' WHERE status = 'running'")
         unfinished = con.execute(
             """SELECT run_id FROM triage_runs WHERE status = 'interrupted' AND run_id >
                    (SELECT coalesce(max(run_id), 0) FROM triage_runs WHERE status = 'done')
@@ -128,10 +129,11 @@ def _start_run(con: duckdb.DuckDBPyConnection, key: str, since: datetime | None)
         ).fetchall()
         run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM triage_runs").fetchall()
         con.execute(
-            "INSERT INTO triage_runs (run_id, started_at, model, status, since, params) "
-            "VALUES (?, now()::TIMESTAMP, ?, 'running', ?, ?)",
-            [run_id[0][0], key, since, json.dumps({"pid": os.getpid()})],
+            "INSERT INTO triage_runs (run_id, started_at, model, status, since, pid, "
+            "process_start) VALUES (?, now()::TIMESTAMP, ?, 'running', ?, ?, ?)",
+            [run_id[0][0], key, since, *runs.this_process()],
         )
+        runs.stage(con)
     return run_id[0][0], [r[0] for r in unfinished]
 
 
@@ -209,11 +211,13 @@ def _run_steps(
     from goldmine.triage import cluster, dedupe, labels, tags
 
     steps = _Steps(result)
-    with open_store(path) as con:
+    with open_store(path) as con, runs.staged(con):
         try:
             result.n_events = steps.run("normalize", _events, since, con=con)
         except _NoEvents:
-            con.execute("DELETE FROM triage_runs WHERE run_id = ?", [result.run_id])
+            with transaction(con):
+                con.execute("DELETE FROM triage_runs WHERE run_id = ?", [result.run_id])
+                runs.drop_stage(con)
             return RunResult(None, resumed_runs=result.resumed_runs, nothing_to_triage=True)
         result.n_queries = steps.run("signals", _signals, window_s, since, con=con)
         queries = dedupe.dedupe_inputs(con)
@@ -221,7 +225,7 @@ def _run_steps(
     detail = f"{queries.height - result.n_deduped_before:,} new of {queries.height:,} queries"
     planned = steps.run("dedupe", dedupe.plan_canonicals, queries, detail=detail)
     del queries  # a million queries' rows; clustering's peak comes later
-    with open_store(path, wait=WRITE_WAIT_S) as con:
+    with open_store(path, wait=WRITE_WAIT_S) as con, runs.staged(con):
         with transaction(con):
             result.n_new_queries = dedupe.write_canonicals(con, planned, result.run_id)
         inputs = cluster.cluster_inputs(con)
@@ -237,14 +241,16 @@ def _run_steps(
     detail = f"{len(inputs.todo):,} queries without a cluster"
     plan = steps.run("cluster", cluster.plan_clusters, inputs, embedded.vectors, detail=detail)
     del embedded, inputs  # the vectors (1.2 GB at 1M queries) are not needed by the SQL steps
-    with open_store(path, wait=WRITE_WAIT_S) as con:
+    with open_store(path, wait=WRITE_WAIT_S) as con, runs.staged(con):
         with transaction(con):
             result.cluster = cluster.write_clusters(con, plan, result.run_id)
         del plan
         result.tags = steps.run("tags", tags.tag_queries, no_answer_retriever, con=con)
         result.n_clusters = steps.run("rank", ranking.summarize_clusters, result.run_id, con=con)
         steps.run("labels", labels.label_clusters, con=con)
-        _finish(con, result, window_s)
+        with transaction(con):  # readers see the last run's results or this one's, whole
+            runs.publish(con)
+            _finish(con, result, window_s)
     return result
 
 

@@ -136,4 +136,15 @@ MIGRATIONS = [
         SELECT * EXCLUDE (batch_id) FROM search_summaries LIMIT 0;
         """,
     ),
+    # Which process runs a run, so a command can tell a live run from one whose process is gone
+    # (killed): the pid alone could be a later process's, so its start time too
+    # (goldmine.store.process_start).
+    Migration(
+        203,
+        "triage_run_process",
+        """
+        ALTER TABLE triage_runs ADD COLUMN pid BIGINT;
+        ALTER TABLE triage_runs ADD COLUMN process_start VARCHAR;
+        """,
+    ),
 ]
