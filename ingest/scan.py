@@ -164,6 +164,8 @@ class _LineFinder:
             return
         self.crlf += self._last == b"\r" and chunk[:1] == b"\n"
         self._last = chunk[-1:]
+        # Most chunks hold no CR and no NUL: one search each settles it for the whole chunk.
+        cr, nul = b"\r" in chunk, b"\0" in chunk
         while pos < end:
             if self._long:
                 pos = self._end_long(chunk, pos)
@@ -171,24 +173,28 @@ class _LineFinder:
             window = min(end, pos + MAX_LINE - self._size + 1)
             nl = chunk.rfind(b"\n", pos, window)
             if nl >= 0:  # every line ending in [pos, nl] is within the limit
-                crlf = chunk.count(b"\r\n", pos, nl + 1)
-                self.crlf += crlf
-                if not self.lone_cr and chunk.count(b"\r", pos, nl + 1) != crlf:
-                    self.lone_cr = True
-                if self._nul or chunk.find(b"\0", pos, nl) >= 0:
+                if cr:
+                    self._line_ends(chunk, pos, nl)
+                if self._nul or (nul and chunk.find(b"\0", pos, nl) >= 0):
                     self._nul_lines(chunk, pos, nl)
                 else:
                     self.line += chunk.count(b"\n", pos, nl + 1)
                 self._size, self._nul = 0, False
                 pos = nl + 1
             elif window == end and self._size + end - pos <= MAX_LINE:
-                self._nul = self._nul or chunk.find(b"\0", pos, end) >= 0
+                self._nul = self._nul or (nul and chunk.find(b"\0", pos, end) >= 0)
                 self._size += end - pos  # the line goes on in the next chunk
                 pos = end
             else:
                 self._long = True
                 self._size += window - pos
                 pos = window
+
+    def _line_ends(self, chunk: bytes, pos: int, nl: int) -> None:
+        crlf = chunk.count(b"\r\n", pos, nl + 1)
+        self.crlf += crlf
+        if not self.lone_cr and chunk.count(b"\r", pos, nl + 1) != crlf:
+            self.lone_cr = True
 
     def _end_long(self, chunk: bytes, pos: int) -> int:
         nl = chunk.find(b"\n", pos)
