@@ -3,11 +3,15 @@
     .venv/bin/python bench/bench_reader_gap.py              # 3,000 banking77 queries, 1 round
     .venv/bin/python bench/bench_reader_gap.py --n 5000 --repeats 3
     .venv/bin/python bench/bench_reader_gap.py --command draft   # gold draft --retriever hybrid
+    .venv/bin/python bench/bench_reader_gap.py --command ingest --events 1000000  # and --hold
 
 Each round builds a fresh store with the CLI — for ``triage`` (the default), ``--n`` banking77
 queries (seeded sample) as a search log; for ``draft``, Cranfield's 1,400 abstracts as the corpus
-and its 225 queries as gold candidates — then starts the command (``goldmine triage run``, or
-``goldmine gold draft --retriever hybrid``) and polls ``goldmine status --json`` every ``--every``
+and its 225 queries as gold candidates; for ``ingest``, the first half of the benchmark search log
+(``--events``, tests/helpers.generate_searchlog) — then starts the command (``goldmine triage
+run``, ``goldmine gold draft --retriever hybrid``, or ``goldmine ingest searchlog`` of the whole
+log, whose first half is then already stored; ``--hold`` runs it holding the store while it
+stages, as before imports let go of it) and polls ``goldmine status --json`` every ``--every``
 seconds until it ends, each poll in its own process as a user's would be. For every poll it
 records when it started, when it ended and its exit code (3 = the store was busy).
 
@@ -38,8 +42,17 @@ ROOT = HERE.parent
 SHARED = Path(os.environ.get("GOLDMINE_SHARED", ROOT.parent / "shared"))
 BANKING = SHARED / "datasets" / "banking77" / "train.csv"
 CRANFIELD = SHARED / "datasets" / "cranfield"
-COMMANDS = {"triage": ["triage", "run"], "draft": ["gold", "draft", "--retriever", "hybrid"]}
+COMMANDS = {
+    "triage": ["triage", "run"],
+    "draft": ["gold", "draft", "--retriever", "hybrid"],
+    "ingest": ["ingest", "searchlog"],
+}
 PY = sys.executable
+# The import as it was before it let go of the store while staging.
+HOLD = (
+    "import sys; import goldmine.ingest.batch as b; b.can_release = lambda con: False; "
+    "from goldmine.cli import main; sys.argv[0] = 'goldmine'; main()"
+)
 
 
 def goldmine(*args: str) -> subprocess.CompletedProcess:
@@ -82,13 +95,36 @@ def build_draft_store(folder: Path) -> Path:
     return db
 
 
+def build_ingest_store(folder: Path, events: int) -> tuple[Path, Path]:
+    """A store holding the first half of the benchmark search log; returns it and the log."""
+    import duckdb
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers import generate_searchlog
+
+    log = generate_searchlog(HERE / "out", events, ("jsonl",))["jsonl"]
+    half = folder / "half.jsonl"
+    con = duckdb.connect()
+    con.execute(
+        "COPY (SELECT * FROM read_json(?) LIMIT ?) TO '" + str(half).replace("'", "''") + "'",
+        [str(log), events // 2],
+    )
+    con.close()
+    db = folder / "store.duckdb"
+    out = goldmine("ingest", "searchlog", str(half), "--db", str(db))
+    if out.returncode:
+        raise SystemExit(f"import failed: {out.stderr}")
+    return db, log
+
+
 def poll_during(
-    db: Path, every: float, command: list[str]
+    db: Path, every: float, command: list[str], hold: bool = False
 ) -> tuple[float, list[tuple[float, float, int]], str]:
     """Run the command, polling status; returns its seconds, the polls, its stderr."""
     start = time.perf_counter()
+    launcher = [PY, "-c", HOLD] if hold else [PY, "-m", "goldmine"]
     run = subprocess.Popen(
-        [PY, "-m", "goldmine", *command, "--db", str(db)],
+        [*launcher, *command, "--db", str(db)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -137,23 +173,34 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=0.2, help="seconds between polls")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--command", choices=sorted(COMMANDS), default="triage")
+    parser.add_argument("--events", type=int, default=1_000_000, help="search events (ingest)")
+    parser.add_argument(
+        "--hold", action="store_true", help="ingest holding the store while staging (before)"
+    )
     args = parser.parse_args()
-    data = BANKING if args.command == "triage" else CRANFIELD
+    data = {"triage": BANKING, "draft": CRANFIELD, "ingest": HERE}[args.command]
     if not data.exists():
         raise SystemExit(f"{data} is absent")
     rounds = []
     for i in range(args.repeats):
         with tempfile.TemporaryDirectory() as tmp:
+            command = COMMANDS[args.command]
             if args.command == "triage":
                 db = build_store(Path(tmp), args.n)
-            else:
+            elif args.command == "draft":
                 db = build_draft_store(Path(tmp))
-            seconds, polls, _ = poll_during(db, args.every, COMMANDS[args.command])
+            else:
+                db, log = build_ingest_store(Path(tmp), args.events)
+                command = [*command, str(log)]
+            seconds, polls, _ = poll_during(db, args.every, command, args.hold)
             rounds.append(figures(seconds, polls))
         print(f"round {i + 1}: {json.dumps(rounds[-1])}")
     keys = [k for k in rounds[0] if k != "polls"]
     medians = {k: round(statistics.median(r[k] for r in rounds), 2) for k in keys}
-    what = f"{args.n} queries" if args.command == "triage" else "Cranfield"
+    what = {"triage": f"{args.n} queries", "draft": "Cranfield"}.get(
+        args.command,
+        f"{args.events:,} events, half already stored" + (", --hold" if args.hold else ""),
+    )
     print(f"{args.command}, median of {len(rounds)} ({what}, poll every {args.every} s): {medians}")
 
 

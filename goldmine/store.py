@@ -263,6 +263,10 @@ def _claim(path: Path) -> None:
     _held[key] = _held.get(key, 0) + 1
     if _held[key] > 1:
         return
+    _write_holder(path)
+
+
+def _write_holder(path: Path) -> None:
     record = {
         "pid": os.getpid(),
         "command": " ".join(["goldmine", *sys.argv[1:]]) if sys.argv else "goldmine",
@@ -280,6 +284,10 @@ def _release(path: Path) -> None:
         return
     del _held[key]
     _drop_own_spill(path)
+    _drop_holder(path)
+
+
+def _drop_holder(path: Path) -> None:
     side = holder_file(path)
     try:
         if json.loads(side.read_text(encoding="utf-8")).get("pid") == os.getpid():
@@ -313,11 +321,19 @@ def duckdb_engine(lean: bool = False):
 
 def _connect_waiting(duckdb, path: Path, read_only: bool, config: dict, wait: float):
     """duckdb.connect, retried while another process holds the lock, up to ``wait`` seconds."""
+    return _waiting(
+        duckdb, path, wait, lambda: duckdb.connect(str(path), read_only=read_only, config=config)
+    )
+
+
+def _waiting(duckdb, path: Path, wait: float, opening: Callable):
+    """``opening()``, retried while another process holds the store's lock, up to ``wait``
+    seconds; then StoreBusyError naming the holder."""
     start = time.monotonic()
     pause = 0.02
     while True:
         try:
-            return duckdb.connect(str(path), read_only=read_only, config=config)
+            return opening()
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise StoreError(f"cannot open {path}: {exc}") from exc
@@ -469,13 +485,21 @@ def open_store(
     lean: bool = False,
     create: bool = True,
     wait: float | None = None,
+    detachable: bool = False,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """The store for one unit of work; closed on exit so other processes can open it.
 
     Read commands pass ``create=False``: a missing store is then an error, not a new empty file.
     While open, ``<store>.writer`` names this process, for the message another one gets.
+    ``detachable``: the store is attached to an in-memory connection (and made its default
+    database), so that long work can let go of the file (``released``) and keep its temp
+    tables: an import stages a big file that way while readers come and go.
     """
     path = resolve_db_path(db)
+    if detachable:
+        with _detachable(path, create=create, wait=wait) as con:
+            yield con
+        return
     con = connect(path, read_only=read_only, lean=lean, create=create, wait=wait)
     _claim(path)
     try:
@@ -483,6 +507,69 @@ def open_store(
     finally:
         con.close()
         _release(path)
+
+
+# Connections made by ``_detachable``: id -> (the store's path, attached now).
+_ATTACHED = "gm_store"
+_detached: dict[int, list] = {}
+
+
+@contextmanager
+def _detachable(path: Path, *, create: bool, wait: float | None) -> Iterator:
+    connect(path, create=create, wait=wait).close()  # create, migrate, sweep old spill
+    duckdb = duckdb_engine()
+    config = {k: v for k, (v, _) in engine_settings().items()}
+    spill = spill_folder(path)
+    if spill is not None:
+        config["temp_directory"] = str(spill)
+    con = duckdb.connect(":memory:", config=config)
+    _detached[id(con)] = [path, False]
+    _claim(path)
+    try:
+        _attach(con, path, busy_wait() if wait is None else wait)
+        yield con
+    finally:
+        _detached.pop(id(con))
+        con.close()
+        _release(path)
+
+
+def _attach(con, path: Path, wait: float) -> None:
+    _waiting(duckdb_engine(), path, wait,
+             lambda: con.execute(f"ATTACH ? AS {_ATTACHED}", [str(path)]))  # fmt: skip
+    con.execute(f"USE {_ATTACHED}")
+    _detached[id(con)][1] = True
+    _write_holder(path)
+
+
+def can_release(con) -> bool:
+    """Whether ``con`` came from ``open_store(detachable=True)`` and holds the store now."""
+    state = _detached.get(id(con))
+    return bool(state and state[1])
+
+
+def is_released(con) -> bool:
+    state = _detached.get(id(con))
+    return bool(state and not state[1])
+
+
+@contextmanager
+def released(con) -> Iterator[None]:
+    """Let go of the store file for the block (other processes may open it), keeping the
+    connection's temp tables, macros and functions; take it again after, waiting as long as
+    a writer does (WRITE_WAIT_S) for readers to finish. A no-op on a plain store connection."""
+    if not can_release(con):
+        yield
+        return
+    path = _detached[id(con)][0]
+    con.execute("USE memory")
+    con.execute(f"DETACH {_ATTACHED}")
+    _detached[id(con)][1] = False
+    _drop_holder(path)
+    try:
+        yield
+    finally:
+        _attach(con, path, WRITE_WAIT_S)
 
 
 @contextmanager

@@ -42,7 +42,7 @@ from goldmine.ingest.files import (
 from goldmine.ingest.redact import Redactor, install_macros
 from goldmine.ingest.scan import FileScan, blanked_copy, scan_file
 from goldmine.output import progress
-from goldmine.store import transaction
+from goldmine.store import can_release, is_released, released, transaction
 
 COUNTS = ("rows_in", "stored", "rejected", "already_present")
 
@@ -307,8 +307,7 @@ def import_source(
         if target.macros:
             con.execute(target.macros)
         with following(con, advance, _STAGE_UNITS):
-            define_known(con, target)
-            _stage_checked(con, target, source, redactor)
+            _stage_apart(con, target, source, redactor)
         # The insert runs in any order (see store_new_rows), set outside the transaction: a
         # failed statement aborts it, and nothing could be reset until it is rolled back.
         with following(con, advance, _UNITS - _STAGE_UNITS), _any_order(con), transaction(con):
@@ -368,14 +367,18 @@ def define_known(con: duckdb.DuckDBPyConnection, target: Target, check: bool = T
     (see ``line_key``). Into an empty table nothing is, and the macros are plain ``false``: the
     stage then has no join. ``check=False`` makes them ``false`` regardless. True if empty."""
     args = [f"gm_a{i}" for i in range(len(target.key))]
-    empty = con.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {target.table})").fetchall()[0][0]
+    # With the store let go, the copies _snapshot_known made stand in for the table.
+    apart = is_released(con)
+    table = "gm_known_keys" if apart else target.table
+    empty = con.execute(f"SELECT NOT EXISTS (SELECT 1 FROM {table})").fetchall()[0][0]
     match = " AND ".join(f"gm_t.{k} = {a}" for k, a in zip(target.key, args, strict=True))
-    body = f"EXISTS (SELECT 1 FROM {target.table} gm_t WHERE {match})"
+    body = f"EXISTS (SELECT 1 FROM {table} gm_t WHERE {match})"
     body = "false" if empty or not check else body
     con.execute(f"CREATE OR REPLACE TEMP MACRO gm_stored({', '.join(args)}) AS {body}")
     seen = "false"
     if check and not empty and LINE_HASH in target.columns:
-        hashed = f"(SELECT {LINE_HASH} FROM {target.table} WHERE {LINE_HASH} IS NOT NULL)"
+        lines = "gm_known_lines" if apart else target.table
+        hashed = f"(SELECT {LINE_HASH} FROM {lines} WHERE {LINE_HASH} IS NOT NULL)"
         if con.execute(f"SELECT EXISTS {hashed}").fetchall()[0][0]:
             seen = f"coalesce(gm_h IN {hashed}, false)"
     con.execute(f"CREATE OR REPLACE TEMP MACRO gm_seen_line(gm_h) AS {seen}")
@@ -399,6 +402,50 @@ def line_key(target: Target, params: dict[str, Any], redactor: Redactor) -> str 
         return None
     parts = [_LINE_KEY_VERSION, duckdb.__version__, target.source, target.table]
     return json.dumps([*parts, params["gm_reading"]])
+
+
+def _stage_apart(con, target: Target, source: Source, redactor: Redactor) -> None:
+    """Stage the file with the store let go where the connection allows (``store.released``):
+    the rows already stored are known from a copy of their keys and line hashes taken first,
+    so readers can open the store while a big file is parsed, checked and redacted; the store
+    is held again only to write. If another import finished meanwhile, or the target's stage
+    reads a store table, the file is staged again with the store held."""
+    if not can_release(con):
+        define_known(con, target)
+        _stage_checked(con, target, source, redactor)
+        return
+    mark = _store_mark(con)
+    _snapshot_known(con, target)
+    try:
+        with released(con):
+            define_known(con, target)
+            _stage_checked(con, target, source, redactor)
+        if _store_mark(con) == mark:
+            return
+    except duckdb.CatalogException:
+        pass
+    finally:
+        con.execute("DROP TABLE IF EXISTS gm_known_keys; DROP TABLE IF EXISTS gm_known_lines")
+    define_known(con, target)
+    _stage_checked(con, target, source, redactor)
+
+
+def _store_mark(con) -> tuple:
+    """What changes when any import finishes."""
+    return tuple(con.execute("SELECT count(*), max(batch_id) FROM import_batches").fetchall()[0])
+
+
+def _snapshot_known(con, target: Target) -> None:
+    """Copy the stored rows' natural keys and line hashes into temp tables, for
+    ``define_known`` to read while the store is let go."""
+    keys = ", ".join(target.key)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gm_known_keys AS SELECT {keys} FROM {target.table}")
+    hashes = (
+        f"SELECT {LINE_HASH} FROM {target.table} WHERE {LINE_HASH} IS NOT NULL"
+        if LINE_HASH in target.columns
+        else "SELECT NULL::UHUGEINT AS line_hash WHERE false"
+    )
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gm_known_lines AS {hashes}")
 
 
 def _stage(con, target: Target, source: Source, redactor: Redactor) -> None:

@@ -91,7 +91,8 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
         kwargs["patterns"] = _patterns(kwargs["patterns"])
         if kind != "add":  # the imports' phone regions ([ingest] pii_regions)
             kwargs["regions"] = settings().ingest.pii_regions
-    with open_store(store) as con:
+    # Detachable: an import lets go of the store while it stages a file (ingest.batch).
+    with open_store(store, detachable=True) as con:
         result = getattr(api, kind)(con, **kwargs)
         empty = result.all_rejected and not allow_empty
         reasons = top_reasons(con, result.reject_batches()) if empty else []
