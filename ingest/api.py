@@ -154,11 +154,12 @@ def add(
     note: str | None = None,
     redact: bool = True,
     patterns: list[str] | None = None,
+    regions: list[str] | None = None,
 ) -> ImportResult:
     """Queries by hand into ``manual_queries``; the same query from the same source once. PII
     redacted in the queries, the source and the note unless ``redact=False``."""
     batch.prepare(con)
-    redactor = make_redactor(redact, patterns)
+    redactor = make_redactor(redact, patterns, regions=regions)
     # The batch's options are stored too: they get the source and note as the rows do.
     who, said = _manual.redact_texts(con, [source, note], redactor)
     src = _manual.source(con, queries, file, who or source, said, redactor)

@@ -89,8 +89,7 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
     store = db_flag(db)
     if "patterns" in kwargs:
         kwargs["patterns"] = _patterns(kwargs["patterns"])
-        if kind != "add":  # the imports' phone regions ([ingest] pii_regions)
-            kwargs["regions"] = settings().ingest.pii_regions
+        kwargs["regions"] = settings().ingest.pii_regions  # phone regions ([ingest] pii_regions)
     # Detachable: an import lets go of the store while it stages a file (ingest.batch).
     with open_store(store, detachable=True) as con:
         result = getattr(api, kind)(con, **kwargs)

@@ -55,7 +55,8 @@ def hand_redactor(flag: bool | None, ingest: IngestSettings) -> Redactor:
     """The redaction of text typed by hand: ``--redact``/``--no-redact``, else ``[ingest]
     redact``, else on; with ``[ingest] redact_patterns``."""
     enabled = flag if flag is not None else ingest.redact if ingest.redact is not None else True
-    return make_redactor(enabled, configured_patterns(ingest.redact_patterns))
+    patterns = configured_patterns(ingest.redact_patterns)
+    return make_redactor(enabled, patterns, regions=ingest.pii_regions)
 
 
 def redact_texts(

@@ -191,6 +191,23 @@ def test_add_takes_its_default_from_ingest_redact_in_goldmine_toml(tmp_path, cli
     assert bad.returncode == 2 and "redact" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_add_checks_phones_in_the_regions_of_goldmine_toml(tmp_path, cli):
+    """A Spanish number without +34 is a phone only where [ingest] pii_regions names ES (the
+    default regions' DE and FR would take it too): add takes the regions as imports do."""
+    said = ("llamame al 612 345 678", "--note", "tel 612 34 56 78")
+    stored = {}
+    for regions in ("US", "ES"):
+        (tmp_path / "goldmine.toml").write_text(f'[ingest]\npii_regions = ["{regions}"]\n')
+        db = tmp_path / f"{regions}.duckdb"
+        done = cli("add", *said, "--db", str(db), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        stored[regions] = rows(db, "SELECT query, note FROM manual_queries")
+    assert stored == {
+        "US": [("llamame al 612 345 678", "tel 612 34 56 78")],
+        "ES": [("llamame al <PHONE>", "tel <PHONE>")],
+    }
+
+
 def test_gold_add_query_and_label_notes_are_redacted(tmp_path, cli):
     db = tmp_path / "gold.duckdb"
     done = cli("gold", "add-query", f"invoice for {ALICE}", "--db", str(db))
