@@ -770,8 +770,13 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
 
 # An id (user_id, session_id) nearly always has a digit, so the general test lets every row
 # through; each built-in kind needs more: an @ (email, handle), a colon (IPv6), a digit-dot-digit
-# (IPv4) or seven digits with at most a few separators between (phone, card, IBAN).
-_ID_MAY_MATCH = r"[@:]|[0-9][.][0-9]|[0-9](?:[^0-9A-Za-z]{0,3}[0-9]){6}"
+# (IPv4), seven digits with at most a few separators between starting on a token boundary
+# (phone, card: pii.py matches digits on token boundaries, so the digits of `s00000001` are
+# none), or an IBAN's country and check digits.
+_ID_MAY_MATCH = (
+    r"[@:]|[0-9][.][0-9]|(^|[^0-9A-Za-z])[0-9](?:[^0-9A-Za-z]{0,3}[0-9]){6}"
+    r"|[A-Za-z]{2}[0-9]{2} ?[A-Za-z0-9]{4}"
+)
 
 
 def _may_match(redactor: Redactor, col: str) -> str:

@@ -86,10 +86,11 @@ def _pii_batch(texts, regions, handles):
 
     where = tuple(regions[0].as_py().split(","))
     with_handles = bool(handles[0].as_py())
-    return pa.array(
-        [t if t is None else pii.redact(t, where, with_handles) for t in texts.to_pylist()],
-        pa.string(),
-    )
+    values = texts.to_pylist()
+    # A batch repeats itself (a session's id on each of its events, a popular query): each
+    # distinct text is checked once.
+    done = {t: pii.redact(t, where, with_handles) for t in set(values) if t is not None}
+    return pa.array([None if t is None else done[t] for t in values], pa.string())
 
 
 _NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,31}$")

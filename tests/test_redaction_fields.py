@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
+import pytest
 from test_ingest_traces import oi_docs, phoenix_span
 
 from goldmine.ingest import api
@@ -239,3 +241,27 @@ def test_a_note_written_in_review_is_redacted(tmp_path):
     session.note(qid, f"customer {ALICE} phoned from {PHONE}")
     assert rows(db, "SELECT notes FROM gold_items") == [(["customer <EMAIL> phoned from <PHONE>"],)]
     assert "@" not in str(rows(db, "SELECT * FROM gold_history"))
+
+
+@pytest.mark.parametrize(
+    "value,checked",
+    [
+        ("s00000001", False),  # a letter before the digits: no token boundary, as pii.py says
+        ("u163146", False),
+        ("ev-000000001", True),  # a hyphen is a boundary: checked (and left alone by pii.py)
+        ("4155552671", True),
+        ("+44 20 7946 0958", True),
+        ("anna@example.com", True),
+        ("DE89 3704 0044 0532 0130 00", True),
+        ("10.0.0.1", True),
+        ("fe80::1", True),
+    ],
+)
+def test_which_ids_reach_the_checks(value, checked):
+    """Ids go to the PII checks only when a built-in kind could be in them: at a million events
+    a session id like s00000001 on every row cost the redacted import twice its time."""
+    from goldmine.ingest.batch import _ID_MAY_MATCH
+
+    with duckdb.connect() as con:
+        got = con.execute("SELECT regexp_matches(?, ?)", [value, _ID_MAY_MATCH]).fetchall()
+    assert got == [(checked,)]
