@@ -171,6 +171,8 @@ def _queue(params) -> QueueFilter:
         cluster_id = int(cluster) if cluster is not None else None
     except ValueError:
         cluster_id = None
+    if cluster_id is not None and not -(2**63) <= cluster_id < 2**63:
+        cluster_id = None  # no cluster has such an id (and DuckDB's BIGINT cannot hold it)
     status = params.get("status") or None
     return QueueFilter(
         cluster_id,

@@ -194,6 +194,8 @@ def _text(data: dict, name: str) -> str:
 def _cluster(value: Any) -> str | int:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise Refusal(f"cluster must be a number or a string, not a JSON {_kind(value)}")
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise Refusal("cluster is out of range")
     return value
 
 

@@ -567,7 +567,9 @@ def _stage_jsonl(
         return
     rejected = con.execute("SELECT count(reason) FROM gm_stage").fetchall()[0][0]
     if rejected:
-        _number_rejects(con, target, rows, stage_sql, {**params, **rows_params}, rejected)
+        _number_rejects(
+            con, target, rows, stage_sql, {**params, **rows_params}, rejected, redactor
+        )
 
 
 @contextmanager
@@ -591,7 +593,7 @@ def repeats(con: duckdb.DuckDBPyConnection, target: Target) -> bool:
 
 
 def _number_rejects(
-    con, target: Target, rows: str, stage_sql: str, params: dict, rejected: int
+    con, target: Target, rows: str, stage_sql: str, params: dict, rejected: int, redactor
 ) -> None:
     """Replace the stage's rejected rows by the same rejects numbered in file order: the stage
     SQL again, in order, keeping only the reason (the optimizer drops the rest). The reason does
@@ -612,9 +614,12 @@ def _number_rejects(
     if numbered != rejected:  # the same SQL over the same file: never expected
         raise duckdb.InvalidInputException("rejects differ between two reads of the file")
     con.execute("DELETE FROM gm_stage WHERE reason IS NOT NULL")
-    con.execute(
-        "INSERT INTO gm_stage (line, reason) "
-        "SELECT rowid + 1, reason FROM gm_order WHERE reason IS NOT NULL"
+    # A reason may quote the value it could not read: redacted as in the stage (_wrap).
+    run_sql(
+        con,
+        f"INSERT INTO gm_stage (line, reason) SELECT rowid + 1, {redactor.nested('reason')} "
+        "FROM gm_order WHERE reason IS NOT NULL",
+        redactor.sql_params(),
     )
     con.execute("DROP TABLE gm_order")
 
@@ -749,7 +754,8 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
     if not redactor.enabled:
         return sql
     ids = target.pseudonymize
-    cols = (*target.redact, *ids, "raw")
+    # A reject's reason may quote the value it could not read ("unparseable timestamp: …").
+    cols = (*target.redact, *ids, "raw", "reason")
     if ids:  # the ids as they came, for their pseudonyms
         sql = f"SELECT *, {', '.join(f'{c} AS gm_orig_{c}' for c in ids)} FROM ({sql})"
     # Whether each text may hold what a built-in pattern matches, tested once, before the steps.

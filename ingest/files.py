@@ -224,8 +224,11 @@ def check_csv_width(item: InputFile) -> None:
 
     from goldmine.ingest.scan import open_compressed
 
-    with open_compressed(item.path, item.compression) as handle:
-        head = handle.read(1 << 20).split(b"\n", 1)[0]
+    try:
+        with open_compressed(item.path, item.compression) as handle:
+            head = handle.read(1 << 20).split(b"\n", 1)[0]
+    except Exception:  # a damaged or misnamed stream: the scan names what is wrong with it
+        return
     text = head.decode("utf-8-sig", errors="replace")
     dialect = "excel-tab" if "\t" in text and item.path.suffix.lower() != ".csv" else "excel"
     fields = max((len(row) for row in csv.reader([text], dialect)), default=0)

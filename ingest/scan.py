@@ -111,25 +111,32 @@ def _decompressed(
     yield from _inflate(raw, "zstd", maker.decompressobj, zstandard.ZstdError, path, finder)
 
 
+# Compressed input is fed in pieces, so that what one piece inflates to stays small: deflate
+# inflates at most 1,032 times (16 KiB -> 16.5 MB); zstd has no such bound (a run-length block of
+# 128 KiB is 4 bytes), so its pieces are 1 KiB (-> 32 MB at worst).
+_PIECE = {"gzip": 1 << 14, "zstd": 1 << 10}
+
+
 def _inflate(raw, kind: str, make, damaged: type[Exception], path: Path, finder) -> Iterator[bytes]:
     """Decompress stream after stream (members, frames); an error names where it ended."""
     inflater, ended, read = make(), True, 0
     for block in raw:
-        read += len(block)
-        data = block
-        while data:
-            try:
-                out = inflater.decompress(data)
-            except damaged as exc:
-                raise _ended_early(path, kind, read, finder, f"is damaged ({exc})") from exc
-            ended = inflater.eof
-            if out:
-                yield out
-            data = inflater.unused_data if inflater.eof else b""
-            if inflater.eof:
-                inflater, ended = make(), True
-                if not data.strip(b"\0"):  # padding after the last stream
-                    data = b""
+        for at in range(0, len(block), _PIECE[kind]):
+            data = block[at : at + _PIECE[kind]]
+            read += len(data)
+            while data:
+                try:
+                    out = inflater.decompress(data)
+                except damaged as exc:
+                    raise _ended_early(path, kind, read, finder, f"is damaged ({exc})") from exc
+                ended = inflater.eof
+                if out:
+                    yield out
+                data = inflater.unused_data if inflater.eof else b""
+                if inflater.eof:
+                    inflater, ended = make(), True
+                    if not data.strip(b"\0"):  # padding after the last stream
+                        data = b""
     if not ended:
         raise _ended_early(path, kind, read, finder, "ends early")
 
@@ -157,12 +164,15 @@ class _LineFinder:
         self.lone_cr = False  # a CR inside a line that ends in LF
         self.unterminated = 0  # 1 if the last line has no LF
         self._last = b""  # the previous chunk's last byte (a CRLF may span two chunks)
+        self._tail_cr = False  # the unfinished line holds a CR that is no CRLF's
 
     def feed(self, chunk: bytes) -> None:
         pos, end = 0, len(chunk)
         if not chunk:
             return
-        self.crlf += self._last == b"\r" and chunk[:1] == b"\n"
+        if self._last == b"\r":  # a CR that ended the last chunk: a CRLF's, or inside a line
+            self.crlf += chunk[:1] == b"\n"
+            self._tail_cr = self._tail_cr or chunk[:1] != b"\n"
         self._last = chunk[-1:]
         # Most chunks hold no CR and no NUL: one search each settles it for the whole chunk.
         cr, nul = b"\r" in chunk, b"\0" in chunk
@@ -173,6 +183,8 @@ class _LineFinder:
             window = min(end, pos + MAX_LINE - self._size + 1)
             nl = chunk.rfind(b"\n", pos, window)
             if nl >= 0:  # every line ending in [pos, nl] is within the limit
+                if self._tail_cr:  # the line carried over from the last chunk ends here
+                    self.lone_cr, self._tail_cr = True, False
                 if cr:
                     self._line_ends(chunk, pos, nl)
                 if self._nul or (nul and chunk.find(b"\0", pos, nl) >= 0):
@@ -183,6 +195,9 @@ class _LineFinder:
                 pos = nl + 1
             elif window == end and self._size + end - pos <= MAX_LINE:
                 self._nul = self._nul or (nul and chunk.find(b"\0", pos, end) >= 0)
+                # A CR before the chunk's last byte cannot be a CRLF's (there is no LF after it).
+                if cr and chunk.find(b"\r", pos, end - 1) >= 0:
+                    self._tail_cr = True
                 self._size += end - pos  # the line goes on in the next chunk
                 pos = end
             else:
@@ -220,7 +235,10 @@ class _LineFinder:
             self._size, self._nul = 0, False
 
     def finish(self) -> None:
-        """A last line with no newline."""
+        """A last line with no newline. A CR in it is odd only in a file of LF lines (a file
+        with CRs and no LF at all is one of old Mac line ends, which DuckDB's reader reads)."""
+        if self._size and self.line and (self._tail_cr or self._last == b"\r"):
+            self.lone_cr = True
         if self._long:
             self._close_bad(too_long(self._size))
         elif self._nul:

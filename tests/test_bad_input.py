@@ -131,6 +131,28 @@ def test_a_file_that_is_not_utf8_text_says_so(cli, tmp_path, data, said):
     assert said in _one_line_error(_ingest(cli, tmp_path / "s.duckdb", "searchlog", path))
 
 
+@pytest.mark.parametrize(
+    "data,odd",
+    [
+        (b"a\nb\rc", True),  # a CR in an unterminated last line of an LF file
+        (b"x\ry\r", False),  # old Mac line ends: DuckDB reads them
+        (b"a\r\nb\r\n", False),
+        (b"a\nb\r\n", True),  # LF and CRLF mixed
+        (b"abc\r\nd\n", True),
+        (b"abc\r\nd\r\n", False),
+        (b"ab\rcd\n", True),
+        (b"abc\rxd\n", True),
+        (b"a\nbcdefg\rhij\nk\n", True),
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 2, 3, 4, 5, 8, 64])
+def test_odd_line_ends_are_found_across_chunks(data, odd, chunk, tmp_path, monkeypatch):
+    monkeypatch.setattr(scan, "_CHUNK", chunk)
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(data)
+    assert scan.scan_file(path, "none", lines=True).odd_line_ends == odd
+
+
 def _naive(data: bytes, limit: int) -> tuple[int, list[tuple[int, int, str]], bool]:
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
@@ -141,13 +163,16 @@ def _naive(data: bytes, limit: int) -> tuple[int, list[tuple[int, int, str]], bo
             bad.append((n, len(line), "long"))
         elif b"\0" in line:
             bad.append((n, len(line), "nul"))
-    ended = lines if data.endswith(b"\n") else lines[:-1]
+    terminated = data.endswith(b"\n")
+    ended = lines if terminated else lines[:-1]
     crlf = sum(line.endswith(b"\r") for line in ended)
     lone = any(b"\r" in line[:-1] for line in ended)
+    # An unterminated last line's CR is odd in a file of LF lines (a CR-only file is not).
+    lone = lone or (not terminated and len(lines) > 1 and b"\r" in lines[-1])
     return len(lines), bad, 0 < crlf < len(ended) or lone
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(400))
 def test_the_line_scan_agrees_with_splitting_the_file(seed, tmp_path, monkeypatch):
     """The chunked scan (a small limit and small chunks, so lines cross chunks) finds the same
     lines as splitting the whole file, on random mixes of short, long and NUL lines."""
@@ -379,3 +404,57 @@ def test_fuzz_corpus_through_gold_import_and_eval(cli, tmp_path):
             assert proc.returncode in (0, 1, 2), where
             if proc.returncode:
                 assert proc.stderr.strip().splitlines()[-1].startswith("error: "), where
+
+
+# --- found by review: what a hostile or odd file still did ----------------------------------
+
+
+def test_a_reject_reason_quoting_a_value_is_redacted(cli, tmp_path):
+    """A reason may quote the value it could not read; under --redact it must not keep PII."""
+    rows = [
+        {"query": "refund", "ts": "alice.smith@example.com"},
+        {"query": "ok", "ts": "2026-11-30T10:00:00Z", "num_results": "call +44 20 7946 0958"},
+        _event(3),
+    ]
+    path = write_jsonl(tmp_path / "log.jsonl", rows)
+    proc = _ingest(cli, tmp_path / "s.duckdb", "searchlog", path, "--redact")
+    assert proc.returncode == 0, proc.stderr
+    stored = json.dumps(_rejects(tmp_path / "s.duckdb"))
+    assert "alice" not in stored and "7946" not in stored
+    assert "<EMAIL>" in stored and "<PHONE>" in stored
+
+
+def test_an_iban_like_run_with_a_dotted_capital_i_does_not_stop_the_import(cli, tmp_path):
+    path = write_jsonl(
+        tmp_path / "log.jsonl", [{**_event(1), "query": "hesap İS12 3456 7890 1234 5678"}]
+    )
+    proc = _ingest(cli, tmp_path / "s.duckdb", "searchlog", path, "--redact")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert _total(proc)["stored"] == 1
+
+
+@pytest.mark.parametrize("kind", ["gz", "zst"])
+@pytest.mark.parametrize("damage", ["truncated", "not compressed"])
+def test_a_damaged_compressed_csv_is_one_line(cli, tmp_path, kind, damage):
+    text = "query,ts\n" + "".join(f"q{i},2026-11-30T10:00:00Z\n" for i in range(20000))
+    data = text.encode()
+    packed = zstandard.ZstdCompressor().compress(data) if kind == "zst" else gzip.compress(data)
+    path = tmp_path / f"log.csv.{kind}"
+    path.write_bytes(packed[: len(packed) // 2] if damage == "truncated" else data)
+    error = _one_line_error(_ingest(cli, tmp_path / "s.duckdb", "searchlog", path))
+    assert f"log.csv.{kind}" in error
+
+
+@pytest.mark.parametrize("kind", ["gz", "zst"])
+def test_the_scan_inflates_a_compressed_file_a_little_at_a_time(tmp_path, kind):
+    """A highly repetitive file inflates thousands of times: the scan never holds much of it."""
+    data = b'{"query": "aaaa"}\n' * (3 << 20)  # 54 MB
+    packed = zstandard.ZstdCompressor().compress(data) if kind == "zst" else gzip.compress(data)
+    path = tmp_path / f"log.jsonl.{kind}"
+    path.write_bytes(packed)
+    finder = scan._LineFinder()
+    raw = scan._raw_chunks(path, __import__("hashlib").sha256())
+    biggest = max(
+        len(c) for c in scan._decompressed(raw, "gzip" if kind == "gz" else "zstd", path, finder)
+    )
+    assert biggest <= 32 << 20

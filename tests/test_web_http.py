@@ -92,6 +92,7 @@ WRONG_SHAPE = [
     {"action": "grade", "query_id": "\ud800", "version": 1, "chunk_id": "c", "grade": 2},
     {"action": "note", "query_id": "q", "version": 1, "note": 5},
     {"action": "undo", "cluster": [1]},
+    {"action": "undo", "cluster": 10**30},  # past DuckDB's BIGINT
     {"action": "undo", "tag": {"a": 1}},
     {"action": "undo", "status": ["candidate"]},
     {"action": "undo", "assignee": 3},
@@ -217,3 +218,9 @@ def test_static_files_need_the_token(client, path) -> None:
     assert wrong.status_code == 403 and "function" not in wrong.text
     expected = 404 if path.endswith("nope.js") else 200
     assert client.get(path, headers={"Cookie": f"goldmine_token={TOKEN}"}).status_code == expected
+
+
+@pytest.mark.parametrize("cluster", ["99999999999999999999999", "-99999999999999999999999"])
+def test_a_cluster_id_past_bigint_in_the_url_is_no_server_error(client, cluster) -> None:
+    got = client.get(f"/review?cluster={cluster}", headers={"Cookie": f"goldmine_token={TOKEN}"})
+    assert got.status_code == 200, got.text[:300]
