@@ -140,13 +140,15 @@ def _grade(value, path: Path, line: int) -> int:
 def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
     """``{"query_id", "query", "relevant": [ids] | {id: grade}}`` per line; a header is skipped.
 
-    A query with no answer in the corpus says so (``"no_answer": true``): an absent or empty
-    ``relevant`` is no judgment, never a "no answer". A file with no judgment at all is not a
-    gold set (a search log has queries and no labels)."""
+    A query with no answer in the corpus says so: ``"no_answer": true``, or a ``relevant``
+    that is there and empty (``[]``, as goldmine's own files and eval's readers write it). A
+    record without either field is no judgment, never a "no answer"; a file with no judgment at
+    all is not a gold set (a search log has queries and no labels)."""
     entries, unjudged = [], []
     for n, obj in _json_lines(path):
         if _is_header(obj):
             continue
+        said = "relevant" in obj or "relevant_ids" in obj
         judged = _judged(obj, path, n)
         if "query_id" not in obj and "query" not in obj:
             raise InputError("a line needs query_id or query", path=path, line=n)
@@ -155,7 +157,7 @@ def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
             raise InputError(
                 "says no_answer but lists relevant chunks: one or the other", path=path, line=n
             )
-        if not judged and not no_answer:
+        if not said and not no_answer:
             unjudged.append(n)
         query = obj.get("query")
         qid = str(obj["query_id"]) if obj.get("query_id") is not None else None
@@ -164,14 +166,15 @@ def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
         entries.append(GoldQuery(qid, query, judged, obj.get("context")))
     if entries and len(unjudged) == len(entries):
         raise InputError(
-            "holds no judgments (no relevant chunks and no no_answer field in any record): "
+            "holds no judgments (no relevant field and no no_answer field in any record): "
             "is it a search log? use goldmine ingest searchlog",
             path=path,
         )
     if unjudged:
         raise InputError(
             f"{len(unjudged):,} record(s) have no judgments, first at line {unjudged[0]}: list "
-            'the relevant chunks, or say "no_answer": true for a query the corpus cannot answer',
+            'the relevant chunks, or say "no_answer": true (or "relevant": []) for a query the '
+            "corpus cannot answer",
             path=path,
             line=unjudged[0],
         )

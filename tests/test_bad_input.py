@@ -246,18 +246,19 @@ def test_gold_import_takes_no_answer_only_as_an_explicit_field(cli, tmp_path):
     rows = [
         {"query_id": "q1", "query": "reset password", "relevant": ["c1"]},
         {"query_id": "q2", "query": "weather on mars", "no_answer": True},
+        {"query_id": "q4", "query": "moon cheese", "relevant": []},  # said, and empty
     ]
     path = write_jsonl(tmp_path / "gold.jsonl", rows)
     db = tmp_path / "s.duckdb"
     proc = cli("--db", str(db), "gold", "import", str(path), "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert (out["added"], out["no_answer"]) == (2, 1)
+    assert (out["added"], out["no_answer"]) == (3, 2)
     # A record with neither labels nor the field is refused, naming its line.
     rows.append({"query_id": "q3", "query": "unlabelled"})
     path = write_jsonl(tmp_path / "gold2.jsonl", rows)
     error = _one_line_error(cli("--db", str(tmp_path / "t.duckdb"), "gold", "import", str(path)))
-    assert "gold2.jsonl:3" in error and '"no_answer": true' in error
+    assert "gold2.jsonl:4" in error and '"no_answer": true' in error
 
 
 # --- 4. smaller ones ------------------------------------------------------------------------
