@@ -542,6 +542,17 @@ def _attach(con, path: Path, wait: float) -> None:
     _write_holder(path)
 
 
+def store_path(con) -> Path | None:
+    """The file of the store ``con`` works on (None for a database in memory)."""
+    state = _detached.get(id(con))
+    if state:
+        return state[0]
+    rows = con.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
+    return Path(rows[0][0]) if rows and rows[0][0] else None
+
+
 def can_release(con) -> bool:
     """Whether ``con`` came from ``open_store(detachable=True)`` and holds the store now."""
     state = _detached.get(id(con))

@@ -13,6 +13,7 @@ leaves nothing behind. A file whose hash a finished batch already has is not rea
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import tempfile
 import threading
@@ -42,7 +43,7 @@ from goldmine.ingest.files import (
 from goldmine.ingest.redact import Redactor, install_macros
 from goldmine.ingest.scan import FileScan, blanked_copy, scan_file
 from goldmine.output import progress
-from goldmine.store import can_release, is_released, released, transaction
+from goldmine.store import can_release, is_released, released, store_path, transaction
 
 COUNTS = ("rows_in", "stored", "rejected", "already_present")
 
@@ -567,9 +568,7 @@ def _stage_jsonl(
         return
     rejected = con.execute("SELECT count(reason) FROM gm_stage").fetchall()[0][0]
     if rejected:
-        _number_rejects(
-            con, target, rows, stage_sql, {**params, **rows_params}, rejected, redactor
-        )
+        _number_rejects(con, target, rows, stage_sql, {**params, **rows_params}, rejected, redactor)
 
 
 @contextmanager
@@ -649,7 +648,9 @@ def _create_stage(
     if target.store is None and not target.marks_present:
         staged = _mark_present(staged, target)
     sql = "CREATE OR REPLACE TEMP TABLE gm_stage AS " + cte + staged
-    keyed = {**params, **redactor.sql_params(), "gm_pseudonym_key": _PSEUDONYM_KEY}
+    keyed = {**params, **redactor.sql_params()}
+    if redactor.enabled and target.pseudonymize:
+        keyed["gm_pseudonym_key"] = pseudonym_key(con)
     _execute(con, sql, keyed, path)
 
 
@@ -791,10 +792,39 @@ def _may_match(redactor: Redactor, col: str) -> str:
     return redactor.may_match(col)
 
 
-# The key of the pseudonyms below: random per process and never stored, so a stored pseudonym
-# cannot confirm a guessed address (an unkeyed hash of it could), while every import this
-# process runs gives an id the same pseudonym.
-_PSEUDONYM_KEY = secrets.token_hex(16)
+# The key of the pseudonyms below lives beside the store, never in it (``<store>.key``, 0600):
+# someone holding the store file alone cannot confirm a guessed address (an unkeyed hash would
+# let them), while every import into the store gives an id the same pseudonym, so a session
+# split across two files stays one. A store in memory has a key for the process.
+_PROCESS_KEY = secrets.token_hex(16)
+_keys: dict[Path, str] = {}
+
+
+def pseudonym_key(con) -> str:
+    path = store_path(con)
+    if path is None:
+        return _PROCESS_KEY
+    if path not in _keys:
+        _keys[path] = _read_or_make_key(Path(str(path) + ".key"))
+    return _keys[path]
+
+
+def _read_or_make_key(file: Path) -> str:
+    try:
+        fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        key = file.read_text(encoding="ascii").strip()
+        if len(key) < 32:
+            raise InputError(
+                f"{file} holds no pseudonym key; remove it to make a new one"
+            ) from None
+        return key
+    except OSError:  # a read-only folder: a key for this process only
+        return _PROCESS_KEY
+    key = secrets.token_hex(16)
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        out.write(key + "\n")
+    return key
 
 
 def _pseudonyms(ids: tuple[str, ...]) -> str:

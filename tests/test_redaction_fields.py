@@ -77,6 +77,23 @@ def test_a_search_log_redacts_its_user_and_session_ids_and_free_text(tmp_path, d
     assert rows(plain, "SELECT user_id FROM search_events ORDER BY event_id")[0] == (ALICE,)
 
 
+def test_a_session_split_across_two_imports_keeps_one_pseudonym(tmp_path, cli):
+    """Two commands (two processes) import the two halves of an email-keyed session: its
+    pseudonym is the same in both, from a key kept beside the store (0600), never in it."""
+    db = tmp_path / "s.duckdb"
+    first = {"event_id": "e1", "ts": "2026-11-20T23:59:00Z", "session_id": ALICE, "query": "refund"}
+    second = {**first, "event_id": "e2", "ts": "2026-11-21T00:00:30Z", "query": "refund policy"}
+    for i, row in enumerate((first, second)):
+        log = write_jsonl(tmp_path / f"d{i}.jsonl", [row])
+        done = cli("ingest", "searchlog", str(log), "--redact", "--db", str(db))
+        assert done.returncode == 0, done.stderr
+    sessions = rows(db, "SELECT DISTINCT session_id FROM search_events")
+    assert len(sessions) == 1 and sessions[0][0].startswith("<EMAIL>~")
+    key = Path(str(db) + ".key")
+    assert key.stat().st_mode & 0o777 == 0o600
+    assert key.read_text().strip() not in db.read_bytes().decode("latin-1")
+
+
 ZENDESK = {
     "tickets": [
         {
