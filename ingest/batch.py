@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import tempfile
 import threading
@@ -51,6 +52,8 @@ COUNTS = ("rows_in", "stored", "rejected", "already_present")
 # milliseconds, and Twitter's "Wed Oct 11 06:55:44 +0000 2017".
 # Ids lists: a JSON array (of ids, or of objects with an id) or a "a,b|c" string.
 MACROS = r"""
+-- The key of a record that has none, from its content (see content_hash).
+CREATE OR REPLACE TEMP MACRO gm_content_hash(s) AS md5(s);
 CREATE OR REPLACE TEMP MACRO gm_ts_any(s) AS coalesce(
     try_cast(s AS TIMESTAMPTZ)::TIMESTAMP,
     CASE WHEN regexp_full_match(trim(s), '[0-9]{9,10}(\.[0-9]+)?')
@@ -307,6 +310,7 @@ def import_source(
     try:
         if target.macros:
             con.execute(target.macros)
+        content_hash(con, redactor)
         with following(con, advance, _STAGE_UNITS):
             _stage_apart(con, target, source, redactor)
         # The insert runs in any order (see store_new_rows), set outside the transaction: a
@@ -800,6 +804,18 @@ _PROCESS_KEY = secrets.token_hex(16)
 _keys: dict[Path, str] = {}
 
 
+def content_hash(con, redactor: Redactor) -> None:
+    """Define ``gm_content_hash``: the key of a record without one is a hash of its content
+    before redaction; when redacting, keyed like the pseudonyms, else the stored key of an event
+    would confirm a guessed address or phone number in it (an unkeyed md5 of the rest, all
+    stored, and the guess)."""
+    body = "md5(s)"
+    if redactor.enabled:
+        key = pseudonym_key(con)  # hex made here, never user text: safe inside the SQL
+        body = f"md5('{key}' || chr(31) || s)"
+    con.execute(f"CREATE OR REPLACE TEMP MACRO gm_content_hash(s) AS {body}")
+
+
 def pseudonym_key(con) -> str:
     path = store_path(con)
     if path is None:
@@ -813,8 +829,8 @@ def _read_or_make_key(file: Path) -> str:
     try:
         fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        key = file.read_text(encoding="ascii").strip()
-        if len(key) < 32:
+        key = file.read_text(encoding="ascii", errors="replace").strip()
+        if not re.fullmatch(r"[0-9a-f]{32,128}", key):  # it goes into SQL as a literal
             raise InputError(
                 f"{file} holds no pseudonym key; remove it to make a new one"
             ) from None

@@ -138,7 +138,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             FROM (
                 SELECT *, gm_ts({ts}) AS gm_t,
                        CASE WHEN NOT gm_seen THEN coalesce({val(fields, "event_id")},
-                           'h-' || md5(concat_ws(chr(31), {content}))) END AS gm_key
+                           'h-' || gm_content_hash(concat_ws(chr(31), {content}))) END AS gm_key
                 FROM ({access}))))
     """
     return sql, params

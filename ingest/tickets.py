@@ -157,7 +157,7 @@ def stage_sql(
                  WHEN {ts} IS NOT NULL AND t IS NULL
                      THEN 'unparseable timestamp: ' || left({ts}, 60)
             END AS reason,
-            coalesce({val(fields, "ticket_id")}, 'h-' || md5({content})) AS ticket_id,
+            coalesce({val(fields, "ticket_id")}, 'h-' || gm_content_hash({content})) AS ticket_id,
             t AS ts,
             gm_requester({val(fields, "user_id")}) AS user_id,
             trim({subject}) AS subject,

@@ -282,3 +282,25 @@ def test_which_ids_reach_the_checks(value, checked):
     with duckdb.connect() as con:
         got = con.execute("SELECT regexp_matches(?, ?)", [value, _ID_MAY_MATCH]).fetchall()
     assert got == [(checked,)]
+
+
+def test_a_redacted_event_without_an_id_gets_a_key_no_guess_can_confirm(tmp_path, cli):
+    """An event without an id is keyed by a hash of its content; under --redact an unkeyed md5
+    of the stored fields and a guessed address would equal it. Re-imports still find it."""
+    import hashlib
+
+    db = tmp_path / "s.duckdb"
+    row = {"ts": "2026-11-20T09:00:00Z", "session_id": "s-0042", "user_id": ALICE,
+           "query": "refund policy", "result_ids": ["d1", "d2"]}  # fmt: skip
+    log = write_jsonl(tmp_path / "log.jsonl", [row])
+    for _ in range(2):  # the second time, a copy of the file: present, not stored again
+        done = cli("ingest", "searchlog", str(log), "--redact", "--db", str(db), "--json")
+        assert done.returncode == 0, done.stderr
+        log = write_jsonl(tmp_path / "copy.jsonl", [row, {**row, "query": "other"}])
+    assert json.loads(done.stdout)["total"]["already_present"] == 1
+    [(key,)] = rows(db, "SELECT event_id FROM search_events WHERE query = 'refund policy'")
+    # What the key was made from (ingest.searchlog: the fields as read, the ids as JSON), with
+    # the guessed address in place of <EMAIL>: an unkeyed hash would equal it.
+    content = ["2026-11-20T09:00:00Z", "s-0042", ALICE, "refund policy", '["d1","d2"]', ""]
+    guess = hashlib.md5("\x1f".join(content).encode()).hexdigest()
+    assert key.startswith("h-") and key != "h-" + guess
