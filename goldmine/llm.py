@@ -571,9 +571,7 @@ class _Streak:
             return
         self.count, self.seen, self.last = self.count + 1, self.seen + 1, answer.error or ""
         if self.seen == 1 and self.total > 1:
-            from rich.markup import escape  # the endpoint's words: text, never markup
-
-            warn(escape(f"first failure: {self.last}"))
+            warn(f"first failure: {self.last}")
         if self.limit and self.count >= self.limit:
             self.gave_up = True
 

@@ -53,7 +53,11 @@ def print_json(data: Any) -> None:
 
 
 def warn(message: str) -> None:
-    err_console().print(f"[yellow]warning:[/] {message}", markup=True, highlight=False)
+    """A warning on stderr. The message is text, never markup: it quotes paths, queries and an
+    endpoint's words, and a '[/red]' in one crashed rich's markup parser."""
+    from rich.markup import escape
+
+    err_console().print(f"[yellow]warning:[/] {escape(message)}", markup=True, highlight=False)
 
 
 def info(message: str) -> None:

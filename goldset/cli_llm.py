@@ -80,20 +80,15 @@ def model_settings(
 
 
 def print_usage(what: str, usage, failures: list[str]) -> None:
-
-    from rich.markup import escape  # an endpoint's message is text, never markup
-
     info(f"{what}: model {usage.summary()}")
     if usage.reasons:
         warn(
-            escape(
-                f"{usage.failed} failed drafts ("
-                + ", ".join(f"{n} {why}" for why, n in sorted(usage.reasons.items()))
-                + "), kept in gold_llm_calls; asked again next run:"
-            )
+            f"{usage.failed} failed drafts ("
+            + ", ".join(f"{n} {why}" for why, n in sorted(usage.reasons.items()))
+            + "), kept in gold_llm_calls; asked again next run:"
         )
         for line in failures:
-            warn(escape(f"  {line}"))
+            warn(f"  {line}")
     if usage.cut:
         warn(
             f"{usage.cut} {'answer' if usage.cut == 1 else 'answers'} longer than "

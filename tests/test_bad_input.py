@@ -459,3 +459,12 @@ def test_the_scan_inflates_a_compressed_file_a_little_at_a_time(tmp_path, kind):
         len(c) for c in scan._decompressed(raw, "gzip" if kind == "gz" else "zstd", path, finder)
     )
     assert biggest <= 32 << 20
+
+
+def test_a_warning_quoting_text_that_looks_like_markup_prints_it_as_text(capsys):
+    """Warnings quote paths, queries and an endpoint's words; '[/red]' in one crashed rich."""
+    from goldmine.output import warn
+
+    warn("chunk [/red] of logs[2026]/[bold]x.jsonl")
+    err = capsys.readouterr().err
+    assert "chunk [/red] of logs[2026]/[bold]x.jsonl" in err.replace("\n", "")
