@@ -61,6 +61,9 @@ DEFAULT_RETRIES = 4
 DEFAULT_MAX_FAILURES = 5  # endpoint failures in a row that end a run's asking
 DEFAULT_CONCURRENCY = 4
 KEEP_CHARS = 65_536  # of an answer's text, what gold_llm_calls keeps (a longer one is cut)
+# A body past this is not read on: a model's answer is a few KB, and a server sending gigabytes
+# would hold them all in memory.
+MAX_BODY_BYTES = 64 << 20
 _NO_KEY = "none"  # local servers (Ollama, vLLM, llama.cpp) take any key; the client needs one
 
 
@@ -412,9 +415,8 @@ def _backoff(retry: int) -> float:
     return min(BACKOFF_FIRST_S * 2 ** (retry - 1), BACKOFF_MAX_S) * (1 - 0.25 * random.random())
 
 
-def _status_error(response) -> str:
+def _status_error(response, message: str) -> str:
     """'HTTP 503 from the endpoint: <the server's message>'."""
-    message = response.text
     try:
         error = json.loads(message).get("error")
         if isinstance(error, dict) and error.get("message"):
@@ -449,16 +451,21 @@ async def _post(http, payload: bytes, s: Settings) -> tuple[str | None, str | No
         try:
             # The whole attempt, not each read: a server dripping a byte at a time resets a
             # read timeout for ever.
-            async with asyncio.timeout_at(end):
-                response = await http.post("chat/completions", content=payload)
+            async with (
+                asyncio.timeout_at(end),
+                http.stream("POST", "chat/completions", content=payload) as response,
+            ):
+                text = await _read_capped(response)
         except (TimeoutError, httpx2.TimeoutException):
             return None, no_answer, attempt
         except httpx2.TransportError as exc:
             error = f"cannot reach the endpoint ({exc or type(exc).__name__})"[:300]
         else:
+            if text is None:
+                return None, f"the endpoint's answer is past {MAX_BODY_BYTES:,} bytes", attempt
             if response.status_code < 300:
-                return response.text, None, attempt
-            error = _status_error(response)
+                return text, None, attempt
+            error = _status_error(response, text)
             if not _should_retry(response):
                 return None, error, attempt
             wait = _retry_after(response.headers)
@@ -469,6 +476,17 @@ async def _post(http, payload: bytes, s: Settings) -> tuple[str | None, str | No
             late = f"{error}; no retry within the {s.timeout:g} s deadline (--timeout)"
             return None, late, attempt
         await asyncio.sleep(pause)
+
+
+async def _read_capped(response) -> str | None:
+    """The body as text, or None once it passes MAX_BODY_BYTES (the rest is not read)."""
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks).decode(response.encoding or "utf-8", errors="replace")
 
 
 def _answer(ask: Ask, text: str | None, error: str | None, attempts: int, start: float) -> Answer:

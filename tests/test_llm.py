@@ -333,3 +333,15 @@ def test_data_in_a_prompt_cannot_close_its_block_or_pose_as_instructions() -> No
     from fake_llm import user_data
 
     assert user_data({"messages": messages})["passage"] == evil
+
+
+def test_a_body_past_the_cap_is_not_read_on(monkeypatch) -> None:
+    """A server sending far more than any answer is cut off at MAX_BODY_BYTES, not held whole
+    in memory; the failure says why (the cap is lowered here to keep the test small)."""
+    monkeypatch.setattr(llm, "MAX_BODY_BYTES", 1 << 20)
+    big = json.dumps({"grade": 2, "reason": "x" * (3 << 20)})
+    with serve(lambda body, n: Reply(big)) as server:
+        answers, usage = llm.ask_all(_settings(server, max_retries=2), _asks(1))
+        seen = len(server.requests)
+    assert answers[0].error == "the endpoint's answer is past 1,048,576 bytes"
+    assert seen == 1 and usage.failed == 1
