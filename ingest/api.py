@@ -55,10 +55,16 @@ def searchlog(
     redact: bool = False,
     patterns: list[str] | None = None,
     regions: list[str] | None = None,
+    ts_format: str | None = None,
 ) -> ImportResult:
-    """Search logs into ``search_events``; PII redaction only with ``redact``."""
+    """Search logs into ``search_events``; PII redaction only with ``redact``. ``ts_format``
+    (strptime) reads timestamps no built-in layout reads, or settles 03/04/2026."""
     redactor = make_redactor(redact, patterns, regions=regions)
-    return _files(con, _searchlog, paths, fmt, mapping, redactor, {"redact": redact})
+    fields = _fields(mapping)
+    resolve_fields([], _searchlog.ALIASES, fields)
+    options = {"map": fields, "redact": redact, **({"ts_format": ts_format} if ts_format else {})}
+    items = discover(paths, fmt)
+    return _searchlog.run(con, items, fields, redactor, options, ts_format)
 
 
 def tickets(

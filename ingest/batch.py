@@ -41,6 +41,7 @@ from goldmine.ingest.files import (
     sample_keys,
     streaming_rows,
 )
+from goldmine.ingest.logformats import DATE_MACROS
 from goldmine.ingest.redact import Redactor, install_macros
 from goldmine.ingest.scan import FileScan, blanked_copy, scan_file
 from goldmine.output import progress
@@ -185,6 +186,7 @@ def prepare(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("SET progress_bar_time = 0")
     install_macros(con)
     con.execute(MACROS)
+    con.execute(DATE_MACROS)  # day/month dates (ingest.logformats)
 
 
 def run(

@@ -176,7 +176,14 @@ def _nothing_stored(result, reasons: list[tuple[str, int]], store: Path | None):
 @ingest_app.command("searchlog")
 def searchlog_cmd(
     paths: Paths,
-    fmt: FormatOption = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="jsonl, json, csv, parquet, session_xml (TREC Session Track), clicklog (a row "
+            "per click) or ubi (default: told by the file's content and name).",
+        ),
+    ] = None,
     mapping: MapOption = None,
     redact: Annotated[bool, typer.Option("--redact", help="Redact PII in queries.")] = False,
     patterns: PatternOption = None,
@@ -184,6 +191,14 @@ def searchlog_cmd(
         list[str] | None,
         typer.Option(
             "--click-action", help="With --format ubi: event action names that count as clicks."
+        ),
+    ] = None,
+    ts_format: Annotated[
+        str | None,
+        typer.Option(
+            "--ts-format",
+            help="strptime layout of the timestamps, e.g. '%d/%m/%Y %H:%M', for dates no "
+            "built-in layout reads or whose day/month order the file does not show.",
         ),
     ] = None,
     engine: EngineOption = "duckdb",
@@ -194,9 +209,13 @@ def searchlog_cmd(
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
 ) -> None:
-    """Search logs (JSONL, CSV, Parquet; gzip/zstd): one row per search as shown, or with
-    --engine spark one row per query and day, summarized where the logs are."""
+    """Search logs (JSONL, CSV, Parquet, TREC Session Track XML, click-level logs; gzip/zstd):
+    one row per search as shown, or with --engine spark one row per query and day, summarized
+    where the logs are."""
     spark = _spark_options(engine, master, conf, summary_dir)
+    if ts_format is not None and (spark is not None or fmt == "ubi"):
+        raise InputError("--ts-format is read by the DuckDB engine's search log import only")
+    extra = {"ts_format": ts_format} if ts_format is not None else {}
     if fmt == "ubi":
         _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty, spark)
         return
@@ -211,6 +230,7 @@ def searchlog_cmd(
         paths=paths,
         fmt=fmt,
         mapping=mapping,
+        **extra,
     )
 
 

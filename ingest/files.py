@@ -22,7 +22,7 @@ import duckdb
 from goldmine.errors import InputError
 from goldmine.files import require_file
 
-FORMATS = ("jsonl", "json", "csv", "parquet")
+FORMATS = ("jsonl", "json", "csv", "parquet", "session_xml", "clicklog")
 _SUFFIXES = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -51,7 +51,8 @@ def detect(path: Path, forced: str | None = None) -> InputFile:
     compression = "none"
     if suffixes and suffixes[-1] in _COMPRESSION:
         compression = _COMPRESSION[suffixes.pop()]
-    fmt = forced or (_SUFFIXES.get(suffixes[-1]) if suffixes else None)
+    fmt = forced or _log_layout(path, compression, suffixes)
+    fmt = fmt or (_SUFFIXES.get(suffixes[-1]) if suffixes else None)
     if fmt not in FORMATS:
         raise InputError(
             "unknown file format (expected .jsonl/.ndjson, .json, .csv or .parquet, "
@@ -59,6 +60,19 @@ def detect(path: Path, forced: str | None = None) -> InputFile:
             path=path,
         )
     return InputFile(path, fmt, compression)
+
+
+def _log_layout(path: Path, compression: str, suffixes: list[str]) -> str | None:
+    """A search log's own layout (ingest.logformats), told by the file's first bytes."""
+    from goldmine.ingest.logformats import sniff
+    from goldmine.ingest.scan import open_compressed
+
+    try:
+        with open_compressed(path, compression) as handle:
+            head = handle.read(65536)
+    except Exception:  # discover or the scan says what is wrong with the file
+        return None
+    return sniff(head, suffixes[-1] if suffixes else "")
 
 
 def discover(paths: list[str | Path], forced: str | None = None) -> list[InputFile]:
@@ -202,6 +216,10 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
         elif item.format == "json":
             _read_json_document(con, item)
             con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+        elif item.format in ("session_xml", "clicklog"):
+            from goldmine.ingest.logformats import read
+
+            read(con, item.path, item.format, item.compression)
         else:
             if item.format == "csv":
                 check_csv_width(item)

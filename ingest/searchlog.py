@@ -7,11 +7,23 @@ row's content, so the same search imported twice is still recognised.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import duckdb
+
 from goldmine.errors import InputError
-from goldmine.ingest.batch import LINE_HASH, Target
+from goldmine.ingest import batch
+from goldmine.ingest.batch import LINE_HASH, ImportResult, Target
 from goldmine.ingest.fields import field_access, ids, resolve_fields, typ, val
+from goldmine.ingest.files import InputFile
+from goldmine.ingest.logformats import (
+    AMBIGUOUS,
+    AmbiguousDates,
+    check_dates,
+    check_ts_format,
+)
+from goldmine.ingest.redact import Redactor
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "event_id": ("event_id", "eventid", "id", "search_id", "request_id", "query_id", "_id"),
@@ -80,7 +92,22 @@ def _unless_known(expr: str) -> str:
     return f"CASE WHEN gm_known THEN NULL ELSE {expr} END"
 
 
-def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[str, dict[str, Any]]:
+def _time(ts: str, ts_format: str | None, order: str | None) -> str:
+    """SQL reading a timestamp: --ts-format's layout first, then every layout gm_ts knows, then
+    a day/month date in the order it shows (or the file's, ``order``)."""
+    parsed = f"coalesce(gm_ts({ts}), gm_dmy_ts({ts}, $gm_date_order))"
+    if ts_format:
+        return f"coalesce(try_strptime({ts}, $gm_ts_format)::TIMESTAMP, {parsed})"
+    return parsed
+
+
+def stage_sql(
+    keys: list[str],
+    mapping: dict[str, str],
+    source: str,
+    ts_format: str | None = None,
+    order: str | None = None,
+) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and "query" not in fields:
         raise InputError(
@@ -90,6 +117,12 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], _TYPED)
     params["gm_source"] = source
+    params["gm_ambiguous"] = AMBIGUOUS
+    params["gm_date_order"] = order or ""
+    if ts_format or order:  # a line read another way is not the stored line (batch.line_key)
+        params["gm_reading"] = json.dumps([json.loads(params["gm_reading"]), ts_format, order])
+    if ts_format:
+        params["gm_ts_format"] = ts_format
     q, ts = val(fields, "query"), val(fields, "ts")
     num = val(fields, "num_results")
     count = f"try_cast(try_cast({num} AS DOUBLE) AS INTEGER)"
@@ -108,8 +141,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
                  WHEN {q} IS NULL OR trim({q}) = '' THEN 'missing query'
                  WHEN {typ(fields, "query")} <> 'VARCHAR'
                      THEN 'wrong type: query is ' || gm_jtype({typ(fields, "query")})
-                 WHEN {ts} IS NOT NULL AND gm_t IS NULL
-                     THEN 'unparseable timestamp: ' || left({ts}, 60)
+                 WHEN {ts} IS NOT NULL AND gm_t IS NULL THEN CASE WHEN gm_dates = 'ambiguous'
+                     THEN $gm_ambiguous ELSE 'unparseable timestamp: ' END || left({ts}, 60)
                  WHEN {typ(fields, "result_ids")} NOT IN {_LISTS}
                      THEN 'wrong type: result_ids is ' || gm_jtype({typ(fields, "result_ids")})
                  WHEN {typ(fields, "clicked_ids")} NOT IN {_LISTS}
@@ -132,11 +165,12 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
             {_unless_known("x")} AS extra,
             gm_line AS {LINE_HASH},
             gm_seen,
-            gm_known
+            gm_known,
+            gm_dates
         FROM (
             SELECT *, gm_seen OR gm_stored(gm_key) AS gm_known
             FROM (
-                SELECT *, gm_ts({ts}) AS gm_t,
+                SELECT *, {_time(ts, ts_format, order)} AS gm_t, gm_dmy_shown({ts}) AS gm_dates,
                        CASE WHEN NOT gm_seen THEN coalesce({val(fields, "event_id")},
                            'h-' || gm_content_hash(concat_ws(chr(31), {content}))) END AS gm_key
                 FROM ({access}))))
@@ -144,16 +178,53 @@ def stage_sql(keys: list[str], mapping: dict[str, str], source: str) -> tuple[st
     return sql, params
 
 
-def target(mapping: dict[str, str] | None = None, source: str = "searchlog") -> Target:
+def target(
+    mapping: dict[str, str] | None = None,
+    source: str = "searchlog",
+    ts_format: str | None = None,
+    order: str | None = None,
+) -> Target:
     return Target(
         source=source,
         table="search_events",
         key=("event_id",),
         # A line already stored is known by its hash, unparsed (a weekly file's old half).
         columns=(*COLUMNS, LINE_HASH),
-        stage=lambda keys: stage_sql(keys, mapping or {}, source),
+        stage=lambda keys: stage_sql(keys, mapping or {}, source, ts_format, order),
         marks_present=True,
         # Ids can be emails or phone numbers; a session id keeps its sessions apart.
         redact=("query", "user_id", "feedback", "extra"),
         pseudonymize=("session_id",),
+        # Ambiguous dates are settled per file, before its batch is kept (logformats).
+        summary=check_dates,
     )
+
+
+def run(
+    con: duckdb.DuckDBPyConnection,
+    items: list[InputFile],
+    mapping: dict[str, str],
+    redactor: Redactor,
+    options: dict[str, Any],
+    ts_format: str | None = None,
+) -> ImportResult:
+    """Import each file; one whose ambiguous dates (03/04/2026) its other dates settle is staged
+    again in their order, one whose every date is ambiguous is an error naming --ts-format."""
+    check_ts_format(con, ts_format)
+    files = []
+    for item in items:
+        try:
+            got = batch.run(con, target(mapping, ts_format=ts_format), [item], redactor, options)
+        except AmbiguousDates as found:
+            if found.order is None:
+                raise InputError(
+                    f"every date in the file is ambiguous, day/month or month/day "
+                    f"({found.example!r}): name the layout with --ts-format, e.g. "
+                    "--ts-format '%d/%m/%Y %H:%M'",
+                    path=item.path,
+                ) from None
+            read = {**options, "date_order": found.order}
+            again = target(mapping, ts_format=ts_format, order=found.order)
+            got = batch.run(con, again, [item], redactor, read)
+        files.extend(got.files)
+    return ImportResult(files)

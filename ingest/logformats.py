@@ -1,0 +1,383 @@
+"""Search logs in the layouts IR people already have, read as they are: no converter to write.
+
+Two layouts are told by their content and turned into goldmine's search events, one JSON object
+per search in ``gm_raw(line, raw, err)``, so the search log's own stage maps, checks, redacts and
+counts them as it does a JSONL file's:
+
+- ``session_xml``: the TREC Session Track logs (2011-2014): one event per ``<interaction>`` (its
+  query, the ranked ids of ``<results>``, the ids at the ranks of ``<clicked>``, in click order,
+  with the click times) and the session's ``<currentquery>`` as a search whose results the log
+  does not show. Python's XML parsers build an object per element; the file is read instead as
+  lines by DuckDB, each line's tags cut out by a regex and placed in their interaction by
+  running windows, which is as fast as the file can be read (bench/bench_searchlog_formats.py).
+  Tags are read on the line they open (as the TREC files write them), one value per line.
+- ``clicklog``: one row per click, the query repeated on each (AOL's ``AnonID Query QueryTime
+  ItemRank ClickURL``, a warehouse click table): the rows sharing user, session, query and time
+  are one search with its clicks, a row with no click a search without one. Without a session
+  column, a user's searches less than 30 minutes apart are one session.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import duckdb
+
+from goldmine.errors import InputError
+from goldmine.ingest.files import run_sql
+
+FORMATS = ("session_xml", "clicklog")
+
+# Columns that hold one click per row (a clicked document, or the rank clicked): their presence
+# tells a click-level export from an event-level log (whose clicks are a list per search).
+CLICK_DOC = ("clickurl", "click_url", "clicked_url", "clicked_doc", "clicked_doc_id", "click_doc")
+CLICK_RANK = ("itemrank", "item_rank", "click_rank", "clicked_rank", "click_position")
+_USER = ("anonid", "user_id", "userid", "user", "uid", "client_id", "visitor_id", "customer_id")
+_SESSION = ("session_id", "sessionid", "session", "sid")
+_QUERY = ("query", "q", "query_text", "search_term", "search_query", "keywords")
+_TIME = ("querytime", "query_time", "ts", "timestamp", "time", "datetime", "event_time", "date")
+_SESSION_GAP_S = 30 * 60  # the usual web-log session cut: half an hour without a search
+
+_XML_START = re.compile(rb"^\s*(<\?xml[^>]*\?>\s*)?(<!--.*?-->\s*)*<([A-Za-z_][\w.-]*)", re.S)
+
+
+def sniff(head: bytes, suffix: str) -> str | None:
+    """The log layout a file's first bytes show, or None. ``suffix``: the file's last suffix."""
+    head = head.removeprefix(b"\xef\xbb\xbf")
+    root = _XML_START.match(head)
+    if root and b"<session" in head and (b"<interaction" in head or b"<currentquery" in head):
+        return "session_xml"
+    if suffix in (".json", ".jsonl", ".ndjson", ".parquet", ".pq", ".xml"):
+        return None
+    return "clicklog" if clicklog_columns(_header(head)) else None
+
+
+def xml_root(head: bytes) -> str:
+    found = _XML_START.match(head.removeprefix(b"\xef\xbb\xbf"))
+    return found.group(3).decode("ascii", "replace") if found else "sessions"
+
+
+def _header(head: bytes) -> list[str]:
+    line = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r")
+    return next(csv.reader([line], delimiter=_delimiter(head)), [])
+
+
+def _delimiter(head: bytes) -> str:
+    """Tab when the header line has one (AOL's logs, TSV exports), else a comma."""
+    return "\t" if b"\t" in head.split(b"\n", 1)[0] else ","
+
+
+def clicklog_columns(header: list[str]) -> dict[str, int] | None:
+    """Which column (by position) holds each part of a click row, or None if the header is not
+    one of a click-level export (a query, and a clicked document or rank per row)."""
+    lower = [h.strip().lower() for h in header]
+
+    def find(names: tuple[str, ...]) -> int | None:
+        return next((lower.index(n) for n in names if n in lower), None)
+
+    cols = {
+        "user": find(_USER),
+        "session": find(_SESSION),
+        "query": find(_QUERY),
+        "time": find(_TIME),
+        "doc": find(CLICK_DOC),
+        "rank": find(CLICK_RANK),
+    }
+    if cols["query"] is None or (cols["doc"] is None and cols["rank"] is None):
+        return None
+    return {k: v for k, v in cols.items() if v is not None}
+
+
+def read(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, compression: str) -> None:
+    """Make ``gm_raw(line, raw, err)``: one JSON object per search of the file."""
+    from goldmine.ingest.scan import open_compressed
+
+    with open_compressed(path, compression) as handle:
+        head = handle.read(1 << 16)
+    if fmt == "session_xml":
+        _read_session_xml(con, path, compression, xml_root(head))
+    else:
+        cols = clicklog_columns(_header(head))
+        if cols is None:
+            raise InputError(
+                "not a click-level log: the header names no query column and no clicked "
+                f"document or rank column ({', '.join(CLICK_DOC[:2] + CLICK_RANK[:1])}, …)",
+                path=path,
+            )
+        _read_clicklog(con, path, compression, _header(head), cols, _delimiter(head))
+
+
+_LINES = """
+CREATE OR REPLACE TEMP TABLE gm_log_lines AS
+SELECT raw FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0),
+                         quote = '', escape = '', auto_detect = false,
+                         compression = $compression, max_line_size = 16777216,
+                         buffer_size = 33554432)
+"""
+
+# Each opening tag of interest with its attributes and the text after it, in file order
+# (``ord``: line and position on the line). The lines table is written in file order, so its
+# rowid is the line number less one.
+_XML_TAGS = r"""
+CREATE OR REPLACE TEMP TABLE gm_xml_tags AS
+SELECT line::HUGEINT * 4294967296 + pos AS ord, line, p.name AS tag,
+       regexp_extract(p.attrs, '\bnum\s*=\s*"([^"]*)"', 1) AS num,
+       regexp_extract(p.attrs, '\brank\s*=\s*"([^"]*)"', 1) AS rank,
+       regexp_extract(p.attrs, '\bstarttime\s*=\s*"([^"]*)"', 1) AS starttime,
+       trim(replace(replace(replace(replace(replace(replace(p.text, '&lt;', '<'), '&gt;', '>'),
+            '&quot;', '"'), '&apos;', ''''), '&#39;', ''''), '&amp;', '&')) AS text
+FROM (
+    SELECT line, pos, regexp_extract(chunk, '^<([A-Za-z_][A-Za-z0-9_.:-]*)([^>]*)>(.*)$',
+                                     ['name', 'attrs', 'text']) AS p
+    FROM (SELECT line, unnest(c) AS chunk, generate_subscripts(c, 1) AS pos
+          FROM (SELECT rowid + 1 AS line, regexp_extract_all(raw, '<[A-Za-z_][^>]*>[^<]*') AS c
+                FROM gm_log_lines WHERE contains(raw, '<'))))
+WHERE p.name IN ('session', 'interaction', 'currentquery', 'query', 'result', 'click', 'rank')
+   OR lower(p.name) = 'docno' OR lower(p.name) LIKE '%id'
+"""
+
+# Every tag placed in its session, its search (interaction or current query), and the result or
+# click it is inside: the last such tag opened before it.
+_XML_PLACED = """
+CREATE OR REPLACE TEMP TABLE gm_xml_placed AS
+SELECT *,
+    last_value(CASE WHEN tag = 'session' THEN num END IGNORE NULLS) OVER w AS s,
+    last_value(CASE WHEN tag IN ('interaction', 'currentquery') THEN ord END IGNORE NULLS)
+        OVER w AS e,
+    last_value(CASE WHEN tag = 'result' THEN ord END IGNORE NULLS) OVER w AS r,
+    last_value(CASE WHEN tag = 'result' THEN rank END IGNORE NULLS) OVER w AS r_rank,
+    last_value(CASE WHEN tag = 'click' THEN ord END IGNORE NULLS) OVER w AS k,
+    last_value(CASE WHEN tag = 'click' THEN starttime END IGNORE NULLS) OVER w AS k_time
+FROM gm_xml_tags
+WINDOW w AS (ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+"""
+
+# One record per search. The logs give times of day only: they are put on the first day of the
+# year the root element names (sessiontrack2012), and a session that passes midnight goes on to
+# the next day, so that session order and the reformulation window hold.
+_XML_EVENTS = r"""
+CREATE OR REPLACE TEMP TABLE gm_src AS
+WITH ev AS (
+    SELECT ord AS e, line, s, tag, nullif(num, '') AS num, starttime,
+           regexp_full_match(starttime, '[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?') AS clock
+    FROM gm_xml_placed WHERE tag IN ('interaction', 'currentquery')
+),
+timed AS (
+    SELECT *, sum(CASE WHEN clock AND try_cast(starttime AS TIME) < prev THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY s ORDER BY e) AS days
+    FROM (SELECT *, lag(CASE WHEN clock THEN try_cast(starttime AS TIME) END)
+                        OVER (PARTITION BY s ORDER BY e) AS prev FROM ev)
+),
+q AS (SELECT e, arg_min(text, ord) AS query FROM gm_xml_placed
+      WHERE tag = 'query' AND e IS NOT NULL GROUP BY e),
+res AS (
+    SELECT e, try_cast(r_rank AS INTEGER) AS rank, arg_min(text, ord) AS id
+    FROM gm_xml_placed
+    WHERE tag NOT IN ('session', 'interaction', 'currentquery', 'query', 'result', 'click',
+                      'rank')
+      AND r > e AND (k IS NULL OR k < r)
+    GROUP BY e, r, r_rank
+),
+shown AS (SELECT e, list(id ORDER BY rank NULLS LAST) AS ids FROM res GROUP BY e),
+-- A click names a rank: the id shown there.
+clk AS (
+    SELECT p.e, list(res.id ORDER BY p.ord) FILTER (WHERE res.id IS NOT NULL) AS ids,
+           list(try_cast(p.text AS INTEGER) ORDER BY p.ord) AS ranks,
+           list(p.k_time ORDER BY p.ord) AS times
+    FROM gm_xml_placed p
+    LEFT JOIN res ON res.e = p.e AND res.rank = try_cast(p.text AS INTEGER)
+    WHERE p.tag = 'rank' AND p.k > p.e GROUP BY p.e
+)
+SELECT timed.line, json_object(
+        'event_id', $root || '/' || s || '/'
+            || CASE WHEN tag = 'currentquery' THEN 'current' ELSE coalesce(num, e::VARCHAR) END,
+        'session_id', $root || '/' || s,
+        'ts', CASE WHEN clock THEN strftime(($day::DATE + days::INTEGER)
+                                            + try_cast(starttime AS TIME), '%Y-%m-%dT%H:%M:%S.%f')
+                   ELSE nullif(starttime, '') END,
+        'query', q.query,
+        'result_ids', CASE WHEN tag = 'interaction' THEN coalesce(shown.ids, []) END,
+        'clicked_ids', CASE WHEN tag = 'interaction' THEN coalesce(clk.ids, []) END,
+        'click_ranks', clk.ranks,
+        'click_times', clk.times)::VARCHAR AS raw,
+       CASE WHEN s IS NULL THEN 'outside any <session>' END AS err
+FROM timed LEFT JOIN q USING (e) LEFT JOIN shown USING (e) LEFT JOIN clk USING (e)
+"""
+
+
+def _read_session_xml(con, path: Path, compression: str, root: str) -> None:
+    year = re.search(r"(19|20)[0-9]{2}", root)
+    day = f"{year.group(0) if year else '1970'}-01-01"
+    con.execute(_LINES, {"path": str(path), "compression": compression})
+    con.execute(_XML_TAGS)
+    con.execute(_XML_PLACED)
+    con.execute(_XML_EVENTS, {"root": root, "day": day})
+    con.execute("DROP TABLE gm_xml_tags; DROP TABLE gm_xml_placed; DROP TABLE gm_log_lines")
+    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+
+
+# The rows of a click-level export, each column under a name of ours (``gm_col<i>``, the file's
+# names are never SQL), in file order: the table's rowid numbers them.
+_CLICK_ROWS = """
+CREATE OR REPLACE TEMP TABLE gm_log_rows AS
+SELECT * FROM read_csv($path, header = true, columns = {columns},
+                       delim = $delim, quote = $quote, escape = $quote, auto_detect = false,
+                       compression = $compression, null_padding = true,
+                       store_rejects = true, rejects_table = 'gm_click_errors',
+                       rejects_scan = 'gm_click_scans')
+"""
+
+
+def _read_clicklog(
+    con, path: Path, compression: str, header: list[str], cols: dict, delim: str
+) -> None:
+    # Our own column names only (never the file's) go into the SQL text.
+    columns = "{" + ", ".join(f"'gm_col{i}': 'VARCHAR'" for i in range(len(header))) + "}"
+    params = {
+        "path": str(path),
+        "delim": delim,
+        # A tab-separated log is not quoted (AOL's queries hold bare quotes).
+        "quote": "" if delim == "\t" else '"',
+        "compression": compression,
+    }
+    con.execute(_CLICK_ROWS.format(columns=columns), params)
+    col = {k: f"gm_col{i}" for k, i in cols.items()}
+    part = {k: f"nullif(trim({col[k]}), '')" if k in col else "NULL::VARCHAR" for k in _PARTS}
+    used = {cols[k] for k in cols}
+    others = [(header[i], f"gm_col{i}") for i in range(len(header)) if i not in used]
+    run_sql(con, _click_events(part, others), {"others": [h for h, _ in others]})
+    con.execute("DROP TABLE gm_log_rows")
+    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+
+
+_PARTS = ("user", "session", "query", "time", "doc", "rank")
+
+
+def _click_events(part: dict[str, str], others: list[tuple[str, str]]) -> str:
+    """SQL grouping the click rows into searches (one record each, at its first row's line).
+    The rows the reader could not split are records with the reader's error."""
+    rank = f"try_cast({part['rank']} AS INTEGER)"
+    kept = ", ".join(f"any_value({c}) AS {c}" for _, c in others)
+    extra = (
+        f"to_json(map($others, [{', '.join(c for _, c in others)}]))" if others else "'{}'::JSON"
+    )
+    gap = _SESSION_GAP_S
+    return f"""
+CREATE OR REPLACE TEMP TABLE gm_src AS
+WITH click_rows AS (
+    SELECT rowid + 2 AS line, {part["user"]} AS u, {part["session"]} AS sess,
+           {part["query"]} AS q, {part["time"]} AS t, {part["doc"]} AS doc, {rank} AS rank,
+           {part["rank"]} AS rank_text, * FROM gm_log_rows
+),
+searches AS (
+    SELECT min(line) AS line, u, sess, q, t,
+           coalesce(list(coalesce(doc, rank_text) ORDER BY rank NULLS LAST, line)
+                    FILTER (WHERE doc IS NOT NULL OR rank_text IS NOT NULL), []) AS clicked,
+           coalesce(list(rank ORDER BY rank NULLS LAST, line) FILTER (WHERE rank IS NOT NULL),
+                    []) AS ranks{", " + kept if kept else ""}
+    FROM click_rows GROUP BY u, sess, q, t
+),
+timed AS (SELECT *, gm_ts(t) AS gm_at FROM searches),
+cut AS (
+    SELECT *, sum(CASE WHEN date_diff('second', prev, gm_at) > {gap} THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY u ORDER BY gm_at NULLS LAST, line) AS n
+    FROM (SELECT *, lag(gm_at) OVER (PARTITION BY u ORDER BY gm_at NULLS LAST, line) AS prev
+          FROM timed)
+),
+sessions AS (
+    SELECT *, coalesce(sess, u || '@' || coalesce(
+        strftime(min(gm_at) OVER (PARTITION BY u, n), '%Y-%m-%dT%H:%M:%S'), '')) AS session_id
+    FROM cut
+)
+SELECT line, json_merge_patch({extra}, json_object(
+        'event_id', CASE WHEN q IS NOT NULL THEN
+            'c-' || gm_content_hash(concat_ws(chr(31), u, sess, q, t)) END,
+        'user_id', u, 'session_id', session_id, 'query', q, 'ts', t,
+        'clicked_ids', clicked, 'click_ranks', ranks))::VARCHAR AS raw,
+       NULL::VARCHAR AS err
+FROM sessions
+UNION ALL
+SELECT line, trim(csv_line, chr(10) || chr(13)), 'cannot be read: ' || lower(replace(
+    error_type, '_', ' ')) FROM gm_click_errors
+"""
+
+
+# --- dates whose day/month order the file must tell -------------------------------------------
+
+# d/m/y or m/d/y (with /, - or .; a time and AM/PM may follow): the order is the one where a
+# part over 12 can only be the day; a dotted date is day-first (as it is written where dots are
+# used). Both parts 12 or under: 'ambiguous', read in the order ``file_order`` names (the one the
+# file's other dates showed, or --ts-format), else not at all.
+DATE_MACROS = r"""
+CREATE OR REPLACE TEMP MACRO gm_dmy_parts(s) AS regexp_extract(trim(s),
+    '^([0-9]{1,2})([/.-])([0-9]{1,2})[/.-]([0-9]{4})'
+    || '(?:[ T,]+([0-9]{1,2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)\s*([AaPp][Mm])?)?$',
+    ['a', 'sep', 'b', 'y', 't', 'half']);
+CREATE OR REPLACE TEMP MACRO gm_dmy_order(p) AS CASE
+    WHEN p.y = '' THEN NULL
+    WHEN p.sep = '.' THEN 'dmy'
+    WHEN try_cast(p.a AS INTEGER) > 12 THEN CASE WHEN try_cast(p.b AS INTEGER) <= 12 THEN 'dmy' END
+    WHEN try_cast(p.b AS INTEGER) > 12 THEN 'mdy'
+    ELSE 'ambiguous' END;
+CREATE OR REPLACE TEMP MACRO gm_dmy_at(p, o) AS CASE WHEN o IN ('dmy', 'mdy') THEN try_cast(
+    p.y || '-' || lpad(CASE WHEN o = 'dmy' THEN p.b ELSE p.a END, 2, '0') || '-'
+    || lpad(CASE WHEN o = 'dmy' THEN p.a ELSE p.b END, 2, '0') || ' '
+    || coalesce(nullif(p.t, ''), '00:00:00') AS TIMESTAMP)
+    + CASE WHEN upper(p.half) = 'PM' AND p.t NOT LIKE '12:%' THEN INTERVAL 12 HOUR
+           WHEN upper(p.half) = 'AM' AND p.t LIKE '12:%' THEN INTERVAL (-12) HOUR
+           ELSE INTERVAL 0 HOUR END END;
+CREATE OR REPLACE TEMP MACRO gm_dmy_ts(s, file_order) AS gm_dmy_at(gm_dmy_parts(s),
+    CASE WHEN gm_dmy_order(gm_dmy_parts(s)) = 'ambiguous' THEN file_order
+         ELSE gm_dmy_order(gm_dmy_parts(s)) END);
+-- The order a value shows ('dmy', 'mdy', 'ambiguous'), tested only where its second or third
+-- character is a date separator (an ISO date's is not), so a clean file pays a substr per row.
+CREATE OR REPLACE TEMP MACRO gm_dmy_shown(s) AS CASE
+    WHEN substr(s, 2, 1) IN ('/', '-', '.') OR substr(s, 3, 1) IN ('/', '-', '.')
+        THEN gm_dmy_order(gm_dmy_parts(s)) END;
+"""
+AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layout): "
+
+
+class AmbiguousDates(Exception):
+    """A file's staged rows hold dates of unknown day/month order: ``order`` is the one its other
+    dates show (stage it again reading them so), None when none does."""
+
+    def __init__(self, order: str | None, example: str) -> None:
+        super().__init__(example)
+        self.order, self.example = order, example
+
+
+def check_dates(con: duckdb.DuckDBPyConnection, _batch_id: int) -> dict:
+    """Run as the batch's summary, inside its transaction (raising rolls the batch back): a file
+    with ambiguous dates whose other dates show one order is staged again in that order; a file
+    whose every date is ambiguous is an error naming --ts-format. A file whose dates show both
+    orders keeps the ambiguous rows as rejects, each naming the option."""
+    amb, dmy, mdy, dated, example = con.execute(
+        f"""SELECT count(*) FILTER (WHERE starts_with(reason, $p)),
+                   count(*) FILTER (WHERE reason IS NULL AND gm_dates = 'dmy'),
+                   count(*) FILTER (WHERE reason IS NULL AND gm_dates = 'mdy'),
+                   count(*) FILTER (WHERE reason IS NULL AND ts IS NOT NULL),
+                   min(substr(reason, {len(AMBIGUOUS) + 1})) FILTER (WHERE starts_with(reason, $p))
+            FROM gm_stage""",
+        {"p": AMBIGUOUS},
+    ).fetchall()[0]
+    if not amb:
+        return {}
+    if (dmy > 0) != (mdy > 0):
+        raise AmbiguousDates("dmy" if dmy else "mdy", example)
+    if dated == 0:
+        raise AmbiguousDates(None, example)
+    return {}
+
+
+def check_ts_format(con: duckdb.DuckDBPyConnection, ts_format: str | None) -> None:
+    """A --ts-format DuckDB's strptime cannot use is one line, before any file is read."""
+    if ts_format is None:
+        return
+    try:
+        con.execute("SELECT try_strptime('2026-01-01', $f)", {"f": ts_format}).fetchall()
+    except duckdb.Error as exc:
+        said = str(exc).strip().splitlines()[0].split("Error: ", 1)[-1]
+        raise InputError(f"--ts-format {ts_format!r} is not a strptime layout: {said}") from exc
