@@ -131,3 +131,47 @@ def append_history(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple]) -> Non
                FROM gold_bulk_history""",
             [first],
         )
+
+
+def insert_graded(
+    con: duckdb.DuckDBPyConnection,
+    rows: Sequence[tuple[str, str, int]],
+    *,
+    snapshot_id: int | None,
+    by: str,
+    at: datetime,
+) -> int:
+    """(query_id, chunk_id, grade) as labels from a file, in place of any draft of the same chunk;
+    their passages kept in ``gold_texts`` as ``items.set_grade`` keeps them. Returns how many
+    chunk ids the current snapshot does not hold (a label is kept without its text)."""
+    if not rows:
+        return 0
+    frame = pl.DataFrame(
+        rows, schema={"query_id": _TEXT, "chunk_id": _TEXT, "grade": pl.Int64}, orient="row"
+    )
+    with registered(con, gold_incoming=frame):
+        con.execute(
+            """DELETE FROM gold_labels l USING gold_incoming i
+               WHERE l.query_id = i.query_id AND l.chunk_id = i.chunk_id"""
+        )
+        con.execute(
+            """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source,
+                   text_hash, snapshot_id, who, ts)
+               SELECT i.query_id, i.chunk_id, 'label', i.grade, 'import', c.text_hash,
+                      CASE WHEN c.chunk_id IS NULL THEN NULL ELSE ? END, ?, ?
+               FROM gold_incoming i LEFT JOIN chunks c
+                 ON c.snapshot_id = ? AND c.chunk_id = i.chunk_id""",
+            [snapshot_id, by, at, snapshot_id],
+        )
+        con.execute(
+            """INSERT INTO gold_texts SELECT DISTINCT c.text_hash, c.text
+               FROM gold_incoming i JOIN chunks c
+                 ON c.snapshot_id = ? AND c.chunk_id = i.chunk_id
+               WHERE c.text_hash NOT IN (SELECT text_hash FROM gold_texts)""",
+            [snapshot_id],
+        )
+        return con.execute(
+            "SELECT count(*) FROM gold_incoming i WHERE NOT EXISTS (SELECT 1 FROM chunks"
+            " c WHERE c.snapshot_id = ? AND c.chunk_id = i.chunk_id)",
+            [snapshot_id],
+        ).fetchall()[0][0]

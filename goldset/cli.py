@@ -209,7 +209,8 @@ def review(
         bool,
         typer.Option(
             "--adjudicate",
-            help="Decide the double-labelled items whose raters disagree, seeing both.",
+            help="Decide the items whose raters (or an imported file and a person) disagree, "
+            "seeing both.",
         ),
     ] = False,
     redact: RedactOption = None,
@@ -642,10 +643,18 @@ def import_(
         Path | None,
         typer.Option(
             "--topics",
-            help="Query texts for qrels: TREC <top> topics, id<TAB>text, JSONL, or SMART .I/.W "
-            "(Cranfield's cran.qry, numbered by position as its qrels are).",
+            help="Query texts for qrels: TREC <top> topics, TREC-COVID XML, JSONL, id<TAB>text "
+            "(a header row is read), or SMART .I/.W (Cranfield's cran.qry, numbered by position "
+            "as its qrels are).",
         ),
     ] = None,
+    topic_field: Annotated[
+        str,
+        typer.Option(
+            "--topic-field",
+            help="Which text of a topic is the query: title (default), desc or narr.",
+        ),
+    ] = "title",
     grade_map: Annotated[
         str | None,
         typer.Option(
@@ -659,7 +668,10 @@ def import_(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Restore an exported version, or add TREC/BEIR/gold-JSONL judgments as verified items."""
+    """Restore an exported version, or add TREC/BEIR/gold-JSONL judgments as verified items.
+
+    A judged query the set already has (same id or normalized text) joins that item; a grade
+    that differs from a person's goes to adjudication, never over it."""
     from goldmine.goldset.exchange import import_path, parse_grade_map
 
     with _store(db) as con:
@@ -671,6 +683,7 @@ def import_(
             topics=topics,
             grade_map=parse_grade_map(grade_map),
             split=split,
+            topic_field=topic_field,
         )
     if as_json:
         print_json(r.__dict__)
@@ -683,7 +696,9 @@ def import_(
     else:
         print(
             f"imported {r.added} verified queries ({r.format}), {r.labels} labels, "
-            f"{r.no_answer} no answer, {r.already_present} already in the set"
+            f"{r.no_answer} no answer, {r.already_present} already in the set (matched by id "
+            f"or text); labels: {r.labels_new} new, {r.labels_same} the same, "
+            f"{r.labels_different} different"
         )
     for note in r.notes:
         warn(note)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,15 @@ from goldmine.errors import InputError
 from goldmine.files import json_objects, require_file
 from goldmine.gold import GoldQuery
 from goldmine.goldset import bulk
-from goldmine.goldset.items import current_snapshot, now, query_id_for
+from goldmine.goldset.items import (
+    current_snapshot,
+    get_item,
+    now,
+    query_id_for,
+    set_no_answer,
+    settle,
+)
+from goldmine.goldset.raters import NO_ANSWER, dispute
 from goldmine.goldset.versions import (
     FORMAT,
     FORMAT_VERSION,
@@ -193,61 +202,143 @@ def _judged(obj: dict, path: Path, n: int) -> dict[str, int]:
 
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
-_NUM = re.compile(r"<num>\s*(?:Number:)?\s*(\S+)", re.I)
-_TITLE = re.compile(r"<title>\s*(?:Topic:)?\s*(.*?)\s*(?=<|\Z)", re.S | re.I)
+# One field of a TREC <top>: its text runs to the next field's tag (the files close none).
+_TOP_FIELD = re.compile(
+    r"<(num|title|desc|narr)>\s*(.*?)\s*(?=<(?:num|title|desc|narr|/top)>|\Z)", re.S | re.I
+)
+# The label a field's text starts with in the TREC files ("Number: 301", "Description:").
+_TOP_LABEL = re.compile(r"^(?:Number|Topic|Description|Narrative)\s*:\s*", re.I)
 _TOPIC_XML = re.compile(r"<topic\s[^>]*?number=\"?([^\"\s>]+)\"?[^>]*>(.*?)</topic>", re.S | re.I)
-_QUERY_XML = re.compile(r"<query>\s*(.*?)\s*</query>", re.S | re.I)
 _SMART_ID = re.compile(r"^\.I(?:\s+(\S+))?\s*$")
 _SMART_FIELD = re.compile(r"^\.([A-Z])\s*(.*)$")
 TOPIC_LAYOUTS = (
-    "TREC <top> topics, id<TAB>text lines, JSONL ({_id|query_id|qid, text|query|title}), "
+    "TREC <top> topics, TREC-COVID <topic number> XML, JSONL ({id|_id|query_id|qid, "
+    "title|text|query}), id<TAB>text lines (a header row naming the columns is read), "
     "or SMART .I/.W records (Cranfield's cran.qry)"
 )
+TOPIC_FIELDS = ("title", "desc", "narr")
+# What each --topic-field is called in each layout: TREC-COVID's XML tags, JSONL keys and TSV
+# header names (the newer TREC JSONL topics say title/description/narrative).
+_XML_TAGS = {"title": "query", "desc": "question", "narr": "narrative"}
+_TEXT_KEYS = {
+    "title": ("text", "query", "title", "query_text"),
+    "desc": ("description", "desc", "question"),
+    "narr": ("narrative", "narr"),
+}
+_ID_KEYS = ("_id", "id", "query_id", "qid", "query-id", "topic_id", "topic", "number", "num")
 
 
-def read_topics(path: Path, notes: list[str] | None = None) -> dict[str, str]:
+def read_topics(
+    path: Path, notes: list[str] | None = None, field: str = "title"
+) -> dict[str, str]:
     """Query texts by id, from any of the common layouts (:data:`TOPIC_LAYOUTS`).
+
+    ``field`` picks which text a topic with several gives: ``title`` (the short query, the
+    default, as trec_eval runs and Anserini's ``title`` topics use), ``desc`` or ``narr``.
 
     SMART records (``.I`` then ``.W``) are numbered by their position in the file, 1..N, because
     that is how Cranfield's ``cranqrel`` numbers them: ``cran.qry`` prints ``.I 001, 002, 004 …
     365``, with gaps. When the printed numbers differ from the positions, ``notes`` says so.
     """
+    if field not in TOPIC_FIELDS:
+        raise InputError(f"--topic-field must be one of {', '.join(TOPIC_FIELDS)}, not {field!r}")
     lines = _read_lines(path)
     text = "\n".join(lines)
     first = next((line.strip() for line in lines if line.strip()), "")
     if "<top>" in text.lower():
-        topics = {}
-        for block in _TOP.findall(text):
-            num, title = _NUM.search(block), _TITLE.search(block)
-            if num and title:
-                topics[num.group(1)] = _one_line(title.group(1))
+        topics = _trec_top_topics(text, field)
     elif _TOPIC_XML.search(text):
-        topics = {}
-        for number, block in _TOPIC_XML.findall(text):
-            query = _QUERY_XML.search(block)
-            if query:
-                topics[number] = _one_line(query.group(1))
+        topics = _xml_topics(text, field)
     elif _SMART_ID.match(first):
+        _only_one_text(field, "SMART .I/.W records", path)
         topics = _smart_topics(lines, path, notes)
     elif path.suffix.lower() in (".jsonl", ".json", ".ndjson") or first.startswith("{"):
-        topics = {}
-        for n, obj in _json_lines(path):
-            qid = obj.get("_id", obj.get("query_id", obj.get("qid")))
-            query = obj.get("text", obj.get("query", obj.get("title")))
-            if qid is None or query is None:
-                raise InputError("a topic needs _id/query_id and text/query", path=path, line=n)
-            topics[str(qid)] = str(query)
+        topics = _jsonl_topics(path, field)
     else:
-        topics = {}
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            parts = line.split("\t", 1) if "\t" in line else line.strip().split(None, 1)
-            if len(parts) != 2:
-                raise InputError("expected: query id, a tab, the query text", path=path, line=n)
-            topics[parts[0].strip()] = parts[1].strip()
+        topics = _tsv_topics(lines, path, field)
     if not topics:
-        raise InputError(f"no topics found; --topics reads {TOPIC_LAYOUTS}", path=path)
+        raise InputError(
+            f"no topics with a {field} found; --topics reads {TOPIC_LAYOUTS}", path=path
+        )
+    return topics
+
+
+def _only_one_text(field: str, layout: str, path: Path) -> None:
+    if field != "title":
+        raise InputError(f"{layout} hold one text per query: --topic-field {field} needs "
+                         "topics with several (TREC <top>, TREC-COVID XML, JSONL, a TSV header)",
+                         path=path)  # fmt: skip
+
+
+def _trec_top_topics(text: str, field: str) -> dict[str, str]:
+    topics = {}
+    for block in _TOP.findall(text):
+        fields = {
+            name.lower(): _TOP_LABEL.sub("", _one_line(value))
+            for name, value in _TOP_FIELD.findall(block)
+        }
+        num, value = fields.get("num", "").split(), fields.get(field)
+        if num and value:
+            topics[num[0]] = value
+    return topics
+
+
+def _xml_topics(text: str, field: str) -> dict[str, str]:
+    tag = _XML_TAGS[field]
+    pattern = re.compile(rf"<{tag}>\s*(.*?)\s*</{tag}>", re.S | re.I)
+    topics = {}
+    for number, block in _TOPIC_XML.findall(text):
+        found = pattern.search(block)
+        if found:
+            topics[number] = _one_line(found.group(1))
+    return topics
+
+
+def _pick(obj: dict, keys: tuple[str, ...]):
+    return next((obj[k] for k in keys if obj.get(k) is not None), None)
+
+
+def _jsonl_topics(path: Path, field: str) -> dict[str, str]:
+    topics = {}
+    for n, obj in _json_lines(path):
+        qid, query = _pick(obj, _ID_KEYS), _pick(obj, _TEXT_KEYS[field])
+        if qid is None:
+            raise InputError("a topic needs an id (id, _id, query_id or qid)", path=path, line=n)
+        # A topic without this field is left out, as in the other layouts; a judged query
+        # left without text is named when the qrels are joined.
+        if query is not None:
+            topics[str(qid)] = _one_line(str(query))
+    return topics
+
+
+def _tsv_header(line: str, field: str) -> tuple[int, int] | None:
+    """The id and text columns a header row names, or None when the line is no header."""
+    names = [c.strip().lower() for c in line.split("\t")]
+    ids = [i for i, c in enumerate(names) if c in _ID_KEYS]
+    texts = [i for key in _TEXT_KEYS[field] for i, c in enumerate(names) if c == key]
+    return (ids[0], texts[0]) if ids and texts else None
+
+
+def _tsv_topics(lines: list[str], path: Path, field: str) -> dict[str, str]:
+    start = next((n for n, line in enumerate(lines) if line.strip()), 0)
+    header = _tsv_header(lines[start], field) if lines else None
+    if header is None:
+        _only_one_text(field, "id<TAB>text lines without a header", path)
+    topics = {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip() or (header and n == start + 1):
+            continue
+        if header:
+            parts = line.split("\t")
+            if len(parts) <= max(header):
+                raise InputError(f"expected {max(header) + 1} tab-separated columns",
+                                 path=path, line=n)  # fmt: skip
+            parts = [parts[header[0]], parts[header[1]]]
+        else:
+            parts = line.split("\t", 1) if "\t" in line else line.strip().split(None, 1)
+        if len(parts) != 2:
+            raise InputError("expected: query id, a tab, the query text", path=path, line=n)
+        topics[parts[0].strip()] = parts[1].strip()
     return topics
 
 
@@ -377,6 +468,11 @@ class Imported:
     labels: int = 0
     no_answer: int = 0
     missing_chunks: int = 0
+    matched: int = 0  # entries that joined an item already there (by query id or text)
+    labels_new: int = 0  # labels on chunks the item had none for (a new item's are all new)
+    labels_same: int = 0  # as a person had graded them
+    labels_different: int = 0  # differing from a person's grade: left, sent to adjudication
+    disputed: int = 0  # items sent to adjudication by this import
     notes: list[str] = field(default_factory=list)
 
 
@@ -389,6 +485,7 @@ def import_path(
     topics: Path | None = None,
     grade_map: dict[int, int] | None = None,
     split: str = "test",
+    topic_field: str = "title",
 ) -> Imported:
     if fmt not in IMPORT_FORMATS:
         raise InputError(f"--format must be one of {', '.join(IMPORT_FORMATS)}, not {fmt!r}")
@@ -404,7 +501,7 @@ def import_path(
     else:
         if topics is None:
             raise InputError("TREC qrels carry no query text: pass --topics FILE", path=path)
-        entries = _join(read_qrels(path), read_topics(topics, notes), path)
+        entries = _join(read_qrels(path), read_topics(topics, notes, topic_field), path)
     if grade_map is not None:
         entries = [_map_grades(e, grade_map, path) for e in entries]
     else:
@@ -470,22 +567,84 @@ def add_entries(
     fmt: str,
     path: Path,
 ) -> Imported:
-    """Entries as new verified items (an empty or all-zero judgment set means "no answer")."""
-    import polars as pl
-
+    """Entries as verified items (an empty or all-zero judgment set means "no answer"); an entry
+    whose query id or normalized text an item already has joins that item (``_join_matched``)."""
     result = Imported(format=fmt, path=str(path))
-    snapshot_id, _ = current_snapshot(con)
-    at = now()
-    reason = f"imported from {path.name}"
-    present = {r[0] for r in con.execute("SELECT query_id FROM gold_items").fetchall()}
-    items, rows, added, verified = [], [], [], []
     for e in entries:
         if not e.query:
             raise InputError(f"query {e.query_id!r} has no text", path=path)
-        if e.query_id in present:
-            result.already_present += 1
-            continue
-        present.add(e.query_id)
+    snapshot_id, _ = current_snapshot(con)
+    at = now()
+    with transaction(con):
+        matches = _match(con, entries)
+        fresh, seen = [], set(matches)
+        for e in entries:
+            if e.query_id in seen:
+                continue
+            seen.add(e.query_id)
+            fresh.append(e)
+        result.matched = len(matches)
+        result.already_present = len(entries) - len(fresh)
+        job = _Job(con, result, origin, by, path, at)
+        _add_new(job, fresh)
+        _join_matched(job, [(matches[e.query_id], e) for e in entries if e.query_id in matches])
+    result.labels = result.labels_new + result.labels_same + result.labels_different
+    if result.missing_chunks:
+        where = f"snapshot {snapshot_id}" if snapshot_id else "the store (no corpus ingested)"
+        result.notes.append(
+            f"{result.missing_chunks} labelled chunk ids are not in {where}:"
+            " `gold drift` lists them"
+        )
+    return result
+
+
+def _match(con: duckdb.DuckDBPyConnection, entries: list[GoldQuery]) -> dict[str, str]:
+    """Entry query id -> the item it joins: the item with that id, else the first (by position)
+    with the same normalized text, so a query typed in by hand and the file's are one item."""
+    import polars as pl
+
+    if not entries:
+        return {}
+    frame = pl.DataFrame(
+        {
+            "query_id": [e.query_id for e in entries],
+            "norm_query": [normalize_query(e.query) for e in entries],
+        },
+        schema={"query_id": pl.Utf8, "norm_query": pl.Utf8},
+    )
+    with registered(con, gold_import_entries=frame):
+        rows = con.execute(
+            """SELECT e.query_id, coalesce(i.query_id, t.query_id)
+               FROM gold_import_entries e
+               LEFT JOIN gold_items i ON i.query_id = e.query_id
+               LEFT JOIN (SELECT norm_query, arg_min(query_id, position) AS query_id
+                          FROM gold_items GROUP BY norm_query) t
+                 ON t.norm_query = e.norm_query
+               WHERE i.query_id IS NOT NULL OR t.query_id IS NOT NULL"""
+        ).fetchall()
+    return dict(rows)
+
+
+@dataclass
+class _Job:
+    """One import's store, report, source and author, as its steps share them."""
+
+    con: duckdb.DuckDBPyConnection
+    result: Imported
+    origin: str  # import:FILE, the source a dispute names
+    by: str
+    path: Path
+    at: datetime
+
+
+def _add_new(job: _Job, entries: list[GoldQuery]) -> None:
+    """Entries no item has, as new verified items with their labels, in bulk."""
+    con, result, origin, by, path, at = (
+        job.con, job.result, job.origin, job.by, job.path, job.at
+    )  # fmt: skip
+    reason = f"imported from {path.name}"
+    items, rows, added, verified = [], [], [], []
+    for e in entries:
         no_answer = not any(g > 0 for g in e.judged.values())
         result.no_answer += no_answer
         items.append(bulk.item_row(
@@ -502,50 +661,104 @@ def add_entries(
         verified.append(bulk.history_row(e.query_id, "verify", {"no_answer": no_answer}, at=at,
                                          who=by))  # fmt: skip
     result.added = len(items)
-    graded = [
+    result.labels_new += len(rows)
+    graded = _grade_history(sorted(rows), path, by, at)
+    snapshot_id, _ = current_snapshot(con)
+    bulk.insert_verified_items(con, items, at.isoformat())
+    result.missing_chunks += bulk.insert_graded(con, rows, snapshot_id=snapshot_id, by=by, at=at)
+    bulk.append_history(con, added + graded + verified)
+
+
+def _grade_history(rows: list[tuple[str, str, int]], path: Path, by: str, at: datetime) -> list:
+    return [
         bulk.history_row(q, "grade", {"chunk_id": c, "grade": g, "source": path.name}, at=at,
                          who=by)
-        for q, c, g in sorted(rows)
+        for q, c, g in rows
     ]  # fmt: skip
-    with transaction(con):
-        bulk.insert_verified_items(con, items, at.isoformat())
-        if rows:
-            incoming = pl.DataFrame(
-                rows,
-                schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "grade": pl.Int64},
-                orient="row",
-            )
-            with registered(con, gold_incoming=incoming):
-                con.execute(
-                    """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source,
-                           text_hash, snapshot_id, who, ts)
-                       SELECT i.query_id, i.chunk_id, 'label', i.grade, 'import', c.text_hash,
-                              CASE WHEN c.chunk_id IS NULL THEN NULL ELSE ? END, ?, ?
-                       FROM gold_incoming i LEFT JOIN chunks c
-                         ON c.snapshot_id = ? AND c.chunk_id = i.chunk_id""",
-                    [snapshot_id, by, at, snapshot_id],
-                )
-                con.execute(
-                    """INSERT INTO gold_texts SELECT DISTINCT c.text_hash, c.text
-                       FROM gold_incoming i JOIN chunks c
-                         ON c.snapshot_id = ? AND c.chunk_id = i.chunk_id
-                       WHERE c.text_hash NOT IN (SELECT text_hash FROM gold_texts)""",
-                    [snapshot_id],
-                )
-                result.missing_chunks = con.execute(
-                    "SELECT count(*) FROM gold_incoming i WHERE NOT EXISTS (SELECT 1 FROM chunks"
-                    " c WHERE c.snapshot_id = ? AND c.chunk_id = i.chunk_id)",
-                    [snapshot_id],
-                ).fetchall()[0][0]
-        bulk.append_history(con, added + graded + verified)
-    result.labels = len(rows)
-    if result.missing_chunks:
-        where = f"snapshot {snapshot_id}" if snapshot_id else "the store (no corpus ingested)"
+
+
+# Each matched judgment against the item's: 'same' as a person's label (a "no answer" item
+# counts its unlabelled chunks 0), 'different' from it, or 'new' (no label on that chunk yet; a
+# draft there is replaced). A rejected item is left as a person rejected it.
+_CLASSIFY_SQL = """
+    SELECT n.query_id, n.chunk_id, n.grade, l.grade AS held,
+           coalesce(l.who, i.verified_by, 'unknown') AS who,
+           CASE WHEN l.grade = n.grade OR (l.grade IS NULL AND i.no_answer AND n.grade = 0)
+                     THEN 'same'
+                WHEN l.grade IS NOT NULL OR i.no_answer THEN 'different'
+                ELSE 'new' END AS kind
+    FROM gold_import_labels n JOIN gold_items i USING (query_id)
+    LEFT JOIN gold_labels l
+      ON l.query_id = n.query_id AND l.chunk_id = n.chunk_id AND l.kind = 'label'
+    WHERE i.status != 'rejected'
+    ORDER BY n.query_id, n.chunk_id
+"""
+
+
+def _join_matched(job: _Job, matched: list[tuple[str, GoldQuery]]) -> None:
+    """Judgments for items already there: new labels written (and the item settled), a grade
+    that differs from a person's sent to adjudication with ``origin`` as its source."""
+    import polars as pl
+
+    con, result, origin, by, at = job.con, job.result, job.origin, job.by, job.at
+
+    if not matched:
+        return
+    rows = [(qid, c, g) for qid, e in matched for c, g in e.judged.items()]
+    frame = pl.DataFrame(
+        rows, schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "grade": pl.Int64}, orient="row"
+    )
+    with registered(con, gold_import_labels=frame):
+        judged = con.execute(_CLASSIFY_SQL).fetchall()
+    new = [(q, c, g) for q, c, g, _, _, kind in judged if kind == "new"]
+    result.labels_new += len(new)
+    result.labels_same += sum(1 for *_, kind in judged if kind == "same")
+    different = [(q, c, g, held, who) for q, c, g, held, who, kind in judged if kind == "different"]
+    result.labels_different += len(different)
+    snapshot_id, _ = current_snapshot(con)
+    result.missing_chunks += bulk.insert_graded(con, new, snapshot_id=snapshot_id, by=by, at=at)
+    bulk.append_history(con, _grade_history(new, job.path, by, at))
+    for qid in sorted({q for q, _, _ in new}):
+        settle(con, qid, by, at=at)
+    _no_answers(job, matched)
+    disputes: dict[str, dict[str, dict[str, int]]] = {}
+    for q, c, g, held, who in different:
+        sides = disputes.setdefault(q, {})
+        sides.setdefault(who, {})[c] = 0 if held is None else held
+        sides.setdefault(origin, {})[c] = g
+    for qid, sides in disputes.items():
+        result.disputed += dispute(con, qid, sides, by, f"{origin} differs from a person's grade")
+    if result.disputed:
+        waits = "query waits" if result.disputed == 1 else "queries wait"
         result.notes.append(
-            f"{result.missing_chunks} labelled chunk ids are not in {where}:"
-            " `gold drift` lists them"
+            f"{result.disputed} {waits} for adjudication: the file's grade differs from a "
+            "person's, which stays until someone decides (`goldmine gold review --adjudicate`)"
         )
-    return result
+
+
+def _no_answers(job: _Job, matched: list[tuple[str, GoldQuery]]) -> None:
+    """A file's "no answer" for a matched item: an open item takes it; an item a person found
+    answers for goes to adjudication; one already "no answer" stays as it is."""
+    con, result, origin, by, at = job.con, job.result, job.origin, job.by, job.at
+    said = sorted({qid for qid, e in matched if not any(g > 0 for g in e.judged.values())})
+    for qid in said:
+        item = get_item(con, qid)
+        if item["status"] == "rejected" or item["no_answer"]:
+            continue
+        answers = con.execute(
+            "SELECT chunk_id, grade, coalesce(who, 'unknown') FROM gold_labels"
+            " WHERE query_id = ? AND kind = 'label' AND grade > 0 ORDER BY chunk_id",
+            [qid],
+        ).fetchall()
+        if not answers:
+            set_no_answer(con, qid, by, at=at)
+            result.no_answer += 1
+            continue
+        sides: dict[str, dict[str, int]] = {origin: {NO_ANSWER: 1}}
+        for chunk_id, grade, who in answers:
+            sides.setdefault(who, {})[chunk_id] = grade
+        why = f"{origin} says no answer where a person graded answers"
+        result.disputed += dispute(con, qid, sides, by, why)
 
 
 def restore_version(con: duckdb.DuckDBPyConnection, path: Path) -> Imported:

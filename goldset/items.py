@@ -371,6 +371,21 @@ def settle(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=None) -
     return decided
 
 
+def reopen(con: duckdb.DuckDBPyConnection, query_id: str, by: str, why: str, *, at=None) -> None:
+    """A verified item in dispute is undecided again until a person decides it (adjudication):
+    its labels stay as they are, and the next grade given to it settles it."""
+    item = get_item(con, query_id)
+    if item["status"] != "verified":
+        return
+    at = at or now()
+    con.execute(
+        "UPDATE gold_items SET status = 'drafted', verified_by = NULL, verified_at = NULL,"
+        " updated_at = ? WHERE query_id = ?",
+        [at, query_id],
+    )
+    record(con, query_id, "status", by, {"status": "drafted", "why": why}, at)
+
+
 def verify(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=None) -> bool:
     """Verified when decided (see ``settle``); returns whether it is."""
     return settle(con, query_id, by, at=at)

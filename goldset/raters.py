@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import duckdb
 
 BOOTSTRAP_ROUNDS = 1000
+NO_ANSWER = "<no answer>"  # the key by which a judgement in a disagreement says "no answer"
 
 
 @dataclass
@@ -186,7 +187,7 @@ def rate_rest(con, qid: str, rater: str) -> int:
 def _judgement(con, qid: str, rater: str, candidates: list[str]) -> dict[str, int]:
     mine = ratings_of(con, qid, rater)
     if None in mine:
-        return dict.fromkeys(candidates, 0) | {"<no answer>": 1}
+        return dict.fromkeys(candidates, 0) | {NO_ANSWER: 1}
     return {c: mine.get(c, 0) for c in candidates}
 
 
@@ -200,7 +201,7 @@ def resolve(con, qid: str, by: str) -> str | None:
     first = judged[people[0]]
     if all(j == first for j in judged.values()):
         who = "+".join(people)
-        if "<no answer>" in first:
+        if NO_ANSWER in first:
             gi.set_no_answer(con, qid, who)
         else:
             for chunk_id, grade in first.items():
@@ -224,11 +225,37 @@ def waiting_adjudication(con: duckdb.DuckDBPyConnection) -> list[dict]:
 
 
 def all_ratings(con: duckdb.DuckDBPyConnection, qid: str) -> dict[str, dict[str | None, int]]:
-    """Every rater's grades on one item, for the adjudicator to see."""
+    """Every rater's grades on one item, for the adjudicator to see: the assigned raters', and
+    those a dispute recorded (an imported file against the person who labelled the item)."""
     out: dict[str, dict[str | None, int]] = {}
     for rater in assignees(con, qid):
         out[rater] = ratings_of(con, qid, rater)
+    disputes = con.execute(
+        "SELECT detail FROM gold_disagreements WHERE query_id = ? ORDER BY ts DESC", [qid]
+    ).fetchall()
+    for (detail,) in disputes:
+        for rater, grades in json.loads(detail or "{}").items():
+            if rater not in out:
+                out[rater] = {(None if c == NO_ANSWER else c): g for c, g in grades.items()}
     return out
+
+
+def dispute(con: duckdb.DuckDBPyConnection, qid: str, judged: dict, by: str, why: str) -> bool:
+    """Send an item to adjudication: ``judged`` is each side's grades (rater -> chunk -> grade,
+    ``NO_ANSWER`` for "no answer"), e.g. the person's against ``import:FILE``'s. Nobody's grades
+    are written; the item is undecided until an adjudicator grades it. The same dispute again
+    (the same file imported twice) records nothing. Returns whether it was recorded."""
+    detail = json.dumps(judged, sort_keys=True)
+    seen = con.execute(
+        "SELECT count(*) FROM gold_disagreements WHERE query_id = ? AND detail = ?", [qid, detail]
+    ).fetchall()[0][0]
+    if seen:
+        return False
+    at = gi.now()
+    con.execute("INSERT INTO gold_disagreements VALUES (?, ?, ?)", [qid, at, detail])
+    gi.record(con, qid, "disagree", by, {"ratings": judged, "why": why}, at)
+    gi.reopen(con, qid, by, why, at=at)
+    return True
 
 
 # --- agreement ----------------------------------------------------------------------------------

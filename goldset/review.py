@@ -98,12 +98,14 @@ _QUEUE_SQL = """
 """
 
 
-# The same queue when nobody was assigned anything: no double items, no disagreements ($5 unused).
+# The same queue when nobody was assigned anything: no double items ($5 unused). An import can
+# still dispute a person's grade (gold import): that item is adjudication's, as above.
 _ONE_RATER_QUEUE_SQL = """
     SELECT i.query_id FROM gold_items i
     LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = $1
                GROUP BY query_id) s USING (query_id)
-    WHERE (i.status IN ('candidate', 'drafted')
+    WHERE (i.status = 'verified' OR i.query_id NOT IN (SELECT query_id FROM gold_disagreements))
+      AND (i.status IN ('candidate', 'drafted')
            OR (i.status = 'verified' AND EXISTS (SELECT 1 FROM gold_labels d
                                                  WHERE d.query_id = i.query_id
                                                    AND d.kind = 'draft')))

@@ -214,9 +214,9 @@ def publish(
         ).fetchall()[0][0]
         if disputed:
             raise InputError(
-                f"{disputed} double-labelled item{' waits' if disputed == 1 else 's wait'} for "
-                "adjudication (their raters disagree): see and decide them with "
-                "`goldmine gold review --adjudicate`"
+                f"{disputed} item{' waits' if disputed == 1 else 's wait'} for adjudication "
+                "(two raters, or an imported file and a person, disagree): see and decide them "
+                "with `goldmine gold review --adjudicate`"
             )
         partial = partial_items(con)
         if partial and not (allow_partial or skip_partial):

@@ -69,7 +69,7 @@ def test_a_disagreement_blocks_publish_until_adjudicated(cli, store: Path) -> No
     assert shown(cli, store, "vpn setup")["status"] == "verified"
     refused = gold(cli, store, "publish", "-m", "v1", ok=False)
     assert refused.returncode == 2
-    assert "1 double-labelled item waits for adjudication" in refused.stderr
+    assert "1 item waits for adjudication" in refused.stderr
     assert "goldmine gold review --adjudicate" in refused.stderr
 
     seen = gold(cli, store, "review", "--adjudicate", "--by", "chen", input="20q").stdout
