@@ -710,6 +710,15 @@ def _join_matched(job: _Job, matched: list[tuple[str, GoldQuery]]) -> None:
     )
     with registered(con, gold_import_labels=frame):
         judged = con.execute(_CLASSIFY_SQL).fetchall()
+    rejected = con.execute(
+        "SELECT count(*) FROM gold_items WHERE status = 'rejected' AND list_contains(?, query_id)",
+        [sorted({qid for qid, _ in matched})],
+    ).fetchall()[0][0]
+    if rejected:
+        result.notes.append(
+            f"{rejected} of the file's queries match items a person rejected: their judgments "
+            "are left out (`goldmine gold list --status rejected`)"
+        )
     new = [(q, c, g) for q, c, g, _, _, kind in judged if kind == "new"]
     result.labels_new += len(new)
     result.labels_same += sum(1 for *_, kind in judged if kind == "same")

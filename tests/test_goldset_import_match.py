@@ -209,3 +209,47 @@ def test_the_report_names_matched_and_label_counts(cli, hand_labelled) -> None:
     assert "3 already in the set" in out.stdout
     assert "1834 new, 2 the same, 1 different" in out.stdout
     assert "adjudicate" in out.stdout + out.stderr
+
+
+def test_a_files_no_answer_joins_open_items_and_disputes_a_persons_answer(tmp_path: Path) -> None:
+    db = tmp_path / "na.duckdb"
+    with open_store(db) as con:
+        store_corpus(con, [("kb-1", "Reset", "How to reset a password."),
+                           ("kb-2", "VPN", "Set up the VPN client.")])  # fmt: skip
+        with transaction(con):
+            answered = gi.add_item(con, "reset my password", origin="add-query", by="ana")
+            gi.label(con, answered, {"kb-1": 2}, by="ana")
+            open_id = gi.add_item(con, "Quantum teleportation?", origin="add-query", by="ana")
+    judged = tmp_path / "gold.jsonl"
+    judged.write_text(
+        json.dumps({"query_id": "x1", "query": "Reset my password!", "no_answer": True}) + "\n"
+        + json.dumps({"query_id": "x2", "query": "quantum teleportation", "relevant": []})
+        + "\n"
+    )  # fmt: skip
+    with open_store(db) as con:
+        result = import_path(con, judged, by="importer")
+        assert (result.added, result.matched, result.disputed) == (0, 2, 1)
+        # The open item took the file's "no answer"; the person's answer stands, disputed.
+        assert gi.get_item(con, open_id)["status"] == "verified"
+        assert gi.get_item(con, open_id)["no_answer"]
+        assert gi.get_item(con, answered)["status"] == "drafted"
+        seen = raters.all_ratings(con, answered)
+        assert seen["import:gold.jsonl"] == {None: 1} and seen["ana"] == {"kb-1": 2}
+        assert con.execute("SELECT count(*) FROM gold_items").fetchall()[0][0] == 2
+
+
+def test_a_query_a_person_rejected_stays_rejected(tmp_path: Path) -> None:
+    db = tmp_path / "rej.duckdb"
+    with open_store(db) as con:
+        store_corpus(con, [("kb-1", "Reset", "How to reset a password.")])
+        with transaction(con):
+            spam = gi.add_item(con, "asdf asdf", origin="add-query", by="ana")
+            gi.set_status(con, spam, "rejected", "ana")
+    judged = tmp_path / "gold.jsonl"
+    judged.write_text(json.dumps({"query_id": "s1", "query": "ASDF asdf", "relevant": ["kb-1"]}))
+    with open_store(db) as con:
+        result = import_path(con, judged, by="importer")
+        assert (result.added, result.matched, result.labels) == (0, 1, 0)
+        assert any("rejected" in note for note in result.notes)
+        assert gi.get_item(con, spam)["status"] == "rejected"
+        assert gi.labels_of(con, spam) == []
