@@ -509,6 +509,50 @@ def open_store(
         _release(path)
 
 
+@contextmanager
+def removed_on_input_error(db: str | Path | None = None) -> Iterator[None]:
+    """Wrap a command that may create the store: if it fails on its input (an error of exit 2)
+    and the store was not there before, the store it made is removed again, so a mistyped file
+    leaves no empty store behind. A store that holds any row (another process may have written
+    it meanwhile) is kept. Enter it before ``open_store``, so the store is closed when it acts."""
+    path = resolve_db_path(db)
+    beside = (_wal(path), spill_root(path), path.with_name(path.name + ".key"))
+    made = [p for p in (path, *beside) if not os.path.lexists(p)]
+    try:
+        yield
+    except (InputError, NotFoundError):
+        if path in made and _holds_nothing(path):
+            for created in made:
+                if created.is_dir():
+                    shutil.rmtree(created, ignore_errors=True)
+                else:
+                    created.unlink(missing_ok=True)
+        raise
+
+
+def _wal(path: Path) -> Path:
+    return path.with_name(path.name + ".wal")
+
+
+def _holds_nothing(path: Path) -> bool:
+    """Whether the store has no row in any table but the migrations' own."""
+    try:
+        con = connect(path, read_only=True, wait=0)
+    except (StoreError, StoreBusyError, NotFoundError, InputError):
+        return False
+    try:
+        tables = con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() "
+            "WHERE database_name = current_database() AND table_name <> 'schema_migrations'"
+        ).fetchall()
+        return not any(
+            con.execute(f'SELECT count(*) > 0 FROM "{schema}"."{table}"').fetchall()[0][0]
+            for schema, table in tables  # names from the catalog, not from a user
+        )
+    finally:
+        con.close()
+
+
 # Connections made by ``_detachable``: id -> (the store's path, attached now).
 _ATTACHED = "gm_store"
 _detached: dict[int, list] = {}

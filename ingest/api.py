@@ -43,6 +43,8 @@ def _files(
     fields = _fields(mapping)
     resolve_fields([], module.ALIASES, fields)
     items = discover(paths, fmt)
+    if module is _corpus and fmt is None:
+        items = _corpus.collections(items)
     target = module.target(fields, **target_options)
     return batch.run(con, target, items, redactor, {"map": fields, **options})
 

@@ -256,7 +256,7 @@ class Source:
 
 
 def _lined(item: InputFile) -> bool:
-    return item.format in ("jsonl", "csv")
+    return item.format in ("jsonl", "csv", "smart", "trec", "tsv")
 
 
 def file_source(item: InputFile, hashing: str | Future[str | FileScan] | None = None) -> Source:

@@ -19,7 +19,7 @@ from goldmine.errors import EXIT_EMPTY, GoldmineError, InputError
 from goldmine.ingest.redact import configured_patterns, make_redactor
 from goldmine.options import DbOption, JsonOption, db_flag
 from goldmine.output import Col, console, info, print_json, table
-from goldmine.store import open_store
+from goldmine.store import open_store, removed_on_input_error
 from goldmine.triage.pipeline import reformulation_window
 
 ingest_app = typer.Typer(
@@ -90,8 +90,9 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
     if "patterns" in kwargs:
         kwargs["patterns"] = _patterns(kwargs["patterns"])
         kwargs["regions"] = settings().ingest.pii_regions  # phone regions ([ingest] pii_regions)
-    # Detachable: an import lets go of the store while it stages a file (ingest.batch).
-    with open_store(store, detachable=True) as con:
+    # Detachable: an import lets go of the store while it stages a file (ingest.batch). A store
+    # this import made is removed again if the import fails on its input.
+    with removed_on_input_error(store), open_store(store, detachable=True) as con:
         result = getattr(api, kind)(con, **kwargs)
         empty = result.all_rejected and not allow_empty
         reasons = top_reasons(con, result.reject_batches()) if empty else []

@@ -8,6 +8,7 @@ with the highest id.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import duckdb
@@ -15,6 +16,7 @@ import duckdb
 from goldmine.errors import InputError
 from goldmine.ingest.batch import Target
 from goldmine.ingest.fields import field_access, resolve_fields, typ, val
+from goldmine.ingest.files import InputFile
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "chunk_id": ("chunk_id", "id", "_id", "pid", "passage_id", "docid"),
@@ -25,6 +27,18 @@ ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 COLUMNS = ("chunk_id", "doc_id", "title", "url", "text", "text_hash", "metadata")
+
+
+def collections(items: list[InputFile]) -> list[InputFile]:
+    """A ``.tsv`` corpus is a TSV collection (MS MARCO's ``collection.tsv``, DPR's
+    ``psgs_w100.tsv``): read by tabs, with or without a header, and not as CSV, whose quoting
+    MS MARCO's passages break (a lone ``"`` in a text)."""
+    return [
+        replace(i, format="tsv")
+        if i.format == "csv" and ".tsv" in [s.lower() for s in i.path.suffixes[-2:]]
+        else i
+        for i in items
+    ]
 
 
 def current_snapshot_id(con: duckdb.DuckDBPyConnection) -> int | None:

@@ -22,7 +22,21 @@ import duckdb
 from goldmine.errors import InputError
 from goldmine.files import require_file
 
-FORMATS = ("jsonl", "json", "csv", "parquet", "session_xml", "clicklog")
+FORMATS = ("jsonl", "json", "csv", "parquet", "smart", "trec", "tsv")
+FORMATS += ("session_xml", "clicklog", "analytics")  # search logs' own (ingest.logformats)
+# What each format is, for the message when a file's format cannot be told.
+FORMAT_NAMES = {
+    "jsonl": "JSONL (.jsonl/.ndjson)",
+    "json": "JSON (.json)",
+    "csv": "CSV (.csv)",
+    "parquet": "Parquet (.parquet)",
+    "smart": "SMART (.I/.T/.W lines)",
+    "trec": "TREC SGML (<DOC><DOCNO>)",
+    "tsv": "TSV (id<TAB>text)",
+    "session_xml": "TREC Session Track XML",
+    "clicklog": "click-level logs (a row per click: AnonID, Query, QueryTime, ItemRank, ClickURL)",
+    "analytics": "aggregated search analytics (query, count, no results, CTR)",
+}
 _SUFFIXES = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -33,6 +47,7 @@ _SUFFIXES = {
     ".pq": "parquet",
 }
 _COMPRESSION = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd"}
+_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
 
 
 @dataclass(frozen=True)
@@ -47,32 +62,61 @@ class InputFile:
 
 
 def detect(path: Path, forced: str | None = None) -> InputFile:
+    """The file's format: ``forced``, else told by its first bytes (SMART and TREC SGML, which
+    ship with no telling suffix: ``cran.all.1400``, ``ap880212``), else by its suffix, else a
+    tab in its first line (a TSV collection)."""
     suffixes = [s.lower() for s in path.suffixes]
     compression = "none"
     if suffixes and suffixes[-1] in _COMPRESSION:
         compression = _COMPRESSION[suffixes.pop()]
-    fmt = forced or _log_layout(path, compression, suffixes)
-    fmt = fmt or (_SUFFIXES.get(suffixes[-1]) if suffixes else None)
+    if compression == "none":
+        compression = _compression_by_magic(path)
+    head = _first_bytes(path, compression)
+    by_suffix = _SUFFIXES.get(suffixes[-1]) if suffixes else None
+    fmt = forced or _log_layout(head, suffixes)
+    if fmt is None:
+        from goldmine.ingest.corpus_formats import sniff
+
+        told = sniff(head)
+        fmt = told if told in ("smart", "trec") or by_suffix is None else by_suffix
     if fmt not in FORMATS:
         raise InputError(
-            "unknown file format (expected .jsonl/.ndjson, .json, .csv or .parquet, "
-            "optionally .gz or .zst; or pass --format)",
+            "unknown file format: goldmine reads "
+            + ", ".join(FORMAT_NAMES.values())
+            + ", each optionally .gz or .zst; name one with --format "
+            + "|".join(FORMATS),
             path=path,
         )
     return InputFile(path, fmt, compression)
 
 
-def _log_layout(path: Path, compression: str, suffixes: list[str]) -> str | None:
+def _log_layout(head: bytes, suffixes: list[str]) -> str | None:
     """A search log's own layout (ingest.logformats), told by the file's first bytes."""
     from goldmine.ingest.logformats import sniff
+
+    return sniff(head, suffixes[-1] if suffixes else "")
+
+
+def _first_bytes(path: Path, compression: str, size: int = 65536) -> bytes:
+    """The start of the file's content, decompressed; empty if it cannot be read (discover or
+    the scan says what is wrong with the file)."""
     from goldmine.ingest.scan import open_compressed
 
     try:
         with open_compressed(path, compression) as handle:
-            head = handle.read(65536)
-    except Exception:  # discover or the scan says what is wrong with the file
-        return None
-    return sniff(head, suffixes[-1] if suffixes else "")
+            return handle.read(size)
+    except Exception:
+        return b""
+
+
+def _compression_by_magic(path: Path) -> str:
+    """gzip or zstd by the file's magic number, for a compressed file not named so."""
+    try:
+        with path.open("rb") as f:
+            magic = f.read(4)
+    except OSError:
+        return "none"
+    return next((c for m, c in _MAGIC.items() if magic.startswith(m)), "none")
 
 
 def discover(paths: list[str | Path], forced: str | None = None) -> list[InputFile]:
@@ -83,7 +127,10 @@ def discover(paths: list[str | Path], forced: str | None = None) -> list[InputFi
         if path.is_dir():
             inside = sorted(p for p in path.rglob("*") if p.is_file() and _known(p))
             if not inside:
-                raise InputError("folder holds no .jsonl, .json, .csv or .parquet files", path=path)
+                raise InputError(
+                    "folder holds no file in a format goldmine reads (--format to name one)",
+                    path=path,
+                )
             found.extend(detect(p, forced) for p in inside)
         elif path.is_file():
             found.append(detect(path, forced))
@@ -216,10 +263,18 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
         elif item.format == "json":
             _read_json_document(con, item)
             con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
-        elif item.format in ("session_xml", "clicklog"):
+        elif item.format in ("session_xml", "clicklog", "analytics"):
             from goldmine.ingest.logformats import read
 
             read(con, item.path, item.format, item.compression)
+        elif item.format in ("smart", "trec", "tsv"):
+            from goldmine.ingest.corpus_formats import read
+
+            con.execute(_READ_LINES, params)
+            _lines_view(con, header=0, jsonl=False, name="gm_lined")
+            read(con, item.format, item.path, item.compression)
+            con.execute("DROP VIEW gm_lined")
+            con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
         else:
             if item.format == "csv":
                 check_csv_width(item)
@@ -258,7 +313,9 @@ def check_csv_width(item: InputFile) -> None:
         )
 
 
-def _lines_view(con: duckdb.DuckDBPyConnection, header: int, jsonl: bool) -> None:
+def _lines_view(
+    con: duckdb.DuckDBPyConnection, header: int, jsonl: bool, name: str = "gm_raw"
+) -> None:
     con.execute(_READER_ERRORS, {"header": header})
     con.execute("DELETE FROM gm_reader_errors; DELETE FROM gm_reader_scans")
     err = _JSONL_ERR if jsonl else "NULL::VARCHAR"
@@ -273,7 +330,7 @@ def _lines_view(con: duckdb.DuckDBPyConnection, header: int, jsonl: bool) -> Non
             "GROUP BY before) e ON l.rn > e.before"
         )
     con.execute(f"""
-        CREATE OR REPLACE TEMP VIEW gm_raw AS
+        CREATE OR REPLACE TEMP VIEW {name} AS
         SELECT {line} AS line, raw, {err} AS err FROM {source}
         WHERE {_NOT_BLANK}
         UNION ALL

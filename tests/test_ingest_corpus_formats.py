@@ -1,0 +1,188 @@
+"""Corpora in the layouts IR collections ship in (issue 26): SMART, TREC SGML, TSV collections,
+told by content; and a command that fails on its input leaves no store behind."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import duckdb
+
+from helpers import run_cli
+
+
+def _ingest(tmp_path: Path, *args: str):
+    return run_cli("ingest", "corpus", *args, "--db", str(tmp_path / "s.duckdb"), "--json")
+
+
+def _chunks(tmp_path: Path) -> dict[str, dict]:
+    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    try:
+        rows = con.execute("SELECT chunk_id, title, text, metadata FROM chunks").fetchall()
+    finally:
+        con.close()
+    return {
+        r[0]: {"title": r[1], "text": r[2], "metadata": json.loads(r[3]) if r[3] else {}}
+        for r in rows
+    }
+
+
+def _total(proc) -> dict:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["total"]
+
+
+def test_cranfield_smart_file_is_read_by_content(tmp_path: Path, shared_dataset):
+    cran = shared_dataset("datasets", "cranfield", "cran.all.1400")
+    total = _total(_ingest(tmp_path, str(cran)))
+    # Two of the 1,400 records are empty in the file (.I 471 and .I 995: no title, no text):
+    # each is a reject with its line, so every record is counted.
+    assert (total["rows_in"], total["stored"], total["rejected"]) == (1400, 1398, 2)
+    rejects = json.loads(run_cli("rejects", "--db", str(tmp_path / "s.duckdb"), "--json").stdout)
+    assert [(r["line"], r["reason"]) for r in rejects] == [
+        (13470, "missing text"),
+        (27712, "missing text"),
+    ]
+    chunks = _chunks(tmp_path)
+    assert set(chunks) == {str(i) for i in range(1, 1401)} - {"471", "995"}
+    first = chunks["1"]
+    assert first["title"] == (
+        "experimental investigation of the aerodynamics of a wing in a slipstream ."
+    )
+    assert first["text"].startswith("experimental investigation of the aerodynamics of a\nwing")
+    assert first["text"].endswith("the specific configuration of the experiment .")
+    assert first["metadata"] == {"author": "brenckman,m.", "bib": "j. ae. scs. 25, 1958, 324."}
+    assert not any("\r" in c["text"] or "\r" in c["title"] for c in chunks.values())
+    # A record with two .A/.B pairs or two .W fields keeps all of each.
+    assert chunks["240"]["metadata"]["author"].count("\n") == 1
+    assert "limit characteristics" in chunks["576"]["text"]
+
+
+SGML = """<DOC>
+<DOCNO> AP880212-0001 </DOCNO>
+<FILEID>AP-NR-02-12-88 2344EST</FILEID>
+<HEAD>Reports Former Saigon Officials Released</HEAD>
+<TEXT>
+   Hanoi has freed 1,320 prisoners & Black & Decker said so.
+</TEXT>
+<TEXT>
+   A second block <P>with a paragraph</P> in it.
+</TEXT>
+</DOC>
+<DOC>
+<DOCNO>LA010189-0002</DOCNO>
+<HEADLINE><P>Unclosed headline tag</HEADLINE>
+<BYLINE>By someone
+<TEXT>
+The text of the second document, whose TEXT is never closed.
+</DOC>
+<DOC>
+<DOCNO>FT911-3</DOCNO>
+<DATE>910101</DATE>
+</DOC>
+"""
+
+
+def _check_sgml(tmp_path: Path, path: Path) -> None:
+    total = _total(_ingest(tmp_path, str(path)))
+    assert total["rows_in"] == 3
+    assert total["stored"] == 2 and total["rejected"] == 1
+    chunks = _chunks(tmp_path)
+    ap = chunks["AP880212-0001"]
+    assert ap["title"] == "Reports Former Saigon Officials Released"
+    assert "1,320 prisoners & Black & Decker" in ap["text"]
+    assert "A second block with a paragraph in it." in ap["text"]
+    la = chunks["LA010189-0002"]
+    assert la["title"] == "Unclosed headline tag"
+    assert la["text"] == "The text of the second document, whose TEXT is never closed."
+    rejects = json.loads(run_cli("rejects", "--db", str(tmp_path / "s.duckdb"), "--json").stdout)
+    assert [(r["line"], r["reason"]) for r in rejects] == [(19, "missing text")]
+
+
+def test_trec_sgml_not_quite_xml(tmp_path: Path):
+    path = tmp_path / "ap880212"
+    path.write_text(SGML, encoding="utf-8")
+    _check_sgml(tmp_path, path)
+
+
+def test_trec_sgml_gzip(tmp_path: Path):
+    path = tmp_path / "la010189.gz"
+    path.write_bytes(gzip.compress(SGML.encode()))
+    _check_sgml(tmp_path, path)
+
+
+def test_tsv_collection_without_header(tmp_path: Path):
+    # MS MARCO's collection.tsv: id<TAB>text, no header, quotes that are not CSV quoting.
+    path = tmp_path / "collection.tsv"
+    path.write_text(
+        '0\tThe presence of "communication amid scientific minds\n'
+        "1\tThe Manhattan Project and its atomic bomb\n"
+        "2\tonly\ttoo\tmany\tfields\n",
+        encoding="utf-8",
+    )
+    total = _total(_ingest(tmp_path, str(path)))
+    assert (total["rows_in"], total["stored"], total["rejected"]) == (3, 2, 1)
+    chunks = _chunks(tmp_path)
+    assert chunks["0"]["text"] == 'The presence of "communication amid scientific minds'
+    assert chunks["1"]["title"] is None
+
+
+def test_tsv_collection_with_header_and_title(tmp_path: Path):
+    # DPR's psgs_w100.tsv: id<TAB>text<TAB>title with a header row, the text CSV-quoted when it
+    # holds a quote; CRLF line ends.
+    path = tmp_path / "psgs_w100.tsv"
+    path.write_bytes(
+        b"id\ttext\ttitle\r\n"
+        b'1\t"Aaron Aaron ( or ; ""Ah\xc3\xa4r\xc3\xb4n"") is a prophet"\tAaron\r\n'
+        b"2\tGod at Sinai granted Aaron the priesthood\tAaron\r\n"
+    )
+    total = _total(_ingest(tmp_path, str(path)))
+    assert (total["rows_in"], total["stored"]) == (2, 2)
+    chunks = _chunks(tmp_path)
+    assert chunks["1"] == {
+        "title": "Aaron",
+        "text": 'Aaron Aaron ( or ; "Ahärôn") is a prophet',
+        "metadata": {},
+    }
+
+
+def test_tsv_told_by_content_and_format_forced(tmp_path: Path):
+    plain = tmp_path / "passages"
+    plain.write_text("p1\tfirst passage here\np2\tsecond passage here\n", encoding="utf-8")
+    assert _total(_ingest(tmp_path, str(plain)))["stored"] == 2
+    smart = tmp_path / "med.txt"
+    smart.write_text(".I 7\n.W\nmedical abstract\n", encoding="utf-8")
+    forced = _ingest(tmp_path, str(smart), "--format", "smart")
+    assert _total(forced)["stored"] == 1
+    assert _chunks(tmp_path)["7"]["text"] == "medical abstract"
+
+
+def test_unknown_format_lists_formats_and_leaves_no_store(tmp_path: Path):
+    path = tmp_path / "notes.txt"
+    path.write_text("just some prose\nwith no layout at all\n", encoding="utf-8")
+    proc = _ingest(tmp_path, str(path))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    for name in ("jsonl", "csv", "parquet", "smart", "trec", "tsv", "--format"):
+        assert name in lines[0]
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_failed_input_found_while_staging_leaves_no_store(tmp_path: Path):
+    path = tmp_path / "chunks.jsonl"
+    path.write_text('{"passage_key": "a", "body_text": "x"}\n', encoding="utf-8")
+    proc = _ingest(tmp_path, str(path))
+    assert proc.returncode == 2 and "--map" in proc.stderr
+    assert list(tmp_path.iterdir()) == [path]
+
+
+def test_failed_input_keeps_a_store_that_was_there(tmp_path: Path):
+    good = tmp_path / "good.tsv"
+    good.write_text("a\tsome text\n", encoding="utf-8")
+    assert _total(_ingest(tmp_path, str(good)))["stored"] == 1
+    bad = tmp_path / "notes.txt"
+    bad.write_text("prose\n", encoding="utf-8")
+    assert _ingest(tmp_path, str(bad)).returncode == 2
+    assert set(_chunks(tmp_path)) == {"a"}
