@@ -290,6 +290,12 @@ def run_command(
     fail_under: FailUnderOption = None,
     fail_if_worse_than: FailIfWorseThanOption = None,
     per_query: PerQueryOption = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", "-v", help="List every no-answer query and what the run did with it."
+        ),
+    ] = False,
     store: StoreOption = True,
     db: DbOption = None,
     json_output: JsonOption = False,
@@ -342,7 +348,7 @@ def run_command(
     else:
         from goldmine.eval.report import print_outcome
 
-        print_outcome(outcome, per_query=per_query)
+        print_outcome(outcome, per_query=per_query, verbose=verbose)
     if gate is not None:
         gate.enforce(outcome, db_flag(db))
 

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from goldmine.config import load_config
+from goldmine.errors import InputError
 from goldmine.eval.cli import eval_app
 from goldmine.eval.generation import diagnose, export_generation, print_diagnosis, read_grades
 from goldmine.eval.history import history_json, history_path, metric_columns, read_history
@@ -106,6 +107,14 @@ def compare_command(
 
 @eval_app.command("history")
 def history_command(
+    given: Annotated[
+        Path | None,
+        typer.Argument(
+            help="The history CSV, as --file says it (either spelling).",
+            dir_okay=False,
+            show_default=False,
+        ),
+    ] = None,
     file: Annotated[
         Path | None,
         typer.Option(
@@ -119,11 +128,22 @@ def history_command(
     ] = None,
     metrics: MetricsOption = None,
     plot: PlotOption = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="table (whole columns, also through a pipe) or tsv (header and rows, "
+            "tab-separated, for a script).",
+        ),
+    ] = "table",
     json_output: JsonOption = False,
 ) -> None:
     """The table of eval runs in the history file, and a trend plot per metric."""
-
-    path = history_path(file, load_config())
+    if fmt not in ("table", "tsv"):
+        raise InputError(f"--format is table or tsv, not {fmt!r}")
+    if given is not None and file is not None and given != file:
+        raise InputError(f"two history files given ({given} and --file {file}): give one")
+    path = history_path(given or file, load_config())
     if plot is not None:
         from goldmine.eval.plot import plot_kind
 
@@ -139,7 +159,7 @@ def history_command(
 
         print_json(history_json(path, rows, names) | ({"plot": str(plot)} if plot else {}))
         return
-    print_history(path, rows, names)
+    print_history(path, rows, names, fmt)
     if plot is not None:
         print(f"plot written to {plot}")
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from goldmine.errors import InputError
 from goldmine.eval.metrics import Metric
 from goldmine.eval.readers import detect_run_format, read_bytes
 from goldmine.eval.scoring import EvalResult, _abstention
@@ -290,7 +291,10 @@ def read_ranked_frame(path: Path, fmt: str | None = None) -> tuple[pl.DataFrame,
             with open(path, "rb") as handle:
                 data = handle.read(1 << 16)
         text = None if data[:4] == b"PAR1" else data.decode("utf-8", errors="replace")
-        fmt = detect_run_format(data, text)
+        try:
+            fmt = detect_run_format(data, text)
+        except InputError as exc:
+            raise InputError(exc.message, path=path) from None
     if fmt != "trec":
         return None
     frame = _read_trec_frame(path)

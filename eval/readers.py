@@ -300,6 +300,8 @@ def detect_run_format(data: bytes, text: str | None) -> str:
     if data[:4] == b"PAR1":
         return "parquet"
     assert text is not None
+    if not text.strip():
+        raise InputError("the run file is empty: it ranks nothing for any query")
     if _looks_like_json_object(text):
         return _json_kind(text, _RUN_MARKERS)
     first = _first_line(text)
@@ -330,6 +332,8 @@ def read_run(path: str | Path, fmt: str | None = None) -> Run:
     else:
         if text is None:
             raise InputError(f"a Parquet file cannot be read as {fmt}", path=path)
+        if not text.strip():
+            raise InputError("the run file is empty: it ranks nothing for any query", path=path)
         readers = {"trec": _run_trec, "jsonl": _run_jsonl, "csv": _run_csv, "json": _run_json}
         if fmt not in readers:
             raise InputError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from goldmine.eval.plot import gold_changes, metric_value, run_labels
-from goldmine.output import Col, console, table
+from goldmine.output import Col, console, print_whole, table
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -28,7 +28,7 @@ def _short(digest: str | None) -> str:
     return digest[:12] if digest else "-"
 
 
-def print_outcome(outcome: EvalOutcome, *, per_query: bool = False) -> None:
+def print_outcome(outcome: EvalOutcome, *, per_query: bool = False, verbose: bool = False) -> None:
     result = outcome.result
     gold = outcome.gold
     version = f" v{gold.version}" if gold.version is not None else ""
@@ -42,7 +42,7 @@ def print_outcome(outcome: EvalOutcome, *, per_query: bool = False) -> None:
     for name, value in result.summary.items():
         print(f"{display_name(name)} {value:.2f}")
     _print_reranker(outcome)
-    _print_counts(outcome)
+    _print_counts(outcome, verbose)
     if per_query:
         _print_per_query(outcome)
     if outcome.run_id is not None:
@@ -66,7 +66,7 @@ def _print_reranker(outcome: EvalOutcome) -> None:
     print(f"reading: {r['reading']}")
 
 
-def _print_counts(outcome: EvalOutcome) -> None:
+def _print_counts(outcome: EvalOutcome, verbose: bool = False) -> None:
     result = outcome.result
     if result.missing:
         shown = ", ".join(result.missing[:5]) + (" …" if len(result.missing) > 5 else "")
@@ -88,8 +88,9 @@ def _print_counts(outcome: EvalOutcome) -> None:
         print(
             f"no-answer queries (left out of the averages): {len(result.no_answer)}, "
             f"abstained on {abstained} ({abstained / len(result.no_answer):.0%})"
+            + ("" if verbose else "; each with --verbose or --json")
         )
-        for r in result.no_answer:
+        for r in result.no_answer if verbose else ():
             verdict = "abstained" if r.abstained else f"returned {r.returned}"
             print(
                 f"  {r.query_id}: {verdict}"
@@ -158,7 +159,9 @@ def _print_run_group(group: list[dict[str, Any]]) -> None:
     console().print(table(cols, rows, plain=True))
 
 
-def print_history(path: Path, rows: list[dict[str, str]], names: list[str]) -> None:
+def print_history(
+    path: Path, rows: list[dict[str, str]], names: list[str], fmt: str = "table"
+) -> None:
 
     if not rows:
         print(f"{path}: no runs yet")
@@ -183,8 +186,12 @@ def print_history(path: Path, rows: list[dict[str, str]], names: list[str]) -> N
                 *("-" if v is None else f"{v:.4f}" for v in values),
             ]
         )
+    if fmt == "tsv":  # for a script: every column whole, nothing else printed
+        for line in [header, *rows_out]:
+            print("\t".join(cell.replace("\t", " ") for cell in line))
+        return
     cols = [Col(h, justify="left" if j in (1, 2, 3) else "right") for j, h in enumerate(header)]
-    console().print(table(cols, rows_out, plain=True))
+    print_whole(table(cols, rows_out, plain=True))
     print(f"{len(rows)} runs in {path}")
     if changed:
         print(

@@ -227,12 +227,19 @@ def reading(recall_at_candidates: float, mrr: float, reranker: Reranker, opportu
             f"low recall@{kc}: not a ranking problem; the answers are not in the candidates "
             "(look at chunking, the embedding model, filters, the query)"
         )
-    if mrr < LOW_MRR:
-        return f"high recall@{kc} and low MRR: a ranking problem, a reranker is the fix"
+    kp = reranker.k_prompt
     if opportunity >= 10:
+        low = " and low MRR" if mrr < LOW_MRR else " and MRR"
         return (
-            f"high recall@{kc} and MRR, but {opportunity:.0f} per hundred miss the top "
-            f"{reranker.k_prompt}: a reranker (or a larger k sent to the model) would recover them"
+            f"high recall@{kc}{low}, but {opportunity:.0f} per hundred have their answer in the "
+            f"candidates and not in the top {kp}: a ranking problem, a reranker (or a larger k "
+            "sent to the model) would recover them"
+        )
+    if mrr < LOW_MRR:
+        return (
+            f"high recall@{kc} and low MRR, but the answers already reach the top {kp} "
+            f"({opportunity:.0f} per hundred miss it): they rank low inside the prompt; a "
+            "reranker would only reorder it, which matters if the model reads the first ones most"
         )
     return f"high recall@{kc} and MRR: the first stage already ranks answers into the prompt"
 

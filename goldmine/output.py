@@ -198,6 +198,22 @@ def fit_table(cols: list[Col], rows: list[list[str]], width: int | None = None) 
     )
 
 
+def print_whole(renderable: Any) -> None:
+    """Print a table whose columns must all stay whole (a history's metric columns differ only
+    past their first letters): in a terminal at its width, through a pipe or into a file at its
+    natural width, never cut to the COLUMNS of a terminal no one is looking at."""
+    out = console()
+    if sys.stdout.isatty():
+        out.print(renderable)
+        return
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    natural = Measurement.get(out, out.options.update(width=100_000), renderable).maximum
+    # A console of that width (print's own width= is capped at the console's).
+    Console(width=max(out.width, natural), highlight=False, soft_wrap=False).print(renderable)
+
+
 def table(
     columns: Sequence[str | Col],
     rows: Iterable[Sequence[Any]],
