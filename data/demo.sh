@@ -54,7 +54,8 @@ step "7. The next Monday: week 2 overlaps week 1, so only its new rows are store
 goldmine ingest searchlog data/sample/searchlog_week2.jsonl --redact
 goldmine ingest searchlog data/sample/searchlog_week1.jsonl --redact
 goldmine triage run
-goldmine triage show --new --uncovered --top 5
 goldmine status
+step "   what to label next: the uncovered clusters worth most (the set grows from here)"
+goldmine gold next --top 5
 
 step "Done. Everything is in $OUT/: the store, gold/v0001.jsonl, the history, compare.html, history.html"

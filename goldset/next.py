@@ -363,7 +363,7 @@ def cluster_information(con: duckdb.DuckDBPyConnection, top: int = 20) -> list[d
             FROM triage_clusters c LEFT JOIN gm_coverage k USING (cluster_id)"""
     ).fetchall()
     if not rows:
-        raise NotFoundError("no clusters: `goldmine triage run` first")
+        raise NotFoundError("no clusters: `goldmine triage run` first" + _compare_hint(con))
     covered = [np.asarray(r[4], dtype=np.float64) for r in rows if r[7] and r[4] is not None]
     known = _unit(np.vstack(covered)) if covered else None
     out = []
@@ -388,6 +388,21 @@ def cluster_information(con: duckdb.DuckDBPyConnection, top: int = 20) -> list[d
         )
     out.sort(key=lambda r: (-r["information"], -r["volume"], r["cluster_id"]))
     return out[:top]
+
+
+def _compare_hint(con: duckdb.DuckDBPyConnection) -> str:
+    """With no triage, what --for-compare could use: the store's eval runs, named."""
+    runs = con.execute(
+        "SELECT coalesce(label, run_source) FROM eval_runs ORDER BY run_id DESC LIMIT 4"
+    ).fetchall()
+    if not runs:
+        return ""
+    named = ", ".join(r[0] for r in runs)
+    return (
+        f"; or label what settles a comparison of two runs: `goldmine gold next --for-compare "
+        f"A.trec B.trec` (this store has eval runs {named}; a stored run keeps only its scores, "
+        "so write its ranking with `eval run … --save-run FILE`)"
+    )
 
 
 def _unit(matrix):

@@ -216,3 +216,24 @@ def test_uncovered_clusters_by_expected_information(store: Path) -> None:
     assert by_id[3]["information"] == pytest.approx(130 * by_id[3]["failure_rate"])
     infos = [r["information"] for r in rows]
     assert infos == sorted(infos, reverse=True)
+
+
+def test_gold_next_without_triage_names_for_compare_and_the_stored_runs(cli, tmp_path) -> None:
+    """Issue 27 item 16: `gold next --budget 20` on a store with two stored runs and no triage
+    said only "triage run first"; it names --for-compare and the runs it could use."""
+    from helpers import write_jsonl
+
+    db = tmp_path / "store.duckdb"
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl", [{"query_id": "q1", "query": "a", "relevant": ["d1"]}]
+    )
+    for name in ("bm25", "hybrid"):
+        run = tmp_path / f"{name}.trec"
+        run.write_text("q1 Q0 d1 1 1.0 x\n")
+        done = cli("eval", "run", "--gold", str(gold), "--run", str(run), "--label", name,
+                   "--db", str(db))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    out = cli("gold", "next", "--budget", "20", "--db", str(db))
+    assert out.returncode == 2
+    assert "--for-compare" in out.stderr and "hybrid, bm25" in out.stderr
+    assert "--save-run" in out.stderr
