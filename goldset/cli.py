@@ -83,37 +83,60 @@ def _table(title: str, columns: list[str], rows: list[list]) -> None:
 
 def starter(
     n: Annotated[int, typer.Option("--n", help="How many queries to propose.")] = 50,
+    by_source: Annotated[
+        str | None,
+        typer.Option(
+            "--by-source",
+            help="Places per source, e.g. searchlog=20,tickets=15 (default: in proportion to "
+            "each source's events, at least 1 each, 2 when --n >= 50).",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the hash ties break by.")] = 0,
     by: ByOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Propose a starter set covering head, tail, failures and awkward queries; says why."""
-    from goldmine.goldset.starter import starter as propose
+    """Propose a starter set covering head, tail, failures, awkward queries and every source;
+    says why, and what the set holds beside the traffic."""
+    from goldmine.goldset.starter import composition_rows, parse_by_source, propose
 
+    places = parse_by_source(by_source) if by_source is not None else None
     with _store(db) as con:
-        picks = propose(con, n, _user(by))
+        found = propose(con, n, _user(by), seed=seed, by_source=places)
+    picks = found.picks
     if as_json:
         print_json(
-            [
-                {
-                    "query_id": p.query_id,
-                    "query": p.query["query"],
-                    "reasons": p.reasons,
-                    "cluster_id": p.query["cluster_id"],
-                    "band": p.query["band"],
-                    "tags": p.query["tags"],
-                }
-                for p in picks
-            ]
+            {
+                "picks": [
+                    {
+                        "query_id": p.query_id,
+                        "query": p.query["query"],
+                        "reasons": p.reasons,
+                        "cluster_id": p.query["cluster_id"],
+                        "band": p.query["band"],
+                        "tags": p.query["tags"],
+                        "source": p.source,
+                        "failing": p.query["failing"],
+                    }
+                    for p in picks
+                ],
+                "composition": found.composition,
+            }
         )
         return
     _table(
         f"{len(picks)} new candidates",
-        ["query_id", "query", "why"],
-        [[p.query_id, p.query["query"], "; ".join(p.reasons)] for p in picks],
+        ["query_id", "query", "source", "why"],
+        [[p.query_id, p.query["query"], p.source, "; ".join(p.reasons)] for p in picks],
     )
     if not picks:
         info("nothing new to propose: every query triage knows is already in the set")
+        return
+    _table(
+        "composition: the set beside the traffic",
+        ["by", "value", "picks", "set", "traffic"],
+        composition_rows(found.composition),
+    )
 
 
 def add_query(

@@ -17,10 +17,24 @@ traffic. That is not coverage: `triage show` counts a cluster covered only once 
 verified or published (goldmine.gold.coverage_cte). A query that differs from one
 already picked only by digits or a letter or two (rapidfuzz ratio >= 90, digits masked) is left out:
 ticket subjects with order numbers are one query to a gold set.
+
+Ties never fall to the alphabet. A cluster is represented by its most central query (highest cosine
+to the centroid, `triage_assignments.similarity`, a variant taking its canonical's: the one `triage
+show` lists first), then the most frequent; what is still tied is ordered by a seeded hash of the
+normalized text (md5), and clusters of equal volume by their central query's hash. Cluster ids play
+no part, so two stores with the same traffic give the same set, and no letter is favoured.
+
+Places are spread over the sources present (searchlog, tickets, chat, manual, traces, ...) in
+proportion to their events, with at least one per source that has any (two when n >= 50), or as
+``--by-source`` says. Each pick fills a place of its main source (most events), else of another
+source it came from that still has room; a source whose places cannot be filled gives them back
+once nothing else is left. The set's composition (sources, bands, tags, failing) is reported
+beside the traffic's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from rapidfuzz import fuzz
 
-from goldmine.errors import NotFoundError
+from goldmine.errors import InputError, NotFoundError
 from goldmine.goldset.items import add_item, fetch_dicts, now
 from goldmine.goldset.provenance import origins
 from goldmine.store import transaction
@@ -43,6 +57,8 @@ HEAD_SHARE, TAIL_SHARE = 0.5, 0.9
 FAILING_RATE = 0.5
 NEAR_DUPLICATE = 90  # rapidfuzz ratio, digits masked: a closer query is not proposed as well
 _DIGITS = re.compile(r"\d")
+SEED = 0
+_BY_SOURCE = re.compile(r"^\s*([^=,\s]+)\s*=\s*(\d+)\s*$")
 
 
 def _shape(norm: str) -> str:
@@ -54,41 +70,107 @@ class Pick:
     query: dict
     reasons: list[str] = field(default_factory=list)
     query_id: str | None = None
+    source: str = ""  # the source whose place this pick fills
 
 
-def _queries(con: duckdb.DuckDBPyConnection) -> list[dict]:
-    """Triage's queries with their cluster's volume band; a query with no cluster is its own."""
+@dataclass
+class StarterSet:
+    picks: list[Pick]
+    composition: dict
+
+
+def tiebreak(norm: str, seed: int = SEED) -> str:
+    """The seeded hash ties are broken by: the same as the SQL's md5(norm_query || ':' || seed)."""
+    return hashlib.md5(f"{norm}:{seed}".encode()).hexdigest()
+
+
+# Each query's events per source; a store written before n_by_source counts its first source.
+_SOURCES = """
+    gm_src AS (
+        SELECT norm_query, e.key AS source, e.value AS n FROM (
+            SELECT norm_query, unnest(map_entries(coalesce(
+                       TRY_CAST(n_by_source AS MAP(VARCHAR, BIGINT)),
+                       map([coalesce(sources[1], 'unknown')], [n_events])))) AS e
+            FROM triage_queries))
+"""
+
+
+def _load(con: duckdb.DuckDBPyConnection, seed: int) -> None:
+    """``gm_starter``: triage's queries with their cluster key, centrality, seeded hash, rank in
+    their cluster, the cluster's volume band and the sources they came from, main one first."""
     n = con.execute("SELECT count(*) FROM triage_queries").fetchall()[0][0]
     if not n:
         raise NotFoundError(
             "triage has no queries yet: import traffic and run `goldmine triage run` first"
         )
-    return fetch_dicts(
-        con,
+    con.execute(
         f"""
-        WITH q AS (
+        CREATE OR REPLACE TEMP TABLE gm_starter AS
+        WITH {_SOURCES},
+        by_src AS (
+            SELECT norm_query, list(source ORDER BY n DESC, source) AS src_order FROM gm_src
+            GROUP BY norm_query
+        ),
+        sims AS (
+            -- a fuzzy variant has no similarity of its own: it stands where its canonical does
+            SELECT a.norm_query, coalesce(any_value(a.similarity), any_value(c.similarity)) AS sim
+            FROM triage_assignments a LEFT JOIN triage_assignments c
+                 ON c.norm_query = a.canonical_query
+            GROUP BY a.norm_query
+        ),
+        q AS (
             SELECT t.*, coalesce(CAST(t.cluster_id AS VARCHAR), 'q:' || t.norm_query) AS ckey,
-                   coalesce(c.volume, t.n_events) AS cvolume, c.label AS clabel
+                   coalesce(c.volume, t.n_events) AS cvolume, c.label AS clabel,
+                   s.sim AS centrality, md5(t.norm_query || ':' || $seed) AS qhash,
+                   b.src_order, b.src_order[1] AS source
             FROM triage_queries t LEFT JOIN triage_clusters c USING (cluster_id)
+            LEFT JOIN sims s USING (norm_query) JOIN by_src b USING (norm_query)
+        ),
+        ranked AS (
+            SELECT *, row_number() OVER (PARTITION BY ckey
+                ORDER BY centrality DESC NULLS LAST, n_events DESC, qhash) AS qrank
+            FROM q
         ),
         clusters AS (
-            SELECT ckey, any_value(cvolume) AS cvolume FROM q GROUP BY ckey
+            SELECT ckey, any_value(cvolume) AS cvolume, min(qhash) FILTER (qrank = 1) AS chash
+            FROM ranked GROUP BY ckey
         ),
         banded AS (
             SELECT ckey, cvolume,
-                   (sum(cvolume) OVER (ORDER BY cvolume DESC, ckey
+                   (sum(cvolume) OVER (ORDER BY cvolume DESC, chash
                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
                    / sum(cvolume) OVER () AS share_before,
-                   row_number() OVER (ORDER BY cvolume DESC, ckey) AS crank
+                   row_number() OVER (ORDER BY cvolume DESC, chash) AS crank
             FROM clusters
         )
-        SELECT q.*, b.crank,
+        SELECT r.*, b.crank,
                CASE WHEN coalesce(b.share_before, 0) < {HEAD_SHARE} THEN 'head'
-                    WHEN b.share_before >= {TAIL_SHARE} THEN 'tail' ELSE 'torso' END AS band
-        FROM q JOIN banded b USING (ckey)
-        ORDER BY q.n_events DESC, q.norm_query
+                    WHEN b.share_before >= {TAIL_SHARE} THEN 'tail' ELSE 'torso' END AS band,
+               r.n_failed > 0 AND r.failure_rate >= {FAILING_RATE} AS failing
+        FROM ranked r JOIN banded b USING (ckey)
         """,
+        {"seed": str(seed)},
     )
+
+
+def _queries(con: duckdb.DuckDBPyConnection, seed: int = SEED) -> list[dict]:
+    """Triage's queries with their cluster's volume band; a query with no cluster is its own."""
+    _load(con, seed)
+    return fetch_dicts(con, "SELECT * FROM gm_starter ORDER BY n_events DESC, qrank, qhash")
+
+
+def _traffic(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, int]]:
+    """Events per source, band, tag and failing or not over all of triage's queries."""
+    out: dict[str, dict[str, int]] = {"sources": {}, "bands": {}, "tags": {}, "failing": {}}
+    for kind, sql in (
+        ("sources", f"WITH {_SOURCES} SELECT source, sum(n) FROM gm_src GROUP BY ALL"),
+        ("bands", "SELECT band, sum(n_events) FROM gm_starter GROUP BY ALL"),
+        ("tags", "SELECT tag, sum(n) FROM (SELECT unnest(tags) AS tag, n_events AS n"
+                 " FROM gm_starter) GROUP BY ALL"),
+        ("failing", "SELECT failing::VARCHAR, sum(n_events) FROM gm_starter GROUP BY ALL"),
+    ):
+        out[kind] = {str(k): int(v) for k, v in con.execute(sql).fetchall()}
+    return out
 
 
 def _in_set(con: duckdb.DuckDBPyConnection) -> tuple[set[str], set[str], set[str]]:
@@ -104,15 +186,85 @@ def _describe(q: dict) -> str:
     return f"{q['n_events']} events, {q['failure_rate']:.0%} failed"
 
 
+def parse_by_source(spec: str) -> dict[str, int]:
+    """``searchlog=20,tickets=15`` as {source: places}; anything else is one line of error."""
+    out: dict[str, int] = {}
+    for part in spec.split(","):
+        m = _BY_SOURCE.match(part)
+        if not m:
+            raise InputError(
+                f"--by-source wants source=places pairs separated by commas "
+                f"(e.g. searchlog=20,tickets=15); {part.strip()!r} is not one"
+            )
+        if m[1] in out:
+            raise InputError(f"--by-source names {m[1]} twice")
+        out[m[1]] = int(m[2])
+    return out
+
+
+def _apportion(weights: dict[str, int], places: int) -> dict[str, int]:
+    """``places`` split in proportion to ``weights`` by largest remainder (ties by name)."""
+    total = sum(weights.values())
+    if not weights or places <= 0 or not total:
+        return {s: 0 for s in weights}
+    exact = {s: places * w / total for s, w in weights.items()}
+    out = {s: int(x) for s, x in exact.items()}
+    rest = sorted(weights, key=lambda s: (-(exact[s] - out[s]), -weights[s], s))
+    for s in rest[: places - sum(out.values())]:
+        out[s] += 1
+    return out
+
+
+def quotas(traffic: dict[str, int], n: int, by_source: dict[str, int] | None = None) -> dict:
+    """Places per source: ``by_source`` as given (the rest spread over the sources it does not
+    name), else in proportion to events with at least one per source (two when n >= 50)."""
+    if by_source:
+        unknown = sorted(set(by_source) - set(traffic))
+        if unknown:
+            raise InputError(
+                f"--by-source names {', '.join(unknown)}, which has no triaged traffic; "
+                f"the traffic's sources: {', '.join(sorted(traffic)) or 'none'}"
+            )
+        asked = sum(by_source.values())
+        if asked > n:
+            raise InputError(f"--by-source asks for {asked} places but --n is {n}: raise --n")
+        rest = {s: w for s, w in traffic.items() if s not in by_source}
+        return {**by_source, **_apportion(rest, n - asked)}
+    floor = 2 if n >= 50 else 1
+    out = _apportion(traffic, n)
+    # Raise the small sources to the floor, largest traffic first while places last, taking
+    # each place from the source with the most places above the floor.
+    for s in sorted(traffic, key=lambda s: (-traffic[s], s)):
+        while out[s] < floor:
+            donors = [d for d in out if out[d] > floor and d != s]
+            if not donors:
+                break
+            donor = max(donors, key=lambda d: (out[d] - floor, traffic[d], d))
+            out[donor] -= 1
+            out[s] += 1
+    return out
+
+
 def choose(
-    queries: list[dict], n: int, used_clusters: set[str], held: set[str], held_tags: set[str]
+    queries: list[dict],
+    n: int,
+    used_clusters: set[str],
+    held: set[str],
+    held_tags: set[str],
+    places: dict[str, int] | None = None,
+    seed: int = SEED,
 ) -> list[Pick]:
-    """The picks, in order, with why each was picked. Pure: no store access."""
+    """The picks, in order, with why each was picked. Pure: no store access.
+
+    ``places``: how many picks each source may fill; None for no limit."""
+    queries = [_with_defaults(q, seed) for q in queries]
     pool = [q for q in queries if q["norm_query"] not in held]
     picks: list[Pick] = []
     taken: set[str] = set()
     used = set(used_clusters)
     large = {q["ckey"] for q in queries if q["band"] in ("head", "torso")}
+    limits = dict(places) if places is not None else None
+    filled: dict[str, int] = {}
 
     picked: list[str] = []
     rounds: dict[str, int] = {}
@@ -121,10 +273,16 @@ def choose(
         # "change the address on order NW-1085" and "... NW-1244" are one query for a gold set.
         return any(fuzz.ratio(_shape(norm), _shape(p)) >= NEAR_DUPLICATE for p in picked)
 
+    def slot(q: dict) -> str | None:
+        """The source whose place ``q`` would fill: its main one, else another with room."""
+        if limits is None:
+            return q["source"]
+        return next((s for s in q["src_order"] if filled.get(s, 0) < limits.get(s, 0)), None)
+
     def take(candidates: list[dict], reason: str, *, coverage: bool) -> bool:
         choice = fallback = None
         for q in candidates:
-            if q["norm_query"] in taken or near_duplicate(q["norm_query"]):
+            if q["norm_query"] in taken or slot(q) is None or near_duplicate(q["norm_query"]):
                 continue
             if q["ckey"] not in used:
                 choice = q
@@ -136,7 +294,9 @@ def choose(
             return False
         if rounds.get(choice["ckey"]):
             reason += f", another variant in cluster {choice['cluster_id']}"
-        picks.append(Pick(choice, [reason]))
+        source = slot(choice) or choice["source"]
+        picks.append(Pick(choice, [reason], source=source))
+        filled[source] = filled.get(source, 0) + 1
         taken.add(choice["norm_query"])
         picked.append(choice["norm_query"])
         used.add(choice["ckey"])
@@ -157,31 +317,37 @@ def choose(
             continue
         in_band = [q for q in pool if q["band"] == band]
         if band == "tail":
-            in_band.sort(key=lambda q: (-q["failure_rate"], q["n_events"], q["norm_query"]))
+            in_band.sort(key=lambda q: (-q["failure_rate"], q["n_events"], q["qrank"], q["qhash"]))
         take(in_band, f"{band} of the traffic", coverage=True)
     failing = sorted(
         (q for q in pool if q["n_failed"] and q["failure_rate"] >= FAILING_RATE),
-        key=lambda q: (-q["n_failed"], -q["failure_rate"], q["norm_query"]),
+        key=lambda q: (-q["n_failed"], -q["failure_rate"], q["qrank"], q["qhash"]),
     )
     if len(picks) < n and failing and not any(p.query in failing for p in picks):
         take(failing, "failure", coverage=True)
 
-    head = sorted(pool, key=lambda q: (q["crank"], -q["n_events"], q["norm_query"]))
-    tail = sorted(
-        pool, key=lambda q: (-q["crank"], -q["failure_rate"], -q["n_events"], q["norm_query"])
-    )
+    head = sorted(pool, key=lambda q: (q["crank"], q["qrank"]))
+    tail = sorted(pool, key=lambda q: (-q["crank"], -q["failure_rate"], -q["n_events"], q["qrank"]))
     queues = [(head, "next largest cluster"), (failing, "failure"), (tail, "small cluster")]
     while len(picks) < n:
         progressed = False
         for queue, reason in queues:
             if len(picks) < n and take(queue, reason, coverage=False):
                 progressed = True
-        if not progressed:
-            if not any(
-                q["norm_query"] not in taken and not near_duplicate(q["norm_query"]) for q in pool
-            ):
-                break
+        if progressed:
+            continue
+        left = [
+            q for q in pool if q["norm_query"] not in taken and not near_duplicate(q["norm_query"])
+        ]
+        if not left:
+            break
+        if used and any(slot(q) for q in left):
             # Every cluster has its place: a new round, where each may take one more.
+            used = set()
+        elif limits is not None:
+            # The sources with room have nothing left: their places go to the others.
+            limits = None
+        else:
             used = set()
     for p in picks:
         q = p.query
@@ -192,11 +358,84 @@ def choose(
     return picks
 
 
-def starter(con: duckdb.DuckDBPyConnection, n: int, by: str) -> list[Pick]:
-    """Propose up to ``n`` new candidates covering the traffic; writes them in one transaction."""
-    queries = _queries(con)
+def _with_defaults(q: dict, seed: int) -> dict:
+    """A query as ``choose`` reads it: rank, hash and sources filled in where a caller (a test's
+    hand-made rows) gave none."""
+    source = q.get("source") or ((q.get("sources") or ["unknown"])[0])
+    return {
+        "qrank": 1,
+        "qhash": tiebreak(q["norm_query"], seed),
+        "src_order": [source],
+        **q,
+        "source": source,
+    }
+
+
+def composition(picks: list[Pick], traffic: dict[str, dict[str, int]]) -> dict:
+    """What the picks stand for beside what the traffic holds: per source (the place each
+    fills), volume band, tag and failing or not, a count and share of picks beside a share of
+    events."""
+    total = sum(traffic["bands"].values()) or 1
+    n = len(picks) or 1
+
+    def rows(kind: str, counted: dict[str, int], names: list[str]) -> dict:
+        return {
+            k: {
+                "picks": counted.get(k, 0),
+                "share": round(counted.get(k, 0) / n, 4),
+                "traffic_share": round(traffic[kind].get(k, 0) / total, 4),
+            }
+            for k in names
+        }
+
+    def count(keys: list[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for k in keys:
+            out[k] = out.get(k, 0) + 1
+        return out
+
+    by_events = sorted(traffic["sources"], key=lambda s: (-traffic["sources"][s], s))
+    tags = [t for t in AWKWARD_TAGS if t in traffic["tags"]]
+    failing = rows(
+        "failing", count([str(bool(p.query["failing"])).lower() for p in picks]), ["true"]
+    )["true"]
+    return {
+        "sources": rows("sources", count([p.source for p in picks]), by_events),
+        "bands": rows("bands", count([p.query["band"] for p in picks]), list(BANDS)),
+        "tags": rows("tags", count([t for p in picks for t in (p.query["tags"] or [])]), tags),
+        "failing": failing,
+    }
+
+
+def composition_rows(mix: dict) -> list[list[str]]:
+    """The composition as table rows: what, picks, share of the set, share of the traffic."""
+    out = []
+    for kind in ("sources", "bands", "tags"):
+        for name, r in mix[kind].items():
+            out.append([kind[:-1], name, str(r["picks"]), f"{r['share']:.0%}",
+                        f"{r['traffic_share']:.0%}"])  # fmt: skip
+    f = mix["failing"]
+    out.append(["failing", "yes", str(f["picks"]), f"{f['share']:.0%}",
+                f"{f['traffic_share']:.0%}"])  # fmt: skip
+    return out
+
+
+def propose(
+    con: duckdb.DuckDBPyConnection,
+    n: int,
+    by: str,
+    *,
+    seed: int = SEED,
+    by_source: dict[str, int] | None = None,
+) -> StarterSet:
+    """Propose up to ``n`` new candidates covering the traffic, spread over its sources; writes
+    them in one transaction and returns them with the set's composition beside the traffic's."""
+    queries = _queries(con, seed)
+    traffic = _traffic(con)
+    con.execute("DROP TABLE IF EXISTS gm_starter")
     held, used_clusters, held_tags = _in_set(con)
-    picks = choose(queries, n, used_clusters, held, held_tags)
+    places = quotas(traffic["sources"], n, by_source)
+    picks = choose(queries, n, used_clusters, held, held_tags, places, seed)
     found = origins(
         con,
         [p.query["norm_query"] for p in picks],
@@ -222,7 +461,13 @@ def starter(con: duckdb.DuckDBPyConnection, n: int, by: str) -> list[Pick]:
                 context=origin.context,
                 at=at,
             )
-    return [p for p in picks if p.query_id]
+    added = [p for p in picks if p.query_id]
+    return StarterSet(added, composition(added, traffic))
+
+
+def starter(con: duckdb.DuckDBPyConnection, n: int, by: str, **kw) -> list[Pick]:
+    """``propose``'s picks alone."""
+    return propose(con, n, by, **kw).picks
 
 
 def add_queries(
@@ -241,11 +486,14 @@ def add_queries(
 
     wanted: list[tuple[str, dict | None, str]] = []
     for cluster_id in clusters:
+        # The representative `triage show` lists first: the most central, then most frequent.
         rows = fetch_dicts(
             con,
-            "SELECT * FROM triage_queries WHERE cluster_id = ?"
-            " ORDER BY n_events DESC, norm_query LIMIT 1",
-            [cluster_id],
+            """SELECT q.* FROM triage_queries q LEFT JOIN triage_assignments a USING (norm_query)
+               WHERE q.cluster_id = ?
+               ORDER BY a.similarity DESC NULLS LAST, q.n_events DESC,
+                        md5(q.norm_query || ':' || ?) LIMIT 1""",
+            [cluster_id, str(SEED)],
         )
         if not rows:
             raise NotFoundError(f"no triage cluster {cluster_id} (see `goldmine triage show`)")

@@ -91,14 +91,15 @@ def test_choose_spreads_one_per_cluster_when_there_is_room() -> None:
 
 
 def test_rerunning_starter_proposes_only_what_is_new(cli, store: Path) -> None:
-    first = json.loads(gold(cli, store, "starter", "--n", "5", "--json").stdout)
-    second = json.loads(gold(cli, store, "starter", "--n", "5", "--json").stdout)
+    def picks(n: str) -> list[dict]:
+        return json.loads(gold(cli, store, "starter", "--n", n, "--json").stdout)["picks"]
+
+    first, second = picks("5"), picks("5")
     assert len(first) == len(second) == 5
     assert not {p["query_id"] for p in first} & {p["query_id"] for p in second}
-    rest = json.loads(gold(cli, store, "starter", "--n", "50", "--json").stdout)
+    rest = picks("50")
     assert len(rest) == len(QUERIES) - 10
-    again = gold(cli, store, "starter", "--json")
-    assert json.loads(again.stdout) == []
+    assert picks("50") == []
 
 
 def test_add_query_by_text_and_cluster_keeps_provenance(cli, store: Path) -> None:
