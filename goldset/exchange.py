@@ -677,19 +677,23 @@ def _grade_history(rows: list[tuple[str, str, int]], path: Path, by: str, at: da
     ]  # fmt: skip
 
 
-# Each matched judgment against the item's: 'same' as a person's label (a "no answer" item
-# counts its unlabelled chunks 0), 'different' from it, or 'new' (no label on that chunk yet; a
+# A person's grade of a chunk: their label, or, while it waits for adjudication, the grade its
+# candidate carries (``items.reopen``), so a file imported again finds the dispute, not a gap.
+_HELD = """(SELECT query_id, chunk_id, who,
+                  CASE WHEN kind = 'label' THEN grade ELSE suggested_grade END AS held
+           FROM gold_labels WHERE kind = 'label' OR source = 'dispute')"""
+# Each matched judgment against the item's: 'same' as a person's grade (a "no answer" item
+# counts its unlabelled chunks 0), 'different' from it, or 'new' (no grade on that chunk yet; a
 # draft there is replaced). A rejected item is left as a person rejected it.
-_CLASSIFY_SQL = """
-    SELECT n.query_id, n.chunk_id, n.grade, l.grade AS held,
+_CLASSIFY_SQL = f"""
+    SELECT n.query_id, n.chunk_id, n.grade, l.held,
            coalesce(l.who, i.verified_by, 'unknown') AS who,
-           CASE WHEN l.grade = n.grade OR (l.grade IS NULL AND i.no_answer AND n.grade = 0)
+           CASE WHEN l.held = n.grade OR (l.held IS NULL AND i.no_answer AND n.grade = 0)
                      THEN 'same'
-                WHEN l.grade IS NOT NULL OR i.no_answer THEN 'different'
+                WHEN l.held IS NOT NULL OR i.no_answer THEN 'different'
                 ELSE 'new' END AS kind
     FROM gold_import_labels n JOIN gold_items i USING (query_id)
-    LEFT JOIN gold_labels l
-      ON l.query_id = n.query_id AND l.chunk_id = n.chunk_id AND l.kind = 'label'
+    LEFT JOIN {_HELD} l USING (query_id, chunk_id)
     WHERE i.status != 'rejected'
     ORDER BY n.query_id, n.chunk_id
 """
@@ -736,7 +740,8 @@ def _join_matched(job: _Job, matched: list[tuple[str, GoldQuery]]) -> None:
         sides.setdefault(who, {})[c] = 0 if held is None else held
         sides.setdefault(origin, {})[c] = g
     for qid, sides in disputes.items():
-        result.disputed += dispute(con, qid, sides, by, f"{origin} differs from a person's grade")
+        why = f"{origin} differs from a person's grade"
+        result.disputed += dispute(con, qid, sides, by, why, source=origin)
     if result.disputed:
         waits = "query waits" if result.disputed == 1 else "queries wait"
         result.notes.append(
@@ -755,8 +760,8 @@ def _no_answers(job: _Job, matched: list[tuple[str, GoldQuery]]) -> None:
         if item["status"] == "rejected" or item["no_answer"]:
             continue
         answers = con.execute(
-            "SELECT chunk_id, grade, coalesce(who, 'unknown') FROM gold_labels"
-            " WHERE query_id = ? AND kind = 'label' AND grade > 0 ORDER BY chunk_id",
+            f"SELECT chunk_id, held, coalesce(who, 'unknown') FROM {_HELD}"
+            " WHERE query_id = ? AND held > 0 ORDER BY chunk_id",
             [qid],
         ).fetchall()
         if not answers:
@@ -767,7 +772,7 @@ def _no_answers(job: _Job, matched: list[tuple[str, GoldQuery]]) -> None:
         for chunk_id, grade, who in answers:
             sides.setdefault(who, {})[chunk_id] = grade
         why = f"{origin} says no answer where a person graded answers"
-        result.disputed += dispute(con, qid, sides, by, why)
+        result.disputed += dispute(con, qid, sides, by, why, source=origin)
 
 
 def restore_version(con: duckdb.DuckDBPyConnection, path: Path) -> Imported:

@@ -371,19 +371,45 @@ def settle(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=None) -
     return decided
 
 
-def reopen(con: duckdb.DuckDBPyConnection, query_id: str, by: str, why: str, *, at=None) -> None:
-    """A verified item in dispute is undecided again until a person decides it (adjudication):
-    its labels stay as they are, and the next grade given to it settles it."""
-    item = get_item(con, query_id)
-    if item["status"] != "verified":
-        return
+def reopen(
+    con: duckdb.DuckDBPyConnection,
+    query_id: str,
+    chunk_ids: list[str],
+    by: str,
+    why: str,
+    *,
+    source: str = "dispute",
+    at=None,
+) -> None:
+    """Put decided chunks back to a person (adjudication): each one's label becomes a candidate
+    carrying its grade (``suggested_grade``) and who gave it, as ``gold stale`` does; a chunk a
+    "no answer" item has no label for comes back suggested 0, and "no answer" is lifted. The
+    next grade given to each chunk decides it; ``settle`` keeps the item open until then."""
+    get_item(con, query_id)
     at = at or now()
+    snapshot_id, _ = current_snapshot(con)
     con.execute(
-        "UPDATE gold_items SET status = 'drafted', verified_by = NULL, verified_at = NULL,"
-        " updated_at = ? WHERE query_id = ?",
+        """UPDATE gold_labels SET kind = 'draft', suggested_grade = grade, grade = NULL,
+               rank = NULL, score = NULL, source = ?
+           WHERE query_id = ? AND kind = 'label' AND list_contains(?, chunk_id)""",
+        [source, query_id, chunk_ids],
+    )
+    con.execute(
+        """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, source, text_hash,
+               snapshot_id, who, ts)
+           SELECT ?, w.chunk_id, 'draft', 0, ?, c.text_hash, c.snapshot_id,
+                  (SELECT verified_by FROM gold_items WHERE query_id = ?), ?
+           FROM (SELECT unnest(?::VARCHAR[]) AS chunk_id) w
+           LEFT JOIN chunks c ON c.snapshot_id = ? AND c.chunk_id = w.chunk_id
+           WHERE w.chunk_id NOT IN (SELECT chunk_id FROM gold_labels WHERE query_id = ?)""",
+        [query_id, source, query_id, at, chunk_ids, snapshot_id, query_id],
+    )
+    con.execute(
+        "UPDATE gold_items SET no_answer = false, updated_at = ? WHERE query_id = ?",
         [at, query_id],
     )
-    record(con, query_id, "status", by, {"status": "drafted", "why": why}, at)
+    record(con, query_id, "reopen", by, {"chunk_ids": sorted(chunk_ids), "why": why}, at)
+    settle(con, query_id, by, at=at)
 
 
 def verify(con: duckdb.DuckDBPyConnection, query_id: str, by: str, *, at=None) -> bool:

@@ -240,21 +240,26 @@ def all_ratings(con: duckdb.DuckDBPyConnection, qid: str) -> dict[str, dict[str 
     return out
 
 
-def dispute(con: duckdb.DuckDBPyConnection, qid: str, judged: dict, by: str, why: str) -> bool:
+def dispute(
+    con: duckdb.DuckDBPyConnection, qid: str, judged: dict, by: str, why: str, *, source: str
+) -> bool:
     """Send an item to adjudication: ``judged`` is each side's grades (rater -> chunk -> grade,
-    ``NO_ANSWER`` for "no answer"), e.g. the person's against ``import:FILE``'s. Nobody's grades
-    are written; the item is undecided until an adjudicator grades it. The same dispute again
-    (the same file imported twice) records nothing. Returns whether it was recorded."""
-    detail = json.dumps(judged, sort_keys=True)
-    seen = con.execute(
-        "SELECT count(*) FROM gold_disagreements WHERE query_id = ? AND detail = ?", [qid, detail]
-    ).fetchall()[0][0]
-    if seen:
+    ``NO_ANSWER`` for "no answer"), e.g. the person's against ``source``'s (``import:FILE``).
+    Neither side's grade is written: the chunks in dispute become candidates again, carrying
+    the person's grade (``items.reopen``), until an adjudicator grades them. What ``source``
+    said once is disputed once: imported again, before or after the adjudicator decided, it
+    records nothing. Returns whether it was recorded."""
+    earlier = con.execute(
+        "SELECT detail FROM gold_disagreements WHERE query_id = ?", [qid]
+    ).fetchall()
+    if any(json.loads(d or "{}").get(source) == judged[source] for (d,) in earlier):
         return False
     at = gi.now()
+    detail = json.dumps(judged, sort_keys=True)
     con.execute("INSERT INTO gold_disagreements VALUES (?, ?, ?)", [qid, at, detail])
     gi.record(con, qid, "disagree", by, {"ratings": judged, "why": why}, at)
-    gi.reopen(con, qid, by, why, at=at)
+    chunks = sorted({c for grades in judged.values() for c in grades if c != NO_ANSWER})
+    gi.reopen(con, qid, chunks, by, why, at=at)
     return True
 
 

@@ -159,10 +159,13 @@ def test_a_differing_grade_waits_for_adjudication_with_its_source(hand_labelled)
     db, q1 = hand_labelled["db"], hand_labelled["ids"][0]
     _import(db, hand_labelled["folder"])
     with open_store(db) as con:
-        labels = {lab["chunk_id"]: lab for lab in gi.labels_of(con, q1, "label")}
-        # ana's grade stands; the file's new chunks are added beside it.
-        assert labels["12"]["grade"] == 2 and labels["12"]["who"] == "ana"
-        assert labels["29"]["grade"] == 2
+        labels = {lab["chunk_id"]: lab for lab in gi.labels_of(con, q1)}
+        # Neither grade is written over the other: chunk 12 is a candidate again carrying ana's
+        # grade, for an adjudicator to decide; the file's new chunks are added beside it.
+        assert labels["12"]["kind"] == "draft" and labels["12"]["grade"] is None
+        assert labels["12"]["suggested_grade"] == 2 and labels["12"]["who"] == "ana"
+        assert labels["184"]["grade"] == 2 and labels["184"]["who"] == "ana"
+        assert labels["29"]["grade"] == 2 and labels["29"]["kind"] == "label"
         assert [w["query_id"] for w in raters.waiting_adjudication(con)] == [q1]
         seen = raters.all_ratings(con, q1)
         assert seen["ana"]["12"] == 2
@@ -178,6 +181,7 @@ def test_a_differing_grade_waits_for_adjudication_with_its_source(hand_labelled)
     view = ReviewSession(db, "dana", QueueFilter(adjudicate=True)).view()
     assert view is not None and view.item["query_id"] == q1
     assert view.ratings["import:cranqrel"] == {"12": 1} and view.ratings["ana"] == {"12": 2}
+    assert view.current is not None and view.current["chunk_id"] == "12"
     plain = ReviewSession(db, "ben").view()
     assert plain is None or plain.item["query_id"] != q1
     with open_store(db) as con:
@@ -194,11 +198,20 @@ def test_importing_the_same_file_again_changes_nothing(hand_labelled) -> None:
     with open_store(db) as con:
         before = con.execute("SELECT count(*) FROM gold_history").fetchall()[0][0]
     again = _import(db, folder)
-    assert (again.added, again.matched, again.labels_new) == (0, 225, 0)
+    assert (again.added, again.matched, again.labels_new, again.disputed) == (0, 225, 0, 0)
     assert again.labels_same == 1837 - 1 and again.labels_different == 1
     with open_store(db) as con:
         assert con.execute("SELECT count(*) FROM gold_history").fetchall()[0][0] == before
         assert con.execute("SELECT count(*) FROM gold_items").fetchall()[0][0] == 225
+        # Once decided (here for ana's grade), the same file does not dispute it again.
+        with transaction(con):
+            gi.label(con, hand_labelled["ids"][0], {"12": 2}, by="dana")
+        decided = con.execute("SELECT count(*) FROM gold_history").fetchall()[0][0]
+    third = _import(db, folder)
+    assert (third.labels_different, third.disputed) == (1, 0)
+    with open_store(db) as con:
+        assert con.execute("SELECT count(*) FROM gold_history").fetchall()[0][0] == decided
+        assert gi.get_item(con, hand_labelled["ids"][0])["status"] == "verified"
 
 
 def test_the_report_names_matched_and_label_counts(cli, hand_labelled) -> None:
@@ -233,6 +246,8 @@ def test_a_files_no_answer_joins_open_items_and_disputes_a_persons_answer(tmp_pa
         assert gi.get_item(con, open_id)["status"] == "verified"
         assert gi.get_item(con, open_id)["no_answer"]
         assert gi.get_item(con, answered)["status"] == "drafted"
+        assert [(c["chunk_id"], c["kind"], c["suggested_grade"])
+                for c in gi.labels_of(con, answered)] == [("kb-1", "draft", 2)]  # fmt: skip
         seen = raters.all_ratings(con, answered)
         assert seen["import:gold.jsonl"] == {None: 1} and seen["ana"] == {"kb-1": 2}
         assert con.execute("SELECT count(*) FROM gold_items").fetchall()[0][0] == 2
