@@ -28,7 +28,7 @@ import duckdb
 from goldmine.errors import InputError
 from goldmine.ingest.files import run_sql
 
-FORMATS = ("session_xml", "clicklog")
+FORMATS = ("session_xml", "clicklog", "analytics")
 
 # Columns that hold one click per row (a clicked document, or the rank clicked): their presence
 # tells a click-level export from an event-level log (whose clicks are a list per search).
@@ -51,7 +51,19 @@ def sniff(head: bytes, suffix: str) -> str | None:
         return "session_xml"
     if suffix in (".json", ".jsonl", ".ndjson", ".parquet", ".pq", ".xml"):
         return None
-    return "clicklog" if clicklog_columns(_header(head)) else None
+    if clicklog_columns(_header(head)):
+        return "clicklog"
+    from goldmine.ingest.analytics import columns
+
+    return "analytics" if columns(_header(head)) else None
+
+
+def header(path: Path, compression: str) -> list[str]:
+    """The column names of a delimited file's first line."""
+    from goldmine.ingest.scan import open_compressed
+
+    with open_compressed(path, compression) as handle:
+        return _header(handle.read(1 << 16))
 
 
 def xml_root(head: bytes) -> str:
@@ -61,7 +73,10 @@ def xml_root(head: bytes) -> str:
 
 def _header(head: bytes) -> list[str]:
     line = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r")
-    return next(csv.reader([line], delimiter=_delimiter(head)), [])
+    try:
+        return next(csv.reader([line], delimiter=_delimiter(head)), [])
+    except csv.Error:  # a CR or NUL inside the line: no header of a log this module reads
+        return []
 
 
 def _delimiter(head: bytes) -> str:
@@ -98,6 +113,10 @@ def read(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, compression: str)
         head = handle.read(1 << 16)
     if fmt == "session_xml":
         _read_session_xml(con, path, compression, xml_root(head))
+    elif fmt == "analytics":  # read as any CSV; ingest.analytics maps its columns
+        from goldmine.ingest.files import InputFile, read_raw
+
+        read_raw(con, InputFile(path, "csv", compression))
     else:
         cols = clicklog_columns(_header(head))
         if cols is None:

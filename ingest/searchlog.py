@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 
 from goldmine.errors import InputError
-from goldmine.ingest import batch
+from goldmine.ingest import analytics, batch
 from goldmine.ingest.batch import LINE_HASH, ImportResult, Target
 from goldmine.ingest.fields import field_access, ids, resolve_fields, typ, val
 from goldmine.ingest.files import InputFile
@@ -22,6 +22,7 @@ from goldmine.ingest.logformats import (
     AmbiguousDates,
     check_dates,
     check_ts_format,
+    header,
 )
 from goldmine.ingest.redact import Redactor
 
@@ -213,6 +214,9 @@ def run(
     check_ts_format(con, ts_format)
     files = []
     for item in items:
+        if item.format == "analytics":
+            files.extend(_analytics(con, item, redactor, options).files)
+            continue
         try:
             got = batch.run(con, target(mapping, ts_format=ts_format), [item], redactor, options)
         except AmbiguousDates as found:
@@ -228,3 +232,15 @@ def run(
             got = batch.run(con, again, [item], redactor, read)
         files.extend(got.files)
     return ImportResult(files)
+
+
+def _analytics(con, item: InputFile, redactor: Redactor, options: dict[str, Any]) -> ImportResult:
+    """An aggregated export: its rows are summaries (ingest.analytics), not events."""
+    found = analytics.columns(header(item.path, item.compression))
+    if found is None:
+        raise InputError(
+            "not an aggregated search export: its header names no query column and no count "
+            "(count, searches, impressions, …)",
+            path=item.path,
+        )
+    return batch.run(con, analytics.target(found), [item], redactor, options)

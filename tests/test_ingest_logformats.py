@@ -245,3 +245,77 @@ def test_a_wrong_ts_format_is_one_line(tmp_path, db_path, cli, bad):
     result = _ingest(cli, db_path, str(log), "--ts-format", bad)
     assert result.returncode == 2
     assert result.stderr.startswith("error: ") and "--ts-format" in result.stderr
+
+
+# --- aggregated analytics ---------------------------------------------------------------------
+
+
+def _triage_queries(db: Path) -> dict[str, tuple]:
+    from goldmine.triage.events import aggregate_queries
+
+    with open_store(db) as con:
+        with transaction(con):
+            build_events(con)
+            aggregate_queries(con)
+        rows = con.execute(
+            "SELECT norm_query, n_events, n_zero_results, n_no_click, n_failed, sources "
+            "FROM triage_queries"
+        ).fetchall()
+    return {r[0]: r[1:] for r in rows}
+
+
+def test_site_search_analytics_rows_stand_for_their_counts(tmp_path, db_path, cli):
+    export = tmp_path / "site-search.csv"
+    export.write_text(
+        "Search Term,Total Searches,Searches with No Results,Click-through Rate\n"
+        "refund status,120,0,45%\n"
+        'cancel order,"1,080",20,0.25\n'
+        "Vérifier Commande,10,10,0%\n"
+        ",5,0,0%\n"
+        "gift card,abc,0,0\n",
+        encoding="utf-8",
+    )
+    result = _ingest(cli, db_path, str(export))
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["files"][0]["format"] == "analytics"
+    assert out["total"] == {"rows_in": 5, "stored": 3, "rejected": 2, "already_present": 0}
+    with open_store(db_path) as con:
+        rejects = con.execute("SELECT line, reason FROM rejects ORDER BY line").fetchall()
+    assert rejects == [(5, "missing query"), (6, "wrong type: count is not a number: abc")]
+    got = _triage_queries(db_path)
+    # 45% of 120 searches clicked: 66 without a click; 25% of 1,080 clicked, 20 showed nothing.
+    assert got["refund status"] == (120, 0, 66, 66, ["analytics"])
+    assert got["cancel order"] == (1080, 20, 790, 810, ["analytics"])
+    assert got["vérifier commande"] == (10, 10, 0, 10, ["analytics"])
+    # The same export again adds nothing.
+    again = json.loads(_ingest(cli, db_path, str(export)).stdout)["total"]
+    assert again["stored"] == 0
+
+
+def test_search_console_queries_with_clicks_and_impressions(tmp_path, db_path, cli):
+    export = tmp_path / "Queries.csv"
+    export.write_text(
+        "Date,Top queries,Clicks,Impressions,CTR,Position\n"
+        "2026-11-30,reset password,30,400,7.5%,3.2\n"
+        "2026-11-30,invoice pdf,0,12,0%,8.9\n"
+    )
+    result = _ingest(cli, db_path, str(export))
+    assert result.returncode == 0, result.stderr
+    got = _triage_queries(db_path)
+    # Every impression a search that showed the site; the clicked ones are no failure.
+    assert got["reset password"] == (400, 0, 370, 370, ["analytics"])
+    assert got["invoice pdf"] == (12, 0, 12, 12, ["analytics"])
+    with open_store(db_path) as con:
+        days = con.execute("SELECT DISTINCT day FROM search_summaries").fetchall()
+    assert [d[0].isoformat() for d in days] == ["2026-11-30"]
+    # A second export holding the same day's rows adds nothing; another day's rows are added.
+    later = tmp_path / "Queries-2.csv"
+    later.write_text(
+        "Date,Top queries,Clicks,Impressions,CTR,Position\n"
+        "2026-11-30,reset password,30,400,7.5%,3.2\n"
+        "2026-12-01,reset password,1,100,1%,4.0\n"
+    )
+    total = json.loads(_ingest(cli, db_path, str(later)).stdout)["total"]
+    assert total == {"rows_in": 2, "stored": 1, "rejected": 0, "already_present": 1}
+    assert _triage_queries(db_path)["reset password"][:3] == (500, 0, 469)

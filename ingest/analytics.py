@@ -1,0 +1,242 @@
+"""Aggregated search analytics into ``search_summaries``: rows of query text with counts, no events.
+
+Many teams have only these: a site-search export (query, searches, searches with no results,
+click-through rate) or a web search console's (query, clicks, impressions, CTR, position). Each
+row stands for its count of searches, so it is kept as the summaries Spark writes are, one row
+per source (``analytics``), day and normalized query with its signal counts, and triage, the
+starter set and priorities weigh it by that count (``triage_query_days``). The failure signals
+come from the rates the row gives: searches with no results are zero-result searches; of the
+others, those not clicked (count less no-results less clicks, or less CTR times count) are
+no-click searches. Reformulations and sessions cannot be told from a count: none are counted,
+and each search is taken as its own session. A row with a date is that day's (and a second
+export holding the same day and query adds nothing); a row without one is the export's, dated
+by the import.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+
+from goldmine.ingest.batch import Target
+from goldmine.ingest.fields import json_path
+from goldmine.text import norm_sql, normalize_query
+
+SOURCE = "analytics"
+
+# Column names as they are compared: lower case, runs of other characters as one underscore.
+QUERY = (
+    "query",
+    "q",
+    "search_term",
+    "search_terms",
+    "searchterm",
+    "search_query",
+    "top_queries",
+    "queries",
+    "keyword",
+    "keywords",
+    "query_text",
+    "term",
+)
+COUNT = (
+    "count",
+    "searches",
+    "total_searches",
+    "search_count",
+    "total_unique_searches",
+    "unique_searches",
+    "n_searches",
+    "num_searches",
+    "volume",
+    "frequency",
+    "impressions",
+)
+ZERO = (
+    "no_results",
+    "searches_with_no_results",
+    "zero_results",
+    "no_result_searches",
+    "zero_result_searches",
+    "null_searches",
+    "no_results_count",
+    "total_no_results",
+)
+ZERO_RATE = (
+    "no_results_rate",
+    "zero_results_rate",
+    "no_result_rate",
+    "zero_result_rate",
+    "percent_no_results",
+    "no_results_percent",
+)
+CLICKS = ("clicks", "clicked_searches", "searches_with_clicks", "total_clicks")
+CTR = ("ctr", "click_through_rate", "clickthrough_rate", "click_rate", "search_ctr")
+DATE = ("date", "day")
+# A column an event-level log has and an aggregate has not.
+_EVENT = (
+    "session_id",
+    "user_id",
+    "event_id",
+    "timestamp",
+    "ts",
+    "results",
+    "clicked_ids",
+    "result_ids",
+    "num_results",
+)
+
+_PARTS = {
+    "query": QUERY,
+    "count": COUNT,
+    "zero": ZERO,
+    "zero_rate": ZERO_RATE,
+    "clicks": CLICKS,
+    "ctr": CTR,
+    "date": DATE,
+}
+
+
+def _name(column: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", column.strip().lower()).strip("_")
+
+
+def columns(header: list[str]) -> dict[str, str] | None:
+    """The file's column for each part of an aggregate row, or None if the header is not one
+    of an aggregated export (a query and a count, and nothing only an event has)."""
+    names = {_name(h): h for h in reversed(header)}
+    if any(n in names for n in _EVENT):
+        return None
+    found = {
+        part: next(names[n] for n in options if n in names)
+        for part, options in _PARTS.items()
+        if any(n in names for n in options)
+    }
+    return found if "query" in found and "count" in found else None
+
+
+# Counts as exports write them ("1,080", "1 080"); rates as a share or a percentage ("7.5%").
+_NUMBER = "try_cast(regexp_replace(trim({0}), '[,_ ]', '', 'g') AS DOUBLE)"
+_RATE = (
+    "CASE WHEN ends_with(trim({0}), '%') THEN try_cast(rtrim(trim({0}), '%') AS DOUBLE) / 100 "
+    "ELSE CASE WHEN try_cast(trim({0}) AS DOUBLE) > 1 THEN try_cast(trim({0}) AS DOUBLE) / 100 "
+    "ELSE try_cast(trim({0}) AS DOUBLE) END END"
+)
+
+
+def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """SQL over ``gm_raw`` (the export's rows as JSON objects): each row's counts and reason."""
+    params: dict[str, Any] = {f"gm_k_{p}": json_path(c) for p, c in found.items()}
+    params["gm_now"] = datetime.now(UTC).replace(tzinfo=None)
+
+    def text(part: str) -> str:
+        if part not in found:
+            return "NULL::VARCHAR"
+        return f"nullif(trim(json_extract_string(raw, $gm_k_{part})), '')"
+
+    number = {p: _NUMBER.format(text(p)) for p in ("count", "zero", "clicks")}
+    rate = {p: _RATE.format(text(p)) for p in ("zero_rate", "ctr")}
+    sql = f"""
+        SELECT line, raw, reason, query, day, first_seen, last_seen, n_events, n_zero_results,
+               n_no_click, least(n_events, n_zero_results + n_no_click) AS n_failed
+        FROM (
+        SELECT *, CASE WHEN clicked IS NULL THEN 0
+                       ELSE greatest(n_events - n_zero_results - clicked, 0) END AS n_no_click
+        FROM (
+        SELECT line, raw,
+            CASE WHEN err IS NOT NULL THEN err
+                 WHEN q IS NULL THEN 'missing query'
+                 WHEN n IS NULL OR n < 0
+                     THEN 'wrong type: count is not a number: ' || coalesce(left(n_text, 40), '')
+                 WHEN zero_text IS NOT NULL AND (zero IS NULL OR zero < 0)
+                     THEN 'wrong type: no results is not a number: ' || left(zero_text, 40)
+                 WHEN clicks_text IS NOT NULL AND (clicks IS NULL OR clicks < 0)
+                     THEN 'wrong type: clicks is not a number: ' || left(clicks_text, 40)
+                 WHEN zero_rate_text IS NOT NULL AND zero_rate IS NULL
+                     THEN 'wrong type: no-results rate is not a rate: ' || left(zero_rate_text, 40)
+                 WHEN ctr_text IS NOT NULL AND ctr IS NULL
+                     THEN 'wrong type: click-through rate is not a rate: ' || left(ctr_text, 40)
+                 WHEN date_text IS NOT NULL AND day IS NULL
+                     THEN 'unparseable timestamp: ' || left(date_text, 60)
+            END AS reason,
+            q AS query, day,
+            coalesce(day::TIMESTAMP, $gm_now) AS first_seen,
+            coalesce(day::TIMESTAMP, $gm_now) AS last_seen,
+            round(n)::BIGINT AS n_events,
+            least(round(coalesce(zero, zero_rate * n, 0)), round(n))::BIGINT AS n_zero_results,
+            round(coalesce(clicks, ctr * n))::BIGINT AS clicked
+        FROM (
+            SELECT line, raw, err, {text("query")} AS q, {text("count")} AS n_text,
+                   {number["count"]} AS n, {text("zero")} AS zero_text, {number["zero"]} AS zero,
+                   {text("clicks")} AS clicks_text, {number["clicks"]} AS clicks,
+                   {text("zero_rate")} AS zero_rate_text, {rate["zero_rate"]} AS zero_rate,
+                   {text("ctr")} AS ctr_text, {rate["ctr"]} AS ctr,
+                   {text("date")} AS date_text,
+                   coalesce(gm_ts({text("date")}), gm_dmy_ts({text("date")}, ''))::DATE AS day
+            FROM gm_raw)))
+    """
+    return sql, params
+
+
+_COLUMNS = (
+    "query",
+    "day",
+    "first_seen",
+    "last_seen",
+    "n_events",
+    "n_zero_results",
+    "n_no_click",
+    "n_failed",
+)
+
+
+def store(con: duckdb.DuckDBPyConnection, _target: Target, batch_id: int) -> int:
+    """Insert the good rows as summaries: normalized as triage normalizes (non-ASCII text by
+    normalize_query itself), a dated row only if that day's row of the query is not stored."""
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE gm_summary AS SELECT *, {norm_sql('query')} AS norm_query "
+        "FROM gm_stage WHERE reason IS NULL"
+    )
+    texts = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT query FROM gm_summary WHERE norm_query IS NULL"
+        ).fetchall()
+    ]
+    if texts:
+        con.execute(
+            "UPDATE gm_summary SET norm_query = n.norm FROM (SELECT unnest(?) AS raw, "
+            "unnest(?) AS norm) n WHERE gm_summary.norm_query IS NULL AND gm_summary.query = n.raw",
+            [texts, [normalize_query(t) for t in texts]],
+        )
+    stored = con.execute(
+        """INSERT INTO search_summaries (batch_id, source, day, norm_query, spellings,
+               first_seen, last_seen, n_events, n_sessions, n_zero_results, n_no_click,
+               n_reformulated, n_negative_feedback, n_tickets, n_chat_fail, n_failed, n_follow_up)
+           SELECT ?, ?, day, norm_query, [{'query': query, 'n': n_events}], first_seen,
+                  last_seen, n_events, n_events, n_zero_results, n_no_click, 0, 0, 0, 0,
+                  n_failed, 0
+           FROM gm_summary s
+           WHERE day IS NULL OR NOT EXISTS (
+               SELECT 1 FROM search_summaries t
+               WHERE t.source = ? AND t.day = s.day AND t.norm_query = s.norm_query)""",
+        [batch_id, SOURCE, SOURCE],
+    ).fetchall()[0][0]
+    con.execute("DROP TABLE gm_summary")
+    return stored
+
+
+def target(found: dict[str, str]) -> Target:
+    return Target(
+        source=SOURCE,
+        table="search_summaries",
+        key=("source", "day", "norm_query"),
+        columns=_COLUMNS,
+        stage=lambda _keys: stage_sql(found),
+        streaming=False,
+        redact=("query",),
+        store=store,
+    )
