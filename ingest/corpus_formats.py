@@ -24,21 +24,25 @@ SMART_FIELDS = {"I": "id", "T": "title", "W": "text", "A": "author", "B": "bib"}
 
 _SMART_LINE = re.compile(rb"^\.I(?:[ \t]+\S+)?[ \t]*\r?$")
 _TREC_LINE = re.compile(rb"^\s*<DOC>", re.IGNORECASE)
+_LOOK = 10  # lines in which a record must open for a file to be told as SMART or TREC
 _HEADER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 
 def sniff(head: bytes) -> str | None:
     """``smart``, ``trec`` or ``tsv`` from a file's first bytes (decompressed), or None.
 
-    SMART and TREC SGML are told by their first non-blank line (``.I n``, ``<DOC>``), which no
-    JSON, CSV or Parquet file starts with; TSV by a tab in a first line that is none of those.
+    SMART and TREC SGML are told by a line among the first few that opens a record (``.I n``,
+    ``<DOC>``; a stray line before it is a reject), which no JSON, CSV or Parquet file has; TSV
+    by a tab in a first line that is none of those.
     """
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
-    first = text.split(b"\n", 1)[0]
-    if _SMART_LINE.match(first):
-        return "smart"
-    if _TREC_LINE.match(first):
-        return "trec"
+    lines = [line for line in text.split(b"\n", _LOOK)[:_LOOK] if line.strip()]
+    for line in lines:
+        if _SMART_LINE.match(line):
+            return "smart"
+        if _TREC_LINE.match(line):
+            return "trec"
+    first = lines[0] if lines else b""
     if b"\t" in first and first[:1] not in (b"{", b"[", b"<") and b"\0" not in head:
         return "tsv"
     return None
@@ -66,49 +70,61 @@ def first_line(path: Path, compression: str) -> str:
     return head.removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0].decode("utf-8", "replace")
 
 
-# Each reader reads ``gm_lined(line, raw, err)``: the file's non-blank lines with their number
-# and any reader error (``files._lines_view``), and writes ``gm_src(line, raw, err)``.
+# A line the reader could not read (invalid UTF-8) has no record number: it is a reject of its
+# own, with its line, and the record around it is read without it.
+_LINE_ERR = "min(err)"
+# Running counts over the lines in file order, which the reader streams (no sort).
+_RUNNING = "OVER (ROWS UNBOUNDED PRECEDING)"
 
-# A record's first line with an error names it; a record holding one is a reject.
-_SMART_KEYS = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in SMART_FIELDS.items())
-_LINE_ERR = "min(CASE WHEN err IS NOT NULL THEN err || ' (line ' || line || ')' END)"
-
-# SMART: a marker line is ``.X`` or ``.X value``; a record runs from one ``.I`` to the next, a
-# field from its marker to the next marker. Lines before the first ``.I`` are one reject.
+# SMART: a marker line is ``.X`` or ``.X value``; a record runs from one ``.I`` to the next (its
+# number ``rec``), a field from its marker to the next marker (``fld``). Lines before the first
+# ``.I`` are one reject; a line the reader could not read is one of its own (rec NULL).
+_SMART_TAG = (
+    "CASE WHEN starts_with(raw, '.') THEN regexp_extract(raw, '^\\.([A-Z])(?:\\s|$)', 1) "
+    "ELSE '' END"
+)
+_SMART_COLUMNS = (
+    f"{_SMART_TAG} AS tag",
+    f"sum(({_SMART_TAG} = 'I')::INT) {_RUNNING} AS rec",
+    f"sum(({_SMART_TAG} <> '')::INT) {_RUNNING} AS fld",
+)
+_KNOWN = ", ".join(f"'{k}'" for k in SMART_FIELDS)
+_SMART_VALUES = ", ".join(
+    f"'{name}', string_agg(val, chr(10) ORDER BY fld) FILTER (WHERE tag = '{tag}')"
+    for tag, name in SMART_FIELDS.items()
+    if name != "title"
+)
 _SMART = f"""
 CREATE OR REPLACE TEMP TABLE gm_src AS
-WITH marked AS (
-    SELECT line, raw, err,
-           CASE WHEN starts_with(raw, '.') THEN regexp_extract(raw, '^\\.([A-Z])(?:\\s|$)', 1)
-                ELSE '' END AS tag
-    FROM gm_lined
-),
-numbered AS (
-    SELECT *, sum((tag = 'I')::INT) OVER w AS rec, sum((tag <> '')::INT) OVER w AS fld
-    FROM marked WINDOW w AS (ORDER BY line ROWS UNBOUNDED PRECEDING)
-),
-fields AS (
-    SELECT rec, fld, min(line) AS line, arg_min(tag, line) AS tag, {_LINE_ERR} AS err,
+WITH fields AS (
+    SELECT coalesce(rec, -line) AS rec, coalesce(fld, -line) AS fld, min(line) AS line,
+           max(tag) AS tag, {_LINE_ERR} AS err,
            trim(string_agg(CASE WHEN tag <> '' THEN substr(raw, 3) ELSE raw END, chr(10)
                            ORDER BY line), chr(10) || chr(13) || ' ') AS val
-    FROM numbered GROUP BY rec, fld
+    FROM gm_lined GROUP BY 1, 2
 ),
-named AS (
-    SELECT rec, min(line) AS line, min(err) AS err, key,
-           string_agg(val, chr(10) ORDER BY fld) FILTER (WHERE val <> '') AS val
-    FROM (SELECT *, CASE tag {_SMART_KEYS} ELSE tag END AS key FROM fields)
-    GROUP BY rec, key
+others AS (  -- fields of other letters (CACM's .K, .X): metadata under their letter
+    SELECT rec, to_json(map_from_entries(list({{'k': tag, 'v': v}}))) AS other
+    FROM (SELECT rec, tag, string_agg(val, chr(10) ORDER BY fld) AS v
+          FROM fields WHERE tag NOT IN ({_KNOWN}, '') GROUP BY rec, tag)
+    GROUP BY rec
+),
+records AS (
+    SELECT rec, min(line) AS line, min(err) AS err,
+           json_object('title', regexp_replace(string_agg(val, ' ' ORDER BY fld)
+                           FILTER (WHERE tag = 'T'), '\\s+', ' ', 'g'), {_SMART_VALUES}) AS known,
+           bool_or(tag = 'I' AND contains(val, chr(10))) AS id_runs_on,
+           string_agg(val, chr(10) ORDER BY fld) FILTER (WHERE rec <= 0) AS text
+    FROM fields GROUP BY rec
 )
-SELECT min(line) AS line,
-       CASE WHEN rec = 0 THEN string_agg(val, chr(10))
-            ELSE to_json(map_from_entries(list({{'k': key,
-                 'v': CASE WHEN key = 'title' THEN regexp_replace(val, '\\s+', ' ', 'g')
-                           ELSE coalesce(val, '') END}} ORDER BY line)))::VARCHAR END AS raw,
-       CASE WHEN rec = 0 THEN 'text before the first .I line'
-            WHEN bool_or(key = 'id' AND contains(val, chr(10)))
-                THEN 'text after the .I line before the next field'
-            ELSE min(err) END AS err
-FROM named GROUP BY rec
+SELECT line,
+       CASE WHEN rec <= 0 THEN text
+            WHEN other IS NULL THEN known::VARCHAR
+            ELSE json_merge_patch(known, other)::VARCHAR END AS raw,
+       CASE WHEN err IS NOT NULL THEN err
+            WHEN rec = 0 THEN 'text before the first .I line'
+            WHEN id_runs_on THEN 'text after the .I line before the next field' END AS err
+FROM records LEFT JOIN others USING (rec)
 """
 
 # The tags a TREC document's title is in (AP's HEAD, LA Times' HEADLINE, WSJ's HL, FT's TITLE).
@@ -119,18 +135,14 @@ _TAG = "</?[A-Za-z][^<>]*>"
 # TREC SGML: a record runs from a ``<DOC>`` line to the next. DOCNO ends at its close, a tag or
 # the line's end; every TEXT block runs to its ``</TEXT>``, else to ``</DOC>`` or the record's
 # end (an unclosed tag); markup inside is dropped, entities are left as written.
+_TREC_COLUMNS = (f"sum(regexp_matches(raw, '^\\s*<(?i:DOC)>')::INT) {_RUNNING} AS rec",)
 _TREC = f"""
 CREATE OR REPLACE TEMP TABLE gm_src AS
-WITH numbered AS (
-    SELECT line, raw, err,
-           sum(regexp_matches(raw, '^\\s*<(?i:DOC)>')::INT)
-               OVER (ORDER BY line ROWS UNBOUNDED PRECEDING) AS rec
-    FROM gm_lined
-),
-docs AS (
+WITH docs AS (
     SELECT rec, min(line) AS line, {_LINE_ERR} AS err,
            string_agg(raw, chr(10) ORDER BY line) AS doc
-    FROM numbered GROUP BY rec
+    FROM (SELECT coalesce(rec, -line) AS rec, line, raw, err FROM gm_lined)
+    GROUP BY rec
 ),
 parts AS (
     SELECT rec, line, err, doc,
@@ -151,35 +163,50 @@ clean AS (
     FROM parts
 )
 SELECT line,
-       CASE WHEN rec = 0 THEN doc
+       CASE WHEN rec <= 0 THEN doc
             ELSE json_object('id', docno, 'title', nullif(title, ''), 'text', text)::VARCHAR
        END AS raw,
-       CASE WHEN rec = 0 THEN 'text before the first <DOC> line' ELSE err END AS err
+       CASE WHEN err IS NOT NULL THEN err
+            WHEN rec = 0 THEN 'text before the first <DOC> line' END AS err
 FROM clean
 """
 
 # TSV: one record a line, fields split at tabs; a field in CSV quotes (DPR's texts) loses them.
-_TSV = """
-CREATE OR REPLACE TEMP TABLE gm_src AS
-SELECT line,
-       CASE WHEN err IS NULL AND len(f) = len($names)
-            THEN to_json(map($names, list_transform(f, lambda v:
-                 CASE WHEN len(v) > 1 AND starts_with(v, '"') AND ends_with(v, '"')
-                      THEN replace(v[2:-2], '""', '"') ELSE v END)))::VARCHAR
-            ELSE raw END AS raw,
-       coalesce(err, CASE WHEN len(f) <> len($names) THEN 'expected ' || len($names)
-                || ' tab-separated fields, found ' || len(f) END) AS err
-FROM (SELECT line, rtrim(raw, chr(13)) AS raw, err, string_split(rtrim(raw, chr(13)), chr(9)) AS f
-      FROM gm_lined WHERE line > $skip)
-"""
+_UNQUOTED = (
+    "CASE WHEN len(v) > 1 AND starts_with(v, '\"') AND ends_with(v, '\"') "
+    "THEN replace(v[2:-2], '\"\"', '\"') ELSE v END"
+)
+
+
+def _tsv_sql(n: int) -> str:
+    """The TSV reader for ``n`` columns, named by parameters ``$k1``..``$kn``."""
+    fields = ", ".join(f"$k{i}, {_UNQUOTED.replace('v', f'f[{i}]')}" for i in range(1, n + 1))
+    return f"""
+        CREATE OR REPLACE TEMP TABLE gm_src AS
+        SELECT line,
+               CASE WHEN err IS NULL AND len(f) = {n} THEN json_object({fields})::VARCHAR
+                    ELSE raw END AS raw,
+               coalesce(err, CASE WHEN len(f) <> {n} THEN
+                   'expected {n} tab-separated fields, found ' || len(f) END) AS err
+        FROM (SELECT line, raw, err, string_split(raw, chr(9)) AS f
+              FROM gm_lined WHERE line > $skip)
+    """
 
 
 def read(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str) -> None:
-    """``gm_src(line, raw, err)`` from ``gm_lined`` in format ``fmt`` (smart, trec or tsv)."""
+    """``gm_src(line, raw, err)``: the records of a file in ``fmt`` (smart, trec or tsv)."""
+    from goldmine.ingest.files import InputFile, read_lines
+
+    item = InputFile(path, fmt, compression)
     if fmt == "smart":
+        read_lines(con, item, _SMART_COLUMNS, "gm_lined")
         con.execute(_SMART)
     elif fmt == "trec":
+        read_lines(con, item, _TREC_COLUMNS, "gm_lined")
         con.execute(_TREC)
     else:
         names, header = tsv_columns(first_line(path, compression))
-        con.execute(_TSV, {"names": names, "skip": 1 if header else 0})
+        read_lines(con, item, (), "gm_lined")
+        params = {f"k{i}": name for i, name in enumerate(names, start=1)}
+        con.execute(_tsv_sql(len(names)), {**params, "skip": 1 if header else 0})
+    con.execute("DROP VIEW gm_lined")

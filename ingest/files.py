@@ -162,7 +162,7 @@ def _known(path: Path) -> bool:
 
 _READ_LINES = """
 CREATE OR REPLACE TEMP TABLE gm_lines AS
-SELECT row_number() OVER () AS rn, raw
+SELECT row_number() OVER () AS rn, raw /*columns*/
 FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0), quote = '',
               escape = '', auto_detect = false, compression = $compression,
               store_rejects = true, rejects_table = 'gm_reader_errors',
@@ -170,7 +170,9 @@ FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0
               buffer_size = 33554432)
 """
 # A line may be 16 MB long; the buffer is set to twice that, as DuckDB's default (16 times the
-# longest line, 256 MB) could not be had under a small GOLDMINE_MEMORY_LIMIT.
+# longest line, 256 MB) could not be had under a small GOLDMINE_MEMORY_LIMIT. ``/*columns*/``: more
+# columns computed as the lines are read, in file order (``corpus_formats`` numbers records so,
+# with running sums the reader streams, not windows that sort).
 
 _READ_CSV = """
 CREATE OR REPLACE TEMP TABLE gm_lines AS
@@ -270,10 +272,7 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
         elif item.format in ("smart", "trec", "tsv"):
             from goldmine.ingest.corpus_formats import read
 
-            con.execute(_READ_LINES, params)
-            _lines_view(con, header=0, jsonl=False, name="gm_lined")
             read(con, item.format, item.path, item.compression)
-            con.execute("DROP VIEW gm_lined")
             con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
         else:
             if item.format == "csv":
@@ -313,8 +312,23 @@ def check_csv_width(item: InputFile) -> None:
         )
 
 
+def read_lines(
+    con: duckdb.DuckDBPyConnection, item: InputFile, columns: tuple[str, ...], name: str
+) -> None:
+    """View ``name(line, raw, err, *columns)`` over a file's non-blank lines: ``columns`` are
+    SQL over ``raw`` computed in file order (NULL on a line the reader could not read)."""
+    extra = "".join(f", {c}" for c in columns)
+    params = {"path": str(item.path), "compression": item.compression}
+    con.execute(_READ_LINES.replace("/*columns*/", extra), params)
+    _lines_view(con, header=0, jsonl=False, name=name, columns=[c.split()[-1] for c in columns])
+
+
 def _lines_view(
-    con: duckdb.DuckDBPyConnection, header: int, jsonl: bool, name: str = "gm_raw"
+    con: duckdb.DuckDBPyConnection,
+    header: int,
+    jsonl: bool,
+    name: str = "gm_raw",
+    columns: list[str] | None = None,
 ) -> None:
     con.execute(_READER_ERRORS, {"header": header})
     con.execute("DELETE FROM gm_reader_errors; DELETE FROM gm_reader_scans")
@@ -331,10 +345,10 @@ def _lines_view(
         )
     con.execute(f"""
         CREATE OR REPLACE TEMP VIEW {name} AS
-        SELECT {line} AS line, raw, {err} AS err FROM {source}
-        WHERE {_NOT_BLANK}
+        SELECT {line} AS line, raw, {err} AS err{"".join(f", {c}" for c in columns or [])}
+        FROM {source} WHERE {_NOT_BLANK}
         UNION ALL
-        SELECT line, raw, err FROM gm_errs
+        SELECT line, raw, err{"".join(f", NULL AS {c}" for c in columns or [])} FROM gm_errs
     """)
 
 

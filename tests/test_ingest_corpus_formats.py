@@ -186,3 +186,33 @@ def test_failed_input_keeps_a_store_that_was_there(tmp_path: Path):
     bad.write_text("prose\n", encoding="utf-8")
     assert _ingest(tmp_path, str(bad)).returncode == 2
     assert set(_chunks(tmp_path)) == {"a"}
+
+
+def test_smart_other_fields_are_metadata_and_stray_text_a_reject(tmp_path: Path):
+    # CACM's layout: .K keywords, .X references over several lines; a stray line before .I 1.
+    path = tmp_path / "cacm.all"
+    path.write_bytes(
+        b"stray header\r\n.I 1\r\n.T\r\nPreliminary Report\r\n.W\r\nAn abstract.\r\n"
+        b".K\r\nalgebraic languages\r\n.X\r\n100\t5\t1\r\n101\t5\t1\r\n.I 2\r\n.T\r\nNo words\r\n"
+    )
+    total = _total(_ingest(tmp_path, str(path)))
+    assert (total["rows_in"], total["stored"], total["rejected"]) == (3, 1, 2)
+    chunk = _chunks(tmp_path)["1"]
+    assert chunk["text"] == "An abstract."
+    assert chunk["metadata"] == {"K": "algebraic languages", "X": "100\t5\t1\n101\t5\t1"}
+    rejects = json.loads(run_cli("rejects", "--db", str(tmp_path / "s.duckdb"), "--json").stdout)
+    assert sorted((r["line"], r["reason"]) for r in rejects) == [
+        (1, "text before the first .I line"),
+        (12, "missing text"),
+    ]
+
+
+def test_a_line_the_reader_cannot_read_is_a_reject_with_its_line(tmp_path: Path):
+    path = tmp_path / "med.all"
+    path.write_bytes(b".I 1\n.W\nfirst abstract\nbad \xff byte\n.I 2\n.W\nsecond abstract\n")
+    total = _total(_ingest(tmp_path, str(path)))
+    assert total["rows_in"] == total["stored"] + total["rejected"] + total["already_present"]
+    assert (total["stored"], total["rejected"]) == (2, 1)
+    assert _chunks(tmp_path)["1"]["text"] == "first abstract"
+    rejects = json.loads(run_cli("rejects", "--db", str(tmp_path / "s.duckdb"), "--json").stdout)
+    assert [(r["line"], r["reason"]) for r in rejects] == [(4, "invalid UTF-8")]

@@ -1,0 +1,121 @@
+"""What reading a corpus in an IR collection's layout costs against reading its bytes at all.
+
+Each reader of ingest/corpus_formats.py (SMART, TREC SGML, TSV) on a generated file of N records
+(default 1M), against a bare DuckDB read of the same bytes (``read_csv`` of the lines into a
+table), alternated in the same run: ``files.read_raw`` into ``gm_raw``, materialized, and the
+whole ``ingest corpus`` into a fresh store. Prints medians and the ratio to the bare read (goal
+<= 1.5x for the reader); asserts nothing about time.
+Run: ``.venv/bin/python bench/bench_corpus_formats.py [--records N] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import duckdb
+
+from goldmine.ingest import api
+from goldmine.ingest.corpus import collections
+from goldmine.ingest.files import RAW_LINE_OPTIONS, detect, read_raw
+from goldmine.store import open_store
+
+OUT = Path(__file__).resolve().parent / "out"
+# fmt: off
+_WORDS = (
+    "flow", "boundary", "layer", "pressure", "wing", "shock", "heat", "transfer", "supersonic",
+    "laminar", "turbulent", "model", "theory", "experiment", "velocity", "surface", "body",
+    "plate", "cone", "nozzle", "jet", "wake", "drag", "lift",
+)
+# fmt: on
+
+
+def _sentences(n: int, words: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(_WORDS, k=words)) + " ." for _ in range(n)]
+
+
+def _write(path: Path, records: int, fmt: str) -> None:
+    """A file of ``records`` records in ``fmt``: a title of 8 words, a text of two lines of 20."""
+    titles, lines = _sentences(997, 8, 1), _sentences(1009, 20, 2)
+    with path.open("w", encoding="utf-8", newline="\n") as out:
+        for i in range(1, records + 1):
+            title, one, two = titles[i % 997], lines[i % 1009], lines[(i * 7) % 1009]
+            if fmt == "smart":
+                out.write(f".I {i}\n.T\n{title}\n.A\nauthor,{i % 50}.\n.W\n{one}\n{two}\n")
+            elif fmt == "trec":
+                out.write(
+                    f"<DOC>\n<DOCNO> D{i} </DOCNO>\n<HEAD>{title}</HEAD>\n<TEXT>\n{one}\n"
+                    f"{two}\n</TEXT>\n</DOC>\n"
+                )
+            else:
+                out.write(f"{i}\t{one} {two}\t{title}\n")
+
+
+def _bare(path: Path) -> float:
+    con = duckdb.connect()
+    start = time.perf_counter()
+    con.execute(
+        f"CREATE TABLE t AS SELECT raw FROM read_csv($gm_path, {RAW_LINE_OPTIONS})",
+        {"gm_path": str(path), "gm_compression": "none"},
+    )
+    took = time.perf_counter() - start
+    con.close()
+    return took
+
+
+def _reader(path: Path) -> float:
+    con = duckdb.connect()
+    item = collections([detect(path)])[0]  # a .tsv corpus is a TSV collection
+    start = time.perf_counter()
+    read_raw(con, item)
+    con.execute("CREATE TABLE t AS SELECT * FROM gm_raw")
+    took = time.perf_counter() - start
+    con.close()
+    return took
+
+
+def _ingest(path: Path, store: Path) -> float:
+    for p in store.parent.glob(store.name + "*"):
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    start = time.perf_counter()
+    with open_store(store, detachable=True) as con:
+        result = api.corpus(con, [path])
+    took = time.perf_counter() - start
+    assert result.total["rejected"] == 0, result.total
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    OUT.mkdir(exist_ok=True)
+    print(f"{args.records:,} records a file; medians of {args.repeat}")
+    for fmt, name in (("smart", "corpus.all"), ("trec", "corpus.sgml"), ("tsv", "corpus.tsv")):
+        path = OUT / f"{args.records}-{name}"
+        if not path.exists():
+            _write(path, args.records, fmt)
+        assert collections([detect(path)])[0].format == fmt
+        times: dict[str, list[float]] = {"bare": [], "reader": [], "ingest": []}
+        for _ in range(args.repeat):
+            times["bare"].append(_bare(path))
+            times["reader"].append(_reader(path))
+            times["ingest"].append(_ingest(path, OUT / "corpus_formats.duckdb"))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        print(
+            f"{fmt} ({path.stat().st_size / 1e6:,.0f} MB): bare read_csv of the lines "
+            f"{med['bare']:.2f} s; reader {med['reader']:.2f} s "
+            f"({med['reader'] / med['bare']:.2f}x); whole ingest corpus {med['ingest']:.2f} s "
+            f"({med['ingest'] / med['bare']:.2f}x)",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
