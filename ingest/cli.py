@@ -31,7 +31,11 @@ ingest_app = typer.Typer(
 Paths = Annotated[list[str], typer.Argument(help="Files, globs or folders.", show_default=False)]
 FormatOption = Annotated[
     str | None,
-    typer.Option("--format", help="jsonl, json, csv or parquet (default: from the file name)."),
+    typer.Option(
+        "--format",
+        help="jsonl, json, csv, parquet, …; corpus also smart, trec, tsv (default: told by the "
+        "file's content, else its name).",
+    ),
 ]
 MapOption = Annotated[
     list[str] | None,
@@ -399,7 +403,8 @@ def corpus_cmd(
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
 ) -> None:
-    """Corpus chunks (JSONL/Parquet, or BEIR corpus.jsonl): each import is a snapshot."""
+    """Corpus chunks (JSONL/Parquet, BEIR corpus.jsonl, SMART, TREC SGML, TSV collections, told
+    by content): each import is a snapshot."""
     _import("corpus", db, as_json, allow_empty, paths=paths, fmt=fmt, mapping=mapping, label=label)
 
 
