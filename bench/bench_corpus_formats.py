@@ -99,8 +99,9 @@ def main() -> None:
     print(f"{args.records:,} records a file; medians of {args.repeat}")
     for fmt, name in (("smart", "corpus.all"), ("trec", "corpus.sgml"), ("tsv", "corpus.tsv")):
         path = OUT / f"{args.records}-{name}"
-        if not path.exists():
-            _write(path, args.records, fmt)
+        if not path.exists():  # written whole, then named: a run cut short leaves no half file
+            _write(path.with_name(path.name + ".part"), args.records, fmt)
+            path.with_name(path.name + ".part").rename(path)
         assert collections([detect(path)])[0].format == fmt
         times: dict[str, list[float]] = {"bare": [], "reader": [], "ingest": []}
         for _ in range(args.repeat):

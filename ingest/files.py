@@ -153,11 +153,13 @@ def discover(paths: list[str | Path], forced: str | None = None) -> list[InputFi
 
 
 def _known(path: Path) -> bool:
+    """Whether a file in a folder is taken: a known format, but not a file with no telling name
+    that is TSV only by a tab in its first line (a Makefile); such a file is read when named."""
     try:
-        detect(path)
+        item = detect(path)
     except InputError:
         return False
-    return True
+    return item.format != "tsv"
 
 
 _READ_LINES = """

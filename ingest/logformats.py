@@ -128,6 +128,8 @@ def read(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, compression: str)
         _read_clicklog(con, path, compression, _header(head), cols, _delimiter(head))
 
 
+# The file's lines, in order: the table's rowid numbers them (a window numbering them as they are
+# read runs what follows on one thread).
 _LINES = """
 CREATE OR REPLACE TEMP TABLE gm_log_lines AS
 SELECT raw FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0),
@@ -137,40 +139,52 @@ SELECT raw FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, de
 """
 
 # Each opening tag of interest with its attributes and the text after it, in file order
-# (``ord``: line and position on the line). The lines table is written in file order, so its
-# rowid is the line number less one.
+# (``ord``: line and position on the line), from the lines that may hold one (a plain substring
+# test first: most lines are urls, titles and snippets). A line is cut at each ``<`` with string
+# functions, not a regex per tag (half the time); attributes are read only where a tag has some.
+_WANTED = ("<session", "<interaction", "<currentquery", "<query", "<result ", "<click ", "<rank",
+           "id>", "ID>", "docno", "DOCNO")  # fmt: skip
 _XML_TAGS = r"""
 CREATE OR REPLACE TEMP TABLE gm_xml_tags AS
-SELECT line::HUGEINT * 4294967296 + pos AS ord, line, p.name AS tag,
-       regexp_extract(p.attrs, '\bnum\s*=\s*"([^"]*)"', 1) AS num,
-       regexp_extract(p.attrs, '\brank\s*=\s*"([^"]*)"', 1) AS rank,
-       regexp_extract(p.attrs, '\bstarttime\s*=\s*"([^"]*)"', 1) AS starttime,
-       trim(replace(replace(replace(replace(replace(replace(p.text, '&lt;', '<'), '&gt;', '>'),
-            '&quot;', '"'), '&apos;', ''''), '&#39;', ''''), '&amp;', '&')) AS text
+SELECT line::HUGEINT * 4294967296 + pos AS ord, line, tag,
+       CASE WHEN attrs <> '' THEN regexp_extract(attrs, '\bnum\s*=\s*"([^"]*)"', 1) END AS num,
+       CASE WHEN attrs <> '' THEN regexp_extract(attrs, '\brank\s*=\s*"([^"]*)"', 1) END AS rank,
+       CASE WHEN attrs <> '' THEN regexp_extract(attrs, '\bstarttime\s*=\s*"([^"]*)"', 1)
+            END AS starttime,
+       CASE WHEN contains(text, '&') THEN trim(replace(replace(replace(replace(replace(replace(
+                text, '&lt;', '<'), '&gt;', '>'), '&quot;', '"'), '&apos;', ''''), '&#39;', ''''),
+                '&amp;', '&'))
+            ELSE trim(text) END AS text
 FROM (
-    SELECT line, pos, regexp_extract(chunk, '^<([A-Za-z_][A-Za-z0-9_.:-]*)([^>]*)>(.*)$',
-                                     ['name', 'attrs', 'text']) AS p
-    FROM (SELECT line, unnest(c) AS chunk, generate_subscripts(c, 1) AS pos
-          FROM (SELECT rowid + 1 AS line, regexp_extract_all(raw, '<[A-Za-z_][^>]*>[^<]*') AS c
-                FROM gm_log_lines WHERE contains(raw, '<'))))
-WHERE p.name IN ('session', 'interaction', 'currentquery', 'query', 'result', 'click', 'rank')
-   OR lower(p.name) = 'docno' OR lower(p.name) LIKE '%id'
-"""
+    SELECT line, pos, name AS tag, substr(head, length(name) + 1) AS attrs,
+           substr(piece, length(head) + 2) AS text
+    FROM (SELECT *, split_part(replace(head, chr(9), ' '), ' ', 1) AS name
+          FROM (SELECT line, pos, piece, split_part(piece, '>', 1) AS head
+                FROM (SELECT line, unnest(c) AS piece, generate_subscripts(c, 1) AS pos
+                      FROM (SELECT rowid + 1 AS line, string_split(raw, '<') AS c
+                            FROM gm_log_lines WHERE {wanted}))
+                WHERE pos > 1)))
+WHERE tag IN ('session', 'interaction', 'currentquery', 'query', 'result', 'click', 'rank')
+   OR lower(tag) = 'docno' OR (lower(tag) LIKE '%id' AND NOT starts_with(tag, '/'))
+""".replace("{wanted}", " OR ".join(f"contains(raw, '{w}')" for w in _WANTED))
 
 # Every tag placed in its session, its search (interaction or current query), and the result or
-# click it is inside: the last such tag opened before it.
+# click it is inside: the last such tag opened before it. ``ord`` grows through the file, so the
+# last is the running maximum, which DuckDB computes as the table streams in file order (no
+# sort); the session's number, the result's rank and the click's time are then joined on.
 _XML_PLACED = """
 CREATE OR REPLACE TEMP TABLE gm_xml_placed AS
-SELECT *,
-    last_value(CASE WHEN tag = 'session' THEN num END IGNORE NULLS) OVER w AS s,
-    last_value(CASE WHEN tag IN ('interaction', 'currentquery') THEN ord END IGNORE NULLS)
-        OVER w AS e,
-    last_value(CASE WHEN tag = 'result' THEN ord END IGNORE NULLS) OVER w AS r,
-    last_value(CASE WHEN tag = 'result' THEN rank END IGNORE NULLS) OVER w AS r_rank,
-    last_value(CASE WHEN tag = 'click' THEN ord END IGNORE NULLS) OVER w AS k,
-    last_value(CASE WHEN tag = 'click' THEN starttime END IGNORE NULLS) OVER w AS k_time
-FROM gm_xml_tags
-WINDOW w AS (ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+SELECT t.*, s.num AS s, r.rank AS r_rank, k.starttime AS k_time
+FROM (SELECT *,
+          max(CASE WHEN tag = 'session' THEN ord END) OVER w AS s_ord,
+          max(CASE WHEN tag IN ('interaction', 'currentquery') THEN ord END) OVER w AS e,
+          max(CASE WHEN tag = 'result' THEN ord END) OVER w AS r,
+          max(CASE WHEN tag = 'click' THEN ord END) OVER w AS k
+      FROM gm_xml_tags
+      WINDOW w AS (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) t
+LEFT JOIN (SELECT ord, num FROM gm_xml_tags WHERE tag = 'session') s ON s.ord = t.s_ord
+LEFT JOIN (SELECT ord, rank FROM gm_xml_tags WHERE tag = 'result') r ON r.ord = t.r
+LEFT JOIN (SELECT ord, starttime FROM gm_xml_tags WHERE tag = 'click') k ON k.ord = t.k
 """
 
 # One record per search. The logs give times of day only: they are put on the first day of the
@@ -279,6 +293,7 @@ def _click_events(part: dict[str, str], others: list[tuple[str, str]]) -> str:
     The rows the reader could not split are records with the reader's error."""
     rank = f"try_cast({part['rank']} AS INTEGER)"
     kept = ", ".join(f"any_value({c}) AS {c}" for _, c in others)
+    names = "".join(f", {c}" for _, c in others)
     extra = (
         f"to_json(map($others, [{', '.join(c for _, c in others)}]))" if others else "'{}'::JSON"
     )
@@ -290,25 +305,30 @@ WITH click_rows AS (
            {part["query"]} AS q, {part["time"]} AS t, {part["doc"]} AS doc, {rank} AS rank,
            {part["rank"]} AS rank_text, * FROM gm_log_rows
 ),
+-- A search's clicks by rank (then row): a list of structs sorted once, not an ordered aggregate.
 searches AS (
-    SELECT min(line) AS line, u, sess, q, t,
-           coalesce(list(coalesce(doc, rank_text) ORDER BY rank NULLS LAST, line)
-                    FILTER (WHERE doc IS NOT NULL OR rank_text IS NOT NULL), []) AS clicked,
-           coalesce(list(rank ORDER BY rank NULLS LAST, line) FILTER (WHERE rank IS NOT NULL),
-                    []) AS ranks{", " + kept if kept else ""}
-    FROM click_rows GROUP BY u, sess, q, t
+    SELECT line, u, sess, q, t, [c.doc FOR c IN clicks] AS clicked,
+           [c.rank FOR c IN clicks IF c.rank IS NOT NULL] AS ranks{names}
+    FROM (SELECT min(line) AS line, u, sess, q, t,
+                 list_sort(coalesce(list({{'rank': rank, 'line': line,
+                                           'doc': coalesce(doc, rank_text)}})
+                     FILTER (WHERE doc IS NOT NULL OR rank_text IS NOT NULL), [])) AS clicks
+                 {", " + kept if kept else ""}
+          FROM click_rows GROUP BY u, sess, q, t)
 ),
-timed AS (SELECT *, gm_ts(t) AS gm_at FROM searches),
-cut AS (
-    SELECT *, sum(CASE WHEN date_diff('second', prev, gm_at) > {gap} THEN 1 ELSE 0 END)
-                  OVER (PARTITION BY u ORDER BY gm_at NULLS LAST, line) AS n
-    FROM (SELECT *, lag(gm_at) OVER (PARTITION BY u ORDER BY gm_at NULLS LAST, line) AS prev
-          FROM timed)
+-- A session starts at a user's first search and after each gap over the cut: its start is the
+-- running maximum of those starts (one ordering of the user's searches serves both windows).
+gaps AS (
+    SELECT *, lag(gm_at) OVER (PARTITION BY u ORDER BY gm_at NULLS LAST, line) AS prev
+    FROM (SELECT *, gm_ts(t) AS gm_at FROM searches)
 ),
 sessions AS (
-    SELECT *, coalesce(sess, u || '@' || coalesce(
-        strftime(min(gm_at) OVER (PARTITION BY u, n), '%Y-%m-%dT%H:%M:%S'), '')) AS session_id
-    FROM cut
+    SELECT *, coalesce(sess, u || '@' || coalesce(strftime(max(
+        CASE WHEN prev IS NULL OR date_diff('second', prev, gm_at) > {gap} THEN gm_at END)
+        OVER (PARTITION BY u ORDER BY gm_at NULLS LAST, line
+              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), '%Y-%m-%dT%H:%M:%S'), ''))
+        AS session_id
+    FROM gaps
 )
 SELECT line, json_merge_patch({extra}, json_object(
         'event_id', CASE WHEN q IS NOT NULL THEN

@@ -216,3 +216,12 @@ def test_a_line_the_reader_cannot_read_is_a_reject_with_its_line(tmp_path: Path)
     assert _chunks(tmp_path)["1"]["text"] == "first abstract"
     rejects = json.loads(run_cli("rejects", "--db", str(tmp_path / "s.duckdb"), "--json").stdout)
     assert [(r["line"], r["reason"]) for r in rejects] == [(4, "invalid UTF-8")]
+
+
+def test_a_folder_takes_collections_told_by_content_but_not_any_file_with_a_tab(tmp_path: Path):
+    folder = tmp_path / "disk1"
+    folder.mkdir()
+    (folder / "ap880212").write_text(SGML, encoding="utf-8")
+    (folder / "Makefile").write_text("CC\t= gcc\nall:\n\tmake build\n", encoding="utf-8")
+    total = _total(_ingest(tmp_path, str(folder)))
+    assert (total["rows_in"], total["stored"]) == (3, 2)

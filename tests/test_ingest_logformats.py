@@ -163,10 +163,10 @@ def test_click_level_rows_are_one_search_with_its_clicks(tmp_path, db_path, cli)
 def test_click_level_csv_of_a_warehouse_table(tmp_path, db_path, cli):
     log = tmp_path / "clicks.csv"
     log.write_text(
-        "user_id,session_id,query,timestamp,clicked_doc,click_position\n"
-        "u1,s1,reset password,2026-11-30T10:00:00Z,doc-7,2\n"
-        "u1,s1,reset password,2026-11-30T10:00:00Z,doc-9,4\n"
-        "u2,s2,invoice pdf,2026-11-30T11:00:00Z,,\n"
+        "user_id,session_id,query,timestamp,clicked_doc,click_position,device\n"
+        "u1,s1,reset password,2026-11-30T10:00:00Z,doc-7,2,mobile\n"
+        "u1,s1,reset password,2026-11-30T10:00:00Z,doc-9,4,mobile\n"
+        "u2,s2,invoice pdf,2026-11-30T11:00:00Z,,,desktop\n"
     )
     result = _ingest(cli, db_path, str(log))
     assert result.returncode == 0, result.stderr
@@ -174,6 +174,8 @@ def test_click_level_csv_of_a_warehouse_table(tmp_path, db_path, cli):
     assert by_query["reset password"][0] == "s1"
     assert by_query["reset password"][5] == ["doc-7", "doc-9"]
     assert by_query["invoice pdf"][5] == []
+    # A column goldmine has no field for is kept with the search.
+    assert json.loads(by_query["invoice pdf"][6])["device"] == "desktop"
 
 
 # --- timestamps -------------------------------------------------------------------------------

@@ -1,0 +1,192 @@
+"""What each search-log layout's reader costs against DuckDB reading the same bytes bare.
+
+The readers of ingest/logformats.py (TREC Session Track XML, click-level logs) and the
+aggregated-analytics one (read as a CSV, ingest/analytics.py) each on a generated file of
+``--rows`` rows (default 1M: XML lines, click rows, analytics rows), timed alternately in the
+same run:
+
+- bare: DuckDB reading the file into a table (the XML as lines, the others as a CSV of text);
+- reader: the reader making its records (``gm_raw``) from the same file;
+- import: ``ingest searchlog`` of the file into a fresh store (the reader, the stage, the write).
+
+Prints medians and the reader's and the import's ratio to the bare read; asserts nothing about
+time. Run: ``.venv/bin/python bench/bench_searchlog_formats.py [--rows N] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+
+from goldmine.ingest import api, batch, logformats
+from goldmine.ingest.files import InputFile, read_raw
+from goldmine.store import open_store
+
+OUT = Path(__file__).resolve().parent / "out"
+_WORDS = [
+    "refund",
+    "order",
+    "invoice",
+    "password",
+    "reset",
+    "account",
+    "card",
+    "gift",
+    "cancel",
+    "ship",
+    "track",
+]
+
+
+def _query(rng: random.Random) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 4)))
+
+
+def session_xml(path: Path, rows: int, seed: int = 7) -> None:
+    """About ``rows`` lines of Session Track XML, laid out as the TREC files are (a tag a line;
+    three results and up to two clicks per interaction, 15-21 lines each)."""
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as out:
+        out.write("<sessiontrack2012>\n")
+        lines, session = 1, 0
+        while lines < rows:
+            session += 1
+            out.write(f'<session num="{session}" starttime="09:00:00.000000">\n')
+            for num in range(1, rng.randint(2, 5)):
+                out.write(f'<interaction num="{num}" starttime="09:{num:02d}:00.000000">\n')
+                out.write(f"<query>{_query(rng)}</query>\n<results>\n")
+                for rank in range(1, 4):
+                    out.write(f'<result rank="{rank}">\n<url>http://e.org/{rank}</url>\n')
+                    out.write(f"<clueweb09id>doc-{rng.randrange(10**6)}</clueweb09id>\n</result>\n")
+                out.write("</results>\n<clicked>\n")
+                for c in range(rng.randint(0, 2)):
+                    out.write(f'<click num="{c + 1}" starttime="09:{num:02d}:09.000000">\n')
+                    out.write(f"<rank>{c + 1}</rank>\n</click>\n")
+                out.write("</clicked>\n</interaction>\n")
+                lines += 20
+            out.write('<currentquery starttime="09:30:00.000000">\n')
+            out.write(f"<query>{_query(rng)}</query>\n</currentquery>\n</session>\n")
+            lines += 5
+        out.write("</sessiontrack2012>\n")
+
+
+def clicklog(path: Path, rows: int, seed: int = 7) -> None:
+    """``rows`` rows of AOL's layout: a search is one to three rows (a click each), or one row
+    without a click."""
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as out:
+        out.write("AnonID\tQuery\tQueryTime\tItemRank\tClickURL\n")
+        written, second = 0, 0
+        while written < rows:
+            user, query = rng.randrange(20000), _query(rng)
+            second += rng.randint(1, 90)
+            ts = f"2006-03-{1 + second // 86400 % 28:02d} {second // 3600 % 24:02d}:"
+            ts += f"{second // 60 % 60:02d}:{second % 60:02d}"
+            clicks = rng.choice((0, 1, 1, 2, 3))
+            for c in range(max(clicks, 1)):
+                rank, url = (
+                    ("", "") if clicks == 0 else (c + 1, f"http://e.org/{rng.randrange(9999)}")
+                )
+                out.write(f"{user}\t{query}\t{ts}\t{rank}\t{url}\n")
+                written += 1
+
+
+def analytics(path: Path, rows: int, seed: int = 7) -> None:
+    """``rows`` rows of a site-search export, a query per row."""
+    rng = random.Random(seed)
+    with path.open("w", encoding="utf-8") as out:
+        out.write("Search Term,Total Searches,Searches with No Results,Click-through Rate\n")
+        for i in range(rows):
+            n = rng.randint(1, 5000)
+            out.write(f"{_query(rng)} {i},{n},{rng.randint(0, n // 4)},{rng.randint(0, 90)}%\n")
+
+
+_BARE = {
+    "session_xml": """CREATE OR REPLACE TEMP TABLE bare AS SELECT raw FROM read_csv($p,
+        columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0), quote = '', escape = '',
+        auto_detect = false, max_line_size = 16777216, buffer_size = 33554432)""",
+    "clicklog": """CREATE OR REPLACE TEMP TABLE bare AS SELECT * FROM read_csv($p, header = true,
+        all_varchar = true, delim = chr(9), quote = '', escape = '')""",
+    "analytics": """CREATE OR REPLACE TEMP TABLE bare AS SELECT * FROM read_csv($p, header = true,
+        all_varchar = true)""",
+}
+
+
+def _bare(path: Path, fmt: str) -> float:
+    con = duckdb.connect()
+    start = time.perf_counter()
+    con.execute(_BARE[fmt], {"p": str(path)})
+    took = time.perf_counter() - start
+    con.close()
+    return took
+
+
+def _reader(path: Path, fmt: str) -> float:
+    con = duckdb.connect()
+    batch.prepare(con)
+    start = time.perf_counter()
+    if fmt == "analytics":
+        read_raw(con, InputFile(path, "csv", "none"))
+        con.execute("CREATE TEMP TABLE held AS SELECT * FROM gm_raw")
+    else:
+        logformats.read(con, path, fmt, "none")
+    took = time.perf_counter() - start
+    con.close()
+    return took
+
+
+def _import(path: Path, fmt: str) -> float:
+    store = OUT / "searchlog_formats.duckdb"
+    for p in store.parent.glob(store.name + "*"):
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    start = time.perf_counter()
+    with open_store(store) as con:
+        result = api.searchlog(con, [path])
+    took = time.perf_counter() - start
+    assert result.files[0].format == fmt, result.files[0].format
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", choices=("session_xml", "clicklog", "analytics"))
+    args = parser.parse_args()
+    OUT.mkdir(exist_ok=True)
+    makers: dict[str, tuple[Callable, str]] = {
+        "session_xml": (session_xml, "xml"),
+        "clicklog": (clicklog, "txt"),
+        "analytics": (analytics, "csv"),
+    }
+    for fmt, (make, suffix) in makers.items():
+        if args.only and fmt != args.only:
+            continue
+        path = OUT / f"searchlog_{fmt}_{args.rows}.{suffix}"
+        if not path.exists():
+            make(path, args.rows)
+        times: dict[str, list[float]] = {"bare": [], "reader": [], "import": []}
+        for _ in range(args.repeat):  # alternated, so that load on the machine hits all alike
+            times["bare"].append(_bare(path, fmt))
+            times["reader"].append(_reader(path, fmt))
+            times["import"].append(_import(path, fmt))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        size = path.stat().st_size / 1e6
+        print(
+            f"{fmt:12s} {args.rows:,} rows, {size:.0f} MB: bare {med['bare']:.2f} s, "
+            f"reader {med['reader']:.2f} s ({med['reader'] / med['bare']:.2f}x), "
+            f"import {med['import']:.2f} s ({med['import'] / med['bare']:.2f}x)  "
+            f"(medians of {args.repeat})",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
