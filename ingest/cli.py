@@ -186,7 +186,8 @@ def searchlog_cmd(
         typer.Option(
             "--format",
             help="jsonl, json, csv, parquet, session_xml (TREC Session Track), clicklog (a row "
-            "per click) or ubi (default: told by the file's content and name).",
+            "per click), analytics (query and count rows) or ubi (default: told by the file's "
+            "content and name).",
         ),
     ] = None,
     mapping: MapOption = None,
