@@ -420,6 +420,23 @@ def composition_rows(mix: dict) -> list[list[str]]:
     return out
 
 
+def plan(
+    con: duckdb.DuckDBPyConnection,
+    n: int,
+    *,
+    seed: int = SEED,
+    by_source: dict[str, int] | None = None,
+) -> tuple[list[Pick], dict[str, dict[str, int]]]:
+    """The picks ``propose`` would add, and the traffic's events per source, band, tag and
+    failing; writes nothing (bench/bench_starter.py reads it)."""
+    queries = _queries(con, seed)
+    traffic = _traffic(con)
+    con.execute("DROP TABLE IF EXISTS gm_starter")
+    held, used_clusters, held_tags = _in_set(con)
+    places = quotas(traffic["sources"], n, by_source)
+    return choose(queries, n, used_clusters, held, held_tags, places, seed), traffic
+
+
 def propose(
     con: duckdb.DuckDBPyConnection,
     n: int,
@@ -430,12 +447,7 @@ def propose(
 ) -> StarterSet:
     """Propose up to ``n`` new candidates covering the traffic, spread over its sources; writes
     them in one transaction and returns them with the set's composition beside the traffic's."""
-    queries = _queries(con, seed)
-    traffic = _traffic(con)
-    con.execute("DROP TABLE IF EXISTS gm_starter")
-    held, used_clusters, held_tags = _in_set(con)
-    places = quotas(traffic["sources"], n, by_source)
-    picks = choose(queries, n, used_clusters, held, held_tags, places, seed)
+    picks, traffic = plan(con, n, seed=seed, by_source=by_source)
     found = origins(
         con,
         [p.query["norm_query"] for p in picks],
