@@ -5,7 +5,8 @@ Each reader of ingest/corpus_formats.py (SMART, TREC SGML, TSV) on a generated f
 table), alternated in the same run: ``files.read_raw`` into ``gm_raw``, materialized, and the
 whole ``ingest corpus`` into a fresh store. Prints medians and the ratio to the bare read (goal
 <= 1.5x for the reader); asserts nothing about time.
-Run: ``.venv/bin/python bench/bench_corpus_formats.py [--records N] [--repeat R]``
+Run: ``.venv/bin/python bench/bench_corpus_formats.py [--records N] [--repeat R]
+[--formats smart,trec,tsv]``
 """
 
 from __future__ import annotations
@@ -94,10 +95,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--formats", default="smart,trec,tsv", help="readers, comma-separated")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     print(f"{args.records:,} records a file; medians of {args.repeat}")
-    for fmt, name in (("smart", "corpus.all"), ("trec", "corpus.sgml"), ("tsv", "corpus.tsv")):
+    names = {"smart": "corpus.all", "trec": "corpus.sgml", "tsv": "corpus.tsv"}
+    for fmt in args.formats.split(","):
+        name = names[fmt]
         path = OUT / f"{args.records}-{name}"
         if not path.exists():  # written whole, then named: a run cut short leaves no half file
             _write(path.with_name(path.name + ".part"), args.records, fmt)

@@ -79,14 +79,15 @@ _RUNNING = "OVER (ROWS UNBOUNDED PRECEDING)"
 # SMART: a marker line is ``.X`` or ``.X value``; a record runs from one ``.I`` to the next (its
 # number ``rec``), a field from its marker to the next marker (``fld``). Lines before the first
 # ``.I`` are one reject; a line the reader could not read is one of its own (rec NULL).
-_SMART_TAG = (
-    "CASE WHEN starts_with(raw, '.') THEN regexp_extract(raw, '^\\.([A-Z])(?:\\s|$)', 1) "
-    "ELSE '' END"
+# The running counts are computed as the lines are read, on one thread (they need file order),
+# so the tests there are plain string functions, never a regex.
+_AFTER_MARK = "(strlen(raw) = 2 OR substr(raw, 3, 1) IN (' ', chr(9)))"
+_SMART_MARK = (
+    f"(starts_with(raw, '.') AND ascii(substr(raw, 2, 1)) BETWEEN 65 AND 90 AND {_AFTER_MARK})"
 )
 _SMART_COLUMNS = (
-    f"{_SMART_TAG} AS tag",
-    f"sum(({_SMART_TAG} = 'I')::INT) {_RUNNING} AS rec",
-    f"sum(({_SMART_TAG} <> '')::INT) {_RUNNING} AS fld",
+    f"sum((starts_with(raw, '.I') AND {_AFTER_MARK})::INT) {_RUNNING} AS rec",
+    f"sum({_SMART_MARK}::INT) {_RUNNING} AS fld",
 )
 _KNOWN = ", ".join(f"'{k}'" for k in SMART_FIELDS)
 
@@ -110,11 +111,14 @@ _SMART_VALUES = ", ".join(
 # ordered string_agg per field and then per record.
 _SMART = f"""
 CREATE OR REPLACE TEMP TABLE gm_src AS
-WITH marks AS (SELECT fld, tag AS t FROM gm_lined WHERE tag <> ''),
+WITH tagged AS (
+    SELECT *, CASE WHEN {_SMART_MARK} THEN substr(raw, 2, 1) ELSE '' END AS tag FROM gm_lined
+),
+marks AS (SELECT fld, tag AS t FROM tagged WHERE tag <> ''),
 lines AS (
     SELECT coalesce(l.rec, -l.line) AS rec, l.line, l.err, coalesce(m.t, '') AS t,
            CASE WHEN l.tag <> '' THEN substr(l.raw, 3) ELSE l.raw END AS v
-    FROM gm_lined l LEFT JOIN marks m USING (fld)
+    FROM tagged l LEFT JOIN marks m USING (fld)
 ),
 others AS (  -- fields of other letters (CACM's .K, .X): metadata under their letter
     SELECT rec, to_json(map_from_entries(list({{'k': t, 'v': v}}))) AS other
@@ -153,7 +157,11 @@ _TAG = "</?[A-Za-z][^<>]*>"
 # TREC SGML: a record runs from a ``<DOC>`` line to the next. DOCNO ends at its close, a tag or
 # the line's end; every TEXT block runs to its ``</TEXT>``, else to ``</DOC>`` or the record's
 # end (an unclosed tag); markup inside is dropped, entities are left as written.
-_TREC_COLUMNS = (f"sum(regexp_matches(raw, '^\\s*<(?i:DOC)>')::INT) {_RUNNING} AS rec",)
+_DOC_LINE = (
+    "CASE WHEN starts_with(raw, '<') THEN upper(substr(raw, 1, 5)) = '<DOC>' "
+    "WHEN ascii(raw) IN (9, 32) THEN regexp_matches(raw, '^\\s*<(?i:DOC)>') ELSE false END"
+)
+_TREC_COLUMNS = (f"sum(({_DOC_LINE})::INT) {_RUNNING} AS rec",)
 _TREC = f"""
 CREATE OR REPLACE TEMP TABLE gm_src AS
 WITH docs AS (
