@@ -92,6 +92,14 @@ def starter(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the hash ties break by.")] = 0,
+    with_composition: Annotated[
+        bool,
+        typer.Option(
+            "--composition",
+            help="With --json: an object, {picks: [...], composition: {...}} (the set beside the "
+            "traffic), instead of the list of picks.",
+        ),
+    ] = False,
     by: ByOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -105,24 +113,23 @@ def starter(
         found = propose(con, n, _user(by), seed=seed, by_source=places)
     picks = found.picks
     if as_json:
-        print_json(
+        # A list of picks, as scripts read it; the composition is the text report's (and
+        # --composition's, for a script that wants it).
+        picked = [
             {
-                "picks": [
-                    {
-                        "query_id": p.query_id,
-                        "query": p.query["query"],
-                        "reasons": p.reasons,
-                        "cluster_id": p.query["cluster_id"],
-                        "band": p.query["band"],
-                        "tags": p.query["tags"],
-                        "source": p.source,
-                        "failing": p.query["failing"],
-                    }
-                    for p in picks
-                ],
-                "composition": found.composition,
+                "query_id": p.query_id,
+                "query": p.query["query"],
+                "reasons": p.reasons,
+                "cluster_id": p.query["cluster_id"],
+                "band": p.query["band"],
+                "tags": p.query["tags"],
+                "source": p.source,
+                "failing": p.query["failing"],
             }
-        )
+            for p in picks
+        ]
+        print_json({"picks": picked, "composition": found.composition} if with_composition
+                   else picked)  # fmt: skip
         return
     _table(
         f"{len(picks)} new candidates",

@@ -92,7 +92,7 @@ def test_choose_spreads_one_per_cluster_when_there_is_room() -> None:
 
 def test_rerunning_starter_proposes_only_what_is_new(cli, store: Path) -> None:
     def picks(n: str) -> list[dict]:
-        return json.loads(gold(cli, store, "starter", "--n", n, "--json").stdout)["picks"]
+        return json.loads(gold(cli, store, "starter", "--n", n, "--json").stdout)
 
     first, second = picks("5"), picks("5")
     assert len(first) == len(second) == 5

@@ -111,7 +111,9 @@ def write_triage(db: Path, rows: list[dict], *, reverse_ids: bool = False) -> No
 
 
 def starter_json(cli, db: Path, *args: str) -> dict:
-    return json.loads(gold(cli, db, "starter", "--json", "--by", "tester", *args).stdout)
+    return json.loads(
+        gold(cli, db, "starter", "--json", "--composition", "--by", "tester", *args).stdout
+    )
 
 
 def test_picks_are_not_alphabet_skewed_and_a_cluster_shows_its_central_query(db_path: Path):
