@@ -335,6 +335,10 @@ def _waiting(duckdb, path: Path, wait: float, opening: Callable):
         try:
             return opening()
         except duckdb.IOException as exc:
+            if "not a valid DuckDB database file" in str(exc):
+                raise InputError(
+                    f"{path} is not a goldmine store (not a DuckDB database file): check --db"
+                ) from exc
             if "lock" not in str(exc).lower():
                 raise StoreError(f"cannot open {path}: {exc}") from exc
             waited = time.monotonic() - start
@@ -441,8 +445,9 @@ def connect(
     path = resolve_db_path(db)
     if not path.exists() and (read_only or not create):
         raise missing_store(path)
-    if not read_only and path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if not read_only and not path.exists() and path.parent and not path.parent.exists():
+        # A store is made only in a folder that is there: a mistyped --db folder is no new store.
+        raise InputError(f"no folder {path.parent}: create it, or check --db")
     settings = engine_settings()
     config = {k: v for k, (v, _) in settings.items()}
     spill = spill_folder(path) if path.exists() or not read_only else None

@@ -255,3 +255,28 @@ def test_duckdb_out_of_memory_is_one_line_naming_the_limit(tmp_path: Path) -> No
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("error: DuckDB ran out of memory under memory_limit = '2MB' from ")
     assert "GOLDMINE_MEMORY_LIMIT" in last and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["add", "hello"], ["ingest", "searchlog", "LOG"], ["gold", "add-query", "hello"]],
+    ids=" ".join,
+)
+def test_a_writing_command_makes_no_folder_for_a_mistyped_db(cli, tmp_path: Path, args) -> None:
+    """Issue 27 item 14: `--db nodir/x.duckdb` made the folder and a new store in it."""
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"query": "q", "ts": "2026-11-30T10:00:00Z"}\n')
+    db = tmp_path / "nodir" / "x.duckdb"
+    result = cli(*[str(log) if a == "LOG" else a for a in args], "--db", str(db), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"error: no folder {db.parent}: create it, or check --db"
+    assert not db.parent.exists()
+
+
+def test_a_file_that_is_no_store_is_bad_input(cli, tmp_path: Path) -> None:
+    notes = tmp_path / "README.md"
+    notes.write_text("# not a store\n")
+    for args in (["status"], ["add", "hello"]):
+        result = cli(*args, "--db", str(notes))
+        assert result.returncode == 2, result.stderr
+        assert "is not a goldmine store (not a DuckDB database file)" in result.stderr
