@@ -243,15 +243,18 @@ class Source:
     read: Callable[[duckdb.DuckDBPyConnection], None]
     file: InputFile | None = None
 
+    def _hashed(self) -> str | FileScan:
+        return self.hashing if isinstance(self.hashing, str) else self.hashing.result()
+
     @property
     def file_hash(self) -> str:
-        got = self.hashing if isinstance(self.hashing, str) else self.hashing.result()
+        got = self._hashed()
         return got.sha256 if isinstance(got, FileScan) else got
 
     def scan(self) -> FileScan | None:
         """What the file's scan found (None if it was not scanned); raises the scan's InputError
         for a compressed stream that ends early."""
-        got = self.hashing if isinstance(self.hashing, str) else self.hashing.result()
+        got = self._hashed()
         return got if isinstance(got, FileScan) else None
 
 
@@ -462,17 +465,21 @@ def _stage(con, target: Target, source: Source, redactor: Redactor) -> None:
 
 def _stage_checked(con, target: Target, source: Source, redactor: Redactor) -> None:
     """Stage the file; if its scan (done meanwhile) found lines the reader loses without a word
-    (too long, NUL bytes) or line ends it stops at, stage it again from a copy where those lines
-    are blank and the line ends plain, and add each bad line as a reject. A scan's error (a
-    compressed stream that ends early) comes before any other."""
+    (too long, NUL bytes), or line ends it stopped at, stage it again from a copy where those
+    lines are blank and the line ends plain, and add each bad line as a reject. Odd line ends
+    alone matter only where the reader stopped: a CSV's quoted fields may hold a bare LF between
+    CRLF records (banking77's do), which DuckDB's CSV reader reads. A scan's error (a compressed
+    stream that ends early) comes before any other."""
+    stopped = False
     try:
         _stage(con, target, source, redactor)
     except InputError:
         scan = source.scan()
         if scan is None or not scan.needs_copy:
             raise
+        stopped = True
     scan = source.scan()
-    if scan is None or not scan.needs_copy:
+    if scan is None or not (scan.bad or (stopped and scan.odd_line_ends)):
         return
     folder = con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
     item = source.file

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from goldmine.errors import InputError
+from goldmine.text import sha256_file
 
 # The longest line DuckDB's reader is given room for (``max_line_size`` in ingest.files).
 MAX_LINE = 16_777_216
@@ -61,12 +62,10 @@ BINARY = "binary data (NUL bytes in the line)"
 def scan_file(path: Path, compression: str, lines: bool) -> FileScan:
     """Hash ``path`` as stored; for a line-based file (``lines``) also decompress it and find
     its bad lines. Raises InputError for a compressed stream that ends early or is damaged."""
+    if not lines:
+        return FileScan(sha256_file(path))
     digest = hashlib.sha256()
     raw = _raw_chunks(path, digest)
-    if not lines:
-        for _ in raw:
-            pass
-        return FileScan(digest.hexdigest())
     finder = _LineFinder()
     for chunk in _decompressed(raw, compression, path, finder):
         if finder.line == 0 and chunk[:2] in (b"\xff\xfe", b"\xfe\xff"):
