@@ -449,10 +449,7 @@ def connect(
         # A store is made only in a folder that is there: a mistyped --db folder is no new store.
         raise InputError(f"no folder {path.parent}: create it, or check --db")
     settings = engine_settings()
-    config = {k: v for k, (v, _) in settings.items()}
-    spill = spill_folder(path) if path.exists() or not read_only else None
-    if spill is not None:
-        config["temp_directory"] = str(spill)
+    config = _engine_config(path, settings, spill=path.exists() or not read_only)
     try:
         con = _connect_waiting(
             duckdb, path, read_only, config, busy_wait() if wait is None else wait
@@ -521,7 +518,7 @@ def removed_on_input_error(db: str | Path | None = None) -> Iterator[None]:
     leaves no empty store behind. A store that holds any row (another process may have written
     it meanwhile) is kept. Enter it before ``open_store``, so the store is closed when it acts."""
     path = resolve_db_path(db)
-    beside = (_wal(path), spill_root(path), path.with_name(path.name + ".key"))
+    beside = (_wal(path), spill_root(path), key_file(path))
     made = [p for p in (path, *beside) if not os.path.lexists(p)]
     try:
         yield
@@ -563,15 +560,26 @@ _ATTACHED = "gm_store"
 _detached: dict[int, list] = {}
 
 
+def _engine_config(path: Path, settings: dict, spill: bool = True) -> dict[str, str]:
+    """DuckDB's config for a connection to the store: the engine settings, and this process's
+    private spill folder (``spill``: when the store is there or will be made)."""
+    config = {k: v for k, (v, _) in settings.items()}
+    folder = spill_folder(path) if spill else None
+    if folder is not None:
+        config["temp_directory"] = str(folder)
+    return config
+
+
+def key_file(path: Path) -> Path:
+    """``<store>.key``: the store's pseudonym key, beside it and never in it (ingest.batch)."""
+    return path.with_name(path.name + ".key")
+
+
 @contextmanager
 def _detachable(path: Path, *, create: bool, wait: float | None) -> Iterator:
     connect(path, create=create, wait=wait).close()  # create, migrate, sweep old spill
     duckdb = duckdb_engine()
-    config = {k: v for k, (v, _) in engine_settings().items()}
-    spill = spill_folder(path)
-    if spill is not None:
-        config["temp_directory"] = str(spill)
-    con = duckdb.connect(":memory:", config=config)
+    con = duckdb.connect(":memory:", config=_engine_config(path, engine_settings()))
     _detached[id(con)] = [path, False]
     _claim(path)
     try:

@@ -336,12 +336,14 @@ def choose(
                 progressed = True
         if progressed:
             continue
-        left = [
-            q for q in pool if q["norm_query"] not in taken and not near_duplicate(q["norm_query"])
-        ]
-        if not left:
+        def still_open(q: dict) -> bool:
+            return q["norm_query"] not in taken and not near_duplicate(q["norm_query"])
+
+        # any() stops at the first: the fuzzy match runs on the whole pool only when nothing is
+        # open (slot, a cheap test, first).
+        if not any(still_open(q) for q in pool):
             break
-        if used and any(slot(q) for q in left):
+        if used and any(slot(q) and still_open(q) for q in pool):
             # Every cluster has its place: a new round, where each may take one more.
             used = set()
         elif limits is not None:
@@ -360,7 +362,10 @@ def choose(
 
 def _with_defaults(q: dict, seed: int) -> dict:
     """A query as ``choose`` reads it: rank, hash and sources filled in where a caller (a test's
-    hand-made rows) gave none."""
+    hand-made rows) gave none. A row from ``gm_starter`` has them all and is kept as it is: at a
+    week's traffic a copy and an md5 per row cost seconds and a second heap."""
+    if q.get("source") and "qhash" in q and "src_order" in q and "qrank" in q:
+        return q
     source = q.get("source") or ((q.get("sources") or ["unknown"])[0])
     return {
         "qrank": 1,

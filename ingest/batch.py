@@ -45,7 +45,14 @@ from goldmine.ingest.logformats import DATE_MACROS
 from goldmine.ingest.redact import Redactor, install_macros
 from goldmine.ingest.scan import FileScan, blanked_copy, scan_file
 from goldmine.output import progress
-from goldmine.store import can_release, is_released, released, store_path, transaction
+from goldmine.store import (
+    can_release,
+    is_released,
+    key_file,
+    released,
+    store_path,
+    transaction,
+)
 
 COUNTS = ("rows_in", "stored", "rejected", "already_present")
 
@@ -830,7 +837,7 @@ def pseudonym_key(con) -> str:
     if path is None:
         return _PROCESS_KEY
     if path not in _keys:
-        _keys[path] = _read_or_make_key(Path(str(path) + ".key"))
+        _keys[path] = _read_or_make_key(key_file(path))
     return _keys[path]
 
 

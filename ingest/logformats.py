@@ -28,8 +28,6 @@ import duckdb
 from goldmine.errors import InputError
 from goldmine.ingest.files import run_sql
 
-FORMATS = ("session_xml", "clicklog", "analytics")
-
 # Columns that hold one click per row (a clicked document, or the rank clicked): their presence
 # tells a click-level export from an event-level log (whose clicks are a list per search).
 CLICK_DOC = ("clickurl", "click_url", "clicked_url", "clicked_doc", "clicked_doc_id", "click_doc")
