@@ -135,7 +135,9 @@ def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
     def text(part: str) -> str:
         if part not in found:
             return "NULL::VARCHAR"
-        return f"nullif(trim(json_extract_string(raw, $gm_k_{part})), '')"
+        # Not on a row the reader could not read (its raw is not JSON): that row is a reject.
+        got = f"nullif(trim(json_extract_string(raw, $gm_k_{part})), '')"
+        return f"CASE WHEN err IS NULL THEN {got} END"
 
     number = {p: _NUMBER.format(text(p)) for p in ("count", "zero", "clicks")}
     rate = {p: _RATE.format(text(p)) for p in ("zero_rate", "ctr")}

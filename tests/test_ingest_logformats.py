@@ -321,3 +321,15 @@ def test_search_console_queries_with_clicks_and_impressions(tmp_path, db_path, c
     total = json.loads(_ingest(cli, db_path, str(later)).stdout)["total"]
     assert total == {"rows_in": 2, "stored": 1, "rejected": 0, "already_present": 1}
     assert _triage_queries(db_path)["reset password"][:3] == (500, 0, 469)
+
+
+def test_an_unreadable_analytics_row_is_a_reject_not_a_crash(tmp_path, db_path, cli):
+    """Invalid UTF-8 in one row of an analytics export stopped the whole import with a
+    traceback (its raw text is not JSON): it is a reject with its line, the rest stored."""
+    log = tmp_path / "export.csv"
+    log.write_bytes(b"query,searches,no_results,date\nfoo,10,2,2026-01-02\nba\xffr,3,0,2026-01-02\n"
+                    b"last,1,0,2026-01-02\n")  # fmt: skip
+    result = _ingest(cli, db_path, str(log))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    total = json.loads(result.stdout)["total"]
+    assert (total["rows_in"], total["stored"], total["rejected"]) == (3, 2, 1)
