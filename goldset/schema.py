@@ -207,4 +207,25 @@ MIGRATIONS = [
         ALTER TABLE gold_llm_calls ADD COLUMN truncated BOOLEAN DEFAULT false;
         """,
     ),
+    Migration(
+        306,
+        "goldset_source_grades",
+        """
+        -- Judgments from a source other than this store's people and model judge (gold import
+        -- --as-source NAME: another team's labels, TREC/BEIR qrels, an LLM judge run elsewhere).
+        -- Kept beside the gold set, never gold without a person; gold agreement --between
+        -- compares any two sources over the units both graded.
+        CREATE TABLE gold_source_grades (
+            source VARCHAR NOT NULL,          -- import:NAME
+            query_id VARCHAR NOT NULL,        -- the gold item the judgment was matched to
+            chunk_id VARCHAR,                 -- NULL: the source said the query has no answer
+            grade INTEGER,                    -- on goldmine's 0-2 scale, after --grade-map
+            raw_grade VARCHAR,                -- the grade as the file wrote it
+            in_corpus BOOLEAN NOT NULL,       -- the chunk id is in the corpus at import time
+            file VARCHAR,                     -- the file it came from, and its line
+            line BIGINT,
+            ts TIMESTAMP NOT NULL
+        );
+        """,
+    ),
 ]
