@@ -694,6 +694,15 @@ def import_(
         ),
     ] = None,
     split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
+    as_source: Annotated[
+        str | None,
+        typer.Option(
+            "--as-source",
+            help="Keep the file's judgments as source import:NAME beside the gold set (never "
+            "gold; queries no item has become candidates) for gold agreement --between. The "
+            "same NAME again replaces that source's judgments.",
+        ),
+    ] = None,
     by: ByOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -701,9 +710,14 @@ def import_(
     """Restore an exported version, or add TREC/BEIR/gold-JSONL judgments as verified items.
 
     A judged query the set already has (same id or normalized text) joins that item; a grade
-    that differs from a person's goes to adjudication, never over it."""
+    that differs from a person's goes to adjudication, never over it. With --as-source NAME
+    the judgments are another source's, kept beside the gold set."""
     from goldmine.goldset.exchange import import_path, parse_grade_map
 
+    if as_source is not None:
+        _import_source(path, as_source, fmt, topics, topic_field, parse_grade_map(grade_map),
+                       split, _user(by), db, as_json)  # fmt: skip
+        return
     with _store(db) as con:
         r = import_path(
             con,
@@ -729,6 +743,31 @@ def import_(
             f"{r.no_answer} no answer, {r.already_present} already in the set (matched by id "
             f"or text); labels: {r.labels_new} new, {r.labels_same} the same, "
             f"{r.labels_different} different"
+        )
+    for note in r.notes:
+        warn(note)
+
+
+def _import_source(
+    path: Path, name: str, fmt: str, topics: Path | None, topic_field: str,
+    grade_map: dict[int, int] | None, split: str, by: str, db: Path | None, as_json: bool,
+) -> None:  # fmt: skip
+    """``gold import --as-source NAME``: goldset/source_import.py."""
+    from goldmine.goldset.source_import import import_source
+
+    with _store(db) as con:
+        r = import_source(con, path, name, by=by, fmt=fmt, topics=topics, grade_map=grade_map,
+                          split=split, topic_field=topic_field)  # fmt: skip
+    if r.replaced:
+        info(f"replaced the {r.replaced} rows {r.source} had (the same name imported before)")
+    if as_json:
+        print_json(r.__dict__)
+    else:
+        print(
+            f"{r.source}: {r.judgments} judgments on {r.queries} queries ({r.matched} matched to "
+            f"items by id or text, {r.created} created as candidates), {r.not_in_corpus} on "
+            f"chunks not in the corpus, {r.no_answer} no answer; kept beside the gold set, "
+            "never gold without a person"
         )
     for note in r.notes:
         warn(note)

@@ -1,0 +1,327 @@
+"""``gold import FILE --as-source NAME``: another grader's judgments, kept beside the gold set.
+
+A plain ``gold import`` makes a file's judgments people's gold (verified items, labels). A file
+from another grader (TREC/BEIR qrels, another team's labels, an LLM judge run elsewhere) is
+evidence to compare, not a decision: it goes to ``gold_source_grades`` as source ``import:NAME``,
+one row per judgment with the grade on goldmine's scale (after ``--grade-map``), the grade as the
+file wrote it, and the file and line it came from. The queries are matched to items as ``gold
+import`` matches them (``exchange._match``: id, else normalized text); a query no item has becomes
+a candidate item, so a person can review it, and two of the file's queries with the same text
+become one. No label is written and nothing is verified: only a person makes gold.
+
+A chunk id the current corpus does not hold is kept (``in_corpus`` false) and counted: the
+judgment is still a judgment, and ``gold agreement`` decides what to compare. A query whose
+judgments are all 0 (or none, in gold JSONL) is the source saying "no answer": one row with no
+chunk. Importing the same NAME again replaces that source's rows; another NAME sits beside it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from goldmine.errors import InputError
+from goldmine.files import require_file
+from goldmine.gold import GoldQuery
+from goldmine.goldset import bulk
+from goldmine.goldset.exchange import (
+    _is_header,
+    _json_lines,
+    _match,
+    _read_lines,
+    check_scale,
+    detect_format,
+    read_minimal_jsonl,
+    read_topics,
+)
+from goldmine.goldset.items import current_snapshot, now
+from goldmine.store import registered, transaction
+from goldmine.text import normalize_query
+
+if TYPE_CHECKING:
+    import duckdb
+
+PREFIX = "import:"
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+# One judgment per row: the file's query id, the chunk (None: a query judged with no chunk),
+# the grade as written, its line (None where the layout has none) and its place in the file.
+_JUDGMENT = {"file_qid": pl.Utf8, "chunk_id": pl.Utf8, "raw_grade": pl.Utf8, "line": pl.Int64}
+
+
+@dataclass
+class SourceImported:
+    source: str
+    path: str
+    format: str
+    judgments: int = 0  # (query, chunk) grades stored
+    queries: int = 0  # the file's judged queries
+    matched: int = 0  # of those, joined to an item already there (by id or text)
+    created: int = 0  # candidate items made for the rest
+    not_in_corpus: int = 0  # judgments on a chunk id the current corpus does not hold
+    chunks_not_in_corpus: int = 0  # distinct such chunk ids
+    no_answer: int = 0  # items the source says have no answer
+    replaced: int = 0  # rows this source had before, replaced
+    notes: list[str] = field(default_factory=list)
+
+
+def source_name(name: str) -> str:
+    """``import:NAME`` for a valid NAME (letters, digits, ``-_.``; up to 64)."""
+    if not _NAME.fullmatch(name or ""):
+        raise InputError(
+            f"--as-source takes a name of letters, digits, '-', '_' and '.' (up to 64), "
+            f"not {name!r}"
+        )
+    return PREFIX + name
+
+
+def import_source(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    name: str,
+    *,
+    by: str,
+    fmt: str = "auto",
+    topics: Path | None = None,
+    grade_map: dict[int, int] | None = None,
+    split: str = "test",
+    topic_field: str = "title",
+) -> SourceImported:
+    """Store ``path``'s judgments as source ``import:NAME`` (see the module's docstring)."""
+    source = source_name(name)
+    require_file(path, folder_ok=True)
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    if fmt == "goldmine":
+        raise InputError(
+            "a goldmine version file is restored as published (gold import without "
+            "--as-source); --as-source reads TREC qrels, BEIR or gold JSONL",
+            path=path,
+        )
+    notes: list[str] = []
+    judgments, texts = _read(path, fmt, topics, split, topic_field, notes)
+    judgments = _graded(judgments, grade_map, path)
+    result = SourceImported(source=source, path=str(path), format=fmt, notes=notes)
+    with transaction(con):
+        mapping = _items_for(con, texts, source, by, path, result)
+        _store(con, judgments, mapping, source, path, result)
+    return result
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+def _read(
+    path: Path, fmt: str, topics: Path | None, split: str, field_: str, notes: list[str]
+) -> tuple[pl.DataFrame, dict[str, str | None]]:
+    """The file's judgments (``_JUDGMENT``) and each judged query's text."""
+    if fmt == "jsonl":
+        return _jsonl(path)
+    if fmt == "beir":
+        queries, qrels = path / "queries.jsonl", path / "qrels" / f"{split}.tsv"
+        for needed in (queries, qrels):
+            if not needed.is_file():
+                raise InputError(f"a BEIR folder needs {needed.relative_to(path)}", path=path)
+        return _with_text(_columns(qrels, tab=True), read_topics(queries), qrels)
+    if fmt != "trec":
+        raise InputError(f"--format for --as-source is trec, beir or jsonl, not {fmt!r}")
+    if topics is None:
+        raise InputError("TREC qrels carry no query text: pass --topics FILE", path=path)
+    return _with_text(_columns(path, tab=False), read_topics(topics, notes, field_), path)
+
+
+def _columns(path: Path, *, tab: bool) -> pl.DataFrame:
+    """Qrels lines cut into columns by polars: TREC's ``qid iter doc grade`` (the second column
+    is ``0`` or ``Q0``, both in the wild, and never read) or ``qid doc grade``; BEIR's
+    tab-separated ``query-id corpus-id score`` after its header row."""
+    lines = pl.DataFrame({"raw": _read_lines(path)}).with_row_index("line", offset=1)
+    cut = pl.col("raw").str.split("\t") if tab else pl.col("raw").str.extract_all(r"\S+")
+    parts = lines.with_columns(p=cut, n=cut.list.len()).filter(
+        pl.col("raw").str.strip_chars() != ""
+    )
+    if tab:
+        parts = parts.filter(~((pl.col("line") == 1) & pl.col("raw").str.starts_with("query")))
+    wanted = [3] if tab else [3, 4]
+    bad = parts.filter(~pl.col("n").is_in(wanted)).head(1)
+    if bad.height:
+        shape = "query-id, corpus-id, score" if tab else "query id, iteration, doc id, grade"
+        raise InputError(f"expected {shape}, got {bad['n'][0]} columns", path=path,
+                         line=int(bad["line"][0]))  # fmt: skip
+    return parts.select(
+        file_qid=pl.col("p").list.get(0).str.strip_chars(),
+        chunk_id=pl.col("p").list.get(-2).str.strip_chars(),
+        raw_grade=pl.col("p").list.get(-1).str.strip_chars(),
+        line=pl.col("line").cast(pl.Int64),
+    )
+
+
+def _with_text(
+    judgments: pl.DataFrame, topics: dict[str, str], path: Path
+) -> tuple[pl.DataFrame, dict[str, str | None]]:
+    judged = judgments["file_qid"].unique(maintain_order=True).to_list()
+    missing = [q for q in judged if q not in topics]
+    if missing:
+        raise InputError(
+            f"{len(missing)} judged queries have no text in the topics (e.g. {missing[:3]})",
+            path=path,
+        )
+    return judgments, {q: topics[q] for q in judged}
+
+
+def _jsonl(path: Path) -> tuple[pl.DataFrame, dict[str, str | None]]:
+    """Gold JSONL as judgments; a query with none (``"no_answer": true``, ``"relevant": []``)
+    is one row with no chunk."""
+    entries = read_minimal_jsonl(path)
+    lines = [n for n, obj in _json_lines(path) if not _is_header(obj)]
+    rows: list[tuple] = []
+    for n, e in zip(lines, entries, strict=True):
+        rows += [(e.query_id, c, str(g), n) for c, g in e.judged.items()] or [
+            (e.query_id, None, None, n)
+        ]
+    frame = pl.DataFrame(rows, schema=_JUDGMENT, orient="row")
+    return frame, {e.query_id: e.query for e in entries}
+
+
+def _graded(judgments: pl.DataFrame, grade_map: dict[int, int] | None, path: Path) -> pl.DataFrame:
+    """``grade`` on goldmine's scale: the written grade as a whole number, through the map."""
+    number = pl.col("raw_grade").cast(pl.Float64, strict=False)
+    checked = judgments.with_columns(number=number)
+    bad = checked.filter(
+        pl.col("raw_grade").is_not_null()
+        & (pl.col("number").is_null() | (pl.col("number") != pl.col("number").floor()))
+    ).head(1)
+    if bad.height:
+        raise InputError(f"grade {bad['raw_grade'][0]!r} is not a whole number",
+                         path=path, line=bad["line"][0])  # fmt: skip
+    graded = checked.with_columns(grade=pl.col("number").cast(pl.Int64)).drop("number")
+    found = sorted(graded["grade"].drop_nulls().unique().to_list())
+    if grade_map is None:
+        check_scale([GoldQuery("grades", "", {str(g): g for g in found})], path)
+        return graded
+    unmapped = [g for g in found if g not in grade_map]
+    if unmapped:
+        raise InputError(f"--grade-map has no entry for grade(s) {unmapped}", path=path)
+    return graded.with_columns(
+        grade=pl.col("grade").replace_strict(grade_map, default=None, return_dtype=pl.Int64)
+    )
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def _items_for(
+    con: duckdb.DuckDBPyConnection,
+    texts: dict[str, str | None],
+    source: str,
+    by: str,
+    path: Path,
+    result: SourceImported,
+) -> dict[str, str]:
+    """File query id -> the item it joins: the one ``_match`` finds, else a candidate made for
+    the first of the file's queries with its normalized text."""
+    entries = [GoldQuery(q, t or "", {}) for q, t in texts.items()]
+    matches = _match(con, entries)
+    result.queries, result.matched = len(texts), len(matches)
+    created: dict[str, str] = {}  # normalized text -> the item made for it
+    new: list[dict] = []
+    for q, text in texts.items():
+        if q in matches:
+            continue
+        if not text or not text.strip():
+            raise InputError(f"query {q!r} has no text and no item has its id", path=path)
+        norm = normalize_query(text)
+        if norm not in created:
+            created[norm] = q
+            new.append({"query_id": q, "query": text, "norm_query": norm})
+        matches[q] = created[norm]
+    _add_candidates(con, new, source, by, path)
+    result.created = len(new)
+    return matches
+
+
+def _add_candidates(
+    con: duckdb.DuckDBPyConnection, rows: list[dict], source: str, by: str, path: Path
+) -> None:
+    """Candidate items for the file's queries no item had, in one statement, each with its
+    ``add`` history row."""
+    if not rows:
+        return
+    at = now()
+    reason = f"judged by {source} ({path.name})"
+    frame = pl.DataFrame(rows, schema={"query_id": pl.Utf8, "query": pl.Utf8,
+                                       "norm_query": pl.Utf8})  # fmt: skip
+    with registered(con, gold_source_new=frame):
+        con.execute(
+            """INSERT INTO gold_items (query_id, position, query, norm_query, status, no_answer,
+                   tags, origin, reason, sources, source_ids, notes, created_at, updated_at)
+               SELECT query_id, nextval('gold_position_seq'), query, norm_query, 'candidate',
+                      false, [], $source, $reason, ['import'], [query_id], [], $at, $at
+               FROM gold_source_new""",
+            {"source": source, "reason": reason, "at": at},
+        )
+    detail = {"origin": source, "reason": reason, "status": "candidate"}
+    bulk.append_history(
+        con, [bulk.history_row(r["query_id"], "add", detail, at=at, who=by) for r in rows]
+    )
+
+
+# Each item's judgments (the last in the file where a chunk is judged twice for one item), with
+# whether the current corpus holds the chunk; then a "no answer" row for each item none of whose
+# judgments is above 0, at the line of its first judgment.
+_INSERT_SQL = """
+    INSERT INTO gold_source_grades
+    WITH j AS (
+        SELECT m.query_id, i.chunk_id, arg_max(i.grade, i.ord) AS grade,
+               arg_max(i.raw_grade, i.ord) AS raw_grade, arg_max(i.line, i.ord) AS line
+        FROM gold_source_incoming i JOIN gold_source_items m USING (file_qid)
+        WHERE i.chunk_id IS NOT NULL GROUP BY ALL)
+    SELECT $source, j.query_id, j.chunk_id, j.grade, j.raw_grade, c.chunk_id IS NOT NULL,
+           $file, j.line, $at
+    FROM j LEFT JOIN (SELECT DISTINCT chunk_id FROM chunks WHERE snapshot_id = $snapshot) c
+      USING (chunk_id)
+    UNION ALL
+    SELECT $source, m.query_id, NULL, NULL, NULL, true, $file, min(i.line), $at
+    FROM gold_source_incoming i JOIN gold_source_items m USING (file_qid)
+    WHERE m.query_id NOT IN (SELECT query_id FROM j WHERE grade > 0)
+    GROUP BY m.query_id
+"""
+
+
+def _store(
+    con: duckdb.DuckDBPyConnection,
+    judgments: pl.DataFrame,
+    mapping: dict[str, str],
+    source: str,
+    path: Path,
+    result: SourceImported,
+) -> None:
+    """This source's rows, in place of the ones it had."""
+    result.replaced = con.execute(
+        "SELECT count(*) FROM gold_source_grades WHERE source = ?", [source]
+    ).fetchall()[0][0]
+    con.execute("DELETE FROM gold_source_grades WHERE source = ?", [source])
+    snapshot_id, _ = current_snapshot(con)
+    items = pl.DataFrame(
+        {"file_qid": list(mapping), "query_id": list(mapping.values())},
+        schema={"file_qid": pl.Utf8, "query_id": pl.Utf8},
+    )
+    incoming = judgments.with_row_index("ord")
+    with registered(con, gold_source_incoming=incoming, gold_source_items=items):
+        con.execute(_INSERT_SQL, {"source": source, "file": str(path), "at": now(),
+                                  "snapshot": snapshot_id})  # fmt: skip
+    (result.judgments, result.not_in_corpus, result.chunks_not_in_corpus,
+     result.no_answer) = con.execute(
+        """SELECT count(chunk_id), count(chunk_id) FILTER (WHERE NOT in_corpus),
+                  count(DISTINCT chunk_id) FILTER (WHERE NOT in_corpus),
+                  count(*) FILTER (WHERE chunk_id IS NULL)
+           FROM gold_source_grades WHERE source = ?""",
+        [source],
+    ).fetchall()[0]  # fmt: skip
+    if result.not_in_corpus:
+        where = f"snapshot {snapshot_id}" if snapshot_id else "the store (no corpus ingested)"
+        result.notes.append(
+            f"{result.not_in_corpus} judgments name {result.chunks_not_in_corpus} chunk ids not "
+            f"in {where}: kept, with in_corpus false"
+        )

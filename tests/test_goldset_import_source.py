@@ -1,0 +1,193 @@
+"""``gold import FILE --as-source NAME``: another source's judgments kept beside the gold set.
+
+A file imported as a source becomes rows of ``gold_source_grades`` (source ``import:NAME``) on the
+items its queries match (by id, else by normalized text, as ``gold import`` matches), with items
+created as candidates where none matches. Nothing becomes gold: no label, no verification. The
+real case is Cranfield (its corpus, its SMART topics file ``cran.qry`` and a slice of its
+``cranqrel`` as people's gold), with two sources written in the layouts found in the wild: a 0-3
+scale with ``Q0`` in the second column, and a 0-1 scale with ``0`` there.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from goldmine.store import open_store
+
+from helpers import gold, norm_qid, store_corpus
+from realdata import cranfield_chunks, cranfield_queries
+
+# Source "nist", graded 0-3, TREC's four columns with Q0. Chunk 1401 is not in Cranfield
+# (ids 1..1400); query 3 says no chunk is relevant (all zero), so: no answer.
+NIST = """\
+1 Q0 184 3
+1 Q0 29 2
+1 Q0 1401 1
+2 Q0 12 1
+2 Q0 13 0
+3 Q0 5 0
+3 Q0 6 0
+5 Q0 51 3
+"""
+# Source "clicks-team", graded 0-1, with 0 in the second column. 1500 is not in the corpus;
+# query 6 is all zero: no answer.
+CLICKS = """\
+1 0 184 1
+1 0 29 0
+2 0 12 1
+4 0 9 1
+4 0 1500 1
+6 0 60 0
+"""
+
+
+def _rows(db: Path, sql: str, params=None) -> list[tuple]:
+    with open_store(db) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+@pytest.fixture
+def cranfield_store(shared_dataset, cli, tmp_path: Path) -> dict:
+    """Cranfield's corpus; people's gold for queries 3 and 4 (cranqrel's own lines, imported the
+    usual way); query 1 typed in by hand in other letters (an item matched by its text only)."""
+    folder = shared_dataset("datasets", "cranfield")
+    db = tmp_path / "cran.duckdb"
+    with open_store(db) as con:
+        store_corpus(con, [(c.id, c.title, c.text) for c in cranfield_chunks(folder)])
+    people = tmp_path / "people.qrels"
+    lines = (folder / "cranqrel").read_text().splitlines()
+    people.write_text("".join(f"{x}\n" for x in lines if x.split()[0] in ("3", "4")))
+    topics = folder / "cran.qry"
+    gold(cli, db, "import", str(people), "--topics", str(topics),
+         "--grade-map", "1=2,2=2,3=1,4=1,-1=0", "--by", "cleverdon")  # fmt: skip
+    typed = cranfield_queries(folder)["1"].upper().replace(" .", "?")
+    gold(cli, db, "add-query", typed, "--by", "ana")
+    return {"db": db, "topics": topics, "typed": typed, "folder": folder}
+
+
+def _as_source(cli, db: Path, path: Path, name: str, topics: Path, grade_map: str, *extra: str):
+    return gold(cli, db, "import", str(path), "--as-source", name, "--topics", str(topics),
+                "--grade-map", grade_map, "--json", *extra)  # fmt: skip
+
+
+def test_two_qrels_on_different_scales_become_two_sources_beside_the_gold(
+    cli, cranfield_store: dict, tmp_path: Path
+) -> None:
+    db, topics = cranfield_store["db"], cranfield_store["topics"]
+    typed_id = norm_qid(cranfield_store["typed"])
+    labels_before = _rows(db, "SELECT * FROM gold_labels ORDER BY ALL")
+    history_before = _rows(db, "SELECT count(*) FROM gold_history WHERE query_id IN ('3', '4')")
+    nist, clicks = tmp_path / "nist.qrels", tmp_path / "clicks.qrels"
+    nist.write_text(NIST)
+    clicks.write_text(CLICKS)
+
+    a = json.loads(_as_source(cli, db, nist, "nist", topics, "0=0,1=1,2=2,3=2").stdout)
+    # 8 judgments over queries 1 (matched by text), 2 and 5 (created), 3 (matched by id);
+    # 1401 not in the corpus; query 3 all zero: no answer.
+    assert a["source"] == "import:nist"
+    assert (a["judgments"], a["queries"], a["matched"], a["created"]) == (8, 4, 2, 2)
+    assert (a["not_in_corpus"], a["no_answer"], a["replaced"]) == (1, 1, 0)
+
+    b = json.loads(_as_source(cli, db, clicks, "clicks-team", topics, "0=0,1=2").stdout)
+    # 6 judgments over 1 (text), 2 (the item nist created), 4 (id), 6 (created).
+    assert (b["judgments"], b["queries"], b["matched"], b["created"]) == (6, 4, 3, 1)
+    assert (b["not_in_corpus"], b["no_answer"], b["replaced"]) == (1, 1, 0)
+
+    rows = _rows(
+        db,
+        """SELECT source, query_id, chunk_id, grade, raw_grade, in_corpus, line
+           FROM gold_source_grades ORDER BY source, line, chunk_id NULLS FIRST""",
+    )
+    nist_rows = [r[1:] for r in rows if r[0] == "import:nist"]
+    assert nist_rows == [
+        (typed_id, "184", 2, "3", True, 1),
+        (typed_id, "29", 2, "2", True, 2),
+        (typed_id, "1401", 1, "1", False, 3),
+        ("2", "12", 1, "1", True, 4),
+        ("2", "13", 0, "0", True, 5),
+        ("3", None, None, None, True, 6),  # the source's "no answer", at the query's first line
+        ("3", "5", 0, "0", True, 6),
+        ("3", "6", 0, "0", True, 7),
+        ("5", "51", 2, "3", True, 8),
+    ]
+    click_rows = [r[1:] for r in rows if r[0] == "import:clicks-team"]
+    assert click_rows[0] == (typed_id, "184", 2, "1", True, 1)
+    assert ("4", "1500", 2, "1", False, 5) in click_rows
+    assert ("6", None, None, None, True, 6) in click_rows
+    assert _rows(db, "SELECT DISTINCT file FROM gold_source_grades ORDER BY 1") == [
+        (str(clicks),), (str(nist),)
+    ]  # fmt: skip
+
+    # Nothing became gold: the labels are as they were, the created items are candidates with
+    # the source as their origin, people's verified items are untouched.
+    assert _rows(db, "SELECT * FROM gold_labels ORDER BY ALL") == labels_before
+    assert _rows(db, "SELECT count(*) FROM gold_history WHERE query_id IN ('3', '4')") == (
+        history_before
+    )
+    items = dict(_rows(db, "SELECT query_id, status || ' ' || origin FROM gold_items"))
+    assert items == {
+        "3": "verified import:people.qrels",
+        "4": "verified import:people.qrels",
+        typed_id: "candidate add-query",
+        "2": "candidate import:nist",
+        "5": "candidate import:nist",
+        "6": "candidate import:clicks-team",
+    }
+    assert _rows(db, "SELECT query FROM gold_items WHERE query_id = '5'") == [
+        ("what chemical kinetic system is applicable to hypersonic aerodynamic problems .",)
+    ]
+
+    # The same name again replaces that source's rows (and says so); the other is left alone.
+    nist.write_text(NIST.replace("5 Q0 51 3\n", ""))
+    again = gold(cli, db, "import", str(nist), "--as-source", "nist", "--topics", str(topics),
+                 "--grade-map", "0=0,1=1,2=2,3=2")  # fmt: skip
+    assert "replaced the 9 rows import:nist had" in again.stderr
+    assert "7 judgments" in again.stdout and "0 created" in again.stdout
+    counts = _rows(db, "SELECT source, count(*) FROM gold_source_grades GROUP BY 1 ORDER BY 1")
+    assert counts == [("import:clicks-team", 7), ("import:nist", 8)]
+    assert _rows(db, "SELECT count(*) FROM gold_items") == [(6,)]  # never duplicated
+
+
+def _generated(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A store with two chunks, TREC <top> topics and a qrels file, written as TREC ships them."""
+    db = tmp_path / "g.duckdb"
+    with open_store(db) as con:
+        store_corpus(con, [("d1", "Reset", "How to reset a password."),
+                           ("d2", "VPN", "Connect to the VPN.")])  # fmt: skip
+    topics = tmp_path / "topics.txt"
+    topics.write_text(
+        "<top>\n<num> Number: 301\n<title> reset password\n<desc> Description:\nhow?\n</top>\n"
+        "<top>\n<num> Number: 302\n<title> vpn\n<desc> Description:\nvpn?\n</top>\n"
+    )
+    qrels = tmp_path / "run.qrels"
+    qrels.write_text("301 0 d1 1\n301 0 d2 0\n302 0 d2 1\n")
+    return db, topics, qrels
+
+
+def test_a_source_name_is_checked_and_a_version_file_is_not_a_source(cli, tmp_path: Path) -> None:
+    db, topics, qrels = _generated(tmp_path)
+    bad = gold(cli, db, "import", str(qrels), "--as-source", "our team!", "--topics", str(topics),
+               ok=False)  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("error: ") and len(bad.stderr.strip().splitlines()) == 1
+    assert "letters, digits" in bad.stderr
+    good = gold(cli, db, "import", str(qrels), "--as-source", "team_b.v2", "--topics", str(topics))
+    assert good.stdout.startswith("import:team_b.v2: 3 judgments")
+    assert _rows(db, "SELECT count(*) FROM gold_labels") == [(0,)]
+    assert _rows(db, "SELECT status, count(*) FROM gold_items GROUP BY 1") == [("candidate", 2)]
+    version = tmp_path / "v.jsonl"
+    version.write_text('{"format": "goldmine-gold", "format_version": 1}\n')
+    refused = gold(cli, db, "import", str(version), "--as-source", "x", ok=False)
+    assert refused.returncode == 2 and "--as-source" in refused.stderr
+
+
+def test_grades_off_the_scale_need_a_grade_map_as_a_source_too(cli, tmp_path: Path) -> None:
+    db, topics, qrels = _generated(tmp_path)
+    qrels.write_text("301 Q0 d1 3\n")
+    out = gold(cli, db, "import", str(qrels), "--as-source", "x", "--topics", str(topics),
+               ok=False)  # fmt: skip
+    assert out.returncode == 2 and "--grade-map" in out.stderr
+    assert _rows(db, "SELECT count(*) FROM gold_source_grades") == [(0,)]
