@@ -83,7 +83,23 @@ def tickets(
     in chat. ``agents``: the brand's own handles, whose messages are replies, not tickets."""
     redactor = make_redactor(redact, patterns, handles=True, regions=regions)
     options = {"redact": redact, **({"agents": sorted(agents)} if agents else {})}
-    return _files(con, _tickets, paths, fmt, mapping, redactor, options, agents=agents)
+    result = _files(con, _tickets, paths, fmt, mapping, redactor, options, agents=agents)
+    _count_no_question(con, result)
+    return result
+
+
+def _count_no_question(con: duckdb.DuckDBPyConnection, result: ImportResult) -> None:
+    """Say per file how many tickets were kept but tagged no-question (left out of triage)."""
+    for f in result.files:
+        if f.batch_id is None or not f.stored:
+            continue
+        rows = con.execute(
+            "SELECT count(*) FROM tickets WHERE batch_id = ? AND no_question", [f.batch_id]
+        ).fetchall()
+        f.extra["no_question"] = n = rows[0][0]
+        if n:
+            note = f"{n} tagged no-question (no question or problem stated; left out of triage)"
+            f.note = f"{f.note}; {note}" if f.note else note
 
 
 def chat(

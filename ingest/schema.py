@@ -167,4 +167,11 @@ MIGRATIONS = [
         );
         """,
     ),
+    # A ticket that asks no question and states no problem (thanks, a follow-up, a complaint
+    # with nothing to search for) is kept but tagged: triage and the starter leave it out.
+    Migration(
+        105,
+        "ticket_no_question",
+        "ALTER TABLE tickets ADD COLUMN no_question BOOLEAN DEFAULT false",
+    ),
 ]

@@ -34,7 +34,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "inbound": ("inbound", "is_inbound"),
 }
 
-COLUMNS = ("ticket_id", "ts", "user_id", "subject", "body", "question", "status", "extra")
+COLUMNS = (
+    "ticket_id", "ts", "user_id", "subject", "body", "question", "no_question", "status", "extra"
+)  # fmt: skip
 
 # Quoted replies and everything after them; a signature block and everything after it.
 _QUOTED_TAIL = (
@@ -65,6 +67,34 @@ _ELLIPSIS = r"(?:\.{2,}|…)\s+[a-z]"
 SENTENCE = rf"\s*((?:{_TITLES}|{_ABBREVIATIONS}|{_ELLIPSIS}|[.!?]+[^\s.!?]|[^.!?\n])+[.!?]*)"
 
 
+# A sentence that states a problem, for a message that asks no question (a support tweet rarely
+# does): a word of trouble, or a negation before a verb ("will not depart", "can't log in"; not
+# "you won't!", "you don't have to", "not a customer", "Not 25"). A sentence of thanks or of a
+# problem solved states none. Measured by hand on the support-tweet sample (DEVELOPERS.md).
+_APOSTROPHE = "['\u2019]?"
+_TROUBLE = (
+    r"(?i)\b(broken|break(s|ing)?|errors?|issues?|problems?|bugs?|buggy|crash(es|ed|ing)?|"
+    r"freez(e|es|ing)|froze|fail(s|ed|ing|ure)?|stuck|slow(s|ed|ing|down|er)?|lag(s|gy|ging)?|"
+    r"drain(s|ed|ing)?|drop(s|ped|ping)|killing|dead|down|outage|disconnect(s|ed|ing)?|"
+    r"skip(s|ping|ped)|delay(s|ed)?|late|cancell?ed|reschedul(e|ed|es|ing)|missing|lost|wrong|"
+    r"(over)?charged|refund|fix|need|wish|takes ages|forever|sucks?|horrible|terrible|awful|"
+    r"worst|paraly[sz]ed|messed up|waiting|stop(s|ped)? working|no (one|signal|service|"
+    r"internet|wifi|connection|delivery|response|reply|way))\b"
+)
+_NEGATION = (
+    rf"(?i)\b(can{_APOSTROPHE}t|cannot|won{_APOSTROPHE}t|doesn{_APOSTROPHE}t|"
+    rf"don{_APOSTROPHE}t|didn{_APOSTROPHE}t|isn{_APOSTROPHE}t|aren{_APOSTROPHE}t|"
+    rf"wasn{_APOSTROPHE}t|weren{_APOSTROPHE}t|hasn{_APOSTROPHE}t|haven{_APOSTROPHE}t|"
+    rf"couldn{_APOSTROPHE}t|not|never|unable to|no longer)\s+([a-z]+)"
+)
+# Words after a negation that make no problem of it ("not a customer", "don't have to").
+_NOT_AFTER = ("a", "an", "the", "have", "sure", "that", "so", "too", "only", "bad", "just")
+_SETTLED = (
+    r"(?i)\b(solved|resolved|sorted|fixed|seems to be working|working (now|again|fine)|"
+    r"thanks?|thank you|cheers|brilliant)\b"
+)
+
+
 # A requester given as an object (a Zendesk export's ``requester``: name, email, phone) is
 # stored as its first key here, never whole: the name is PII no pattern finds, and an email or
 # phone is then redacted like any user id.
@@ -88,6 +118,17 @@ CREATE OR REPLACE TEMP MACRO gm_first_question(b) AS
     list_filter(gm_sentences(b), lambda s: regexp_matches(s, '[?][.!?]*$'))[1];
 CREATE OR REPLACE TEMP MACRO gm_first_sentence(b) AS
     nullif(left(gm_sentences(b)[1], 300), '');
+CREATE OR REPLACE TEMP MACRO gm_states_problem(s) AS NOT regexp_matches(s, {_sql(_SETTLED)})
+    AND (regexp_matches(s, {_sql(_TROUBLE)}) OR len(list_filter(
+        regexp_extract_all(lower(s), {_sql(_NEGATION)}, 2),
+        lambda w: NOT list_contains({list(_NOT_AFTER)}, w))) > 0);
+CREATE OR REPLACE TEMP MACRO gm_first_problem(b) AS
+    left(list_filter(gm_sentences(b), lambda s: gm_states_problem(s))[1], 300);
+-- No question and no sentence that states a problem: kept, tagged no-question, left out of triage.
+CREATE OR REPLACE TEMP MACRO gm_no_question(b) AS
+    gm_first_question(b) IS NULL AND gm_first_problem(b) IS NULL;
+CREATE OR REPLACE TEMP MACRO gm_ticket_query(b) AS
+    coalesce(gm_first_question(b), gm_first_problem(b), gm_first_sentence(b));
 CREATE OR REPLACE TEMP MACRO gm_requester(u) AS CASE
     WHEN left(u, 1) = '{{' AND try_cast(u AS JSON) IS NOT NULL
         THEN list_filter(json_extract_string(u, {_REQUESTER_KEYS}), lambda v: v IS NOT NULL)[1]
@@ -96,12 +137,11 @@ CREATE OR REPLACE TEMP MACRO gm_requester(u) AS CASE
 
 
 def question_sql(subject: str, clean: str) -> str:
-    """SQL: subject plus the first question of the cleaned body ``clean`` (or its first
-    sentence)."""
+    """SQL: subject plus the first question of the cleaned body ``clean``; without a subject,
+    the first question, else the first sentence that states a problem, else the first sentence."""
     question = f"gm_first_question({clean})"
-    first = f"coalesce({question}, gm_first_sentence({clean}))"
     return (
-        f"CASE WHEN nullif(trim({subject}), '') IS NULL THEN {first}"
+        f"CASE WHEN nullif(trim({subject}), '') IS NULL THEN gm_ticket_query({clean})"
         f" WHEN {question} IS NULL THEN trim({subject})"
         f" ELSE trim({subject}) || ': ' || {question} END"
     )
@@ -163,6 +203,8 @@ def stage_sql(
             trim({subject}) AS subject,
             b AS body,
             {question_sql(subject, "gm_ticket_text(b)")} AS question,
+            nullif(trim({subject}), '') IS NULL
+                AND coalesce(gm_no_question(gm_ticket_text(b)), false) AS no_question,
             {val(fields, "status")} AS status,
             {extra} AS extra
         FROM (SELECT *, {body} AS b, gm_ts({ts}) AS t FROM ({access}))

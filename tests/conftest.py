@@ -53,6 +53,20 @@ def shared_dataset(shared_dir: Path):
 
 
 @pytest.fixture
+def ticket_sql():
+    """An in-memory connection with the ticket macros (sentences, questions, problems)."""
+    import duckdb
+
+    from goldmine.ingest.batch import prepare
+    from goldmine.ingest.tickets import MACROS
+
+    with duckdb.connect() as connection:
+        prepare(connection)
+        connection.execute(MACROS)
+        yield connection
+
+
+@pytest.fixture
 def cli():
     return run_cli
 
@@ -64,7 +78,6 @@ def cranfield_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = SHARED / "datasets" / "cranfield"
     if not folder.is_dir():
         pytest.skip(f"{folder} is absent: real-data test skipped")
-
 
     path = tmp_path_factory.mktemp("cranfield") / "cranfield.duckdb"
     with open_store(path) as con:

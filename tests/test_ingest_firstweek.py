@@ -17,8 +17,6 @@ import pytest
 
 from goldmine.errors import EXIT_EMPTY
 from goldmine.ingest import api
-from goldmine.ingest.batch import prepare
-from goldmine.ingest.tickets import MACROS
 from goldmine.store import open_store
 
 
@@ -248,19 +246,11 @@ def breaks(text: str, parts: list[str]) -> int:
     return sum(any(a < c < b for c in cuts) for a, b in spans)
 
 
-@pytest.fixture
-def con():
-    with duckdb.connect() as connection:
-        prepare(connection)
-        connection.execute(MACROS)
-        yield connection
-
-
-def test_sentences_keep_urls_versions_and_decimals_of_real_tweets(shared_dataset, con):
+def test_sentences_keep_urls_versions_and_decimals_of_real_tweets(shared_dataset, ticket_sql):
     rows = list(csv.DictReader(twcs(shared_dataset).open(encoding="utf-8")))
     texts = [r["text"] for r in rows]
     spans = sum(len(URL.findall(t)) + len(NUMBER.findall(t)) for t in texts)
-    split = sentences(con, texts)
+    split = sentences(ticket_sql, texts)
     assert spans > 20  # the sample has URLs and versions to break
     assert sum(breaks(t, s) for t, s in zip(texts, split, strict=True)) == 0
     # It still splits: most multi-sentence tweets give more than one.
@@ -281,8 +271,8 @@ def test_sentences_keep_urls_versions_and_decimals_of_real_tweets(shared_dataset
         ("Is www.example.com down?", "Is www.example.com down?"),
     ],
 )
-def test_the_first_question_is_a_whole_sentence(con, body, question):
-    got = con.execute("SELECT gm_first_question(gm_ticket_text(?))", [body]).fetchall()[0][0]
+def test_the_first_question_is_a_whole_sentence(ticket_sql, body, question):
+    got = ticket_sql.execute("SELECT gm_first_question(gm_ticket_text(?))", [body]).fetchall()[0][0]
     assert got == question
 
 
@@ -293,8 +283,8 @@ def test_the_first_question_is_a_whole_sentence(con, body, question):
         ("Apps, e.g. the mail app, crash at 9 a.m. daily. More later", "e.g. the mail app"),
     ],
 )
-def test_the_first_sentence_does_not_stop_at_a_version_or_abbreviation(con, body, first):
-    got = con.execute("SELECT gm_first_sentence(gm_ticket_text(?))", [body]).fetchall()[0][0]
+def test_the_first_sentence_does_not_stop_at_a_version_or_abbreviation(ticket_sql, body, first):
+    got = ticket_sql.execute("SELECT gm_first_sentence(gm_ticket_text(?))", [body]).fetchall()[0][0]
     assert first in got and not got.startswith("@")
 
 

@@ -120,10 +120,11 @@ def search_rows() -> str:
 
 
 def ticket_rows() -> str:
-    """Tickets: every ticket is a search that failed."""
+    """Tickets: every ticket is a search that failed, but for those tagged no-question (no
+    question and no problem stated: nothing to search for)."""
     return f"""
         SELECT 'tickets', ticket_id, ts, NULL, question, false, false, false, true, false
-        FROM tickets WHERE {_SINCE.format(ts="ts")}"""
+        FROM tickets WHERE NOT coalesce(no_question, false) AND {_SINCE.format(ts="ts")}"""
 
 
 def chat_rows() -> str:
