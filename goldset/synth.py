@@ -193,6 +193,7 @@ def real_queries(con: duckdb.DuckDBPyConnection) -> list[dict]:
                    NULL::BIGINT AS cluster_id FROM (
                 SELECT {_norm_sql("query")} AS norm, query AS text, ts FROM search_events
                 UNION ALL SELECT {_norm_sql("question")}, question, ts FROM tickets
+                          WHERE NOT coalesce(no_question, false)
                 UNION ALL SELECT {_norm_sql("text")}, text, ts FROM chat_turns
                           WHERE role = 'user'
                 UNION ALL SELECT {_norm_sql("query")}, query, ts FROM manual_queries)
