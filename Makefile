@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser demo test test-all bench lint clean
+.PHONY: setup browser demo test test-all bench lint docs clean
 
 setup: $(STAMP)
 
@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[models,dev,web,llm,spark]'
+	$(PY) -m pip install -q -e '.[models,dev,web,llm,spark,docs]'
 	touch $(STAMP)
 
 demo: setup
@@ -39,8 +39,12 @@ bench: setup
 	$(PY) -m pip install -q -e '.[bench]'
 	$(PY) bench/run.py
 
+# The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 lint: setup
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf $(VENV) demo-out
+	rm -rf $(VENV) demo-out site
