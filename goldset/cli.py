@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from goldmine.errors import InputError
-from goldmine.goldset import cli_clicks, cli_llm
+from goldmine.goldset import cli_agreement, cli_clicks, cli_llm
 from goldmine.goldset.cli_next import next_
 from goldmine.goldset.draft import draft as run_draft
 from goldmine.goldset.items import (
@@ -297,16 +297,34 @@ def agreement(
     judge: Annotated[
         str | None, typer.Option("--judge", help="llm: the model's grades against each person's.")
     ] = None,
+    between: Annotated[
+        tuple[str, str] | None,
+        typer.Option(
+            "--between",
+            help="Two sources: rater:NAME, judge:MODEL, clicks:pbm|dbn, import:NAME (NAME may "
+            "be *) or gold.",
+        ),
+    ] = None,
     run: Annotated[
         list[Path] | None,
-        typer.Option("--run", help="--judge llm: a run file; two or more rank the systems."),
+        typer.Option(
+            "--runs", "--run", help="A run file (repeat); two or more rank the systems."
+        ),
     ] = None,
-    metric: Annotated[str, typer.Option("--metric", help="--run: the metric.")] = "ndcg@10",
+    metric: Annotated[str, typer.Option("--metric", help="--runs: the metric.")] = "ndcg@10",
+    relevant_from: Annotated[
+        int, typer.Option("--relevant-from", help="--between: the grade relevant starts at.")
+    ] = 1,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """How far raters agree on the double-labelled items: kappa per pair, Krippendorff's alpha."""
+    """How far raters agree on the double-labelled items: kappa per pair, Krippendorff's alpha;
+    or any two sources with --between."""
 
+    if between is not None:
+        cli_agreement.agreement_between(db, between, list(run or []), metric, relevant_from,
+                                        as_json)  # fmt: skip
+        return
     if judge is not None:
         cli_llm.agreement_llm(db_flag(db), judge, list(run or []), metric, as_json)
         return
@@ -318,17 +336,7 @@ def agreement(
     if not result["pairs"]:
         print("no item was labelled by two raters yet: `goldmine gold assign --overlap 0.2`")
         return
-    for pair in result["pairs"]:
-        a, b = pair["raters"]
-        print(
-            f"{a} / {b}: {pair['n_items']} items, {pair['n_pairs']} judged chunks; "
-            f"weighted kappa {_fmt(pair['kappa_weighted'])} {_ci(pair['kappa_weighted_ci95'])}, "
-            f"relevant-or-not kappa {_fmt(pair['kappa_relevant'])} "
-            f"{_ci(pair['kappa_relevant_ci95'])}, raw agreement {pair['observed_agreement']:.2f}"
-        )
-        counts = pair["confusion"]["counts"]
-        print(f"  grades ({a} rows, {b} columns): " + " | ".join(
-            " ".join(str(n) for n in row) for row in counts))  # fmt: skip
+    cli_agreement.print_rater_pairs(result["pairs"])
     print(
         f"Krippendorff's alpha (ordinal, {len(result['raters'])} raters, "
         f"{result['krippendorff_n_units']} chunks): {_fmt(result['krippendorff_alpha'])}"
@@ -342,10 +350,6 @@ def agreement(
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
-
-
-def _ci(interval: list[float] | None) -> str:
-    return "" if not interval else f"[{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
 def _parse_chunks(values: list[str]) -> dict[str, int]:

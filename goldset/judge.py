@@ -306,8 +306,6 @@ def model_agreement(
 def rank_systems(con, runs: list[Run], m: Any, models: dict) -> dict:
     """Each run's metric ``m`` on the people's labels and on the model's, over the verified items
     the model graded; Kendall's tau between the two orderings of the runs."""
-    from scipy.stats import kendalltau
-
     if len(runs) < 2:
         raise InputError("give two or more --run files to see whether the model ranks them alike")
     verified = {
@@ -328,15 +326,30 @@ def rank_systems(con, runs: list[Run], m: Any, models: dict) -> dict:
             if q in human:
                 machine.setdefault(q, {})[c] = g
     queries = sorted(q for q in machine if any(g > 0 for g in human[q].values()))
-    rows = []
-    for run in runs:
-        ranked = run.results
-        p = [m(ranked.get(q, []), human[q], 1) for q in queries]
-        mm = [m(ranked.get(q, []), machine[q], 1) for q in queries]
-        n = len(queries) or 1
-        rows.append({"run": run.source, "people": sum(p) / n, "model": sum(mm) / n})
+    rows, tau = score_runs(runs, m, {"people": human, "model": machine}, queries)
+    return {"metric": m.name, "n_queries": len(queries), "kendall_tau": tau, "runs": rows}
+
+
+def score_runs(
+    runs: list[Run], m: Any, sides: dict[str, dict[str, dict[str, int]]], queries: list[str]
+) -> tuple[list[dict], float | None]:
+    """Each run's mean metric ``m`` over ``queries`` under each side's judgments (side ->
+    query -> chunk -> grade), and Kendall's tau between the first two sides' orderings of the
+    runs (None when there is nothing to order, or every run tied on a side)."""
+    from scipy.stats import kendalltau
+
+    n = len(queries) or 1
+    rows = [
+        {"run": run.source}
+        | {
+            side: sum(m(run.results.get(q, []), judged.get(q, {}), 1) for q in queries) / n
+            for side, judged in sides.items()
+        }
+        for run in runs
+    ]
+    first, second = list(sides)[:2]
     tau = None
     if queries and len(rows) >= 2:
-        value = kendalltau([r["people"] for r in rows], [r["model"] for r in rows]).statistic
+        value = kendalltau([r[first] for r in rows], [r[second] for r in rows]).statistic
         tau = None if value != value else float(value)  # NaN: every run tied
-    return {"metric": m.name, "n_queries": len(queries), "kendall_tau": tau, "runs": rows}
+    return rows, tau

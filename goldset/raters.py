@@ -10,9 +10,10 @@ disagreement waits.
 
 ``agreement`` measures, over the (query, chunk) pairs two raters both judged, Cohen's kappa
 (linear-weighted on the 0/1/2 grades, and unweighted on relevant vs not) for each pair, with a
-bootstrap interval over queries and the confusion matrix, and Krippendorff's alpha (ordinal)
-over every rater. scikit-learn and the ``krippendorff`` package compute them; a "no answer"
-counts as grade 0 on each candidate.
+bootstrap interval over queries and the confusion matrix (``goldset.kappa``, the same figures
+scikit-learn gives; the pairs go through ``sources.compare``, as ``--between`` does), and
+Krippendorff's alpha (ordinal, the ``krippendorff`` package) over every rater. A "no answer"
+grades 0 every candidate shown for the item, so two raters who both said it agree on each.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from goldmine.goldset import items as gi
 if TYPE_CHECKING:
     import duckdb
 
-BOOTSTRAP_ROUNDS = 1000
 NO_ANSWER = "<no answer>"  # the key by which a judgement in a disagreement says "no answer"
 
 
@@ -267,74 +267,60 @@ def dispute(
 
 
 def _units(con) -> dict[tuple[str, str], dict[str, int]]:
-    """(query, chunk) -> rater -> grade, over every double item's candidates; no answer = 0."""
+    """(query, chunk) -> rater -> grade, over every double item's shown candidates (its drafts
+    and whatever a rater graded); a "no answer" grades each of them 0."""
     rows = con.execute(
-        "SELECT query_id, chunk_id, rater, grade, no_answer FROM gold_ratings"
+        """WITH shown AS (
+               SELECT DISTINCT query_id, chunk_id FROM (
+                   SELECT query_id, chunk_id FROM gold_labels
+                   UNION ALL SELECT query_id, chunk_id FROM gold_ratings)
+               WHERE chunk_id IS NOT NULL
+                 AND query_id IN (SELECT query_id FROM gold_ratings))
+           SELECT r.query_id, coalesce(r.chunk_id, s.chunk_id), r.rater,
+                  CASE WHEN r.no_answer THEN 0 ELSE r.grade END
+           FROM gold_ratings r LEFT JOIN shown s ON r.no_answer AND s.query_id = r.query_id
+           WHERE coalesce(r.chunk_id, s.chunk_id) IS NOT NULL"""
     ).fetchall()
-    by_item: dict[str, dict[str, dict[str | None, int]]] = {}
-    for qid, cid, rater, grade, na in rows:
-        by_item.setdefault(qid, {}).setdefault(rater, {})[None if na else cid] = grade
     units: dict[tuple[str, str], dict[str, int]] = {}
-    for qid, raters in by_item.items():
-        chunks = {c for r in raters.values() for c in r if c is not None}
-        for rater, grades in raters.items():
-            for cid in chunks:
-                if None in grades:
-                    units.setdefault((qid, cid), {})[rater] = 0
-                elif cid in grades:
-                    units.setdefault((qid, cid), {})[rater] = grades[cid]
+    for qid, cid, rater, grade in rows:
+        units.setdefault((qid, cid), {})[rater] = grade
     return units
-
-
-def _kappa(a: list[int], b: list[int], weights: str | None) -> float | None:
-    from sklearn.metrics import cohen_kappa_score
-
-    if len(set(a) | set(b)) < 2:
-        return None  # one category only: kappa is undefined
-    value = cohen_kappa_score(a, b, weights=weights, labels=[0, 1, 2] if weights else None)
-    return float(value)
-
-
-def _interval(pairs: list[tuple[str, int, int]], weights: str | None, relevant: bool, seed=0):
-    """A 95% bootstrap interval over queries (the unit of sampling a gold set has)."""
-    rng = random.Random(seed)
-    queries = sorted({q for q, _, _ in pairs})
-    if len(queries) < 2:
-        return None
-    by_query: dict[str, list[tuple[int, int]]] = {}
-    for q, x, y in pairs:
-        by_query.setdefault(q, []).append((x, y))
-    values = []
-    for _ in range(BOOTSTRAP_ROUNDS):
-        sample = [p for q in rng.choices(queries, k=len(queries)) for p in by_query[q]]
-        a = [int(x > 0) if relevant else x for x, _ in sample]
-        b = [int(y > 0) if relevant else y for _, y in sample]
-        k = _kappa(a, b, weights)
-        if k is not None:
-            values.append(k)
-    if len(values) < BOOTSTRAP_ROUNDS // 2:
-        return None
-    values.sort()
-    return [values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1]]
 
 
 def pair_report(pairs: list[tuple[str, int, int]], rows: str, columns: str) -> dict[str, Any]:
     """Agreement of two graders over (query, grade of ``rows``, grade of ``columns``) triples:
     weighted and relevant-or-not kappa with their intervals, and the confusion matrix."""
-    a = [x for _, x, _ in pairs]
-    b = [y for _, _, y in pairs]
-    matrix = [[sum(1 for x, y in zip(a, b, strict=True) if x == i and y == j)
-               for j in (0, 1, 2)] for i in (0, 1, 2)]  # fmt: skip
-    return {
-        "n_items": len({q for q, _, _ in pairs}),
-        "n_pairs": len(pairs),
-        "kappa_weighted": _kappa(a, b, "linear"),
-        "kappa_weighted_ci95": _interval(pairs, "linear", False),
-        "kappa_relevant": _kappa([int(x > 0) for x in a], [int(y > 0) for y in b], None),
-        "kappa_relevant_ci95": _interval(pairs, None, True),
-        "observed_agreement": sum(x == y for x, y in zip(a, b, strict=True)) / len(a),
-        "confusion": {"rows": rows, "columns": columns, "grades": [0, 1, 2], "counts": matrix},
-    }
+    import numpy as np
+
+    from goldmine.goldset import kappa
+    from goldmine.goldset.sources import confusion
+
+    names = sorted({q for q, _, _ in pairs})
+    number = {q: i for i, q in enumerate(names)}
+    q = np.array([number[q] for q, _, _ in pairs], dtype=np.int64)
+    a = np.array([x for _, x, _ in pairs], dtype=np.int64)
+    b = np.array([y for _, _, y in pairs], dtype=np.int64)
+    per_query = kappa.confusions(q, a, b, len(names))
+    figures = kappa.figures(per_query)
+    table = confusion(per_query, rows, columns)
+    table["observed_agreement_ci95"] = figures.pop("observed_agreement_ci95")
+    return {"n_items": len(names), "n_pairs": len(pairs), **figures, "confusion": table}
+
+
+def rater_pairs(con: duckdb.DuckDBPyConnection, raters: list[str]) -> list[dict[str, Any]]:
+    """Each pair of raters over their blind ratings, as ``gold agreement --between`` reports
+    it, under today's key names (``raters``, ``n_items``, ``n_pairs``) beside the new ones."""
+    from goldmine.goldset.sources import Source, compare
+
+    out = []
+    for ra, rb in combinations(raters, 2):
+        report = compare(con, Source("ratings", ra), Source("ratings", rb))
+        if report["n_units"]:
+            out.append(
+                {"raters": [ra, rb], "n_items": report["n_queries"],
+                 "n_pairs": report["n_units"], **report}
+            )  # fmt: skip
+    return out
 
 
 def agreement(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
@@ -344,12 +330,7 @@ def agreement(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 
     units = _units(con)
     raters = sorted({r for u in units.values() for r in u})
-    pairs_out = []
-    for ra, rb in combinations(raters, 2):
-        both = [(q, g[ra], g[rb]) for (q, _), g in sorted(units.items()) if ra in g and rb in g]
-        if not both:
-            continue
-        pairs_out.append({"raters": [ra, rb], **pair_report(both, ra, rb)})
+    pairs_out = rater_pairs(con, raters)
     alpha = None
     n_units = sum(1 for u in units.values() if len(u) >= 2)
     if raters and n_units:

@@ -1,0 +1,126 @@
+"""Printing ``gold agreement``: any two sources (``--between A B``) and the default report of
+every pair of raters, in one layout (goldset/cli.py hands over to these).
+
+A figure is printed with what it can be taken to say beside it (``kappa.reading``): "n=4: too
+few to say" under ten units, "no better than chance" when its interval holds chance, and why
+an interval is missing, so nobody reads a bare 0.00 as a finding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from goldmine.options import db_flag
+from goldmine.output import print_json
+from goldmine.store import open_store
+
+
+def agreement_between(
+    db: Path | None,
+    specs: tuple[str, str],
+    runs: list[Path],
+    metric: str,
+    relevant_from: int,
+    as_json: bool,
+) -> None:
+    """``gold agreement --between A B``: one report per pair the two specs name."""
+    from goldmine.eval.metrics import parse_metric
+    from goldmine.eval.readers import read_run
+    from goldmine.goldset.sources import between
+
+    m = parse_metric(metric)
+    read = [read_run(path) for path in runs]
+    with open_store(db_flag(db), create=False) as con:
+        reports = between(con, *specs, relevant_from=relevant_from, runs=read, metric=m)
+    if as_json:
+        print_json(reports[0] if len(reports) == 1 else reports)
+        return
+    for report in reports:
+        print_report(report, relevant_from)
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _ci(interval: list[float] | None) -> str:
+    return "" if not interval else f" [{interval[0]:.2f}, {interval[1]:.2f}]"
+
+
+def figure(
+    name: str, value: float | None, ci: list[float] | None, n: int, *, chance: float | None = 0.0
+) -> str:
+    """``name value [low, high]``, and what it can be taken to say when that needs saying."""
+    from goldmine.goldset.kappa import reading
+
+    note = reading(value, ci, n, chance=chance)
+    return f"{name} {_fmt(value)}{_ci(ci)}" + (f" ({note})" if note else "")
+
+
+def print_report(r: dict[str, Any], relevant_from: int = 1) -> None:
+    a, b = r["sources"]
+    print(f"{a} (rows) / {b} (columns): {r['n_queries']} queries, {r['n_units']} units")
+    print_figures(r, relevant_from)
+    print_systems(r.get("systems"))
+
+
+def print_figures(r: dict[str, Any], relevant_from: int = 1) -> None:
+    """The unit figures, the confusion matrix and the query-level decision of one pair."""
+    n = r["n_units"]
+    print(
+        "  "
+        + "; ".join([
+            figure("weighted kappa", r["kappa_weighted"], r["kappa_weighted_ci95"], n),
+            figure(f"relevant-or-not kappa (grade {relevant_from}+)", r["kappa_relevant"],
+                   r["kappa_relevant_ci95"], n),
+            figure("raw agreement", r["observed_agreement"],
+                   r["confusion"].get("observed_agreement_ci95"), n, chance=None),
+        ])
+    )  # fmt: skip
+    print_confusion(r["confusion"])
+    ans = r["answerable"]
+    print(
+        f"  answerable or not: {ans['n']} queries, both answerable {ans['both_answerable']}, "
+        f"both no answer {ans['both_no_answer']}; "
+        + figure("kappa", ans["kappa"], ans["kappa_ci95"], ans["n"])
+    )
+
+
+def print_confusion(c: dict[str, Any]) -> None:
+    rows, columns = c["rows"], c["columns"]
+    width = len(rows) + 2
+    print(f"  {'':>{width}}  {columns}")
+    print(f"  {rows:>{width}}" + "".join(f"{g:>6}" for g in c["grades"]))
+    for grade, counts in zip(c["grades"], c["counts"], strict=True):
+        print(f"  {grade:>{width}}" + "".join(f"{n:>6}" for n in counts))
+    shares = "; ".join(
+        f"{side} " + ", ".join(f"{g}: {s:.0%}" for g, s in zip(c["grades"], values, strict=True))
+        for side, values in c["shares"].items()
+    )
+    print(f"  each grade's share: {shares}")
+    if c["more_lenient"]:
+        print(f"  {c['more_lenient']} is the more lenient (higher grades on the same units)")
+    else:
+        print("  neither side grades higher on the same units")
+
+
+def print_systems(s: dict[str, Any] | None) -> None:
+    if not s:
+        return
+    swap = s["largest_swap"]
+    print(
+        f"systems by {s['metric']} over {s['n_queries']} queries, {s['n_runs']} runs: "
+        f"Kendall's tau {_fmt(s['kendall_tau'])}; largest swap: {swap['run']} "
+        f"(place {swap['place_a']} vs {swap['place_b']}, {swap['positions']} places)"
+    )
+    for run in s["runs"]:
+        print(f"  {run['run']}: {run['a']:.4f} vs {run['b']:.4f}")
+
+
+def print_rater_pairs(pairs: list[dict[str, Any]]) -> None:
+    """The default report's pairs: today's first line, then the same figures as --between."""
+    for pair in pairs:
+        a, b = pair["raters"]
+        print(f"{a} / {b}: {pair['n_items']} items, {pair['n_pairs']} judged chunks")
+        print_figures(pair)

@@ -1,0 +1,292 @@
+"""Any two judgment sources compared: ``gold agreement --between A B`` on a real store.
+
+The sources' grades are written straight into their tables (gold_ratings, gold_labels,
+gold_model_labels, gold_source_grades) the way the commands that own them write them; every
+figure is held to scikit-learn's ``cohen_kappa_score`` or scipy's ``kendalltau`` on the same units.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+from sklearn.metrics import cohen_kappa_score
+
+from goldmine.goldset import kappa
+from goldmine.store import open_store, transaction
+
+from helpers import build, gold
+
+AT = datetime(2026, 12, 1, 9, 0)
+
+
+def _items(db: Path, n: int, per_query: int = 2) -> list[tuple[str, str]]:
+    """``n`` items q0.. with ``per_query`` candidates each (c<q>_<j>, drafted by bm25)."""
+    build(db)
+    units = [(f"q{q}", f"c{q}_{j}") for q in range(n) for j in range(per_query)]
+    with open_store(db) as con, transaction(con):
+        con.execute(
+            "INSERT INTO gold_items (query_id, position, query, norm_query, status, origin,"
+            " created_at, updated_at) SELECT 'q' || i, i, 'query ' || i, 'query ' || i,"
+            " 'drafted', 'test', ?, ? FROM range(?) t(i)",
+            [AT, AT, n],
+        )
+        con.executemany(
+            "INSERT INTO gold_labels (query_id, chunk_id, kind, rank, source, ts)"
+            " VALUES (?, ?, 'draft', ?, 'bm25', ?)",
+            [(q, c, int(c.rsplit("_", 1)[1]) + 1, AT) for q, c in units],
+        )
+    return units
+
+
+def _rate(db: Path, rater: str, grades: dict[tuple[str, str], int], no_answer=()) -> None:
+    with open_store(db) as con, transaction(con):
+        con.executemany(
+            "INSERT INTO gold_ratings VALUES (?, ?, ?, ?, false, ?)",
+            [(q, c, rater, g, AT) for (q, c), g in grades.items()],
+        )
+        if no_answer:
+            con.executemany(
+                "INSERT INTO gold_ratings VALUES (?, NULL, ?, 0, true, ?)",
+                [(q, rater, AT) for q in no_answer],
+            )
+
+
+def _label(db: Path, who: str, grades: dict[tuple[str, str], int]) -> None:
+    with open_store(db) as con, transaction(con):
+        con.executemany(
+            "DELETE FROM gold_labels WHERE query_id = ? AND chunk_id = ?", list(grades)
+        )
+        con.executemany(
+            "INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, who, ts)"
+            " VALUES (?, ?, 'label', ?, 'review', ?, ?)",
+            [(q, c, g, who, AT) for (q, c), g in grades.items()],
+        )
+
+
+def _import(db: Path, source: str, grades: dict[tuple[str, str], int], raw=None) -> None:
+    """Rows as ``gold import --as-source`` stores them: the grade after the grade map, and the
+    file's own grade beside it."""
+    raw = raw or {k: str(g) for k, g in grades.items()}
+    with open_store(db) as con, transaction(con):
+        con.executemany(
+            "INSERT INTO gold_source_grades VALUES (?, ?, ?, ?, ?, true, 'qrels.txt', ?, ?)",
+            [(source, q, c, g, raw[(q, c)], i + 1, AT)
+             for i, ((q, c), g) in enumerate(grades.items())],
+        )  # fmt: skip
+
+
+def _judge(db: Path, model: str, grades: dict[tuple[str, str], int]) -> None:
+    with open_store(db) as con, transaction(con):
+        con.executemany(
+            "INSERT INTO gold_model_labels VALUES (?, ?, ?, 'why', 'http://127.0.0.1', ?, 'v1',"
+            " 'qh', 'th', NULL, ?)",
+            [(q, c, g, model, AT) for (q, c), g in grades.items()],
+        )
+
+
+def _between(cli, db: Path, *args: str, ok: bool = True):
+    return gold(cli, db, "agreement", "--between", *args, ok=ok)
+
+
+def _grades(units, values) -> dict[tuple[str, str], int]:
+    return dict(zip(units, values, strict=True))
+
+
+# --- issue 27 item 3: no-answer agreement counts ------------------------------------------------
+
+
+def test_two_raters_who_both_said_no_answer_agree_on_every_shown_candidate(cli, db_path) -> None:
+    units = _items(db_path, 6)
+    # Both said "no answer" on q0..q4; on q5 ana graded 2, 0 and ben 1, 0.
+    five = [f"q{i}" for i in range(5)]
+    _rate(db_path, "ana", {("q5", "c5_0"): 2, ("q5", "c5_1"): 0}, no_answer=five)
+    _rate(db_path, "ben", {("q5", "c5_0"): 1, ("q5", "c5_1"): 0}, no_answer=five)
+    a = [2 if u == ("q5", "c5_0") else 0 for u in units]
+    b = [1 if u == ("q5", "c5_0") else 0 for u in units]
+
+    (pair,) = json.loads(gold(cli, db_path, "agreement", "--json").stdout)["pairs"]
+    assert pair["n_items"] == 6 and pair["n_pairs"] == 12
+    assert pair["observed_agreement"] == pytest.approx(11 / 12)
+    assert pair["kappa_weighted"] == pytest.approx(cohen_kappa_score(a, b, weights="linear"))
+    assert pair["kappa_relevant"] == pytest.approx(1.0)
+    # The query-level decision: five "no answer" on both sides, one answerable on both.
+    assert pair["answerable"]["n"] == 6 and pair["answerable"]["kappa"] == pytest.approx(1.0)
+    text = gold(cli, db_path, "agreement").stdout
+    assert "6 items, 12 judged chunks" in text
+    assert "answerable or not: 6 queries" in text and "n=6: too few to say" in text
+    assert "0.00" not in text.split("answerable")[1]
+
+
+def test_a_figure_on_a_handful_of_units_says_so(cli, db_path) -> None:
+    _items(db_path, 2)
+    _rate(db_path, "ana", {("q0", "c0_0"): 2, ("q0", "c0_1"): 0, ("q1", "c1_0"): 1})
+    _rate(db_path, "ben", {("q0", "c0_0"): 2, ("q0", "c0_1"): 1, ("q1", "c1_0"): 1})
+    text = gold(cli, db_path, "agreement").stdout
+    assert "n=3: too few to say" in text
+    (pair,) = json.loads(gold(cli, db_path, "agreement", "--json").stdout)["pairs"]
+    assert pair["n_pairs"] == 3
+
+
+# --- the figures, against the reference implementations ------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_confusion_figures_equal_scikit_learn(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 200
+    q = rng.integers(0, 40, n)
+    a = rng.integers(0, 3, n)
+    b = np.clip(a + rng.integers(-1, 2, n), 0, 2)
+    out = kappa.figures(kappa.confusions(q, a, b, 40), relevant_from=2)
+    assert out["kappa_weighted"] == pytest.approx(
+        cohen_kappa_score(a, b, weights="linear", labels=[0, 1, 2])
+    )
+    assert out["kappa_relevant"] == pytest.approx(cohen_kappa_score(a >= 2, b >= 2))
+    assert out["observed_agreement"] == pytest.approx(float(np.mean(a == b)))
+    low, high = out["kappa_weighted_ci95"]
+    assert low < out["kappa_weighted"] < high
+
+
+def test_one_category_on_both_sides_is_undefined_not_zero() -> None:
+    zeros = np.zeros(12, dtype=np.int64)
+    out = kappa.figures(kappa.confusions(np.arange(12) % 4, zeros, zeros, 4))
+    assert out["kappa_weighted"] is None and out["observed_agreement"] == 1.0
+    assert "undefined" in kappa.reading(out["kappa_weighted"], None, 12)
+
+
+def _twenty(db_path: Path):
+    """20 queries x 2 candidates; two hand-picked grade lists over them."""
+    units = _items(db_path, 20)
+    a = [2, 0, 1, 1, 0, 0, 2, 2, 1, 0] * 4
+    b = [2, 0, 1, 0, 0, 1, 2, 1, 1, 0] * 4
+    return units, a, b
+
+
+def test_an_import_against_a_rater_equals_scikit_learn(cli, db_path) -> None:
+    units, nist, ana = _twenty(db_path)
+    _import(db_path, "import:nist", _grades(units, nist))
+    _label(db_path, "ana", _grades(units, ana))
+    out = json.loads(_between(cli, db_path, "import:nist", "rater:ana", "--json").stdout)
+    assert set(out) == {
+        "sources", "n_units", "n_queries", "kappa_weighted", "kappa_weighted_ci95",
+        "kappa_relevant", "kappa_relevant_ci95", "observed_agreement", "confusion", "answerable",
+    }  # fmt: skip
+    assert out["sources"] == ["import:nist", "rater:ana"]
+    assert out["n_units"] == 40 and out["n_queries"] == 20
+    assert out["kappa_weighted"] == pytest.approx(
+        cohen_kappa_score(nist, ana, weights="linear", labels=[0, 1, 2])
+    )
+    # Relevant (grade 1 or more) or not, by hand: 32 of 40 agree; nist says relevant on 24,
+    # ana on 24: chance (24/40)^2 + (16/40)^2 = 0.52.
+    assert out["kappa_relevant"] == pytest.approx((32 / 40 - 0.52) / (1 - 0.52))
+    assert out["kappa_relevant"] == pytest.approx(
+        cohen_kappa_score([g > 0 for g in nist], [g > 0 for g in ana])
+    )
+    assert out["observed_agreement"] == pytest.approx(28 / 40)
+    assert out["confusion"]["counts"] == [[12, 4, 0], [4, 8, 0], [0, 4, 8]]
+    low, high = out["kappa_weighted_ci95"]
+    assert low < out["kappa_weighted"] < high
+    strict = json.loads(
+        _between(cli, db_path, "import:nist", "rater:ana", "--relevant-from", "2", "--json").stdout
+    )
+    assert strict["kappa_relevant"] == pytest.approx(
+        cohen_kappa_score([g > 1 for g in nist], [g > 1 for g in ana])
+    )
+    text = _between(cli, db_path, "import:nist", "rater:ana").stdout
+    assert "import:nist (rows) / rater:ana (columns)" in text
+    assert "import:nist is the more lenient" in text  # grade 2 on 12 units, ana on 8
+    assert "no better than chance" not in text.split("answerable")[0]
+
+
+def test_the_judge_against_an_import(cli, db_path) -> None:
+    units, model, umbrela = _twenty(db_path)
+    _judge(db_path, "judge-1", _grades(units, model))
+    _import(db_path, "import:umbrela", _grades(units, umbrela))
+    out = json.loads(_between(cli, db_path, "judge:*", "import:umbrela", "--json").stdout)
+    assert out["sources"] == ["judge:judge-1", "import:umbrela"]
+    assert out["kappa_weighted"] == pytest.approx(
+        cohen_kappa_score(model, umbrela, weights="linear", labels=[0, 1, 2])
+    )
+    assert out["answerable"]["n"] == 20
+
+
+def test_different_scales_are_compared_after_the_grade_map(cli, db_path) -> None:
+    """One file graded 0-3 (mapped 0,1 -> 0, 2 -> 1, 3 -> 2), the other 0-1 (1 -> 2)."""
+    units = _items(db_path, 10)
+    raw_a = [3, 2, 1, 0, 3, 3, 2, 0, 1, 3] * 2
+    raw_b = [1, 0, 0, 0, 1, 1, 1, 0, 0, 0] * 2
+    map_a, map_b = {0: 0, 1: 0, 2: 1, 3: 2}, {0: 0, 1: 2}
+    a = [map_a[g] for g in raw_a]
+    b = [map_b[g] for g in raw_b]
+    _import(db_path, "import:robust", _grades(units, a), _grades(units, [str(g) for g in raw_a]))
+    _import(db_path, "import:beir", _grades(units, b), _grades(units, [str(g) for g in raw_b]))
+    out = json.loads(_between(cli, db_path, "import:robust", "import:beir", "--json").stdout)
+    assert out["kappa_weighted"] == pytest.approx(
+        cohen_kappa_score(a, b, weights="linear", labels=[0, 1, 2])
+    )
+    assert out["confusion"]["counts"] == [
+        [sum(x == i and y == j for x, y in zip(a, b, strict=True)) for j in range(3)]
+        for i in range(3)
+    ]
+
+
+def test_independent_sources_are_called_no_better_than_chance(cli, db_path) -> None:
+    rng = np.random.default_rng(7)
+    units = _items(db_path, 30)
+    _import(db_path, "import:a", _grades(units, rng.integers(0, 3, 60).tolist()))
+    _import(db_path, "import:b", _grades(units, rng.integers(0, 3, 60).tolist()))
+    out = json.loads(_between(cli, db_path, "import:a", "import:b", "--json").stdout)
+    low, high = out["kappa_weighted_ci95"]
+    assert low <= 0 <= high
+    assert "no better than chance" in _between(cli, db_path, "import:a", "import:b").stdout
+
+
+def test_an_unknown_source_names_the_sources_the_store_has(cli, db_path) -> None:
+    units, a, b = _twenty(db_path)
+    _import(db_path, "import:nist", _grades(units, a))
+    _rate(db_path, "ana", _grades(units, b))
+    bad = _between(cli, db_path, "import:trec", "rater:ana", ok=False)
+    assert bad.returncode == 2
+    (line,) = bad.stderr.strip().splitlines()
+    assert line.startswith("error: no source import:trec") and "import:nist, rater:ana" in line
+    odd = _between(cli, db_path, "bogus", "rater:ana", ok=False)
+    assert odd.returncode == 2 and "rater:NAME" in odd.stderr
+
+
+# --- system level -------------------------------------------------------------------------------
+
+
+def test_runs_are_ranked_under_each_source_and_kendall_tau_equals_scipy(
+    cli, db_path, tmp_path
+) -> None:
+    units, a, b = _twenty(db_path)
+    _import(db_path, "import:nist", _grades(units, a))
+    _label(db_path, "ana", _grades(units, b))
+    runs = []
+    for name, pick in (("first", 0), ("second", 1), ("none", None)):
+        path = tmp_path / f"{name}.trec"
+        lines = []
+        for q in range(20):
+            order = [f"c{q}_0", f"c{q}_1"] if pick == 0 else [f"c{q}_1", f"c{q}_0"]
+            order = order if pick is not None else ["zz"]
+            lines += [f"q{q} Q0 {c} {r} {10 - r} {name}" for r, c in enumerate(order, 1)]
+        path.write_text("\n".join(lines) + "\n")
+        runs += ["--runs", str(path)]
+    out = json.loads(
+        _between(cli, db_path, "import:nist", "rater:ana", *runs, "--metric", "ndcg@10",
+                 "--json").stdout
+    )  # fmt: skip
+    systems = out["systems"]
+    assert systems["n_runs"] == 3
+    by_run = {Path(r["run"]).stem: r for r in systems["runs"]}
+    assert by_run["none"]["a"] == 0 and by_run["none"]["b"] == 0
+    expected = kendalltau(
+        [r["a"] for r in systems["runs"]], [r["b"] for r in systems["runs"]]
+    ).statistic
+    assert systems["kendall_tau"] == pytest.approx(expected)
+    assert systems["largest_swap"]["positions"] >= 0
