@@ -39,6 +39,13 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _auc(value: float | None, ci: list[float] | None) -> str:
+    """The AUC with its interval: a figure alone hides that 0.30 on 41 pairs may be chance."""
+    if value is None:
+        return "-"
+    return f"{value:.2f}" + (f" ({ci[0]:.2f}-{ci[1]:.2f})" if ci else " (no interval)")
+
+
 def draft_clicks(
     db,
     *,
@@ -73,6 +80,13 @@ def draft_clicks(
         info("left alone: " + ", ".join(f"{n} pairs {why}" for n, why in left if n))
     if result.unchanged:
         info(f"{result.unchanged} queries unchanged: their proposals are the drafts stored")
+    if result.kept:
+        info(
+            f"{result.kept} click drafts of earlier runs kept as they were: this run does not "
+            f"score them (shown fewer than {t['min_shown']} times)"
+        )
+    if result.restored:
+        info(f"{result.restored} queries drafted with nothing to review went back to candidate")
     if result.agreement:
         _agreement(result)
     else:
@@ -87,16 +101,17 @@ def _agreement(result: Any) -> None:
     rows = [
         [
             _NAMES.get(name, name),
-            _num(a["auc"]),
+            _auc(a["auc"], a.get("auc_ci95")),
             _num(a["weighted_kappa"]),
             _num(a["precision"]),
             _num(a["recall"]),
+            a.get("reading", ""),
         ]
         for name, a in result.agreement.items()
     ]
     _table(
         f"agreement with people's labels on {n} pairs shown {shown}x or more (fixed thresholds)",
-        ["signal", "AUC", "weighted kappa", "precision", "recall"],
+        ["signal", "AUC (95% over queries)", "weighted kappa", "precision", "recall", "reading"],
         rows,
     )
     if result.cross_validated:

@@ -12,7 +12,11 @@ items still open (candidate or drafted; a verified or rejected item was decided 
 left alone), each proposed pair graded ``min_grade`` or more, with no person's label and a chunk in
 the current snapshot, becomes a ``kind = 'draft'`` row with ``source = 'clicks'``, ``score`` the
 model's score, ``rank`` its order by score within the query and ``suggested_grade`` the proposed
-grade. It replaces the item's earlier click drafts and any other draft of the same chunk. A
+grade. It replaces any other source's draft of the same chunk. A re-run never removes what an
+earlier click run drafted: a pair it scores again gets its new score and grade (even one under
+``min_grade``), and a pair it does not score (shown fewer than this run's ``min_shown`` times, say)
+keeps its draft as it was, so ``--min-shown 2`` after ``--min-shown 1`` loses nothing. An item left
+``drafted`` with nothing to review (by a run before that rule) goes back to ``candidate``. A
 candidate becomes drafted (``drafted_by = 'clicks:<model>'``); each item changed gets one history
 row (action ``draft``, source ``clicks``) holding the model, its fitted parameters, the thresholds
 and every drafted chunk's evidence (impressions, clicks, score, the DBN's attractiveness and
@@ -62,6 +66,8 @@ class ClickDraft:
     items: int  # items whose drafts changed
     drafts: int  # draft rows written
     unchanged: int  # items whose proposals are those already stored: nothing written
+    kept: int  # earlier click drafts this run does not score, kept as they were
+    restored: int  # items drafted with nothing to review, put back to candidate
     skipped_decided: int  # unlabelled proposed pairs on verified or rejected items, left alone
     skipped_labelled: int  # proposed pairs a person has labelled
     missing_chunks: int  # proposed pairs whose chunk is not in the current snapshot
@@ -185,14 +191,14 @@ def compare_with_labels(
     for name, (scores, literal) in signals.items():
         s = scores[labelled]
         proposed = s.astype(int) if literal else grades(s)
-        fixed[name] = agreement(proposed, human, s)
+        fixed[name] = agreement(proposed, human, s, groups)
     enough_labels = labelled.sum() >= MIN_FIT_LABELS and 0 < (human >= 1).sum() < human.size
     if enough_labels and np.unique(groups).size >= FOLDS:
         cv = {}
         for name, (scores, _) in signals.items():
             s = scores[labelled]
             out_of_fold = cross_validate(s, human, groups, folds=FOLDS)
-            row = agreement(out_of_fold, human, s)
+            row = agreement(out_of_fold, human, s, groups)
             row["fixed_kappa"] = fixed[name]["weighted_kappa"]
             row["fitted_kappa"] = kappa(human, out_of_fold)
             cv[name] = row
@@ -287,6 +293,8 @@ def draft_from_clicks(
         items=0,
         drafts=0,
         unchanged=0,
+        kept=0,
+        restored=0,
         skipped_decided=0,
         skipped_labelled=0,
         missing_chunks=0,
@@ -297,20 +305,23 @@ def draft_from_clicks(
         agreement=agreement,
         cross_validated=cv,
     )
-    rows = _proposals(data, fitted, proposed, shown, clicks, enough & (proposed >= min_grade))
+    rows = _proposals(data, fitted, proposed, shown, clicks, enough, proposed >= min_grade)
 
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         _write(con, rows, result, by or f"clicks:{model}")
     return result
 
 
-def _proposals(data, fitted, proposed, shown, clicks, keep: np.ndarray):
+def _proposals(data, fitted, proposed, shown, clicks, keep: np.ndarray, graded: np.ndarray):
+    """The pairs scored with enough evidence (``keep``); ``proposed`` marks those graded
+    ``min_grade`` or more, the rest only regrade a draft an earlier run made."""
     import polars as pl
 
     idx = np.flatnonzero(keep)
     cols: dict[str, Any] = {
         "query_id": [data.keys[i][0] for i in idx],
         "chunk_id": [data.keys[i][1] for i in idx],
+        "proposed": graded[idx],
         "score": fitted.scores[idx].astype(np.float64),
         "grade": proposed[idx].astype(np.int64),
         "shown": shown[idx].astype(np.int64),
@@ -327,7 +338,7 @@ def _proposals(data, fitted, proposed, shown, clicks, keep: np.ndarray):
 SCORE_TOLERANCE = 1e-9
 
 
-def _changed_items(con: duckdb.DuckDBPyConnection, snapshot_id: int | None) -> list[str]:
+def _changed_items(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The open items whose click drafts would change, in queue order: a chunk drafted or
     dropped, another grade, rank, score or chunk text, another source's draft of a proposed chunk
     to replace, or a candidate to mark drafted. An item whose proposals are those stored is left
@@ -347,7 +358,7 @@ def _changed_items(con: duckdb.DuckDBPyConnection, snapshot_id: int | None) -> l
                       OR n.grade IS DISTINCT FROM o.grade OR n.rank IS DISTINCT FROM o.rank
                       OR NOT abs(n.score - o.score) <= $tolerance
                       OR n.text_hash IS DISTINCT FROM o.text_hash
-                      OR o.snapshot_id IS DISTINCT FROM $snapshot
+                      OR o.snapshot_id IS DISTINCT FROM n.snapshot_id
                    UNION ALL
                    SELECT l.query_id FROM gold_labels l JOIN _gm_click_rows n
                      ON n.query_id = l.query_id AND n.chunk_id = l.chunk_id
@@ -357,9 +368,40 @@ def _changed_items(con: duckdb.DuckDBPyConnection, snapshot_id: int | None) -> l
                    query_id IN (SELECT query_id FROM diff)
                    OR status = 'candidate' AND query_id IN (SELECT query_id FROM _gm_click_rows))
                ORDER BY position""",
-            {"source": SOURCE, "tolerance": SCORE_TOLERANCE, "snapshot": snapshot_id},
+            {"source": SOURCE, "tolerance": SCORE_TOLERANCE},
         ).fetchall()
     ]
+
+
+# This run's pairs (proposed, or regrading an earlier click draft) and the earlier click drafts
+# it does not score, kept as they are (their own text hash and snapshot), each with what decides
+# whether it may be written: an open item, no person's label, a chunk in the corpus.
+_ROWS = """
+CREATE OR REPLACE TEMP TABLE _gm_click_rows AS
+WITH old AS (
+    SELECT query_id, chunk_id, suggested_grade AS grade, score, text_hash, snapshot_id
+    FROM gold_labels WHERE kind = 'draft' AND source = $source),
+run AS (
+    SELECT r.* EXCLUDE (proposed), false AS kept FROM _gm_clicks r
+    WHERE r.proposed OR (r.query_id, r.chunk_id) IN (SELECT (query_id, chunk_id) FROM old)),
+earlier AS (
+    SELECT o.query_id, o.chunk_id, o.score, o.grade, true AS kept,
+           o.text_hash AS kept_hash, o.snapshot_id AS kept_snapshot
+    FROM old o ANTI JOIN _gm_clicks r USING (query_id, chunk_id)),
+rows AS (SELECT * FROM run UNION ALL BY NAME SELECT * FROM earlier)
+SELECT *, row_number() OVER (PARTITION BY query_id, open AND NOT labelled AND in_corpus
+                             ORDER BY score DESC, chunk_id)
+          AS rank  -- the draft's rank: its order by score among those kept
+FROM (
+    SELECT u.* EXCLUDE (kept_hash, kept_snapshot), i.status IN ('candidate', 'drafted') AS open,
+           EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = u.query_id
+                   AND l.chunk_id = u.chunk_id AND l.kind = 'label') AS labelled,
+           CASE WHEN u.kept THEN u.kept_hash ELSE c.text_hash END AS text_hash,
+           CASE WHEN u.kept THEN u.kept_snapshot ELSE $snapshot END AS snapshot_id,
+           u.kept OR c.chunk_id IS NOT NULL AS in_corpus
+    FROM rows u JOIN gold_items i USING (query_id)
+    LEFT JOIN chunks c ON c.snapshot_id = $snapshot AND c.chunk_id = u.chunk_id)
+"""
 
 
 def _write(con: duckdb.DuckDBPyConnection, rows, result: ClickDraft, who: str) -> None:
@@ -368,40 +410,31 @@ def _write(con: duckdb.DuckDBPyConnection, rows, result: ClickDraft, who: str) -
     at = gi.now()
     snapshot_id = result.snapshot_id
     with registered(con, _gm_clicks=rows):
-        con.execute(
-            """CREATE OR REPLACE TEMP TABLE _gm_click_rows AS
-               SELECT *, row_number() OVER (PARTITION BY query_id, open AND NOT labelled
-                                                AND in_corpus ORDER BY score DESC, chunk_id)
-                         AS rank  -- the draft's rank: its order by score among those kept
-               FROM (
-                   SELECT r.*, i.status IN ('candidate', 'drafted') AS open,
-                          EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = r.query_id
-                                  AND l.chunk_id = r.chunk_id AND l.kind = 'label') AS labelled,
-                          c.text_hash, c.chunk_id IS NOT NULL AS in_corpus
-                   FROM _gm_clicks r JOIN gold_items i USING (query_id)
-                   LEFT JOIN chunks c ON c.snapshot_id = ? AND c.chunk_id = r.chunk_id)""",
-            [snapshot_id],
-        )
-    decided, labelled, missing = con.execute(
-        """SELECT count(*) FILTER (WHERE NOT open AND NOT labelled),
-                  count(*) FILTER (WHERE labelled),
-                  count(*) FILTER (WHERE open AND NOT labelled AND NOT in_corpus)
+        con.execute(_ROWS, {"source": SOURCE, "snapshot": snapshot_id})
+    decided, labelled, missing, kept = con.execute(
+        """SELECT count(*) FILTER (WHERE NOT open AND NOT labelled AND NOT kept),
+                  count(*) FILTER (WHERE labelled AND NOT kept),
+                  count(*) FILTER (WHERE open AND NOT labelled AND NOT in_corpus),
+                  count(*) FILTER (WHERE open AND NOT labelled AND kept)
            FROM _gm_click_rows"""
     ).fetchall()[0]
-    result.skipped_decided, result.skipped_labelled, result.missing_chunks = (
-        decided,
-        labelled,
-        missing,
-    )
+    result.skipped_decided, result.skipped_labelled = decided, labelled
+    result.missing_chunks, result.kept = missing, kept
     con.execute("DELETE FROM _gm_click_rows WHERE NOT open OR labelled OR NOT in_corpus")
-    touched = _changed_items(con, snapshot_id)
+    touched = _changed_items(con)
     result.unchanged = con.execute(
         "SELECT count(DISTINCT query_id) FROM _gm_click_rows WHERE NOT list_contains(?, query_id)",
         [touched],
     ).fetchall()[0][0]
-    if not touched:
-        con.execute("DROP TABLE _gm_click_rows")
-        return
+    if touched:
+        _replace(con, touched, who, at)
+        _record(con, touched, result, who, at)
+    con.execute("DROP TABLE _gm_click_rows")
+    result.restored = _restore_empty(con, who, at)
+
+
+def _replace(con: duckdb.DuckDBPyConnection, touched: list[str], who: str, at) -> None:
+    """The touched items' click drafts (and other sources' drafts of their chunks) replaced."""
     con.execute(
         """DELETE FROM gold_labels WHERE kind = 'draft' AND list_contains(?, query_id) AND (
                source = ?
@@ -411,9 +444,9 @@ def _write(con: duckdb.DuckDBPyConnection, rows, result: ClickDraft, who: str) -
     con.execute(
         """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, rank, score,
                source, text_hash, snapshot_id, who, ts)
-           SELECT query_id, chunk_id, 'draft', grade, rank, score, ?, text_hash, ?, ?, ?
+           SELECT query_id, chunk_id, 'draft', grade, rank, score, ?, text_hash, snapshot_id, ?, ?
            FROM _gm_click_rows WHERE list_contains(?, query_id)""",
-        [SOURCE, snapshot_id, who, at, touched],
+        [SOURCE, who, at, touched],
     )
     con.execute(
         """UPDATE gold_items SET updated_at = ?,
@@ -422,12 +455,24 @@ def _write(con: duckdb.DuckDBPyConnection, rows, result: ClickDraft, who: str) -
            WHERE list_contains(?, query_id)""",
         [at, who, touched],
     )
+
+
+def _record(
+    con: duckdb.DuckDBPyConnection, touched: list[str], result: ClickDraft, who: str, at
+) -> None:
+    """One history row per touched item: this run's evidence for each chunk it drafted, and the
+    chunks kept from earlier runs."""
     evidence: dict[str, list[dict]] = {q: [] for q in touched}
+    earlier: dict[str, list[str]] = {q: [] for q in touched}
     for row in gi.fetch_dicts(
-        con, "SELECT * EXCLUDE (open, labelled, in_corpus, text_hash, rank) FROM _gm_click_rows"
-        " WHERE list_contains(?, query_id) ORDER BY query_id, score DESC, chunk_id", [touched],
+        con, "SELECT * EXCLUDE (open, labelled, in_corpus, text_hash, snapshot_id, rank)"
+        " FROM _gm_click_rows WHERE list_contains(?, query_id)"
+        " ORDER BY query_id, score DESC, chunk_id", [touched],
     ):  # fmt: skip
         qid = row.pop("query_id")
+        if row.pop("kept"):
+            earlier[qid].append(row["chunk_id"])
+            continue
         evidence[qid].append(
             {k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()}
         )
@@ -438,11 +483,35 @@ def _write(con: duckdb.DuckDBPyConnection, rows, result: ClickDraft, who: str) -
         "thresholds": {k: result.thresholds[k] for k in ("low", "high", "fitted", "min_shown")},
         "iterations": result.iterations,
         "events": result.n_events,
-        "snapshot_id": snapshot_id,
+        "snapshot_id": result.snapshot_id,
     }
     for qid in touched:
-        gi.record(con, qid, "draft", who, {**provenance, "chunks": evidence[qid]}, at)
+        kept = {"kept": earlier[qid]} if earlier[qid] else {}
+        gi.record(con, qid, "draft", who, {**provenance, "chunks": evidence[qid], **kept}, at)
         gi.settle(con, qid, who, at=at)
     result.items = len(touched)
     result.drafts = sum(len(v) for v in evidence.values())
-    con.execute("DROP TABLE _gm_click_rows")
+
+
+def _restore_empty(con: duckdb.DuckDBPyConnection, who: str, at) -> int:
+    """Items ``drafted`` with no row at all (nothing to review, nothing labelled), as a re-run
+    before this rule could leave them, back to ``candidate`` with a history row each."""
+    empty = [
+        r[0]
+        for r in con.execute(
+            """SELECT query_id FROM gold_items i WHERE status = 'drafted' AND NOT no_answer
+               AND NOT EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = i.query_id)
+               ORDER BY position"""
+        ).fetchall()
+    ]
+    if not empty:
+        return 0
+    con.execute(
+        "UPDATE gold_items SET status = 'candidate', drafted_by = NULL, updated_at = ? "
+        "WHERE list_contains(?, query_id)",
+        [at, empty],
+    )
+    why = "drafted with nothing to review"
+    for qid in empty:
+        gi.record(con, qid, "status", who, {"status": "candidate", "why": why}, at)
+    return len(empty)

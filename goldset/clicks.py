@@ -275,12 +275,77 @@ def cross_validate(
 # --- agreement with people's labels -------------------------------------------------------------
 
 
+BOOTSTRAP_ROUNDS = 1000
+TOO_FEW = 10  # labelled pairs under which no figure is worth reading
+
+
+def auc_interval(
+    scores: np.ndarray, relevant: np.ndarray, queries: np.ndarray, rounds: int = BOOTSTRAP_ROUNDS
+) -> tuple[float | None, list[float] | None]:
+    """ROC AUC of ``scores`` for ``relevant`` (ties count a half, as scikit-learn's) and its 95%
+    bootstrap interval over queries (``queries`` labels each pair's query): (None, None) with
+    one class only, an interval of None with fewer than two queries.
+
+    Each round's AUC comes from counts per (query, score level): the rounds draw queries, so a
+    round is a product of its draw with those counts, and the AUC the Mann-Whitney sum over
+    score levels (positives at a level beat the negatives below it, and half those at it).
+    """
+    relevant = np.asarray(relevant).astype(bool)
+    if relevant.all() or not relevant.any():
+        return None, None
+    _, level = np.unique(np.asarray(scores, dtype=np.float64), return_inverse=True)
+    _, query = np.unique(np.asarray(queries), return_inverse=True)
+    shape = (query.max() + 1, level.max() + 1)
+    pos = np.zeros(shape)
+    neg = np.zeros(shape)
+    np.add.at(pos, (query[relevant], level[relevant]), 1)
+    np.add.at(neg, (query[~relevant], level[~relevant]), 1)
+    n = shape[0]
+    drawn = np.vstack(
+        [
+            np.ones(n),
+            np.random.default_rng(0).multinomial(n, np.full(n, 1 / n), size=rounds) if n > 1
+            else np.empty((0, n)),
+        ]
+    )  # fmt: skip
+    p, q = drawn @ pos, drawn @ neg  # (1 + rounds, levels)
+    below = np.cumsum(q, axis=1) - q
+    with np.errstate(invalid="ignore", divide="ignore"):
+        auc = (p * (below + q / 2)).sum(1) / (p.sum(1) * q.sum(1))
+    rest = auc[1:][~np.isnan(auc[1:])]
+    if n < 2 or len(rest) < rounds // 2:
+        return float(auc[0]), None
+    low, high = np.percentile(rest, [2.5, 97.5])
+    return float(auc[0]), [float(low), float(high)]
+
+
+def chance_reading(auc: float | None, ci: list[float] | None, n: int, kappa: float) -> str:
+    """What an agreement can be taken to say, in words: too few pairs, no better (or worse) than
+    chance (the AUC's interval holds 0.5, or lies under it; without an AUC, a kappa of 0 or
+    less), or nothing to add."""
+    if n < TOO_FEW:
+        return f"too few pairs to say ({n})"
+    if auc is None:
+        return "no better than chance" if kappa <= 0 else ""
+    if ci is None:
+        return "no interval: too few queries"
+    if ci[1] < 0.5:
+        return "worse than chance"
+    if ci[0] <= 0.5:
+        return "no better than chance"
+    return ""
+
+
 def agreement(
-    proposed: np.ndarray, human: np.ndarray, scores: np.ndarray | None = None
-) -> dict[str, float]:
+    proposed: np.ndarray,
+    human: np.ndarray,
+    scores: np.ndarray | None = None,
+    queries: np.ndarray | None = None,
+) -> dict[str, Any]:
     """Linear-weighted kappa on 0-2, precision/recall/F1 of "relevant" (grade >= 1), and, given
-    the scores, the ROC AUC of the score for "relevant" (threshold-free)."""
-    from sklearn.metrics import cohen_kappa_score, roc_auc_score
+    the scores, the ROC AUC of the score for "relevant" (threshold-free), with its interval over
+    ``queries`` (each pair's query) and a plain reading of it."""
+    from sklearn.metrics import cohen_kappa_score
 
     proposed, human = np.asarray(proposed), np.asarray(human)
     pr, hr = proposed >= 1, human >= 1
@@ -290,12 +355,15 @@ def agreement(
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     same = len(set(proposed.tolist()) | set(human.tolist())) <= 1
     kappa = 1.0 if same else float(cohen_kappa_score(human, proposed, weights="linear"))
-    auc = None
+    auc, ci = None, None
     if scores is not None and 0 < int(hr.sum()) < hr.size:
-        auc = float(roc_auc_score(hr, np.asarray(scores)))
+        groups = np.arange(hr.size) if queries is None else queries
+        auc, ci = auc_interval(np.asarray(scores), hr, groups)
     return {
         "n_pairs": int(proposed.size),
         "auc": auc,
+        "auc_ci95": ci,
+        "reading": chance_reading(auc, ci, int(proposed.size), kappa),
         "weighted_kappa": kappa,
         "precision": precision,
         "recall": recall,

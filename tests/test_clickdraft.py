@@ -198,11 +198,21 @@ def test_no_click_events_is_not_found(db_path: Path, cli) -> None:
     assert cli("--db", str(db_path), "gold", "draft", "--from", "logs").returncode == 2
 
 
-def test_a_rerun_replaces_the_click_drafts(store: Path, cli) -> None:
+def test_a_rerun_regrades_the_click_drafts_but_never_removes_one(store: Path, cli) -> None:
     assert cli("--db", str(store), "gold", "draft", "--from", "clicks").returncode == 0
+    first = _drafts(store, "q_reset")
+    # --min-grade 2 drafts no new grade-1 pair, but Y, drafted before, stays as it was.
     out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--min-grade", "2", "--json")
-    assert json.loads(out.stdout)["drafts"] == 1
-    assert [r[0] for r in _drafts(store, "q_reset")] == [X]
+    assert json.loads(out.stdout)["drafts"] == 0
+    assert _drafts(store, "q_reset") == first
+    # New sessions where Y is never clicked: Y is regraded with the new evidence, not removed.
+    with open_store(store) as con, transaction(con):
+        _events(con, [("reset password", [Y, X], [X])] * 20, batch=5)
+    out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--json")
+    assert json.loads(out.stdout)["items"] == 1
+    after = {r[0]: r for r in _drafts(store, "q_reset")}
+    assert set(after) == {X, Y}
+    assert after[Y][5] < first[1][5] and after[Y][2] <= first[1][2]
 
 
 def _history(db: Path) -> list[tuple]:
@@ -225,8 +235,10 @@ def test_a_rerun_with_the_same_proposals_changes_nothing(store: Path, cli) -> No
     assert (got["items"], got["drafts"], got["unchanged"]) == (0, 0, 1)
     text = cli("--db", str(store), "gold", "draft", "--from", "clicks")
     assert "1 queries unchanged" in text.stderr
-    # Another proposal (one grade fewer) is a change again: one history row, the version moves.
-    fewer = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--min-grade", "2")
+    # New sessions give other scores: a change again, one history row, the version moves.
+    with open_store(store) as con, transaction(con):
+        _events(con, [("reset password", [Y, X], [X])] * 20, batch=5)
+    fewer = cli("--db", str(store), "gold", "draft", "--from", "clicks")
     assert fewer.returncode == 0, fewer.stderr
     assert len(_history(store)) == len(history) + 1
     with open_store(store) as con:
@@ -300,3 +312,102 @@ def test_fitted_thresholds_on_the_trec_session_track(shared_dataset) -> None:
     assert fixed["dbn"]["weighted_kappa"] == pytest.approx(0.030, abs=0.002)
     assert cv["dbn"]["fitted_kappa"] > 4 * cv["dbn"]["fixed_kappa"]
     assert cv["clicked"]["fitted_kappa"] > cv["dbn"]["fitted_kappa"]
+
+
+# --- re-runs keep what other runs drafted; agreement says when it is chance ---------------------
+
+
+def _drafted_with_nothing(db: Path) -> list[str]:
+    with open_store(db) as con:
+        return [
+            r[0]
+            for r in con.execute(
+                "SELECT query_id FROM gold_items i WHERE status = 'drafted' AND NOT EXISTS "
+                "(SELECT 1 FROM gold_labels l WHERE l.query_id = i.query_id)"
+            ).fetchall()
+        ]
+
+
+def test_a_rerun_with_a_higher_min_shown_keeps_the_other_runs_drafts(store: Path, cli) -> None:
+    # kb-vpn-1 is shown once, clicked: only a --min-shown 1 run drafts it.
+    with open_store(store) as con, transaction(con):
+        _events(con, [("vpn setup", ["kb-vpn-1", "kb-vpn-2"], ["kb-vpn-1"])], batch=4)
+    one = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--min-shown", "1")
+    assert one.returncode == 0, one.stderr
+    vpn = _drafts(store, "q_vpn")
+    assert [r[:4] for r in vpn] == [("kb-vpn-1", "draft", 2, "clicks")]
+    with open_store(store) as con:
+        version = item_version(con, "q_vpn")
+    two = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--json")
+    assert two.returncode == 0, two.stderr
+    # The default --min-shown 2 scores nothing on q_vpn: its draft stays, untouched.
+    assert _drafts(store, "q_vpn") == vpn
+    assert [r[0] for r in _drafts(store, "q_reset")] == [X, Y]
+    assert _drafted_with_nothing(store) == []
+    with open_store(store) as con:
+        assert show_item(con, "q_vpn")["status"] == "drafted"
+        assert item_version(con, "q_vpn") == version
+
+
+def test_an_item_left_drafted_with_nothing_goes_back_to_candidate(store: Path, cli) -> None:
+    # What an earlier re-run left behind: drafted by clicks, no candidate to review.
+    with open_store(store) as con, transaction(con):
+        con.execute(
+            "UPDATE gold_items SET status = 'drafted', drafted_by = 'clicks:pbm' "
+            "WHERE query_id = 'q_vpn'"
+        )
+    out = cli("--db", str(store), "gold", "draft", "--from", "clicks")
+    assert out.returncode == 0, out.stderr
+    assert _drafted_with_nothing(store) == []
+    with open_store(store) as con:
+        item = show_item(con, "q_vpn")
+    assert item["status"] == "candidate"
+    assert item["history"][-1]["action"] == "status"
+    assert "1 queries drafted with nothing to review went back to candidate" in out.stderr
+
+
+def test_auc_and_its_interval_over_queries_match_sklearn() -> None:
+    from sklearn.metrics import roc_auc_score
+
+    from goldmine.goldset.clicks import auc_interval
+
+    # By hand: relevant 0.9 and 0.3, not relevant 0.8 and 0.1: 3 of 4 pairs ordered right.
+    auc, ci = auc_interval(np.array([0.9, 0.8, 0.3, 0.1]), np.array([1, 0, 1, 0]), np.arange(4))
+    assert auc == pytest.approx(0.75)
+    assert ci is not None and ci[0] <= 0.75 <= ci[1]
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        s = rng.integers(0, 6, 60) / 5  # ties, counted a half as sklearn does
+        h = rng.integers(0, 2, 60)
+        auc, ci = auc_interval(s, h, rng.integers(0, 12, 60))
+        assert auc == pytest.approx(roc_auc_score(h, s))
+        assert ci[0] <= auc <= ci[1]
+    # One class only: no AUC, no interval.
+    assert auc_interval(np.array([0.1, 0.2]), np.array([1, 1]), np.arange(2)) == (None, None)
+
+
+def test_agreement_says_plainly_when_clicks_are_no_better_than_chance(store: Path, cli) -> None:
+    # Twelve queries, each with its first result clicked every time; people found the first
+    # relevant in half of them and the second in the other half: the clicks say nothing.
+    with open_store(store) as con, transaction(con):
+        for i in range(12):
+            qid, first, second = f"q_t{i}", f"t{i}-a", f"t{i}-b"
+            add_item(con, f"topic {i}", origin="test", by="t", query_id=qid)
+            _events(con, [(f"topic {i}", [first, second], [first])] * 4, batch=10 + i)
+            good, bad = (first, second) if i % 2 else (second, first)
+            for chunk, grade in ((good, 2), (bad, 0)):
+                con.execute(
+                    "INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, who, ts) "
+                    "VALUES (?, ?, 'label', ?, 'label', 'ana', ?)",
+                    [qid, chunk, grade, datetime(2026, 11, 1)],
+                )
+    out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--json")
+    assert out.returncode == 0, out.stderr
+    pbm = json.loads(out.stdout)["agreement"]["pbm"]
+    assert pbm["n_pairs"] == 24 and pbm["auc"] == pytest.approx(0.5, abs=0.05)
+    low, high = pbm["auc_ci95"]
+    assert low < 0.5 < high
+    assert pbm["reading"] == "no better than chance"
+    text = cli("--db", str(store), "gold", "draft", "--from", "clicks")
+    row = next(line for line in text.stdout.splitlines() if "PBM" in line)
+    assert "no better than chance" in row and f"{low:.2f}-{high:.2f}" in row
