@@ -62,8 +62,11 @@ def resample(per_query: np.ndarray, rounds: int = BOOTSTRAP_ROUNDS, seed: int = 
     n = per_query.shape[0]
     if n < 2:
         return None
-    drawn = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=rounds)
-    return np.einsum("rq,qij->rij", drawn, per_query)
+    picks = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
+    # How many times each round drew each query, then the rounds' summed matrices as one product.
+    drawn = np.bincount((picks + n * np.arange(rounds)[:, None]).ravel(), minlength=rounds * n)
+    summed = drawn.reshape(rounds, n).astype(float) @ per_query.reshape(n, -1).astype(float)
+    return summed.reshape(rounds, *per_query.shape[1:])
 
 
 def interval(values: np.ndarray | None) -> list[float] | None:
