@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import test_clickdraft
 from scipy.stats import kendalltau
 from sklearn.metrics import cohen_kappa_score
 
@@ -22,6 +23,7 @@ from goldmine.store import open_store, transaction
 from helpers import build, gold
 
 AT = datetime(2026, 12, 1, 9, 0)
+store = test_clickdraft.store  # the fixture: two items and the click sessions of one
 
 
 def _items(db: Path, n: int, per_query: int = 2) -> list[tuple[str, str]]:
@@ -290,3 +292,38 @@ def test_runs_are_ranked_under_each_source_and_kendall_tau_equals_scipy(
     ).statistic
     assert systems["kendall_tau"] == pytest.approx(expected)
     assert systems["largest_swap"]["positions"] >= 0
+
+
+# --- click drafts and the wildcard ---------------------------------------------------------------
+
+
+def test_click_drafts_are_a_source_after_a_person_grades_the_chunks(cli, store) -> None:
+    """A person's grade replaces the click draft's row; the draft history still holds it."""
+    db_path, (X, Y) = store, (test_clickdraft.X, test_clickdraft.Y)  # noqa: N806
+    drafted = cli("--db", str(db_path), "gold", "draft", "--from", "clicks")
+    assert drafted.returncode == 0, drafted.stderr
+    _label(db_path, "ana", {("q_reset", X): 2, ("q_reset", Y): 0})
+    with open_store(db_path) as con:
+        assert con.execute(
+            "SELECT count(*) FROM gold_labels WHERE kind = 'draft' AND query_id = 'q_reset'"
+        ).fetchall() == [(0,)]
+    out = json.loads(_between(cli, db_path, "clicks:*", "rater:ana", "--json").stdout)
+    assert out["sources"] == ["clicks:pbm", "rater:ana"]
+    # The clicks graded X 2 and Y 1; ana X 2 and Y 0.
+    assert out["n_units"] == 2 and out["confusion"]["counts"] == [[0, 0, 0], [1, 0, 0], [0, 0, 1]]
+    assert out["confusion"]["more_lenient"] == "clicks:pbm"
+    text = _between(cli, db_path, "clicks:pbm", "rater:ana").stdout
+    assert "n=2: too few to say" in text
+
+
+def test_a_wildcard_compares_every_source_it_names(cli, db_path) -> None:
+    units, a, b = _twenty(db_path)
+    _judge(db_path, "judge-1", _grades(units, a))
+    _judge(db_path, "judge-2", _grades(units, b))
+    _label(db_path, "ana", _grades(units, b))
+    out = json.loads(_between(cli, db_path, "judge:*", "rater:*", "--json").stdout)
+    assert [r["sources"] for r in out] == [["judge:judge-1", "rater:ana"],
+                                           ["judge:judge-2", "rater:ana"]]  # fmt: skip
+    assert out[1]["kappa_weighted"] == pytest.approx(1.0)
+    same = _between(cli, db_path, "judge:judge-1", "judge:*", "--json")
+    assert json.loads(same.stdout)["sources"] == ["judge:judge-1", "judge:judge-2"]
