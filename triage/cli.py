@@ -7,6 +7,7 @@ here imports torch or sentence-transformers: only ``triage run`` embeds, inside 
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,7 +25,14 @@ from goldmine.triage.queries import (
     export_queries,
     no_match,
     ranked_clusters,
+    ranked_topics,
 )
+
+
+class Level(StrEnum):
+    cluster = "cluster"
+    topic = "topic"
+
 
 triage_app = typer.Typer(
     help="Dedupe and cluster the queries, and put the failures no gold item covers on top.",
@@ -142,15 +150,25 @@ def show_cmd(
     source: Annotated[
         str | None, typer.Option("--source", help="Only clusters with traffic from this source.")
     ] = None,
+    level: Annotated[
+        Level,
+        typer.Option(
+            "--level",
+            help="cluster: the clusters (each at the grain of an intent); topic: the topics "
+            "(groups of neighbouring clusters), each with its clusters beneath. --top counts "
+            "rows of the level.",
+        ),
+    ] = Level.cluster,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The ranked clusters: label, volume, variants, failure rate and signals, tags, coverage."""
 
     wanted = ShowFilter(top, uncovered, new, tag, source)
+    ranked = ranked_topics if level is Level.topic else ranked_clusters
     with open_store(db_flag(db), create=False) as con:
         runs.warn_unfinished(con)
-        rows = ranked_clusters(con, wanted)
+        rows = ranked(con, wanted)
         why_none = None if rows else no_match(con, wanted)
     if as_json:
         print_json(rows)
@@ -158,7 +176,30 @@ def show_cmd(
     if why_none:
         info(why_none)
         return
-    console().print(fit_table(_show_columns(), [_show_row(r) for r in rows]))
+    if level is Level.topic:
+        rows = [line for t in rows for line in _topic_rows(t)]
+    else:
+        rows = [_show_row(r) for r in rows]
+    console().print(fit_table(_show_columns(), rows))
+
+
+def _topic_rows(t: dict) -> list[list[str]]:
+    """A topic's line (its sums over the clusters shown), then each cluster's own, indented."""
+    head = [
+        f"topic {t['topic_id']}",
+        f"{t['priority']:.1f}",
+        f"{t['label']}\n{t['n_clusters']} cluster{'s' if t['n_clusters'] != 1 else ''}",
+        str(t["volume"]),
+        str(sum(c["n_variants"] for c in t["clusters"])),
+        _fmt_rate(t["failure_rate"]),
+        *[""] * 6,
+    ]
+    clusters = []
+    for c in t["clusters"]:
+        row = _show_row(c)
+        row[0], row[2] = f"  {row[0]}", "  " + row[2].replace("\n", "\n  ")
+        clusters.append(row)
+    return [head, *clusters]
 
 
 @triage_app.command("export")
@@ -178,13 +219,32 @@ def export_cmd(
     info(f"wrote {n} queries to {file}")
 
 
+_SIGNAL_COLUMNS = ("n_zero_results", "n_no_click", "n_reformulated", "n_negative_feedback",
+                   "n_tickets", "n_chat_fail")  # fmt: skip
+
+
+def _detail_row(q: dict, prefix: str) -> list:
+    """One query of ``triage cluster``: a variant is indented under the query it varies."""
+    return [
+        prefix + q["query"],
+        q["n_events"],
+        q["n_sessions"],
+        _fmt_rate(q["failure_rate"]),
+        ", ".join(f"{k[2:]} {q[k]}" for k in _SIGNAL_COLUMNS if q[k]),
+        ", ".join(q["tags"] or []),
+        " | ".join(q["examples"] or []),
+        " | ".join(q["previous_turns"] or []),
+    ]
+
+
 @triage_app.command("cluster")
 def cluster_cmd(
     cluster_id: Annotated[int, typer.Argument(metavar="ID", help="A cluster id from `show`.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Every query in one cluster: counts, signals, sessions, raw examples, previous turns."""
+    """Every query in one cluster once (counts, signals, sessions, other spellings, previous
+    turns), its fuzzy variants beneath it."""
 
     with open_store(db_flag(db), create=False) as con:
         runs.warn_unfinished(con)
@@ -201,22 +261,13 @@ def cluster_cmd(
         console().print("terms: " + ", ".join(detail["terms"]), markup=False)
     if detail.get("central"):
         console().print("central: " + " | ".join(detail["central"]), markup=False)
-    signal_columns = ("n_zero_results", "n_no_click", "n_reformulated", "n_negative_feedback",
-                      "n_tickets", "n_chat_fail")  # fmt: skip
     rows = [
-        [
-            q["query"],
-            q["n_events"],
-            q["n_sessions"],
-            _fmt_rate(q["failure_rate"]),
-            ", ".join(f"{k[2:]} {q[k]}" for k in signal_columns if q[k]),
-            ", ".join(q["tags"] or []),
-            " | ".join(q["examples"] or []),
-            " | ".join(q["previous_turns"] or []),
-        ]
-        for q in detail["queries"]
+        _detail_row(q, prefix)
+        for head in detail["queries"]
+        for q, prefix in [(head, ""), *((v, "  ↳ ") for v in head["variants"])]
     ]
-    head = ["query", "events", "sessions", "failed", "signals", "tags", "examples", "previous turn"]
+    head = ["query", "events", "sessions", "failed", "signals", "tags", "other spellings",
+            "previous turn"]  # fmt: skip
     console().print(table(head, rows))
 
 

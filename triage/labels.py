@@ -12,7 +12,9 @@ matrices). Pairs count when they occur in two queries or more, so a pair made of
 not lead a label.
 
 The central examples are the queries with the highest cosine to their cluster's centroid
-(``triage_assignments.similarity``, set when a query is clustered or joins).
+(``triage_assignments.similarity``, set when a query is clustered or joins), in the order that
+makes the first of them the cluster's label (``queries.CENTRAL_ORDER``): a label is always one of
+the cluster's own members, the one nearest its centre.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 
 from goldmine.store import registered
 from goldmine.triage.events import frame
+from goldmine.triage.queries import CENTRAL_ORDER
 
 if TYPE_CHECKING:
     import duckdb
@@ -217,8 +220,7 @@ def label_clusters(con: duckdb.DuckDBPyConnection) -> int:
             f"""INSERT INTO triage_cluster_labels
                 SELECT t.cluster_id, t.terms, c.central FROM _gm_terms t LEFT JOIN (
                     SELECT q.cluster_id,
-                           list(q.query ORDER BY a.similarity DESC NULLS LAST, q.n_events DESC,
-                                q.norm_query)[1:{N_CENTRAL}] AS central
+                           list(q.query ORDER BY {CENTRAL_ORDER})[1:{N_CENTRAL}] AS central
                     FROM triage_queries q JOIN triage_assignments a USING (norm_query)
                     WHERE q.cluster_id IS NOT NULL AND a.norm_query = a.canonical_query
                     GROUP BY q.cluster_id

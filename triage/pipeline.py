@@ -1,8 +1,8 @@
 """``triage run``: the steps in order, each named on stderr, the long ones with the store closed.
 
-normalize → signals → dedupe → embed → cluster → tags → rank → labels. DuckDB lets one process
-hold the file, so the steps that take long (fuzzy dedupe, embedding, clustering) read their
-inputs, close the store, compute, and reopen it briefly to write their results in one
+normalize → signals → dedupe → embed → cluster → tags → rank (and topics) → labels. DuckDB lets
+one process hold the file, so the steps that take long (fuzzy dedupe, embedding, clustering) read
+their inputs, close the store, compute, and reopen it briefly to write their results in one
 transaction: ``status`` or ``triage show`` in another terminal get in between. The SQL steps take
 seconds.
 
@@ -246,7 +246,7 @@ def _run_steps(
             result.cluster = cluster.write_clusters(con, plan, result.run_id)
         del plan
         result.tags = steps.run("tags", tags.tag_queries, no_answer_retriever, con=con)
-        result.n_clusters = steps.run("rank", ranking.summarize_clusters, result.run_id, con=con)
+        result.n_clusters = steps.run("rank", _rank, result.run_id, con=con)
         steps.run("labels", labels.label_clusters, con=con)
         with transaction(con):  # readers see the last run's results or this one's, whole
             runs.publish(con)
@@ -267,6 +267,15 @@ def _signals(con: duckdb.DuckDBPyConnection, window_s: int, since: datetime | No
 
     mark_session_signals(con, window_s)
     return aggregate_queries(con, since)
+
+
+def _rank(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
+    """The clusters ranked, then grouped into topics (a cluster's own rate stays its own)."""
+    from goldmine.triage.topics import assign_topics
+
+    n = ranking.summarize_clusters(con, run_id)
+    assign_topics(con)
+    return n
 
 
 def _finish(con: duckdb.DuckDBPyConnection, result: RunResult, window_s: int) -> None:

@@ -33,6 +33,11 @@ if TYPE_CHECKING:
     import duckdb
 
 PRIOR_EVENTS = 10
+# A cluster's members, its most central first: a canonical's cosine to the centroid (a variant
+# has none: it follows its canonical), then volume. The label is the first (``triage_queries``
+# columns, ``a`` its ``triage_assignments`` row): the most frequent query can be a stray one
+# with traffic of its own, far from what the cluster holds.
+CENTRAL_ORDER = "a.similarity DESC NULLS LAST, n_events DESC, length(query), query"
 SIGNALS = ("zero_results", "no_click", "reformulated", "negative_feedback", "tickets", "chat_fail")
 KNOWN_TAGS = ("acronym", "typo", "follow-up", "no-answer-likely", "question", "keyword")
 
@@ -63,13 +68,15 @@ def summarize_clusters(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
         ),
         c AS (
             SELECT cluster_id,
-                   first(query ORDER BY n_events DESC, length(query), query) AS label,
+                   first(query ORDER BY {CENTRAL_ORDER}) AS label,
                    sum(n_events) AS volume, count(*) AS n_variants,
                    sum(n_failed) AS n_failed,
                    sum(n_failed) / sum(n_events) AS failure_rate,
                    min(first_seen) AS first_seen, max(last_seen) AS last_seen,
                    to_json({{{counts}}}) AS signals
-            FROM triage_queries WHERE cluster_id IS NOT NULL GROUP BY cluster_id
+            FROM triage_queries
+            LEFT JOIN (SELECT norm_query, similarity FROM triage_assignments) a USING (norm_query)
+            WHERE cluster_id IS NOT NULL GROUP BY cluster_id
         )
         SELECT c.*,
                (c.n_failed + {PRIOR_EVENTS} * g.rate) / (c.volume + {PRIOR_EVENTS})
@@ -148,8 +155,8 @@ def ranked_clusters(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[
         con,
         f"""
         WITH {coverage_cte(con)}
-        SELECT c.cluster_id, c.label, c.volume, c.n_variants, c.n_failed, c.failure_rate,
-               c.signals, c.priority, c.shrunk_rate,
+        SELECT c.cluster_id, c.topic_id, c.label, c.volume, c.n_variants, c.n_failed,
+               c.failure_rate, c.signals, c.priority, c.shrunk_rate,
                (SELECT coalesce(sum(n_failed) / nullif(sum(n_events), 0), 0)
                 FROM triage_queries) AS global_rate,
                c.tags, c.tag_counts, c.sources, c.first_seen, c.last_seen, c.is_new,
@@ -178,6 +185,38 @@ def ranked_clusters(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[
             "formula": "volume * (n_failed + prior_events * global_rate) / (volume + prior_events)",
         }
     return rows
+
+
+def ranked_topics(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[str, Any]]:
+    """The topics, highest priority first, each with its clusters (as :func:`ranked_clusters`
+    gives them, in their order) beneath. A topic's volume, failures and priority are the sums
+    over its clusters that pass the filters; each cluster keeps its own rate and priority."""
+    from dataclasses import replace
+
+    if f.top < 1:
+        raise InputError(f"--top must be at least 1, not {f.top}")
+    topics: dict[int, list[dict[str, Any]]] = {}
+    for row in ranked_clusters(con, replace(f, top=1 << 62)):
+        topics.setdefault(row["topic_id"], []).append(row)
+    out = [_topic(topic_id, rows) for topic_id, rows in topics.items()]
+    out.sort(key=lambda t: (-t["priority"], -t["volume"], t["topic_id"]))
+    return out[: f.top]
+
+
+def _topic(topic_id: int, clusters: list[dict[str, Any]]) -> dict[str, Any]:
+    volume = sum(c["volume"] for c in clusters)
+    n_failed = sum(c["n_failed"] for c in clusters)
+    return {
+        "topic_id": topic_id,
+        # the topic's largest cluster's label (ties: the oldest)
+        "label": min(clusters, key=lambda c: (-c["volume"], c["cluster_id"]))["label"],
+        "n_clusters": len(clusters),
+        "volume": volume,
+        "n_failed": n_failed,
+        "failure_rate": n_failed / volume if volume else 0.0,
+        "priority": sum(c["priority"] for c in clusters),
+        "clusters": clusters,
+    }
 
 
 def no_match(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> str:
@@ -223,8 +262,42 @@ def export_queries(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     return rows_df.height
 
 
+# One row per query of a cluster that is no fuzzy variant of another of its queries, each with
+# its other spellings (``examples``, never its own text again) and its variants beneath it, so
+# each query is listed once (issue 30).
+_DETAIL_SQL = """
+    WITH m AS (
+        SELECT q.*, CASE WHEN q.canonical_query <> q.norm_query AND q.canonical_query IN
+                    (SELECT norm_query FROM triage_queries WHERE cluster_id = ?)
+                    THEN q.canonical_query ELSE q.norm_query END AS head
+        FROM triage_queries q WHERE q.cluster_id = ?
+    ),
+    r AS (
+        SELECT m.query, m.norm_query, m.canonical_query, m.n_events, m.n_sessions, m.n_failed,
+               m.failure_rate, m.n_zero_results, m.n_no_click, m.n_reformulated,
+               m.n_negative_feedback, m.n_tickets, m.n_chat_fail, m.tags, m.sources,
+               coalesce((SELECT list(DISTINCT d.query ORDER BY d.query)[:5] FROM (
+                    SELECT unnest(spellings).query AS query FROM triage_query_days
+                    WHERE norm_query = m.norm_query) d WHERE d.query <> m.query), [])
+                   AS examples,
+               (SELECT list(DISTINCT e.session_id)[:5] FROM triage_events e
+                WHERE e.norm_query = m.norm_query AND e.session_id IS NOT NULL) AS sessions,
+               (SELECT list(DISTINCT e.prev_query)[:3] FROM triage_events e
+                WHERE e.norm_query = m.norm_query AND e.is_follow_up) AS previous_turns,
+               m.head
+        FROM m
+    )
+    SELECT h.*, coalesce((SELECT list(v ORDER BY v.n_events DESC, v.norm_query) FROM r v
+                          WHERE v.head = h.norm_query AND v.norm_query <> h.norm_query), [])
+                AS variants
+    FROM r h WHERE h.head = h.norm_query
+    ORDER BY h.n_events DESC, h.norm_query
+"""
+
+
 def cluster_detail(con: duckdb.DuckDBPyConnection, cluster_id: int) -> dict[str, Any]:
-    """Every query in a cluster with counts, signals, sessions, raw examples, previous turns."""
+    """Every query in a cluster with counts, signals, sessions, other spellings, previous turns;
+    a fuzzy variant under the query it is a variant of (``variants``), not beside it."""
     head = _rows(
         con,
         f"""WITH {coverage_cte(con)}
@@ -239,22 +312,9 @@ def cluster_detail(con: duckdb.DuckDBPyConnection, cluster_id: int) -> dict[str,
         raise NotFoundError(f"no triage cluster {cluster_id} (see `goldmine triage show`)")
     cluster = head[0]
     cluster.pop("centroid", None)
-    cluster["queries"] = _rows(
-        con,
-        """
-        SELECT q.query, q.norm_query, q.canonical_query, q.n_events, q.n_sessions, q.n_failed,
-               q.failure_rate, q.n_zero_results, q.n_no_click, q.n_reformulated,
-               q.n_negative_feedback, q.n_tickets, q.n_chat_fail, q.tags, q.sources,
-               (SELECT list(DISTINCT d.query)[:5] FROM (
-                    SELECT unnest(spellings).query AS query FROM triage_query_days
-                    WHERE norm_query = q.norm_query) d) AS examples,
-               (SELECT list(DISTINCT e.session_id)[:5] FROM triage_events e
-                WHERE e.norm_query = q.norm_query AND e.session_id IS NOT NULL) AS sessions,
-               (SELECT list(DISTINCT e.prev_query)[:3] FROM triage_events e
-                WHERE e.norm_query = q.norm_query AND e.is_follow_up) AS previous_turns
-        FROM triage_queries q WHERE q.cluster_id = ?
-        ORDER BY q.n_events DESC, q.norm_query
-        """,
-        [cluster_id],
-    )
+    cluster["queries"] = _rows(con, _DETAIL_SQL, [cluster_id, cluster_id])
+    for q in cluster["queries"]:
+        q.pop("head")
+        for v in q["variants"]:
+            v.pop("head")
     return cluster

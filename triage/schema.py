@@ -147,4 +147,14 @@ MIGRATIONS = [
         ALTER TABLE triage_runs ADD COLUMN process_start VARCHAR;
         """,
     ),
+    # Two levels (issue 30): a cluster is at the grain of an intent and belongs to one topic, a
+    # group of neighbouring clusters for the overview (triage/topics.py). A topic is named by
+    # the id of its oldest cluster; ``triage show --level topic`` lists topics, clusters beneath.
+    Migration(
+        204,
+        "triage_cluster_topics",
+        """
+        ALTER TABLE triage_clusters ADD COLUMN topic_id BIGINT;
+        """,
+    ),
 ]
