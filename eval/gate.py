@@ -22,6 +22,7 @@ from goldmine.eval.sides import ScoreTable, resolve_side, stored_side
 if TYPE_CHECKING:
     import duckdb
 
+    from goldmine.eval.compare import Comparison
     from goldmine.eval.runner import EvalOutcome
 
 
@@ -97,6 +98,12 @@ def worse_than(
     comparison = compare_runs(
         reference, new, names, permutations=permutations, seed=seed, alpha=alpha
     )
+    return worse_line(comparison)
+
+
+def worse_line(comparison: Comparison) -> str | None:
+    """The metrics on which B is *worse* than A by the compare's verdict, as one line (each with
+    its means, delta, 95% interval and p), or None when none is."""
     worse = [m for m in comparison.metrics if m.verdict == "worse"]
     if not worse:
         return None

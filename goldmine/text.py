@@ -2,7 +2,8 @@
 
 The normalized form is the key of exact dedupe (triage) and of matching queries by text (eval), so
 there is one definition of it. ``norm_sql`` applies the same steps in SQL for speed (triage, eval's
-trace runs); a test keeps the two equal.
+trace runs, ingest's analytics summaries) and ``fill_non_ascii`` finishes what it leaves NULL; a
+test keeps the two equal.
 """
 
 from __future__ import annotations
@@ -10,6 +11,10 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
 
 _PUNCT = re.compile(r"[^\w\s]|_", re.UNICODE)
 _SPACE = re.compile(r"\s+", re.UNICODE)
@@ -43,3 +48,27 @@ def norm_sql(column: str) -> str:
         f"trim(regexp_replace(regexp_replace(lower({column}), '[^a-z0-9{_WS}]', ' ', 'g'), "
         f"'[{_WS}]+', ' ', 'g')) END"
     )
+
+
+def fill_non_ascii(con: duckdb.DuckDBPyConnection, table: str, raw: str, norm: str) -> int:
+    """Set ``norm`` where ``norm_sql`` left it NULL (non-ASCII text), by normalize_query itself,
+    once per distinct text. ``table`` and the columns are the caller's own names, never input."""
+    import polars as pl
+
+    from goldmine.store import registered
+
+    texts = [
+        r[0]
+        for r in con.execute(
+            f"SELECT DISTINCT {raw} FROM {table} WHERE {norm} IS NULL AND {raw} IS NOT NULL"
+        ).fetchall()
+    ]
+    if not texts:
+        return 0
+    frame = pl.DataFrame({"raw": texts, "norm": [normalize_query(t) for t in texts]})
+    with registered(con, _gm_norm=frame):
+        con.execute(
+            f"UPDATE {table} SET {norm} = n.norm FROM _gm_norm n "
+            f"WHERE {table}.{norm} IS NULL AND {table}.{raw} = n.raw"
+        )
+    return len(texts)

@@ -496,12 +496,13 @@ def show(
             print(f"{key}: {item[key]}")
     _table(
         "labels",
-        ["chunk_id", "grade", "by", "at", "text_hash"],
+        ["chunk_id", "grade", "by", "source", "at", "text_hash"],
         [
-            [r["chunk_id"], r["grade"], r["who"], r["ts"], (r["text_hash"] or "")[:12]]
+            [r["chunk_id"], r["grade"], r["who"], r["source"], r["ts"], (r["text_hash"] or "")[:12]]
             for r in item["labels"]
         ],
     )
+    _grades_by_source(item)
     if item["drafts"]:
         _table(
             "drafts",
@@ -515,6 +516,37 @@ def show(
         "history",
         ["at", "by", "action", "detail"],
         [[h["at"], h["by"], h["action"], h["detail"]] for h in item["history"]],
+    )
+
+
+NO_ANSWER_ROW = "(no answer)"
+
+
+def _grades_by_source(item: dict) -> None:
+    """People's grade of each chunk beside the model judge's and every imported source's, and
+    the judge's reason: one row per chunk any of them graded."""
+    others = item["model_grades"] + item["source_grades"]
+    if not others:
+        return
+    names = sorted({o["source"] for o in others}, key=lambda x: (not x.startswith("judge:"), x))
+    grade = {(o["source"], o["chunk_id"] or NO_ANSWER_ROW): o["grade"] for o in others}
+    people = {r["chunk_id"]: f"{r['grade']} {r['who']} ({r['source']})" for r in item["labels"]}
+    if item["no_answer"]:
+        people[NO_ANSWER_ROW] = f"yes {item['verified_by'] or ''}".strip()
+    for o in item["source_grades"]:
+        if o["chunk_id"] is None:
+            grade[(o["source"], NO_ANSWER_ROW)] = "yes"
+    reasons: dict[str, list[str]] = {}
+    for m in item["model_grades"]:
+        reasons.setdefault(m["chunk_id"], []).append(m["reason"] or "")
+    chunks = sorted(set(people) | {c for _, c in grade})
+    _table(
+        "grades by source",
+        ["chunk_id", "person", *names, "model's reason"],
+        [
+            [c, people.get(c), *(grade.get((n, c)) for n in names), "; ".join(reasons.get(c, []))]
+            for c in chunks
+        ],
     )
 
 

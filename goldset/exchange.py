@@ -53,7 +53,7 @@ from goldmine.text import normalize_query
 if TYPE_CHECKING:
     import duckdb
 
-EXPORT_FORMATS = ("jsonl", "trec", "beir")
+EXPORT_FORMATS = ("jsonl", "trec", "beir", "ranx", "ir_measures", "hf")
 IMPORT_FORMATS = ("auto", "goldmine", "jsonl", "trec", "beir")
 
 
@@ -73,6 +73,10 @@ def export_version(
     """Write one version as files under ``out_dir``; returns the paths written."""
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not {fmt!r}")
+    if fmt in ("ranx", "ir_measures", "hf"):  # other tools' formats: goldset/interop.py
+        from goldmine.goldset.interop import export_interop
+
+        return export_interop(con, spec, out_dir, fmt)
     version = resolve_version(con, spec)
     lines = version_lines(con, version)
     stem = f"v{version:04d}"
@@ -869,7 +873,7 @@ def _restore_items(con: duckdb.DuckDBPyConnection, items: list[dict]) -> int:
             when = meta.get("at") or item.get("verified_at") or at
             labels.append(
                 (qid, chunk_id, grade, hashes.get(chunk_id), meta.get("snapshot_id"),
-                 meta.get("by"), when)
+                 meta.get("by"), when, meta.get("source"))
             )  # fmt: skip
         history += [
             bulk.history_row(qid, h["action"], h.get("detail") or {}, at=h["at"], who=h.get("by"))

@@ -23,7 +23,7 @@ import duckdb
 
 from goldmine.ingest.batch import Target
 from goldmine.ingest.fields import json_path
-from goldmine.text import norm_sql, normalize_query
+from goldmine.text import fill_non_ascii, norm_sql
 
 SOURCE = "analytics"
 
@@ -202,33 +202,34 @@ def store(con: duckdb.DuckDBPyConnection, _target: Target, batch_id: int) -> int
         f"CREATE OR REPLACE TEMP TABLE gm_summary AS SELECT *, {norm_sql('query')} AS norm_query "
         "FROM gm_stage WHERE reason IS NULL"
     )
-    texts = [
-        r[0]
-        for r in con.execute(
-            "SELECT DISTINCT query FROM gm_summary WHERE norm_query IS NULL"
-        ).fetchall()
-    ]
-    if texts:
-        con.execute(
-            "UPDATE gm_summary SET norm_query = n.norm FROM (SELECT unnest(?) AS raw, "
-            "unnest(?) AS norm) n WHERE gm_summary.norm_query IS NULL AND gm_summary.query = n.raw",
-            [texts, [normalize_query(t) for t in texts]],
-        )
+    fill_non_ascii(con, "gm_summary", "query", "norm_query")
+    # Rows of one day whose queries normalize alike ("Reset Password", "reset password!") are
+    # one summary: their counts summed, so its rates are the rows' weighted by their counts.
     stored = con.execute(
         """INSERT INTO search_summaries (batch_id, source, day, norm_query, spellings,
                first_seen, last_seen, n_events, n_sessions, n_zero_results, n_no_click,
                n_reformulated, n_negative_feedback, n_tickets, n_chat_fail, n_failed, n_follow_up)
-           SELECT ?, ?, day, norm_query, [{'query': query, 'n': n_events}], first_seen,
-                  last_seen, n_events, n_events, n_zero_results, n_no_click, 0, 0, 0, 0,
-                  n_failed, 0
+           SELECT ?, ?, day, norm_query, list({'query': query, 'n': n_events}),
+                  min(first_seen), max(last_seen), sum(n_events), sum(n_events),
+                  sum(n_zero_results), sum(n_no_click), 0, 0, 0, 0, sum(n_failed), 0
            FROM gm_summary s
            WHERE day IS NULL OR NOT EXISTS (
                SELECT 1 FROM search_summaries t
-               WHERE t.source = ? AND t.day = s.day AND t.norm_query = s.norm_query)""",
+               WHERE t.source = ? AND t.day = s.day AND t.norm_query = s.norm_query)
+           GROUP BY day, norm_query""",
         [batch_id, SOURCE, SOURCE],
     ).fetchall()[0][0]
-    con.execute("DROP TABLE gm_summary")
     return stored
+
+
+def merged(con: duckdb.DuckDBPyConnection, _batch_id: int) -> dict[str, int]:
+    """The batch's summary: how many good rows were summed into another row of the file (they
+    count as already present in the account)."""
+    n = con.execute(
+        "SELECT count(*) - count(DISTINCT (day, norm_query)) FROM gm_summary"
+    ).fetchall()[0][0]
+    con.execute("DROP TABLE gm_summary")
+    return {"merged": n}
 
 
 def target(found: dict[str, str]) -> Target:
@@ -241,4 +242,5 @@ def target(found: dict[str, str]) -> Target:
         streaming=False,
         redact=("query",),
         store=store,
+        summary=merged,
     )

@@ -265,8 +265,12 @@ class Source:
         return got if isinstance(got, FileScan) else None
 
 
+# The formats read as lines of text, which the scan checks for lines the reader would lose.
+_LINE_FORMATS = ("jsonl", "csv", "smart", "trec", "tsv", "session_xml", "clicklog", "analytics")
+
+
 def _lined(item: InputFile) -> bool:
-    return item.format in ("jsonl", "csv", "smart", "trec", "tsv")
+    return item.format in _LINE_FORMATS
 
 
 def file_source(item: InputFile, hashing: str | Future[str | FileScan] | None = None) -> Source:

@@ -111,10 +111,8 @@ def read(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, compression: str)
         head = handle.read(1 << 16)
     if fmt == "session_xml":
         _read_session_xml(con, path, compression, xml_root(head))
-    elif fmt == "analytics":  # read as any CSV; ingest.analytics maps its columns
-        from goldmine.ingest.files import InputFile, read_raw
-
-        read_raw(con, InputFile(path, "csv", compression))
+    elif fmt == "analytics":  # its rows as objects by the header's names; ingest.analytics maps
+        _read_analytics(con, path, compression, _header(head), _delimiter(head))
     else:
         cols = clicklog_columns(_header(head))
         if cols is None:
@@ -126,14 +124,26 @@ def read(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, compression: str)
         _read_clicklog(con, path, compression, _header(head), cols, _delimiter(head))
 
 
-# The file's lines, in order: the table's rowid numbers them (a window numbering them as they are
-# read runs what follows on one thread).
-_LINES = """
-CREATE OR REPLACE TEMP TABLE gm_log_lines AS
-SELECT raw FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0),
-                         quote = '', escape = '', auto_detect = false,
-                         compression = $compression, max_line_size = 16777216,
-                         buffer_size = 33554432)
+# A line the reader could not read (invalid UTF-8; ``files.read_lines`` gives it with its line
+# and reason) is a marker among the tags, so nothing after it is taken for the search before
+# it: ``gm_bad`` inside a search, ``gm_lost`` where it opened one (``gm_lost_session``: a
+# session), whose tags are lost. The search holding a bad line, and a lost one, is a reject.
+_XML_BAD = """
+CREATE OR REPLACE TEMP TABLE gm_xml_bad AS
+SELECT line, raw, err,
+       CASE WHEN contains(raw, '<session') THEN 'gm_lost_session'
+            WHEN contains(raw, '<interaction') OR contains(raw, '<currentquery') THEN 'gm_lost'
+            ELSE 'gm_bad' END AS tag
+FROM gm_log_lines WHERE err IS NOT NULL
+"""
+# The markers among the tags, in file order (the windows below read the table in its order).
+_XML_MARKED = """
+CREATE OR REPLACE TEMP TABLE gm_xml_tags AS
+SELECT * FROM (SELECT * FROM gm_xml_tags
+               UNION ALL
+               SELECT line::HUGEINT * 4294967296, line, tag, NULL, NULL, NULL, NULL
+               FROM gm_xml_bad)
+ORDER BY ord
 """
 
 # Each opening tag of interest with its attributes and the text after it, in file order
@@ -159,8 +169,8 @@ FROM (
     FROM (SELECT *, split_part(replace(head, chr(9), ' '), ' ', 1) AS name
           FROM (SELECT line, pos, piece, split_part(piece, '>', 1) AS head
                 FROM (SELECT line, unnest(c) AS piece, generate_subscripts(c, 1) AS pos
-                      FROM (SELECT rowid + 1 AS line, string_split(raw, '<') AS c
-                            FROM gm_log_lines WHERE {wanted}))
+                      FROM (SELECT line, string_split(raw, '<') AS c
+                            FROM gm_log_lines WHERE err IS NULL AND ({wanted})))
                 WHERE pos > 1)))
 WHERE tag IN ('session', 'interaction', 'currentquery', 'query', 'result', 'click', 'rank')
    OR lower(tag) = 'docno' OR (lower(tag) LIKE '%id' AND NOT starts_with(tag, '/'))
@@ -174,8 +184,9 @@ _XML_PLACED = """
 CREATE OR REPLACE TEMP TABLE gm_xml_placed AS
 SELECT t.*, s.num AS s, r.rank AS r_rank, k.starttime AS k_time
 FROM (SELECT *,
-          max(CASE WHEN tag = 'session' THEN ord END) OVER w AS s_ord,
-          max(CASE WHEN tag IN ('interaction', 'currentquery') THEN ord END) OVER w AS e,
+          max(CASE WHEN tag IN ('session', 'gm_lost_session') THEN ord END) OVER w AS s_ord,
+          max(CASE WHEN tag IN ('interaction', 'currentquery', 'gm_lost', 'gm_lost_session')
+                   THEN ord END) OVER w AS e,
           max(CASE WHEN tag = 'result' THEN ord END) OVER w AS r,
           max(CASE WHEN tag = 'click' THEN ord END) OVER w AS k
       FROM gm_xml_tags
@@ -207,7 +218,7 @@ res AS (
     SELECT e, try_cast(r_rank AS INTEGER) AS rank, arg_min(text, ord) AS id
     FROM gm_xml_placed
     WHERE tag NOT IN ('session', 'interaction', 'currentquery', 'query', 'result', 'click',
-                      'rank')
+                      'rank', 'gm_bad', 'gm_lost', 'gm_lost_session')
       AND r > e AND (k IS NULL OR k < r)
     GROUP BY e, r, r_rank
 ),
@@ -220,8 +231,16 @@ clk AS (
     FROM gm_xml_placed p
     LEFT JOIN res ON res.e = p.e AND res.rank = try_cast(p.text AS INTEGER)
     WHERE p.tag = 'rank' AND p.k > p.e GROUP BY p.e
-)
-SELECT timed.line, json_object(
+),
+-- An unreadable line inside a search (after it opened, in its session) makes it a reject, at
+-- the first such line; any other unreadable line is a reject of its own.
+bad_in AS (
+    SELECT p.line, p.tag, ev.e FROM gm_xml_placed p
+    LEFT JOIN ev ON ev.e = p.e AND p.tag = 'gm_bad' AND (p.s_ord IS NULL OR p.e > p.s_ord)
+    WHERE p.tag IN ('gm_bad', 'gm_lost', 'gm_lost_session')
+),
+bad AS (SELECT e, min(line) AS line FROM bad_in WHERE e IS NOT NULL GROUP BY e)
+SELECT coalesce(bad.line, timed.line) AS line, json_object(
         'event_id', $root || '/' || s || '/'
             || CASE WHEN tag = 'currentquery' THEN 'current' ELSE coalesce(num, e::VARCHAR) END,
         'session_id', $root || '/' || s,
@@ -233,47 +252,108 @@ SELECT timed.line, json_object(
         'clicked_ids', CASE WHEN tag = 'interaction' THEN coalesce(clk.ids, []) END,
         'click_ranks', clk.ranks,
         'click_times', clk.times)::VARCHAR AS raw,
-       CASE WHEN s IS NULL THEN 'outside any <session>' END AS err
+       CASE WHEN bad.line IS NOT NULL THEN
+                (SELECT err FROM gm_xml_bad b WHERE b.line = bad.line) || ': the search at line '
+                || timed.line || ' is not read'
+            WHEN s IS NULL THEN 'outside any <session>' END AS err
 FROM timed LEFT JOIN q USING (e) LEFT JOIN shown USING (e) LEFT JOIN clk USING (e)
+     LEFT JOIN bad USING (e)
+UNION ALL
+SELECT line, b.raw, b.err || CASE bad_in.tag
+           WHEN 'gm_lost' THEN ': a search opens on this line; it is not read'
+           WHEN 'gm_lost_session' THEN ': a session opens on this line; its searches are not read'
+           ELSE '' END
+FROM bad_in JOIN gm_xml_bad b USING (line) WHERE bad_in.e IS NULL
 """
 
 
 def _read_session_xml(con, path: Path, compression: str, root: str) -> None:
     year = re.search(r"(19|20)[0-9]{2}", root)
     day = f"{year.group(0) if year else '1970'}-01-01"
-    con.execute(_LINES, {"path": str(path), "compression": compression})
+    from goldmine.ingest.files import InputFile, read_lines
+
+    read_lines(con, InputFile(path, "session_xml", compression), (), "gm_log_lines")
+    con.execute(_XML_BAD)
     con.execute(_XML_TAGS)
+    if con.execute("SELECT count(*) FROM gm_xml_bad").fetchall()[0][0]:
+        con.execute(_XML_MARKED)
     con.execute(_XML_PLACED)
     con.execute(_XML_EVENTS, {"root": root, "day": day})
-    con.execute("DROP TABLE gm_xml_tags; DROP TABLE gm_xml_placed; DROP TABLE gm_log_lines")
+    con.execute("DROP TABLE gm_xml_tags; DROP TABLE gm_xml_placed; DROP TABLE gm_xml_bad")
+    con.execute("DROP VIEW gm_log_lines")
     con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
 
 
 # The rows of a click-level export, each column under a name of ours (``gm_col<i>``, the file's
-# names are never SQL), in file order: the table's rowid numbers them.
+# names are never SQL), each read from its own line (``files.read_lines``): a stray quote cannot
+# take the lines after it into one field, and a row the reader or the split cannot read is a
+# reject at its true line. A tab-separated log is not quoted (AOL's queries hold bare quotes); a
+# comma-separated one is split at the commas outside CSV quotes, by a pattern only where the line
+# holds a quote. A row with fewer fields is padded with NULLs, as DuckDB's reader padded it.
+_CSV_FIELD = """'(?:^|,)("(?:[^"]|"")*"|[^,]*)'"""
+_QUOTES_BAD = (
+    "list_sum(list_transform(f, lambda x: length(x))) + len(f) - 1 <> length(raw) "
+    """OR list_bool_or(list_transform(f, lambda x: starts_with(x, '"') """
+    """AND (length(x) < 2 OR NOT ends_with(x, '"'))))"""
+)
+_UNQUOTED = """CASE WHEN length(v) >= 2 AND starts_with(v, '"') AND ends_with(v, '"')
+    THEN replace(v[2:-2], '""', '"') ELSE v END"""
 _CLICK_ROWS = """
 CREATE OR REPLACE TEMP TABLE gm_log_rows AS
-SELECT * FROM read_csv($path, header = true, columns = {columns},
-                       delim = $delim, quote = $quote, escape = $quote, auto_detect = false,
-                       compression = $compression, null_padding = true,
-                       store_rejects = true, rejects_table = 'gm_click_errors',
-                       rejects_scan = 'gm_click_scans')
+SELECT line, raw, reject, {columns}
+FROM (SELECT *, CASE WHEN err IS NOT NULL THEN err
+                     WHEN len(f) > {n} THEN 'expected {n} fields, found ' || len(f)
+                     WHEN {quotes_bad} THEN 'unbalanced quotes' END AS reject
+      FROM (SELECT line, raw, err, CASE WHEN err IS NOT NULL THEN NULL::VARCHAR[]
+                                        WHEN {split_quoted} THEN regexp_extract_all(raw, {field}, 1)
+                                        ELSE string_split(raw, $delim) END AS f
+            FROM gm_click_lines WHERE line > 1))
 """
+
+
+def _click_rows_sql(n: int, quoted: bool) -> str:
+    """The SQL splitting the lines into ``n`` columns (``quoted``: CSV quotes are read)."""
+    value = _UNQUOTED if quoted else "v"
+    columns = ", ".join(
+        f"CASE WHEN reject IS NULL THEN {value.replace('v', f'f[{i + 1}]')} END AS gm_col{i}"
+        for i in range(n)
+    )
+    return _CLICK_ROWS.format(
+        columns=columns,
+        n=n,
+        quotes_bad=_QUOTES_BAD if quoted else "false",
+        split_quoted="""contains(raw, '"')""" if quoted else "false",
+        field=_CSV_FIELD,
+    )
+
+
+def _read_rows(con, path: Path, fmt: str, compression: str, header: list[str], delim: str) -> None:
+    """``gm_log_rows(line, raw, reject, gm_col0…)``: a delimited file's rows after its header."""
+    from goldmine.ingest.files import InputFile, read_lines
+
+    read_lines(con, InputFile(path, fmt, compression), (), "gm_click_lines")
+    # Our own column names and constants only (never the file's) go into the SQL text.
+    con.execute(_click_rows_sql(len(header), quoted=delim != "\t"), {"delim": delim})
+    con.execute("DROP VIEW gm_click_lines")
+
+
+def _read_analytics(con, path: Path, compression: str, header: list[str], delim: str) -> None:
+    """``gm_raw``: each row an object of the header's names (the names are parameters)."""
+    _read_rows(con, path, "analytics", compression, header, delim)
+    pairs = ", ".join(f"$k{i}, gm_col{i}" for i in range(len(header)))
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE gm_src AS SELECT line, CASE WHEN reject IS NULL THEN "
+        f"json_object({pairs})::VARCHAR ELSE raw END AS raw, reject AS err FROM gm_log_rows",
+        {f"k{i}": name for i, name in enumerate(header)},
+    )
+    con.execute("DROP TABLE gm_log_rows")
+    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
 
 
 def _read_clicklog(
     con, path: Path, compression: str, header: list[str], cols: dict, delim: str
 ) -> None:
-    # Our own column names only (never the file's) go into the SQL text.
-    columns = "{" + ", ".join(f"'gm_col{i}': 'VARCHAR'" for i in range(len(header))) + "}"
-    params = {
-        "path": str(path),
-        "delim": delim,
-        # A tab-separated log is not quoted (AOL's queries hold bare quotes).
-        "quote": "" if delim == "\t" else '"',
-        "compression": compression,
-    }
-    con.execute(_CLICK_ROWS.format(columns=columns), params)
+    _read_rows(con, path, "clicklog", compression, header, delim)
     col = {k: f"gm_col{i}" for k, i in cols.items()}
     part = {k: f"nullif(trim({col[k]}), '')" if k in col else "NULL::VARCHAR" for k in _PARTS}
     used = {cols[k] for k in cols}
@@ -288,7 +368,7 @@ _PARTS = ("user", "session", "query", "time", "doc", "rank")
 
 def _click_events(part: dict[str, str], others: list[tuple[str, str]]) -> str:
     """SQL grouping the click rows into searches (one record each, at its first row's line).
-    The rows the reader could not split are records with the reader's error."""
+    The rows that could not be read or split are records with the reason."""
     rank = f"try_cast({part['rank']} AS INTEGER)"
     kept = ", ".join(f"any_value({c}) AS {c}" for _, c in others)
     names = "".join(f", {c}" for _, c in others)
@@ -299,11 +379,13 @@ def _click_events(part: dict[str, str], others: list[tuple[str, str]]) -> str:
     return f"""
 CREATE OR REPLACE TEMP TABLE gm_src AS
 WITH click_rows AS (
-    SELECT rowid + 2 AS line, {part["user"]} AS u, {part["session"]} AS sess,
+    SELECT line, {part["user"]} AS u, {part["session"]} AS sess,
            {part["query"]} AS q, {part["time"]} AS t, {part["doc"]} AS doc, {rank} AS rank,
-           {part["rank"]} AS rank_text, * FROM gm_log_rows
+           {part["rank"]} AS rank_text, * EXCLUDE (line, raw, reject)
+    FROM gm_log_rows WHERE reject IS NULL
 ),
 -- A search's clicks by rank (then row): a list of structs sorted once, not an ordered aggregate.
+-- A row without a query is a search of its own (a reject each, at its line), never grouped.
 searches AS (
     SELECT line, u, sess, q, t, [c.doc FOR c IN clicks] AS clicked,
            [c.rank FOR c IN clicks IF c.rank IS NOT NULL] AS ranks{names}
@@ -312,7 +394,7 @@ searches AS (
                                            'doc': coalesce(doc, rank_text)}})
                      FILTER (WHERE doc IS NOT NULL OR rank_text IS NOT NULL), [])) AS clicks
                  {", " + kept if kept else ""}
-          FROM click_rows GROUP BY u, sess, q, t)
+          FROM click_rows GROUP BY u, sess, q, t, CASE WHEN q IS NULL THEN line END)
 ),
 -- A session starts at a user's first search and after each gap over the cut: its start is the
 -- running maximum of those starts (one ordering of the user's searches serves both windows).
@@ -336,8 +418,7 @@ SELECT line, json_merge_patch({extra}, json_object(
        NULL::VARCHAR AS err
 FROM sessions
 UNION ALL
-SELECT line, trim(csv_line, chr(10) || chr(13)), 'cannot be read: ' || lower(replace(
-    error_type, '_', ' ')) FROM gm_click_errors
+SELECT line, raw, reject FROM gm_log_rows WHERE reject IS NOT NULL
 """
 
 

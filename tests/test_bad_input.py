@@ -353,6 +353,22 @@ def _corpus(tmp_path: Path) -> dict[str, Path]:
         "gz_not_gzip.jsonl.gz": good.encode(),
         "zst_not_zstd.jsonl.zst": good.encode(),
         "empty.jsonl.gz": gzip.compress(b""),
+        # The search-log and collection layouts told by content (issue 26).
+        "clicks_stray_quote.csv": b'user_id,query,ts,clicked_doc\nu,"q,2026-11-30,d\n'
+        b"u,r,2026-11-30,d\n",
+        "clicks_ragged.txt": b"AnonID\tQuery\tQueryTime\tItemRank\tClickURL\n1\tq\n"
+        b"2\tq\tt\t1\tu\tx\t\n3\tq\xff\t2006-03-01 07:17:12\t\t\n4\t\0\t\t\t\n\t\t\t\t\n",
+        "session_bad_utf8.xml": b'<sessiontrack2012><session num="1">\n<interaction num="1">\n'
+        b"<query>caf\xe9</query>\n</interaction>\n",
+        "session_cut_off.xml": b'<sessiontrack2012><session num="1"><interaction num="1" starttime'
+        b'="x"><query>q</query><results><result rank="a"><clueweb12id>',
+        "session_no_session.xml": b"<sessiontrack2012>\n<session>\n<interaction>\n</interaction>"
+        b"\n<currentquery></currentquery>\n",
+        "analytics_odd.csv": b"query,searches,ctr\nq,-1,2\nq,1e400,x\n\0,1,1\nQ!,3,150%\n"
+        b"q\xff,1,1\n",
+        "smart_stray.txt": b"junk\n.I 1\n.W\ntext\n.I\n.I 2 3\n.W\n\xff\n",
+        "trec_unclosed.sgml": b"<DOC>\n<DOCNO>d1\n<TEXT>a & b <P\n<DOC><DOCNO></DOCNO>\n",
+        "tsv_words.tsv": b"a\tb\nc\td\te\n\0\tx\n",
     }
     paths = {}
     for name, data in files.items():

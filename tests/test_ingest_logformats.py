@@ -333,3 +333,191 @@ def test_an_unreadable_analytics_row_is_a_reject_not_a_crash(tmp_path, db_path, 
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     total = json.loads(result.stdout)["total"]
     assert (total["rows_in"], total["stored"], total["rejected"]) == (3, 2, 1)
+
+
+# --- files from the wild (issue 26, review): every row stored or a reject at its line ----------
+
+
+def _rejects(db: Path) -> list[tuple[int, str]]:
+    with open_store(db) as con:
+        return con.execute("SELECT line, reason FROM rejects ORDER BY line, reason").fetchall()
+
+
+def _total(result) -> dict:
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    return json.loads(result.stdout)["total"]
+
+
+def test_a_stray_quote_in_a_click_csv_swallows_no_row(tmp_path, db_path, cli):
+    """DuckDB's CSV reader took the rows after an unclosed quote into one reject (6 data rows
+    in, 5 counted): each row is read on its own line."""
+    log = tmp_path / "clicks.csv"
+    log.write_text(
+        "user_id,query,timestamp,clicked_doc\n"
+        'u1,a "b,2026-01-01T10:00:00,d1\n'
+        "u1,q2,2026-01-01T10:01:00,d2\n"
+        "u1,q3,2026-01-01T10:02:00,d3\n"
+        "u2,q4,2026-01-01T10:03:00,d4\n"
+        'u2,"q5,2026-01-01T10:04:00,d5\n'
+        'u3,"q, six",2026-01-01T10:05:00,d6\n'
+    )
+    total = _total(_ingest(cli, db_path, str(log)))
+    assert total == {"rows_in": 6, "stored": 5, "rejected": 1, "already_present": 0}
+    assert [r[0] for r in _rejects(db_path)] == [6]
+    queries = {v[2] for v in _events(db_path).values()}
+    assert queries == {'a "b', "q2", "q3", "q4", "q, six"}
+
+
+def test_a_row_after_a_reader_reject_keeps_its_line(tmp_path, db_path, cli):
+    """A row with too many fields was two rejects, and the row after it took its line."""
+    log = tmp_path / "clicks.csv"
+    log.write_text(
+        "user_id,query,timestamp,clicked_doc\n"
+        "u1,q1,2026-01-01T10:00:00,d1\n"
+        "u1,q2,2026-01-01T10:01:00,d2,extra,x\n"
+        "u1,,2026-01-01T10:02:00,d3\n"
+    )
+    total = _total(_ingest(cli, db_path, str(log)))
+    assert total == {"rows_in": 3, "stored": 1, "rejected": 2, "already_present": 0}
+    rejects = _rejects(db_path)
+    assert [r[0] for r in rejects] == [3, 4]
+    assert rejects[1][1] == "missing query"
+
+
+def test_empty_query_rows_sharing_user_and_time_are_a_reject_each(tmp_path, db_path, cli):
+    log = tmp_path / "user-ct-test-collection-02.txt"
+    log.write_text(AOL + "217\t\t2006-03-02 19:03:00\t\t\n")
+    total = _total(_ingest(cli, db_path, str(log)))
+    assert total == {"rows_in": 6, "stored": 4, "rejected": 2, "already_present": 0}
+    assert _rejects(db_path) == [(6, "missing query"), (8, "missing query")]
+
+
+def _session_xml(long_or_bad: bytes = b"", nul: bytes = b"") -> bytes:
+    """Three interactions of one session, one line per tag; ``long_or_bad`` is a snippet line
+    in the second, ``nul`` a line in the third."""
+    lines = [b"<sessiontrack2014>", b'<session num="3" starttime="10:00:00">']
+    for i in (1, 2, 3):
+        lines += [
+            f'<interaction num="{i}" starttime="10:0{i}:00">'.encode(),
+            f"<query>query {i}</query>".encode(),
+            b"<results>",
+            b'<result rank="1">',
+            f"<clueweb12id>d{i}</clueweb12id>".encode(),
+            (long_or_bad if i == 2 else nul if i == 3 else b"") or b"<snippet>plain</snippet>",
+            b"</result>",
+            b"</results>",
+            b"</interaction>",
+        ]
+    lines += [b"<currentquery><query>query 4</query></currentquery>", b"</session>",
+              b"</sessiontrack2014>"]  # fmt: skip
+    return b"\n".join(lines) + b"\n"
+
+
+def _analytics(long_or_bad: bytes, nul: bytes) -> bytes:
+    return (b"query,searches,no_results,date\nfoo,10,2,2026-01-02\n" + long_or_bad
+            + b"\nbar,3,0,2026-01-02\n" + nul + b"\nlast,x,0,2026-01-02\n")  # fmt: skip
+
+
+def _clicks(long_or_bad: bytes, nul: bytes) -> bytes:
+    return (b"AnonID\tQuery\tQueryTime\tItemRank\tClickURL\n1\tfoo\t2006-03-01 07:17:12\t1\tu\n"
+            + long_or_bad + b"\n2\tbar\t2006-03-01 07:18:12\t\t\n" + nul
+            + b"\n3\t\t2006-03-01 07:19:12\t\t\n")  # fmt: skip
+
+
+LONG = 17 * 1024 * 1024
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["session_xml", "analytics", "clicklog"])
+def test_a_17mib_line_and_a_nul_line_are_rejects_at_their_lines(tmp_path, db_path, cli, layout):
+    """The log readers' files were not scanned: a line past the reader's limit and a line of
+    NUL bytes were lost or split without a word; each is a reject with its line and reason, and
+    the other lines keep theirs."""
+    long = b"<snippet>" + b"x" * LONG + b"</snippet>"
+    nul = b"<snippet>a\0b</snippet>" if layout == "session_xml" else b"q\0x,1,0,2026-01-02"
+    make = {"session_xml": _session_xml, "analytics": _analytics, "clicklog": _clicks}[layout]
+    path = tmp_path / {"session_xml": "log.xml", "analytics": "export.csv",
+                       "clicklog": "clicks.txt"}[layout]  # fmt: skip
+    data = make(long, nul) if layout != "clicklog" else make(b"x" * LONG, b"4\tq\0x\t\t\t")
+    path.write_bytes(data)
+    total = _total(_ingest(cli, db_path, str(path)))
+    assert total["rows_in"] == total["stored"] + total["rejected"] + total["already_present"]
+    rejects = _rejects(db_path)
+    lines = data.split(b"\n")
+    long_at = next(i for i, line in enumerate(lines, 1) if len(line) > 16 * 1024 * 1024)
+    nul_at = next(i for i, line in enumerate(lines, 1) if b"\0" in line)
+    got = {line: reason for line, reason in rejects}
+    assert got[long_at].startswith("line too long"), rejects
+    assert got[nul_at].startswith("binary data"), rejects
+    if layout == "session_xml":
+        # The interactions are still read, each with its own results.
+        events = _events(db_path)
+        assert events["sessiontrack2014/3/1"][3] == ["d1"]
+        assert events["sessiontrack2014/3/3"][3] == ["d3"]
+    elif layout == "clicklog":
+        assert got[len(lines) - 1] == "missing query", rejects  # the last row keeps its line
+        assert total["stored"] == 2
+    else:
+        assert got[len(lines) - 1].startswith("wrong type"), rejects  # its own line
+        assert total["stored"] == 2
+
+
+def test_invalid_utf8_in_session_xml_rejects_its_interaction_only(tmp_path, db_path, cli):
+    """One invalid byte in a snippet stopped the whole Session Track file: the interaction
+    holding it is a reject with the line, the other interactions and the session are read."""
+    path = tmp_path / "log.xml"
+    data = _session_xml(long_or_bad=b"<snippet>caf\xe9</snippet>")
+    path.write_bytes(data)
+    total = _total(_ingest(cli, db_path, str(path)))
+    assert total == {"rows_in": 4, "stored": 3, "rejected": 1, "already_present": 0}
+    bad_at = next(i for i, line in enumerate(data.split(b"\n"), 1) if b"\xe9" in line)
+    rejects = _rejects(db_path)
+    assert [r[0] for r in rejects] == [bad_at] and "invalid UTF-8" in rejects[0][1]
+    events = _events(db_path)
+    assert set(events) == {"sessiontrack2014/3/1", "sessiontrack2014/3/3",
+                           "sessiontrack2014/3/current"}  # fmt: skip
+    assert events["sessiontrack2014/3/3"][2:4] == ("query 3", ["d3"])
+
+
+def test_invalid_utf8_on_an_interaction_line_loses_nothing_unseen(tmp_path, db_path, cli):
+    """The line that opens an interaction is unreadable: that interaction is a reject, and its
+    results are not taken for the interaction before it."""
+    path = tmp_path / "log.xml"
+    data = _session_xml().replace(b'<interaction num="2"', b'<interaction num="2" x="\xff"')
+    path.write_bytes(data)
+    total = _total(_ingest(cli, db_path, str(path)))
+    assert total["rejected"] >= 1 and total["stored"] == 3
+    events = _events(db_path)
+    assert events["sessiontrack2014/3/1"][3] == ["d1"]
+    assert events["sessiontrack2014/3/3"][3] == ["d3"]
+
+
+def test_analytics_rows_that_normalize_alike_are_one_summary(tmp_path, db_path, cli):
+    """Two rows of one export whose queries normalize alike were stored under one key twice:
+    they are one summary with the counts summed (the rates weighted by them)."""
+    log = tmp_path / "export.csv"
+    log.write_text(
+        "query,searches,no_results,ctr,date\n"
+        "Reset Password,100,10,50%,2026-01-02\n"
+        "reset password!,300,30,10%,2026-01-02\n"
+        "invoice,5,0,0.2,2026-01-02\n"
+        "Café Menü,4,0,0,2026-01-02\n"
+        "CAFÉ menü,6,1,0,2026-01-02\n"
+    )
+    result = _ingest(cli, db_path, str(log))
+    total = _total(result)
+    assert total == {"rows_in": 5, "stored": 3, "rejected": 0, "already_present": 2}
+    assert json.loads(result.stdout)["files"][0]["merged"] == 2
+    with open_store(db_path) as con:
+        rows = con.execute(
+            "SELECT norm_query, n_events, n_zero_results, n_no_click, spellings "
+            "FROM search_summaries ORDER BY norm_query"
+        ).fetchall()
+    assert [r[0] for r in rows] == ["café menü", "invoice", "reset password"]
+    # 100 + 300 searches, 10 + 30 without results; clicked 50 + 30: not clicked 40 + 240.
+    assert rows[2][1:4] == (400, 40, 280)
+    assert sorted(s["n"] for s in rows[2][4]) == [100, 300]
+    assert rows[0][1:3] == (10, 1)  # non-ASCII text normalized as triage normalizes it
+    # Read again: the day's summary is there, nothing is stored twice.
+    again = _total(_ingest(cli, db_path, str(log.rename(tmp_path / "export2.csv"))))
+    assert again["stored"] == 0

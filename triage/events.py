@@ -42,8 +42,9 @@ from goldmine.signals import (  # noqa: F401
     session_sql,
     sql_list,
 )
-from goldmine.store import registered
-from goldmine.text import norm_sql, normalize_query
+
+# fill_non_ascii is shared with ingest's analytics summaries (ingest may not import triage).
+from goldmine.text import fill_non_ascii, norm_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -58,27 +59,6 @@ def frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None):
     import duckdb  # noqa: F401
 
     return con.sql(sql, params=params).pl()
-
-
-def fill_non_ascii(con: duckdb.DuckDBPyConnection, table: str, raw: str, norm: str) -> int:
-    """Set ``norm`` where SQL left it NULL (non-ASCII text), by normalize_query itself."""
-    import polars as pl
-
-    texts = [
-        r[0]
-        for r in con.execute(
-            f"SELECT DISTINCT {raw} FROM {table} WHERE {norm} IS NULL AND {raw} IS NOT NULL"
-        ).fetchall()
-    ]
-    if not texts:
-        return 0
-    frame = pl.DataFrame({"raw": texts, "norm": [normalize_query(t) for t in texts]})
-    with registered(con, _gm_norm=frame):
-        con.execute(
-            f"UPDATE {table} SET {norm} = n.norm FROM _gm_norm n "
-            f"WHERE {table}.{norm} IS NULL AND {table}.{raw} = n.raw"
-        )
-    return len(texts)
 
 
 def build_events(

@@ -1,0 +1,283 @@
+"""goldmine from Python: ``evaluate`` and ``compare``, the CLI's scoring and paired test as calls.
+
+Search engineers run experiments in notebooks and assert on metrics in pytest, so the numbers
+``goldmine eval run`` and ``eval compare`` print are one call away, computed by the same code
+(``goldmine.eval.scoring``, ``goldmine.eval.compare``): equal to the CLI by construction, and to
+trec_eval as the CLI is. Scoring two dicts imports the metrics alone: polars only when a result's
+per-query frame is asked for, numpy only for a compare, never DuckDB.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from goldmine.eval.metrics import Metric, parse_metrics
+from goldmine.eval.scoring import EvalResult, check_overlap, evaluate_run_file
+from goldmine.eval.scoring import evaluate as score
+from goldmine.inputs import GoldLike, RunLike, as_gold, as_run, is_path
+
+if TYPE_CHECKING:
+    import polars
+
+    from goldmine.eval.compare import Comparison, MetricComparison
+    from goldmine.gold import Gold
+
+DEFAULT_METRICS = ("recall@5", "mrr", "ndcg@10")
+
+
+@dataclass
+class Evaluation:
+    """One run scored on one gold set: means, per-query scores and what was left out.
+
+    ``mean`` maps each metric to its mean over the answerable gold queries (a gold query the run
+    lacks scores 0, as with trec_eval ``-c``); ``missing`` lists those queries, ``ignored`` the
+    run's queries the gold does not have; ``no_answer`` the gold queries with nothing relevant,
+    scored apart as abstentions. ``result`` is the CLI's own result object.
+    """
+
+    result: EvalResult
+    gold: Gold
+    run_source: str
+    warnings: list[str]
+
+    @property
+    def mean(self) -> dict[str, float]:
+        return dict(self.result.summary)
+
+    @property
+    def metrics(self) -> list[str]:
+        return [m.name for m in self.result.metrics]
+
+    @property
+    def missing(self) -> list[str]:
+        return list(self.result.missing)
+
+    @property
+    def ignored(self) -> list[str]:
+        return list(self.result.ignored)
+
+    @property
+    def n_queries(self) -> int:
+        return self.result.n_queries
+
+    @property
+    def per_query(self) -> polars.DataFrame:
+        """One row per answerable gold query: ``query_id`` and a Float64 column per metric."""
+        import polars as pl
+
+        names = self.metrics
+        rows = self.result.per_query
+        columns: dict[str, list] = {"query_id": list(rows)}
+        columns.update({n: [rows[q][n] for q in rows] for n in names})
+        schema = {"query_id": pl.String, **dict.fromkeys(names, pl.Float64)}
+        return pl.DataFrame(columns, schema=schema)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as ``goldmine eval run --json`` gives it (metrics, per_query, counts …),
+        with the gold set's source and hash and the run's source."""
+        data = self.result.to_json()
+        data["gold"] = {
+            "source": self.gold.source,
+            "format": self.gold.format,
+            "version": self.gold.version,
+            "hash": self.gold.hash,
+            "n_queries": len(self.gold.queries),
+        }
+        data["run"] = {"source": self.run_source}
+        data["warnings"] = list(self.warnings)
+        return data
+
+    def __repr__(self) -> str:
+        means = ", ".join(f"{k}={v:.4f}" for k, v in self.mean.items())
+        return f"Evaluation({means}; {self.n_queries} queries)"
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{html.escape(k)}</td><td>{v:.4f}</td></tr>" for k, v in self.mean.items()
+        )
+        r = self.result
+        note = (
+            f"{r.n_queries} answerable queries; {len(r.missing)} missing from the run (scored 0), "
+            f"{len(r.ignored)} run queries not in the gold, {len(r.no_answer)} no-answer queries"
+        )
+        return (
+            f"<table><caption>{html.escape(note)}</caption>"
+            f"<thead><tr><th>metric</th><th>mean</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+
+
+def evaluate(
+    gold: GoldLike,
+    run: RunLike,
+    metrics: str | Sequence[str] = DEFAULT_METRICS,
+    *,
+    rel_level: int = 1,
+    abstain_below: float | None = None,
+) -> Evaluation:
+    """Score ``run`` against ``gold`` with the CLI's metrics and the CLI's scoring code.
+
+    ``gold``: ``{qid: {doc: grade}}`` (pytrec_eval, ranx), ``{qid: [relevant ids]}``, a polars or
+    pandas frame with query, doc and grade columns (``query_id, doc_id, relevance`` or the
+    trec_eval/ranx spellings), a file in any format ``goldmine eval run`` reads, or a published
+    version (``goldmine.Store(path).gold("v3")``). ``run``: ``{qid: {doc: score}}`` (ranked as
+    trec_eval ranks: score descending, ties by doc id descending), ``{qid: [ids]}`` best first, a
+    frame with query, doc and ``score`` (or ``rank``) columns, or a run file. ``metrics``: the
+    CLI's names, trec_eval's spellings too (``P_10``, ``success_5``, ``ndcg_cut_10``). A run that
+    shares no query with the gold is an ``InputError``.
+
+    Example:
+        >>> import goldmine
+        >>> gold = {"q1": {"d1": 2, "d2": 0}, "q2": {"d3": 1}}
+        >>> run = {"q1": {"d2": 0.9, "d1": 0.8}, "q2": {"d3": 0.5}}
+        >>> result = goldmine.evaluate(gold, run, metrics=["recall@1", "mrr"])
+        >>> result.mean
+        {'recall@1': 0.5, 'mrr': 0.75}
+    """
+    parsed = parse_metrics(list(metrics) if not isinstance(metrics, str) else metrics)
+    gold_set = as_gold(gold)
+    result, source = _score(gold_set, run, parsed, rel_level, abstain_below)
+    warnings = []
+    warning = check_overlap(result, gold_set)
+    if warning is not None:
+        warnings.append(warning)
+    return Evaluation(result, gold_set, source, warnings)
+
+
+def _score(
+    gold: Gold, run: RunLike, metrics: list[Metric], rel_level: int, abstain_below: float | None
+) -> tuple[EvalResult, str]:
+    if is_path(run):
+        path = Path(run)  # type: ignore[arg-type]
+        result, _ = evaluate_run_file(gold, path, metrics, rel_level, abstain_below=abstain_below)
+        return result, str(path)
+    ranked = as_run(run)
+    return score(gold, ranked, metrics, rel_level, abstain_below), ranked.source
+
+
+# --- compare ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Compared:
+    """Two runs paired query by query, as ``goldmine eval compare`` pairs them.
+
+    ``metrics`` holds one ``MetricComparison`` per metric (``delta`` B - A, ``p_value``
+    Holm-corrected across metrics, ``ci`` the bootstrap 95% interval, ``mde`` the smallest
+    change this many queries can detect, ``verdict`` "better", "worse" or "inside the noise",
+    ``won``/``lost`` the queries that moved most). ``a`` and ``b`` are the two evaluations.
+    """
+
+    comparison: Comparison
+    a: Evaluation
+    b: Evaluation
+
+    @property
+    def metrics(self) -> list[MetricComparison]:
+        return list(self.comparison.metrics)
+
+    @property
+    def verdicts(self) -> dict[str, str]:
+        return {m.metric: m.verdict for m in self.comparison.metrics}
+
+    def metric(self, name: str) -> MetricComparison:
+        """One metric's comparison, by its name as given or as the CLI spells it."""
+        from goldmine.eval.metrics import parse_metric
+
+        try:
+            return self.comparison.metric(name)
+        except KeyError:
+            return self.comparison.metric(parse_metric(name).name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """As ``goldmine eval compare --json`` gives it."""
+        return self.comparison.to_json()
+
+    def __str__(self) -> str:
+        from goldmine.eval.compare_report import format_comparison
+
+        return "\n".join(format_comparison(self.comparison))
+
+    def __repr__(self) -> str:
+        return f"Compared({self.verdicts}; {self.comparison.n_queries} paired queries)"
+
+    def _repr_html_(self) -> str:
+        head = "".join(
+            f"<th>{h}</th>" for h in ("metric", "A", "B", "delta", "95% CI", "p", "verdict")
+        )
+        rows = "".join(
+            f"<tr><td>{html.escape(m.metric)}</td><td>{m.mean_a:.4f}</td><td>{m.mean_b:.4f}</td>"
+            f"<td>{m.delta:+.4f}</td><td>[{m.ci[0]:+.4f}, {m.ci[1]:+.4f}]</td>"
+            f"<td>{m.p_value:.4g}</td><td>{html.escape(m.verdict)}</td></tr>"
+            for m in self.comparison.metrics
+        )
+        caption = html.escape(
+            f"{self.comparison.label_a} vs {self.comparison.label_b}, paired on "
+            f"{self.comparison.n_queries} queries"
+        )
+        return f"<table><caption>{caption}</caption><tr>{head}</tr>{rows}</table>"
+
+
+def side(evaluation: Evaluation, label: str) -> Any:
+    """An evaluation as one side of a compare (what ``eval compare`` makes of a run file)."""
+    from goldmine.eval.sides import ScoreTable
+
+    gold = evaluation.gold
+    return ScoreTable(
+        scores=evaluation.result.per_query,
+        label=label,
+        texts={q: g.query for q, g in gold.queries.items() if g.query},
+        source=f"run {evaluation.run_source} on {gold.source}",
+        gold_hash=gold.hash,
+    )
+
+
+def _label(run: object, default: str) -> str:
+    return Path(run).name if is_path(run) else default  # type: ignore[arg-type]
+
+
+def compare(
+    gold: GoldLike,
+    run_a: RunLike | Evaluation,
+    run_b: RunLike | Evaluation,
+    metrics: str | Sequence[str] = DEFAULT_METRICS,
+    *,
+    rel_level: int = 1,
+    permutations: int = 10_000,
+    bootstrap: int = 10_000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    labels: tuple[str, str] | None = None,
+) -> Compared:
+    """Is ``run_b`` better than ``run_a`` on ``gold``, worse, or inside the noise?
+
+    The same paired randomization test (sign flips, two-sided, Holm-corrected across metrics),
+    bootstrap interval, detectable effect and verdict as ``goldmine eval compare A B --gold G``.
+    The runs take every shape ``evaluate`` takes, or an ``Evaluation`` already made; ``labels``
+    name them in the report (default: a file's name, else "A" and "B").
+
+    Example:
+        >>> import goldmine
+        >>> gold = {f"q{i}": {f"d{i}": 1} for i in range(40)}
+        >>> a = {q: [f"x{q}", *docs] for q, docs in gold.items()}  # answer at rank 2
+        >>> b = {q: list(docs) for q, docs in gold.items()}        # answer at rank 1
+        >>> goldmine.compare(gold, a, b, metrics="mrr").verdicts
+        {'mrr': 'better'}
+    """
+    from goldmine.eval.compare import compare_runs
+
+    parsed = parse_metrics(list(metrics) if not isinstance(metrics, str) else metrics)
+    names = [m.name for m in parsed]
+    gold_set = as_gold(gold)
+    sides = []
+    names_ab = labels or (_label(run_a, "A"), _label(run_b, "B"))
+    for run, label in zip((run_a, run_b), names_ab, strict=True):
+        scored = run if isinstance(run, Evaluation) else evaluate(gold_set, run, names,
+                                                                  rel_level=rel_level)  # fmt: skip
+        sides.append((scored, side(scored, label)))
+    comparison = compare_runs(sides[0][1], sides[1][1], names, permutations=permutations,
+                              seed=seed, alpha=alpha, bootstrap=bootstrap)  # fmt: skip
+    return Compared(comparison, sides[0][0], sides[1][0])

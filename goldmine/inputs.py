@@ -1,0 +1,236 @@
+"""What the Python API accepts as a gold set or a run, turned into the eval's containers.
+
+A notebook holds its judgments and rankings in whatever shape the last library left them:
+pytrec_eval/ranx dicts (``{qid: {doc: grade}}``, ``{qid: {doc: score}}``), plain ``{qid: [ids]}``,
+a polars or pandas frame with TREC columns, or a file. Each becomes the same ``Gold`` and ``Run``
+the CLI's readers make, so ``goldmine.evaluate`` scores them with the CLI's code, and a path goes
+through the CLI's readers themselves. Nothing here imports polars unless a frame is given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from operator import itemgetter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from goldmine.errors import InputError
+from goldmine.eval.readers import dedupe, read_gold
+from goldmine.gold import Gold, GoldQuery, Run
+
+if TYPE_CHECKING:
+    import pandas
+    import polars
+
+# What ``gold=`` and ``run=`` accept (documented on ``goldmine.evaluate``).
+GoldLike = Union[
+    Gold,
+    Mapping[str, Mapping[str, int]],
+    Mapping[str, Iterable[str]],
+    "polars.DataFrame",
+    "pandas.DataFrame",
+    str,
+    os.PathLike,
+]
+RunLike = Union[
+    Run,
+    Mapping[str, Mapping[str, float]],
+    Mapping[str, Iterable[str]],
+    "polars.DataFrame",
+    "pandas.DataFrame",
+    str,
+    os.PathLike,
+]
+
+# Column names for the TREC fields, in the spellings of trec_eval, BEIR, ranx and ir_measures.
+QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id", "query")
+DOC_COLUMNS = ("doc_id", "docid", "docno", "chunk_id", "corpus-id", "corpus_id", "doc")
+GRADE_COLUMNS = ("relevance", "grade", "rel", "label", "score")
+SCORE_COLUMNS = ("score", "sim", "similarity")
+
+
+def is_path(value: object) -> bool:
+    return isinstance(value, str | os.PathLike)
+
+
+def as_gold(value: Any) -> Gold:
+    """A gold set from any accepted shape; a path is read by the CLI's reader."""
+    inner = getattr(value, "gold", None)  # a published version (goldmine.GoldSet)
+    if isinstance(inner, Gold):
+        return inner
+    if isinstance(value, Gold):
+        return value
+    if is_path(value):
+        return read_gold(Path(value))
+    if isinstance(value, Mapping):
+        return _gold_from_mapping(value)
+    frame = as_polars(value)
+    if frame is not None:
+        return _gold_from_frame(frame)
+    raise InputError(
+        f"gold: expected a dict {{qid: {{doc: grade}}}} or {{qid: [ids]}}, a DataFrame, a path or "
+        f"a published version, not {type(value).__name__}"
+    )
+
+
+def _grade(qid: str, doc: str, value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise InputError(f"gold: query {qid!r}, doc {doc!r}: a grade is an integer, got {value!r}")
+
+
+def _judged(qid: str, value: object) -> dict[str, int]:
+    if isinstance(value, Mapping):
+        return {str(doc): _grade(qid, str(doc), grade) for doc, grade in value.items()}
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise InputError(
+            f"gold: query {qid!r}: expected {{doc: grade}} or a list of relevant ids, "
+            f"got {type(value).__name__}"
+        )
+    return dict.fromkeys((str(doc) for doc in value), 1)
+
+
+def _gold_from_mapping(value: Mapping) -> Gold:
+    queries = {str(q): GoldQuery(str(q), None, _judged(str(q), v)) for q, v in value.items()}
+    if not queries:
+        raise InputError("gold: the gold set is empty")
+    return Gold(queries, "dict", _digest(queries), "dict")
+
+
+def _digest(queries: Mapping[str, GoldQuery]) -> str:
+    """A content hash of the judgments, order-free, as a version's hash identifies a gold set."""
+    canonical = sorted((q, sorted(g.judged.items())) for q, g in queries.items())
+    return hashlib.sha256(json.dumps(canonical).encode()).hexdigest()
+
+
+def as_run(value: Any) -> Run:
+    """A run from a dict or a frame, ranked as trec_eval ranks: score descending, ties by doc
+    id descending; a list is taken in its order. (A path goes to ``evaluate_run_file``.)"""
+    if isinstance(value, Run):
+        return value
+    if isinstance(value, Mapping):
+        return _run_from_mapping(value)
+    frame = as_polars(value)
+    if frame is not None:
+        return _run_from_frame(frame)
+    raise InputError(
+        f"run: expected a dict {{qid: {{doc: score}}}} or {{qid: [ids]}}, a DataFrame or a path, "
+        f"not {type(value).__name__}"
+    )
+
+
+def _run_from_mapping(value: Mapping) -> Run:
+    results: dict[str, list[str]] = {}
+    scores: dict[str, list[float]] = {}
+    listed = False
+    for key, ranked in value.items():
+        qid = str(key)
+        if isinstance(ranked, Mapping):
+            results[qid], scores[qid] = _ordered(qid, ranked)
+        elif isinstance(ranked, str) or not isinstance(ranked, Iterable):
+            raise InputError(
+                f"run: query {qid!r}: expected {{doc: score}} or a list of ranked ids, "
+                f"got {type(ranked).__name__}"
+            )
+        else:
+            results[qid] = list(map(str, ranked))
+            listed = True
+    run = Run(results, "dict", None, "dict", scores=scores or None)
+    return dedupe(run) if listed else run  # a dict's ids are unique already
+
+
+def _ordered(qid: str, ranked: Mapping) -> tuple[list[str], list[float]]:
+    """trec_eval's order (``readers.order_trec``), the per-item work in C: a run of 2,000 x
+    1,000 dicts spent more time checking and converting scores than scoring."""
+    try:
+        scores = list(map(float, ranked.values()))
+    except (TypeError, ValueError):
+        scores = [_score(qid, s) for s in ranked.values()]
+    if any(map(math.isnan, scores)):
+        raise InputError(f"run: query {qid!r}: a score is NaN")
+    pairs = sorted(zip(scores, map(str, ranked), strict=True), reverse=True)
+    return list(map(itemgetter(1), pairs)), list(map(itemgetter(0), pairs))
+
+
+def _score(qid: str, value: object) -> float:
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"run: query {qid!r}: a score is a number, got {value!r}") from None
+
+
+# --- frames ------------------------------------------------------------------------------------
+
+
+def as_polars(value: object) -> polars.DataFrame | None:
+    """A polars frame for a polars or pandas frame (checked by module, importing neither)."""
+    module = type(value).__module__.split(".")[0]
+    if module not in ("polars", "pandas"):
+        return None
+    import polars as pl
+
+    if module == "pandas":
+        return pl.from_pandas(value)  # type: ignore[arg-type]
+    if isinstance(value, pl.LazyFrame):
+        return value.collect()
+    return value if isinstance(value, pl.DataFrame) else None
+
+
+def _column(frame: polars.DataFrame, names: tuple[str, ...], what: str, *, skip=()) -> str | None:
+    lower = {c.lower(): c for c in frame.columns if c not in skip}
+    found = next((lower[n] for n in names if n in lower), None)
+    if found is None and what:
+        raise InputError(
+            f"{what}: the frame has no {names[0]} column (any of {', '.join(names)}); "
+            f"it has {', '.join(frame.columns)}"
+        )
+    return found
+
+
+def _gold_from_frame(frame: polars.DataFrame) -> Gold:
+    import polars as pl
+
+    qid = _column(frame, QUERY_COLUMNS, "gold")
+    doc = _column(frame, DOC_COLUMNS, "gold", skip=(qid,))
+    grade = _column(frame, GRADE_COLUMNS, "gold", skip=(qid, doc))
+    try:
+        grades = frame[grade].cast(pl.Int64, strict=True)
+    except pl.exceptions.PolarsError:
+        raise InputError(f"gold: column {grade!r} must hold integer grades") from None
+    table = pl.DataFrame({"qid": frame[qid].cast(pl.String), "doc": frame[doc].cast(pl.String),
+                          "grade": grades})  # fmt: skip
+    grouped = table.group_by("qid", maintain_order=True).agg("doc", "grade")
+    queries = {
+        q: GoldQuery(q, None, dict(zip(docs, gs, strict=True)))
+        for q, docs, gs in grouped.iter_rows()
+    }
+    if not queries:
+        raise InputError("gold: the frame is empty")
+    return Gold(queries, "DataFrame", _digest(queries), "frame")
+
+
+def _run_from_frame(frame: polars.DataFrame) -> Run:
+    """Ranked by ``score`` (trec_eval's order) or, without one, by ``rank``."""
+    import polars as pl
+
+    qid = _column(frame, QUERY_COLUMNS, "run")
+    doc = _column(frame, DOC_COLUMNS, "run", skip=(qid,))
+    score = _column(frame, SCORE_COLUMNS, "", skip=(qid, doc))
+    rank = None if score else _column(frame, ("rank",), "run", skip=(qid, doc))
+    key = pl.col(score).cast(pl.Float64) if score else -pl.col(rank).cast(pl.Float64)
+    table = frame.select(qid=pl.col(qid).cast(pl.String), doc=pl.col(doc).cast(pl.String),
+                         score=key)  # fmt: skip
+    if table["score"].is_nan().any() or table["score"].null_count():
+        raise InputError("run: a score (or rank) is missing or NaN")
+    order = {"descending": [False, True, True], "maintain_order": True}
+    ranked = table.sort(["qid", "score", "doc"], **order)
+    grouped = ranked.group_by("qid", maintain_order=True).agg("doc", "score")
+    results = {q: docs for q, docs, _ in grouped.iter_rows()}
+    scores = {q: s for q, _, s in grouped.iter_rows()} if score else None
+    return dedupe(Run(results, "DataFrame", None, "frame", scores=scores))

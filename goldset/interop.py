@@ -1,0 +1,137 @@
+"""Gold versions out as the files other eval tools load: ranx, ir_measures, Hugging Face.
+
+Each export is tested by loading it with that package (``tests/test_api.py``):
+
+- ``ranx``: ``v0003.qrels.json``, ``{query_id: {doc_id: grade}}``, which ``ranx.Qrels.from_file``
+  reads by its ``.json`` suffix;
+- ``ir_measures``: ``v0003.qrels.tsv``, TREC qrels with tabs (``query_id 0 doc_id relevance``),
+  which ``ir_measures.read_trec_qrels`` turns into its ``Qrel`` namedtuples;
+- ``hf``: a folder ``v0003-hf/`` with ``queries.parquet``, ``judgments.parquet`` and a dataset
+  card (``README.md``) whose YAML front matter declares the two configs, so
+  ``datasets.load_dataset(folder, "judgments")`` loads it offline; the card carries the version's
+  content hash, and so does each Parquet file's metadata.
+
+The grades are the version's: judged-not-relevant chunks at 0, as ``versions.judged_of`` gives.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from goldmine.errors import InputError
+from goldmine.goldset.versions import judged_of, resolve_version, version_header, version_lines
+
+if TYPE_CHECKING:
+    import duckdb
+
+INTEROP_FORMATS = ("ranx", "ir_measures", "hf")
+_SPACE = re.compile(r"\s")
+
+
+def export_interop(
+    con: duckdb.DuckDBPyConnection, spec: str, out_dir: Path, fmt: str
+) -> list[Path]:
+    """Write version ``spec`` under ``out_dir`` in ``fmt`` (one of INTEROP_FORMATS)."""
+    version = resolve_version(con, spec)
+    items = [json.loads(line) for line in version_lines(con, version)]
+    header = version_header(con, version)
+    stem = out_dir / f"v{version:04d}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if fmt == "ranx":
+        return [_ranx(items, stem.with_name(f"{stem.name}.qrels.json"))]
+    if fmt == "ir_measures":
+        return [_trec_tsv(items, stem.with_name(f"{stem.name}.qrels.tsv"))]
+    if fmt == "hf":
+        return _hf(items, header, stem.with_name(f"{stem.name}-hf"))
+    raise InputError(f"--format must be one of {', '.join(INTEROP_FORMATS)}, not {fmt!r}")
+
+
+def _ranx(items: list[dict], path: Path) -> Path:
+    # A query with no judged chunk would be an empty dict, which ranx refuses: left out, as a
+    # qrels file leaves it out.
+    qrels = {i["query_id"]: dict(sorted(judged_of(i).items())) for i in items if judged_of(i)}
+    path.write_text(json.dumps(qrels, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def _trec_tsv(items: list[dict], path: Path) -> Path:
+    lines = []
+    for item in items:
+        for chunk_id, grade in sorted(judged_of(item).items()):
+            if _SPACE.search(item["query_id"]) or _SPACE.search(chunk_id):
+                raise InputError(
+                    f"query {item['query_id']!r}, chunk {chunk_id!r}: an id with whitespace "
+                    "cannot be written as TREC qrels (ir_measures splits lines on it); "
+                    "export --format hf or jsonl instead"
+                )
+            lines.append(f"{item['query_id']}\t0\t{chunk_id}\t{grade}\n")
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def _hf(items: list[dict], header: dict, folder: Path) -> list[Path]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {b"goldmine": json.dumps({"version": header["version"],
+                                     "content_hash": header["content_hash"]}).encode()}  # fmt: skip
+    queries = pa.table(
+        {
+            "query_id": pa.array([i["query_id"] for i in items], pa.string()),
+            "query": pa.array([i["query"] for i in items], pa.string()),
+            "no_answer": pa.array([bool(i.get("no_answer")) for i in items], pa.bool_()),
+            "tags": pa.array([list(i.get("tags") or []) for i in items], pa.list_(pa.string())),
+        }
+    ).replace_schema_metadata(meta)
+    triples = [(i["query_id"], c, g) for i in items for c, g in sorted(judged_of(i).items())]
+    judgments = pa.table(
+        {
+            "query_id": pa.array([t[0] for t in triples], pa.string()),
+            "doc_id": pa.array([t[1] for t in triples], pa.string()),
+            "grade": pa.array([t[2] for t in triples], pa.int32()),
+        }
+    ).replace_schema_metadata(meta)
+    paths = [folder / "queries.parquet", folder / "judgments.parquet"]
+    pq.write_table(queries, paths[0])
+    pq.write_table(judgments, paths[1])
+    card = folder / "README.md"
+    card.write_text(dataset_card(header, len(items), len(triples)), encoding="utf-8")
+    return [*paths, card]
+
+
+def dataset_card(header: dict, n_queries: int, n_judgments: int) -> str:
+    """The dataset card: YAML front matter the ``datasets`` package reads (the two configs), the
+    version and its hash, and a few lines for a person."""
+    v, digest = header["version"], header["content_hash"]
+    message = json.dumps(header.get("message") or "")  # a JSON string is a YAML string
+    return f"""---
+configs:
+- config_name: judgments
+  data_files: judgments.parquet
+  default: true
+- config_name: queries
+  data_files: queries.parquet
+goldmine:
+  version: {v}
+  content_hash: {digest}
+  message: {message}
+---
+# goldmine gold set v{v}
+
+A retrieval gold set published with goldmine: {n_queries} queries and {n_judgments} graded
+judgments (2 fully answers, 1 useful context, 0 judged not relevant).
+
+- `judgments` (default): `query_id`, `doc_id`, `grade`
+- `queries`: `query_id`, `query`, `no_answer` (nothing in the corpus answers it), `tags`
+
+Content hash of version {v}: `{digest}` (`goldmine gold verify` recomputes it).
+
+```python
+import datasets
+judgments = datasets.load_dataset("path/to/this/folder", "judgments", split="train")
+```
+"""

@@ -1,0 +1,377 @@
+"""The Python API: the same numbers as the CLI and as pytrec_eval, the store, the CI assertion,
+the exports other tools load, and what ``import goldmine`` costs."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import polars as pl
+import pytest
+
+import goldmine
+from goldmine.testing import assert_no_regression
+
+from helpers import gold, run_cli
+
+METRICS = ["recall@1", "recall@5", "frac_recall@10", "mrr", "ndcg", "ndcg@10", "precision@5",
+           "map", "r_precision"]  # fmt: skip
+
+
+# --- files and dicts of one small case -----------------------------------------------------------
+
+
+def _case(n: int = 40, seed: int = 3) -> tuple[dict, dict]:
+    """Graded qrels (a no-answer query among them) and a scored run with ties, a missing query
+    and a query the gold lacks."""
+    rng = random.Random(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    for i in range(n):
+        docs = rng.sample(range(60), rng.randint(1, 6))
+        qrels[f"q{i}"] = {f"d{d}": rng.choice([0, 1, 1, 2, 3]) for d in docs}
+    qrels["q0"] = {"d1": 0, "d2": 0}  # nothing relevant: scored apart as no-answer
+    run = {  # one decimal: ties, which trec_eval breaks by doc id, descending
+        f"q{i}": {f"d{d}": round(rng.random(), 1) for d in rng.sample(range(60), 25)}
+        for i in range(1, n)  # q0, the no-answer query, is abstained on
+        if i != 7  # q7 is missing from the run (scores 0)
+    }
+    run["extra"] = {"d1": 1.0}  # not in the gold: ignored
+    return qrels, run
+
+
+def _write_case(folder: Path, qrels: dict, run: dict, name: str = "run.trec") -> tuple[Path, Path]:
+    gold_path = folder / "gold.jsonl"
+    gold_path.write_text("".join(
+        json.dumps({"query_id": q, "query": f"text of {q}", "relevant": judged}) + "\n"
+        for q, judged in qrels.items()
+    ))  # fmt: skip
+    return gold_path, _write_run(folder / name, run)
+
+
+def _write_run(path: Path, run: dict) -> Path:
+    """A TREC run file; the lines of a query in any order (the reader ranks by score)."""
+    path.write_text("".join(
+        f"{q} Q0 {d} {r} {s} t\n"
+        for q, docs in run.items()
+        for r, (d, s) in enumerate(docs.items(), start=1)
+    ))  # fmt: skip
+    return path
+
+
+def _cli_json(*args: str) -> dict:
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_evaluate_gives_the_cli_numbers_for_files_dicts_and_frames(tmp_path: Path) -> None:
+    qrels, run = _case()
+    gold_path, run_path = _write_case(tmp_path, qrels, run)
+    cli = _cli_json("eval", "run", "--gold", str(gold_path), "--run", str(run_path),
+                    "--metrics", ",".join(METRICS), "--no-store", "--json")  # fmt: skip
+    from_files = goldmine.evaluate(gold_path, run_path, METRICS)
+    assert from_files.mean == cli["metrics"]
+    assert from_files.to_dict()["per_query"] == cli["per_query"]
+    for key in ("missing", "ignored", "n_queries", "n_no_answer"):
+        assert from_files.to_dict()[key] == cli[key], key
+    assert from_files.missing == ["q7"] and from_files.ignored == ["extra"]
+
+    run_frame = pl.DataFrame(
+        [(q, d, s) for q, docs in run.items() for d, s in docs.items()],
+        schema={"qid": pl.String, "docno": pl.String, "score": pl.Float64}, orient="row",
+    )  # fmt: skip
+    gold_frame = pd.DataFrame(
+        [(q, d, g) for q, judged in qrels.items() for d, g in judged.items()],
+        columns=["query_id", "doc_id", "relevance"],
+    )
+    for g, r in ((qrels, run), (gold_frame, run_frame), (qrels, run_path)):
+        result = goldmine.evaluate(g, r, METRICS)
+        assert result.mean == pytest.approx(cli["metrics"], abs=1e-12), (type(g), type(r))
+        assert result.per_query.columns == ["query_id", *METRICS]
+        assert result.per_query.height == cli["n_queries"]
+        by_query = {row["query_id"]: row for row in result.per_query.iter_rows(named=True)}
+        for q, scores in cli["per_query"].items():
+            assert by_query[q] == pytest.approx({"query_id": q, **scores}, abs=1e-12)
+
+
+def test_evaluate_takes_ranked_lists_and_trec_eval_names() -> None:
+    gold_ids = {"q1": ["d1"], "q2": ["d9"]}
+    result = goldmine.evaluate(gold_ids, {"q1": ["d3", "d1"], "q2": ["d9", "d9", "d4"]},
+                               ["success_1", "recip_rank", "P_2"])  # fmt: skip
+    assert result.mean == {"recall@1": 0.5, "mrr": 0.75, "precision@2": 0.5}
+    assert result.result.n_duplicates == 1  # d9 twice: kept at its first rank
+    html = result._repr_html_()
+    assert "<table>" in html and "mrr" in html and "0.7500" in html
+    assert repr(result).startswith("Evaluation(recall@1=0.5000")
+
+
+def test_bad_input_is_an_input_error_that_says_what() -> None:
+    with pytest.raises(goldmine.InputError, match="unknown metric 'recal@5'"):
+        goldmine.evaluate({"q1": ["d1"]}, {"q1": ["d1"]}, ["recal@5"])
+    with pytest.raises(goldmine.InputError, match="grade is an integer, got 'high'"):
+        goldmine.evaluate({"q1": {"d1": "high"}}, {"q1": ["d1"]})
+    with pytest.raises(goldmine.InputError, match="score is a number, got 'x'"):
+        goldmine.evaluate({"q1": ["d1"]}, {"q1": {"d1": "x"}})
+    with pytest.raises(goldmine.InputError, match="match none of the gold"):
+        goldmine.evaluate({"q1": ["d1"]}, {"other": ["d1"]})
+    with pytest.raises(goldmine.InputError, match="no doc_id column"):
+        goldmine.evaluate(pl.DataFrame({"query_id": ["q1"], "grade": [1]}), {"q1": ["d1"]})
+
+
+# --- against pytrec_eval on random cases ----------------------------------------------------------
+
+# goldmine name -> pytrec_eval (trec_eval) measure
+TREC_NAMES = {
+    "recall@5": "success_5", "frac_recall@10": "recall_10", "mrr": "recip_rank",
+    "ndcg": "ndcg", "ndcg@10": "ndcg_cut_10", "precision@5": "P_5", "map": "map",
+    "r_precision": "Rprec",
+}  # fmt: skip
+
+
+def _random_case(rng: random.Random, n_queries: int) -> tuple[dict, dict]:
+    qrels, run = {}, {}
+    for i in range(n_queries):
+        pool = [f"d{j}" for j in range(rng.randint(5, 80))]
+        judged = rng.sample(pool, rng.randint(1, 5))
+        qrels[f"q{i}"] = {d: rng.choice([0, 0, 1, 2, 3]) for d in judged}
+        if rng.random() < 0.95:  # a few queries the run lacks
+            # one decimal: many ties, which trec_eval breaks by doc id, descending
+            run[f"q{i}"] = {d: round(rng.random(), 1) for d in rng.sample(pool, rng.randint(0, len(pool)))}  # noqa: E501
+    return qrels, run
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_evaluate_equals_pytrec_eval_on_random_cases(seed: int) -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels, run = _random_case(random.Random(seed), 300)
+    ours = goldmine.evaluate(qrels, run, list(TREC_NAMES))
+    theirs = pytrec_eval.RelevanceEvaluator(qrels, set(TREC_NAMES.values())).evaluate(run)
+    compared = 0
+    for q, scores in ours.result.per_query.items():
+        for name, trec in TREC_NAMES.items():
+            expected = theirs[q][trec] if q in theirs else 0.0  # -c: missing queries score 0
+            assert scores[name] == pytest.approx(expected, abs=1e-9), (seed, q, name)
+            compared += 1
+    assert compared > 0.5 * 300 * len(TREC_NAMES)
+    no_answer = {r.query_id for r in ours.result.no_answer}
+    assert no_answer == {q for q, j in qrels.items() if max(j.values()) < 1}
+
+
+# --- compare and the CI assertion ----------------------------------------------------------------
+
+
+def _hits(n: int, rank_of: dict[int, int]) -> dict[str, list[str]]:
+    """Query i finds d{i} at rank rank_of.get(i, 1)."""
+    run = {}
+    for i in range(n):
+        docs = [f"x{i}_{j}" for j in range(9)]
+        docs.insert(rank_of.get(i, 1) - 1, f"d{i}")
+        run[f"q{i}"] = docs
+    return run
+
+
+def test_compare_gives_the_cli_test_interval_effect_and_verdict(tmp_path: Path) -> None:
+    qrels, run_a = _case(60, seed=5)
+    rng = random.Random(9)
+    run_b = {q: {d: s + rng.choice([0.0, 0.0, 0.3]) for d, s in docs.items()}
+             for q, docs in run_a.items()}  # fmt: skip
+    gold_path, a_path = _write_case(tmp_path, qrels, run_a, "a.trec")
+    _, b_path = _write_case(tmp_path, qrels, run_b, "b.trec")
+    metrics = ["recall@5", "mrr", "ndcg@10"]
+    cli = _cli_json("eval", "compare", str(a_path), str(b_path), "--gold", str(gold_path),
+                    "--metrics", ",".join(metrics), "--permutations", "2000",
+                    "--bootstrap", "2000", "--json")  # fmt: skip
+    for a, b in ((a_path, b_path), (run_a, run_b)):
+        ours = goldmine.compare(gold_path, a, b, metrics, permutations=2000, bootstrap=2000)
+        assert json.loads(json.dumps(ours.to_dict()["metrics"])) == cli["metrics"]
+        assert ours.to_dict()["n_queries"] == cli["n_queries"]
+    assert ours.verdicts == {m: cli["metrics"][m]["verdict"] for m in metrics}
+    assert ours.metric("ndcg_cut_10").metric == "ndcg@10"
+    assert "paired randomization test" in str(ours)
+
+
+def test_assert_no_regression_names_metric_delta_interval_and_queries_lost() -> None:
+    n = 60
+    qrels = {f"q{i}": [f"d{i}"] for i in range(n)}
+    baseline = _hits(n, {})
+    worse = _hits(n, {i: 4 for i in range(0, n, 2)})  # half the queries drop from rank 1 to 4
+    with pytest.raises(AssertionError) as failed:
+        assert_no_regression(qrels, worse, baseline=baseline, metrics=["mrr", "recall@5"],
+                             permutations=2000, bootstrap=2000)  # fmt: skip
+    message = str(failed.value)
+    assert message.startswith("the run is worse than the baseline on 60 common queries: mrr ")
+    assert "mrr 0.6250 vs 1.0000 (delta -0.3750, 95% CI [" in message
+    assert "recall@5" not in message  # rank 4 is still in the top 5: not worse
+    # the ten largest losses (all equal here: as eval compare lists them, last first)
+    assert "\nmrr: lost 30 queries (q58 1.000->0.250, q56 1.000->0.250, " in message
+    assert "and 20 more), won 0" in message
+    # the same run, and a run a little different, pass; the comparison is returned
+    passed = assert_no_regression(qrels, _hits(n, {3: 2}), baseline=baseline, metrics="mrr",
+                                  permutations=2000, bootstrap=2000)  # fmt: skip
+    assert passed.verdicts == {"mrr": "inside the noise"}
+
+
+# --- the store ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def published(tmp_path: Path) -> Path:
+    """A store with version 1 published from a gold JSONL (graded, one no-answer query)."""
+    qrels, _ = _case(20, seed=8)
+    gold_path = tmp_path / "gold.jsonl"
+    gold_path.write_text("".join(
+        json.dumps({"query_id": q, "query": f"text of {q}",
+                    "relevant": {d: min(g, 2) for d, g in judged.items() if g > 0}}) + "\n"
+        for q, judged in qrels.items()
+    ))  # fmt: skip
+    db = tmp_path / "store.duckdb"
+    gold(run_cli, db, "import", str(gold_path))
+    gold(run_cli, db, "publish", "-m", "first")
+    return db
+
+
+def test_store_gold_versions_and_runs_as_the_cli_sees_them(published: Path, tmp_path) -> None:
+    _, run = _case(20, seed=8)
+    run_path = _write_run(tmp_path / "run.trec", run)
+    cli = _cli_json("eval", "run", "--gold", "v1", "--db", str(published), "--run", str(run_path),
+                    "--metrics", "recall@5,mrr,ndcg@10", "--label", "first", "--json")  # fmt: skip
+    store = goldmine.Store(published)
+    v1 = store.gold("v1")
+    assert v1.hash == cli["gold"]["hash"] and v1.version == 1 and len(v1) == 20
+    assert store.gold("latest").hash == v1.hash and store.gold(1).hash == v1.hash
+    assert v1.judgments.columns == ["query_id", "doc_id", "grade"]
+    assert v1.queries.filter(~pl.col("answerable")).height == cli["n_no_answer"] > 0
+    result = goldmine.evaluate(v1, run_path)
+    assert result.mean == cli["metrics"]
+    assert goldmine.evaluate(v1.qrels, run).mean == pytest.approx(cli["metrics"], abs=1e-12)
+
+    versions = store.versions()
+    assert versions["version"].to_list() == [1] and versions["content_hash"][0] == v1.hash
+    runs = store.runs()
+    assert runs["label"].to_list() == ["first"] and runs["run_id"][0] == cli["run_id"]
+    assert {"norm_query", "n_events", "cluster_id"} <= set(store.queries().columns)
+
+
+def test_store_is_read_only_unless_asked_and_speaks_the_projects_errors(published: Path) -> None:
+    store = goldmine.Store(published)
+    refused = pytest.raises(goldmine.InputError, match=r"opened read-only: open it with Store\(")
+    with refused, store.write():
+        pass
+    with pytest.raises(goldmine.StoreError, match=str(published)), store.read() as con:
+        con.execute("INSERT INTO gold_versions (version) VALUES (99)").fetchall()
+    with pytest.raises(goldmine.StoreError, match="no_such_table"), store.read() as con:
+        con.execute("SELECT * FROM no_such_table").fetchall()
+    with pytest.raises(goldmine.NotFoundError, match="v7"):
+        store.gold("v7")
+    with pytest.raises(goldmine.NotFoundError):
+        goldmine.Store(published.parent / "absent.duckdb").versions()
+    assert not (published.parent / "absent.duckdb").exists()
+    writer = goldmine.Store(published, write=True)
+    with writer.write() as con:
+        con.execute("CREATE TABLE notes (x INTEGER)").fetchall()
+    with store.read() as con:
+        assert con.execute("SELECT count(*) FROM notes").fetchall() == [(0,)]
+
+
+# --- exports other tools load --------------------------------------------------------------------
+
+
+def _export(db: Path, out: Path, fmt: str) -> list[Path]:
+    done = gold(run_cli, db, "export", "--format", fmt, "--out", str(out), "--json")
+    return [Path(p) for p in json.loads(done.stdout)["paths"]]
+
+
+@pytest.mark.slow  # importing ranx compiles its numba kernels: 10-30 s
+def test_export_ranx_loads_as_ranx_qrels_with_the_versions_judgments(published, tmp_path) -> None:
+    ranx = pytest.importorskip("ranx")
+    (path,) = _export(published, tmp_path / "out", "ranx")
+    assert path.name == "v0001.qrels.json"
+    loaded = ranx.Qrels.from_file(str(path)).to_dict()
+    v1 = goldmine.Store(published).gold("v1")
+    assert {q: dict(j) for q, j in loaded.items()} == {q: j for q, j in v1.qrels.items() if j}
+
+
+def test_export_ir_measures_reads_as_qrels_and_scores_as_goldmine(published, tmp_path) -> None:
+    ir_measures = pytest.importorskip("ir_measures")
+    (path,) = _export(published, tmp_path / "out", "ir_measures")
+    qrels = list(ir_measures.read_trec_qrels(str(path)))
+    v1 = goldmine.Store(published).gold("v1")
+    assert {(r.query_id, r.doc_id, r.relevance) for r in qrels} == {
+        (q, d, g) for q, judged in v1.qrels.items() for d, g in judged.items()
+    }
+    _, run = _case(20, seed=8)
+    ours = goldmine.evaluate(v1, {q: run.get(q, {}) for q in v1}, ["ndcg@10", "map"])
+    run_rows = [ir_measures.ScoredDoc(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+    theirs = ir_measures.calc_aggregate([ir_measures.nDCG @ 10, ir_measures.AP], qrels, run_rows)
+    # ir_measures averages over the queries it can score (answerable ones with a run)
+    assert theirs[ir_measures.nDCG @ 10] == pytest.approx(
+        ours.per_query.filter(pl.col("query_id").is_in(list(run)))["ndcg@10"].mean(), abs=1e-9
+    )
+
+
+def test_export_hf_loads_offline_with_datasets_and_carries_the_hash(
+    published, tmp_path, monkeypatch
+) -> None:
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    paths = _export(published, tmp_path / "out", "hf")
+    folder = paths[0].parent
+    assert sorted(p.name for p in paths) == ["README.md", "judgments.parquet", "queries.parquet"]
+    v1 = goldmine.Store(published).gold("v1")
+    card = (folder / "README.md").read_text()
+    assert card.startswith("---\nconfigs:\n") and f"content_hash: {v1.hash}" in card
+    cache = str(tmp_path / "hf-cache")
+    judgments = datasets.load_dataset(str(folder), "judgments", split="train", cache_dir=cache)
+    assert {(r["query_id"], r["doc_id"], r["grade"]) for r in judgments} == {
+        (q, d, g) for q, judged in v1.qrels.items() for d, g in judged.items()
+    }
+    queries = datasets.load_dataset(str(folder), "queries", split="train", cache_dir=cache)
+    no_answer = v1.queries.filter(~pl.col("answerable")).height
+    assert sorted(queries["query_id"]) == sorted(v1) and sum(queries["no_answer"]) == no_answer > 0
+    plain = datasets.load_dataset("parquet", data_files=str(folder / "judgments.parquet"),
+                                  split="train", cache_dir=cache)  # fmt: skip
+    assert plain.num_rows == judgments.num_rows
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(folder / "judgments.parquet").metadata[b"goldmine"]
+    assert json.loads(meta) == {"version": 1, "content_hash": v1.hash}
+
+
+# --- what importing costs ------------------------------------------------------------------------
+
+HEAVY = ("duckdb", "_duckdb", "polars", "pandas", "pyarrow", "torch", "sentence_transformers",
+         "starlette", "uvicorn", "httpx", "httpx2", "typer", "rich", "goldmine.store")  # fmt: skip
+
+_PROBE = """
+import sys
+import goldmine
+after_import = sorted(m for m in sys.modules if m.startswith("goldmine."))
+result = goldmine.evaluate({"q1": {"d1": 2, "d2": 0}}, {"q1": {"d2": 0.9, "d1": 0.5}})
+print(after_import)
+print(sorted(m for m in %r if m in sys.modules))
+print(result.mean)
+"""
+
+
+def test_import_goldmine_and_scoring_two_dicts_import_no_store_frame_or_model() -> None:
+    done = subprocess.run([sys.executable, "-c", _PROBE % (HEAVY,)], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    after_import, heavy, mean = done.stdout.strip().splitlines()
+    assert after_import == "[]"  # `import goldmine` imports none of its modules
+    assert heavy == "[]"
+    assert mean == "{'recall@5': 1.0, 'mrr': 0.5, 'ndcg@10': 0.6309297535714575}"
+
+
+def test_the_api_names_resolve_lazily_and_the_package_is_typed() -> None:
+    assert {"evaluate", "compare", "Store", "testing", "InputError"} <= set(dir(goldmine))
+    assert goldmine.testing.assert_no_regression is assert_no_regression
+    assert goldmine.Store.__mro__[1].__module__ == "goldmine.store"  # the core Store
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        goldmine.nope  # noqa: B018
+    assert (Path(goldmine.__file__).parent / "py.typed").is_file()
