@@ -8,6 +8,7 @@ an interval is missing, so nobody reads a bare 0.00 as a finding.
 
 from __future__ import annotations
 
+from math import ceil
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +125,39 @@ def print_rater_pairs(pairs: list[dict[str, Any]]) -> None:
         a, b = pair["raters"]
         print(f"{a} / {b}: {pair['n_items']} items, {pair['n_pairs']} judged chunks")
         print_figures(pair)
+
+
+def print_judge_agreement(db: Path | None, model: str, width: float = 0.2) -> None:
+    """After ``gold draft --judge llm``: the judge against each person on the candidates both
+    graded, or how many double-graded candidates a kappa interval narrower than ``width`` needs."""
+    from goldmine.goldset.kappa import units_needed
+    from goldmine.goldset.sources import Source, compare, sources
+    from goldmine.output import info
+
+    judge = Source("judge", model)
+    with open_store(db, create=False) as con:
+        people = [s for s in sources(con) if s.startswith("rater:")]
+        reports = [compare(con, judge, Source("rater", p.split(":", 1)[1])) for p in people]
+        per_item = con.execute(
+            "SELECT count(*) / greatest(count(DISTINCT query_id), 1) FROM gold_model_labels"
+            " WHERE model = ?",
+            [model],
+        ).fetchall()[0][0]
+    reports = [r for r in reports if r["n_units"]]
+    for r in reports:
+        ci, n = r["kappa_weighted_ci95"], r["n_units"]
+        line = (
+            f"the judge against {r['sources'][1]} on {n} candidates both graded: "
+            + figure("weighted kappa", r["kappa_weighted"], ci, n)
+        )
+        if ci is None or ci[1] - ci[0] >= width:
+            need = units_needed(width, ci, n)
+            line += f"; an interval narrower than {width:g} needs about {need}"
+        info(line)
+    if not reports:
+        need = units_needed(width)
+        info(
+            "no candidate has both the judge's grade and a person's yet: a kappa interval "
+            f"narrower than {width:g} needs at least {need} double-graded candidates (about "
+            f"{ceil(need / max(per_item, 1))} items); review some: `goldmine gold review`"
+        )

@@ -17,9 +17,11 @@ import typer
 from goldmine.errors import GoldmineError, InputError
 from goldmine.eval.metrics import parse_metric
 from goldmine.eval.readers import read_run
+from goldmine.goldset.cli_agreement import print_confusion, print_judge_agreement
 from goldmine.goldset.items import default_user
 from goldmine.goldset.judge import judge as run_judge
 from goldmine.goldset.judge import model_agreement
+from goldmine.goldset.kappa import reading
 from goldmine.goldset.synth import check_all_failed
 from goldmine.goldset.synth import synth as run_synth
 from goldmine.llm import DEFAULT_MAX_FAILURES, DEFAULT_TIMEOUT, KEEP_CHARS, settings
@@ -206,6 +208,7 @@ def judge_draft(
             "instruction to a model (sent as data, inert): review shows a suspicious note on "
             f"{'its suggestion' if one else 'their suggestions'}"
         )
+    print_judge_agreement(db, result.model)
     if as_json:
         print_json({"draft": drafted, "judge": result.as_dict()})
     check_gave_up(result.usage)
@@ -253,14 +256,14 @@ def print_agreement(result: dict) -> None:
             f", relevant-or-not kappa {_fmt(p['kappa_relevant'])}, raw agreement "
             f"{p['observed_agreement']:.2f}"
         )
-        print(
-            "  grades (model rows, person columns): "
-            + " | ".join(" ".join(str(n) for n in row) for row in p["confusion"]["counts"])
-        )
+        note = reading(p["kappa_weighted"], ci, p["n_pairs"])
+        if note:
+            print(f"  weighted kappa: {note}")
+        print_confusion(p["confusion"])
     o = result["suggestions"]
     if o["n"]:
         print(
-            f"suggestions: {o['n']} candidates graded by a person with the model's grade shown; "
+            f"suggestions: {o['n']} candidates graded in review with the model's grade shown; "
             f"{o['accepted']} accepted, {o['overridden']} overridden "
             f"({o['override_share']:.0%} overridden)"
         )

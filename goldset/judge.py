@@ -253,15 +253,11 @@ def model_grades(con: duckdb.DuckDBPyConnection) -> dict[str, dict[tuple[str, st
     return out
 
 
-def kappa_report(pairs: list[tuple[str, int, int]]) -> dict:
-    """Model (rows) against person (columns) over (query, model grade, person grade) triples."""
-
-    return pair_report(pairs, "model", "person")
-
-
 def _suggestion_use(con: duckdb.DuckDBPyConnection) -> dict:
-    """Of the candidates a person graded after the model had graded them (so review showed the
-    suggestion): how many took the model's grade and how many overrode it."""
+    """Of the candidates a person graded in review after the model had graded them (so review
+    showed the suggestion): how many took the model's grade and how many overrode it. Grades
+    given with ``gold label`` (source ``label``) or by marking the rest are not counted: no
+    suggestion was shown there."""
     n, accepted, by_key = con.execute(
         """SELECT count(*), count(*) FILTER (WHERE l.grade = m.grade),
                   count(*) FILTER (WHERE l.source = 'model-accept')
@@ -269,6 +265,7 @@ def _suggestion_use(con: duckdb.DuckDBPyConnection) -> dict:
                SELECT query_id, chunk_id, arg_max(grade, ts) AS grade, min(ts) AS first_ts
                FROM gold_model_labels GROUP BY ALL) m USING (query_id, chunk_id)
            WHERE l.kind = 'label' AND l.ts >= m.first_ts AND l.who IS NOT NULL
+             AND l.source IN ('review', 'model-accept')  -- gold label shows no suggestion
              AND NOT starts_with(l.who, 'model:') AND NOT starts_with(l.who, 'retriever:')"""
     ).fetchall()[0]
     return {
@@ -292,7 +289,8 @@ def model_agreement(
         for person, theirs in sorted(people.items()):
             both = [(q, mine[(q, c)], g) for (q, c), g in sorted(theirs.items()) if (q, c) in mine]
             if both:
-                out.append({"model": model, "person": person, **kappa_report(both)})
+                report = pair_report(both, model, person)  # the matrix names both sides
+                out.append({"model": model, "person": person, **report})
     result: dict[str, Any] = {
         "models": sorted(models),
         "people": out,

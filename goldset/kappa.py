@@ -14,6 +14,8 @@ say", and a kappa whose interval holds 0 as "no better than chance".
 
 from __future__ import annotations
 
+from math import ceil
+
 import numpy as np
 
 GRADES = 3  # 0, 1, 2
@@ -117,3 +119,15 @@ def reading(value: float | None, ci: list[float] | None, n: int, *,
     if chance is not None and ci[0] <= chance <= ci[1]:
         return "no better than chance"
     return ""
+
+
+def units_needed(width: float = 0.2, ci: list[float] | None = None, n: int = 0, *,
+                 kappa_value: float = 0.6, chance: float = 0.5) -> int:  # fmt: skip
+    """How many units a kappa's 95% interval needs to be narrower than ``width``. From a
+    measured interval ``ci`` on ``n`` units: its width shrinks as 1/sqrt(n). With none: Cohen's
+    large-sample standard error sqrt(p_o (1 - p_o) / n) / (1 - p_e) at a kappa of
+    ``kappa_value`` and chance agreement ``chance`` (a bootstrap over queries is wider: a floor)."""
+    if ci is not None and n:
+        return max(n, ceil(n * ((ci[1] - ci[0]) / width) ** 2))
+    observed = kappa_value * (1 - chance) + chance
+    return ceil((2 * 1.96 / width) ** 2 * observed * (1 - observed) / (1 - chance) ** 2)

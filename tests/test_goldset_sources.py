@@ -327,3 +327,54 @@ def test_a_wildcard_compares_every_source_it_names(cli, db_path) -> None:
     assert out[1]["kappa_weighted"] == pytest.approx(1.0)
     same = _between(cli, db_path, "judge:judge-1", "judge:*", "--json")
     assert json.loads(same.stdout)["sources"] == ["judge:judge-1", "judge:judge-2"]
+
+
+# --- after the judge runs (issue 28: "gold draft --judge llm prints ...") ------------------------
+
+
+def test_the_judge_run_ends_with_its_agreement_with_people(cli, db_path) -> None:
+    from fake_llm import serve
+
+    build(db_path)
+    gold(cli, db_path, "add-query", "reset password", "vpn setup", "download invoice")
+    with serve() as server:
+        judge = ("draft", "-k", "2", "--judge", "llm", "--base-url", server.base_url,
+                 "--model", "judge-1")  # fmt: skip
+        first = gold(cli, db_path, *judge)
+        # Nobody has graded: what a useful measurement needs (246 candidates at kappa 0.6 and
+        # chance 0.5, from Cohen's standard error; two candidates an item here).
+        assert "no candidate has both the judge's grade and a person's yet" in first.stderr
+        assert "at least 246 double-graded candidates (about 123 items)" in first.stderr
+        with open_store(db_path) as con:
+            graded = con.execute(
+                "SELECT query_id, chunk_id, grade FROM gold_model_labels ORDER BY ALL"
+            ).fetchall()
+        _label(db_path, "ana", {(q, c): 2 - g for q, c, g in graded})
+        second = gold(cli, db_path, *judge)
+    assert f"the judge against rater:ana on {len(graded)} candidates both graded" in second.stderr
+    assert f"(n={len(graded)}: too few to say); an interval narrower than 0.2 needs" in (
+        second.stderr
+    )
+
+
+def test_suggestions_count_only_grades_given_where_review_showed_them(cli, db_path) -> None:
+    """``gold label`` shows no suggestion: its grades are no accepted or overridden suggestion."""
+    units, a, b = _twenty(db_path)
+    _judge(db_path, "judge-1", _grades(units, a))
+    later = datetime(2026, 12, 2, 9, 0)
+    with open_store(db_path) as con, transaction(con):
+        con.executemany(
+            "INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, who, ts)"
+            " VALUES (?, ?, 'label', ?, ?, 'ana', ?)",
+            [(q, c, g, "review" if i < 10 else "label", later)
+             for i, ((q, c), g) in enumerate(_grades(units, b).items())],
+        )  # fmt: skip
+    out = json.loads(gold(cli, db_path, "agreement", "--judge", "llm", "--json").stdout)
+    shown_first = sum(x == y for x, y in zip(a[:10], b[:10], strict=True))
+    assert out["suggestions"]["n"] == 10 and out["suggestions"]["accepted"] == shown_first
+    text = gold(cli, db_path, "agreement", "--judge", "llm").stdout
+    assert "suggestions: 10 candidates graded in review with the model's grade shown" in text
+    assert "judge-1 (rows) / ana (columns)" not in text  # today's first line stays
+    assert "judge-1 / ana: 20 items, 40 judged chunks; weighted kappa" in text
+    # The matrix names its grades and sides, and says which side is the more lenient.
+    assert "    judge-1     0     1     2" in text and "judge-1 is the more lenient" in text
