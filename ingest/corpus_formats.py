@@ -48,26 +48,49 @@ def sniff(head: bytes) -> str | None:
     return None
 
 
-def tsv_columns(first_line: str) -> tuple[list[str], bool]:
+# The names collections' headers give their columns (MS MARCO's and DPR's tools, ir_datasets,
+# Pyserini, BEIR): a first row of these is a header whatever the ids below it look like.
+_KNOWN_COLUMNS = frozenset(
+    ("id", "docid", "doc_id", "did", "pid", "passage_id", "_id", "text", "title", "passage",
+     "contents", "content", "body", "url", "document", "doc", "segment", "headings")
+)  # fmt: skip
+_LOOK_ROWS = 20  # rows after the first whose ids the first row's first field is compared with
+
+
+def tsv_columns(lines: list[str]) -> tuple[list[str], bool]:
     """The column names of a TSV collection and whether its first line is a header.
 
-    A header is a line whose every field is a name (a letter or ``_``, then no space): MS
-    MARCO's first line (``0<TAB>The presence of …``) is not, DPR's (``id<TAB>text<TAB>title``)
-    is. Without one the columns are id, text, title, then ``column4`` on.
+    A header is told by content: every field is a name (a letter or ``_``, then no space), and
+    either every one is a name collections use (id, docid, text, title, passage, contents, …)
+    or the first field is not shaped like the ids of the rows below it. MS MARCO's first line
+    (``0<TAB>The presence of …``) is data, DPR's (``id<TAB>text<TAB>title``) a header, and so
+    is neither ``D301595<TAB>photosynthesis`` above ``D1359209<TAB>…``. Without a header the
+    columns are id, text, title, then ``column4`` on.
     """
-    fields = first_line.rstrip("\r\n").split("\t")
-    if all(_HEADER_NAME.fullmatch(f) for f in fields):
+    fields = lines[0].rstrip("\r\n").split("\t") if lines else [""]
+    ids = {_shape(line.split("\t", 1)[0]) for line in lines[1 : _LOOK_ROWS + 1] if line.strip()}
+    if all(_HEADER_NAME.fullmatch(f) for f in fields) and (
+        all(f.lower() in _KNOWN_COLUMNS for f in fields) or _shape(fields[0]) not in ids
+    ):
         return fields, True
     names = ["id", "text", "title"][: len(fields)]
     return names + [f"column{i}" for i in range(len(names) + 1, len(fields) + 1)], False
 
 
-def first_line(path: Path, compression: str) -> str:
+def _shape(field: str) -> str:
+    """An id's shape: its runs of letters as ``a`` and of digits as ``9`` (D301595 -> a9)."""
+    return re.sub(r"[0-9]+", "9", re.sub(r"[A-Za-z]+", "a", field.strip()))
+
+
+def first_lines(path: Path, compression: str) -> list[str]:
+    """The first lines of the file (from its first MiB; a line cut there is only compared by
+    its first field)."""
     from goldmine.ingest.scan import open_compressed
 
     with open_compressed(path, compression) as handle:
         head = handle.read(1 << 20)
-    return head.removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0].decode("utf-8", "replace")
+    lines = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", _LOOK_ROWS + 1)[: _LOOK_ROWS + 1]
+    return [line.decode("utf-8", "replace") for line in lines]
 
 
 # A line the reader could not read (invalid UTF-8) has no record number: it is a reject of its
@@ -232,7 +255,7 @@ def read(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str)
         read_lines(con, item, _TREC_COLUMNS, "gm_lined")
         con.execute(_TREC)
     else:
-        names, header = tsv_columns(first_line(path, compression))
+        names, header = tsv_columns(first_lines(path, compression))
         read_lines(con, item, (), "gm_lined")
         params = {f"k{i}": name for i, name in enumerate(names, start=1)}
         con.execute(_tsv_sql(len(names)), {**params, "skip": 1 if header else 0})

@@ -225,3 +225,27 @@ def test_a_folder_takes_collections_told_by_content_but_not_any_file_with_a_tab(
     (folder / "Makefile").write_text("CC\t= gcc\nall:\n\tmake build\n", encoding="utf-8")
     total = _total(_ingest(tmp_path, str(folder)))
     assert (total["rows_in"], total["stored"]) == (3, 2)
+
+
+def test_a_first_row_of_words_is_data_when_its_id_looks_like_the_others(tmp_path: Path):
+    """A header-less collection whose first row is all words (an id and a one-word passage)
+    was taken for a header, and its first passage lost: a header is told by its names (id,
+    docid, text, title, …) or by a first field unlike the ids below it."""
+    path = tmp_path / "collection.tsv"
+    path.write_text(
+        "D301595\tphotosynthesis\n"
+        "D1359209\tThe mitochondria is the powerhouse of the cell\n"
+        "D2147834\tPhotosynthesis turns light into chemical energy\n",
+        encoding="utf-8",
+    )
+    total = _total(_ingest(tmp_path, str(path)))
+    assert (total["rows_in"], total["stored"]) == (3, 3)
+    assert _chunks(tmp_path)["D301595"]["text"] == "photosynthesis"
+
+
+def test_a_header_of_known_names_is_a_header_whatever_the_ids(tmp_path: Path):
+    path = tmp_path / "passages.tsv"
+    path.write_text("pid\tpassage\nid7\tfirst passage\nid8\tsecond passage\n", encoding="utf-8")
+    total = _total(_ingest(tmp_path, str(path)))
+    assert (total["rows_in"], total["stored"]) == (2, 2)
+    assert _chunks(tmp_path)["id7"]["text"] == "first passage"
