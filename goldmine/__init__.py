@@ -40,7 +40,21 @@ _LAZY = {
 }
 _SUBMODULES = ("testing",)
 
-__all__ = ["__version__", *_LAZY, *_SUBMODULES]
+__all__ = [  # = __version__, _LAZY and _SUBMODULES (a literal, so linters and IDEs read it)
+    "Compared",
+    "Evaluation",
+    "GoldSet",
+    "GoldmineError",
+    "InputError",
+    "NotFoundError",
+    "Store",
+    "StoreBusyError",
+    "StoreError",
+    "__version__",
+    "compare",
+    "evaluate",
+    "testing",
+]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; nothing is imported at run time
     from goldmine import testing

@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -26,25 +26,11 @@ if TYPE_CHECKING:
     import pandas
     import polars
 
-# What ``gold=`` and ``run=`` accept (documented on ``goldmine.evaluate``).
-GoldLike = Union[
-    Gold,
-    Mapping[str, Mapping[str, int]],
-    Mapping[str, Iterable[str]],
-    "polars.DataFrame",
-    "pandas.DataFrame",
-    str,
-    os.PathLike,
-]
-RunLike = Union[
-    Run,
-    Mapping[str, Mapping[str, float]],
-    Mapping[str, Iterable[str]],
-    "polars.DataFrame",
-    "pandas.DataFrame",
-    str,
-    os.PathLike,
-]
+# What ``gold=`` and ``run=`` accept (documented on ``goldmine.evaluate``): a frame or a file,
+# or a dict of judgments / of scores or ranked ids.
+Tabular = Union["polars.DataFrame", "pandas.DataFrame", str, os.PathLike]
+GoldLike = Gold | Mapping[str, Mapping[str, int]] | Mapping[str, Iterable[str]] | Tabular
+RunLike = Run | Mapping[str, Mapping[str, float]] | Mapping[str, Iterable[str]] | Tabular
 
 # Column names for the TREC fields, in the spellings of trec_eval, BEIR, ranx and ir_measures.
 QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id", "query")
@@ -66,15 +52,9 @@ def as_gold(value: Any) -> Gold:
         return value
     if is_path(value):
         return read_gold(Path(value))
-    if isinstance(value, Mapping):
-        return _gold_from_mapping(value)
-    frame = as_polars(value)
-    if frame is not None:
-        return _gold_from_frame(frame)
-    raise InputError(
-        f"gold: expected a dict {{qid: {{doc: grade}}}} or {{qid: [ids]}}, a DataFrame, a path or "
-        f"a published version, not {type(value).__name__}"
-    )
+    return _converted(value, _gold_from_mapping, _gold_from_frame,
+                      "gold: expected a dict {qid: {doc: grade}} or {qid: [ids]}, a DataFrame, "
+                      "a path or a published version")  # fmt: skip
 
 
 def _grade(qid: str, doc: str, value: object) -> int:
@@ -114,15 +94,18 @@ def as_run(value: Any) -> Run:
     id descending; a list is taken in its order. (A path goes to ``evaluate_run_file``.)"""
     if isinstance(value, Run):
         return value
+    return _converted(value, _run_from_mapping, _run_from_frame,
+                      "run: expected a dict {qid: {doc: score}} or {qid: [ids]}, a DataFrame or "
+                      "a path")  # fmt: skip
+
+
+def _converted(value: Any, from_mapping: Callable, from_frame: Callable, expected: str) -> Any:
     if isinstance(value, Mapping):
-        return _run_from_mapping(value)
+        return from_mapping(value)
     frame = as_polars(value)
     if frame is not None:
-        return _run_from_frame(frame)
-    raise InputError(
-        f"run: expected a dict {{qid: {{doc: score}}}} or {{qid: [ids]}}, a DataFrame or a path, "
-        f"not {type(value).__name__}"
-    )
+        return from_frame(frame)
+    raise InputError(f"{expected}, not {type(value).__name__}")
 
 
 def _run_from_mapping(value: Mapping) -> Run:

@@ -650,3 +650,68 @@ def registered(con: duckdb.DuckDBPyConnection, **frames) -> Iterator[None]:
     finally:
         for name in frames:
             con.unregister(name)
+
+
+# --- the store as an object ---------------------------------------------------------------------
+
+
+class Store:
+    """The store, its path resolved once (flag > ``GOLDMINE_DB`` > goldmine.toml > default),
+    opened for one unit of work at a time.
+
+    ``read()`` and ``write()`` hold a connection for the ``with`` block only, so other processes
+    can use the file between units, and turn DuckDB's errors into the project's (``StoreError``;
+    out of memory names the limit). Read-only unless made with ``write=True``; a missing store is
+    a ``NotFoundError`` when reading, created by the first ``write()``.
+
+    Example:
+        >>> store = Store("gold.duckdb", write=True)
+        >>> with store.write() as con:
+        ...     n = con.execute("SELECT count(*) FROM schema_migrations").fetchall()[0][0]
+    """
+
+    def __init__(self, path: str | Path | None = None, *, write: bool = False) -> None:
+        self.path = resolve_db_path(path)
+        self.writable = write
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r}{', write=True' if self.writable else ''})"
+
+    @property
+    def settings(self):
+        """The project's typed settings (goldmine.toml), for stages that take them from here."""
+        from goldmine.config import settings
+
+        return settings()
+
+    @contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection for one unit of work."""
+        with open_store(self.path, read_only=True, create=False) as con, _mapped(self.path):
+            yield con
+
+    @contextmanager
+    def write(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-write connection for one unit of work (the store is made if absent)."""
+        if not self.writable:
+            raise InputError(
+                f"{self.path} was opened read-only: open it with Store(path, write=True) to write"
+            )
+        with open_store(self.path) as con, _mapped(self.path):
+            yield con
+
+
+@contextmanager
+def _mapped(path: Path) -> Iterator[None]:
+    """DuckDB's exceptions inside a unit of work as the project's: one line, the store named."""
+    try:
+        yield
+    except Exception as exc:
+        module = sys.modules.get("_duckdb") or sys.modules.get("duckdb")
+        if module is None or not isinstance(exc, module.Error):
+            raise
+        oom = out_of_memory(exc)
+        if oom is not None:
+            raise oom from exc
+        said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StoreError(f"{path}: {said}") from exc

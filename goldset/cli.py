@@ -673,11 +673,19 @@ def diff(
 def export(
     version: Annotated[str, typer.Option("--version", help="v3, 3 or latest.")] = "latest",
     out: Annotated[Path, typer.Option("--out", help="Folder to write into.")] = Path("gold"),
-    fmt: Annotated[str, typer.Option("--format", help="jsonl, trec or beir.")] = "jsonl",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="jsonl, trec or beir; or for other tools: ranx (Qrels JSON), ir_measures "
+            "(TREC qrels TSV), hf (Parquet + dataset card for Hugging Face datasets).",
+        ),
+    ] = "jsonl",
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Write a version as a deterministic, sorted file (gold/v0003.jsonl), TREC or BEIR."""
+    """Write a version as a deterministic, sorted file (gold/v0003.jsonl), TREC, BEIR, or for
+    ranx, ir_measures and Hugging Face datasets."""
     from goldmine.goldset.exchange import export_version
 
     with _store(db, create=False) as con:
