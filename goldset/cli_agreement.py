@@ -12,6 +12,7 @@ from math import ceil
 from pathlib import Path
 from typing import Any
 
+from goldmine.errors import InputError
 from goldmine.options import db_flag
 from goldmine.output import print_json
 from goldmine.store import open_store
@@ -31,14 +32,31 @@ def agreement_between(
     from goldmine.goldset.sources import between
 
     m = parse_metric(metric)
-    read = [read_run(path) for path in runs]
     with open_store(db_flag(db), create=False) as con:
+        _no_stored_runs(con, runs)
+        read = [read_run(path) for path in runs]
         reports = between(con, *specs, relevant_from=relevant_from, runs=read, metric=m)
     if as_json:
         print_json(reports[0] if len(reports) == 1 else reports)
         return
     for report in reports:
         print_report(report, relevant_from)
+
+
+def _no_stored_runs(con, runs: list[Path]) -> None:
+    """A --runs value naming a stored eval run rather than a file: the store keeps only that
+    run's scores, never its ranking, so it cannot be scored under other judgments."""
+    for path in runs:
+        if path.exists():
+            continue
+        stored = con.execute(
+            "SELECT count(*) FROM eval_runs WHERE label = ? OR run_source = ?", [str(path)] * 2
+        ).fetchall()[0][0]
+        if stored:
+            raise InputError(
+                f"{path} is a stored eval run, which keeps only its scores: write its ranking "
+                f"with `goldmine eval run … --save-run FILE` and give --runs FILE"
+            )
 
 
 def _fmt(value: float | None) -> str:

@@ -378,3 +378,38 @@ def test_suggestions_count_only_grades_given_where_review_showed_them(cli, db_pa
     assert "judge-1 / ana: 20 items, 40 judged chunks; weighted kappa" in text
     # The matrix names its grades and sides, and says which side is the more lenient.
     assert "    judge-1     0     1     2" in text and "judge-1 is the more lenient" in text
+
+
+def test_gold_is_the_verified_labels_and_a_stored_run_is_named_not_scored(cli, db_path) -> None:
+    units, a, b = _twenty(db_path)
+    _import(db_path, "import:nist", _grades(units, a))
+    _label(db_path, "ana", _grades(units, b))
+    with open_store(db_path) as con, transaction(con):
+        # ana's items 0-9 verified; q10 verified "no answer", whose chunks are then 0 in gold.
+        con.execute("DELETE FROM gold_labels WHERE query_id = 'q10'")
+        con.execute(
+            "UPDATE gold_items SET status = 'verified', verified_by = 'ana', verified_at = ?,"
+            " no_answer = (query_id = 'q10')"
+            " WHERE query_id IN (SELECT 'q' || i FROM range(11) t(i))",
+            [AT],
+        )
+        con.execute(
+            "INSERT INTO gold_labels (query_id, chunk_id, kind, rank, source, ts)"
+            " SELECT 'q10', 'c10_' || i, 'draft', i + 1, 'bm25', ? FROM range(2) t(i)",
+            [AT],
+        )
+        con.execute(
+            "INSERT INTO eval_runs (run_id, created_at, label, gold_source, gold_hash,"
+            " run_source, rel_level, n_queries, n_missing, n_ignored, n_no_answer, metrics)"
+            " VALUES (1, ?, 'bm25-v1', 'v1', 'h', 'run.trec', 1, 1, 0, 0, 0, '{}')",
+            [AT],
+        )
+    out = json.loads(_between(cli, db_path, "import:nist", "gold", "--json").stdout)
+    assert out["n_queries"] == 11 and out["n_units"] == 22
+    gold_grades = b[:20] + [0, 0]
+    assert out["kappa_weighted"] == pytest.approx(
+        cohen_kappa_score(a[:22], gold_grades, weights="linear", labels=[0, 1, 2])
+    )
+    assert out["answerable"]["both_no_answer"] == (1 if a[20] + a[21] == 0 else 0)
+    stored = _between(cli, db_path, "import:nist", "gold", "--runs", "bm25-v1", ok=False)
+    assert stored.returncode == 2 and "keeps only its scores" in stored.stderr
