@@ -79,6 +79,9 @@ def figure(
 
 def print_report(r: dict[str, Any], relevant_from: int = 1) -> None:
     a, b = r["sources"]
+    if not r["n_units"]:
+        print(f"{a} / {b}: no (query, chunk) graded by both, nothing to compare")
+        return
     print(f"{a} (rows) / {b} (columns): {r['n_queries']} queries, {r['n_units']} units")
     print_figures(r, relevant_from)
     print_systems(r.get("systems"))

@@ -413,3 +413,13 @@ def test_gold_is_the_verified_labels_and_a_stored_run_is_named_not_scored(cli, d
     assert out["answerable"]["both_no_answer"] == (1 if a[20] + a[21] == 0 else 0)
     stored = _between(cli, db_path, "import:nist", "gold", "--runs", "bm25-v1", ok=False)
     assert stored.returncode == 2 and "keeps only its scores" in stored.stderr
+
+
+def test_sources_with_no_unit_in_common_say_so(cli, db_path) -> None:
+    units = _items(db_path, 2)
+    _import(db_path, "import:a", {units[0]: 2})
+    _import(db_path, "import:b", {units[3]: 1})
+    out = json.loads(_between(cli, db_path, "import:a", "import:b", "--json").stdout)
+    assert out["n_units"] == 0 and out["kappa_weighted"] is None
+    text = _between(cli, db_path, "import:a", "import:b").stdout
+    assert text == "import:a / import:b: no (query, chunk) graded by both, nothing to compare\n"
