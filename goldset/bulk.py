@@ -51,6 +51,7 @@ LABEL_SCHEMA: dict[str, Any] = {
     "snapshot_id": pl.Int64,
     "who": _TEXT,
     "ts": _TEXT,
+    "source": _TEXT,
 }
 HISTORY_SCHEMA: dict[str, Any] = {
     "query_id": _TEXT,
@@ -93,7 +94,8 @@ def insert_verified_items(con: duckdb.DuckDBPyConnection, rows: list[dict], at: 
 
 
 def insert_labels(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple]) -> None:
-    """(query_id, chunk_id, grade, text_hash, snapshot_id, who, ts) tuples as people's labels."""
+    """(query_id, chunk_id, grade, text_hash, snapshot_id, who, ts, source) tuples as people's
+    labels; a source None (a version frozen before sources were kept) is "import"."""
     if not rows:
         return
     frame = pl.DataFrame(rows, orient="row", schema=LABEL_SCHEMA)
@@ -101,8 +103,8 @@ def insert_labels(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple]) -> None
         con.execute(
             """INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, text_hash,
                    snapshot_id, who, ts)
-               SELECT query_id, chunk_id, 'label', grade, 'import', text_hash, snapshot_id, who,
-                      ts::TIMESTAMP
+               SELECT query_id, chunk_id, 'label', grade, coalesce(source, 'import'), text_hash,
+                      snapshot_id, who, ts::TIMESTAMP
                FROM gold_bulk_labels"""
         )
 

@@ -251,7 +251,11 @@ def set_grade(
                snapshot_id, who, ts) VALUES (?, ?, 'label', ?, ?, ?, ?, ?, ?)""",
         [query_id, chunk_id, grade, source, text_hash, snapshot_id, by, at],
     )
-    detail: dict[str, Any] = {"chunk_id": chunk_id, "grade": grade, "text_hash": text_hash}
+    # The source (review, model-accept, label, agreed…) goes with the grade into history, and
+    # from the label into a published version: who or what the grade came from is never lost.
+    detail: dict[str, Any] = {
+        "chunk_id": chunk_id, "grade": grade, "text_hash": text_hash, "source": source,
+    }  # fmt: skip
     if previous:
         detail["previous"] = previous[0][0]
     record(con, query_id, "grade", by, detail, at)
@@ -442,9 +446,8 @@ def mark_rest(
                  AND c.text_hash NOT IN (SELECT text_hash FROM gold_texts)""",
             [query_id, chunk_ids],
         )
-        record(
-            con, query_id, "grade-rest", by, {"chunk_ids": sorted(chunk_ids), "grade": grade}, at
-        )
+        detail = {"chunk_ids": sorted(chunk_ids), "grade": grade, "source": source}
+        record(con, query_id, "grade-rest", by, detail, at)
         _touch(con, query_id, at)
         settle(con, query_id, by, at=at)
     return len(chunk_ids)
@@ -608,9 +611,32 @@ def show_item(con: duckdb.DuckDBPyConnection, query_id: str) -> dict:
     item = get_item(con, query_id)
     item["labels"] = labels_of(con, query_id, "label")
     item["drafts"] = labels_of(con, query_id, "draft")
+    item["model_grades"], item["source_grades"] = other_grades(con, query_id)
     item["history"] = history_of(con, query_id)
     item["version"] = item_version(con, query_id)
     return item
+
+
+def other_grades(con: duckdb.DuckDBPyConnection, query_id: str) -> tuple[list[dict], list[dict]]:
+    """The grades beside people's for one item: each model judge's newest per chunk (source
+    ``judge:MODEL``, with its reason), and every imported source's (``gold_source_grades``; a
+    row without a chunk is that source saying the query has no answer)."""
+    model = fetch_dicts(
+        con,
+        """SELECT chunk_id, 'judge:' || model AS source, arg_max(grade, ts) AS grade,
+                  arg_max(reason, ts) AS reason, arg_max(prompt_version, ts) AS prompt_version,
+                  max(ts) AS at
+           FROM gold_model_labels WHERE query_id = ? GROUP BY chunk_id, model
+           ORDER BY chunk_id, source""",
+        [query_id],
+    )
+    imported = fetch_dicts(
+        con,
+        """SELECT source, chunk_id, grade, raw_grade, in_corpus, file, line, ts AS at
+           FROM gold_source_grades WHERE query_id = ? ORDER BY source, chunk_id NULLS FIRST""",
+        [query_id],
+    )
+    return model, imported
 
 
 def history_of(con: duckdb.DuckDBPyConnection, query_id: str) -> list[dict]:

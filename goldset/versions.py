@@ -75,7 +75,8 @@ def item_records(con: duckdb.DuckDBPyConnection, items: list[dict]) -> list[dict
     labels: dict[str, list[dict]] = {}
     for row in fetch_dicts(
         con,
-        """SELECT query_id, chunk_id, grade, text_hash, snapshot_id, who AS "by", ts AS at
+        """SELECT query_id, chunk_id, grade, text_hash, snapshot_id, who AS "by", ts AS at,
+                  source
            FROM gold_labels WHERE kind = 'label'
              AND query_id IN (SELECT unnest(?::VARCHAR[]))
            ORDER BY query_id, chunk_id""",
@@ -134,8 +135,15 @@ def item_record(item: dict, labels: list[dict], history: list[dict]) -> dict:
         },
         "label_text_hashes": {r["chunk_id"]: r["text_hash"] for r in labels},
         "snapshot": sorted({r["snapshot_id"] for r in labels if r["snapshot_id"] is not None}),
+        # Each label's source (review, model-accept, import…) is frozen with it. Versions
+        # published before it was recorded keep their lines (and hashes) as they were.
         "labelled": {
-            r["chunk_id"]: {"at": _iso(r["at"]), "by": r["by"], "snapshot_id": r["snapshot_id"]}
+            r["chunk_id"]: {
+                "at": _iso(r["at"]),
+                "by": r["by"],
+                "snapshot_id": r["snapshot_id"],
+                "source": r["source"],
+            }
             for r in labels
         },
         "verified_by": item["verified_by"],

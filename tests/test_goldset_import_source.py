@@ -11,12 +11,15 @@ scale with ``Q0`` in the second column, and a 0-1 scale with ``0`` there.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+import test_goldset_draft
 
 from goldmine.store import open_store
 
+from fake_llm import serve
 from helpers import gold, norm_qid, store_corpus
 from realdata import cranfield_chunks, cranfield_queries
 
@@ -191,3 +194,119 @@ def test_grades_off_the_scale_need_a_grade_map_as_a_source_too(cli, tmp_path: Pa
                ok=False)  # fmt: skip
     assert out.returncode == 2 and "--grade-map" in out.stderr
     assert _rows(db, "SELECT count(*) FROM gold_source_grades") == [(0,)]
+
+
+# --- every label's source travels with it: history, show, the published version ---------------
+
+store = test_goldset_draft.store  # the fixture: the sample store with three candidates
+
+
+def _cells(line: str) -> list[str]:
+    """A row of a table as rich draws it, cell by cell."""
+    return [c.strip() for c in re.split("[│┃]", line)][1:-1]
+
+
+def _judged_and_accepted(cli, db: Path) -> str:
+    """The model grades every candidate; ana takes its grade for reset password's first
+    candidate with m and grades the second herself: the item is verified. Returns its id."""
+    with serve() as server:
+        judged = cli("--db", str(db), "gold", "draft", "-k", "2", "--judge", "llm",
+                     "--base-url", server.base_url, "--model", "judge-1")  # fmt: skip
+    assert judged.returncode == 0, judged.stderr
+    review = cli("--db", str(db), "gold", "review", "--by", "ana", input="m\n2\nq\n")
+    assert review.returncode == 0, review.stderr
+    return norm_qid("reset password")
+
+
+def test_a_grade_taken_from_the_model_says_so_in_history_and_in_the_version(
+    cli, store: Path, tmp_path: Path
+) -> None:
+    qid = _judged_and_accepted(cli, store)
+    grades = [
+        h["detail"]
+        for h in json.loads(gold(cli, store, "show", qid, "--json").stdout)["history"]
+        if h["action"] == "grade"
+    ]
+    assert [g["source"] for g in grades] == ["model-accept", "review"]
+
+    gold(cli, store, "publish", "-m", "first", "--by", "ana")
+    line = _rows(store, "SELECT item FROM gold_version_items WHERE query_id = ?", [qid])[0][0]
+    frozen = json.loads(line)
+    sources = {c: meta["source"] for c, meta in frozen["labelled"].items()}
+    assert sorted(sources.values()) == ["model-accept", "review"]
+    assert "v1\tok" in gold(cli, store, "verify").stdout
+
+    # The exported file carries it, and a store restored from it keeps it on the labels.
+    gold(cli, store, "export", "--out", str(tmp_path / "out"))
+    exported = (tmp_path / "out" / "v0001.jsonl").read_text().splitlines()
+    assert line in exported
+    restored = tmp_path / "restored.duckdb"
+    gold(cli, restored, "import", str(tmp_path / "out" / "v0001.jsonl"))
+    labels = dict(_rows(restored, "SELECT chunk_id, source FROM gold_labels WHERE query_id = ?",
+                        [qid]))  # fmt: skip
+    assert labels == sources
+
+
+def test_a_version_published_before_sources_were_recorded_still_verifies(
+    cli, tmp_path: Path
+) -> None:
+    """A version file whose labels carry no source (as every version published before) restores,
+    verifies, exports to the same bytes, and its labels are the file's ("import")."""
+    item = {
+        "query_id": "q1", "query": "reset password", "norm_query": "reset password",
+        "context": None, "relevant": {"kb-reset-1": 2}, "not_relevant": {}, "no_answer": False,
+        "tags": [], "notes": [], "provenance": {"origin": "manual"},
+        "label_text_hashes": {"kb-reset-1": None}, "snapshot": [],
+        "labelled": {"kb-reset-1": {"at": "2026-11-01T00:00:00", "by": "ana",
+                                    "snapshot_id": None}},
+        "verified_by": "ana", "verified_at": "2026-11-01T00:00:00", "history": [],
+    }  # fmt: skip
+    from goldmine.goldset.versions import content_hash, dump_line
+
+    lines = [dump_line(item)]
+    header = {"format": "goldmine-gold", "format_version": 1, "version": 1, "message": "old",
+              "content_hash": content_hash(lines), "published_at": "2026-11-01T00:00:00",
+              "published_by": "ana"}  # fmt: skip
+    path = tmp_path / "v0001.jsonl"
+    path.write_text("\n".join([dump_line(header), *lines]) + "\n")
+    db = tmp_path / "old.duckdb"
+    gold(cli, db, "import", str(path))
+    assert "v1\tok" in gold(cli, db, "verify").stdout
+    gold(cli, db, "export", "--out", str(tmp_path / "again"))
+    assert (tmp_path / "again" / "v0001.jsonl").read_text().splitlines()[1:] == lines
+    assert _rows(db, "SELECT source FROM gold_labels") == [("import",)]
+
+
+def test_show_puts_the_models_and_other_sources_grades_beside_peoples(
+    cli, store: Path, tmp_path: Path
+) -> None:
+    qid = _judged_and_accepted(cli, store)
+    topics, qrels = tmp_path / "topics.tsv", tmp_path / "team.qrels"
+    topics.write_text("t1\treset password\n")
+    qrels.write_text("t1 0 kb-reset-1 1\nt1 0 kb-gone 2\n")
+    gold(cli, store, "import", str(qrels), "--as-source", "team", "--topics", str(topics))
+
+    shown = json.loads(gold(cli, store, "show", qid, "--json").stdout)
+    model = {m["chunk_id"]: m for m in shown["model_grades"]}
+    assert model["kb-reset-1"]["grade"] == 2 and model["kb-reset-1"]["source"] == "judge:judge-1"
+    assert "words in common" in model["kb-reset-1"]["reason"]
+    others = {(s["source"], s["chunk_id"]): s["grade"] for s in shown["source_grades"]}
+    assert others == {("import:team", "kb-reset-1"): 1, ("import:team", "kb-gone"): 2}
+    assert {lab["chunk_id"]: lab["source"] for lab in shown["labels"]}["kb-reset-1"] == (
+        "model-accept"
+    )
+
+    text = gold(cli, store, "show", qid).stdout
+    table = text.split("grades by source", 1)[1].split("history", 1)[0].splitlines()
+    header = next(line for line in table if "chunk_id" in line)
+    assert _cells(header) == [
+        "chunk_id", "person", "judge:judge-1", "import:team", "model's reason"
+    ]  # fmt: skip
+    row = next(line for line in table if "kb-reset-1" in line)
+    # kb-reset-1: ana's 2 (taken from the model), the model's 2 and why, the team's 1
+    cells = _cells(row)
+    assert cells[:4] == ["kb-reset-1", "2 ana (model-accept)", "2", "1"]
+    assert "words in common" in cells[4]
+    gone = _cells(next(line for line in table if "kb-gone" in line))
+    assert gone[:4] == ["kb-gone", "", "", "2"]
+
