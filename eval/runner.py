@@ -17,14 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine.config import settings
 from goldmine.errors import InputError
-from goldmine.eval import sources
 from goldmine.eval.history import append_history, check_history, git_commit, history_row
 from goldmine.eval.metrics import Metric, parse_metrics
 from goldmine.eval.readers import read_gold, read_run
 from goldmine.eval.scoring import EvalResult, check_overlap, evaluate, evaluate_run_file
 from goldmine.files import require_file
 from goldmine.gold import Gold, Run
-from goldmine.goldset.versions import load_gold as load_version
 from goldmine.store import open_store
 from goldmine.text import sha256_file
 
@@ -92,6 +90,8 @@ def load_gold(spec: str, fmt: str | None = None, db: Path | None = None) -> Gold
     path = Path(spec)
     if path.exists() or not _VERSION_SPEC.match(spec):
         return read_gold(path, fmt)
+
+    from goldmine.goldset.versions import load_gold as load_version  # a file needs no store
 
     with open_store(db, read_only=True) as con:
         return load_version(con, spec)
@@ -171,6 +171,9 @@ class RunSource:
             )
 
     def retrieve(self, gold: Gold, k: int, db: Path | None) -> Run:
+        # Here, not at the top: the retrievers' module (HTTP client, progress bars) is a tenth of
+        # a second of `eval run`'s start-up on a run file, which never needs it.
+        from goldmine.eval import sources
 
         if self.retriever is not None:
             return sources.run_callable(gold, self.retriever, k, batch=self.batch)

@@ -173,3 +173,16 @@ def test_eval_run_imports_nothing_heavy(tmp_path: Path) -> None:
     heavy = MODEL + ",numpy,polars,pandas,scipy,numba,matplotlib,sklearn,pyarrow,pydantic"
     args = ["eval", "run", "-g", str(gold), "-r", str(run), "--db", str(tmp_path / "s.duckdb")]
     assert _loaded(args, heavy) == "LOADED:"
+
+
+def test_eval_run_on_files_without_a_store_imports_no_store_or_retriever_client(tmp_path) -> None:
+    """`eval run --no-store` on two files needs neither DuckDB nor the retrievers' HTTP client
+    (goldmine.eval.sources and urllib.request were a tenth of a second of its start-up)."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"query_id": "q1", "query": "a", "relevant": ["d1"]}\n')
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\n")
+    heavy = "duckdb,_duckdb,goldmine.eval.sources,urllib.request,http.client"
+    heavy += ",goldmine.goldset.versions"
+    args = ["eval", "run", "-g", str(gold), "-r", str(run), "--no-store"]
+    assert _loaded(args, heavy) == "LOADED:"
