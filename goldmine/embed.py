@@ -52,9 +52,12 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_DIM = 384
 THREADS_ENV = "GOLDMINE_TORCH_THREADS"
 BACKEND_ENV = "GOLDMINE_EMBED_BACKEND"
-# The library's default, for the corpus embeddings of the eval baselines and drafts: torch, the
-# reference their figures were measured with. Triage defaults to onnx-int8 (triage/pipeline.py).
+# The library's default, for the eval baselines' corpus embeddings: torch, the reference their
+# figures were measured with (Cranfield's against FACTS.md).
 DEFAULT_BACKEND = "torch"
+# Triage's default (triage/pipeline.py DEFAULT_BACKEND), and the drafts': a draft only proposes
+# chunks for a person to grade, so it takes triage's faster backend and shares its cache.
+DRAFT_BACKEND = "onnx-int8"
 DEFAULT_THREADS = 1
 
 # Names that mean the bundled model; they share one cache key (DEFAULT_MODEL).
@@ -86,6 +89,12 @@ def embed_backend(backend: str | None = None, default: str = "") -> str:
     if backend not in BACKENDS:
         raise InputError(f"{where} must be one of {', '.join(BACKENDS)}, not {backend!r}")
     return backend
+
+
+def draft_backend(backend: str | None = None) -> str:
+    """The drafts' backend, chosen as triage chooses its own: the argument >
+    GOLDMINE_EMBED_BACKEND > [embed] backend > onnx-int8."""
+    return embed_backend(backend, default=DRAFT_BACKEND)
 
 
 def cache_key(name: str | None = None, backend: str | None = None) -> str:

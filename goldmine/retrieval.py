@@ -10,7 +10,9 @@ scores one against a gold set. So they are plain, deterministic and cheap to bui
   chunk vectors come through :func:`goldmine.embed.embed_texts`, so they are cached in the store by
   the hash of that string and a re-run encodes only changed chunks. Score = cosine = dot product of
   L2-normalized vectors. (On Cranfield, title + text matches FACTS.md's reference MAP and recall
-  exactly; text alone scores 0.004 lower MAP.)
+  exactly; text alone scores 0.004 lower MAP.) The queries are embedded with the backend the
+  chunks were (``backend``: torch by default, ``gold draft`` passes triage's choice), never
+  another: a query and a chunk of two backends agree only to a cosine of ~0.99.
 - ``hybrid``: reciprocal rank fusion, score = sum over the two lists of 1 / (60 + rank), of the top
   N = max(k, 100) of each.
 
@@ -18,7 +20,8 @@ Ties are broken by chunk id, descending — trec_eval's order — so a run saved
 back ranks exactly as it was returned. Scores are float (from float32 for BM25 and dense).
 
 Only the queries are encoded at search time, without the cache: a retriever outlives the store
-connection it was built with (commands hold the store only for their unit of work).
+connection it was built with (commands hold the store only for their unit of work). A caller that
+embedded the queries itself (``gold draft``, through the cache) passes their ``vectors``.
 """
 
 from __future__ import annotations
@@ -160,29 +163,40 @@ class DenseRetriever(Retriever):
         model: str | None = None,
         show_progress: bool = True,
         vectors: np.ndarray | None = None,
+        backend: str | None = None,
     ):
+        """``vectors``: the chunks' vectors when the caller embedded them (with ``backend``)."""
         super().__init__(ids)
-        from goldmine.embed import embed_texts, embed_uncached, model_key
+        from goldmine.embed import embed_backend, embed_texts, embed_uncached, model_key
 
         self.model = model_key(model)
+        # Resolved once: the queries must be embedded as the chunks were.
+        self.backend = embed_backend(backend)
         texts = documents(titles, texts)
         if vectors is not None:  # embedded by the caller (gold draft, with the store closed)
             self.vectors = vectors
         elif con is not None:
-            self.vectors = embed_texts(con, texts, self.model, show_progress=show_progress)
+            self.vectors = embed_texts(
+                con, texts, self.model, show_progress=show_progress, backend=self.backend
+            )
         else:
-            self.vectors = embed_uncached(texts, self.model, show_progress=show_progress)
+            self.vectors = embed_uncached(
+                texts, self.model, show_progress=show_progress, backend=self.backend
+            )
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
         from goldmine.embed import embed_uncached
 
-        return embed_uncached(list(queries), self.model)
+        return embed_uncached(list(queries), self.model, backend=self.backend)
 
-    def search(self, queries: Sequence[str], k: int) -> list[Hits]:
+    def search(
+        self, queries: Sequence[str], k: int, vectors: np.ndarray | None = None
+    ) -> list[Hits]:
+        """``vectors``: the queries' own, when the caller embedded them with this backend."""
         _check_k(k)
         if not len(queries):
             return []
-        return self.search_vectors(self.embed_queries(queries), k)
+        return self.search_vectors(self.embed_queries(queries) if vectors is None else vectors, k)
 
     def search_vectors(self, q: np.ndarray, k: int) -> list[Hits]:
         """``search`` for queries already embedded (e.g. from the cache) with the same model."""
@@ -209,11 +223,14 @@ class HybridRetriever(Retriever):
         self.dense = dense
         self._position = {str(chunk_id): i for i, chunk_id in enumerate(self.ids)}
 
-    def search(self, queries: Sequence[str], k: int) -> list[Hits]:
+    def search(
+        self, queries: Sequence[str], k: int, vectors: np.ndarray | None = None
+    ) -> list[Hits]:
+        """``vectors``: the queries' own for the dense side, as ``DenseRetriever.search``."""
         _check_k(k)
         depth = max(k, FUSION_DEPTH)
         lexical = self.bm25.search(queries, depth)
-        semantic = self.dense.search(queries, depth)
+        semantic = self.dense.search(queries, depth, vectors)
         hits: list[Hits] = []
         for one, two in zip(lexical, semantic, strict=True):
             fused = np.zeros(len(self), dtype=np.float64)
@@ -233,8 +250,10 @@ def build_retriever_from_chunks(
     con: duckdb.DuckDBPyConnection | None = None,
     model: str | None = None,
     show_progress: bool = True,
+    backend: str | None = None,
 ) -> Retriever:
-    """A retriever over chunks in memory; with ``con``, dense vectors are cached in the store."""
+    """A retriever over chunks in memory; with ``con``, dense vectors are cached in the store.
+    ``backend``: the dense side's (default: embed.embed_backend's choice, torch unless set)."""
     kind = _check_kind(kind)
     ids, texts = list(ids), list(texts)
     titles = list(titles) if titles is not None else [None] * len(ids)
@@ -245,7 +264,13 @@ def build_retriever_from_chunks(
     if kind == "bm25":
         return BM25Retriever(ids, titles, texts)
     dense = DenseRetriever(
-        ids, texts, titles=titles, con=con, model=model, show_progress=show_progress
+        ids,
+        texts,
+        titles=titles,
+        con=con,
+        model=model,
+        show_progress=show_progress,
+        backend=backend,
     )
     if kind == "dense":
         return dense

@@ -113,6 +113,25 @@ def test_dense_and_hybrid_find_paraphrases_and_cache_chunk_vectors(db_path):
         assert con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0] == len(CHUNKS)
 
 
+@pytest.mark.slow
+def test_dense_embeds_queries_with_the_backend_of_its_chunks():
+    import numpy as np
+
+    from goldmine.embed import embed_uncached
+    from goldmine.retrieval import DenseRetriever, documents
+
+    docs, query = documents(TITLES, TEXTS), ["how do I reset my password"]
+    int8 = embed_uncached(query, backend="onnx-int8")
+    assert not np.allclose(int8, embed_uncached(query, backend="torch"), atol=1e-4)
+    vectors = embed_uncached(docs, backend="onnx-int8")
+    dense = DenseRetriever(IDS, TEXTS, titles=TITLES, vectors=vectors, backend="onnx-int8")
+    assert np.allclose(dense.embed_queries(query), int8, atol=1e-6)
+    assert dense.search(query, 1)[0][0][0] == "pw-reset"
+    built = build_retriever_from_chunks(IDS, TEXTS, "dense", titles=TITLES, backend="onnx-int8")
+    assert np.allclose(built.vectors, vectors, atol=1e-6)
+    assert np.allclose(built.embed_queries(query), int8, atol=1e-6)
+
+
 # --- Cranfield, end to end -------------------------------------------------------------------
 # FACTS.md's reference (gain = the judgment code, 4 highest, as ir_datasets reads it):
 #   bm25 0.341 / 0.304 / 0.738, dense 0.354 / 0.321 / 0.772, hybrid 0.386 / 0.350 / 0.784

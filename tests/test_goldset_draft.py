@@ -89,10 +89,11 @@ def test_hybrid_draft_embeds_with_the_store_closed(
     seen = _spy_on_store(monkeypatch, embed, "_encode")
     result = draft(store, "hybrid", 3, by="retriever:hybrid")
     assert result.items == 3 and result.drafts == 9
-    assert len(seen) >= 2 and all(held == {} for held in seen)  # chunks, then queries
+    assert seen and all(held == {} for held in seen)  # chunks and queries, in one pass
     with open_store(store) as con:
         cached = con.execute("SELECT count(*) FROM embeddings").fetchall()[0][0]
-    assert cached == len(CHUNKS)  # the chunk vectors were cached for the next draft or eval
+    # The chunk and query vectors were cached for the next draft (and triage's queries).
+    assert cached == len(CHUNKS) + len(QUERIES)
 
     monkeypatch.undo()
     with open_store(store) as con:
@@ -101,3 +102,53 @@ def test_hybrid_draft_embeds_with_the_store_closed(
     assert out.returncode == 0, out.stderr
     lines = out.stderr.splitlines()
     assert any(line.startswith(f"draft: embed {len(CHUNKS)} chunks") for line in lines), lines
+
+
+@pytest.mark.slow
+def test_dense_draft_embeds_chunks_and_queries_with_triages_backend_and_cache(
+    store: Path, cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from goldmine.embed import embed_closed
+    from goldmine.retrieval import documents
+
+    monkeypatch.delenv("GOLDMINE_EMBED_BACKEND", raising=False)
+    # Triage's cache already holds one of the queries (triage embeds with onnx-int8).
+    embed_closed(store, ["reset password"], backend="onnx-int8")
+    out = cli("--db", str(store), "gold", "draft", "--retriever", "dense", "-k", "2")
+    assert out.returncode == 0, out.stderr
+    assert "all-MiniLM-L6-v2@onnx-int8" in out.stderr
+    assert f"{len(CHUNKS) + 2} encoded, 1 from the cache" in out.stderr
+    with open_store(store) as con:
+        keys = dict(con.execute("SELECT model, count(*) FROM embeddings GROUP BY 1").fetchall())
+        drafted = con.execute(
+            "SELECT chunk_id, score FROM gold_labels WHERE kind = 'draft' AND query_id = ? "
+            "ORDER BY rank",
+            [query_id_for(normalize_query("reset password"))],
+        ).fetchall()
+    texts = documents([c[0] for c in CHUNKS.values()], [c[1] for c in CHUNKS.values()])
+    assert keys == {"all-MiniLM-L6-v2@onnx-int8": len(set(texts)) + len(QUERIES)}
+    assert drafted[0][0] == "kb-reset-1"
+    # A re-draft encodes nothing: chunks and queries come from the cache.
+    with open_store(store) as con:
+        con.execute("UPDATE gold_items SET status = 'candidate'")
+    again = cli("--db", str(store), "gold", "draft", "--retriever", "hybrid", "-k", "2")
+    assert again.returncode == 0, again.stderr
+    assert f"0 encoded, {len(CHUNKS) + 3} from the cache" in again.stderr
+    # [embed] backend (or GOLDMINE_EMBED_BACKEND) chooses for drafts as it does for triage.
+    with open_store(store) as con:
+        con.execute("UPDATE gold_items SET status = 'candidate'")
+    torch = cli(
+        "--db", str(store), "gold", "draft", "--retriever", "dense", "-k", "2",
+        env={"GOLDMINE_EMBED_BACKEND": "torch"},
+    )  # fmt: skip
+    assert torch.returncode == 0, torch.stderr
+    with open_store(store) as con:
+        keys = dict(con.execute("SELECT model, count(*) FROM embeddings GROUP BY 1").fetchall())
+    assert keys["all-MiniLM-L6-v2"] == len(set(texts)) + len(QUERIES)
+
+
+def test_drafts_default_to_triages_backend() -> None:
+    from goldmine.embed import DRAFT_BACKEND
+    from goldmine.triage.pipeline import DEFAULT_BACKEND
+
+    assert DRAFT_BACKEND == DEFAULT_BACKEND
