@@ -221,17 +221,19 @@ def test_fail_under_gate(cli, tmp_path: Path, gold: Path, simple_retriever: str)
     assert bad.returncode == 2 and "METRIC=VALUE" in bad.stderr
 
 
-def test_bm25_baseline_over_the_stored_corpus(cli, tmp_path: Path, gold: Path, db_path: Path):
+BASELINE_CHUNKS = [
+    ("policy-14", "Returns of damaged items: refund within 30 days of delivery."),
+    ("policy-2", "Shipping policy: orders ship within two days."),
+    ("finance-3", "Expense reports are due on the fifth working day of the month."),
+    ("finance-1", "The finance team approves purchase orders."),
+    ("hr-7", "Parental leave: sixteen weeks paid for every new parent."),
+    ("hr-1", "Holidays and annual leave requests."),
+]
+
+
+def _store_baseline_chunks(db_path: Path, chunks: list = BASELINE_CHUNKS) -> None:
     from goldmine.store import open_store
 
-    chunks = [
-        ("policy-14", "Returns of damaged items: refund within 30 days of delivery."),
-        ("policy-2", "Shipping policy: orders ship within two days."),
-        ("finance-3", "Expense reports are due on the fifth working day of the month."),
-        ("finance-1", "The finance team approves purchase orders."),
-        ("hr-7", "Parental leave: sixteen weeks paid for every new parent."),
-        ("hr-1", "Holidays and annual leave requests."),
-    ]
     with open_store(db_path) as con:
         con.execute(
             "INSERT INTO corpus_snapshots VALUES (1, 1, now(), 'h', ?, 'test')", [len(chunks)]
@@ -241,6 +243,10 @@ def test_bm25_baseline_over_the_stored_corpus(cli, tmp_path: Path, gold: Path, d
                 "INSERT INTO chunks VALUES (1, ?, ?, ?, NULL, ?, ?, NULL)",
                 [cid, cid.split("-")[0], cid, text, cid],
             )
+
+
+def test_bm25_baseline_over_the_stored_corpus(cli, tmp_path: Path, gold: Path, db_path: Path):
+    _store_baseline_chunks(db_path)
     result = cli(
         "eval",
         "run",
@@ -258,6 +264,33 @@ def test_bm25_baseline_over_the_stored_corpus(cli, tmp_path: Path, gold: Path, d
     data = json.loads(result.stdout)
     assert data["metrics"]["recall@1"] == 1.0
     assert data["run"]["source"] == "baseline:bm25"
+
+
+@pytest.mark.parametrize(
+    "kind", ["bm25", pytest.param("dense", marks=pytest.mark.slow),
+             pytest.param("hybrid", marks=pytest.mark.slow)],
+)  # fmt: skip
+def test_a_baseline_returns_at_most_k_and_abstains_as_the_readme_says(
+    cli, tmp_path: Path, gold: Path, db_path: Path, kind: str
+) -> None:
+    # "do you sell cars" has no answer and shares no term with the corpus.
+    _store_baseline_chunks(db_path)
+    saved = tmp_path / "run.trec"
+    base = ["eval", "run", "-g", str(gold), "--baseline", kind, "--db", str(db_path), "--json"]
+    out = cli(*base, "-k", "2", "--save-run", str(saved), "--no-store")
+    assert out.returncode == 0, out.stderr
+    per_query: dict[str, int] = {}
+    for line in saved.read_text().splitlines():
+        per_query[line.split()[0]] = per_query.get(line.split()[0], 0) + 1
+    assert per_query and max(per_query.values()) <= 2
+    (cars,) = json.loads(out.stdout)["no_answer"]
+    assert cars["returned"] <= 2
+    # Abstained means nothing returned, or nothing scoring --abstain-below or more: BM25 returns
+    # nothing for a query sharing no term; dense and hybrid always rank every chunk, so only
+    # --abstain-below makes them abstain.
+    assert cars["abstained"] is (kind == "bm25")
+    below = cli(*base, "-k", "2", "--abstain-below", "0.99", "--no-store")
+    assert json.loads(below.stdout)["no_answer"][0]["abstained"] is True
 
 
 def test_fail_if_worse_than_uses_the_compare_verdict(cli, tmp_path: Path, db_path: Path) -> None:
