@@ -26,7 +26,8 @@ def agreement_between(
     relevant_from: int,
     as_json: bool,
 ) -> None:
-    """``gold agreement --between A B``: one report per pair the two specs name."""
+    """``gold agreement --between A B``: one report per pair the two specs name (a ``*``
+    names every source of its kind; ``--json`` then prints a list of reports)."""
     from goldmine.eval.metrics import parse_metric
     from goldmine.eval.readers import read_run
     from goldmine.goldset.sources import between
@@ -36,8 +37,8 @@ def agreement_between(
         _no_stored_runs(con, runs)
         read = [read_run(path) for path in runs]
         reports = between(con, *specs, relevant_from=relevant_from, runs=read, metric=m)
-    if as_json:
-        print_json(reports[0] if len(reports) == 1 else reports)
+    if as_json:  # a list exactly when a * was given, so a script knows the shape beforehand
+        print_json(reports if any(spec.endswith(":*") for spec in specs) else reports[0])
         return
     for report in reports:
         print_report(report, relevant_from)

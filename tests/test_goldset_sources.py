@@ -209,7 +209,7 @@ def test_the_judge_against_an_import(cli, db_path) -> None:
     units, model, umbrela = _twenty(db_path)
     _judge(db_path, "judge-1", _grades(units, model))
     _import(db_path, "import:umbrela", _grades(units, umbrela))
-    out = json.loads(_between(cli, db_path, "judge:*", "import:umbrela", "--json").stdout)
+    (out,) = json.loads(_between(cli, db_path, "judge:*", "import:umbrela", "--json").stdout)
     assert out["sources"] == ["judge:judge-1", "import:umbrela"]
     assert out["kappa_weighted"] == pytest.approx(
         cohen_kappa_score(model, umbrela, weights="linear", labels=[0, 1, 2])
@@ -307,7 +307,7 @@ def test_click_drafts_are_a_source_after_a_person_grades_the_chunks(cli, store) 
         assert con.execute(
             "SELECT count(*) FROM gold_labels WHERE kind = 'draft' AND query_id = 'q_reset'"
         ).fetchall() == [(0,)]
-    out = json.loads(_between(cli, db_path, "clicks:*", "rater:ana", "--json").stdout)
+    (out,) = json.loads(_between(cli, db_path, "clicks:*", "rater:ana", "--json").stdout)
     assert out["sources"] == ["clicks:pbm", "rater:ana"]
     # The clicks graded X 2 and Y 1; ana X 2 and Y 0.
     assert out["n_units"] == 2 and out["confusion"]["counts"] == [[0, 0, 0], [1, 0, 0], [0, 0, 1]]
@@ -325,8 +325,8 @@ def test_a_wildcard_compares_every_source_it_names(cli, db_path) -> None:
     assert [r["sources"] for r in out] == [["judge:judge-1", "rater:ana"],
                                            ["judge:judge-2", "rater:ana"]]  # fmt: skip
     assert out[1]["kappa_weighted"] == pytest.approx(1.0)
-    same = _between(cli, db_path, "judge:judge-1", "judge:*", "--json")
-    assert json.loads(same.stdout)["sources"] == ["judge:judge-1", "judge:judge-2"]
+    (same,) = json.loads(_between(cli, db_path, "judge:judge-1", "judge:*", "--json").stdout)
+    assert same["sources"] == ["judge:judge-1", "judge:judge-2"]  # never itself
 
 
 # --- after the judge runs (issue 28: "gold draft --judge llm prints ...") ------------------------
