@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from operator import itemgetter
 from pathlib import Path
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 Tabular = Union["polars.DataFrame", "pandas.DataFrame", str, os.PathLike]
 GoldLike = Gold | Mapping[str, Mapping[str, int]] | Mapping[str, Iterable[str]] | Tabular
 RunLike = Run | Mapping[str, Mapping[str, float]] | Mapping[str, Iterable[str]] | Tabular
+
+_VERSION = re.compile(r"^(v?\d+|latest)$", re.IGNORECASE)  # as `eval run --gold` takes them
 
 # Column names for the TREC fields, in the spellings of trec_eval, BEIR, ranx and ir_measures.
 QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id", "query")
@@ -51,6 +54,11 @@ def as_gold(value: Any) -> Gold:
     if isinstance(value, Gold):
         return value
     if is_path(value):
+        if isinstance(value, str) and _VERSION.match(value) and not Path(value).exists():
+            raise InputError(
+                f"gold: {value!r} is no file; a published version is read from its store: "
+                f"goldmine.Store('goldmine.duckdb').gold({value!r})"
+            )
         return read_gold(Path(value))
     return _converted(value, _gold_from_mapping, _gold_from_frame,
                       "gold: expected a dict {qid: {doc: grade}} or {qid: [ids]}, a DataFrame, "

@@ -665,9 +665,9 @@ class Store:
     a ``NotFoundError`` when reading, created by the first ``write()``.
 
     Example:
-        >>> store = Store("gold.duckdb", write=True)
-        >>> with store.write() as con:
-        ...     n = con.execute("SELECT count(*) FROM schema_migrations").fetchall()[0][0]
+        >>> store = Store("goldmine.duckdb", write=True)                         # doctest: +SKIP
+        >>> with store.write() as con:                                             # doctest: +SKIP
+        ...     n = con.execute("SELECT count(*) FROM eval_runs").fetchall()[0][0]
     """
 
     def __init__(self, path: str | Path | None = None, *, write: bool = False) -> None:

@@ -118,6 +118,8 @@ def test_bad_input_is_an_input_error_that_says_what() -> None:
         goldmine.evaluate({"q1": ["d1"]}, {"q1": {"d1": "x"}})
     with pytest.raises(goldmine.InputError, match="match none of the gold"):
         goldmine.evaluate({"q1": ["d1"]}, {"other": ["d1"]})
+    with pytest.raises(goldmine.InputError, match=r"published version .*Store\("):
+        goldmine.evaluate("v3", {"q1": ["d1"]})
     with pytest.raises(goldmine.InputError, match="no doc_id column"):
         goldmine.evaluate(pl.DataFrame({"query_id": ["q1"], "grade": [1]}), {"q1": ["d1"]})
 
@@ -376,3 +378,16 @@ def test_the_api_names_resolve_lazily_and_the_package_is_typed() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         goldmine.nope  # noqa: B018
     assert (Path(goldmine.__file__).parent / "py.typed").is_file()
+
+
+def test_the_docstring_examples_hold() -> None:
+    import doctest
+
+    import goldmine.api
+    import goldmine.stored
+    import goldmine.testing
+
+    for module in (goldmine.api, goldmine.stored, goldmine.testing, goldmine.store):
+        failed, tried = doctest.testmod(module, extraglobs={"goldmine": goldmine})
+        assert failed == 0, module.__name__
+    assert doctest.testmod(goldmine.api).attempted >= 6  # evaluate's and compare's ran

@@ -54,6 +54,7 @@ def test_a_built_wheel_installs_goldmine_alone(tmp_path: Path) -> None:
         names = set(zf.namelist())
     assert top == {"goldmine", "goldmine-0.1.0.dist-info"}, top
     assert {f"goldmine/{s}/__init__.py" for s in STAGES} <= names
+    assert "goldmine/py.typed" in names  # PEP 561: type checkers read the API's hints
 
 
 def _imports(path: Path) -> set[str]:
