@@ -38,11 +38,15 @@ SPEC_HELP = "rater:NAME, judge:MODEL, clicks:pbm|dbn, import:NAME (NAME may be *
 # Who wrote a label when no person did: such labels are no rater's.
 _NOT_PEOPLE = ("model:", "retriever:", "clicks:", "import:")
 
+# Each click model's newest grade of each (query, chunk) it drafted, from the draft history: a
+# re-run lists only the pairs it scored again, and an earlier run's other drafts stand.
 _CLICK_DRAFTS = """
-    SELECT query_id, json_extract_string(detail, '$.model') AS model,
-           arg_max(detail, seq) AS detail
-    FROM gold_history
-    WHERE action = 'draft' AND json_extract_string(detail, '$.source') = 'clicks'
+    SELECT query_id, model, chunk_id, arg_max(grade, seq) AS grade FROM (
+        SELECT h.query_id, json_extract_string(h.detail, '$.model') AS model, h.seq,
+               json_extract_string(c, '$.chunk_id') AS chunk_id,
+               CAST(json_extract(c, '$.grade') AS INTEGER) AS grade
+        FROM gold_history h, unnest(json_extract(h.detail, '$.chunks[*]')) t(c)
+        WHERE h.action = 'draft' AND json_extract_string(h.detail, '$.source') = 'clicks')
     GROUP BY ALL
 """
 
@@ -133,10 +137,7 @@ def grades_sql(source: Source, param: str) -> tuple[str, dict[str, Any]]:
         sql = f"""SELECT query_id, chunk_id, arg_max(grade, ts) AS grade
                   FROM gold_model_labels WHERE model = {p} GROUP BY ALL"""
     elif source.kind == "clicks":
-        sql = f"""SELECT query_id, json_extract_string(c, '$.chunk_id') AS chunk_id,
-                         CAST(json_extract(c, '$.grade') AS INTEGER) AS grade
-                  FROM ({_CLICK_DRAFTS}) d, unnest(json_extract(d.detail, '$.chunks[*]')) t(c)
-                  WHERE d.model = {p}"""
+        sql = f"SELECT query_id, chunk_id, grade FROM ({_CLICK_DRAFTS}) WHERE model = {p}"
     elif source.kind == "import":
         sql = f"""SELECT query_id, chunk_id, coalesce(arg_max(grade, ts), 0) AS grade
                   FROM gold_source_grades
