@@ -46,6 +46,12 @@ def _any_number(value: Any) -> float:
     return float(value)
 
 
+def _price(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError("must be a number of at least 0 (a price per million tokens)")
+    return float(value)
+
+
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("must be a non-empty string")
@@ -138,6 +144,10 @@ class LlmSettings:
     max_failures: int | None = None  # endpoint failures in a row that end a run; 0: never
     json_mode: bool = True
     temperature: float = 0.0
+    # What a million prompt (in) and completion (out) tokens cost, in any currency: a model
+    # run's usage line then gives its cost. Unset: no cost is claimed.
+    price_in_per_mtok: float | None = None
+    price_out_per_mtok: float | None = None
 
 
 # section -> (its settings class, key -> check); a check returns the typed value or raises
@@ -175,6 +185,8 @@ SECTIONS: dict[str, tuple[type, dict[str, Any]]] = {
             "max_failures": _whole(0),
             "json_mode": _flag,
             "temperature": _any_number,
+            "price_in_per_mtok": _price,
+            "price_out_per_mtok": _price,
         },
     ),  # fmt: skip
 }

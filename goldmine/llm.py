@@ -91,6 +91,8 @@ class Settings:
     concurrency: int = DEFAULT_CONCURRENCY
     json_mode: bool = True  # send response_format {"type": "json_object"}
     temperature: float = 0.0
+    price_in_per_mtok: float | None = None  # [llm]: what a million prompt tokens cost
+    price_out_per_mtok: float | None = None  # and a million completion tokens
 
     def api_key(self) -> str:
         if not self.api_key_env:
@@ -146,6 +148,8 @@ def settings(
         concurrency=concurrency,
         json_mode=typed.json_mode,
         temperature=typed.temperature,
+        price_in_per_mtok=typed.price_in_per_mtok,
+        price_out_per_mtok=typed.price_out_per_mtok,
     )
 
 
@@ -346,10 +350,21 @@ class Usage:
     gave_up: str | None = None  # why the run stopped asking, if it did
     cut: int = 0  # answers longer than KEEP_CHARS (kept cut in gold_llm_calls)
     reasons: dict[str, int] = field(default_factory=dict)
+    cost: float | None = None  # at the [llm] prices (``price``); None: no price set
+    embed_seconds: float | None = None  # the run's embedding, the model's load included
 
     @property
     def retries(self) -> int:
         return max(self.requests - self.calls, 0)
+
+    def price(self, s: Settings) -> None:
+        """The run's cost at ``s``'s prices per million tokens, when either is set."""
+        if s.price_in_per_mtok is None and s.price_out_per_mtok is None:
+            return
+        self.cost = (
+            self.prompt_tokens * (s.price_in_per_mtok or 0.0)
+            + self.completion_tokens * (s.price_out_per_mtok or 0.0)
+        ) / 1e6
 
     def summary(self) -> str:
         text = (
@@ -357,7 +372,13 @@ class Usage:
             f"{self.failed:,} failed, {self.prompt_tokens:,} prompt + "
             f"{self.completion_tokens:,} completion tokens, {self.seconds:.1f} s"
         )
-        return text + (f"; {self.cached:,} from the cache" if self.cached else "")
+        if self.cached:
+            text += f"; {self.cached:,} from the cache"
+        if self.embed_seconds is not None:
+            text += f"; embedding {self.embed_seconds:.1f} s (the embedding model's load included)"
+        if self.cost is not None:
+            text += f"; cost {self.cost:.4f} at the [llm] prices per million tokens"
+        return text
 
     def as_dict(self) -> dict:
         return {
@@ -372,6 +393,8 @@ class Usage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 3),
+            "embed_seconds": None if self.embed_seconds is None else round(self.embed_seconds, 3),
+            "cost": self.cost,
             "failure_reasons": self.reasons,
         }
 

@@ -19,8 +19,8 @@ from goldmine.eval.metrics import parse_metric
 from goldmine.eval.readers import read_run
 from goldmine.goldset.cli_agreement import print_confusion, print_judge_agreement
 from goldmine.goldset.items import default_user
+from goldmine.goldset.judge import JudgeResult, model_agreement
 from goldmine.goldset.judge import judge as run_judge
-from goldmine.goldset.judge import model_agreement
 from goldmine.goldset.kappa import reading
 from goldmine.goldset.synth import check_all_failed
 from goldmine.goldset.synth import synth as run_synth
@@ -149,6 +149,7 @@ def synth(
         style=style, seed=seed, match=match, fuzzy_threshold=fuzzy_threshold,
         similarity=similarity, by=default_user(by),
     )  # fmt: skip
+    result.usage.price(s)
     print_usage("synth", result.usage, result.failures)
     info(
         f"drafted {result.questions} questions from {result.chunks} chunks with {result.model} "
@@ -193,12 +194,9 @@ def judge_draft(
     """``gold draft --judge llm``: the model grades every candidate, beside people's labels."""
 
     result = run_judge(db, s, limit=limit)
+    result.usage.price(s)
     print_usage("judge", result.usage, result.failures)
-    info(
-        f"graded {result.graded} candidates of {result.items} queries with {result.model} "
-        f"({result.prompt_version}); {result.usage.cached} from the cache, {result.failed} "
-        "failed. Review shows them as suggestions; never gold until a person grades."
-    )
+    info(_judged_line(result))
     if result.left:
         info(f"--limit {limit}: {result.left} candidates left to grade; run again to go on")
     if result.suspicious:
@@ -217,6 +215,25 @@ def judge_draft(
         raise GoldmineError(
             f"every model request failed ({u.failed}): " + "; ".join(result.failures[:3])
         )
+
+
+def _judged_line(r: JudgeResult) -> str:
+    """What the judge did: graded some, or found every grade current (a re-run), or had no
+    candidate to grade."""
+    model = f"{r.model} ({r.prompt_version})"
+    if not r.pairs:
+        return "no candidates to grade: `goldmine gold draft` proposes them first"
+    if not r.graded and not r.failed and not r.left and r.current == r.pairs:
+        return (
+            f"all {r.current} candidates of {r.items} queries were already graded by {model}: "
+            "nothing asked. Review shows them as suggestions; never gold until a person grades."
+        )
+    current = f"; {r.current} already current" if r.current else ""
+    return (
+        f"graded {r.graded} candidates of {r.items} queries with {model}; {r.usage.cached} from "
+        f"the cache, {r.failed} failed{current}. Review shows them as suggestions; never gold "
+        "until a person grades."
+    )
 
 
 def agreement_llm(

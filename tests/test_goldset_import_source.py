@@ -310,3 +310,63 @@ def test_show_puts_the_models_and_other_sources_grades_beside_peoples(
     gone = _cells(next(line for line in table if "kb-gone" in line))
     assert gone[:4] == ["kb-gone", "", "", "2"]
 
+
+# --- the judge's run line: a re-run with nothing to ask, the cost, the embedding's time ---------
+
+
+def test_a_judge_rerun_with_every_grade_current_says_so(cli, store: Path) -> None:
+    with serve() as server:
+        first = cli("--db", str(store), "gold", "draft", "-k", "2", "--judge", "llm",
+                    "--base-url", server.base_url, "--model", "judge-1")  # fmt: skip
+        again = cli("--db", str(store), "gold", "draft", "-k", "2", "--judge", "llm",
+                    "--base-url", server.base_url, "--model", "judge-1")  # fmt: skip
+    assert first.returncode == 0 and again.returncode == 0, again.stderr
+    assert "graded 6 candidates of 3 queries" in first.stderr
+    assert "graded 0" not in again.stderr
+    assert "all 6 candidates of 3 queries were already graded by judge-1" in again.stderr
+
+
+def test_prices_in_llm_settings_give_the_run_a_cost(cli, store: Path, tmp_path: Path) -> None:
+    config = tmp_path / "goldmine.toml"
+    config.write_text("[llm]\nprice_in_per_mtok = 1000\nprice_out_per_mtok = 5000\n")
+    with serve() as server:
+        out = cli("--db", str(store), "gold", "draft", "-k", "2", "--judge", "llm", "--json",
+                  "--base-url", server.base_url, "--model", "judge-1",
+                  env={"GOLDMINE_CONFIG": str(config)})  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    # 6 calls of 50 prompt + 10 completion tokens (tests/fake_llm.py):
+    # 300 x 1000 / 1e6 + 60 x 5000 / 1e6 = 0.30 + 0.30
+    assert json.loads(out.stdout)["judge"]["usage"]["cost"] == pytest.approx(0.6)
+    assert "300 prompt + 60 completion tokens" in out.stderr
+    assert "cost 0.6000 at the [llm] prices" in out.stderr
+
+    config.write_text('[llm]\nprice_in_per_mtok = "cheap"\n')
+    bad = cli("--db", str(store), "gold", "draft", "--judge", "llm", "--base-url", "http://x",
+              "--model", "m", env={"GOLDMINE_CONFIG": str(config)})  # fmt: skip
+    assert bad.returncode == 2 and "[llm] price_in_per_mtok" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_no_prices_no_cost(cli, store: Path) -> None:
+    with serve() as server:
+        out = cli("--db", str(store), "gold", "draft", "-k", "2", "--judge", "llm", "--json",
+                  "--base-url", server.base_url, "--model", "judge-1")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["judge"]["usage"]["cost"] is None
+    assert "cost" not in out.stderr
+
+
+@pytest.mark.slow
+def test_synth_usage_counts_the_embedding_models_time(cli, store: Path) -> None:
+    from fake_llm import Reply
+
+    def responder(body, n):
+        return Reply(json.dumps({"questions": [{"question": "get my invoice as a pdf"}]}))
+
+    with serve(responder) as server:
+        out = cli("--db", str(store), "gold", "synth", "--base-url", server.base_url,
+                  "--model", "m1", "--chunks", "1", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    seconds = json.loads(out.stdout)["usage"]["embed_seconds"]
+    assert seconds > 0
+    assert re.search(r"embedding [0-9.]+ s \(the embedding model's load included\)", out.stderr)
