@@ -35,15 +35,16 @@ from pathlib import Path
 from goldmine.goldset import items as gi
 from goldmine.goldset import raters
 from goldmine.goldset.judge import suggestions
+from goldmine.goldset.textmatch import CorpusSearch, marked_words
 from goldmine.output import console as get_console
 from goldmine.store import open_store, transaction
-from goldmine.text import normalize_query
 
-# Two lines, each under 80 columns.
+# Two lines, each under 80 columns; ``[m]`` only where a model suggests a grade (keys_help).
 KEYS_HELP = (
-    "[2] answers  [1] useful  [0] not relevant  [x] rest not relevant  [m] model's\n"
+    "[2] answers  [1] useful  [0] not relevant  [x] rest not relevant\n"
     "[s] search  [a] no answer  [k] skip  [r] reject  [n] note  [u] undo  [q] quit"
 )
+MODEL_KEY = "  [m] model's"
 RELOAD_HINT = "r to reload"
 PASSAGE_CHARS = 900
 
@@ -151,6 +152,36 @@ class View:
     blind: bool = False  # a double-labelled item: this rater's own grades, apart
     ratings: dict = field(default_factory=dict)  # adjudication: each rater's grades
 
+    @property
+    def suggested(self) -> bool:
+        """Whether a model suggests a grade for any candidate: only then is ``m`` offered."""
+        return any(c.get("suggestion") for c in self.candidates)
+
+
+def keys_help(view: View | None) -> str:
+    """The keys for this step: ``[m]`` only where there is a model's grade to take."""
+    if view is None or not view.suggested:
+        return KEYS_HELP
+    first, second = KEYS_HELP.split("\n")
+    return f"{first}{MODEL_KEY}\n{second}"
+
+
+def suggester(suggestion: dict) -> str:
+    """Who suggests a grade, in words: a model's grade is a suggestion, nobody graded it."""
+    return "the click model" if suggestion.get("model") == "clicks" else "the model"
+
+
+def drafted_how(candidate: dict) -> str:
+    """How a candidate came to be shown: its source and score, and a person's earlier grade
+    (a chunk re-opened by ``gold stale`` or an import's dispute). A model's or the click model's
+    grade is not one: it is shown as their suggestion."""
+    how = candidate["source"] or ""
+    if candidate["score"] is not None:
+        how += f" {candidate['score']:.3g}"
+    if candidate["suggested_grade"] is not None and candidate["source"] not in ("model", "clicks"):
+        how += f", was graded {candidate['suggested_grade']}"
+    return how
+
 
 @dataclass
 class Undo:
@@ -169,9 +200,12 @@ class ReviewSession:
         by: str,
         queue: QueueFilter | None = None,
         redact: Callable[[str], str] | None = None,
+        searcher: CorpusSearch | None = None,
     ):
         self.db = db
         self.by = by
+        # The corpus's search index, built on the first search and kept (the page shares one).
+        self.searcher = searcher or CorpusSearch()
         # A note can paste a customer's email: the command hands in the PII redaction.
         self.redact = redact
         self.queue = queue or QueueFilter()
@@ -421,24 +455,9 @@ class ReviewSession:
         self.message = f"undone: {step.what}"
 
     def search(self, text: str, limit: int = 5) -> list[dict]:
-        words = normalize_query(text).split()
-        if not words:
-            return []
+        """The corpus's best chunks for ``text`` by BM25, as the page's search gives them."""
         with self._store() as con:
-            snapshot_id, _ = gi.current_snapshot(con)
-            body = "lower(coalesce(title, '') || ' ' || text)"
-            where = " AND ".join(f"contains({body}, ?)" for _ in words)
-            hits = " + ".join(
-                f"(length({body}) - length(replace({body}, ?, ''))) / length(?)" for _ in words
-            )
-            params = [w for w in words for _ in (0, 1)] + [snapshot_id] + words + [limit]
-            return gi.fetch_dicts(
-                con,
-                f"""SELECT chunk_id, title, text, {hits} AS hits FROM chunks
-                    WHERE snapshot_id = ? AND {where}
-                    ORDER BY hits DESC, chunk_id LIMIT ?""",
-                params,
-            )
+            return self.searcher.search(con, text, limit)
 
     def add_candidate(self, qid: str, chunk_id: str) -> None:
         def put(con) -> None:
@@ -635,23 +654,18 @@ def _render(console, view: View, message: str, alert: bool = False) -> None:
     else:
         position = len(graded) + 1
         total = len(graded) + len(waiting)
-        how = f"{current['source']}"
-        if current["score"] is not None:
-            how += f" score {current['score']:.3g}"
-        if current["suggested_grade"] is not None and current["source"] != "clicks":
-            how += f", was graded {current['suggested_grade']}"
         console.print(
             Text.assemble(
                 (f"candidate {position} of {total}", "bold"),
                 f"  {current['chunk_id']}",
-                (f"  ({how})", "dim"),
+                (f"  ({drafted_how(current)})", "dim"),
             )
         )
         suggestion = current.get("suggestion")
         if suggestion:
             console.print(
                 Text.assemble(
-                    (f"model suggests {suggestion['grade']}", "bold cyan"),
+                    (f"{suggester(suggestion)} suggests {suggestion['grade']}", "bold cyan"),
                     (" ([m] to accept)", "dim"),
                     f": {suggestion['reason'] or ''}",
                 )
@@ -666,11 +680,18 @@ def _render(console, view: View, message: str, alert: bool = False) -> None:
             passage = current["text"]
             if len(passage) > PASSAGE_CHARS:
                 passage = passage[:PASSAGE_CHARS] + " …"
-            text = Text(passage)
-            words = [w for w in normalize_query(item["query"]).split() if len(w) > 2]
-            text.highlight_words(words, style="bold yellow", case_sensitive=False)
-            console.print(text)
-    console.print(Text(KEYS_HELP, style="dim"))
+            console.print(passage_text(passage, item["query"]))
+    console.print(Text(keys_help(view), style="dim"))
+
+
+def passage_text(text: str, query: str):
+    """``text`` with the query's words marked (``textmatch.marked_words``: the page's marks)."""
+    from rich.text import Text
+
+    out = Text(text)
+    for start, end in marked_words(text, query):
+        out.stylize("bold yellow", start, end)
+    return out
 
 
 def _grades_text(grades: dict) -> str:
@@ -776,7 +797,7 @@ def _dispatch(console, keys: Keys, session: ReviewSession, view: View, key: str)
     elif key == "u":
         session.undo()
     else:
-        session.message = f"unknown key {key!r}: {KEYS_HELP}"
+        session.message = f"unknown key {key!r}: {keys_help(view)}"
 
 
 def _search(console, keys: Keys, session: ReviewSession, qid: str) -> None:
@@ -785,15 +806,12 @@ def _search(console, keys: Keys, session: ReviewSession, qid: str) -> None:
     words = keys.line("search the corpus for: ")
     hits = session.search(words)
     if not hits:
-        session.message = f"no chunk holds every word of {words!r}"
+        session.message = f"no chunk matches {words!r}"
         return
     for n, hit in enumerate(hits, 1):
         snippet = " ".join(hit["text"].split())[:160]
-        line = Text(f"[{n}] {hit['chunk_id']}  {hit['title'] or ''}  {snippet}")
-        line.highlight_words(
-            normalize_query(words).split(), style="bold yellow", case_sensitive=False
-        )
-        console.print(line)
+        line = passage_text(f"{hit['chunk_id']}  {hit['title'] or ''}  {snippet}", words)
+        console.print(Text.assemble(f"[{n}] ", line, (f"  bm25 {hit['score']:.2f}", "dim")))
     console.print("press a number to add that chunk as a candidate, any other key to go back")
     key = keys.key()
     if key.isdigit() and 1 <= int(key) <= len(hits):

@@ -33,10 +33,10 @@ from urllib.parse import urlencode
 from goldmine.errors import GoldmineError, InputError, StoreBusyError
 from goldmine.goldset import items as gi
 from goldmine.goldset import webguard as guard
-from goldmine.goldset.review import QueueFilter, ReviewSession, View
+from goldmine.goldset.review import QueueFilter, ReviewSession, View, drafted_how, suggester
+from goldmine.goldset.textmatch import CorpusSearch, marked_words
 from goldmine.output import info, warn
 from goldmine.store import open_store
-from goldmine.text import normalize_query
 
 ASSETS = Path(__file__).parent / "web"
 TOKEN_COOKIE = "goldmine_token"
@@ -52,19 +52,17 @@ def clean(text: str | None) -> str:
 
 
 def highlight(text: str | None, query: str) -> Any:
-    """Escaped text with the query's words marked; the only markup the page adds to user text."""
+    """Escaped text with the query's words marked (``textmatch.marked_words``, as the terminal
+    marks them); the only markup the page adds to user text."""
     from markupsafe import Markup, escape
 
-    escaped = str(escape(clean(text)))
-    words = sorted(
-        {w for w in normalize_query(query).split() if len(w) > 2 and w.isalnum()},
-        key=len,
-        reverse=True,
-    )
-    if not words:
-        return Markup(escaped)
-    pattern = re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")", re.IGNORECASE)
-    return Markup(pattern.sub(r"<mark>\1</mark>", escaped))
+    text = clean(text)
+    out, at = [], 0
+    for start, end in marked_words(text, query):
+        out += [str(escape(text[at:start])), "<mark>", str(escape(text[start:end])), "</mark>"]
+        at = end
+    out.append(str(escape(text[at:])))
+    return Markup("".join(out))
 
 
 @dataclass
@@ -128,41 +126,21 @@ class WebReview:
         self.token = token or secrets.token_urlsafe(24)
         self.sessions: dict[str, ReviewSession] = {}
         self._lock = threading.Lock()
-        self._search: tuple[int | None, Any] | None = None
+        self.searcher = CorpusSearch()  # one index for every rater's session
 
     def session(self, rater: str, queue: QueueFilter) -> ReviewSession:
         with self._lock:
             session = self.sessions.get(rater)
             if session is None:
-                session = ReviewSession(self.db, rater, redact=self.redact)
+                session = ReviewSession(self.db, rater, redact=self.redact, searcher=self.searcher)
                 self.sessions[rater] = session
             session.queue = queue
             return session
 
     def search(self, text: str, limit: int = 8) -> list[dict]:
-        """The corpus's best BM25 matches (built once per corpus snapshot, then kept)."""
-        from goldmine.retrieval import build_retriever
-
-        words = normalize_query(text)
-        if not words.strip():
-            return []
+        """The corpus's best BM25 matches: the terminal's search, on the server's one index."""
         with open_store(self.db, create=False) as con:
-            snapshot_id, _ = gi.current_snapshot(con)
-            with self._lock:
-                if self._search is None or self._search[0] != snapshot_id:
-                    self._search = (snapshot_id, build_retriever(con, "bm25", show_progress=False))
-                retriever = self._search[1]
-            hits = retriever.search([text], limit)[0]
-            if not hits:
-                return []
-            rows = gi.fetch_dicts(
-                con,
-                """SELECT chunk_id, title, url, text FROM chunks
-                   WHERE snapshot_id = ? AND list_contains(?, chunk_id)""",
-                [snapshot_id, [h[0] for h in hits]],
-            )
-        by_id = {r["chunk_id"]: r for r in rows}
-        return [{**by_id[cid], "score": score} for cid, score in hits if cid in by_id]
+            return self.searcher.search(con, text, limit)
 
 
 def _queue(params) -> QueueFilter:
@@ -228,6 +206,8 @@ def create_app(review: WebReview):
     )
     templates.filters["clean"] = clean
     templates.globals["highlight"] = highlight
+    templates.globals["drafted_how"] = drafted_how
+    templates.globals["suggester"] = suggester
 
     def allowed(request: Request) -> bool:
         given = request.cookies.get(TOKEN_COOKIE, "")
@@ -298,7 +278,7 @@ def create_app(review: WebReview):
         rater = rater_of(request)
         queue = _queue(request.query_params)
         session = review.session(rater, queue)
-        status = 200
+        status, view = 200, None
         try:
             with session.request() as con:
                 view, extras = current(session)
@@ -307,7 +287,12 @@ def create_app(review: WebReview):
         except GoldmineError as exc:
             body, choices, status = _error_panel(templates, exc), {}, _status(exc)
         html = templates.get_template("page.html").render(
-            panel=body, rater=rater, queue=queue, choices=choices, qs=urlencode(_qs(queue))
+            panel=body,
+            rater=rater,
+            queue=queue,
+            choices=choices,
+            qs=urlencode(_qs(queue)),
+            suggested=view is not None and view.suggested,
         )
         return HTMLResponse(html, status_code=status)
 

@@ -10,6 +10,8 @@ import json
 import os
 from pathlib import Path
 
+from goldmine.store import open_store
+
 from helpers import Terminal, build, qid
 
 
@@ -141,3 +143,94 @@ def test_review_reads_keys_from_a_pipe_too(cli, db_path: Path) -> None:
         ("reset password", "verified", False),
         ("dark mode", "verified", True),
     }
+
+
+def test_terminal_search_ranks_chunks_holding_some_of_the_words(cli, db_path: Path) -> None:
+    """The terminal's ``s`` ranks by BM25 as the page's ``/`` does (issue 27, item 9)."""
+    build(db_path)
+    assert cli("--db", str(db_path), "gold", "add-query", "vpn setup").returncode == 0
+    assert cli("--db", str(db_path), "gold", "draft", "-k", "1").returncode == 0
+    env = {**os.environ, "TERM": "dumb", "COLUMNS": "120", "LINES": "40"}
+    term = Terminal("--db", str(db_path), "gold", "review", "--by", "rita", env=env)
+    term.expect("[q] quit")
+    term.send("s")
+    term.expect("search the corpus for: ")
+    term.send("android qr code invoices\r")  # no chunk holds every one of these words
+    screen = term.expect("press a number")
+    assert "[1] kb-vpn-2" in screen and "no chunk" not in screen
+    assert "kb-invoice-" in screen
+    term.send("q")
+    term.expect("[q] quit")
+    term.send("q")
+    assert term.wait() == 0
+
+
+def _model_candidates(db: Path) -> None:
+    """A question a model wrote from a chunk (as gold synth stores it) and a click model's draft
+    (as gold draft --from clicks does), each on its own item."""
+    from goldmine.goldset import items as gi
+    from goldmine.store import transaction
+
+    with open_store(db) as con, transaction(con):
+        for query, chunk, source, grade, score in (
+            ("vpn setup", "kb-vpn-1", "model", 2, None),
+            ("download invoices", "kb-invoice-1", "clicks", 1, 0.42),
+        ):
+            con.execute(
+                """INSERT INTO gold_labels (query_id, chunk_id, kind, suggested_grade, rank,
+                       score, source, snapshot_id, who, ts)
+                   VALUES (?, ?, 'draft', ?, 1, ?, ?, 1, 'model:gen-1', now()::TIMESTAMP)""",
+                [qid(query), chunk, grade, score, source],
+            )
+            con.execute(
+                "UPDATE gold_items SET status = 'drafted', drafted_by = 'model:gen-1'"
+                " WHERE query_id = ?",
+                [qid(query)],
+            )
+            gi.record(con, qid(query), "draft", "model:gen-1", {})
+
+
+def test_the_model_key_is_offered_only_where_a_model_suggests(cli, db_path: Path) -> None:
+    """``[m] model's`` only on an item with a model's grade, worded as a suggestion: nobody
+    graded a model's question (issue 27 item 12, issue 28)."""
+    build(db_path)
+    add = cli("--db", str(db_path), "gold", "add-query", "reset password", "vpn setup",
+              "download invoices")  # fmt: skip
+    assert add.returncode == 0, add.stderr
+    with open_store(db_path) as con:
+        con.execute(
+            """INSERT INTO gold_labels (query_id, chunk_id, kind, rank, score, source,
+                   snapshot_id, ts)
+               VALUES (?, 'kb-reset-1', 'draft', 1, 3.0, 'bm25', 1, now()::TIMESTAMP)""",
+            [qid("reset password")],
+        )
+    _model_candidates(db_path)
+    env = {**os.environ, "TERM": "dumb", "COLUMNS": "120", "LINES": "40"}
+    term = Terminal("--db", str(db_path), "gold", "review", "--by", "rita", env=env)
+    screen = term.expect("[q] quit")
+    assert "reset password" in screen
+    assert "[m]" not in screen and "suggests" not in screen  # bm25 drafted it: no model grade
+    term.send("2")
+    for query, says, took in (
+        ("vpn setup", "the model suggests 2", "kb-vpn-1 = 2"),
+        ("download invoices", "the click model suggests 1", "kb-invoice-1 = 1"),
+    ):
+        screen = term.expect("[q] quit")
+        assert query in screen and says in screen and "[m] model's" in screen
+        assert "was graded" not in screen  # nobody graded it
+        term.send("m")
+        term.expect(f"graded {took}")
+    term.expect("Nothing left to review")
+    term.send("q")
+    assert term.wait() == 0
+
+
+def test_the_terminal_marks_whole_content_words_only() -> None:
+    """The terminal marks what the page marks: no stop word, never part of a word (item 10)."""
+    from goldmine.goldset.review import passage_text
+
+    text = passage_text(
+        "The theory goes forth: for the theory of flutter.", "the theory for flutter"
+    )
+    marked = [text.plain[s.start : s.end] for s in text.spans]
+    assert marked == ["theory", "theory", "flutter"]

@@ -392,3 +392,84 @@ def test_a_grade_storm_loses_no_write(server: Server, store: Path) -> None:
             "SELECT count(*) FROM gold_history WHERE action = 'grade' AND who LIKE 'storm%'"
         ).fetchall()[0][0]
     assert written == confirmed
+
+
+MODEL_KEY = '#keys :text("take the model\'s suggestion")'
+
+
+def test_the_model_key_shows_only_where_a_model_suggests(
+    browser, server: Server, store: Path
+) -> None:
+    """The footer offers ``m`` only on an item with a model's grade, and says it as the model's
+    suggestion (issue 27 item 12, issue 28)."""
+    _suggest(store, "kb-reset-1", 1, "mentions reset but not how")
+    context, page = open_page(browser, server)
+    assert page.is_visible(MODEL_KEY)
+    assert "the model suggests 1: mentions reset" in page.inner_text(".cand.focused")
+    page.keyboard.press("m")
+    wait_panel(page, "graded kb-reset-1 = 1")
+    page.keyboard.press("0")
+    wait_panel(page, "1 of 3 verified")
+    assert page.inner_text("#query-text") == "vpn setup"  # nothing suggested here
+    assert not page.is_visible(MODEL_KEY)
+    assert "suggests" not in page.inner_text("#candidates")
+    page.reload()
+    page.wait_for_selector("#item")
+    assert not page.is_visible(MODEL_KEY)
+    context.close()
+
+
+def _box(element) -> dict:
+    return element.evaluate("e => e.getBoundingClientRect().toJSON()")
+
+
+def _on_top(element) -> bool:
+    """Whether a click at the element's centre lands on it (nothing drawn over it)."""
+    return element.evaluate(
+        """e => { const r = e.getBoundingClientRect();
+                  const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+                  return hit !== null && (hit === e || e.contains(hit)); }"""
+    )
+
+
+@pytest.mark.parametrize("width", [800, 1366])
+def test_the_page_fits_its_width_and_the_footer_covers_nothing(
+    browser, server: Server, store: Path, width: int
+) -> None:
+    """At 800 px the header wraps with every control on screen and usable; at either width the
+    keys' footer never lies over a card's buttons (issue 27, item 11). The screenshots are the
+    docs' (docs/img/review-800.png, review-1366.png), with a model's suggestion on one card."""
+    _suggest(store, "kb-reset-2", 1, "states the password rules, not how to reset one")
+    context = browser.new_context(viewport={"width": width, "height": 720})
+    page = context.new_page()
+    page.goto(server.url)
+    page.wait_for_selector("#item")
+    for control in ("select[name=cluster]", "select[name=tag]", "select[name=status]",
+                    "select[name=mode]", "#rater"):  # fmt: skip
+        element = page.locator(control)
+        box = _box(element)
+        assert element.is_visible(), control
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width, (control, box)
+        assert _on_top(element), control
+    assert page.evaluate("document.documentElement.scrollWidth") <= width  # no sideways scroll
+    keys = _box(page.locator("#keys"))
+    assert keys["x"] >= 0 and keys["x"] + keys["width"] <= width
+
+    last = page.locator(".cand").last
+    for _ in range(page.locator(".cand").count() - 1):
+        page.keyboard.press("ArrowDown")  # the focus scrolls the last card into view
+    assert "focused" in (last.get_attribute("class") or "")
+    buttons = [last.locator(f"button[data-grade='{g}']") for g in ("2", "1", "0")]
+    assert all(_on_top(b) for b in buttons), width
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.evaluate("document.querySelector('main').scrollTo(0, 1e6)")
+    assert all(_on_top(b) for b in buttons), width
+
+    page.select_option("select[name=status]", "drafted")  # the filter works at this width
+    page.wait_for_url("**/review?*status=drafted*")
+    page.wait_for_selector("#item")
+    docs = Path(__file__).resolve().parents[1] / "docs" / "img"
+    docs.mkdir(parents=True, exist_ok=True)
+    page.evaluate("document.querySelector('main').scrollTo(0, 0)")
+    page.screenshot(path=str(docs / f"review-{width}.png"))
+    context.close()

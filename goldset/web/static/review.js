@@ -30,6 +30,12 @@
     if (fill) fill.style.width = (Number(fill.dataset.pct) || 0) + "%";
   }
 
+  // The footer offers m only where a model suggests a grade (the panel says so).
+  function showModelKey() {
+    const it = item();
+    document.getElementById("key-m").hidden = !(it && it.dataset.suggested === "1");
+  }
+
   // A refusal the server words in JSON ({"error": ...}), else its text.
   async function reason(resp) {
     const text = await resp.text();
@@ -71,6 +77,7 @@
     if (resp.status === 403 || !type.startsWith("text/html")) { showError(await reason(resp)); return; }
     panel.innerHTML = await resp.text();
     showProgress();
+    showModelKey();
     initFocus();
     // How many actions the page has shown the answer to (scripts and tests wait on it).
     document.body.dataset.acts = String(Number(document.body.dataset.acts || 0) + 1);
