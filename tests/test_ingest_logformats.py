@@ -521,3 +521,48 @@ def test_analytics_rows_that_normalize_alike_are_one_summary(tmp_path, db_path, 
     # Read again: the day's summary is there, nothing is stored twice.
     again = _total(_ingest(cli, db_path, str(log.rename(tmp_path / "export2.csv"))))
     assert again["stored"] == 0
+
+
+def _big_session_xml(path: Path, sessions: int) -> None:
+    """A Session Track file of ``sessions`` sessions of three interactions, a tag a line (as the
+    TREC files are), each query naming its session and interaction."""
+    with path.open("w", encoding="utf-8") as out:
+        out.write("<sessiontrack2012>\n")
+        for s in range(1, sessions + 1):
+            out.write(f'<session num="{s}" starttime="09:00:00">\n')
+            for i in (1, 2, 3):
+                out.write(f'<interaction num="{i}" starttime="09:0{i}:00">\n')
+                out.write(f"<query>s{s} i{i}</query>\n<results>\n")
+                for rank in (1, 2):
+                    out.write(f'<result rank="{rank}">\n<url>http://e.org/{rank}</url>\n')
+                    out.write(f"<clueweb09id>d{s}-{i}-{rank}</clueweb09id>\n</result>\n")
+                out.write("</results>\n</interaction>\n")
+            out.write("</session>\n")
+        out.write("</sessiontrack2012>\n")
+
+
+@pytest.mark.slow
+def test_a_big_session_xml_file_puts_every_tag_in_its_own_search(tmp_path):
+    """The tags were placed by running maxima over a table written in parallel, whose order is
+    not the file's: on a file of a few hundred thousand lines, thousands of searches took their
+    session from the file's end and lost their query and results."""
+    from goldmine.ingest import batch, logformats
+
+    path = tmp_path / "big.xml"
+    _big_session_xml(path, 8000)  # 8,000 sessions: 368,002 lines
+    with open_store(tmp_path / "s.duckdb") as con:
+        batch.prepare(con)
+        logformats.read(con, path, "session_xml", "none")
+        wrong = con.execute(
+            """SELECT count(*), count(*) FILTER (WHERE
+                   json_extract_string(raw, '$.query') IS DISTINCT FROM
+                       's' || split_part(json_extract_string(raw, '$.event_id'), '/', 2)
+                       || ' i' || split_part(json_extract_string(raw, '$.event_id'), '/', 3)
+                   OR json_extract(raw, '$.result_ids')::VARCHAR[] IS DISTINCT FROM [
+                       'd' || split_part(json_extract_string(raw, '$.event_id'), '/', 2) || '-'
+                       || split_part(json_extract_string(raw, '$.event_id'), '/', 3) || '-1',
+                       'd' || split_part(json_extract_string(raw, '$.event_id'), '/', 2) || '-'
+                       || split_part(json_extract_string(raw, '$.event_id'), '/', 3) || '-2'])
+               FROM gm_raw"""
+        ).fetchall()[0]
+    assert wrong == (24000, 0)
