@@ -39,11 +39,12 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _auc(value: float | None, ci: list[float] | None) -> str:
-    """The AUC with its interval: a figure alone hides that 0.30 on 41 pairs may be chance."""
+def _with_interval(value: float | None, ci: list[float] | None) -> str:
+    """A figure with its 95% interval over queries: alone, an AUC of 0.30 on 41 pairs or a kappa
+    of 0.000 hides whether it could be chance."""
     if value is None:
         return "-"
-    return f"{value:.2f}" + (f" ({ci[0]:.2f}-{ci[1]:.2f})" if ci else " (no interval)")
+    return f"{value:.2f}" + (f" ({ci[0]:.2f} to {ci[1]:.2f})" if ci else " (no interval)")
 
 
 def draft_clicks(
@@ -101,8 +102,8 @@ def _agreement(result: Any) -> None:
     rows = [
         [
             _NAMES.get(name, name),
-            _auc(a["auc"], a.get("auc_ci95")),
-            _num(a["weighted_kappa"]),
+            _with_interval(a["auc"], a.get("auc_ci95")),
+            _with_interval(a["weighted_kappa"], a.get("weighted_kappa_ci95")),
             _num(a["precision"]),
             _num(a["recall"]),
             a.get("reading", ""),
@@ -111,7 +112,7 @@ def _agreement(result: Any) -> None:
     ]
     _table(
         f"agreement with people's labels on {n} pairs shown {shown}x or more (fixed thresholds)",
-        ["signal", "AUC (95% over queries)", "weighted kappa", "precision", "recall", "reading"],
+        ["signal", "AUC (95% interval)", "weighted kappa (95%)", "precision", "recall", "reading"],
         rows,
     )
     if result.cross_validated:

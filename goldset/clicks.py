@@ -301,13 +301,7 @@ def auc_interval(
     np.add.at(pos, (query[relevant], level[relevant]), 1)
     np.add.at(neg, (query[~relevant], level[~relevant]), 1)
     n = shape[0]
-    drawn = np.vstack(
-        [
-            np.ones(n),
-            np.random.default_rng(0).multinomial(n, np.full(n, 1 / n), size=rounds) if n > 1
-            else np.empty((0, n)),
-        ]
-    )  # fmt: skip
+    drawn = np.vstack([np.ones(n), _draws(n, rounds) if n > 1 else np.empty((0, n))])
     p, q = drawn @ pos, drawn @ neg  # (1 + rounds, levels)
     below = np.cumsum(q, axis=1) - q
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -319,21 +313,65 @@ def auc_interval(
     return float(auc[0]), [float(low), float(high)]
 
 
-def chance_reading(auc: float | None, ci: list[float] | None, n: int, kappa: float) -> str:
-    """What an agreement can be taken to say, in words: too few pairs, no better (or worse) than
-    chance (the AUC's interval holds 0.5, or lies under it; without an AUC, a kappa of 0 or
-    less), or nothing to add."""
+def _draws(n: int, rounds: int) -> np.ndarray:
+    """How often each of n queries is drawn in each bootstrap round: (rounds, n), seeded."""
+    return np.random.default_rng(0).multinomial(n, np.full(n, 1 / n), size=rounds)
+
+
+def kappa_interval(
+    human: np.ndarray, proposed: np.ndarray, queries: np.ndarray, rounds: int = BOOTSTRAP_ROUNDS
+) -> list[float] | None:
+    """The 95% bootstrap interval over queries of the linear-weighted kappa on 0-2; None with
+    fewer than two queries, or when most rounds leave it undefined (one grade throughout).
+    A round's confusion matrix is its draw times each query's matrix: one product, no loop."""
+    _, query = np.unique(np.asarray(queries), return_inverse=True)
+    n = int(query.max()) + 1 if query.size else 0
+    if n < 2:
+        return None
+    cell = (query * 3 + np.asarray(human, dtype=np.int64)) * 3 + np.asarray(proposed, np.int64)
+    per_query = np.bincount(cell, minlength=n * 9).reshape(n, 3, 3).astype(np.float64)
+    conf = np.einsum("rq,qij->rij", _draws(n, rounds), per_query)
+    i = np.arange(3)
+    weights = np.abs(i[:, None] - i[None, :]) / 2
+    total = conf.sum((1, 2))
+    expected = conf.sum(2)[:, :, None] * conf.sum(1)[:, None, :] / total[:, None, None]
+    chance = (weights * expected).sum((1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = np.where(chance > 0, 1 - (weights * conf).sum((1, 2)) / chance, np.nan)
+    kept = values[~np.isnan(values)]
+    if len(kept) < rounds // 2:
+        return None
+    low, high = np.percentile(kept, [2.5, 97.5])
+    return [float(low), float(high)]
+
+
+def chance_reading(
+    n: int,
+    auc: float | None,
+    auc_ci: list[float] | None,
+    kappa: float,
+    kappa_ci: list[float] | None,
+) -> str:
+    """What an agreement can be taken to say, in words: too few pairs, or which of the AUC (its
+    interval holds 0.5, or lies under it) and the kappa (its interval reaches 0; a kappa of 0
+    or less without one) is no better than chance; "" when neither is."""
     if n < TOO_FEW:
         return f"too few pairs to say ({n})"
-    if auc is None:
-        return "no better than chance" if kappa <= 0 else ""
-    if ci is None:
-        return "no interval: too few queries"
-    if ci[1] < 0.5:
-        return "worse than chance"
-    if ci[0] <= 0.5:
-        return "no better than chance"
-    return ""
+    worse = auc_ci is not None and auc_ci[1] < 0.5
+    chance = [
+        name
+        for name, at_chance in (
+            ("AUC", auc_ci is not None and auc_ci[0] <= 0.5 and not worse),
+            ("kappa", kappa_ci[0] <= 0 if kappa_ci is not None else kappa <= 0),
+        )
+        if at_chance
+    ]
+    said = ["AUC worse than chance"] if worse else []
+    if chance:
+        said.append(" and ".join(chance) + " no better than chance")
+    if auc is not None and auc_ci is None:
+        said.append("no AUC interval: too few queries")
+    return "; ".join(said)
 
 
 def agreement(
@@ -356,15 +394,17 @@ def agreement(
     same = len(set(proposed.tolist()) | set(human.tolist())) <= 1
     kappa = 1.0 if same else float(cohen_kappa_score(human, proposed, weights="linear"))
     auc, ci = None, None
+    groups = np.arange(hr.size) if queries is None else queries
     if scores is not None and 0 < int(hr.sum()) < hr.size:
-        groups = np.arange(hr.size) if queries is None else queries
         auc, ci = auc_interval(np.asarray(scores), hr, groups)
+    kappa_ci = None if same else kappa_interval(human, proposed, groups)
     return {
         "n_pairs": int(proposed.size),
         "auc": auc,
         "auc_ci95": ci,
-        "reading": chance_reading(auc, ci, int(proposed.size), kappa),
+        "reading": chance_reading(int(proposed.size), auc, ci, kappa, kappa_ci),
         "weighted_kappa": kappa,
+        "weighted_kappa_ci95": kappa_ci,
         "precision": precision,
         "recall": recall,
         "f1": f1,

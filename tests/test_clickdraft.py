@@ -407,7 +407,21 @@ def test_agreement_says_plainly_when_clicks_are_no_better_than_chance(store: Pat
     assert pbm["n_pairs"] == 24 and pbm["auc"] == pytest.approx(0.5, abs=0.05)
     low, high = pbm["auc_ci95"]
     assert low < 0.5 < high
-    assert pbm["reading"] == "no better than chance"
+    k_low, k_high = pbm["weighted_kappa_ci95"]
+    assert k_low <= pbm["weighted_kappa"] <= k_high and k_low < 0 < k_high
+    assert pbm["reading"] == "AUC and kappa no better than chance"
     text = cli("--db", str(store), "gold", "draft", "--from", "clicks")
     row = next(line for line in text.stdout.splitlines() if "PBM" in line)
-    assert "no better than chance" in row and f"{low:.2f}-{high:.2f}" in row
+    assert "no better than chance" in row and f"{low:.2f} to {high:.2f}" in row
+    assert "0.000" not in row
+
+
+def test_kappa_interval_over_queries_holds_the_kappa() -> None:
+    from goldmine.goldset.clicks import kappa_interval
+
+    rng = np.random.default_rng(7)
+    h, p = rng.integers(0, 3, 80), rng.integers(0, 3, 80)
+    p[:60] = h[:60]  # agree on three quarters
+    low, high = kappa_interval(h, p, rng.integers(0, 16, 80))
+    assert 0 < low <= kappa(h, p) <= high < 1
+    assert kappa_interval(h[:3], p[:3], np.zeros(3)) is None  # one query: nothing to resample
