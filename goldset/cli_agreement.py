@@ -69,12 +69,13 @@ def _ci(interval: list[float] | None) -> str:
 
 
 def figure(
-    name: str, value: float | None, ci: list[float] | None, n: int, *, chance: float | None = 0.0
-) -> str:
+    name: str, value: float | None, ci: list[float] | None, n: int, *,
+    chance: float | None = 0.0, queries: int | None = None,
+) -> str:  # fmt: skip
     """``name value [low, high]``, and what it can be taken to say when that needs saying."""
     from goldmine.goldset.kappa import reading
 
-    note = reading(value, ci, n, chance=chance)
+    note = reading(value, ci, n, chance=chance, queries=queries)
     return f"{name} {_fmt(value)}{_ci(ci)}" + (f" ({note})" if note else "")
 
 
@@ -90,15 +91,15 @@ def print_report(r: dict[str, Any], relevant_from: int = 1) -> None:
 
 def print_figures(r: dict[str, Any], relevant_from: int = 1) -> None:
     """The unit figures, the confusion matrix and the query-level decision of one pair."""
-    n = r["n_units"]
+    n, q = r["n_units"], r["n_queries"]
     print(
         "  "
         + "; ".join([
-            figure("weighted kappa", r["kappa_weighted"], r["kappa_weighted_ci95"], n),
+            figure("weighted kappa", r["kappa_weighted"], r["kappa_weighted_ci95"], n, queries=q),
             figure(f"relevant-or-not kappa (grade {relevant_from}+)", r["kappa_relevant"],
-                   r["kappa_relevant_ci95"], n),
+                   r["kappa_relevant_ci95"], n, queries=q),
             figure("raw agreement", r["observed_agreement"],
-                   r["confusion"].get("observed_agreement_ci95"), n, chance=None),
+                   r["confusion"].get("observed_agreement_ci95"), n, chance=None, queries=q),
         ])
     )  # fmt: skip
     print_confusion(r["confusion"])
@@ -170,7 +171,7 @@ def print_judge_agreement(db: Path | None, model: str, width: float = 0.2) -> No
         ci, n = r["kappa_weighted_ci95"], r["n_units"]
         line = (
             f"the judge against {r['sources'][1]} on {n} candidates both graded: "
-            + figure("weighted kappa", r["kappa_weighted"], ci, n)
+            + figure("weighted kappa", r["kappa_weighted"], ci, n, queries=r["n_queries"])
         )
         if ci is None or ci[1] - ci[0] >= width:
             need = units_needed(width, ci, n)

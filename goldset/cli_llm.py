@@ -273,7 +273,7 @@ def print_agreement(result: dict) -> None:
             f", relevant-or-not kappa {_fmt(p['kappa_relevant'])}, raw agreement "
             f"{p['observed_agreement']:.2f}"
         )
-        note = reading(p["kappa_weighted"], ci, p["n_pairs"])
+        note = reading(p["kappa_weighted"], ci, p["n_pairs"], queries=p["n_items"])
         if note:
             print(f"  weighted kappa: {note}")
         print_confusion(p["confusion"])

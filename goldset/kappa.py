@@ -106,12 +106,14 @@ def figures(per_query: np.ndarray, relevant_from: int = 1, seed: int = 0) -> dic
 
 
 def reading(value: float | None, ci: list[float] | None, n: int, *,
-            chance: float | None = 0.0) -> str:  # fmt: skip
-    """What a figure can be taken to say: too few to say, undefined, no better than chance
-    (its interval holds ``chance``: 0 for a kappa, 0.5 for an AUC; None: no such test), or
-    nothing to add."""
+            chance: float | None = 0.0, queries: int | None = None) -> str:  # fmt: skip
+    """What a figure on ``n`` units (from ``queries`` queries, the bootstrap's unit) can be
+    taken to say: too few to say, undefined, no better than chance (its interval holds
+    ``chance``: 0 for a kappa, 0.5 for an AUC; None: no such test), or nothing to add."""
     if n < TOO_FEW:
         return f"n={n}: too few to say"
+    if queries is not None and queries < TOO_FEW:
+        return f"{queries} queries: too few to say"
     if value is None:
         return "undefined: both sides gave one and the same grade throughout"
     if ci is None:

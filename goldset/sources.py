@@ -76,6 +76,8 @@ class Source:
     name: str | None = None
 
     def __str__(self) -> str:
+        if self.kind == "ratings":  # the default report names raters as it always has
+            return str(self.name)
         return self.kind if self.name is None else f"{self.kind}:{self.name}"
 
 
