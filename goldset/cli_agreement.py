@@ -86,7 +86,7 @@ def print_report(r: dict[str, Any], relevant_from: int = 1) -> None:
         return
     print(f"{a} (rows) / {b} (columns): {r['n_queries']} queries, {r['n_units']} units")
     print_figures(r, relevant_from)
-    print_systems(r.get("systems"))
+    print_systems(r.get("systems"), a, b)
 
 
 def print_figures(r: dict[str, Any], relevant_from: int = 1) -> None:
@@ -104,10 +104,16 @@ def print_figures(r: dict[str, Any], relevant_from: int = 1) -> None:
     )  # fmt: skip
     print_confusion(r["confusion"])
     ans = r["answerable"]
+    one_sided = ans["n"] >= 10 and {0, ans["n"]} & {ans["answerable_a"], ans["answerable_b"]}
     print(
         f"  answerable or not: {ans['n']} queries, both answerable {ans['both_answerable']}, "
         f"both no answer {ans['both_no_answer']}; "
-        + figure("kappa", ans["kappa"], ans["kappa_ci95"], ans["n"])
+        + (
+            f"kappa {_fmt(ans['kappa'])} (one side takes every query alike: the decision's "
+            "agreement cannot be measured)"
+            if one_sided
+            else figure("kappa", ans["kappa"], ans["kappa_ci95"], ans["n"])
+        )
     )
 
 
@@ -129,17 +135,21 @@ def print_confusion(c: dict[str, Any]) -> None:
         print("  neither side grades higher on the same units")
 
 
-def print_systems(s: dict[str, Any] | None) -> None:
+def print_systems(s: dict[str, Any] | None, a: str, b: str) -> None:
+    """Each run's metric under both sources, Kendall's tau and the run that moves the most."""
     if not s:
         return
     swap = s["largest_swap"]
+    moved = (
+        f"largest swap: {swap['run']}, place {swap['place_a']} under {a}, {swap['place_b']} "
+        f"under {b}" if swap["positions"] else "no run changes place"
+    )  # fmt: skip
     print(
         f"systems by {s['metric']} over {s['n_queries']} queries, {s['n_runs']} runs: "
-        f"Kendall's tau {_fmt(s['kendall_tau'])}; largest swap: {swap['run']} "
-        f"(place {swap['place_a']} vs {swap['place_b']}, {swap['positions']} places)"
+        f"Kendall's tau {_fmt(s['kendall_tau'])}; {moved}"
     )
     for run in s["runs"]:
-        print(f"  {run['run']}: {run['a']:.4f} vs {run['b']:.4f}")
+        print(f"  {run['run']}: {a} {run['a']:.4f}, {b} {run['b']:.4f}")
 
 
 def print_rater_pairs(pairs: list[dict[str, Any]]) -> None:

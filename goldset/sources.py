@@ -267,6 +267,8 @@ def answerable_report(con, a: Source, b: Source) -> dict[str, Any]:
         "n": n,
         "kappa_ci95": figures["kappa_relevant_ci95"],
         "observed_agreement": figures["observed_agreement"],
+        "answerable_a": int(side["a"].sum()),
+        "answerable_b": int(side["b"].sum()),
         "both_answerable": int(((side["a"] == 1) & (side["b"] == 1)).sum()),
         "both_no_answer": int(((side["a"] == 0) & (side["b"] == 0)).sum()),
     }
