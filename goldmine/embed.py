@@ -25,6 +25,7 @@ cache key names the backend (:func:`cache_key`), so vectors of two backends neve
 from __future__ import annotations
 
 import os
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -137,8 +138,26 @@ def _model_location(key: str) -> str:
     return key
 
 
+# Seconds this process spent loading embedding models: each load once (the loaders are cached),
+# not each use. A model run's usage line names it beside the LLM's seconds (goldset/cli_llm.py).
+_LOAD_SECONDS: list[float] = []
+
+
+def load_seconds() -> float:
+    """Seconds this process has spent loading embedding models (0 when none was loaded)."""
+    return sum(_LOAD_SECONDS)
+
+
 @lru_cache(maxsize=4)
 def _load(key: str) -> Any:
+    started = time.monotonic()
+    try:
+        return _load_uncached(key)
+    finally:
+        _LOAD_SECONDS.append(time.monotonic() - started)
+
+
+def _load_uncached(key: str) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -201,7 +220,11 @@ def load_encoder(name: str | None = None, backend: str | None = None) -> Any:
             f"the {backend} backend exports a local model folder; {key!r} is not one "
             "(give a local path, or use --backend torch)"
         )
-    return onnx_encoder(str(folder), backend, torch_threads())
+    loads, started = onnx_encoder.cache_info().misses, time.monotonic()
+    encoder = onnx_encoder(str(folder), backend, torch_threads())
+    if onnx_encoder.cache_info().misses > loads:  # loaded now, not found in the cache
+        _LOAD_SECONDS.append(time.monotonic() - started)
+    return encoder
 
 
 def release_encoders() -> None:

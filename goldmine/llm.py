@@ -351,7 +351,7 @@ class Usage:
     cut: int = 0  # answers longer than KEEP_CHARS (kept cut in gold_llm_calls)
     reasons: dict[str, int] = field(default_factory=dict)
     cost: float | None = None  # at the [llm] prices (``price``); None: no price set
-    embed_seconds: float | None = None  # the run's embedding, the model's load included
+    embed_load_seconds: float | None = None  # loading the embedding model, if the run did
 
     @property
     def retries(self) -> int:
@@ -374,8 +374,8 @@ class Usage:
         )
         if self.cached:
             text += f"; {self.cached:,} from the cache"
-        if self.embed_seconds is not None:
-            text += f"; embedding {self.embed_seconds:.1f} s (the embedding model's load included)"
+        if self.embed_load_seconds:
+            text += f"; embedding model loaded in {self.embed_load_seconds:.1f} s"
         if self.cost is not None:
             text += f"; cost {self.cost:.4f} at the [llm] prices per million tokens"
         return text
@@ -393,7 +393,9 @@ class Usage:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "seconds": round(self.seconds, 3),
-            "embed_seconds": None if self.embed_seconds is None else round(self.embed_seconds, 3),
+            "embed_load_seconds": (
+                None if self.embed_load_seconds is None else round(self.embed_load_seconds, 3)
+            ),
             "cost": self.cost,
             "failure_reasons": self.reasons,
         }

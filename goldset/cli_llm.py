@@ -9,6 +9,7 @@ prints the result on stdout. A run that gave up on the endpoint keeps what it go
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -82,6 +83,11 @@ def model_settings(
 
 
 def print_usage(what: str, usage, failures: list[str]) -> None:
+    # A command that embedded (gold synth's traffic matching, a dense draft before the judge)
+    # loaded the embedding model in this process: its seconds belong with the run's.
+    embed = sys.modules.get("goldmine.embed")
+    if embed is not None and embed.load_seconds():
+        usage.embed_load_seconds = embed.load_seconds()
     info(f"{what}: model {usage.summary()}")
     if usage.reasons:
         warn(

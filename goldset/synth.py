@@ -29,7 +29,6 @@ computed, and opened once to write everything in one transaction.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -334,7 +333,6 @@ def synth(
             if normalize_query(text) and normalize_query(text) not in seen:
                 seen.add(normalize_query(text))
                 drafted.append((c, text))
-    started = time.monotonic()
     links = match_traffic(
         db,
         [q for _, q in drafted],
@@ -343,10 +341,6 @@ def synth(
         fuzzy_threshold=fuzzy_threshold,
         similarity=similarity,
     )
-    if match == "both" and drafted and real:
-        # Matching is the embedding model's work (loading it the most of it): the usage line
-        # counts it beside the LLM's seconds. The fuzzy half is milliseconds.
-        usage.embed_seconds = time.monotonic() - started
     with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
         call_ids = record_calls(con, "synth", s, prompt, answers)
         call_ids |= {k: v[0] for k, v in known.items()}

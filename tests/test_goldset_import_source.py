@@ -367,6 +367,17 @@ def test_synth_usage_counts_the_embedding_models_time(cli, store: Path) -> None:
         out = cli("--db", str(store), "gold", "synth", "--base-url", server.base_url,
                   "--model", "m1", "--chunks", "1", "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr
-    seconds = json.loads(out.stdout)["usage"]["embed_seconds"]
+    seconds = json.loads(out.stdout)["usage"]["embed_load_seconds"]
     assert seconds > 0
-    assert re.search(r"embedding [0-9.]+ s \(the embedding model's load included\)", out.stderr)
+    assert re.search(r"; embedding model loaded in [0-9.]+ s", out.stderr)
+
+
+@pytest.mark.slow
+def test_a_dense_draft_then_the_judge_counts_the_embedding_models_load(cli, store: Path) -> None:
+    with serve() as server:
+        out = cli("--db", str(store), "gold", "draft", "-k", "2", "--retriever", "dense",
+                  "--judge", "llm", "--base-url", server.base_url, "--model", "judge-1",
+                  "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["judge"]["usage"]["embed_load_seconds"] > 0
+    assert re.search(r"judge: model .*; embedding model loaded in [0-9.]+ s", out.stderr)
