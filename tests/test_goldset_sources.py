@@ -20,7 +20,7 @@ from sklearn.metrics import cohen_kappa_score
 from goldmine.goldset import kappa
 from goldmine.store import open_store, transaction
 
-from helpers import build, gold
+from helpers import build, gold, qid
 
 AT = datetime(2026, 12, 1, 9, 0)
 store = test_clickdraft.store  # the fixture: two items and the click sessions of one
@@ -436,3 +436,36 @@ def test_the_largest_swap_is_the_run_that_moves_most_places() -> None:
     assert largest_swap(rows) == {"run": "r3", "place_a": 3, "place_b": 1, "positions": 2}
     tau = kendalltau([r["a"] for r in rows], [r["b"] for r in rows]).statistic
     assert tau == pytest.approx(-1 / 3)
+
+
+def test_two_qrels_files_on_different_scales_imported_and_compared(cli, db_path, tmp_path) -> None:
+    """Through the commands: ``gold import --as-source`` of a 0-3 file (Q0) and a 0-1 file (0),
+    each with its --grade-map, then ``--between``; equal to scikit-learn on the mapped grades."""
+    build(db_path)
+    texts = ["reset password", "vpn setup", "download invoice"]
+    gold(cli, db_path, "add-query", *texts)
+    ids = [qid(t) for t in texts]
+    chunks = ["kb-reset-1", "kb-reset-2", "kb-vpn-1", "kb-vpn-2", "kb-invoice-1", "kb-sso-1"]
+    pairs = [(q, c) for q in ids for c in chunks]
+    raw_a = [3, 1, 0, 0, 0, 0, 0, 0, 3, 2, 0, 1, 0, 0, 0, 0, 2, 0]
+    raw_b = [1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1]
+    nist, team = tmp_path / "nist.qrels", tmp_path / "team.qrels"
+    nist.write_text("".join(f"{q} Q0 {c} {g}\n" for (q, c), g in zip(pairs, raw_a, strict=True)))
+    team.write_text("".join(f"{q} 0 {c} {g}\n" for (q, c), g in zip(pairs, raw_b, strict=True)))
+    topics = tmp_path / "topics.tsv"  # the queries by id, matched to the items by id
+    topics.write_text("".join(f"{q}\t{t}\n" for q, t in zip(ids, texts, strict=True)))
+    for path, name, grade_map in ((nist, "nist", "0=0,1=0,2=1,3=2"), (team, "team", "0=0,1=2")):
+        gold(cli, db_path, "import", str(path), "--as-source", name, "--topics", str(topics),
+             "--grade-map", grade_map)  # fmt: skip
+    a = [{0: 0, 1: 0, 2: 1, 3: 2}[g] for g in raw_a]
+    b = [{0: 0, 1: 2}[g] for g in raw_b]
+
+    out = json.loads(_between(cli, db_path, "import:nist", "import:team", "--json").stdout)
+    assert out["n_units"] == 18 and out["n_queries"] == 3
+    assert out["kappa_weighted"] == pytest.approx(
+        cohen_kappa_score(a, b, weights="linear", labels=[0, 1, 2])
+    )
+    assert out["kappa_relevant"] == pytest.approx(
+        cohen_kappa_score([g > 0 for g in a], [g > 0 for g in b])
+    )
+    assert out["confusion"]["more_lenient"] == "import:team"  # 0-1's 1 maps to 2
