@@ -13,10 +13,10 @@ embedding and the queries.
 The dense side embeds with triage's backend choice (:func:`goldmine.embed.draft_backend`:
 onnx-int8 unless ``[embed] backend`` or GOLDMINE_EMBED_BACKEND says otherwise), chunks and queries
 alike, in triage's cache, so the queries triage embedded are not embedded again. On Cranfield
-(1,398 chunks, 225 queries, hybrid) that is 58 s of CPU instead of torch's 108 s, and the drafted
-top-10 lists hardly move: 94% overlap, recall@10 against cranqrel 0.455 both ways
-(bench/bench_draft.py). A draft is a proposal a person grades; the eval's ``--baseline dense``
-keeps torch, the reference its figures are checked against (FACTS.md).
+(1,398 chunks, 225 queries, hybrid, an empty cache) that is 53 s of CPU instead of torch's 111 s,
+and the drafted top-10 lists hardly move: 94% of their chunks in common, recall@10 against
+cranqrel 0.455 both ways (bench/bench_draft.py). A draft is a proposal a person grades; the eval's
+``--baseline dense`` keeps torch, the reference its figures are checked against (FACTS.md).
 """
 
 from __future__ import annotations
