@@ -95,8 +95,9 @@ def test_show_by_topic_lists_clusters_beneath_with_their_own_rates(db_path, cli)
         1: 1, 2: 1, 3: 1, 4: 4, 5: 4, 6: 4
     }  # fmt: skip
     top = json.loads(
-        cli("--db", str(db_path), "triage", "show", "--level", "topic", "--json", "--top", "1")
-        .stdout
+        cli(
+            "--db", str(db_path), "triage", "show", "--level", "topic", "--json", "--top", "1"
+        ).stdout
     )
     assert [t["topic_id"] for t in top] == [1] and len(top[0]["clusters"]) == 3
 
@@ -116,3 +117,35 @@ def test_a_bad_level_is_one_line(db_path, cli):
         _triaged(con)
     out = cli("--db", str(db_path), "triage", "show", "--level", "intent")
     assert out.returncode == 2 and "intent" in out.stderr
+
+
+@pytest.mark.slow
+def test_a_weekly_rerun_keeps_cluster_ids_and_puts_every_cluster_in_one_topic(db_path):
+    """Triage with the real model, then again after a week's new queries: the clusters of the
+    first run keep their ids, and after each run every cluster is in exactly one topic, named by
+    one of its own clusters."""
+    from goldmine.triage.pipeline import run_triage
+
+    from helpers import TRIAGE_QUERIES, load_queries
+
+    first = [q for qs in TRIAGE_QUERIES.values() for q in qs]
+    with open_store(db_path) as con:
+        load_queries(con, first)
+    run_triage(db_path)
+    sql = "SELECT norm_query, cluster_id FROM triage_queries"
+    with open_store(db_path) as con:
+        before = dict(con.execute(sql).fetchall())
+        load_queries(con, ["my card never arrived", "How to bake sourdough bread at home"], 100)
+    run_triage(db_path)
+    with open_store(db_path) as con:
+        after = dict(con.execute(sql).fetchall())
+        topics = con.execute(
+            "SELECT topic_id, list(cluster_id) FROM triage_clusters GROUP BY 1"
+        ).fetchall()
+        n_clusters = con.execute("SELECT count(DISTINCT cluster_id) FROM triage_clusters")
+        n_clusters = n_clusters.fetchall()[0][0]
+    assert {q: after[q] for q in before} == before
+    members = [c for _, clusters in topics for c in clusters]
+    assert sorted(members) == sorted(set(members)) and len(members) == n_clusters
+    assert all(topic in clusters for topic, clusters in topics)
+    assert len(topics) < n_clusters  # a coarser level
