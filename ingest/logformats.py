@@ -70,7 +70,9 @@ def xml_root(head: bytes) -> str:
 
 
 def _header(head: bytes) -> list[str]:
-    line = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r")
+    # A byte-order mark would be part of the first column's name (and keep its quotes).
+    line = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0].decode("utf-8", "replace")
+    line = line.strip("\r")
     try:
         return next(csv.reader([line], delimiter=_delimiter(head)), [])
     except csv.Error:  # a CR or NUL inside the line: no header of a log this module reads

@@ -566,3 +566,24 @@ def test_a_big_session_xml_file_puts_every_tag_in_its_own_search(tmp_path):
                FROM gm_raw"""
         ).fetchall()[0]
     assert wrong == (24000, 0)
+
+
+def test_a_click_csv_with_a_bom_quoted_fields_and_crlf_keeps_its_first_column(
+    tmp_path, db_path, cli
+):
+    """A byte-order mark made the first column's name '\\ufeff"user_id"', so the users were lost;
+    fully quoted fields (a comma and doubled quotes inside) are read as CSV."""
+    log = tmp_path / "clicks.csv"
+    log.write_bytes(
+        b'\xef\xbb\xbf"user_id","query","timestamp","clicked_doc"\r\n'
+        b'"u1","a, ""b""","2026-01-01T10:00:00","d1"\r\n'
+        b'"u1","a, ""b""","2026-01-01T10:00:00","d2"\r\n'
+        b"u2,plain,2026-01-01T10:05:00,\r\n"
+    )
+    total = _total(_ingest(cli, db_path, str(log)))
+    assert total == {"rows_in": 2, "stored": 2, "rejected": 0, "already_present": 0}
+    with open_store(db_path) as con:
+        rows = con.execute(
+            "SELECT user_id, query, clicked_ids FROM search_events ORDER BY query"
+        ).fetchall()
+    assert rows == [("u1", 'a, "b"', ["d1", "d2"]), ("u2", "plain", [])]
