@@ -15,6 +15,7 @@ import typer
 from goldmine.errors import InputError
 from goldmine.goldset import cli_agreement, cli_clicks, cli_llm
 from goldmine.goldset.cli_next import next_
+from goldmine.goldset.disagreements import listing as disagreement_listing
 from goldmine.goldset.draft import draft as run_draft
 from goldmine.goldset.items import (
     decision_counts,
@@ -27,19 +28,13 @@ from goldmine.goldset.items import label as do_label
 from goldmine.goldset.raters import agreement as measure
 from goldmine.goldset.raters import assign as do_assign
 from goldmine.goldset.raters import parse_raters
-from goldmine.goldset.review import QueueFilter, run
-from goldmine.goldset.versions import (
-    assert_verified,
-    diff_versions,
-    list_versions,
-    resolve_version,
-    verify_versions,
-    version_header,
-)
+from goldmine.goldset.review import queue_filter, run
+from goldmine.goldset.versions import assert_verified, diff_versions, verify_versions
 from goldmine.goldset.versions import publish as do_publish
 from goldmine.options import DbOption, JsonOption, db_flag
 from goldmine.output import console, info, print_json, table, warn
 from goldmine.store import open_store, transaction
+from goldmine.versions import list_versions, resolve_version, version_header
 
 ByOption = Annotated[
     str | None,
@@ -243,7 +238,18 @@ def review(
             "seeing both.",
         ),
     ] = False,
+    queue: Annotated[
+        str,
+        typer.Option(
+            "--queue",
+            help="all (the queue's order) or disagreements: the items where the sources' "
+            "grades differ most first, each source's grade shown.",
+        ),
+    ] = "all",
     redact: RedactOption = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="--queue disagreements: list it as JSON, in order.")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Review drafted queries, one key per action; resumes where you left off.
@@ -251,6 +257,13 @@ def review(
     In the terminal by default; --web serves the same loop as a local page and prints its URL
     (with a token: keep it to yourself).
     """
+    chosen = queue_filter(queue, adjudicate)
+    if as_json:
+        if not chosen.disagreements:
+            raise InputError("--json lists the disagreements queue: add --queue disagreements")
+        with open_store(db_flag(db), create=False) as con:
+            print_json(disagreement_listing(con))
+        return
     if web:
         from goldmine.lazy import require
 
@@ -263,7 +276,7 @@ def review(
         )  # fmt: skip
         return
 
-    run(db_flag(db), _user(by), queue=QueueFilter(adjudicate=adjudicate), redact=_redaction(redact))
+    run(db_flag(db), _user(by), queue=chosen, redact=_redaction(redact))
 
 
 def assign(

@@ -32,8 +32,9 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from goldmine.errors import InputError
+from goldmine.goldset import disagreements, raters
 from goldmine.goldset import items as gi
-from goldmine.goldset import raters
 from goldmine.goldset.judge import suggestions
 from goldmine.goldset.textmatch import CorpusSearch, marked_words
 from goldmine.output import console as get_console
@@ -131,10 +132,41 @@ class QueueFilter:
     status: str | None = None
     adjudicate: bool = False  # the disagreements of double-labelled items, instead
     assignee: str | None = None  # only the items assigned to this rater
+    # Where the sources disagree most first (goldset.disagreements), instead of the queue's order.
+    disagreements: bool = False
 
     def params(self) -> list:
         mode = "adjudicate" if self.adjudicate else "review"
         return [self.cluster, self.tag, self.status, mode]
+
+
+QUEUES = ("all", "disagreements")
+
+
+def queue_filter(queue: str, adjudicate: bool = False) -> QueueFilter:
+    """The filter ``--queue`` and ``--adjudicate`` choose; an unknown queue is an input error."""
+    if queue not in QUEUES:
+        raise InputError(f"--queue is {' or '.join(QUEUES)}, not {queue!r}")
+    if adjudicate and queue == "disagreements":
+        raise InputError("--adjudicate and --queue disagreements are two queues: choose one")
+    return QueueFilter(adjudicate=adjudicate, disagreements=queue == "disagreements")
+
+
+# The disagreements queue: items with an open unit, the largest gap first (then the sum of
+# gaps), skipped ones last; the same narrowing as the other queues.
+_DISAGREEMENTS_QUEUE = """
+    SELECT i.query_id FROM gold_items i JOIN scored d USING (query_id)
+    LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = $by
+               GROUP BY query_id) s USING (query_id)
+    WHERE ($cluster::BIGINT IS NULL OR i.cluster_id = $cluster)
+      AND ($tag::VARCHAR IS NULL OR list_contains(i.tags, $tag))
+      AND ($status::VARCHAR IS NULL OR i.status = $status)
+      AND ($only::VARCHAR IS NULL OR i.query_id = $only)
+      AND ($assignee::VARCHAR IS NULL
+           OR i.query_id IN (SELECT query_id FROM gold_assignments WHERE rater = $assignee))
+    ORDER BY s.skipped_at NULLS FIRST, d.score DESC, d.total DESC, i.position
+    LIMIT 1
+"""
 
 
 @dataclass
@@ -235,6 +267,8 @@ class ReviewSession:
 
     def _next_item(self, con) -> str | None:
         # Stay on the item while it is still waiting for this reviewer, else the queue's first.
+        if self.queue.disagreements:
+            return self._next_disagreement(con)
         several = (
             self.queue.adjudicate
             or con.execute("SELECT EXISTS (SELECT 1 FROM gold_assignments)").fetchall()[0][0]
@@ -243,6 +277,17 @@ class ReviewSession:
         for only in ([self.focus] if self.focus else []) + [None]:
             params = [self.by, *self.queue.params(), only, self.queue.assignee]
             rows = con.execute(sql, params).fetchall()
+            if rows:
+                return rows[0][0]
+        return None
+
+    def _next_disagreement(self, con) -> str | None:
+        sql, params = disagreements.scored_sql(con)
+        q = self.queue
+        params |= {"by": self.by, "cluster": q.cluster, "tag": q.tag, "status": q.status,
+                   "assignee": q.assignee}  # fmt: skip
+        for only in ([self.focus] if self.focus else []) + [None]:
+            rows = con.execute(sql + _DISAGREEMENTS_QUEUE, params | {"only": only}).fetchall()
             if rows:
                 return rows[0][0]
         return None
@@ -271,6 +316,8 @@ class ReviewSession:
                 item = {**item, "no_answer": None in raters.ratings_of(con, qid, self.by)}
             ratings = raters.all_ratings(con, qid) if self.queue.adjudicate else {}
             current = next((c for c in candidates if c["kind"] == "draft"), None)
+            if self.queue.disagreements and not blind:
+                current = _disputed_first(con, qid, candidates) or current
             signals = gi.fetch_dicts(
                 con,
                 """SELECT n_events, n_sessions, n_zero_results, n_no_click, n_reformulated,
@@ -536,6 +583,17 @@ def _suggest(con, item: dict, candidates: list[dict]) -> None:
             }
 
 
+def _disputed_first(con, qid: str, candidates: list[dict]) -> dict | None:
+    """Each open unit's candidate gets its sources' ``grades``; the one with the largest gap
+    is the one to grade now."""
+    found = disagreements.item_grades(con, qid)  # largest gap first
+    for c in candidates:
+        if c["kind"] == "draft" and c["chunk_id"] in found:
+            c["grades"] = found[c["chunk_id"]]
+    by_id = {c["chunk_id"]: c for c in candidates if "grades" in c}
+    return next((by_id[cid] for cid in found if cid in by_id), None)
+
+
 def gi_store(db: Path | None):
     return open_store(db, create=False)
 
@@ -661,6 +719,13 @@ def _render(console, view: View, message: str, alert: bool = False) -> None:
                 (f"  ({drafted_how(current)})", "dim"),
             )
         )
+        if current.get("grades"):
+            console.print(
+                Text.assemble(
+                    ("sources disagree: ", "bold magenta"),
+                    disagreements.grades_text(current["grades"]),
+                )
+            )
         suggestion = current.get("suggestion")
         if suggestion:
             console.print(
