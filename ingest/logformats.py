@@ -308,7 +308,8 @@ CREATE OR REPLACE TEMP TABLE gm_log_rows AS
 SELECT line, raw, reject, {columns}
 FROM (SELECT *, CASE WHEN err IS NOT NULL THEN err
                      WHEN len(f) > {n} THEN 'expected {n} fields, found ' || len(f)
-                     WHEN {quotes_bad} THEN 'unbalanced quotes' END AS reject
+                     WHEN {split_quoted} AND ({quotes_bad}) THEN 'unbalanced quotes' END
+                AS reject
       FROM (SELECT line, raw, err, CASE WHEN err IS NOT NULL THEN NULL::VARCHAR[]
                                         WHEN {split_quoted} THEN regexp_extract_all(raw, {field}, 1)
                                         ELSE string_split(raw, $delim) END AS f
