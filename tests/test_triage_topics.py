@@ -149,3 +149,15 @@ def test_a_weekly_rerun_keeps_cluster_ids_and_puts_every_cluster_in_one_topic(db
     assert sorted(members) == sorted(set(members)) and len(members) == n_clusters
     assert all(topic in clusters for topic, clusters in topics)
     assert len(topics) < n_clusters  # a coarser level
+
+
+def test_export_carries_each_querys_topic(db_path, cli, tmp_path):
+    import polars as pl
+
+    with open_store(db_path) as con:
+        _triaged(con)
+    out = cli("--db", str(db_path), "triage", "export", str(tmp_path / "q.parquet"))
+    assert out.returncode == 0, out.stderr
+    rows = pl.read_parquet(tmp_path / "q.parquet")
+    got = dict(zip(rows["cluster_id"].to_list(), rows["topic_id"].to_list(), strict=True))
+    assert got == {1: 1, 2: 1, 3: 1, 4: 4, 5: 4, 6: 4}

@@ -130,9 +130,9 @@ def ranked_clusters(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[
     if f.tag is not None and f.tag not in KNOWN_TAGS:
         raise InputError(f"unknown tag {f.tag!r}; choose one of: {', '.join(KNOWN_TAGS)}")
     if not con.execute("SELECT count(*) FROM triage_runs WHERE status = 'done'").fetchall()[0][0]:
-        from goldmine.triage.pipeline import _has_traffic
+        from goldmine.triage.events import has_traffic
 
-        if not _has_traffic(con):
+        if not has_traffic(con):
             raise NotFoundError(
                 "nothing to show: the store holds no searches, tickets, chat turns or manual "
                 "queries yet (import some with goldmine ingest searchlog|tickets|chat FILE, then "
@@ -232,7 +232,7 @@ def no_match(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> str:
 
 
 EXPORT_COLUMNS = """
-    q.query, q.norm_query, q.cluster_id, q.canonical_query, c.label AS cluster_label,
+    q.query, q.norm_query, q.cluster_id, q.canonical_query, c.label AS cluster_label, c.topic_id,
     q.n_events, q.n_sessions, q.n_failed, q.failure_rate, q.n_zero_results, q.n_no_click,
     q.n_reformulated, q.n_negative_feedback, q.n_tickets, q.n_chat_fail, q.n_follow_up,
     q.fuzzy_score, q.best_score, q.tags, q.sources, q.first_seen, q.last_seen
