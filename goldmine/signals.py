@@ -23,7 +23,22 @@ from __future__ import annotations
 
 from functools import cache
 
+from goldmine.errors import InputError
+
 DEFAULT_WINDOW_S = 300  # five minutes: the usual bound for a query reformulation in a session
+
+
+def reformulation_window(window_s: int | None, configured: int | None = None) -> int:
+    """The reformulation window: as given, else goldmine.toml's (``configured``, which the command
+    passes from the settings), else the default. Triage and the Spark engine
+    (``ingest --engine spark``) both take it, so both mark reformulations alike."""
+    if window_s is None:
+        window_s = DEFAULT_WINDOW_S if configured is None else configured
+    if window_s < 0:
+        raise InputError(f"the reformulation window must be >= 0 seconds, not {window_s}")
+    return window_s
+
+
 NEGATIVE_FEEDBACK = (
     "negative",
     "down",

@@ -14,13 +14,13 @@ from typing import Annotated, Any
 
 import typer
 
+from goldmine import signals
 from goldmine.config import resolve_db_path, settings
 from goldmine.errors import EXIT_EMPTY, GoldmineError, InputError
 from goldmine.ingest.redact import configured_patterns, make_redactor
 from goldmine.options import DbOption, JsonOption, db_flag
 from goldmine.output import Col, console, info, print_json, table
 from goldmine.store import open_store, removed_on_input_error
-from goldmine.triage.pipeline import reformulation_window
 
 ingest_app = typer.Typer(
     name="ingest",
@@ -120,7 +120,7 @@ def _spark_options(engine: str, master: str | None, conf: list[str] | None, summ
         master=master,
         conf=parse_conf(conf),
         summary_dir=summary_dir,
-        window_s=reformulation_window(None, settings().triage.reformulation_window),
+        window_s=signals.reformulation_window(None, settings().triage.reformulation_window),
     )
 
 

@@ -13,12 +13,13 @@ from typing import Annotated, Any
 
 import typer
 
+from goldmine import signals
 from goldmine.config import settings
 from goldmine.options import DbOption, JsonOption, db_flag
 from goldmine.output import Col, console, fit_table, info, print_json, table
 from goldmine.store import open_store
 from goldmine.triage import runs
-from goldmine.triage.pipeline import reformulation_window, run_triage, summary
+from goldmine.triage.pipeline import run_triage, summary
 from goldmine.triage.queries import (
     ShowFilter,
     cluster_detail,
@@ -76,7 +77,7 @@ def run_cmd(
 
     # The pipeline opens the store for short spans only, so other commands can read meanwhile.
     configured = settings().triage  # goldmine.toml, checked when loaded
-    window_s = reformulation_window(window, configured.reformulation_window)
+    window_s = signals.reformulation_window(window, configured.reformulation_window)
     result = run_triage(
         db_flag(db), since=since, model=model, window_s=window_s, backend=backend,
         no_answer_retriever=configured.no_answer_retriever,

@@ -245,3 +245,13 @@ def aggregate_queries(con: duckdb.DuckDBPyConnection, since: datetime | None = N
         """
     )
     return con.execute("SELECT count(*) FROM triage_queries").fetchall()[0][0]
+
+
+# The ingest tables triage reads events from: with none of them holding a row, there is nothing to
+# triage (``triage run``) or show (``triage show``).
+SOURCES = ("search_events", "search_summaries", "tickets", "chat_turns", "manual_queries")
+
+
+def has_traffic(con: duckdb.DuckDBPyConnection) -> bool:
+    union = " UNION ALL ".join(f"(SELECT 1 FROM {t} LIMIT 1)" for t in SOURCES)
+    return bool(con.execute(f"SELECT count(*) FROM ({union})").fetchall()[0][0])

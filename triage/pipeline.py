@@ -35,6 +35,7 @@ from goldmine.triage import queries as ranking
 from goldmine.triage import runs
 from goldmine.triage.events import (
     aggregate_queries,
+    has_traffic,
     mark_session_signals,
     normalize_events,
     summary_events,
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 # 0.566 against torch's 0.559 (bench/bench_triage.py; README "Triage").
 DEFAULT_BACKEND = "onnx-int8"
 STEPS = ("normalize", "signals", "dedupe", "embed", "cluster", "tags", "rank", "labels")
-_SOURCES = ("search_events", "search_summaries", "tickets", "chat_turns", "manual_queries")
 
 
 @dataclass
@@ -91,22 +91,6 @@ def _check_model(con: duckdb.DuckDBPyConnection, model: str) -> None:
             f"the clusters were built with the embedding model {rows[0][0]!r}, not {model!r}: "
             f"run with --model {rows[0][0]!r} to keep cluster ids comparable"
         )
-
-
-def reformulation_window(window_s: int | None, configured: int | None = None) -> int:
-    """The reformulation window: as given, else goldmine.toml's (``configured``, which the command
-    passes from the settings), else the default. The Spark engine takes it too, so both engines
-    mark reformulations alike."""
-    if window_s is None:
-        window_s = signals.DEFAULT_WINDOW_S if configured is None else configured
-    if window_s < 0:
-        raise InputError(f"the reformulation window must be >= 0 seconds, not {window_s}")
-    return window_s
-
-
-def _has_traffic(con: duckdb.DuckDBPyConnection) -> bool:
-    union = " UNION ALL ".join(f"(SELECT 1 FROM {t} LIMIT 1)" for t in _SOURCES)
-    return bool(con.execute(f"SELECT count(*) FROM ({union})").fetchall()[0][0])
 
 
 def _start_run(con: duckdb.DuckDBPyConnection, key: str, since: datetime | None) -> tuple:
@@ -185,10 +169,10 @@ def run_triage(
     path = resolve_db_path(db)
     key = model_key(model)
     backend = embed_backend(backend, default=DEFAULT_BACKEND)
-    window_s = reformulation_window(window_s)
+    window_s = signals.reformulation_window(window_s)
     with open_store(path) as con:
         _check_model(con, key)
-        if not _has_traffic(con):
+        if not has_traffic(con):
             return RunResult(None, nothing_to_triage=True)
         run_id, stale = _start_run(con, key, since)
     result = RunResult(run_id, resumed_runs=stale, backend=backend)
