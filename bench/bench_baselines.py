@@ -83,7 +83,7 @@ def load_store(con, data: Cranfield) -> None:
 
 
 def quality(runs: list[list[tuple[str, float]]], data: Cranfield, cleverdon: dict) -> dict:
-    from goldmine.eval.metrics import average_precision, frac_recall, ndcg
+    from goldmine.metrics import average_precision, frac_recall, ndcg
 
     sums = {"ndcg@10": 0.0, "map@100": 0.0, "frac_recall@100": 0.0, "ndcg@10 cleverdon": 0.0}
     for qid, hits in zip(data.queries, runs, strict=True):

@@ -33,9 +33,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from goldmine.goldset.drift import drift, remap  # noqa: E402
 from goldmine.goldset.exchange import export_version, import_path, parse_grade_map  # noqa: E402
-from goldmine.goldset.versions import load_gold, publish  # noqa: E402
+from goldmine.goldset.versions import publish  # noqa: E402
 from goldmine.store import open_store, transaction  # noqa: E402
 from goldmine.text import sha256_text  # noqa: E402
+from goldmine.versions import load_gold  # noqa: E402
 
 GRADE_MAP = "1=2,2=2,3=1,4=1,-1=0"
 

@@ -13,21 +13,17 @@ from typing import Annotated
 
 import typer
 
+from goldmine.eval.options import MetricsOption, eval_app
 from goldmine.eval.report import print_runs
 from goldmine.eval.runner import Reranker, RunSource, eval_defaults, run_eval
 from goldmine.eval.store import list_runs
 from goldmine.options import DbOption, JsonOption, db_flag
 from goldmine.store import open_store
 
-eval_app = typer.Typer(
-    help="Score a retriever's ranked chunk ids against a gold set.",
-    no_args_is_help=True,
-)
-
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the root app."""
-    # Here, not at the top: those modules add their commands to eval_app, which they import.
+    # Importing them adds their commands to eval_app (goldmine.eval.options).
     from goldmine.eval import cli_compare, cli_power  # noqa: F401
 
     app.add_typer(eval_app, name="eval")
@@ -158,18 +154,6 @@ RetriesOption = Annotated[
         help="Retries on timeouts, 5xx and 429, with backoff.",
         min=0,
         rich_help_panel=_HTTP,
-    ),
-]
-MetricsOption = Annotated[
-    str | None,
-    typer.Option(
-        "--metrics",
-        "-m",
-        help="Comma-separated metrics: recall@k, frac_recall@k, mrr[@k], ndcg[@k], "
-        "precision@k, map[@k], r_precision. trec_eval and ranx names are accepted "
-        "(P_10, success_5, ndcg_cut_10, hit_rate@5). "
-        "[default: recall@1,recall@5,recall@10,mrr,ndcg@10]",
-        show_default=False,
     ),
 ]
 RelLevelOption = Annotated[

@@ -1,7 +1,7 @@
 """``goldmine eval compare``, ``history``, ``diagnose`` and ``export-generation``.
 
-Added to ``goldmine.eval.cli.eval_app`` on import. numpy is imported by the compare itself, inside
-the command, so ``goldmine eval run`` (and ``eval history``) start without it.
+Added to ``goldmine.eval.options.eval_app`` on import. numpy is imported by the compare itself,
+inside the command, so ``goldmine eval run`` (and ``eval history``) start without it.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import typer
 
 from goldmine.config import load_config
 from goldmine.errors import InputError
-from goldmine.eval.cli import eval_app
 from goldmine.eval.generation import diagnose, export_generation, print_diagnosis, read_grades
 from goldmine.eval.history import history_json, history_path, metric_columns, read_history
-from goldmine.eval.readers import read_run
+from goldmine.eval.options import RunRelLevelOption, SharedMetricsOption, eval_app
 from goldmine.eval.report import print_history
 from goldmine.eval.runner import load_gold
 from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.readers import read_run
 from goldmine.store import open_store
 
 PlotOption = Annotated[
@@ -31,15 +31,6 @@ PlotOption = Annotated[
         show_default=False,
     ),
 ]
-RunRelLevelOption = Annotated[
-    int, typer.Option("--rel-level", "-l", help="Relevance level for run files.")
-]
-MetricsOption = Annotated[
-    str | None,
-    typer.Option("--metrics", "-m", help="Comma-separated metrics. Default: all both sides have."),
-]
-
-
 @eval_app.command("compare")
 def compare_command(
     a: Annotated[
@@ -55,7 +46,7 @@ def compare_command(
         str | None,
         typer.Option("--gold", "-g", help="Gold set to score run files against (file or v3)."),
     ] = None,
-    metrics: MetricsOption = None,
+    metrics: SharedMetricsOption = None,
     permutations: Annotated[
         int, typer.Option("--permutations", help="Sign flips in the randomization test.", min=1)
     ] = 10_000,
@@ -126,7 +117,7 @@ def history_command(
             show_default=False,
         ),
     ] = None,
-    metrics: MetricsOption = None,
+    metrics: SharedMetricsOption = None,
     plot: PlotOption = None,
     fmt: Annotated[
         str,

@@ -1,6 +1,6 @@
 """``goldmine eval power``: the detectable effect and the queries needed, per metric.
 
-Added to ``goldmine.eval.cli.eval_app`` on import; numpy and statsmodels are imported inside the
+Added to ``goldmine.eval.options.eval_app`` on import; numpy and statsmodels are imported inside the
 command.
 """
 
@@ -10,8 +10,7 @@ from typing import Annotated
 
 import typer
 
-from goldmine.eval.cli import eval_app
-from goldmine.eval.cli_compare import MetricsOption, RunRelLevelOption
+from goldmine.eval.options import RunRelLevelOption, SharedMetricsOption, eval_app
 from goldmine.options import DbOption, JsonOption, db_flag
 
 
@@ -31,7 +30,7 @@ def power_command(
         str | None,
         typer.Option("--gold", "-g", help="Gold set to score run files against (file or v3)."),
     ] = None,
-    metrics: MetricsOption = None,
+    metrics: SharedMetricsOption = None,
     alpha: Annotated[float, typer.Option("--alpha", help="Significance level (two-sided).")] = 0.05,
     power: Annotated[float, typer.Option("--power", help="The power asked for.")] = 0.8,
     effect: Annotated[

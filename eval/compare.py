@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from goldmine.errors import InputError
-from goldmine.eval.metrics import parse_metric
 from goldmine.eval.sides import Scores, ScoreTable, as_table, resolve_refs
 from goldmine.eval.stats import POWER, bootstrap_ci, holm, min_detectable_effect, sign_flip_test
+from goldmine.metrics import parse_metric
 
 if TYPE_CHECKING:
 

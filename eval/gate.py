@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import GoldmineError, InputError
-from goldmine.eval.metrics import parse_metric
 from goldmine.eval.sides import ScoreTable, resolve_side, stored_side
+from goldmine.metrics import parse_metric
 
 if TYPE_CHECKING:
     import duckdb
 
     from goldmine.eval.compare import Comparison
-    from goldmine.eval.runner import EvalOutcome
+    from goldmine.eval.result import EvalOutcome
 
 
 def parse_fail_under(items: Iterable[str] | str | None) -> dict[str, float]:

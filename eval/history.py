@@ -8,19 +8,20 @@ so a new column never shifts or corrupts earlier rows.
 from __future__ import annotations
 
 import csv
+import math
 import os
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
-from goldmine.eval.metrics import parse_metrics
-from goldmine.eval.plot import gold_changes, metric_value, run_labels
+from goldmine.metrics import parse_metrics
 
 if TYPE_CHECKING:
     from goldmine.config import Config
-    from goldmine.eval.runner import EvalOutcome
+    from goldmine.eval.result import EvalOutcome
 
 FORMAT_VERSION = 1
 FIXED_COLUMNS = [
@@ -193,3 +194,31 @@ def history_json(path: Path, rows: list[dict[str, str]], names: list[str]) -> di
         "runs": runs,
         "gold_changes": [{"row": i + 1, "note": note} for i, note in gold_changes(rows)],
     }
+
+
+# --- reading rows back (the report and the plot) ---------------------------------------------
+
+
+def metric_value(cell: str | None) -> float | None:
+    try:
+        value = float(cell) if cell not in (None, "") else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
+def run_labels(rows: Sequence[dict[str, str]]) -> list[str]:
+    """A label per history row: its label, else its run id, else its row number."""
+    return [
+        r.get("label") or (f"run {r['run_id']}" if r.get("run_id") else f"row {i}")
+        for i, r in enumerate(rows, start=1)
+    ]
+
+
+def gold_changes(rows: Sequence[dict[str, str]]) -> list[tuple[int, str]]:
+    """Rows where the gold set differs from the row before (hash), with the new query count."""
+    marks = []
+    for i in range(1, len(rows)):
+        if rows[i].get("gold_hash") != rows[i - 1].get("gold_hash"):
+            marks.append((i, f"gold changed ({rows[i].get('n_queries') or '?'} queries)"))
+    return marks

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
+from goldmine.eval.history import gold_changes, metric_value, run_labels
 
 if TYPE_CHECKING:
     from goldmine.eval.compare import Comparison
@@ -287,31 +288,6 @@ def _write(out: Path, text: str) -> None:
 
 
 # --- history ------------------------------------------------------------------------------------
-
-
-def metric_value(cell: str | None) -> float | None:
-    try:
-        value = float(cell) if cell not in (None, "") else None
-    except ValueError:
-        return None
-    return value if value is not None and math.isfinite(value) else None
-
-
-def run_labels(rows: Sequence[dict[str, str]]) -> list[str]:
-    """A label per history row: its label, else its run id, else its row number."""
-    return [
-        r.get("label") or (f"run {r['run_id']}" if r.get("run_id") else f"row {i}")
-        for i, r in enumerate(rows, start=1)
-    ]
-
-
-def gold_changes(rows: Sequence[dict[str, str]]) -> list[tuple[int, str]]:
-    """Rows where the gold set differs from the row before (hash), with the new query count."""
-    marks = []
-    for i in range(1, len(rows)):
-        if rows[i].get("gold_hash") != rows[i - 1].get("gold_hash"):
-            marks.append((i, f"gold changed ({rows[i].get('n_queries') or '?'} queries)"))
-    return marks
 
 
 def write_history_plot(rows: Sequence[dict[str, str]], metrics: Sequence[str], out: Path) -> None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from goldmine.eval.plot import gold_changes, metric_value, run_labels
+from goldmine.eval.history import gold_changes, metric_value, run_labels
 from goldmine.output import Col, console, print_whole, table
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from goldmine.eval.runner import EvalOutcome
+    from goldmine.eval.result import EvalOutcome
 
 
 def display_name(name: str) -> str:

@@ -10,19 +10,20 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.config import settings
 from goldmine.errors import InputError
 from goldmine.eval.history import append_history, check_history, git_commit, history_row
-from goldmine.eval.metrics import Metric, parse_metrics
-from goldmine.eval.readers import read_gold, read_run
-from goldmine.eval.scoring import EvalResult, check_overlap, evaluate, evaluate_run_file
+from goldmine.eval.result import EvalOutcome, EvalResult
+from goldmine.eval.scoring import check_overlap, evaluate, evaluate_run_file
 from goldmine.files import require_file
 from goldmine.gold import Gold, Run
+from goldmine.metrics import Metric, parse_metrics
+from goldmine.readers import read_gold, read_run
 from goldmine.store import open_store
 from goldmine.text import sha256_file
 
@@ -31,47 +32,6 @@ if TYPE_CHECKING:
 
 DEFAULT_METRICS = "recall@1,recall@5,recall@10,mrr,ndcg@10"
 _VERSION_SPEC = re.compile(r"^(v?\d+|latest)$", re.IGNORECASE)
-
-
-@dataclass
-class EvalOutcome:
-    result: EvalResult
-    gold: Gold
-    run_source: str
-    run_format: str | None
-    run_hash: str | None
-    label: str | None
-    run_id: int | None = None
-    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    git_commit: str | None = None
-    reranker: dict[str, Any] | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        data = self.result.to_json()
-        data.update(
-            {
-                "run_id": self.run_id,
-                "label": self.label,
-                "created_at": self.created_at.isoformat(),
-                "git_commit": self.git_commit,
-                "gold": {
-                    "source": self.gold.source,
-                    "format": self.gold.format,
-                    "version": self.gold.version,
-                    "hash": self.gold.hash,
-                    "n_queries": len(self.gold.queries),
-                },
-                "run": {
-                    "source": self.run_source,
-                    "format": self.run_format,
-                    "hash": self.run_hash,
-                },
-                "reranker": self.reranker,
-                "warnings": self.warnings,
-            }
-        )
-        return data
 
 
 def eval_defaults() -> dict[str, Any]:
@@ -91,7 +51,7 @@ def load_gold(spec: str, fmt: str | None = None, db: Path | None = None) -> Gold
     if path.exists() or not _VERSION_SPEC.match(spec):
         return read_gold(path, fmt)
 
-    from goldmine.goldset.versions import load_gold as load_version  # a file needs no store
+    from goldmine.versions import load_gold as load_version  # a file needs no store
 
     with open_store(db, read_only=True) as con:
         return load_version(con, spec)

@@ -10,66 +10,14 @@ scored apart: did the system abstain (return nothing, or nothing scoring at leas
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from goldmine.errors import InputError
-from goldmine.eval.metrics import Metric, aggregate, score_query
-from goldmine.eval.readers import LARGE_FILE_BYTES, read_gold, read_run
+from goldmine.eval.result import EvalResult, NoAnswerResult, abstention
 from goldmine.gold import Gold, Run
+from goldmine.metrics import Metric, aggregate, score_query
+from goldmine.readers import LARGE_FILE_BYTES, read_gold, read_run, run_format_of
 from goldmine.text import normalize_query
-
-
-@dataclass
-class NoAnswerResult:
-    query_id: str
-    query: str | None
-    returned: int
-    top_score: float | None
-    abstained: bool
-
-
-@dataclass
-class EvalResult:
-    metrics: list[Metric]
-    summary: dict[str, float]
-    per_query: dict[str, dict[str, float]]
-    rel_level: int
-    n_queries: int
-    missing: list[str] = field(default_factory=list)
-    ignored: list[str] = field(default_factory=list)
-    no_answer: list[NoAnswerResult] = field(default_factory=list)
-    n_duplicates: int = 0
-    errors: dict[str, str] = field(default_factory=dict)
-    returned: dict[str, int] = field(default_factory=dict)
-    # The per-query table as a polars frame (qid + one column per metric), from the columnar
-    # engine: the store writes it through Arrow instead of row by row.
-    frame: Any = None
-
-    @property
-    def abstention_rate(self) -> float | None:
-        if not self.no_answer:
-            return None
-        return sum(r.abstained for r in self.no_answer) / len(self.no_answer)
-
-    def to_json(self) -> dict:
-        return {
-            "metrics": self.summary,
-            "n_queries": self.n_queries,
-            "n_missing": len(self.missing),
-            "n_ignored": len(self.ignored),
-            "n_no_answer": len(self.no_answer),
-            "n_duplicates": self.n_duplicates,
-            "n_errors": len(self.errors),
-            "rel_level": self.rel_level,
-            "abstention_rate": self.abstention_rate,
-            "missing": self.missing,
-            "ignored": self.ignored,
-            "errors": self.errors,
-            "no_answer": [r.__dict__ for r in self.no_answer],
-            "per_query": self.per_query,
-        }
 
 
 def match_run_to_gold(gold: Gold, run: Run) -> tuple[dict[str, str], list[str]]:
@@ -109,7 +57,7 @@ def evaluate(
         ranked = ranked_for.get(qid)
         if not query.answerable(rel_level):
             no_answer.append(
-                _abstention(qid, query.query, ranked, scores_for.get(qid), abstain_below)
+                abstention(qid, query.query, ranked, scores_for.get(qid), abstain_below)
             )
             continue
         if ranked is None:
@@ -163,21 +111,6 @@ def check_overlap(result: EvalResult, gold: Gold) -> str | None:
     )
 
 
-def _abstention(
-    qid: str,
-    text: str | None,
-    ranked: list[str] | None,
-    scores: list[float] | None,
-    abstain_below: float | None,
-) -> NoAnswerResult:
-    returned = len(ranked or [])
-    top = max(scores) if scores else None
-    abstained = returned == 0 or (
-        abstain_below is not None and top is not None and top < abstain_below
-    )
-    return NoAnswerResult(qid, text, returned, top, abstained)
-
-
 def evaluate_files(
     gold_path: Path | str,
     run_path: Path | str,
@@ -216,9 +149,12 @@ def evaluate_run_file(
     # Above this size the columnar engine wins; below it polars' start-up costs more than a parse.
     big = force or Path(run_path).stat().st_size >= LARGE_FILE_BYTES
     if big:
-        from goldmine.eval import columnar  # polars: worth its start-up only at this size
+        from goldmine import frames  # polars: worth its start-up only at this size
+        from goldmine.eval import columnar
     if big and not gold.keyed_by_text:
-        ranked = columnar.read_ranked_frame(Path(run_path), run_format)
+        ranked = frames.read_ranked_frame(
+            Path(run_path), run_format or run_format_of(Path(run_path))
+        )
         if ranked is not None:
             frame, n_dupes = ranked
             result = columnar.score_frame(

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from goldmine.errors import GoldmineError, InputError, NotFoundError
 from goldmine.eval.history import read_history
-from goldmine.eval.metrics import parse_metrics
 from goldmine.eval.runner import DEFAULT_METRICS, load_gold, score_run_file
 from goldmine.eval.store import find_run, run_scores
-from goldmine.goldset.versions import load_gold as load_version
+from goldmine.metrics import parse_metrics
 from goldmine.store import open_store
+from goldmine.versions import load_gold as load_version
 
 if TYPE_CHECKING:
     import duckdb

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from goldmine.errors import InputError
-from goldmine.eval.readers import dedupe
 from goldmine.gold import Gold, Run
 from goldmine.output import progress
+from goldmine.readers import dedupe
 from goldmine.store import open_store
 from goldmine.text import norm_sql, normalize_query
 

@@ -16,7 +16,7 @@ from goldmine.store import transaction
 if TYPE_CHECKING:
     import duckdb
 
-    from goldmine.eval.runner import EvalOutcome
+    from goldmine.eval.result import EvalOutcome
 
 
 def store_run(con: duckdb.DuckDBPyConnection, outcome: EvalOutcome) -> int:

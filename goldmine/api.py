@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.eval.metrics import Metric, parse_metrics
 from goldmine.eval.scoring import EvalResult, check_overlap, evaluate_run_file
 from goldmine.eval.scoring import evaluate as score
 from goldmine.inputs import GoldLike, RunLike, as_gold, as_run, is_path
+from goldmine.metrics import Metric, parse_metrics
 
 if TYPE_CHECKING:
     import polars
@@ -185,7 +185,7 @@ class Compared:
 
     def metric(self, name: str) -> MetricComparison:
         """One metric's comparison, by its name as given or as the CLI spells it."""
-        from goldmine.eval.metrics import parse_metric
+        from goldmine.metrics import parse_metric
 
         try:
             return self.comparison.metric(name)

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from goldmine.errors import InputError
-from goldmine.eval.readers import dedupe, read_gold
 from goldmine.gold import Gold, GoldQuery, Run
+from goldmine.readers import dedupe, read_gold
 
 if TYPE_CHECKING:
     import pandas

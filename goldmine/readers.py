@@ -6,7 +6,7 @@ line is a header), and a plain JSON object mapping a query to its relevant ids (
 ``score``, and a JSON object mapping a query to its ranked ids (the seed's ``runs`` dict).
 
 These readers are pure Python on purpose: at the sizes a gold set and most runs have, the start-up
-of a columnar library costs more than the parse. Large run files go to ``goldmine.eval.columnar``.
+of a columnar library costs more than the parse. Large TREC files go to ``goldmine.frames``.
 Every parse error names the file and the line.
 """
 
@@ -114,11 +114,24 @@ def detect_gold_format(text: str) -> str:
     )
 
 
+def run_format_of(path: Path) -> str:
+    """A run file's format, detected from its head (a large file is not read whole for it)."""
+    data, _ = read_bytes(path) if path.stat().st_size < 1 << 16 else (b"", "")
+    if not data:
+        with open(path, "rb") as handle:
+            data = handle.read(1 << 16)
+    text = None if data[:4] == b"PAR1" else data.decode("utf-8", errors="replace")
+    try:
+        return detect_run_format(data, text)
+    except InputError as exc:
+        raise InputError(exc.message, path=path) from None
+
+
 def read_gold(path: str | Path, fmt: str | None = None) -> Gold:
     """Read a gold set from a file, detecting its format unless ``fmt`` is given."""
     path = Path(path)
     if fmt in (None, "trec") and _is_large(path):
-        from goldmine.eval.columnar import read_trec_qrels
+        from goldmine.frames import read_trec_qrels
 
         gold = read_trec_qrels(path)
         if gold is not None:

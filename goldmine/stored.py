@@ -96,7 +96,7 @@ class Store(CoreStore):
 
     def gold(self, version: str | int = "latest") -> GoldSet:
         """A published version: ``"v3"``, ``3`` or ``"latest"`` (``NotFoundError`` if absent)."""
-        from goldmine.goldset.versions import load_gold
+        from goldmine.versions import load_gold
 
         with self.read() as con:
             return GoldSet(load_gold(con, str(version)))

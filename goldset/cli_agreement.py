@@ -28,9 +28,9 @@ def agreement_between(
 ) -> None:
     """``gold agreement --between A B``: one report per pair the two specs name (a ``*``
     names every source of its kind; ``--json`` then prints a list of reports)."""
-    from goldmine.eval.metrics import parse_metric
-    from goldmine.eval.readers import read_run
     from goldmine.goldset.sources import between
+    from goldmine.metrics import parse_metric
+    from goldmine.readers import read_run
 
     m = parse_metric(metric)
     with open_store(db_flag(db), create=False) as con:

@@ -16,8 +16,6 @@ from typing import Annotated
 import typer
 
 from goldmine.errors import GoldmineError, InputError
-from goldmine.eval.metrics import parse_metric
-from goldmine.eval.readers import read_run
 from goldmine.goldset.cli_agreement import print_confusion, print_judge_agreement
 from goldmine.goldset.items import default_user
 from goldmine.goldset.judge import JudgeResult, model_agreement
@@ -26,8 +24,10 @@ from goldmine.goldset.kappa import reading
 from goldmine.goldset.synth import check_all_failed
 from goldmine.goldset.synth import synth as run_synth
 from goldmine.llm import DEFAULT_MAX_FAILURES, DEFAULT_TIMEOUT, KEEP_CHARS, settings
+from goldmine.metrics import parse_metric
 from goldmine.options import DbOption, JsonOption, db_flag
 from goldmine.output import info, print_json, warn
+from goldmine.readers import read_run
 from goldmine.store import open_store
 
 BaseUrlOption = Annotated[

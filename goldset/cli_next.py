@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 
 from goldmine.errors import InputError
-from goldmine.eval.readers import read_run
 from goldmine.goldset.items import default_user
 from goldmine.goldset.next import CLUSTER_METHOD, METHOD, cluster_information, plan_for_compare
 from goldmine.options import DbOption, JsonOption, db_flag
 from goldmine.output import print_json
+from goldmine.readers import read_run
 from goldmine.store import open_store
 
 

@@ -36,19 +36,17 @@ from goldmine.goldset.items import (
     settle,
 )
 from goldmine.goldset.raters import NO_ANSWER, dispute
-from goldmine.goldset.versions import (
+from goldmine.goldset.versions import content_hash, dump_line, insert_version_items
+from goldmine.store import registered, transaction
+from goldmine.text import normalize_query
+from goldmine.versions import (
     FORMAT,
     FORMAT_VERSION,
-    content_hash,
-    dump_line,
-    insert_version_items,
     judged_of,
     resolve_version,
     version_header,
     version_lines,
 )
-from goldmine.store import registered, transaction
-from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
     import duckdb

@@ -11,7 +11,8 @@ Each export is tested by loading it with that package (``tests/test_api.py``):
   ``datasets.load_dataset(folder, "judgments")`` loads it offline; the card carries the version's
   content hash, and so does each Parquet file's metadata.
 
-The grades are the version's: judged-not-relevant chunks at 0, as ``versions.judged_of`` gives.
+The grades are the version's: judged-not-relevant chunks at 0, as
+``goldmine.versions.judged_of`` gives.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
-from goldmine.goldset.versions import judged_of, resolve_version, version_header, version_lines
+from goldmine.versions import judged_of, resolve_version, version_header, version_lines
 
 if TYPE_CHECKING:
     import duckdb

@@ -318,7 +318,7 @@ def plan_for_compare(
     by: str,
 ) -> Plan:
     """``gold next --for-compare A B``: propose, and (``queue``) write in one transaction. The
-    runs come read (``goldmine.eval.readers.read_run``), so the gold set needs no eval code."""
+    runs come read (``goldmine.readers.read_run``), so the gold set needs no eval code."""
 
     with open_store(db, create=False) as con:
         judged, by_text = load_judged(con)

@@ -12,22 +12,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from goldmine.errors import InputError, NotFoundError, StoreError
-from goldmine.gold import Gold, GoldQuery
+from goldmine.errors import InputError, StoreError
 from goldmine.goldset.items import current_snapshot, fetch_dicts, now
 from goldmine.store import transaction
 from goldmine.text import sha256_text
+from goldmine.versions import (
+    FORMAT_VERSION,
+    iso,
+    judged_of,
+    list_versions,
+    resolve_version,
+    version_items,
+    version_lines,
+)
 
 if TYPE_CHECKING:
     import duckdb
-
-    from goldmine.gold import Gold
-
-FORMAT = "goldmine-gold"
-FORMAT_VERSION = 1
 
 
 def dump_line(obj: Any) -> str:
@@ -37,34 +39,6 @@ def dump_line(obj: Any) -> str:
 
 def content_hash(lines: list[str]) -> str:
     return sha256_text("".join(line + "\n" for line in lines))
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _parse_spec(spec: str | int) -> str | int:
-    text = str(spec).strip().lower()
-    if text == "latest":
-        return "latest"
-    digits = text[1:] if text.startswith("v") else text
-    if not digits.isdigit():
-        raise InputError(f"a version is written v3, 3 or latest, not {spec!r}")
-    return int(digits)
-
-
-def resolve_version(con: duckdb.DuckDBPyConnection, spec: str | int) -> int:
-    """The version number for "v3", "3", 3 or "latest"; NotFoundError when there is none."""
-    parsed = _parse_spec(spec)
-    known = [r[0] for r in con.execute("SELECT version FROM gold_versions ORDER BY 1").fetchall()]
-    if not known:
-        raise NotFoundError("no gold version is published yet (run `goldmine gold publish -m …`)")
-    if parsed == "latest":
-        return known[-1]
-    if parsed not in known:
-        listed = ", ".join(f"v{v}" for v in known)
-        raise NotFoundError(f"no gold version v{parsed} (published: {listed})")
-    return int(parsed)
 
 
 # --- freezing ---------------------------------------------------------------------------------
@@ -93,7 +67,7 @@ def item_records(con: duckdb.DuckDBPyConnection, items: list[dict]) -> list[dict
         history.setdefault(row["query_id"], []).append(
             {
                 "action": row["action"],
-                "at": _iso(row["at"]),
+                "at": iso(row["at"]),
                 "by": row["by"],
                 "detail": json.loads(row["detail"]) if row["detail"] else {},
             }
@@ -130,8 +104,8 @@ def item_record(item: dict, labels: list[dict], history: list[dict]) -> dict:
             "sources": list(item["sources"] or []),
             "source_ids": list(item["source_ids"] or []),
             "frequency": item["frequency"],
-            "first_seen": _iso(item["first_seen"]),
-            "last_seen": _iso(item["last_seen"]),
+            "first_seen": iso(item["first_seen"]),
+            "last_seen": iso(item["last_seen"]),
         },
         "label_text_hashes": {r["chunk_id"]: r["text_hash"] for r in labels},
         "snapshot": sorted({r["snapshot_id"] for r in labels if r["snapshot_id"] is not None}),
@@ -139,7 +113,7 @@ def item_record(item: dict, labels: list[dict], history: list[dict]) -> dict:
         # published before it was recorded keep their lines (and hashes) as they were.
         "labelled": {
             r["chunk_id"]: {
-                "at": _iso(r["at"]),
+                "at": iso(r["at"]),
                 "by": r["by"],
                 "snapshot_id": r["snapshot_id"],
                 "source": r["source"],
@@ -147,7 +121,7 @@ def item_record(item: dict, labels: list[dict], history: list[dict]) -> dict:
             for r in labels
         },
         "verified_by": item["verified_by"],
-        "verified_at": _iso(item["verified_at"]),
+        "verified_at": iso(item["verified_at"]),
         "history": history,
     }
 
@@ -309,75 +283,6 @@ def insert_version_items(
 
 
 # --- reading versions --------------------------------------------------------------------------
-
-
-def version_header(con: duckdb.DuckDBPyConnection, version: int) -> dict:
-    rows = fetch_dicts(con, "SELECT * FROM gold_versions WHERE version = ?", [version])
-    if not rows:
-        raise NotFoundError(f"no gold version v{version}")
-    v = rows[0]
-    return {
-        "format": FORMAT,
-        "format_version": v["format_version"],
-        "version": v["version"],
-        "message": v["message"],
-        "content_hash": v["content_hash"],
-        "published_at": _iso(v["published_at"]),
-        "published_by": v["published_by"],
-        "counts": {
-            "items": v["n_items"],
-            "answerable": v["n_answerable"],
-            "no_answer": v["n_no_answer"],
-            "labels": v["n_labels"],
-        },
-        "snapshot": {"snapshot_id": v["snapshot_id"], "content_hash": v["snapshot_hash"]},
-    }
-
-
-def version_lines(con: duckdb.DuckDBPyConnection, version: int) -> list[str]:
-    rows = con.execute(
-        "SELECT item FROM gold_version_items WHERE version = ? ORDER BY query_id", [version]
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
-def version_items(con: duckdb.DuckDBPyConnection, version: int) -> dict[str, dict]:
-    return {(d := json.loads(line))["query_id"]: d for line in version_lines(con, version)}
-
-
-def list_versions(con: duckdb.DuckDBPyConnection) -> list[dict]:
-    return fetch_dicts(
-        con,
-        "SELECT version, message, content_hash, published_at, published_by, n_items,"
-        " n_answerable, n_no_answer, n_labels FROM gold_versions ORDER BY version",
-    )
-
-
-def judged_of(item: dict) -> dict[str, int]:
-    """chunk id -> grade, with the chunks judged not relevant at grade 0."""
-    judged = dict(item.get("not_relevant") or {})
-    judged.update(item.get("relevant") or {})
-    return judged
-
-
-def load_gold(con: duckdb.DuckDBPyConnection, spec: str) -> Gold:
-    """A published version as the eval's ``Gold`` ("v3", "3" or "latest")."""
-
-    version = resolve_version(con, spec)
-    header = version_header(con, version)
-    queries = {
-        qid: GoldQuery(
-            query_id=qid, query=item["query"], judged=judged_of(item), context=item.get("context")
-        )
-        for qid, item in version_items(con, version).items()
-    }
-    return Gold(
-        queries=queries,
-        source=f"v{version}",
-        hash=header["content_hash"],
-        format="goldmine-version",
-        version=version,
-    )
 
 
 # --- integrity ---------------------------------------------------------------------------------

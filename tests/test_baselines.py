@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from goldmine.errors import InputError, NotFoundError
-from goldmine.eval.metrics import average_precision, frac_recall, ndcg
+from goldmine.metrics import average_precision, frac_recall, ndcg
 from goldmine.retrieval import (
     best_scores,
     build_retriever,

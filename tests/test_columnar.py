@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from goldmine.eval.metrics import parse_metrics
-from goldmine.eval.readers import read_gold, read_run
 from goldmine.eval.scoring import evaluate, evaluate_run_file
+from goldmine.metrics import parse_metrics
+from goldmine.readers import read_gold, read_run
 
 METRICS = parse_metrics(
     "recall@1,recall@5,frac_recall@10,mrr,mrr@3,ndcg,ndcg@5,precision@5,map,map@10,r_precision"
@@ -60,7 +60,7 @@ def test_engines_agree(tmp_path: Path, seed: int, sep: str, rel_level: int) -> N
 
 
 def test_sorted_file_skips_the_sort_and_agrees(tmp_path: Path) -> None:
-    from goldmine.eval import columnar
+    from goldmine import frames
 
     qrels, run_path = messy_files(tmp_path, 5)
     run = read_run(run_path)
@@ -71,8 +71,8 @@ def test_sorted_file_skips_the_sort_and_agrees(tmp_path: Path) -> None:
     ]
     sorted_path = tmp_path / "sorted.trec"
     sorted_path.write_text("\n".join(lines) + "\n")
-    frame = columnar._read_trec_frame(sorted_path)
-    assert frame is not None and columnar._order(frame) is frame  # no sort: the same frame
+    frame = frames._read_trec_frame(sorted_path)
+    assert frame is not None and frames._order(frame) is frame  # no sort: the same frame
     gold = read_gold(qrels)
     a = evaluate(gold, run, METRICS)
     b, _ = evaluate_run_file(gold, sorted_path, METRICS, force=True)
@@ -98,7 +98,7 @@ def test_contiguous_file_with_one_query_out_of_order(tmp_path: Path) -> None:
 def test_large_qrels_read_column_wise_equal_the_python_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from goldmine.eval import readers
+    from goldmine import readers
 
     qrels, run_path = messy_files(tmp_path, 4)
     small = read_gold(qrels)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from goldmine.eval.metrics import parse_metric
-from goldmine.eval.readers import read_gold, read_run
 from goldmine.eval.scoring import evaluate, evaluate_files
+from goldmine.metrics import parse_metric
+from goldmine.readers import read_gold, read_run
 
 _TREC_NAME = re.compile(
     r"^(success|recall|recip_rank|ndcg_cut|ndcg|P|map_cut|map|Rprec)(?:_(\d+))?$"

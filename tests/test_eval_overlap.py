@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from goldmine.errors import InputError
-from goldmine.eval.metrics import parse_metrics
-from goldmine.eval.readers import read_gold
 from goldmine.eval.scoring import check_overlap, evaluate_files
+from goldmine.metrics import parse_metrics
+from goldmine.readers import read_gold
 
 GOLD_IDS = [str(n) for n in range(1, 9)]
 

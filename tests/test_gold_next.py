@@ -109,8 +109,8 @@ def _runs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_queue_writes_drafts_in_order_and_reopens_verified_items(store: Path, tmp_path) -> None:
-    from goldmine.eval.readers import read_run
     from goldmine.goldset.next import load_judged, read_ranked
+    from goldmine.readers import read_run
 
     a, b = (read_run(path) for path in _runs(tmp_path))
     with open_store(store) as con:

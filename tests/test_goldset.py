@@ -11,8 +11,8 @@ import pytest
 
 from goldmine.errors import NotFoundError
 from goldmine.goldset.starter import AWKWARD_TAGS, choose, starter
-from goldmine.goldset.versions import load_gold
 from goldmine.store import open_store, transaction
+from goldmine.versions import load_gold
 
 from helpers import CHUNKS, QUERIES, add_snapshot, build, gold
 from helpers import norm_qid as qid

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from goldmine.errors import InputError
-from goldmine.eval.metrics import (
+from goldmine.metrics import (
     aggregate,
     average_precision,
     frac_recall,
