@@ -272,7 +272,7 @@ def review(
 
         serve(
             db_flag(db), _user(by), host=host, port=port, open_browser=not no_open,
-            redact=_redaction(redact),
+            redact=_redaction(redact), queue=chosen,
         )  # fmt: skip
         return
 

@@ -33,6 +33,7 @@ from urllib.parse import urlencode
 from goldmine.errors import GoldmineError, InputError, StoreBusyError
 from goldmine.goldset import items as gi
 from goldmine.goldset import webguard as guard
+from goldmine.goldset.disagreements import grades_text
 from goldmine.goldset.review import QueueFilter, ReviewSession, View, drafted_how, suggester
 from goldmine.goldset.textmatch import CorpusSearch, marked_words
 from goldmine.output import info, warn
@@ -127,6 +128,7 @@ class WebReview:
         self.sessions: dict[str, ReviewSession] = {}
         self._lock = threading.Lock()
         self.searcher = CorpusSearch()  # one index for every rater's session
+        self.start = ""  # the query string of the queue the page opens on
 
     def session(self, rater: str, queue: QueueFilter) -> ReviewSession:
         with self._lock:
@@ -158,6 +160,7 @@ def _queue(params) -> QueueFilter:
         status if status in gi.STATUSES else None,
         adjudicate=params.get("mode") == "adjudicate",
         assignee=params.get("assignee") or None,
+        disagreements=params.get("mode") == "disagreements",
     )
 
 
@@ -208,6 +211,7 @@ def create_app(review: WebReview):
     templates.globals["highlight"] = highlight
     templates.globals["drafted_how"] = drafted_how
     templates.globals["suggester"] = suggester
+    templates.globals["grades_text"] = grades_text
 
     def allowed(request: Request) -> bool:
         given = request.cookies.get(TOKEN_COOKIE, "")
@@ -261,7 +265,8 @@ def create_app(review: WebReview):
     async def home(request: Request) -> Response:
         token = request.query_params.get("token", "")
         if token and secrets.compare_digest(token.encode(), review.token.encode()):
-            target = "/review"
+            # The queue the command chose (--queue, --adjudicate) is the page's first filter.
+            target = "/review" + (f"?{review.start}" if review.start else "")
             rater = request.query_params.get("as")
             response = RedirectResponse(target, status_code=303)
             response.set_cookie(TOKEN_COOKIE, review.token, httponly=True, samesite="strict")
@@ -343,7 +348,7 @@ def create_app(review: WebReview):
 
 
 def _qs(queue: QueueFilter) -> dict:
-    mode = "adjudicate" if queue.adjudicate else None
+    mode = "adjudicate" if queue.adjudicate else "disagreements" if queue.disagreements else None
     pairs = (
         ("cluster", queue.cluster),
         ("tag", queue.tag),
@@ -402,8 +407,10 @@ def serve(
     port: int = 0,
     open_browser: bool = True,
     redact: Callable[[str], str] | None = None,
+    queue: QueueFilter | None = None,
 ) -> None:
-    """Run the page until Ctrl-C; prints the URL (with its token) first."""
+    """Run the page until Ctrl-C; prints the URL (with its token) first. ``queue``: the one the
+    page opens on (its header's filter changes it)."""
     import socket
     import webbrowser
 
@@ -413,6 +420,7 @@ def serve(
     with open_store(db, create=False):
         pass  # a missing or newer store fails here, before the server starts
     review = WebReview(db, by, redact=redact)
+    review.start = urlencode(_qs(queue or QueueFilter()))
     app = create_app(review)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -473,3 +473,49 @@ def test_the_page_fits_its_width_and_the_footer_covers_nothing(
     page.evaluate("document.querySelector('main').scrollTo(0, 0)")
     page.screenshot(path=str(docs / f"review-{width}.png"))
     context.close()
+
+
+def test_the_disagreements_queue_in_the_page(browser, store: Path, cli) -> None:
+    """``--queue disagreements`` opens the page on the item whose sources differ most, each
+    source's grade named on its card; the header's queue filter switches back and forth, and a
+    person's grade there is recorded as usual and closes the disagreement (issue 28), at 1366 px."""
+    from goldmine.store import open_store, transaction
+
+    _suggest(store, "kb-vpn-1", 2, "says how to set the VPN up")
+    with open_store(store) as con, transaction(con):
+        con.execute(
+            "INSERT INTO gold_source_grades VALUES ('import:nist', ?, 'kb-vpn-1', 0, '0', true,"
+            " 'qrels.txt', 1, now()::TIMESTAMP)",
+            [qid("vpn setup")],
+        )
+    running = Server(store, "ana", "--queue", "disagreements")
+    try:
+        context = browser.new_context(viewport={"width": 1366, "height": 768})
+        page = context.new_page()
+        page.goto(running.url)
+        page.wait_for_selector("#item")
+        assert page.inner_text("#query-text") == "vpn setup"  # not the queue's first
+        assert page.input_value("select[name=mode]") == "disagreements"
+        card = page.locator(".cand.focused")
+        assert card.get_attribute("data-chunk") == "kb-vpn-1"
+        assert "sources disagree: judge:judge-1 suggests 2 · import:nist 0" in card.inner_text()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1366
+        page.select_option("select[name=mode]", "")  # the review queue, in its own order
+        page.wait_for_url("**/review?*&mode=")
+        page.wait_for_selector("#item")
+        # The item in hand stays (as for any filter), without the sources' grades.
+        assert page.inner_text("#query-text") == "vpn setup"
+        assert "sources disagree" not in page.inner_text("#candidates")
+        page.select_option("select[name=mode]", "disagreements")
+        page.wait_for_url("**/review?*mode=disagreements*")
+        page.wait_for_selector("#item")
+        page.keyboard.press("1")
+        wait_panel(page, "Nothing left to review")
+        context.close()
+    finally:
+        running.stop()
+    labels = {lb["chunk_id"]: lb for lb in shown(cli, store, "vpn setup")["labels"]}
+    assert labels["kb-vpn-1"]["grade"] == 1 and labels["kb-vpn-1"]["who"] == "ana"
+    listing = cli("--db", str(store), "gold", "review", "--queue", "disagreements", "--json")
+    assert listing.returncode == 0, listing.stderr
+    assert json.loads(listing.stdout) == []
