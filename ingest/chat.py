@@ -14,6 +14,7 @@ import duckdb
 
 from goldmine.errors import InputError
 from goldmine.ingest.batch import Target
+from goldmine.ingest.feedback import DONT_KNOW, thumbs
 from goldmine.ingest.fields import field_access, json_path, resolve_fields, typ, val
 from goldmine.ingest.files import check_json, replace_raw
 
@@ -51,14 +52,6 @@ COLUMNS = (
 _USER = "('user', 'customer', 'human', 'client', 'visitor', 'inbound', 'true')"
 _ASSISTANT = (
     "('assistant', 'bot', 'agent', 'ai', 'support', 'system', 'model', 'outbound', 'false')"
-)
-_DOWN = "('down', 'thumbs_down', 'thumbsdown', '-1', 'negative', 'bad', 'dislike', '👎')"
-_UP = "('up', 'thumbs_up', 'thumbsup', '1', '+1', 'positive', 'good', 'like', '👍')"
-DONT_KNOW = (
-    r"(?i)\b(i (do not|don't|don’t) know|i'?m not sure|i am not sure|i (could not|couldn't|can't|"
-    r"cannot|can’t) (find|answer|help with)|(do not|don't|don’t) have (that|any|enough) "
-    r"information|no information (about|on)|unable to (find|answer|help)|not able to "
-    r"(find|answer|help)|outside (of )?my knowledge)"
 )
 
 
@@ -100,8 +93,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             {val(fields, "user_id")} AS user_id,
             CASE WHEN lower({role}) IN {_USER} THEN 'user' ELSE 'assistant' END AS role,
             {text} AS text,
-            CASE WHEN lower({fb}) IN {_DOWN} THEN 'down' WHEN lower({fb}) IN {_UP} THEN 'up'
-                 ELSE {fb} END AS feedback,
+            coalesce({thumbs(fb)}, {fb}) AS feedback,
             coalesce(lower({role}) IN {_ASSISTANT} AND regexp_matches({text}, $gm_dont_know),
                      false) AS dont_know,
             x AS extra

@@ -38,7 +38,7 @@ import duckdb
 
 from goldmine.errors import InputError
 from goldmine.ingest.batch import Target, repeats, store_new_rows
-from goldmine.ingest.chat import _DOWN, _UP, DONT_KNOW
+from goldmine.ingest.feedback import DONT_KNOW, thumbs
 from goldmine.ingest.files import (
     NOT_BLANK,
     OBJECT,
@@ -1094,9 +1094,9 @@ def events_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         SELECT coalesce(f.trace_id, s.trace_id) AS trace_id, f.span_id,
                f.span_id IS NOT NULL AND f.span_id IN (SELECT span_id FROM retr_ids)
                    AS on_retriever,
-               CASE WHEN lower(f.label) IN {_DOWN} THEN 'down' WHEN lower(f.label) IN {_UP}
-                        THEN 'up'
-                    WHEN f.score < 0.5 THEN 'down' WHEN f.score >= 0.5 THEN 'up' END AS verdict
+               coalesce({thumbs("f.label")},
+                        CASE WHEN f.score < 0.5 THEN 'down' WHEN f.score >= 0.5 THEN 'up' END)
+                   AS verdict
         FROM gm_tfb f
         LEFT JOIN (SELECT DISTINCT span_id, trace_id FROM spans WHERE span_id IS NOT NULL) s
             ON f.trace_id IS NULL AND s.span_id = f.span_id

@@ -1,0 +1,24 @@
+"""What a user's verdict on an answer looks like in chat logs and traces, read the same in both.
+
+A chat turn's feedback and a trace's feedback label are free text ("thumbs_down", "-1", "👎");
+``thumbs`` maps the spellings to 'down' or 'up' in SQL, and ``DONT_KNOW`` is the pattern of an
+assistant turn that says it cannot answer. ``ingest.chat`` and ``ingest.traces`` both read these,
+so a spelling added here counts in both.
+"""
+
+from __future__ import annotations
+
+DOWN = "('down', 'thumbs_down', 'thumbsdown', '-1', 'negative', 'bad', 'dislike', '👎')"
+UP = "('up', 'thumbs_up', 'thumbsup', '1', '+1', 'positive', 'good', 'like', '👍')"
+DONT_KNOW = (
+    r"(?i)\b(i (do not|don't|don’t) know|i'?m not sure|i am not sure|i (could not|couldn't|can't|"
+    r"cannot|can’t) (find|answer|help with)|(do not|don't|don’t) have (that|any|enough) "
+    r"information|no information (about|on)|unable to (find|answer|help)|not able to "
+    r"(find|answer|help)|outside (of )?my knowledge)"
+)
+
+
+def thumbs(label: str) -> str:
+    """SQL: 'down' or 'up' when the column ``label`` spells one (case-insensitive), else NULL."""
+    low = f"lower({label})"
+    return f"CASE WHEN {low} IN {DOWN} THEN 'down' WHEN {low} IN {UP} THEN 'up' END"
