@@ -48,10 +48,16 @@ class Redactor:
         steps = [f"CASE WHEN {test} THEN {UDF}({col}, {regions}, {handles}) ELSE {col} END"]
         if self.user_patterns:
             last = col
-            for i, (name, _pattern) in enumerate(self.user_patterns):
-                last = _replace(last, f"$gm_rx_{i}", _lit(f"<{name}>"))
+            for i, (_pattern, placeholder) in enumerate(self.user_steps()):
+                last = _replace(last, f"$gm_rx_{i}", _lit(placeholder))
             steps.append(last)
         return steps
+
+    def user_steps(self) -> list[tuple[str, str]]:
+        """The user's patterns in the order they run, each with its placeholder: after the
+        built-in types, one after another (a later pattern sees an earlier one's placeholder).
+        Both engines read this list: ``steps`` here, ``ingest.spark.redact`` in Spark."""
+        return [(pattern, f"<{name}>") for name, pattern in self.user_patterns]
 
     @staticmethod
     def may_match(col: str) -> str:

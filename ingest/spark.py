@@ -591,8 +591,8 @@ def redact(col: Column, redactor: Redactor) -> Column:
         return texts.map(lambda t: pii.redact(t, regions, handles) if isinstance(t, str) else t)
 
     out = builtin(col)
-    for name, pattern in redactor.user_patterns:
-        out = F.regexp_replace(out, F.lit(java_regex(pattern)), F.lit(f"<{name}>"))
+    for pattern, placeholder in redactor.user_steps():
+        out = F.regexp_replace(out, F.lit(java_regex(pattern)), F.lit(placeholder))
     return out
 
 
