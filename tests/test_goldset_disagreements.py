@@ -74,3 +74,30 @@ def test_a_person_grades_the_disagreement_in_the_terminal_and_it_closes(cli, db_
     assert [(h["by"], h["action"], h["detail"]["grade"]) for h in shown["history"]] == [
         ("rita", "grade", 0)]
     assert [i["query_id"] for i in _queue(cli, db_path)] == ["q4", "q1"]
+
+
+def test_people_who_disagree_count_and_a_blind_item_stays_hidden(cli, db_path) -> None:
+    """Two raters' disputed grades are a disagreement like any (named by rater); an item still
+    being double-labelled blind is left out: its grades would unblind it."""
+    from datetime import datetime
+
+    from test_goldset_sources import _rate
+
+    from goldmine.store import open_store, transaction
+
+    _items(db_path, 3)
+    at = datetime(2026, 12, 1, 9, 0)
+    with open_store(db_path) as con, transaction(con):
+        con.executemany(
+            "INSERT INTO gold_assignments VALUES (?, ?, ?, 'lead')",
+            [(q, r, at) for q in ("q0", "q1") for r in ("ana", "ben")],
+        )
+        con.execute("INSERT INTO gold_disagreements VALUES ('q0', ?, '{}')", [at])
+    _rate(db_path, "ana", {("q0", "c0_0"): 2, ("q1", "c1_0"): 2})
+    _rate(db_path, "ben", {("q0", "c0_0"): 0})
+    _judge(db_path, "judge-1", {("q1", "c1_0"): 0, ("q2", "c2_0"): 1})
+    _import(db_path, "import:nist", {("q2", "c2_0"): 0})
+    queue = _queue(cli, db_path)
+    assert [(i["query_id"], i["score"]) for i in queue] == [("q0", 2), ("q2", 1)]
+    assert queue[0]["units"][0]["grades"] == [
+        {"source": "rater:ana", "grade": 2}, {"source": "rater:ben", "grade": 0}]
