@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from goldmine.output import info, print_json
+from goldmine.output import console, info, print_json, table
 
 ClickModelOption = Annotated[
     str,
@@ -95,8 +95,6 @@ def draft_clicks(
 
 
 def _agreement(result: Any) -> None:
-    from goldmine.goldset.cli import _table
-
     n = next(iter(result.agreement.values()))["n_pairs"]
     shown = result.thresholds["min_shown"]
     rows = [
@@ -110,11 +108,11 @@ def _agreement(result: Any) -> None:
         ]
         for name, a in result.agreement.items()
     ]
-    _table(
-        f"agreement with people's labels on {n} pairs shown {shown}x or more (fixed thresholds)",
-        ["signal", "AUC (95% interval)", "weighted kappa (95%)", "precision", "recall", "reading"],
-        rows,
-    )
+    title = f"agreement with people's labels on {n} pairs shown {shown}x or more (fixed thresholds)"
+    columns = [
+        "signal", "AUC (95% interval)", "weighted kappa (95%)", "precision", "recall", "reading"
+    ]  # fmt: skip
+    console().print(table(columns, rows, title=title))
     if result.cross_validated:
         cv = result.cross_validated
         info(
