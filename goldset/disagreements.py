@@ -8,15 +8,18 @@ chunk another source graded on that query, as in ``gold agreement``.
 
 A unit stays open while it is still a candidate nobody decided (a draft row of the item): a
 person's grade in review turns the draft into their label, and that settles it, whatever the
-sources said. An item's score is its largest open gap, then the sum of its open gaps; the
-``disagreements`` review queue serves the highest first. Items under blind double-labelling are
-left out until resolved: showing them other sources' grades would break the blind.
+sources said. A person's grade that an import disputed (``raters.dispute`` reopens the chunk)
+is read back from the dispute, so it still stands against the import. An item's score is its
+largest open gap, then the sum of its open gaps; the ``disagreements`` review queue serves the
+highest first. Items under blind double-labelling are left out until resolved: showing them
+other sources' grades would break the blind.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from goldmine.goldset.raters import NO_ANSWER
 from goldmine.goldset.sources import grades_sql, parse, sources
 
 if TYPE_CHECKING:
@@ -41,8 +44,10 @@ def units_sql(con: duckdb.DuckDBPyConnection) -> tuple[str, dict[str, Any]]:
         )
     stacked = "\n        UNION ALL ".join(branches)
     sql = f"""
-        WITH g AS (SELECT * FROM ({stacked}) t(source, query_id, chunk_id, grade)
-                   WHERE grade BETWEEN 0 AND 2),
+        WITH g0 AS (SELECT * FROM ({stacked}) t(source, query_id, chunk_id, grade)),
+        {_DISPUTED},
+        g AS (SELECT * FROM (SELECT * FROM g0 UNION ALL SELECT * FROM disputed)
+              WHERE grade BETWEEN 0 AND 2),
         na AS (SELECT DISTINCT source, query_id FROM g WHERE chunk_id IS NULL),
         chunks_of AS (SELECT DISTINCT query_id, chunk_id FROM g WHERE chunk_id IS NOT NULL),
         graded AS (
@@ -60,6 +65,19 @@ def units_sql(con: duckdb.DuckDBPyConnection) -> tuple[str, dict[str, Any]]:
     """
     return sql, params
 
+
+# A person's grades a dispute recorded (``raters.dispute``: an import against a person's label
+# reopens the chunk, so the label is gone) stand as theirs where they have no other grade there.
+_DISPUTED = f"""disputed AS (
+            SELECT DISTINCT 'rater:' || r.key AS source, d.query_id,
+                   nullif(c.key, '{NO_ANSWER}') AS chunk_id, c.value AS grade
+            FROM (SELECT query_id, CAST(detail::JSON AS MAP(VARCHAR, MAP(VARCHAR, INTEGER))) AS m
+                  FROM gold_disagreements) d,
+                 unnest(map_entries(d.m)) u(r), unnest(map_entries(r.value)) v(c)
+            WHERE NOT contains(r.key, ':')
+              AND NOT EXISTS (SELECT 1 FROM g0 WHERE g0.source = 'rater:' || r.key
+                              AND g0.query_id = d.query_id
+                              AND g0.chunk_id IS NOT DISTINCT FROM nullif(c.key, '{NO_ANSWER}')))"""
 
 # Items waiting for a blind double-labelling (as the review queue decides it): kept out.
 _BLIND = """

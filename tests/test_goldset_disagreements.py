@@ -101,3 +101,21 @@ def test_people_who_disagree_count_and_a_blind_item_stays_hidden(cli, db_path) -
     assert [(i["query_id"], i["score"]) for i in queue] == [("q0", 2), ("q2", 1)]
     assert queue[0]["units"][0]["grades"] == [
         {"source": "rater:ana", "grade": 2}, {"source": "rater:ben", "grade": 0}]
+
+
+def test_a_persons_grade_an_import_disputed_stays_beside_the_import(cli, db_path) -> None:
+    """An import that disputes a person's label reopens the chunk (``raters.dispute``): the
+    person's grade, kept in the dispute, still stands against the import's in this queue."""
+    from goldmine.goldset import raters
+    from goldmine.store import open_store, transaction
+
+    _items(db_path, 2)
+    _label(db_path, "ana", {("q0", "c0_0"): 2})
+    _import(db_path, "import:nist", {("q0", "c0_0"): 0})
+    with open_store(db_path) as con, transaction(con):
+        assert raters.dispute(con, "q0", {"ana": {"c0_0": 2}, "import:nist": {"c0_0": 0}},
+                              "lead", "the import disagrees", source="import:nist")  # fmt: skip
+    queue = _queue(cli, db_path)
+    assert [(i["query_id"], i["score"]) for i in queue] == [("q0", 2)]
+    assert queue[0]["units"][0]["grades"] == [
+        {"source": "import:nist", "grade": 0}, {"source": "rater:ana", "grade": 2}]
