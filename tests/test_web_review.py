@@ -475,7 +475,7 @@ def test_the_page_fits_its_width_and_the_footer_covers_nothing(
     context.close()
 
 
-def test_the_disagreements_queue_in_the_page(browser, store: Path, cli) -> None:
+def test_the_disagreements_queue_in_the_page(browser, store: Path, cli, tmp_path: Path) -> None:
     """``--queue disagreements`` opens the page on the item whose sources differ most, each
     source's grade named on its card; the header's queue filter switches back and forth, and a
     person's grade there is recorded as usual and closes the disagreement (issue 28), at 1366 px."""
@@ -500,6 +500,7 @@ def test_the_disagreements_queue_in_the_page(browser, store: Path, cli) -> None:
         assert card.get_attribute("data-chunk") == "kb-vpn-1"
         assert "sources disagree: judge:judge-1 suggests 2 · import:nist 0" in card.inner_text()
         assert page.evaluate("document.documentElement.scrollWidth") <= 1366
+        shot(page, tmp_path, "review-disagreements-1366")
         page.select_option("select[name=mode]", "")  # the review queue, in its own order
         page.wait_for_url("**/review?*&mode=")
         page.wait_for_selector("#item")
