@@ -165,8 +165,11 @@ def _traffic(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, int]]:
     for kind, sql in (
         ("sources", f"WITH {_SOURCES} SELECT source, sum(n) FROM gm_src GROUP BY ALL"),
         ("bands", "SELECT band, sum(n_events) FROM gm_starter GROUP BY ALL"),
-        ("tags", "SELECT tag, sum(n) FROM (SELECT unnest(tags) AS tag, n_events AS n"
-                 " FROM gm_starter) GROUP BY ALL"),
+        (
+            "tags",
+            "SELECT tag, sum(n) FROM (SELECT unnest(tags) AS tag, n_events AS n"
+            " FROM gm_starter) GROUP BY ALL",
+        ),
         ("failing", "SELECT failing::VARCHAR, sum(n_events) FROM gm_starter GROUP BY ALL"),
     ):
         out[kind] = {str(k): int(v) for k, v in con.execute(sql).fetchall()}
@@ -245,6 +248,10 @@ def quotas(traffic: dict[str, int], n: int, by_source: dict[str, int] | None = N
     return out
 
 
+def is_failing(q: dict) -> bool:
+    return bool(q["n_failed"]) and q["failure_rate"] >= FAILING_RATE
+
+
 def choose(
     queries: list[dict],
     n: int,
@@ -268,6 +275,10 @@ def choose(
 
     picked: list[str] = []
     rounds: dict[str, int] = {}
+    members: dict[str, list[dict]] = {}  # each cluster's queries, most central first
+    for q in sorted(pool, key=lambda q: (q["qrank"], q["qhash"])):
+        members.setdefault(q["ckey"], []).append(q)
+    in_cluster: dict[str, list[str]] = {}  # each cluster's picks so far
 
     def near_duplicate(norm: str) -> bool:
         # "change the address on order NW-1085" and "... NW-1244" are one query for a gold set.
@@ -293,6 +304,8 @@ def choose(
         if choice is None:
             return False
         if rounds.get(choice["ckey"]):
+            if not coverage:  # a coverage pick was chosen for its tag or band: keep it
+                choice = most_different(choice, failing_only=reason == "failure")
             reason += f", another variant in cluster {choice['cluster_id']}"
         source = slot(choice) or choice["source"]
         picks.append(Pick(choice, [reason], source=source))
@@ -301,7 +314,22 @@ def choose(
         picked.append(choice["norm_query"])
         used.add(choice["ckey"])
         rounds[choice["ckey"]] = rounds.get(choice["ckey"], 0) + 1
+        in_cluster.setdefault(choice["ckey"], []).append(choice["norm_query"])
         return True
+
+    def most_different(choice: dict, failing_only: bool) -> dict:
+        """A cluster's next place goes to its open query least like those already picked from
+        it (word overlap): the next most central is most often the first one reworded, while a
+        different question may be another intent the cluster holds. Ties keep centrality."""
+        shown = in_cluster[choice["ckey"]]
+        best, best_score = choice, max(fuzz.token_set_ratio(choice["norm_query"], p) for p in shown)
+        for q in members[choice["ckey"]]:
+            if q["norm_query"] in taken or slot(q) is None or (failing_only and not is_failing(q)):
+                continue
+            score = max(fuzz.token_set_ratio(q["norm_query"], p) for p in shown)
+            if score < best_score and not near_duplicate(q["norm_query"]):
+                best, best_score = q, score
+        return best
 
     def covered_tag(tag: str) -> bool:
         return tag in held_tags or any(tag in (p.query["tags"] or []) for p in picks)
@@ -320,7 +348,7 @@ def choose(
             in_band.sort(key=lambda q: (-q["failure_rate"], q["n_events"], q["qrank"], q["qhash"]))
         take(in_band, f"{band} of the traffic", coverage=True)
     failing = sorted(
-        (q for q in pool if q["n_failed"] and q["failure_rate"] >= FAILING_RATE),
+        (q for q in pool if is_failing(q)),
         key=lambda q: (-q["n_failed"], -q["failure_rate"], q["qrank"], q["qhash"]),
     )
     if len(picks) < n and failing and not any(p.query in failing for p in picks):
@@ -336,6 +364,7 @@ def choose(
                 progressed = True
         if progressed:
             continue
+
         def still_open(q: dict) -> bool:
             return q["norm_query"] not in taken and not near_duplicate(q["norm_query"])
 

@@ -559,3 +559,33 @@ def test_remap_drafts_keep_the_higher_grade_of_an_existing_draft(tmp_path: Path)
             "SELECT chunk_id, kind, suggested_grade, grade FROM gold_labels ORDER BY chunk_id"
         ).fetchall()
     assert rows == [("a", "draft", 2, None), ("b", "draft", 2, None), ("c", "label", None, 1)]
+
+
+def test_a_second_place_in_a_cluster_goes_to_its_most_different_query() -> None:
+    """A cluster that gets two places (more places than clusters) is represented by its central
+    query and then by the query least like the ones picked, not by the next most central: two
+    phrasings of one question cover one intent, a different question may be another."""
+    texts = [  # in order of centrality: the first two are one question written twice
+        "how do i reset my card pin",
+        "how can i reset my pin on the card",
+        "reset card pin how",
+        "when will my new card arrive in the post",
+    ]
+    queries = [
+        {
+            "norm_query": t,
+            "query": t,
+            "ckey": "0",
+            "cluster_id": 0,
+            "band": "head",
+            "crank": 1,
+            "qrank": rank + 1,
+            "n_events": 50 - rank,
+            "n_failed": 0,
+            "failure_rate": 0.0,
+            "tags": [],
+        }
+        for rank, t in enumerate(texts)
+    ]
+    picks = [p.query["norm_query"] for p in choose(queries, 2, set(), set(), set())]
+    assert picks == [texts[0], texts[3]]
