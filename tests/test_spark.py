@@ -172,7 +172,7 @@ ODD_TIMES = [
 
 
 def test_timestamps_agree_with_gm_ts(spark_options, db_path) -> None:
-    """Spark's reading of a time (ingest/spark.py) against gm_ts (ingest/batch.py)."""
+    """Spark's reading of a time (ingest/spark/translate.py) against gm_ts (ingest/batch.py)."""
     from pyspark.sql import functions as F
 
     from goldmine.ingest import batch
@@ -183,7 +183,7 @@ def test_timestamps_agree_with_gm_ts(spark_options, db_path) -> None:
         want = [con.execute("SELECT gm_ts(?)", [t]).fetchall()[0][0] for t in ODD_TIMES]
     session = gs.session(spark_options.master, spark_options.conf)
     frame = session.createDataFrame([(i, t) for i, t in enumerate(ODD_TIMES)], "i int, s string")
-    got = frame.select("i", gs._timestamp(F.col("s")).alias("t")).orderBy("i").collect()
+    got = frame.select("i", gs.timestamp(F.col("s")).alias("t")).orderBy("i").collect()
     assert [r["t"] for r in got] == want
 
 
