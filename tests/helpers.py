@@ -1,4 +1,4 @@
-"""What the tests share: paths, the CLI in a subprocess, a pseudo-terminal, small stores and files.
+"""What the tests share: paths, the CLI (in-process or not), a pseudo-terminal, small stores, files.
 
 Imported as ``helpers`` (pytest puts tests/ on the path; the checkout itself is not, so the stage
 folders are reachable only as ``goldmine.<stage>``).
@@ -6,6 +6,7 @@ folders are reachable only as ``goldmine.<stage>``).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -14,10 +15,14 @@ import re
 import select
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -31,7 +36,24 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("GOLDMINE_SHARED", ROOT.parent / "shared"))
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, input: str | None = None):
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None,
+            input: str | None = None, subprocess: bool = False):  # fmt: skip
+    """Run the ``goldmine`` command; returns a CompletedProcess (text).
+
+    In this process (``goldmine.cli.main``) by default: a subprocess costs ~0.5 s of imports, most
+    of the fast lane's time. ``subprocess=True`` (or ``GOLDMINE_TEST_SUBPROCESS=1`` for every
+    call) starts ``python -m goldmine`` instead, which a test about start-up, imports, locks
+    between processes or signals needs.
+    """
+    forced = os.environ.get("GOLDMINE_TEST_SUBPROCESS", "") not in ("", "0")
+    # PYTHONPATH and the like act only when an interpreter starts (a test hiding a package).
+    if subprocess or forced or any(name.startswith("PYTHON") for name in env or {}):
+        return run_cli_subprocess(*args, cwd=cwd, env=env, input=input)
+    return run_cli_in_process(*args, cwd=cwd, env=env, input=input)
+
+
+def run_cli_subprocess(*args: str, cwd: Path | None = None, env: dict | None = None,
+                       input: str | None = None) -> subprocess.CompletedProcess:  # fmt: skip
     """Run ``python -m goldmine`` in a real subprocess; returns CompletedProcess (text)."""
     full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
     return subprocess.run(
@@ -43,6 +65,122 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, input:
         input=input,
         timeout=600,
     )
+
+
+def run_cli_in_process(*args: str, cwd: Path | None = None, env: dict | None = None,
+                       input: str | None = None) -> subprocess.CompletedProcess:  # fmt: skip
+    """``goldmine.cli.main(args)`` in this process, seen as a subprocess would be: its own stdout
+    and stderr, the exit code, an uncaught exception as a traceback on stderr and exit 1, and
+    nothing of the call left behind (environment, folder, cached consoles and settings, the
+    root's ``--db``, the commands ``main`` prunes from a group)."""
+    from click.testing import CliRunner
+
+    full_env = {"COLUMNS": "200", **(env or {})}
+    with CliRunner().isolation(env=full_env) as (out, err, _), _stdin(input), \
+            contextlib.chdir(cwd or Path.cwd()), _fresh_cli_state(args):  # fmt: skip
+        code = _call_main(list(args))
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return subprocess.CompletedProcess(
+        ["goldmine", *args],
+        code,
+        out.getvalue().decode("utf-8", "replace"),
+        err.getvalue().decode("utf-8", "replace"),
+    )
+
+
+@contextlib.contextmanager
+def _stdin(text: str | None) -> Iterator[None]:
+    """``text`` on a stdin with a file descriptor, as a pipe has (``gold review`` reads keys
+    from the descriptor); no input reads as an empty stream."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as stream:
+        stream.write(text or "")
+        stream.seek(0)
+        saved, sys.stdin = sys.stdin, stream
+        try:
+            yield
+        finally:
+            sys.stdin = saved
+
+
+@contextlib.contextmanager
+def _fresh_cli_state(args: tuple[str, ...]) -> Iterator[None]:
+    """Process-wide state a command sets up once per process, reset around one in-process call."""
+    from goldmine import config, output
+    from goldmine.options import state
+
+    argv = sys.argv
+
+    def reset() -> None:
+        output.console.cache_clear()  # rich consoles read COLUMNS and the streams when made
+        output.err_console.cache_clear()
+        config._load.cache_clear()
+        state.db = None
+        embed = sys.modules.get("goldmine.embed")
+        if embed is not None:  # a command's model load is its own, counted in its usage
+            embed._load.cache_clear()
+            embed._LOAD_SECONDS.clear()
+
+    reset()
+    sys.argv = ["goldmine", *args]  # the store's holder file names the command from it
+    try:
+        with _only_its_stages(args):
+            yield
+    finally:
+        sys.argv = argv
+        reset()
+
+
+@contextlib.contextmanager
+def _only_its_stages(args: tuple[str, ...]) -> Iterator[None]:
+    """The root app as ``python -m goldmine ARGS`` builds it: the stages main() registers for
+    these arguments and no other (typer builds every registered command on each call, ~10 ms
+    each), and every group's commands put back after main() keeps only the invoked one."""
+    import goldmine.cli as cli
+
+    app = cli._app
+    cli.register_stages()  # once per process; only some are shown to each call
+    stage = cli._STAGE_OF.get(cli._command_name(list(args)) or "")
+    stages = (stage,) if stage else cli._STAGES
+
+    def wanted(name: object) -> bool:  # a name no stage claims stays
+        return cli._STAGE_OF.get(name if isinstance(name, str) else "", stage) in stages
+
+    groups, commands = list(app.registered_groups), list(app.registered_commands)
+    kept = [(g.typer_instance, list(g.typer_instance.registered_commands))
+            for g in groups if g.typer_instance]  # fmt: skip
+    app.registered_groups = [g for g in groups if wanted(_group_name(g))]
+    app.registered_commands = [c for c in commands if wanted(c.name or c.callback.__name__)]
+    try:
+        yield
+    finally:
+        app.registered_groups, app.registered_commands = groups, commands
+        for group, its_commands in kept:
+            group.registered_commands = its_commands
+
+
+def _group_name(group: Any) -> object:
+    """The name a group is invoked by: its own, else its Typer's (``add_typer(ingest_app)``)."""
+    if isinstance(group.name, str) or group.typer_instance is None:
+        return group.name
+    return group.typer_instance.info.name
+
+
+def _call_main(args: list[str]) -> int:
+    """main()'s exit code as the interpreter would give it."""
+    from goldmine.cli import main
+
+    try:
+        main(args)
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        print(exc.code, file=sys.stderr)
+        return 1
+    except Exception:  # a subprocess would print it and exit 1; Ctrl-C still stops pytest
+        traceback.print_exc()
+        return 1
+    return 0
 
 
 def unavailable(what: str, reason: str) -> None:

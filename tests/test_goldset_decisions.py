@@ -167,7 +167,7 @@ def test_the_terminal_shows_a_conflict_and_r_reloads(cli, store: Path) -> None:
     term.expect("candidate 1 of 2")
     term.expect("[q] quit")
     other = cli("--db", str(store), "gold", "label", qid("reset password"), "--chunk",
-                "kb-reset-1=1", "--by", "ben")  # fmt: skip
+                "kb-reset-1=1", "--by", "ben", subprocess=True)  # fmt: skip
     assert other.returncode == 0, other.stderr
     term.send("2")
     screen = term.expect("r to reload")

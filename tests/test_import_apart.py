@@ -48,12 +48,13 @@ def test_a_reader_gets_an_answer_while_an_import_stages(tmp_path: Path, monkeypa
     log = write_jsonl(tmp_path / "week.jsonl", _events(range(25, 100)))
     assert run_cli("ingest", "searchlog", str(first), "--db", str(db)).returncode == 0
     seen = _during_staging(
-        monkeypatch, lambda: run_cli("status", "--json", "--db", str(db), env=NO_WAIT)
+        monkeypatch,  # another process, as a reader in another terminal
+        lambda: run_cli("status", "--json", "--db", str(db), env=NO_WAIT, subprocess=True),
     )
     with open_store(db, detachable=True) as con:
         result = api.searchlog(con, [log])
         # Held again to write, and still held after: a reader is refused at once.
-        held = run_cli("status", "--db", str(db), env=NO_WAIT)
+        held = run_cli("status", "--db", str(db), env=NO_WAIT, subprocess=True)
     [(released, reader)] = seen
     assert released
     assert reader.returncode == 0, reader.stderr
@@ -69,7 +70,8 @@ def test_an_import_finished_meanwhile_is_not_stored_twice(tmp_path: Path, monkey
     mine = write_jsonl(tmp_path / "mine.jsonl", _events(range(0, 10)))
     theirs = write_jsonl(tmp_path / "theirs.jsonl", _events(range(5, 15)))
     seen = _during_staging(
-        monkeypatch, lambda: run_cli("ingest", "searchlog", str(theirs), "--db", str(db))
+        monkeypatch,  # another process
+        lambda: run_cli("ingest", "searchlog", str(theirs), "--db", str(db), subprocess=True),
     )
     with open_store(db, detachable=True) as con:
         result = api.searchlog(con, [mine])

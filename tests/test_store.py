@@ -85,7 +85,7 @@ def test_second_process_gets_a_clear_busy_error(db_path: Path, cli) -> None:
         assert holder.stdout.readline().strip() == "ready"
         with pytest.raises(StoreBusyError, match="in use by another goldmine process"):
             open_store(db_path).__enter__()
-        result = cli("eval", "runs", "--db", str(db_path))
+        result = cli("eval", "runs", "--db", str(db_path), subprocess=True)  # two processes
         assert result.returncode == 3
         assert "database is in use by another goldmine process" in result.stderr
         assert "Traceback" not in result.stderr
@@ -214,7 +214,8 @@ def test_a_refused_reader_names_the_holder_and_its_age(db_path: Path, cli) -> No
         side = db_path.with_name(db_path.name + ".writer")
         assert json.loads(side.read_text())["pid"] == holder.pid
         start = time.monotonic()
-        result = cli("status", "--db", str(db_path), env={"GOLDMINE_BUSY_WAIT": "0.5"})
+        result = cli("status", "--db", str(db_path), env={"GOLDMINE_BUSY_WAIT": "0.5"},
+                     subprocess=True)  # fmt: skip
         waited = time.monotonic() - start
         assert result.returncode == 3, result.stderr
         assert f"(PID {holder.pid}, `goldmine triage run`, running for " in result.stderr
@@ -229,7 +230,8 @@ def test_a_reader_waits_out_a_brief_holder(db_path: Path, cli) -> None:
         pass
     holder = _holder(db_path, 1.0)
     try:
-        result = cli("status", "--db", str(db_path), "--json", env={"GOLDMINE_BUSY_WAIT": "10"})
+        result = cli("status", "--db", str(db_path), "--json", env={"GOLDMINE_BUSY_WAIT": "10"},
+                     subprocess=True)  # fmt: skip
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["counts"]
     finally:

@@ -117,8 +117,8 @@ def test_a_live_run_is_not_marked_interrupted(cli, db_path: Path) -> None:
     for line in run.stderr:
         if line.startswith("triage: embed"):
             break
-    out = cli("triage", "show", "--db", str(db_path))
-    status = cli("status", "--db", str(db_path))
+    out = cli("triage", "show", "--db", str(db_path), subprocess=True)  # beside the live run
+    status = cli("status", "--db", str(db_path), subprocess=True)
     rest = run.stderr.read()
     assert run.wait() == 0, rest
     assert "triage run 1 is still running" in out.stderr + status.stderr

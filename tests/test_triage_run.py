@@ -111,7 +111,7 @@ def test_status_answers_while_triage_embeds(cli, db_path: Path) -> None:
     polls = []
     while run.poll() is None:
         start = time.monotonic()
-        rc = cli("status", "--json", "--db", str(db_path)).returncode
+        rc = cli("status", "--json", "--db", str(db_path), subprocess=True).returncode
         polls.append((rc, time.monotonic() - start))
         time.sleep(0.2)
     assert run.wait() == 0, run.stderr.read()
