@@ -304,7 +304,6 @@ _QUOTES_BAD = (
 _UNQUOTED = """CASE WHEN length(v) >= 2 AND starts_with(v, '"') AND ends_with(v, '"')
     THEN replace(v[2:-2], '""', '"') ELSE v END"""
 _CLICK_ROWS = """
-CREATE OR REPLACE TEMP TABLE gm_log_rows AS
 SELECT line, raw, reject, {columns}
 FROM (SELECT *, CASE WHEN err IS NOT NULL THEN err
                      WHEN len(f) > {n} THEN 'expected {n} fields, found ' || len(f)
@@ -318,7 +317,7 @@ FROM (SELECT *, CASE WHEN err IS NOT NULL THEN err
 
 
 def _click_rows_sql(n: int, quoted: bool) -> str:
-    """The SQL splitting the lines into ``n`` columns (``quoted``: CSV quotes are read)."""
+    """The query splitting the lines into ``n`` columns (``quoted``: CSV quotes are read)."""
     value = _UNQUOTED if quoted else "v"
     columns = ", ".join(
         f"CASE WHEN reject IS NULL THEN {value.replace('v', f'f[{i + 1}]')} END AS gm_col{i}"
@@ -335,24 +334,34 @@ def _click_rows_sql(n: int, quoted: bool) -> str:
 
 def _read_rows(con, path: Path, fmt: str, compression: str, header: list[str], delim: str) -> None:
     """``gm_log_rows(line, raw, reject, gm_col0…)``: a delimited file's rows after its header."""
-    from goldmine.ingest.files import InputFile, read_lines
-
-    read_lines(con, InputFile(path, fmt, compression), (), "gm_click_lines")
+    _read_lines(con, path, fmt, compression)
     # Our own column names and constants only (never the file's) go into the SQL text.
-    con.execute(_click_rows_sql(len(header), quoted=delim != "\t"), {"delim": delim})
+    rows = _click_rows_sql(len(header), quoted=delim != "\t")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE gm_log_rows AS {rows}", {"delim": delim})
     con.execute("DROP VIEW gm_click_lines")
 
 
+def _read_lines(con, path: Path, fmt: str, compression: str) -> None:
+    from goldmine.ingest.files import InputFile, read_lines
+
+    read_lines(con, InputFile(path, fmt, compression), (), "gm_click_lines")
+
+
 def _read_analytics(con, path: Path, compression: str, header: list[str], delim: str) -> None:
-    """``gm_raw``: each row an object of the header's names (the names are parameters)."""
-    _read_rows(con, path, "analytics", compression, header, delim)
+    """``gm_raw``: each row an object of the header's names (the names are parameters).
+
+    The rows are split and made objects in one statement: a table of the split rows between
+    (each line's text stored again) cost as much as the split itself.
+    """
+    _read_lines(con, path, "analytics", compression)
     pairs = ", ".join(f"$k{i}, gm_col{i}" for i in range(len(header)))
+    rows = _click_rows_sql(len(header), quoted=delim != "\t")
     con.execute(
         "CREATE OR REPLACE TEMP TABLE gm_src AS SELECT line, CASE WHEN reject IS NULL THEN "
-        f"json_object({pairs})::VARCHAR ELSE raw END AS raw, reject AS err FROM gm_log_rows",
-        {f"k{i}": name for i, name in enumerate(header)},
+        f"json_object({pairs})::VARCHAR ELSE raw END AS raw, reject AS err FROM ({rows})",
+        {"delim": delim, **{f"k{i}": name for i, name in enumerate(header)}},
     )
-    con.execute("DROP TABLE gm_log_rows")
+    con.execute("DROP VIEW gm_click_lines")
     con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
 
 
