@@ -543,6 +543,35 @@ def test_leiden_grid_is_deterministic_and_finds_the_blobs():
     assert (np.diff(sizes) <= 0).all()  # ids 0.. largest first
 
 
+def test_silhouette_reads_each_samples_distances_once_and_scores_as_sklearn(monkeypatch):
+    """The grid's silhouettes come from distances computed once per seeded sample, and equal
+    sklearn's silhouette_score on the same samples for every partition tried: the choice, and
+    so the clusters, are today's."""
+    from sklearn.metrics import silhouette_score
+
+    from goldmine.triage import cluster
+
+    monkeypatch.setattr(cluster, "SILHOUETTE_SAMPLE", 400)
+    x = _blobs(1200, 15, spread=0.2)
+    rows = cluster.silhouette_rows(x)
+    assert len(rows) == cluster.SILHOUETTE_SAMPLES
+    assert all(d.shape == (400, 400) for _, d in rows)
+    graph, weight = cluster._graphs(x, [10], "k-NN")[10]
+    for resolution in (1.0, 4.0, 16.0):
+        labels = cluster.leiden(graph, weight, resolution)
+        expected = np.mean(
+            [
+                silhouette_score(
+                    x, labels, metric="cosine", sample_size=400, random_state=cluster.SEED + i
+                )
+                for i in range(cluster.SILHOUETTE_SAMPLES)
+            ]
+        )
+        assert abs(cluster.silhouette(labels, rows) - expected) < 1e-6
+    _, info = cluster.cluster_fresh(x, (10, 20), (4.0, 8.0))
+    assert set(info["tried"]) == {"10/4", "10/8", "20/4", "20/8"}
+
+
 def test_a_large_set_chooses_on_a_sample(monkeypatch):
     from goldmine.triage import cluster
 

@@ -13,8 +13,9 @@ larger cosine.
 
 **The two choices, made without labels.** The neighbour count k and the resolution are chosen
 over the grid ``K_GRID`` x ``RESOLUTIONS`` by the silhouette (cosine, the mean over three seeded
-samples of ``SILHOUETTE_SAMPLE`` rows) with a parsimony rule: the partition with the *fewest*
-clusters whose silhouette is within ``SILHOUETTE_TOLERANCE`` of the grid's best. The plain arg-max
+samples of ``SILHOUETTE_SAMPLE`` rows, whose distances are computed once for the whole grid) with
+a parsimony rule: the partition with the *fewest* clusters whose silhouette is within
+``SILHOUETTE_TOLERANCE`` of the grid's best. The plain arg-max
 over-splits: on banking77 (10,003 real queries, 77 intents) the silhouette keeps creeping up as the
 resolution grows (0.178 at 55 clusters, 0.209 at 107, 0.222 at 134, 0.224 at 161, k = 20) while
 the agreement with the intents falls past ~110 clusters (ARI 0.564, 0.554, 0.510); the tolerance
@@ -243,35 +244,50 @@ def _relabel(raw: np.ndarray) -> np.ndarray:
     return new[raw]
 
 
-def silhouette(x: np.ndarray, labels: np.ndarray) -> float:
-    """Mean cosine silhouette over SILHOUETTE_SAMPLES seeded samples of SILHOUETTE_SAMPLE rows."""
-    from sklearn.metrics import silhouette_score
+def silhouette_rows(x: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The SILHOUETTE_SAMPLES seeded samples the silhouette reads (one when x is no larger than
+    SILHOUETTE_SAMPLE): each as its row indices, the very rows sklearn's ``silhouette_score``
+    draws with that ``random_state``, and their cosine distance matrix. The rows do not depend on
+    the partition, so the grid computes the distances once instead of once per partition: on
+    banking77 (10,003 rows) a partition's silhouette takes 0.4 s instead of 1.9 s, and the three
+    matrices 2.2 s once (3 x 4000 x 4000 float32, 192 MB, shared with the forked workers)."""
+    from sklearn.metrics import pairwise_distances
+
+    size = min(SILHOUETTE_SAMPLE, len(x))
+    out = []
+    for i in range(SILHOUETTE_SAMPLES if size < len(x) else 1):
+        rows = np.random.RandomState(SEED + i).permutation(len(x))[:size]
+        out.append((rows, pairwise_distances(x[rows], metric="cosine")))
+    return out
+
+
+def silhouette(labels: np.ndarray, samples: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """Mean cosine silhouette of the partition over the samples of :func:`silhouette_rows`
+    (equal to sklearn's ``silhouette_score`` on them to ~1e-8)."""
+    from sklearn.metrics import silhouette_samples
 
     m = len(np.unique(labels))
     if m < 2 or m >= len(labels):
         return -1.0
-    size = min(SILHOUETTE_SAMPLE, len(x))
     return float(
         np.mean(
             [
-                silhouette_score(
-                    x, labels, metric="cosine", sample_size=size, random_state=SEED + i
-                )
-                for i in range(SILHOUETTE_SAMPLES if size < len(x) else 1)
+                silhouette_samples(d, labels[rows], metric="precomputed").mean()
+                for rows, d in samples
             ]
         )
     )
 
 
-# inherited by forked workers: x, {k: (graph, weight)}, whether to score the partitions
+# inherited by forked workers: {k: (graph, weight)}, the silhouette's samples (None: not scored)
 _GRAPH: tuple | None = None
 
 
 def _partition(job: tuple[int, float]) -> tuple[int, float, np.ndarray, float]:
-    x, graphs, scored = _GRAPH
+    graphs, samples = _GRAPH
     k, resolution = job
     labels = leiden(*graphs[k], resolution)
-    return k, resolution, labels, silhouette(x, labels) if scored else float("nan")
+    return k, resolution, labels, silhouette(labels, samples) if samples else float("nan")
 
 
 def _advancing(items, advance):
@@ -295,10 +311,10 @@ def _graphs(x: np.ndarray, ks: list[int], label: str) -> dict[int, tuple[Any, np
 def _run_grid(x: np.ndarray, graphs: dict, jobs: list, label: str) -> list:
     """Leiden for each (k, resolution) job, in parallel processes (one per core) where fork is
     available: embedding used one torch thread, clustering may use them all. The silhouette
-    scores a choice, so a single job gets none (its sample's distances are ~0.4 GB at a time)."""
+    scores a choice, so a single job gets none (its samples' distances are 192 MB)."""
     global _GRAPH
 
-    _GRAPH = (x, graphs, len(jobs) > 1)
+    _GRAPH = (graphs, silhouette_rows(x) if len(jobs) > 1 else None)
     try:
         workers = min(len(jobs), os.cpu_count() or 1)
         with progress(label, total=len(jobs)) as advance:
