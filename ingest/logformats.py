@@ -391,6 +391,18 @@ def _click_events(part: dict[str, str], others: list[tuple[str, str]]) -> str:
         f"to_json(map($others, [{', '.join(c for _, c in others)}]))" if others else "'{}'::JSON"
     )
     gap = _SESSION_GAP_S
+    event = """json_object(
+        'event_id', CASE WHEN q IS NOT NULL THEN
+            'c-' || gm_content_hash(concat_ws(chr(31), u, sess, q, t)) END,
+        'user_id', u, 'session_id', session_id, 'query', q, 'ts', t,
+        'clicked_ids', clicked, 'click_ranks', ranks)"""
+    # The merge drops the event's NULL members too. Without other columns it is needed only for
+    # an event holding a NULL (clicked_ids and click_ranks never are): it was a third of the
+    # reader's time on a log whose every column is one of the event's.
+    raw = f"json_merge_patch({extra}, {event})"
+    if not others:
+        nulls = "u IS NULL OR session_id IS NULL OR q IS NULL OR t IS NULL"
+        raw = f"CASE WHEN {nulls} THEN json_merge_patch('{{}}', {event}) ELSE {event} END"
     return f"""
 CREATE OR REPLACE TEMP TABLE gm_src AS
 WITH click_rows AS (
@@ -425,12 +437,7 @@ sessions AS (
         AS session_id
     FROM gaps
 )
-SELECT line, json_merge_patch({extra}, json_object(
-        'event_id', CASE WHEN q IS NOT NULL THEN
-            'c-' || gm_content_hash(concat_ws(chr(31), u, sess, q, t)) END,
-        'user_id', u, 'session_id', session_id, 'query', q, 'ts', t,
-        'clicked_ids', clicked, 'click_ranks', ranks))::VARCHAR AS raw,
-       NULL::VARCHAR AS err
+SELECT line, {raw}::VARCHAR AS raw, NULL::VARCHAR AS err
 FROM sessions
 UNION ALL
 SELECT line, raw, reject FROM gm_log_rows WHERE reject IS NOT NULL
