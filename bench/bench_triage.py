@@ -17,6 +17,13 @@ Parts (``--only``):
   one intent; precision/recall on twenty pairs labelled by hand (ten variants, ten look-alikes).
 - ``scale``: 50,000 distinct generated queries (seeded, written to bench/out/triage/): the full
   triage in its own process, with its time per step and peak memory (max RSS).
+- ``methods``: per labelled set (banking77, banking77 with the TREC Session Track's topics, and
+  every CSV given with ``--labels``, a text and a label or category column) and per clustering
+  method (``--methods``, substrings of bench/bench_clusters.py's names): ARI and NMI against the
+  labels, the number of clusters, the seconds against a bare float32 embedding of the same texts
+  and the peak RSS, each in its own process. ``triage run`` is the whole CLI run (ingest excluded)
+  and its process's peak; any other method is the triage embedding (``--backend``) plus that
+  method on its vectors, in one process.
 
 ``--scale N`` (alone): N distinct queries built from the real query sets in ../shared/datasets
 (banking77, the TREC session track, Cranfield) with word-level variants (synonym swaps, dropped
@@ -177,8 +184,9 @@ def child_triage(db: str, share: str, offset: str) -> dict:
     }
 
 
-def scores(db: str) -> dict:
-    """ARI, NMI, purity of the stored clusters against banking77's intents, over every row."""
+def scores(db: str, texts: list[str] | None = None, labels: list[str] | None = None) -> dict:
+    """ARI, NMI, purity of the stored clusters against the labels of the texts (default:
+    banking77's intents), over every row."""
     import numpy as np
     import polars as pl
     from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
@@ -187,11 +195,13 @@ def scores(db: str) -> dict:
     from goldmine.store import open_store
     from goldmine.text import normalize_query
 
-    rows = pl.read_csv(BANKING)
+    if texts is None or labels is None:
+        rows = pl.read_csv(BANKING)
+        texts, labels = rows["text"].to_list(), rows["category"].to_list()
     with open_store(db) as con:
         got = dict(con.execute("SELECT norm_query, cluster_id FROM triage_queries").fetchall())
-    pred = np.array([got.get(normalize_query(t), -1) for t in rows["text"]])
-    labels = rows["category"].to_numpy()
+    pred = np.array([got.get(normalize_query(t), -1) for t in texts])
+    labels = np.asarray(labels)
     table = contingency_matrix(labels, pred)
     return {
         "ari": round(adjusted_rand_score(labels, pred), 4),
@@ -670,6 +680,29 @@ def part_scale_n(
     )
 
 
+def child_method(path: str, method: str, backend: str) -> dict:
+    """The triage embedding of a labelled set's texts and one clustering method of
+    bench/bench_clusters.py on the vectors (told k only if it is k-means), in this process."""
+    import resource
+
+    import bench_clusters
+    import polars as pl
+
+    rows = pl.read_parquet(path)
+    texts = rows["text"].to_list()
+    fn = bench_clusters.methods(texts)[method]
+    start = time.perf_counter()
+    from goldmine.embed import embed_uncached
+
+    x = embed_uncached(texts, backend=backend)
+    pred = fn(x, rows["label"].n_unique())
+    return {
+        "seconds": time.perf_counter() - start,
+        "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "pred": [int(p) for p in pred],
+    }
+
+
 CHILDREN = {
     "bare": child_bare,
     "triage": child_triage,
@@ -679,6 +712,7 @@ CHILDREN = {
     "cli": child_cli,
     "bare_file": child_bare_file,
     "recall": child_recall,
+    "method": child_method,
 }
 
 
@@ -809,9 +843,55 @@ def part_scale(threads: int) -> None:
     )
 
 
+def labelled_sets(csvs: list[str]) -> dict[str, tuple[list[str], list[str]]]:
+    """banking77, banking77 with the Session Track's topics, and each --labels CSV, by name."""
+    import bench_clusters
+
+    sets = bench_clusters.datasets()
+    for f in csvs:
+        sets[Path(f).stem] = bench_clusters.labelled_csv(Path(f))
+    return sets
+
+
+def part_methods(threads: int, csvs: list[str], wanted: str, backend: str) -> None:
+    """Every method on every labelled set: quality, clusters, time against a bare float32
+    embedding of the same texts, peak RSS (see the module docstring)."""
+    import bench_clusters
+    import polars as pl
+
+    env = {"GOLDMINE_TORCH_THREADS": str(threads)}
+    names = ["triage run", *bench_clusters.methods([])]
+    names = [m for m in names if not wanted or any(w in m for w in wanted.split(","))]
+    print(f"{'set':<12} {'method':<36} {'ARI':>6} {'NMI':>6} {'clusters':>8} {'labels':>6} "
+          f"{'s':>7} {'x bare':>6} {'peak MB':>7}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (texts, labels) in labelled_sets(csvs).items():
+            path, log = Path(tmp) / f"{name}.parquet", Path(tmp) / f"{name}.jsonl"
+            pl.DataFrame({"text": texts, "label": labels}).write_parquet(path)
+            write_log(texts, log)
+            bare = child("bare_file", str(path), env=env)
+            print(f"{name:<12} {'bare float32 embedding':<36} {'':>6} {'':>6} {'':>8} "
+                  f"{len(set(labels)):6d} {bare['seconds']:7.1f} {1:6.2f} {bare['peak_mb']:7d}",
+                  flush=True)  # fmt: skip
+            for method in names:
+                if method == "triage run":
+                    db = str(Path(tmp) / f"{name}.duckdb")
+                    run = child("cli", db, str(log), backend, env=env)
+                    got = scores(db, texts, labels)
+                    ari, nmi, clusters = got["ari"], got["nmi"], got["clusters"]
+                else:
+                    run = child("method", str(path), method, backend, env=env)
+                    ari, nmi = bench_clusters.score(labels, run["pred"])
+                    clusters = len(set(run["pred"]))
+                print(f"{name:<12} {method:<36} {ari:6.3f} {nmi:6.3f} {clusters:8d} "
+                      f"{len(set(labels)):6d} {run['seconds']:7.1f} "
+                      f"{run['seconds'] / bare['seconds']:6.2f} {run['peak_mb']:7d}",
+                      flush=True)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="threads,b77,incr,fuzzy,scale")
+    parser.add_argument("--only", default="threads,b77,incr,fuzzy,scale,methods")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="skip measuring; use this")
     parser.add_argument(
@@ -826,6 +906,17 @@ def main() -> None:
     parser.add_argument(
         "--no-recall", action="store_true", help="for --scale: skip the HNSW recall check"
     )
+    parser.add_argument(
+        "--labels",
+        action="append",
+        default=[],
+        metavar="CSV",
+        help="for methods: another labelled set (text and label or category columns); repeatable",
+    )
+    parser.add_argument(
+        "--methods", default="", help="for methods: comma-separated substrings of method names"
+    )
+    parser.add_argument("--backend", default="onnx-int8", help="for methods: triage's embedding")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -853,6 +944,8 @@ def main() -> None:
         part_fuzzy(args.repeats)
     if "scale" in parts:
         part_scale(threads)
+    if "methods" in parts:
+        part_methods(threads, args.labels, args.methods, args.backend)
 
 
 if __name__ == "__main__":
