@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser demo test test-all bench lint docs clean
+.PHONY: setup browser demo test test-all bench lint docs docs-images clean
 
 setup: $(STAMP)
 
@@ -42,6 +42,11 @@ bench: setup
 # The documentation site (docs/, mkdocs.yml) into site/; --strict fails on a broken link.
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+# The review page's screenshots in docs/img/ (review-800.png, review-1366.png), taken again by the
+# browser test: it writes them there only with GOLDMINE_UPDATE_DOCS_IMAGES=1.
+docs-images: setup browser
+	GOLDMINE_UPDATE_DOCS_IMAGES=1 $(PY) -m pytest -q tests/test_web_review.py -k fits
 
 lint: setup
 	$(VENV)/bin/ruff check .
