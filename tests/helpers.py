@@ -118,7 +118,7 @@ def _fresh_cli_state(args: tuple[str, ...]) -> Iterator[None]:
         state.db = None
         embed = sys.modules.get("goldmine.embed")
         if embed is not None:  # a command's model load is its own, counted in its usage
-            embed._load.cache_clear()
+            embed.release_encoders()  # torch models and ONNX sessions alike
             embed._LOAD_SECONDS.clear()
 
     reset()
