@@ -31,6 +31,8 @@ PlotOption = Annotated[
         show_default=False,
     ),
 ]
+
+
 @eval_app.command("compare")
 def compare_command(
     a: Annotated[

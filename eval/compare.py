@@ -43,12 +43,10 @@ from goldmine.eval.stats import POWER, bootstrap_ci, holm, min_detectable_effect
 from goldmine.metrics import parse_metric
 
 if TYPE_CHECKING:
-
     pass
 
 VERDICTS = ("better", "worse", "inside the noise")
 TOP = 10
-
 
 
 @dataclass
@@ -368,5 +366,3 @@ def compare_refs(
         alpha=alpha,
         bootstrap=bootstrap,
     )
-
-

@@ -46,7 +46,6 @@ class ScoreTable:
         return list(names)
 
 
-
 def as_table(side: ScoreTable | Scores, label: str) -> ScoreTable:
     if isinstance(side, ScoreTable):
         return side
@@ -197,7 +196,6 @@ def resolve_refs(
     """
     from contextlib import nullcontext
 
-
     files = [Path(r).is_file() for r in refs]
     gold_in_store = gold is not None and not Path(gold).exists()
     need_store = not all(files) or gold_in_store
@@ -213,5 +211,3 @@ def resolve_refs(
             side or resolve_side(ref, con, loaded, metrics=names, rel_level=rel_level)
             for ref, side in zip(refs, sides, strict=True)
         ]
-
-

@@ -124,5 +124,3 @@ def min_detectable_effect(sd: float, n: int, alpha: float = 0.05, power: float =
         return math.inf
     z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
     return z * sd / math.sqrt(n)
-
-

@@ -320,9 +320,7 @@ def agreement(
     ] = None,
     run: Annotated[
         list[Path] | None,
-        typer.Option(
-            "--runs", "--run", help="A run file (repeat); two or more rank the systems."
-        ),
+        typer.Option("--runs", "--run", help="A run file (repeat); two or more rank the systems."),
     ] = None,
     metric: Annotated[str, typer.Option("--metric", help="--runs: the metric.")] = "ndcg@10",
     relevant_from: Annotated[

@@ -179,9 +179,8 @@ def print_judge_agreement(db: Path | None, model: str, width: float = 0.2) -> No
     reports = [r for r in reports if r["n_units"]]
     for r in reports:
         ci, n = r["kappa_weighted_ci95"], r["n_units"]
-        line = (
-            f"the judge against {r['sources'][1]} on {n} candidates both graded: "
-            + figure("weighted kappa", r["kappa_weighted"], ci, n, queries=r["n_queries"])
+        line = f"the judge against {r['sources'][1]} on {n} candidates both graded: " + figure(
+            "weighted kappa", r["kappa_weighted"], ci, n, queries=r["n_queries"]
         )
         if ci is None or ci[1] - ci[0] >= width:
             need = units_needed(width, ci, n)

@@ -250,7 +250,6 @@ def agreement_llm(
     if judge != "llm":
         raise InputError(f"--judge takes llm, not {judge!r}")
 
-
     read = [read_run(path) for path in runs]
     with open_store(db, create=False) as con:
         result = model_agreement(con, runs=read, metric=parse_metric(metric))

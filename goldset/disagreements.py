@@ -92,14 +92,18 @@ def scored_sql(con: duckdb.DuckDBPyConnection) -> tuple[str, dict[str, Any]]:
     """The CTEs of ``units_sql`` and ``scored``: per item not rejected and not blind, its
     ``score`` (largest open gap), ``total`` (their sum) and ``n_units`` (open units)."""
     sql, params = units_sql(con)
-    return sql + f""",
+    return (
+        sql
+        + f""",
         scored AS (
             SELECT u.query_id, max(u.gap) AS score, sum(u.gap) AS total, count(*) AS n_units
             FROM open_units u JOIN gold_items i USING (query_id)
             WHERE i.status != 'rejected' AND NOT (i.status = 'verified' AND i.no_answer)
               AND u.query_id NOT IN ({_BLIND})
             GROUP BY u.query_id)
-    """, params
+    """,
+        params,
+    )
 
 
 def listing(con: duckdb.DuckDBPyConnection, limit: int | None = None) -> list[dict[str, Any]]:
@@ -107,7 +111,8 @@ def listing(con: duckdb.DuckDBPyConnection, limit: int | None = None) -> list[di
     (``gold review --queue disagreements --json``)."""
     sql, params = scored_sql(con)
     rows = con.execute(
-        sql + """
+        sql
+        + """
         SELECT s.query_id, i.query, s.score, s.total AS total_gap, s.n_units,
                list({'chunk_id': u.chunk_id, 'gap': u.gap, 'grades': u.grades}
                     ORDER BY u.gap DESC, u.chunk_id) AS units

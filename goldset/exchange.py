@@ -230,9 +230,7 @@ _TEXT_KEYS = {
 _ID_KEYS = ("_id", "id", "query_id", "qid", "query-id", "topic_id", "topic", "number", "num")
 
 
-def read_topics(
-    path: Path, notes: list[str] | None = None, field: str = "title"
-) -> dict[str, str]:
+def read_topics(path: Path, notes: list[str] | None = None, field: str = "title") -> dict[str, str]:
     """Query texts by id, from any of the common layouts (:data:`TOPIC_LAYOUTS`).
 
     ``field`` picks which text a topic with several gives: ``title`` (the short query, the

@@ -265,7 +265,6 @@ def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: s
     """
     import polars as pl
 
-
     if not plan.pairs:
         return {"pairs": 0, "items": 0, "unchanged": True}
     snapshot_id, _ = gi.current_snapshot(con)

@@ -191,7 +191,8 @@ def units(con: duckdb.DuckDBPyConnection, a: Source, b: Source) -> dict[str, np.
     ``query_id`` (the query of each number)."""
     sql, params = _pair_sql(a, b)
     got = con.execute(
-        sql + """
+        sql
+        + """
         SELECT dense_rank() OVER (ORDER BY query_id) - 1 AS query, query_id,
                ax.grade AS a, bx.grade AS b
         FROM ax JOIN bx USING (query_id, chunk_id)""",
@@ -205,7 +206,8 @@ def answerable(con: duckdb.DuckDBPyConnection, a: Source, b: Source) -> dict[str
     no "no answer"): arrays ``a`` and ``b`` of 0/1."""
     sql, params = _pair_sql(a, b)
     got = con.execute(
-        sql + """,
+        sql
+        + """,
         side_a AS (SELECT query_id, max(grade) > 0 AS yes FROM ax GROUP BY query_id),
         side_b AS (SELECT query_id, max(grade) > 0 AS yes FROM bx GROUP BY query_id)
         SELECT q.query_id, coalesce(sa.yes, false)::INTEGER AS a,
@@ -347,9 +349,7 @@ def between(
 ) -> list[dict[str, Any]]:
     """Every pair the two specs name (a ``*`` names several), each with its report; a source is
     never compared with itself."""
-    pairs = [
-        (x, y) for x in resolve(con, spec_a) for y in resolve(con, spec_b) if x != y
-    ]
+    pairs = [(x, y) for x in resolve(con, spec_a) for y in resolve(con, spec_b) if x != y]
     if not pairs:
         raise InputError(f"{spec_a} and {spec_b} name the same source: nothing to compare")
     return [compare(con, x, y, **options) for x, y in pairs]

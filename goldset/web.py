@@ -416,7 +416,6 @@ def serve(
 
     import uvicorn
 
-
     with open_store(db, create=False):
         pass  # a missing or newer store fails here, before the server starts
     review = WebReview(db, by, redact=redact)

@@ -142,7 +142,9 @@ def _random_case(rng: random.Random, n_queries: int) -> tuple[dict, dict]:
         qrels[f"q{i}"] = {d: rng.choice([0, 0, 1, 2, 3]) for d in judged}
         if rng.random() < 0.95:  # a few queries the run lacks
             # one decimal: many ties, which trec_eval breaks by doc id, descending
-            run[f"q{i}"] = {d: round(rng.random(), 1) for d in rng.sample(pool, rng.randint(0, len(pool)))}  # noqa: E501
+            run[f"q{i}"] = {
+                d: round(rng.random(), 1) for d in rng.sample(pool, rng.randint(0, len(pool)))
+            }  # noqa: E501
     return qrels, run
 
 

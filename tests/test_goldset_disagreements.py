@@ -40,8 +40,15 @@ def test_the_queue_lists_the_largest_gap_first_with_every_source_named(cli, db_p
     assert [(i["query_id"], i["score"], i["total_gap"]) for i in queue] == [
         ("q0", 2, 2), ("q4", 2, 2), ("q1", 1, 2)]  # fmt: skip
     assert queue[0]["units"] == [
-        {"chunk_id": "c0_0", "gap": 2, "grades": [
-            {"source": "judge:judge-1", "grade": 2}, {"source": "import:nist", "grade": 0}]}]
+        {
+            "chunk_id": "c0_0",
+            "gap": 2,
+            "grades": [
+                {"source": "judge:judge-1", "grade": 2},
+                {"source": "import:nist", "grade": 0},
+            ],
+        }
+    ]
     assert [u["chunk_id"] for u in queue[2]["units"]] == ["c1_0", "c1_1"]
 
 
@@ -72,7 +79,8 @@ def test_a_person_grades_the_disagreement_in_the_terminal_and_it_closes(cli, db_
     shown = json.loads(gold(cli, db_path, "show", "q0", "--json").stdout)
     assert [(lb["chunk_id"], lb["grade"]) for lb in shown["labels"]] == [("c0_0", 0)]
     assert [(h["by"], h["action"], h["detail"]["grade"]) for h in shown["history"]] == [
-        ("rita", "grade", 0)]
+        ("rita", "grade", 0)
+    ]
     assert [i["query_id"] for i in _queue(cli, db_path)] == ["q4", "q1"]
 
 
@@ -100,7 +108,9 @@ def test_people_who_disagree_count_and_a_blind_item_stays_hidden(cli, db_path) -
     queue = _queue(cli, db_path)
     assert [(i["query_id"], i["score"]) for i in queue] == [("q0", 2), ("q2", 1)]
     assert queue[0]["units"][0]["grades"] == [
-        {"source": "rater:ana", "grade": 2}, {"source": "rater:ben", "grade": 0}]
+        {"source": "rater:ana", "grade": 2},
+        {"source": "rater:ben", "grade": 0},
+    ]
 
 
 def test_a_persons_grade_an_import_disputed_stays_beside_the_import(cli, db_path) -> None:
@@ -118,4 +128,6 @@ def test_a_persons_grade_an_import_disputed_stays_beside_the_import(cli, db_path
     queue = _queue(cli, db_path)
     assert [(i["query_id"], i["score"]) for i in queue] == [("q0", 2)]
     assert queue[0]["units"][0]["grades"] == [
-        {"source": "import:nist", "grade": 0}, {"source": "rater:ana", "grade": 2}]
+        {"source": "import:nist", "grade": 0},
+        {"source": "rater:ana", "grade": 2},
+    ]

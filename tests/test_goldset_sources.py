@@ -60,9 +60,7 @@ def _rate(db: Path, rater: str, grades: dict[tuple[str, str], int], no_answer=()
 
 def _label(db: Path, who: str, grades: dict[tuple[str, str], int]) -> None:
     with open_store(db) as con, transaction(con):
-        con.executemany(
-            "DELETE FROM gold_labels WHERE query_id = ? AND chunk_id = ?", list(grades)
-        )
+        con.executemany("DELETE FROM gold_labels WHERE query_id = ? AND chunk_id = ?", list(grades))
         con.executemany(
             "INSERT INTO gold_labels (query_id, chunk_id, kind, grade, source, who, ts)"
             " VALUES (?, ?, 'label', ?, 'review', ?, ?)",

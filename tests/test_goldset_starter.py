@@ -55,8 +55,10 @@ def traffic(seed: int = 7) -> list[dict]:
 
     letters = "bcdefghijklmnoprstuvw"
     for i in range(200):
-        first = rng.choice(["ask", "about", "also", "any", "add"]) if i < 50 else rng.choice(
-            [f"{c}{rng.choice('aeiou')}{rng.choice('nrst')}" for c in letters]
+        first = (
+            rng.choice(["ask", "about", "also", "any", "add"])
+            if i < 50
+            else rng.choice([f"{c}{rng.choice('aeiou')}{rng.choice('nrst')}" for c in letters])
         )
         # Half of them in clusters of their own (ids given in text order, as a first run
         # might), half in none.

@@ -96,7 +96,6 @@ def test_stages_depend_on_the_core_and_on_no_other_stage() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-
 # --- no cycles: between stages, inside a stage ------------------------------------------------
 
 
@@ -245,6 +244,7 @@ def test_the_cycle_finder_finds_a_ring_and_not_a_line() -> None:
     ring = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(ring) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
 
 # --- nothing heavy where no model is needed -------------------------------------------------------
 

@@ -50,6 +50,7 @@ _COMPRESSED = (".gz", ".bz2", ".zst")  # Hadoop's codecs, by these suffixes (zst
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 
+
 @dataclass
 class LogFile:
     """A file Spark reads: where, how big, when last changed (what a re-run compares)."""
@@ -61,6 +62,7 @@ class LogFile:
 
     def key(self) -> tuple[str, int, int]:
         return (self.path, self.size, self.mtime)
+
 
 @dataclass
 class Options:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 _SAMPLE_CHARS = 2000  # a rejected row's text kept as its example
 
+
 @dataclass
 class SparkRun:
     """What Spark found and wrote: the accounting, a reject example per reason, the summary."""

@@ -184,7 +184,8 @@ def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     materialized): reason, the search event, the side."""
     fmt = state.get("format") or state.get("forced") or "traces"
     events, _ = events_sql(state)
-    sql = """
+    sql = (
+        """
     SELECT *, reason IS NULL AND gm_stored(event_id) AS gm_present FROM (
     SELECT line, raw, lh AS gm_lh,
         CASE WHEN err IS NOT NULL THEN err
@@ -205,8 +206,11 @@ def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         list_transform(gm_items, lambda e: e.score) AS scores,
         list_transform(gm_items, lambda e: e.hash) AS content_hashes,
         len(list_filter(gm_items, lambda e: e.from_content))::INTEGER AS ids_from_content
-    FROM (""" + events + """) gm_tev)
+    FROM ("""
+        + events
+        + """) gm_tev)
     """
+    )
     return sql, {"gm_format": fmt, "gm_dont_know": DONT_KNOW}
 
 
