@@ -118,7 +118,10 @@ def _fresh_cli_state(args: tuple[str, ...]) -> Iterator[None]:
         state.db = None
         embed = sys.modules.get("goldmine.embed")
         if embed is not None:  # a command's model load is its own, counted in its usage
-            embed.release_encoders()  # torch models and ONNX sessions alike
+            embed._load.cache_clear()  # torch models and ONNX sessions alike, with no
+            onnx = sys.modules.get("goldmine.onnx_embed")  # gc.collect: a whole-heap collect
+            if onnx is not None:  # per command was most of the suite's time
+                onnx.load_encoder.cache_clear()
             embed._LOAD_SECONDS.clear()
 
     reset()
