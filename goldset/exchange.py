@@ -476,6 +476,13 @@ class Imported:
     notes: list[str] = field(default_factory=list)
 
 
+def file_format(path: Path, fmt: str = "auto") -> str:
+    """The judgments file's format (``--format``, or told by content), once it is a readable
+    file or folder."""
+    require_file(path, folder_ok=True)
+    return detect_format(path) if fmt == "auto" else fmt
+
+
 def import_path(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -489,8 +496,7 @@ def import_path(
 ) -> Imported:
     if fmt not in IMPORT_FORMATS:
         raise InputError(f"--format must be one of {', '.join(IMPORT_FORMATS)}, not {fmt!r}")
-    require_file(path, folder_ok=True)
-    fmt = detect_format(path) if fmt == "auto" else fmt
+    fmt = file_format(path, fmt)
     if fmt == "goldmine":
         return restore_version(con, path)
     notes: list[str] = []

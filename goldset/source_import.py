@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from goldmine.errors import InputError
-from goldmine.files import require_file
 from goldmine.gold import GoldQuery
 from goldmine.goldset import bulk
 from goldmine.goldset.exchange import (
@@ -34,7 +33,7 @@ from goldmine.goldset.exchange import (
     _match,
     _read_lines,
     check_scale,
-    detect_format,
+    file_format,
     read_minimal_jsonl,
     read_topics,
 )
@@ -92,8 +91,7 @@ def import_source(
 ) -> SourceImported:
     """Store ``path``'s judgments as source ``import:NAME`` (see the module's docstring)."""
     source = source_name(name)
-    require_file(path, folder_ok=True)
-    fmt = detect_format(path) if fmt == "auto" else fmt
+    fmt = file_format(path, fmt)
     if fmt == "goldmine":
         raise InputError(
             "a goldmine version file is restored as published (gold import without "
