@@ -227,9 +227,11 @@ def load_encoder(name: str | None = None, backend: str | None = None) -> Any:
     return encoder
 
 
-def release_encoders() -> None:
+def release_encoders(collect: bool = True) -> None:
     """Drop the loaded models (torch and ONNX sessions, a few hundred MB) when a long run has no
-    more to encode: triage clusters after it embeds, and its peak memory is in clustering."""
+    more to encode: triage clusters after it embeds, and its peak memory is in clustering.
+    ``collect=False`` leaves the memory to the next collection (a caller that only wants the
+    next load to be a real one)."""
     import gc
     import sys
 
@@ -237,7 +239,8 @@ def release_encoders() -> None:
     onnx = sys.modules.get("goldmine.onnx_embed")
     if onnx is not None:
         onnx.load_encoder.cache_clear()
-    gc.collect()
+    if collect:
+        gc.collect()
 
 
 class _TorchEncoder:

@@ -118,10 +118,8 @@ def _fresh_cli_state(args: tuple[str, ...]) -> Iterator[None]:
         state.db = None
         embed = sys.modules.get("goldmine.embed")
         if embed is not None:  # a command's model load is its own, counted in its usage
-            embed._load.cache_clear()  # torch models and ONNX sessions alike, with no
-            onnx = sys.modules.get("goldmine.onnx_embed")  # gc.collect: a whole-heap collect
-            if onnx is not None:  # per command was most of the suite's time
-                onnx.load_encoder.cache_clear()
+            # no gc.collect: a whole-heap collect per command was most of the suite's time
+            embed.release_encoders(collect=False)
             embed._LOAD_SECONDS.clear()
 
     reset()
