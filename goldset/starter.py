@@ -321,15 +321,27 @@ def choose(
         """A cluster's next place goes to its open query least like those already picked from
         it (word overlap): the next most central is most often the first one reworded, while a
         different question may be another intent the cluster holds. Ties keep centrality."""
-        shown = in_cluster[choice["ckey"]]
-        best, best_score = choice, max(fuzz.token_set_ratio(choice["norm_query"], p) for p in shown)
-        for q in members[choice["ckey"]]:
-            if q["norm_query"] in taken or slot(q) is None or (failing_only and not is_failing(q)):
-                continue
-            score = max(fuzz.token_set_ratio(q["norm_query"], p) for p in shown)
-            if score < best_score and not near_duplicate(q["norm_query"]):
-                best, best_score = q, score
-        return best
+        from rapidfuzz import process
+
+        open_ = [
+            q
+            for q in members[choice["ckey"]]
+            if q["norm_query"] not in taken
+            and slot(q) is not None
+            and (is_failing(q) or not failing_only)
+        ]
+        # One matrix of scores over the cluster's open queries, not a call per pair.
+        scores = process.cdist(
+            [choice["norm_query"], *(q["norm_query"] for q in open_)],
+            in_cluster[choice["ckey"]],
+            scorer=fuzz.token_set_ratio,
+        ).max(axis=1)
+        for i in scores[1:].argsort(kind="stable"):
+            if scores[1 + i] >= scores[0]:
+                break
+            if not near_duplicate(open_[i]["norm_query"]):
+                return open_[i]
+        return choice
 
     def covered_tag(tag: str) -> bool:
         return tag in held_tags or any(tag in (p.query["tags"] or []) for p in picks)
