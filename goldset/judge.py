@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from goldmine.errors import InputError
 from goldmine.gold import Run
 from goldmine.goldset import items as gi
+from goldmine.goldset.kappa import pair_report
 from goldmine.goldset.modelcalls import (
     cache_key,
     cached,
@@ -38,7 +39,7 @@ from goldmine.goldset.modelcalls import (
     insert_rows,
     record_calls,
 )
-from goldmine.goldset.raters import pair_report
+from goldmine.goldset.ranking import score_runs
 from goldmine.llm import Ask, Usage, ask_all, load_prompt
 from goldmine.store import WRITE_WAIT_S, open_store, transaction
 
@@ -326,28 +327,3 @@ def rank_systems(con, runs: list[Run], m: Any, models: dict) -> dict:
     queries = sorted(q for q in machine if any(g > 0 for g in human[q].values()))
     rows, tau = score_runs(runs, m, {"people": human, "model": machine}, queries)
     return {"metric": m.name, "n_queries": len(queries), "kendall_tau": tau, "runs": rows}
-
-
-def score_runs(
-    runs: list[Run], m: Any, sides: dict[str, dict[str, dict[str, int]]], queries: list[str]
-) -> tuple[list[dict], float | None]:
-    """Each run's mean metric ``m`` over ``queries`` under each side's judgments (side ->
-    query -> chunk -> grade), and Kendall's tau between the first two sides' orderings of the
-    runs (None when there is nothing to order, or every run tied on a side)."""
-    from scipy.stats import kendalltau
-
-    n = len(queries) or 1
-    rows = [
-        {"run": run.source}
-        | {
-            side: sum(m(run.results.get(q, []), judged.get(q, {}), 1) for q in queries) / n
-            for side, judged in sides.items()
-        }
-        for run in runs
-    ]
-    first, second = list(sides)[:2]
-    tau = None
-    if queries and len(rows) >= 2:
-        value = kendalltau([r[first] for r in rows], [r[second] for r in rows]).statistic
-        tau = None if value != value else float(value)  # NaN: every run tied
-    return rows, tau

@@ -10,11 +10,15 @@ it).
 
 A figure needs enough units to mean anything: under ``TOO_FEW`` it is reported as "too few to
 say", and a kappa whose interval holds 0 as "no better than chance".
+
+A pair's report (``matrix_report``: the figures and the named matrix) is built here once: the
+model judge, the raters and ``sources.compare`` all give it, and none of them imports another for it.
 """
 
 from __future__ import annotations
 
 from math import ceil
+from typing import Any
 
 import numpy as np
 
@@ -133,3 +137,47 @@ def units_needed(width: float = 0.2, ci: list[float] | None = None, n: int = 0, 
         return max(n, ceil(n * ((ci[1] - ci[0]) / width) ** 2))
     observed = kappa_value * (1 - chance) + chance
     return ceil((2 * 1.96 / width) ** 2 * observed * (1 - observed) / (1 - chance) ** 2)
+
+
+def confusion(per_query: np.ndarray, rows: str, columns: str) -> dict[str, Any]:
+    """The matrix with its sides named, each grade's share on each side, and which side grades
+    higher on the same units (the more lenient)."""
+    total = per_query.sum(0)
+    n = int(total.sum())
+    share_rows = (total.sum(1) / n).tolist() if n else [0.0] * 3
+    share_cols = (total.sum(0) / n).tolist() if n else [0.0] * 3
+    mean_rows = sum(g * s for g, s in enumerate(share_rows))
+    mean_cols = sum(g * s for g, s in enumerate(share_cols))
+    lenient = None if abs(mean_rows - mean_cols) < 1e-9 else (
+        rows if mean_rows > mean_cols else columns)  # fmt: skip
+    return {
+        "rows": rows,
+        "columns": columns,
+        "grades": [0, 1, 2],
+        "counts": total.astype(int).tolist(),
+        "shares": {rows: share_rows, columns: share_cols},
+        "more_lenient": lenient,
+    }
+
+
+def pair_report(pairs: list[tuple[str, int, int]], rows: str, columns: str) -> dict[str, Any]:
+    """Agreement of two graders over (query, grade of ``rows``, grade of ``columns``) triples:
+    weighted and relevant-or-not kappa with their intervals, and the confusion matrix."""
+    names = sorted({q for q, _, _ in pairs})
+    number = {q: i for i, q in enumerate(names)}
+    q = np.array([number[q] for q, _, _ in pairs], dtype=np.int64)
+    a = np.array([x for _, x, _ in pairs], dtype=np.int64)
+    b = np.array([y for _, _, y in pairs], dtype=np.int64)
+    report = matrix_report(confusions(q, a, b, len(names)), rows, columns)
+    return {"n_items": len(names), "n_pairs": len(pairs), **report}
+
+
+def matrix_report(
+    per_query: np.ndarray, rows: str, columns: str, relevant_from: int = 1
+) -> dict[str, Any]:
+    """The figures of two graders and their named matrix (``confusion``), which carries the raw
+    agreement's interval as ``gold agreement`` prints it beside the counts."""
+    found = figures(per_query, relevant_from)
+    table = confusion(per_query, rows, columns)
+    table["observed_agreement_ci95"] = found.pop("observed_agreement_ci95")
+    return {**found, "confusion": table}

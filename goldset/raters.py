@@ -287,26 +287,6 @@ def _units(con) -> dict[tuple[str, str], dict[str, int]]:
     return units
 
 
-def pair_report(pairs: list[tuple[str, int, int]], rows: str, columns: str) -> dict[str, Any]:
-    """Agreement of two graders over (query, grade of ``rows``, grade of ``columns``) triples:
-    weighted and relevant-or-not kappa with their intervals, and the confusion matrix."""
-    import numpy as np
-
-    from goldmine.goldset import kappa
-    from goldmine.goldset.sources import confusion
-
-    names = sorted({q for q, _, _ in pairs})
-    number = {q: i for i, q in enumerate(names)}
-    q = np.array([number[q] for q, _, _ in pairs], dtype=np.int64)
-    a = np.array([x for _, x, _ in pairs], dtype=np.int64)
-    b = np.array([y for _, _, y in pairs], dtype=np.int64)
-    per_query = kappa.confusions(q, a, b, len(names))
-    figures = kappa.figures(per_query)
-    table = confusion(per_query, rows, columns)
-    table["observed_agreement_ci95"] = figures.pop("observed_agreement_ci95")
-    return {"n_items": len(names), "n_pairs": len(pairs), **figures, "confusion": table}
-
-
 def rater_pairs(con: duckdb.DuckDBPyConnection, raters: list[str]) -> list[dict[str, Any]]:
     """Each pair of raters over their blind ratings, as ``gold agreement --between`` reports
     it, under today's key names (``raters``, ``n_items``, ``n_pairs``) beside the new ones."""

@@ -26,6 +26,7 @@ import numpy as np
 
 from goldmine.errors import InputError
 from goldmine.goldset import kappa as kp
+from goldmine.goldset.ranking import score_runs
 
 if TYPE_CHECKING:
     import duckdb
@@ -237,27 +238,6 @@ def judged(con: duckdb.DuckDBPyConnection, source: Source, queries: list[str]):
 # --- the report ---------------------------------------------------------------------------------
 
 
-def confusion(per_query: np.ndarray, rows: str, columns: str) -> dict[str, Any]:
-    """The matrix with its sides named, each grade's share on each side, and which side grades
-    higher on the same units (the more lenient)."""
-    total = per_query.sum(0)
-    n = int(total.sum())
-    share_rows = (total.sum(1) / n).tolist() if n else [0.0] * 3
-    share_cols = (total.sum(0) / n).tolist() if n else [0.0] * 3
-    mean_rows = sum(g * s for g, s in enumerate(share_rows))
-    mean_cols = sum(g * s for g, s in enumerate(share_cols))
-    lenient = None if abs(mean_rows - mean_cols) < 1e-9 else (
-        rows if mean_rows > mean_cols else columns)  # fmt: skip
-    return {
-        "rows": rows,
-        "columns": columns,
-        "grades": [0, 1, 2],
-        "counts": total.astype(int).tolist(),
-        "shares": {rows: share_rows, columns: share_cols},
-        "more_lenient": lenient,
-    }
-
-
 def answerable_report(con, a: Source, b: Source) -> dict[str, Any]:
     """Agreement on the query-level decision, answerable or not, with its own kappa."""
     side = answerable(con, a, b)
@@ -291,15 +271,11 @@ def compare(
     u = units(con, a, b)
     n_queries = len(np.unique(u["query"]))
     per_query = kp.confusions(u["query"], u["a"], u["b"], n_queries)
-    figures = kp.figures(per_query, relevant_from)
-    table = confusion(per_query, str(a), str(b))
-    table["observed_agreement_ci95"] = figures.pop("observed_agreement_ci95")
     out: dict[str, Any] = {
         "sources": [str(a), str(b)],
         "n_units": int(len(u["a"])),
         "n_queries": n_queries,
-        **figures,
-        "confusion": table,
+        **kp.matrix_report(per_query, str(a), str(b), relevant_from),
         "answerable": answerable_report(con, a, b),
     }
     if runs:
@@ -310,8 +286,6 @@ def compare(
 def systems(con, a: Source, b: Source, runs: list[Run], metric: Any) -> dict[str, Any]:
     """Each run scored under each source's grades over the queries both judged (where either
     has a relevant chunk); Kendall's tau between the two orderings and the largest rank swap."""
-    from goldmine.goldset.judge import score_runs
-
     if len(runs) < 2:
         raise InputError("give two or more --runs to compare how the sources rank them")
     side = answerable(con, a, b)

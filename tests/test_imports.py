@@ -207,13 +207,9 @@ def _stage_cycles() -> tuple[list[list[str]], dict[str, list[list[str]]]]:
     return _cycles(between), inside
 
 
-# The cycles inside a stage still there, each to be removed (and struck from here): judge, raters
-# and sources calling each other lazily, and ingest's file reader dispatching to the formats that
-# read lines through it.
+# The cycles inside a stage still there, each to be removed (and struck from here): ingest's file
+# reader dispatching to the formats that read lines through it.
 KNOWN_INSIDE: dict[str, list[list[str]]] = {
-    "goldmine.goldset": [
-        ["goldmine.goldset.judge", "goldmine.goldset.raters", "goldmine.goldset.sources"],
-    ],
     "goldmine.ingest": [
         [
             "goldmine.ingest.analytics",
