@@ -7,9 +7,12 @@ Each stage registers its own command group (``goldmine eval …``, ``goldmine in
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -17,6 +20,9 @@ from goldmine import __version__
 from goldmine.config import load_config
 from goldmine.errors import GoldmineError, InputError
 from goldmine.options import DbOption, state
+
+if TYPE_CHECKING:
+    from typer.models import TyperInfo
 
 _app = typer.Typer(
     name="goldmine",
@@ -82,23 +88,40 @@ def __getattr__(name: str) -> typer.Typer:
     raise AttributeError(name)
 
 
-def _only_invoked_subcommand(args: list[str]) -> None:
-    """Keep only the subcommand the line names in its group (``eval run`` builds ``run`` alone):
-    typer introspects every command's options when it builds a group, ~10 ms each."""
-    positional = [a for a in args if not a.startswith("-")]
-    if len(positional) < 2:
+@contextlib.contextmanager
+def _only_invoked_subcommand(args: list[str]) -> Iterator[None]:
+    """Keep only the subcommand the line names in its group while the line runs (``eval run``
+    builds ``run`` alone): typer introspects every command's options when it builds a group,
+    ~10 ms each. The group is whole again afterwards, for a process that calls main() again."""
+    positional = _positional(args)
+    info = _group(positional[0]) if len(positional) >= 2 else None
+    if info is None or info.typer_instance is None:
+        yield
         return
-    group, sub = positional[0], positional[1]
+    group = info.typer_instance
+    whole = group.registered_commands
+    chosen = [c for c in whole if (c.name or c.callback.__name__) == positional[1]]
+    if chosen:  # else keep them all, so typer's "no such command" lists them
+        group.registered_commands = chosen
+    try:
+        yield
+    finally:
+        group.registered_commands = whole
+
+
+def _group(name: str) -> TyperInfo | None:
+    """The root's group invoked as ``name``: named when added (``add_typer(eval_app,
+    name="eval")``) or by its Typer (``add_typer(gold)``, ``gold = Typer(name="gold")``)."""
     for info in _app.registered_groups:
-        if info.name == group and info.typer_instance is not None:
-            commands = info.typer_instance.registered_commands
-            chosen = [c for c in commands if (c.name or c.callback.__name__) == sub]
-            if chosen:  # else keep them all, so typer's "no such command" lists them
-                info.typer_instance.registered_commands = chosen
+        own = info.typer_instance.info.name if info.typer_instance is not None else None
+        if name in (info.name, own):
+            return info
+    return None
 
 
-def _command_name(args: list[str]) -> str | None:
-    """The first positional argument, skipping root options and the --db value."""
+def _positional(args: list[str]) -> list[str]:
+    """The line's words that are no option, the root's ``--db`` value left out."""
+    words: list[str] = []
     skip = False
     for arg in args:
         if skip:
@@ -106,8 +129,14 @@ def _command_name(args: list[str]) -> str | None:
         elif arg == "--db":
             skip = True
         elif not arg.startswith("-"):
-            return arg
-    return None
+            words.append(arg)
+    return words
+
+
+def _command_name(args: list[str]) -> str | None:
+    """The first positional argument, skipping root options and the --db value."""
+    words = _positional(args)
+    return words[0] if words else None
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -118,10 +147,9 @@ def main(argv: list[str] | None = None) -> None:
         debug = True
     stage = _STAGE_OF.get(_command_name(args) or "")
     register_stages((stage,) if stage else _STAGES)
-    if stage:
-        _only_invoked_subcommand(args)
     try:
-        _app(args=args, prog_name="goldmine")
+        with _only_invoked_subcommand(args if stage else []):
+            _app(args=args, prog_name="goldmine")
     except GoldmineError as exc:
         _fail(exc, debug)
     except RecursionError:  # json.loads of a document nested thousands deep, wherever it is read
