@@ -28,7 +28,8 @@ from goldmine.goldset.items import label as do_label
 from goldmine.goldset.raters import agreement as measure
 from goldmine.goldset.raters import assign as do_assign
 from goldmine.goldset.raters import parse_raters
-from goldmine.goldset.review import queue_filter, run
+from goldmine.goldset.review import queue_filter
+from goldmine.goldset.review_tui import run
 from goldmine.goldset.versions import assert_verified, diff_versions, verify_versions
 from goldmine.goldset.versions import publish as do_publish
 from goldmine.options import DbOption, JsonOption, db_flag

@@ -1,32 +1,23 @@
-"""The review loop: one key per action, the store opened and closed around each one.
+"""The review session: the queue, the actions and the undo stack that both faces drive.
 
-A person reads the query (text, context turns, tags, volume, failure signals, raw examples), then
-each candidate chunk with its title and passage, query terms highlighted, and presses one key:
+The terminal (``goldmine.goldset.review_tui``) and the page (``goldmine.goldset.web``) only
+render a ``View`` and map keys or clicks to a ``ReviewSession``'s actions, so the rules live here
+once, and the page imports none of the terminal's code.
 
-    2 / 1 / 0   grade the chunk: fully answers / useful context / not relevant
-    x           every remaining candidate is not relevant
-    s           search the corpus by keyword for another chunk
-    a           no answer in the corpus (verified, with an empty relevant set)
-    k           skip this query for now        r   reject this query
-    n           add a note                     u   undo the last action
-    q           quit (everything is already saved)
-
-A query is verified only once every candidate is decided (graded, or ``x``) with one answering
-it, or ``a`` says none does (``goldmine.goldset.items.settle``), so quitting halfway leaves it in
-review and the next session resumes at its first undecided candidate. A skip is kept in the store
-for this reviewer: the skipped query comes back after every other one, in this session or the
-next. Each write checks the item's version as it was shown: if someone changed the item in the
-meantime (another terminal, ``gold label``), the write is refused with who and when, and ``r``
-reloads. Every action is written at once, in its own short connection, so another terminal can
-run ``triage show`` or ``eval`` meanwhile and quitting loses nothing. On a terminal the screen is
-redrawn in place (the alternate screen, as a pager does); piped, each step is printed in turn.
-``ReviewSession`` holds the logic and is driven by ``run``.
+A query is verified only once every candidate is decided (graded, or the rest marked not
+relevant) with one answering it, or "no answer" says none does
+(``goldmine.goldset.items.settle``), so quitting halfway leaves it in review and the next session
+resumes at its first undecided candidate. A skip is kept in the store for this reviewer: the
+skipped query comes back after every other one, in this session or the next. Each write checks
+the item's version as it was shown: if someone changed the item in the meantime (another
+terminal, the page, ``gold label``), the write is refused with who and when until ``reload``.
+Every action is written at once, in its own short connection (or the one a page's request holds,
+``ReviewSession.request``), so another terminal can run ``triage show`` or ``eval`` meanwhile and
+quitting loses nothing.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -36,18 +27,11 @@ from goldmine.errors import InputError
 from goldmine.goldset import disagreements, raters
 from goldmine.goldset import items as gi
 from goldmine.goldset.judge import suggestions
-from goldmine.goldset.textmatch import CorpusSearch, marked_words
-from goldmine.output import console as get_console
+from goldmine.goldset.textmatch import CorpusSearch
 from goldmine.store import open_store, transaction
 
-# Two lines, each under 80 columns; ``[m]`` only where a model suggests a grade (keys_help).
-KEYS_HELP = (
-    "[2] answers  [1] useful  [0] not relevant  [x] rest not relevant\n"
-    "[s] search  [a] no answer  [k] skip  [r] reject  [n] note  [u] undo  [q] quit"
-)
-MODEL_KEY = "  [m] model's"
+# What a refused write tells the reviewer; the terminal's key for it is r.
 RELOAD_HINT = "r to reload"
-PASSAGE_CHARS = 900
 
 # The review queue for rater $1. Waiting: items not decided yet (and any an older goldmine
 # verified half-read). A double-labelled item not resolved yet is only for its raters, until each
@@ -188,14 +172,6 @@ class View:
     def suggested(self) -> bool:
         """Whether a model suggests a grade for any candidate: only then is ``m`` offered."""
         return any(c.get("suggestion") for c in self.candidates)
-
-
-def keys_help(view: View | None) -> str:
-    """The keys for this step: ``[m]`` only where there is a model's grade to take."""
-    if view is None or not view.suggested:
-        return KEYS_HELP
-    first, second = KEYS_HELP.split("\n")
-    return f"{first}{MODEL_KEY}\n{second}"
 
 
 def suggester(suggestion: dict) -> str:
@@ -596,290 +572,3 @@ def _disputed_first(con, qid: str, candidates: list[dict]) -> dict | None:
 
 def gi_store(db: Path | None):
     return open_store(db, create=False)
-
-
-# --- the terminal -------------------------------------------------------------------------------
-
-
-class Keys:
-    """One key at a time from a terminal (cbreak mode), or from a pipe one character at a time."""
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stdin
-        self.fd = self.stream.fileno()
-        self.tty = os.isatty(self.fd)
-
-    def key(self) -> str:
-        if self.tty:
-            import termios
-            import tty
-
-            saved = termios.tcgetattr(self.fd)
-            try:
-                tty.setcbreak(self.fd, termios.TCSANOW)
-                data = os.read(self.fd, 1)
-            finally:
-                termios.tcsetattr(self.fd, termios.TCSANOW, saved)
-            return data.decode("utf-8", "replace") if data else "q"
-        while True:
-            ch = self.stream.read(1)
-            if not ch:
-                return "q"
-            if not ch.isspace():
-                return ch
-
-    def line(self, prompt: str) -> str:
-        sys.stdout.write(prompt)
-        sys.stdout.flush()
-        if self.tty:
-            data = b""
-            while not data.endswith((b"\n", b"\r")):
-                chunk = os.read(self.fd, 1)
-                if not chunk:
-                    break
-                data += chunk
-            return data.decode("utf-8", "replace").strip()
-        return (self.stream.readline() or "").strip()
-
-
-def _render(console, view: View, message: str, alert: bool = False) -> None:
-    from rich.text import Text
-
-    item = view.item
-    console.rule(f"{view.verified} of {view.total} verified")
-    if message:
-        console.print(Text(message, style="bold red" if alert else "dim"))
-    console.print(
-        Text.assemble((item["query"], "bold"), (f"  ({item['query_id']}, {item['status']})", "dim"))
-    )
-    if item["context"]:
-        console.print("[dim]context:[/dim]")
-        console.print(Text(item["context"], style="italic"))
-    facts = []
-    if item["tags"]:
-        facts.append("tags: " + ", ".join(item["tags"]))
-    s = view.signals
-    if s:
-        facts.append(f"volume {s['n_events']}")
-        failures = {
-            k[2:]: v
-            for k, v in s.items()
-            if k.startswith("n_") and k not in ("n_events", "n_sessions") and v
-        }
-        if failures:
-            facts.append(
-                "failures "
-                + ", ".join(f"{k} {v}" for k, v in failures.items())
-                + f" ({s['failure_rate']:.0%})"
-            )
-    elif item["frequency"]:
-        facts.append(f"volume {item['frequency']}")
-    if facts:
-        console.print("  ".join(facts), markup=False)
-    for ex in view.examples[:3]:
-        console.print(Text(f"  e.g. [{ex['source']}] {ex['text']}", style="dim"))
-    if item["notes"]:
-        for note in item["notes"]:
-            console.print(Text(f"  note: {note}", style="cyan"))
-    if view.blind:
-        console.print(
-            "double-labelled: your grades are kept apart, the other rater's are hidden",
-            style="magenta",
-            markup=False,
-        )
-    for rater, grades in view.ratings.items():
-        console.print(f"{rater}: {_grades_text(grades)}", style="magenta", markup=False)
-    graded = [c for c in view.candidates if c["kind"] == "label"]
-    waiting = [c for c in view.candidates if c["kind"] == "draft"]
-    if graded:
-        console.print(
-            "graded: " + ", ".join(f"{c['chunk_id']}={c['grade']}" for c in graded), markup=False
-        )
-    if item["no_answer"]:
-        console.print("marked: no answer in the corpus", markup=False)
-    current = view.current
-    if current is None:
-        if not graded:
-            console.print(
-                "No candidate chunks: [s] search the corpus, [a] no answer.", markup=False
-            )
-        else:
-            console.print(
-                "Every candidate is graded and none answers: [s] search, [a] no answer,"
-                " [k] skip, [r] reject.",
-                markup=False,
-            )
-    else:
-        position = len(graded) + 1
-        total = len(graded) + len(waiting)
-        console.print(
-            Text.assemble(
-                (f"candidate {position} of {total}", "bold"),
-                f"  {current['chunk_id']}",
-                (f"  ({drafted_how(current)})", "dim"),
-            )
-        )
-        if current.get("grades"):
-            console.print(
-                Text.assemble(
-                    ("sources disagree: ", "bold magenta"),
-                    disagreements.grades_text(current["grades"]),
-                )
-            )
-        suggestion = current.get("suggestion")
-        if suggestion:
-            console.print(
-                Text.assemble(
-                    (f"{suggester(suggestion)} suggests {suggestion['grade']}", "bold cyan"),
-                    (" ([m] to accept)", "dim"),
-                    f": {suggestion['reason'] or ''}",
-                )
-            )
-            if suggestion.get("note"):
-                console.print(Text(suggestion["note"], style="bold red"))
-        if current["text"] is None:
-            console.print("[red]this chunk is not in the current corpus snapshot[/red]")
-        else:
-            if current["title"]:
-                console.print(Text(current["title"], style="bold underline"))
-            passage = current["text"]
-            if len(passage) > PASSAGE_CHARS:
-                passage = passage[:PASSAGE_CHARS] + " …"
-            console.print(passage_text(passage, item["query"]))
-    console.print(Text(keys_help(view), style="dim"))
-
-
-def passage_text(text: str, query: str):
-    """``text`` with the query's words marked (``textmatch.marked_words``: the page's marks)."""
-    from rich.text import Text
-
-    out = Text(text)
-    for start, end in marked_words(text, query):
-        out.stylize("bold yellow", start, end)
-    return out
-
-
-def _grades_text(grades: dict) -> str:
-    """One rater's judgement of an item, for the adjudicator."""
-    if None in grades:
-        return "no answer"
-    return ", ".join(f"{cid}={g}" for cid, g in sorted(grades.items())) or "nothing yet"
-
-
-def run(
-    db: Path | None,
-    by: str,
-    keys: Keys | None = None,
-    queue: QueueFilter | None = None,
-    redact: Callable[[str], str] | None = None,
-) -> tuple[int, int]:
-    """The interactive loop; returns (verified, total) when the person quits or nothing is left.
-    ``redact``: what notes go through before they are stored."""
-
-    console = get_console()
-    keys = keys or Keys()
-    session = ReviewSession(db, by, queue, redact)
-    # On a real terminal, one screen redrawn in place; piped or dumb, a plain scroll.
-    in_place = console.is_terminal and not console.is_dumb_terminal
-    if in_place:
-        console.set_alt_screen(True)
-    try:
-        verified, total, farewell = _loop(console, keys, session, in_place)
-    finally:
-        if in_place:
-            console.set_alt_screen(False)
-    if farewell:
-        console.print(farewell)
-    return verified, total
-
-
-def _loop(
-    console, keys: Keys, session: ReviewSession, in_place: bool
-) -> tuple[int, int, str | None]:
-    """Show, read a key, act, until the person quits or nothing is left to decide."""
-    while True:
-        view = session.view()
-        if in_place:
-            console.clear()
-        if view is None:
-            with gi_store(session.db) as con:
-                verified, total = gi.progress_counts(con)
-            done = f"Nothing left to review: {verified} of {total} verified."
-            if session.message:
-                console.print(session.message, markup=False, style="dim")
-            console.print(done)
-            if not session.undo_stack:
-                return verified, total, done if in_place else None
-            console.print("[u] undo the last action, any other key to quit", markup=False)
-            if keys.key() != "u":
-                return verified, total, done if in_place else None
-            session.undo()
-            continue
-        _render(console, view, session.message, alert=session.stale)
-        key = keys.key()
-        if key in ("q", "\x04", "\x03"):
-            with gi_store(session.db) as con:
-                verified, total = gi.progress_counts(con)
-            return (
-                verified,
-                total,
-                (f"Saved. {verified} of {total} verified; `goldmine gold review` resumes here."),
-            )
-        session.message = ""
-        if session.stale:
-            if key == "r":
-                session.reload()
-            else:
-                session.message = f"{view.item['query']!r} changed under you: {RELOAD_HINT}"
-            continue
-        _dispatch(console, keys, session, view, key)
-
-
-def _dispatch(console, keys: Keys, session: ReviewSession, view: View, key: str) -> None:
-    qid = view.item["query_id"]
-    if key in ("2", "1", "0"):
-        if view.current is None:
-            session.message = "no candidate to grade: [s] search or [a] no answer"
-        else:
-            session.grade(qid, view.current["chunk_id"], int(key))
-    elif key == "m":
-        if view.current is None:
-            session.message = "no candidate to grade: [s] search or [a] no answer"
-        else:
-            session.accept_suggestion(qid, view.current["chunk_id"])
-    elif key == "x":
-        session.rest_not_relevant(qid)
-    elif key == "s":
-        _search(console, keys, session, qid)
-    elif key == "a":
-        session.no_answer(qid)
-    elif key == "k":
-        session.skip(qid)
-    elif key == "r":
-        session.reject(qid)
-    elif key == "n":
-        session.note(qid, keys.line("note: "))
-    elif key == "u":
-        session.undo()
-    else:
-        session.message = f"unknown key {key!r}: {keys_help(view)}"
-
-
-def _search(console, keys: Keys, session: ReviewSession, qid: str) -> None:
-    from rich.text import Text
-
-    words = keys.line("search the corpus for: ")
-    hits = session.search(words)
-    if not hits:
-        session.message = f"no chunk matches {words!r}"
-        return
-    for n, hit in enumerate(hits, 1):
-        snippet = " ".join(hit["text"].split())[:160]
-        line = passage_text(f"{hit['chunk_id']}  {hit['title'] or ''}  {snippet}", words)
-        console.print(Text.assemble(f"[{n}] ", line, (f"  bm25 {hit['score']:.2f}", "dim")))
-    console.print("press a number to add that chunk as a candidate, any other key to go back")
-    key = keys.key()
-    if key.isdigit() and 1 <= int(key) <= len(hits):
-        session.add_candidate(qid, hits[int(key) - 1]["chunk_id"])
-    else:
-        session.message = "search closed"

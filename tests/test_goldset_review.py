@@ -227,7 +227,7 @@ def test_the_model_key_is_offered_only_where_a_model_suggests(cli, db_path: Path
 
 def test_the_terminal_marks_whole_content_words_only() -> None:
     """The terminal marks what the page marks: no stop word, never part of a word (item 10)."""
-    from goldmine.goldset.review import passage_text
+    from goldmine.goldset.review_tui import passage_text
 
     text = passage_text(
         "The theory goes forth: for the theory of flutter.", "the theory for flutter"

@@ -242,6 +242,27 @@ def test_the_cycle_finder_finds_a_ring_and_not_a_line() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
 
 
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    """``start`` and every package module it imports, directly or through others."""
+    seen, todo = {start}, [start]
+    while todo:
+        for dep in graph.get(todo.pop(), set()) - seen:
+            seen.add(dep)
+            todo.append(dep)
+    return seen
+
+
+@pytest.mark.parametrize("start", ["goldmine.goldset.web", "goldmine.goldset.review"])
+def test_the_page_and_the_review_session_import_no_terminal_ui(start: str) -> None:
+    """The review session serves two faces; the page (and the session) carry none of the
+    terminal's: its module, nor anything reading keys from a terminal (termios, tty)."""
+    graph, modules = _module_graph(), _modules()
+    reached = _reached(graph, start)
+    assert "goldmine.goldset.review_tui" not in reached
+    terminal = sorted(m for m in reached if _imports(modules[m]) & {"termios", "tty"})
+    assert terminal == [], f"{start} reaches the terminal UI through {terminal}"
+
+
 # --- nothing heavy where no model is needed -------------------------------------------------------
 
 _PROBE = """
