@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import NotFoundError
-from goldmine.store import transaction
+from goldmine.store import fetch_dicts, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -111,15 +111,14 @@ def find_run(con: duckdb.DuckDBPyConnection, ref: str) -> dict[str, Any]:
     ref = ref.strip().lstrip("#")
     rows = []
     if ref.isdigit():
-        rows = con.execute("SELECT * FROM eval_runs WHERE run_id = ?", [int(ref)]).fetchall()
+        rows = fetch_dicts(con, "SELECT * FROM eval_runs WHERE run_id = ?", [int(ref)])
     if not rows:
-        rows = con.execute(
-            "SELECT * FROM eval_runs WHERE label = ? ORDER BY run_id DESC LIMIT 1", [ref]
-        ).fetchall()
+        rows = fetch_dicts(
+            con, "SELECT * FROM eval_runs WHERE label = ? ORDER BY run_id DESC LIMIT 1", [ref]
+        )
     if not rows:
         raise NotFoundError(f"no stored eval run with id or label {ref!r} (see goldmine eval runs)")
-    columns = [d[0] for d in con.description]
-    return dict(zip(columns, rows[0], strict=True))
+    return rows[0]
 
 
 def run_scores(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[str, dict[str, float]]:
@@ -134,15 +133,12 @@ def run_scores(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[str, dict[st
 
 
 def list_runs(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[dict[str, Any]]:
-    rows = con.execute(
+    out = fetch_dicts(
+        con,
         "SELECT run_id, created_at, label, gold_source, gold_version, gold_hash, run_source, "
         "n_queries, metrics FROM eval_runs ORDER BY run_id DESC LIMIT ?",
         [limit],
-    ).fetchall()
-    columns = [d[0] for d in con.description]
-    out = []
-    for row in rows:
-        item = dict(zip(columns, row, strict=True))
+    )
+    for item in out:
         item["metrics"] = json.loads(item["metrics"])
-        out.append(item)
     return out

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from goldmine.config import engine_settings, resolve_db_path
 from goldmine.errors import InputError, NotFoundError, StoreBusyError, StoreError
@@ -91,6 +91,16 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
+
+
+def fetch_dicts(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list | dict | None = None
+) -> list[dict[str, Any]]:
+    """The query's rows, each a dict by column name: for the few rows a command prints or
+    returns as JSON (a bulk read stays in Arrow or polars)."""
+    cur = con.execute(sql, params or [])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
 def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:

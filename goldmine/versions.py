@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError, NotFoundError
 from goldmine.gold import Gold, GoldQuery
+from goldmine.store import fetch_dicts
 
 if TYPE_CHECKING:
     import duckdb
@@ -58,14 +59,8 @@ def resolve_version(con: duckdb.DuckDBPyConnection, spec: str | int) -> int:
     return int(parsed)
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[dict]:
-    cur = con.execute(sql, params)
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
 def version_header(con: duckdb.DuckDBPyConnection, version: int) -> dict:
-    rows = _rows(con, f"SELECT {_HEADER} FROM gold_versions WHERE version = ?", [version])
+    rows = fetch_dicts(con, f"SELECT {_HEADER} FROM gold_versions WHERE version = ?", [version])
     if not rows:
         raise NotFoundError(f"no gold version v{version}")
     v = rows[0]
@@ -99,7 +94,7 @@ def version_items(con: duckdb.DuckDBPyConnection, version: int) -> dict[str, dic
 
 
 def list_versions(con: duckdb.DuckDBPyConnection) -> list[dict]:
-    return _rows(con, f"SELECT {_LISTED} FROM gold_versions ORDER BY version", [])
+    return fetch_dicts(con, f"SELECT {_LISTED} FROM gold_versions ORDER BY version", [])
 
 
 def judged_of(item: dict) -> dict[str, int]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine.goldset.raters import NO_ANSWER
 from goldmine.goldset.sources import grades_sql, parse, sources
+from goldmine.store import fetch_dicts
 
 if TYPE_CHECKING:
     import duckdb
@@ -110,7 +111,8 @@ def listing(con: duckdb.DuckDBPyConnection, limit: int | None = None) -> list[di
     """The disagreements queue in its order, each item with its open units and their grades
     (``gold review --queue disagreements --json``)."""
     sql, params = scored_sql(con)
-    rows = con.execute(
+    out = fetch_dicts(
+        con,
         sql
         + """
         SELECT s.query_id, i.query, s.score, s.total AS total_gap, s.n_units,
@@ -122,8 +124,6 @@ def listing(con: duckdb.DuckDBPyConnection, limit: int | None = None) -> list[di
         LIMIT $limit""",
         params | {"limit": limit},
     )
-    names = [d[0] for d in rows.description]
-    out = [dict(zip(names, r, strict=True)) for r in rows.fetchall()]
     for item in out:
         for unit in item["units"]:
             unit["grades"] = ordered(unit["grades"])

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import EXIT_CONFLICT, GoldmineError, InputError, NotFoundError
+from goldmine.store import fetch_dicts
 from goldmine.text import normalize_query, sha256_text
 
 if TYPE_CHECKING:
@@ -72,12 +73,6 @@ def default_user(by: str | None = None) -> str:
 def query_id_for(norm_query: str) -> str:
     """A stable id from the normalized text, so the same query gets the same id in any store."""
     return "q_" + sha256_text(norm_query)[:12]
-
-
-def fetch_dicts(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> list[dict]:
-    cur = con.execute(sql, params or [])
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
 def reserve(con: duckdb.DuckDBPyConnection, sequence: str, n: int) -> int:

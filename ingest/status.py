@@ -7,6 +7,7 @@ from typing import Any
 import duckdb
 
 from goldmine.errors import NotFoundError
+from goldmine.store import fetch_dicts
 
 _TABLES = (
     ("search_events", "source"),
@@ -36,7 +37,7 @@ def status(con: duckdb.DuckDBPyConnection, last: int = 10) -> dict[str, Any]:
         "SELECT snapshot_id, n_chunks, content_hash, created_at FROM corpus_snapshots "
         "ORDER BY snapshot_id DESC LIMIT 1"
     ).fetchall()
-    batches = _rows(
+    batches = fetch_dicts(
         con,
         """
         SELECT batch_id, source, path, format, started_at, finished_at, rows_in, stored, rejected,
@@ -64,7 +65,7 @@ def rejects(
         ).fetchall()[0][0]
         if not found:
             raise NotFoundError(f"no import batch {batch} (see `goldmine status`)")
-    return _rows(
+    return fetch_dicts(
         con,
         """
         SELECT batch_id, path, line, reason, raw FROM rejects
@@ -72,12 +73,6 @@ def rejects(
         ORDER BY batch_id, line LIMIT ?""",
         [batch, batch, limit],
     )
-
-
-def _rows(con, sql: str, params: list) -> list[dict[str, Any]]:
-    cur = con.execute(sql, params)
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
 def top_reasons(
