@@ -33,78 +33,90 @@ from goldmine.store import open_store, transaction
 # What a refused write tells the reviewer; the terminal's key for it is r.
 RELOAD_HINT = "r to reload"
 
-# The review queue for rater $1. Waiting: items not decided yet (and any an older goldmine
-# verified half-read). A double-labelled item not resolved yet is only for its raters, until each
-# has judged every candidate; a disagreement only for adjudication (mode $5 = 'adjudicate'). A
-# rater with assignments sees only theirs. Skipped (or can't tell) items come last, oldest skip
-# first; optionally one cluster ($2), tag ($3) or status ($4).
-_QUEUE_SQL = """
+# Every queue narrows alike (one cluster, tag, status or assignee; ``$only``: the item on screen,
+# to stay on it while it still waits) and puts what this reviewer skipped (or could not tell) last,
+# oldest skip first. ``_first`` composes a queue from its items and their order.
+_SKIPS = """LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = $by
+               GROUP BY query_id) s USING (query_id)"""
+_NARROWED = """($cluster::BIGINT IS NULL OR i.cluster_id = $cluster)
+      AND ($tag::VARCHAR IS NULL OR list_contains(i.tags, $tag))
+      AND ($status::VARCHAR IS NULL OR i.status = $status)
+      AND ($only::VARCHAR IS NULL OR i.query_id = $only)
+      AND ($assignee::VARCHAR IS NULL
+           OR i.query_id IN (SELECT query_id FROM gold_assignments WHERE rater = $assignee))"""
+# Waiting: not decided yet, or verified half-read by an older goldmine (a draft left).
+_WAITING = """(i.status IN ('candidate', 'drafted')
+           OR (i.status = 'verified' AND EXISTS (SELECT 1 FROM gold_labels d
+                                                 WHERE d.query_id = i.query_id
+                                                   AND d.kind = 'draft')))"""
+
+
+def _first(items: str, *where: str, order: str = "i.position") -> str:
+    """The first item of ``items`` (``i``) that passes ``where`` and the narrowing."""
+    conditions = "\n      AND ".join((*where, _NARROWED))
+    return f"""
+    SELECT i.query_id FROM {items}
+    {_SKIPS}
+    WHERE {conditions}
+    ORDER BY s.skipped_at NULLS FIRST, {order}
+    LIMIT 1
+"""
+
+
+# The queue once someone was assigned items. A double-labelled item not resolved yet is only for
+# its raters, until each has judged every candidate; a disagreement only for adjudication. A
+# rater with assignments sees only theirs.
+_RATERS = """
     WITH dbl AS (SELECT query_id FROM gold_assignments GROUP BY query_id
                  HAVING count(DISTINCT rater) >= 2),
     disputed AS (SELECT DISTINCT query_id FROM gold_disagreements),
     resolved AS (SELECT query_id FROM gold_items WHERE status = 'verified' OR no_answer
                  UNION SELECT query_id FROM gold_labels WHERE source = 'agreed'
                  UNION SELECT query_id FROM disputed),
-    mine AS (SELECT DISTINCT query_id FROM gold_assignments WHERE rater = $1),
+    mine AS (SELECT DISTINCT query_id FROM gold_assignments WHERE rater = $by),
     rated AS (SELECT i.query_id FROM gold_items i
               WHERE EXISTS (SELECT 1 FROM gold_ratings r WHERE r.query_id = i.query_id
-                            AND r.rater = $1 AND r.no_answer)
+                            AND r.rater = $by AND r.no_answer)
                  OR (EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = i.query_id)
                      AND NOT EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = i.query_id
                                      AND NOT EXISTS (SELECT 1 FROM gold_ratings r
                                                      WHERE r.query_id = l.query_id
                                                        AND r.chunk_id = l.chunk_id
-                                                       AND r.rater = $1))))
-    SELECT i.query_id FROM gold_items i
-    LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = $1
-               GROUP BY query_id) s USING (query_id)
-    WHERE i.status != 'rejected'
+                                                       AND r.rater = $by))))"""
+_QUEUE_SQL = _RATERS + _first(
+    "gold_items i",
+    f"""i.status != 'rejected'
       AND CASE
-          WHEN $5 = 'adjudicate' THEN
-               i.query_id IN (SELECT query_id FROM disputed) AND i.status != 'verified'
           WHEN i.query_id IN (SELECT query_id FROM dbl)
                AND i.query_id NOT IN (SELECT query_id FROM resolved) THEN
                i.query_id IN (SELECT query_id FROM mine)
                AND i.query_id NOT IN (SELECT query_id FROM rated)
           ELSE i.query_id NOT IN (SELECT query_id FROM disputed)
                AND (NOT EXISTS (SELECT 1 FROM mine) OR i.query_id IN (SELECT query_id FROM mine))
-               AND (i.status IN ('candidate', 'drafted')
-                    OR (i.status = 'verified' AND EXISTS (
-                        SELECT 1 FROM gold_labels d
-                        WHERE d.query_id = i.query_id AND d.kind = 'draft')))
-          END
-      AND ($2::BIGINT IS NULL OR i.cluster_id = $2)
-      AND ($3::VARCHAR IS NULL OR list_contains(i.tags, $3))
-      AND ($4::VARCHAR IS NULL OR i.status = $4)
-      AND ($6::VARCHAR IS NULL OR i.query_id = $6)
-      AND ($7::VARCHAR IS NULL
-           OR i.query_id IN (SELECT query_id FROM gold_assignments WHERE rater = $7))
-    ORDER BY s.skipped_at NULLS FIRST, i.position
-    LIMIT 1
-"""
+               AND {_WAITING}
+          END""",
+)
 
+# Adjudication: the items whose raters (or an import and a person) disagreed, not decided since.
+_ADJUDICATE_SQL = _first(
+    "gold_items i",
+    "i.status NOT IN ('rejected', 'verified')",
+    "i.query_id IN (SELECT query_id FROM gold_disagreements)",
+)
 
-# The same queue when nobody was assigned anything: no double items ($5 unused). An import can
-# still dispute a person's grade (gold import): that item is adjudication's, as above.
-_ONE_RATER_QUEUE_SQL = """
-    SELECT i.query_id FROM gold_items i
-    LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = $1
-               GROUP BY query_id) s USING (query_id)
-    WHERE (i.status = 'verified' OR i.query_id NOT IN (SELECT query_id FROM gold_disagreements))
-      AND (i.status IN ('candidate', 'drafted')
-           OR (i.status = 'verified' AND EXISTS (SELECT 1 FROM gold_labels d
-                                                 WHERE d.query_id = i.query_id
-                                                   AND d.kind = 'draft')))
-      AND $5 = 'review'
-      AND ($2::BIGINT IS NULL OR i.cluster_id = $2)
-      AND ($3::VARCHAR IS NULL OR list_contains(i.tags, $3))
-      AND ($4::VARCHAR IS NULL OR i.status = $4)
-      AND ($6::VARCHAR IS NULL OR i.query_id = $6)
-      AND ($7::VARCHAR IS NULL
-           OR i.query_id IN (SELECT query_id FROM gold_assignments WHERE rater = $7))
-    ORDER BY s.skipped_at NULLS FIRST, i.position
-    LIMIT 1
-"""
+# The queue when nobody was assigned anything: no double items. An import can still dispute a
+# person's grade (gold import): that item is adjudication's, unless it was verified since.
+_ONE_RATER_QUEUE_SQL = _first(
+    "gold_items i",
+    "(i.status = 'verified' OR i.query_id NOT IN (SELECT query_id FROM gold_disagreements))",
+    _WAITING,
+)
+
+# The disagreements queue (after ``disagreements.scored_sql``'s CTEs): items with an open unit,
+# the largest gap first, then the sum of gaps.
+_DISAGREEMENTS_QUEUE = _first(
+    "gold_items i JOIN scored d USING (query_id)", order="d.score DESC, d.total DESC, i.position"
+)
 
 
 @dataclass(frozen=True)
@@ -119,9 +131,10 @@ class QueueFilter:
     # Where the sources disagree most first (goldset.disagreements), instead of the queue's order.
     disagreements: bool = False
 
-    def params(self) -> list:
-        mode = "adjudicate" if self.adjudicate else "review"
-        return [self.cluster, self.tag, self.status, mode]
+    def params(self, by: str, only: str | None) -> dict:
+        """The queue SQL's parameters for reviewer ``by``, ``only``: the item on screen."""
+        return {"by": by, "cluster": self.cluster, "tag": self.tag, "status": self.status,
+                "assignee": self.assignee, "only": only}  # fmt: skip
 
 
 QUEUES = ("all", "disagreements")
@@ -134,23 +147,6 @@ def queue_filter(queue: str, adjudicate: bool = False) -> QueueFilter:
     if adjudicate and queue == "disagreements":
         raise InputError("--adjudicate and --queue disagreements are two queues: choose one")
     return QueueFilter(adjudicate=adjudicate, disagreements=queue == "disagreements")
-
-
-# The disagreements queue: items with an open unit, the largest gap first (then the sum of
-# gaps), skipped ones last; the same narrowing as the other queues.
-_DISAGREEMENTS_QUEUE = """
-    SELECT i.query_id FROM gold_items i JOIN scored d USING (query_id)
-    LEFT JOIN (SELECT query_id, max(ts) AS skipped_at FROM gold_skips WHERE who = $by
-               GROUP BY query_id) s USING (query_id)
-    WHERE ($cluster::BIGINT IS NULL OR i.cluster_id = $cluster)
-      AND ($tag::VARCHAR IS NULL OR list_contains(i.tags, $tag))
-      AND ($status::VARCHAR IS NULL OR i.status = $status)
-      AND ($only::VARCHAR IS NULL OR i.query_id = $only)
-      AND ($assignee::VARCHAR IS NULL
-           OR i.query_id IN (SELECT query_id FROM gold_assignments WHERE rater = $assignee))
-    ORDER BY s.skipped_at NULLS FIRST, d.score DESC, d.total DESC, i.position
-    LIMIT 1
-"""
 
 
 @dataclass
@@ -242,28 +238,21 @@ class ReviewSession:
     # --- reading -------------------------------------------------------------------------------
 
     def _next_item(self, con) -> str | None:
-        # Stay on the item while it is still waiting for this reviewer, else the queue's first.
         if self.queue.disagreements:
             return self._next_disagreement(con)
-        several = (
-            self.queue.adjudicate
-            or con.execute("SELECT EXISTS (SELECT 1 FROM gold_assignments)").fetchall()[0][0]
-        )
-        sql = _QUEUE_SQL if several else _ONE_RATER_QUEUE_SQL
-        for only in ([self.focus] if self.focus else []) + [None]:
-            params = [self.by, *self.queue.params(), only, self.queue.assignee]
-            rows = con.execute(sql, params).fetchall()
-            if rows:
-                return rows[0][0]
-        return None
+        if self.queue.adjudicate:
+            return self._first_waiting(con, _ADJUDICATE_SQL)
+        several = con.execute("SELECT EXISTS (SELECT 1 FROM gold_assignments)").fetchall()[0][0]
+        return self._first_waiting(con, _QUEUE_SQL if several else _ONE_RATER_QUEUE_SQL)
 
     def _next_disagreement(self, con) -> str | None:
         sql, params = disagreements.scored_sql(con)
-        q = self.queue
-        params |= {"by": self.by, "cluster": q.cluster, "tag": q.tag, "status": q.status,
-                   "assignee": q.assignee}  # fmt: skip
+        return self._first_waiting(con, sql + _DISAGREEMENTS_QUEUE, params)
+
+    def _first_waiting(self, con, sql: str, params: dict | None = None) -> str | None:
+        # Stay on the item while it is still waiting for this reviewer, else the queue's first.
         for only in ([self.focus] if self.focus else []) + [None]:
-            rows = con.execute(sql + _DISAGREEMENTS_QUEUE, params | {"only": only}).fetchall()
+            rows = con.execute(sql, (params or {}) | self.queue.params(self.by, only)).fetchall()
             if rows:
                 return rows[0][0]
         return None
