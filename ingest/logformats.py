@@ -7,10 +7,12 @@ counts them as it does a JSONL file's:
 - ``session_xml``: the TREC Session Track logs (2011-2014): one event per ``<interaction>`` (its
   query, the ranked ids of ``<results>``, the ids at the ranks of ``<clicked>``, in click order,
   with the click times) and the session's ``<currentquery>`` as a search whose results the log
-  does not show. Python's XML parsers build an object per element; the file is read instead as
-  lines by DuckDB, each line's tags cut out by a regex and placed in their interaction by
-  running windows, which is as fast as the file can be read (bench/bench_searchlog_formats.py).
-  Tags are read on the line they open (as the TREC files write them), one value per line.
+  does not show. Python's XML parsers build an object per element; DuckDB reads the file
+  instead, whole where it can (cut into a block per session, search, result and click, each
+  block's tags read by one pattern apiece), else line by line (each line's tags cut out and
+  placed in their search by running windows); bench/bench_searchlog_formats.py times both
+  against a bare read. A tag's value is read on the line it opens (as the TREC files write
+  them).
 - ``clicklog``: one row per click, the query repeated on each (AOL's ``AnonID Query QueryTime
   ItemRank ClickURL``, a warehouse click table): the rows sharing user, session, query and time
   are one search with its clicks, a row with no click a search without one. Without a session
@@ -144,6 +146,14 @@ INSERT INTO gm_xml_tags SELECT line::HUGEINT * 4294967296, line, tag, NULL, NULL
 FROM gm_xml_bad
 """
 
+
+def _decoded(text: str) -> str:
+    """SQL: a tag's text with XML's five entities read and spaces trimmed."""
+    return f"""CASE WHEN contains({text}, '&') THEN trim(replace(replace(replace(replace(replace(
+        replace({text}, '&lt;', '<'), '&gt;', '>'), '&quot;', '"'), '&apos;', ''''), '&#39;',
+        ''''), '&amp;', '&')) ELSE trim({text}) END"""
+
+
 # Each opening tag of interest with its attributes and the text after it, in file order
 # (``ord``: line and position on the line), from the lines that may hold one (a plain substring
 # test first: most lines are urls, titles and snippets). A line is cut at each ``<`` with string
@@ -157,10 +167,7 @@ SELECT line::HUGEINT * 4294967296 + pos AS ord, line, tag,
        CASE WHEN attrs <> '' THEN regexp_extract(attrs, '\brank\s*=\s*"([^"]*)"', 1) END AS rank,
        CASE WHEN attrs <> '' THEN regexp_extract(attrs, '\bstarttime\s*=\s*"([^"]*)"', 1)
             END AS starttime,
-       CASE WHEN contains(text, '&') THEN trim(replace(replace(replace(replace(replace(replace(
-                text, '&lt;', '<'), '&gt;', '>'), '&quot;', '"'), '&apos;', ''''), '&#39;', ''''),
-                '&amp;', '&'))
-            ELSE trim(text) END AS text
+       {decoded} AS text
 FROM (
     -- Materialized: each piece's tag name is computed once (the filter below, given the
     -- expression, computed it again in each of its tests: 40% of this step).
@@ -177,7 +184,9 @@ FROM (
     SELECT * FROM named
     WHERE tag IN ('session', 'interaction', 'currentquery', 'query', 'result', 'click', 'rank')
        OR lower(tag) = 'docno' OR (lower(tag) LIKE '%id' AND NOT starts_with(tag, '/')))
-""".replace("{wanted}", " OR ".join(f"contains(raw, '{w}')" for w in _WANTED))
+""".replace("{wanted}", " OR ".join(f"contains(raw, '{w}')" for w in _WANTED)).replace(
+    "{decoded}", _decoded("text")
+)
 
 # Every tag placed in its session, its search (interaction or current query), and the result or
 # click it is inside: the last such tag opened before it. ``ord`` grows through the file, so the
@@ -201,6 +210,30 @@ LEFT JOIN (SELECT ord, rank FROM gm_xml_tags WHERE tag = 'result') r ON r.ord = 
 LEFT JOIN (SELECT ord, starttime FROM gm_xml_tags WHERE tag = 'click') k ON k.ord = t.k
 """
 
+# Each search's day (``days`` after the first of the year): a session's clock going back
+# means it passed midnight. Then its record, whichever reader placed its tags.
+_XML_TIMED = """
+timed AS (
+    SELECT *, sum(CASE WHEN clock AND try_cast(starttime AS TIME) < prev THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY s ORDER BY e) AS days
+    FROM (SELECT *, lag(CASE WHEN clock THEN try_cast(starttime AS TIME) END)
+                        OVER (PARTITION BY s ORDER BY e) AS prev FROM ev)
+),
+"""
+_XML_RECORD = """json_object(
+        'event_id', $root || '/' || s || '/'
+            || CASE WHEN tag = 'currentquery' THEN 'current' ELSE coalesce(num, e::VARCHAR) END,
+        'session_id', $root || '/' || s,
+        'ts', CASE WHEN clock THEN strftime(($day::DATE + days::INTEGER)
+                                            + try_cast(starttime AS TIME), '%Y-%m-%dT%H:%M:%S.%f')
+                   ELSE nullif(starttime, '') END,
+        'query', q.query,
+        'result_ids', CASE WHEN tag = 'interaction' THEN coalesce(shown.ids, []) END,
+        'clicked_ids', CASE WHEN tag = 'interaction' THEN coalesce(clk.ids, []) END,
+        'click_ranks', clk.ranks,
+        'click_times', clk.times)::VARCHAR AS raw"""
+
+
 # One record per search. The logs give times of day only: they are put on the first day of the
 # year the root element names (sessiontrack2012), and a session that passes midnight goes on to
 # the next day, so that session order and the reformulation window hold.
@@ -211,12 +244,7 @@ WITH ev AS (
            regexp_full_match(starttime, '[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?') AS clock
     FROM gm_xml_placed WHERE tag IN ('interaction', 'currentquery')
 ),
-timed AS (
-    SELECT *, sum(CASE WHEN clock AND try_cast(starttime AS TIME) < prev THEN 1 ELSE 0 END)
-                  OVER (PARTITION BY s ORDER BY e) AS days
-    FROM (SELECT *, lag(CASE WHEN clock THEN try_cast(starttime AS TIME) END)
-                        OVER (PARTITION BY s ORDER BY e) AS prev FROM ev)
-),
+{timed}
 q AS (SELECT e, arg_min(text, ord) AS query FROM gm_xml_placed
       WHERE tag = 'query' AND e IS NOT NULL GROUP BY e),
 res AS (
@@ -245,18 +273,7 @@ bad_in AS (
     WHERE p.tag IN ('gm_bad', 'gm_lost', 'gm_lost_session')
 ),
 bad AS (SELECT e, min(line) AS line FROM bad_in WHERE e IS NOT NULL GROUP BY e)
-SELECT coalesce(bad.line, timed.line) AS line, json_object(
-        'event_id', $root || '/' || s || '/'
-            || CASE WHEN tag = 'currentquery' THEN 'current' ELSE coalesce(num, e::VARCHAR) END,
-        'session_id', $root || '/' || s,
-        'ts', CASE WHEN clock THEN strftime(($day::DATE + days::INTEGER)
-                                            + try_cast(starttime AS TIME), '%Y-%m-%dT%H:%M:%S.%f')
-                   ELSE nullif(starttime, '') END,
-        'query', q.query,
-        'result_ids', CASE WHEN tag = 'interaction' THEN coalesce(shown.ids, []) END,
-        'clicked_ids', CASE WHEN tag = 'interaction' THEN coalesce(clk.ids, []) END,
-        'click_ranks', clk.ranks,
-        'click_times', clk.times)::VARCHAR AS raw,
+SELECT coalesce(bad.line, timed.line) AS line, {record},
        CASE WHEN bad.line IS NOT NULL THEN
                 (SELECT err FROM gm_xml_bad b WHERE b.line = bad.line) || ': the search at line '
                 || timed.line || ' is not read'
@@ -269,12 +286,15 @@ SELECT line, b.raw, b.err || CASE bad_in.tag
            WHEN 'gm_lost_session' THEN ': a session opens on this line; its searches are not read'
            ELSE '' END
 FROM bad_in JOIN gm_xml_bad b USING (line) WHERE bad_in.e IS NULL
-"""
+""".replace("{timed}", _XML_TIMED.strip()).replace("{record}", _XML_RECORD)
 
 
 def _read_session_xml(con, path: Path, compression: str, root: str) -> None:
     year = re.search(r"(19|20)[0-9]{2}", root)
     day = f"{year.group(0) if year else '1970'}-01-01"
+    if _read_session_xml_whole(con, path, compression, root, day):
+        con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+        return
     from goldmine.ingest.files import InputFile, read_lines
 
     read_lines(con, InputFile(path, "session_xml", compression), (), "gm_log_lines")
@@ -287,6 +307,157 @@ def _read_session_xml(con, path: Path, compression: str, root: str) -> None:
     con.execute("DROP TABLE gm_xml_tags; DROP TABLE gm_xml_placed; DROP TABLE gm_xml_bad")
     con.execute("DROP VIEW gm_log_lines")
     con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+
+
+# --- Session Track XML read whole: one row per element that opens a block -------------------
+
+# A file that fits in memory is read as one text (``read_text``) and cut before each tag that
+# opens a session, a search, a result or a click: each piece (a block) holds no other opening
+# tag, so every tag in it is placed as its opener is. The blocks come out of one list in file
+# order, so the running maxima that place them stream over it as it is unnested, on ~a quarter
+# of a million blocks per million lines instead of half a million tags sorted (the line reader
+# below cut every line into tags and sorted them: 5.4 s of 1M lines where a bare read is 0.3 s).
+# A file this path cannot read (compressed, over _WHOLE_MAX, invalid UTF-8) takes the line
+# reader, which also turns each unreadable line into a reject.
+_WHOLE_MAX = 256 << 20
+_OPENERS = ("session", "interaction", "currentquery", "result", "click")
+_BLOCKS = r"""
+CREATE OR REPLACE TEMP TABLE gm_xml_blocks AS
+SELECT idx, block, kind, 1 + sum(nl) OVER w - nl AS line,
+       max(CASE WHEN kind = 'session' THEN idx END) OVER w AS s,
+       max(CASE WHEN kind IN ('interaction', 'currentquery') THEN idx END) OVER w AS e,
+       max(CASE WHEN kind = 'result' THEN idx END) OVER w AS r,
+       max(CASE WHEN kind = 'click' THEN idx END) OVER w AS k,
+       max(idx) OVER w AS gm_seen  -- equal to idx while the blocks stream in file order
+FROM (SELECT idx, block, length(block) - length(replace(block, chr(10), '')) AS nl,
+             -- Every block after the first starts with its opener (a file holding chr(1),
+             -- which would cut it elsewhere, gives no blocks and is read line by line).
+             CASE WHEN idx = 1 THEN '' WHEN starts_with(block, '<s') THEN 'session'
+                  WHEN starts_with(block, '<i') THEN 'interaction'
+                  WHEN starts_with(block, '<r') THEN 'result'
+                  WHEN starts_with(block, '<cl') THEN 'click' ELSE 'currentquery' END AS kind
+      FROM (SELECT unnest(b) AS block, generate_subscripts(b, 1) AS idx
+            FROM (SELECT CASE WHEN NOT contains(content, chr(1)) THEN string_split(regexp_replace(
+                             content, '<((?:{openers})[ \t\r\n>])', chr(1) || '<\1', 'g'),
+                             chr(1)) END AS b
+                  FROM read_text($path))))
+WINDOW w AS (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+""".replace("{openers}", "|".join(_OPENERS))
+
+# A tag's text is what follows its ``>`` on its line up to the next tag, as the line reader
+# cuts it; the pattern after the tag's name: attributes, then the text, or no ``>`` on the line.
+_TAG_END = r"(?:[ \t][^<>\r\n]*)?(?:>([^<\r\n]*)|[<\r\n]|$)"
+_ID_TAG = r"<(?:[^\s<>/][^\s<>]*[iI][dD]|[iI][dD]|[dD][oO][cC][nN][oO])"
+
+
+def _attr(name: str, kinds: tuple[str, ...]) -> str:
+    """SQL: the attribute ``name`` of the openers of ``kinds`` (NULL where the tag has none)."""
+    among = ", ".join(f"'{k}'" for k in kinds)
+    return rf"""CASE WHEN attrs <> '' AND kind IN ({among})
+                     THEN regexp_extract(attrs, '\b{name}\s*=\s*"([^"]*)"', 1) END"""
+
+
+# Each block's opener attributes and the tags read from it (each only where a plain substring
+# test says the block may hold one): the first query, the first id (a name ending in "id", or
+# DOCNO), every rank.
+_BLOCK_TAGS = rf"""
+CREATE OR REPLACE TEMP TABLE gm_xml_found AS
+SELECT idx, kind, line, s, e, r, k,
+       {_attr("num", ("session", "interaction", "currentquery"))} AS num,
+       {_attr("rank", ("result",))} AS rank,
+       {_attr("starttime", ("interaction", "currentquery", "click"))} AS starttime,
+       CASE WHEN q.m <> '' THEN {_decoded("q.t")} END AS query,
+       CASE WHEN id.m <> '' THEN {_decoded("id.t")} END AS id,
+       ranks
+FROM (SELECT *,
+          CASE WHEN contains(block, '<query')
+               THEN regexp_extract(block, '(<query){_TAG_END}', ['m', 't']) END AS q,
+          CASE WHEN contains(block, 'id>') OR contains(block, 'ID>') OR contains(block, 'docno')
+                    OR contains(block, 'DOCNO')
+               THEN regexp_extract(block, '({_ID_TAG}){_TAG_END}', ['m', 't']) END AS id,
+          CASE WHEN contains(block, '<rank')
+               THEN regexp_extract_all(block, '<rank{_TAG_END}', 1) END AS ranks
+      -- The opener's attributes: after its name, up to its '>', the next tag or the line's
+      -- end (cut from the text before the first '>' only: cutting the whole block at each
+      -- of those was the costliest step).
+      FROM (SELECT *, CASE WHEN kind <> '' THEN substr(split_part(split_part(split_part(
+                          substr(CASE WHEN strpos(block, '>') > 0
+                                      THEN left(block, strpos(block, '>') - 1) ELSE block END,
+                                 2), '<', 1), chr(10), 1), chr(13), 1), length(kind) + 1)
+                      END AS attrs
+            FROM gm_xml_blocks))
+"""
+
+# One record per search, as _XML_EVENTS makes them from the line reader's tags.
+_BLOCK_EVENTS = (
+    r"""
+CREATE OR REPLACE TEMP TABLE gm_src AS
+WITH ev AS (
+    SELECT f.idx AS e, f.line, sess.num AS s, f.kind AS tag, nullif(f.num, '') AS num,
+           f.starttime,
+           regexp_full_match(f.starttime, '[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?') AS clock
+    FROM gm_xml_found f LEFT JOIN gm_xml_found sess ON sess.idx = f.s
+    WHERE f.kind IN ('interaction', 'currentquery')
+),
+{timed}
+q AS (SELECT e, arg_min(query, idx) AS query FROM gm_xml_found
+      WHERE query IS NOT NULL AND e IS NOT NULL GROUP BY e),
+res AS (
+    SELECT f.e, f.r, try_cast(any_value(o.rank) AS INTEGER) AS rank, arg_min(f.id, f.idx) AS id
+    FROM gm_xml_found f JOIN gm_xml_found o ON o.idx = f.r
+    WHERE f.id IS NOT NULL AND f.r > f.e AND (f.k IS NULL OR f.k < f.r)
+    GROUP BY f.e, f.r
+),
+-- Lists of structs sorted once, not ordered aggregates (a third of this statement).
+shown AS (
+    SELECT e, [x.id FOR x IN list_sort(list({'unranked': rank IS NULL, 'rank': rank, 'r': r,
+                                             'id': id}))] AS ids
+    FROM res GROUP BY e
+),
+-- A click names a rank: the id shown there.
+clicks AS (
+    SELECT f.e, f.idx, o.starttime AS k_time, unnest(f.ranks) AS text,
+           generate_subscripts(f.ranks, 1) AS pos
+    FROM gm_xml_found f JOIN gm_xml_found o ON o.idx = f.k
+    WHERE f.ranks IS NOT NULL AND f.k > f.e
+),
+clk AS (
+    SELECT e, [x.id FOR x IN c IF x.id IS NOT NULL] AS ids, [x.rank FOR x IN c] AS ranks,
+           [x.k_time FOR x IN c] AS times
+    FROM (SELECT c.e, list_sort(list({'idx': c.idx, 'pos': c.pos, 'id': res.id,
+                                      'rank': try_cast(c.text AS INTEGER), 'k_time': c.k_time}))
+                     AS c
+          FROM (SELECT * REPLACE ({decoded} AS text) FROM clicks) c
+          LEFT JOIN res ON res.e = c.e AND res.rank = try_cast(c.text AS INTEGER)
+          GROUP BY c.e)
+)
+SELECT line, {record},
+       CASE WHEN s IS NULL THEN 'outside any <session>' END AS err
+FROM timed LEFT JOIN q USING (e) LEFT JOIN shown USING (e) LEFT JOIN clk USING (e)
+""".replace("{decoded}", _decoded("text"))
+    .replace("{timed}", _XML_TIMED.strip())
+    .replace("{record}", _XML_RECORD)
+)
+
+
+def _read_session_xml_whole(con, path: Path, compression: str, root: str, day: str) -> bool:
+    """Make ``gm_src`` from the file read whole; False when it must be read line by line."""
+    if compression != "none" or path.stat().st_size > _WHOLE_MAX:
+        return False
+    try:
+        con.execute(_BLOCKS, {"path": str(path)})
+    except duckdb.InvalidInputException:  # invalid UTF-8: the line reader rejects those lines
+        return False
+    blocks, disorder = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE gm_seen <> idx) FROM gm_xml_blocks"
+    ).fetchall()[0]
+    if not blocks or disorder:  # chr(1) in the file, or the maxima saw the blocks out of order
+        con.execute("DROP TABLE gm_xml_blocks")
+        return False
+    con.execute(_BLOCK_TAGS)
+    con.execute(_BLOCK_EVENTS, {"root": root, "day": day})
+    con.execute("DROP TABLE gm_xml_blocks; DROP TABLE gm_xml_found")
+    return True
 
 
 # The rows of a click-level export, each column under a name of ours (``gm_col<i>``, the file's

@@ -4,6 +4,7 @@ dates whose day/month order only the file, or --ts-format, can tell."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import datetime
 from pathlib import Path
@@ -523,6 +524,71 @@ def test_analytics_rows_that_normalize_alike_are_one_summary(tmp_path, db_path, 
     assert again["stored"] == 0
 
 
+def _gzipped(path: Path) -> Path:
+    out = path.with_name(path.name + ".gz")
+    out.write_bytes(gzip.compress(path.read_bytes()))
+    return out
+
+
+def _read_log(con, path: Path, compression: str) -> list[tuple]:
+    """``logformats.read`` of a Session Track file: its records (line, raw, err) by line."""
+    from goldmine.ingest import batch, logformats
+
+    batch.prepare(con)
+    logformats.read(con, path, "session_xml", compression)
+    return con.execute("SELECT line, raw, err FROM gm_raw ORDER BY line, raw").fetchall()
+
+
+# Tags as the TREC files do not quite write them: several on a line, a tab before attributes,
+# CRLF ends, entities, a result with no rank and one with two ids, a click with no time and one
+# whose rank names no result, a DOCNO, blank lines, a search outside any session, a session
+# with no number, a root whose name starts with "session", a midnight.
+_ODD_SESSION_XML = (
+    '<?xml version="1.0"?>\r\n<sessions2011>\r\n'
+    '<interaction num="0" starttime="08:00:00"><query>before</query></interaction>\r\n'
+    '<session num="1" starttime="23:59:00">\r\n\r\n'
+    '<interaction\tnum="1" starttime="23:59:10">\r\n<query> fish &amp; chips </query>\r\n'
+    '<results><result rank="2"><clueweb09id>b</clueweb09id></result>'
+    '<result rank="1"><DOCNO>a</DOCNO><docid>a2</docid></result>\r\n'
+    "<result><clueweb09id>c</clueweb09id></result></results>\r\n"
+    '<clicked><click num="1"><rank>1</rank></click>'
+    '<click num="2" starttime="00:00:05"><rank> 2 </rank><rank>9</rank></click></clicked>\r\n'
+    "</interaction>\r\n"
+    '<interaction num="2" starttime="00:00:30"><query>fish &lt;chips&gt;</query>'
+    "</interaction>\r\n"
+    '<currentquery starttime="00:01:00">\r\n<query>last</query>\r\n</currentquery>\r\n'
+    "</session>\r\n<session>\r\n"
+    '<interaction num="1"><query>no number</query><results><result rank="1">\r\n'
+    "<clueweb09id>z</clueweb09id></result></results></interaction>\r\n"
+    "</session>\r\n</sessions2011>\r\n"
+)
+
+
+@pytest.mark.parametrize("name", ["sessiontrack2012.xml", "odd.xml"])
+def test_session_xml_read_whole_gives_the_line_readers_records(shared_dataset, tmp_path, name):
+    """A plain Session Track file is read whole, a compressed one (or one with invalid UTF-8)
+    line by line: on the real 2012 file and on one of odd layouts, both give the same records
+    at the same lines."""
+    if name == "odd.xml":
+        path = tmp_path / name
+        path.write_bytes(_ODD_SESSION_XML.encode())
+    else:
+        path = shared_dataset("datasets", "trec_session_track", name)
+    with open_store(tmp_path / "whole.duckdb") as con:
+        whole = _read_log(con, path, "none")
+    with open_store(tmp_path / "lines.duckdb") as con:
+        lines = _read_log(con, _gzipped(path if name == "odd.xml" else _copy(path, tmp_path)),
+                          "gzip")  # fmt: skip
+    assert whole == lines
+    assert len(whole) == (297 if name != "odd.xml" else 5)
+
+
+def _copy(path: Path, folder: Path) -> Path:
+    out = folder / path.name
+    out.write_bytes(path.read_bytes())
+    return out
+
+
 def _big_session_xml(path: Path, sessions: int) -> None:
     """A Session Track file of ``sessions`` sessions of three interactions, a tag a line (as the
     TREC files are), each query naming its session and interaction."""
@@ -542,17 +608,18 @@ def _big_session_xml(path: Path, sessions: int) -> None:
 
 
 @pytest.mark.slow
-def test_a_big_session_xml_file_puts_every_tag_in_its_own_search(tmp_path):
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_a_big_session_xml_file_puts_every_tag_in_its_own_search(tmp_path, compression):
     """The tags were placed by running maxima over a table written in parallel, whose order is
     not the file's: on a file of a few hundred thousand lines, thousands of searches took their
-    session from the file's end and lost their query and results."""
-    from goldmine.ingest import batch, logformats
-
+    session from the file's end and lost their query and results. A plain file is read whole,
+    a gzipped one line by line: both readers are held to it."""
     path = tmp_path / "big.xml"
     _big_session_xml(path, 8000)  # 8,000 sessions: 368,002 lines
+    if compression == "gzip":
+        path = _gzipped(path)
     with open_store(tmp_path / "s.duckdb") as con:
-        batch.prepare(con)
-        logformats.read(con, path, "session_xml", "none")
+        _read_log(con, path, compression)
         wrong = con.execute(
             """SELECT count(*), count(*) FILTER (WHERE
                    json_extract_string(raw, '$.query') IS DISTINCT FROM
