@@ -105,6 +105,15 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
         raise _nothing_stored(result, reasons, store)
 
 
+def _text_import(
+    kind: str, paths: list[str], no_redact: bool, patterns: list[str] | None, db: Path | None,
+    as_json: bool, allow_empty: bool, **kwargs: Any,
+) -> None:  # fmt: skip
+    """An import of people's text (tickets, chat, traces): PII redacted unless --no-redact."""
+    _import(kind, db, as_json, allow_empty, paths=paths, redact=not no_redact, patterns=patterns,
+            **kwargs)  # fmt: skip
+
+
 def _spark_options(engine: str, master: str | None, conf: list[str] | None, summary_dir):
     """The Spark engine's options, or None for the DuckDB engine (which takes none of them)."""
 
@@ -315,18 +324,8 @@ def tickets_cmd(
 ) -> None:
     """Support tickets: Zendesk-style JSON export, CSV, or a support-tweet export (customers'
     messages only); question = subject + first question."""
-    _import(
-        "tickets",
-        db,
-        as_json,
-        allow_empty,
-        paths=paths,
-        fmt=fmt,
-        mapping=mapping,
-        redact=not no_redact,
-        patterns=patterns,
-        agents=agent or [],
-    )
+    _text_import("tickets", paths, no_redact, patterns, db, as_json, allow_empty,
+                 fmt=fmt, mapping=mapping, agents=agent or [])  # fmt: skip
 
 
 @ingest_app.command("chat")
@@ -342,17 +341,8 @@ def chat_cmd(
 ) -> None:
     """Chat: JSONL of turns or conversations, or message CSV with reply-to ids (threads
     rebuilt)."""
-    _import(
-        "chat",
-        db,
-        as_json,
-        allow_empty,
-        paths=paths,
-        fmt=fmt,
-        mapping=mapping,
-        redact=not no_redact,
-        patterns=patterns,
-    )
+    _text_import("chat", paths, no_redact, patterns, db, as_json, allow_empty,
+                 fmt=fmt, mapping=mapping)  # fmt: skip
 
 
 @ingest_app.command("traces")
@@ -381,17 +371,8 @@ def traces_cmd(
 ) -> None:
     """RAG traces (OpenInference/Phoenix, OTLP JSON with GenAI attributes, Langfuse, LangSmith,
     OpenAI chat logs): each retrieval becomes a search event with its chunk ids as results."""
-    _import(
-        "traces",
-        db,
-        as_json,
-        allow_empty,
-        paths=paths,
-        trace_format=trace_format,
-        doc_id=doc_id,
-        redact=not no_redact,
-        patterns=patterns,
-    )
+    _text_import("traces", paths, no_redact, patterns, db, as_json, allow_empty,
+                 trace_format=trace_format, doc_id=doc_id)  # fmt: skip
 
 
 @ingest_app.command("corpus")
