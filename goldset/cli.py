@@ -77,6 +77,17 @@ def _table(title: str, columns: list[str], rows: list[list]) -> None:
     console().print(table(columns, rows, title=title))
 
 
+def _listing(
+    rows: list[dict], as_json: bool, title: str, columns: list[str], cells: Callable[[dict], list]
+) -> None:
+    """A listing command's output: the rows as they are with --json, else a table of each
+    row's ``cells``."""
+    if as_json:
+        print_json(rows)
+    else:
+        _table(title, columns, [cells(r) for r in rows])
+
+
 def starter(
     n: Annotated[int, typer.Option("--n", help="How many queries to propose.")] = 50,
     by_source: Annotated[
@@ -448,27 +459,23 @@ def list_(
     with _store(db, create=False) as con:
         rows = list_items(con, status)
         verified, total = progress_counts(con)
-    if as_json:
-        print_json(rows)
-        return
-    _table(
+    _listing(
+        rows,
+        as_json,
         f"{verified} of {total} verified",
         ["query_id", "status", "query", "relevant", "labels", "drafts", "cluster", "tags"],
-        [
-            [
-                r["query_id"],
-                r["status"] + (" (no answer)" if r["no_answer"] else ""),
-                r["query"],
-                r["n_relevant"],
-                r["n_labels"],
-                r["n_drafts"],
-                r["cluster_id"],
-                ", ".join(r["tags"] or []),
-            ]
-            for r in rows
+        lambda r: [
+            r["query_id"],
+            r["status"] + (" (no answer)" if r["no_answer"] else ""),
+            r["query"],
+            r["n_relevant"],
+            r["n_labels"],
+            r["n_drafts"],
+            r["cluster_id"],
+            ", ".join(r["tags"] or []),
         ],
     )
-    if not rows:
+    if not rows and not as_json:
         info("no items: run `goldmine gold starter` or `goldmine gold add-query`")
 
 
@@ -612,23 +619,19 @@ def versions(db: DbOption = None, as_json: JsonOption = False) -> None:
 
     with _store(db, create=False) as con:
         rows = list_versions(con)
-    if as_json:
-        print_json(rows)
-        return
-    _table(
+    _listing(
+        rows,
+        as_json,
         "gold versions",
         ["version", "published", "by", "queries", "no answer", "hash", "message"],
-        [
-            [
-                f"v{r['version']}",
-                r["published_at"],
-                r["published_by"],
-                r["n_items"],
-                r["n_no_answer"],
-                r["content_hash"][:12],
-                r["message"],
-            ]
-            for r in rows
+        lambda r: [
+            f"v{r['version']}",
+            r["published_at"],
+            r["published_by"],
+            r["n_items"],
+            r["n_no_answer"],
+            r["content_hash"][:12],
+            r["message"],
         ],
     )
 
@@ -835,15 +838,14 @@ def drift(db: DbOption = None, as_json: JsonOption = False) -> None:
 
     with _store(db, create=False) as con:
         rows = find_drift(con)
-    if as_json:
-        print_json(rows)
-        return
-    _table(
+    _listing(
+        rows,
+        as_json,
         f"{len(rows)} drifted labels",
         ["query_id", "chunk_id", "grade", "reason", "query"],
-        [[r["query_id"], r["chunk_id"], r["grade"], r["reason"], r["query"]] for r in rows],
+        lambda r: [r["query_id"], r["chunk_id"], r["grade"], r["reason"], r["query"]],
     )
-    if rows:
+    if rows and not as_json:
         info("`goldmine gold remap` proposes the new chunks that hold these passages")
 
 
