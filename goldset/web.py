@@ -1,9 +1,11 @@
 """The review loop in a browser: ``goldmine gold review --web``.
 
-The page runs the terminal's loop (``goldmine.goldset.review.ReviewSession``: the same queue, the
-same rule for when a query is verified, the same version check on every write), server-rendered
-with Jinja2 and a little plain JavaScript shipped in the package; nothing is loaded from the
-internet and there is no build step.
+The page drives the review session the terminal drives (``goldmine.goldset.review.ReviewSession``:
+the same queue, the same rule for when a query is verified, the same version check on every
+write), server-rendered with Jinja2 and a little plain JavaScript shipped in the package; nothing
+is loaded from the internet and there is no build step. Its handlers are plain functions reading
+the server's state from ``request.app.state``; importing this module needs goldmine[web], which
+the command checks first.
 
 Never in the way: every request opens the DuckDB file, does its unit of work and closes it, so
 ``triage show``, ``eval run`` or a second rater's browser work while the page is open. A store
@@ -29,6 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from goldmine.errors import GoldmineError, InputError, StoreBusyError
 from goldmine.goldset import items as gi
@@ -189,21 +204,167 @@ def _filter_choices(con) -> dict:
     }
 
 
-def create_app(review: WebReview):
-    """The Starlette application over one store."""
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import (
-        HTMLResponse,
-        JSONResponse,
-        PlainTextResponse,
-        RedirectResponse,
-        Response,
-    )
-    from starlette.routing import Mount, Route
-    from starlette.staticfiles import StaticFiles
+# --- the handlers: each reads the server's state from its app (``create_app`` puts it there) ---
 
+
+def _review(request: Request) -> WebReview:
+    return request.app.state.review
+
+
+def _templates(request: Request) -> Environment:
+    return request.app.state.templates
+
+
+def allowed(request: Request) -> bool:
+    """Whether the request carries the token's cookie (set by the printed URL's first visit)."""
+    given = request.cookies.get(TOKEN_COOKIE, "")
+    return secrets.compare_digest(given.encode(), _review(request).token.encode())
+
+
+def forbidden() -> Response:
+    return PlainTextResponse(
+        "forbidden: open the URL that `goldmine gold review --web` printed", status_code=403
+    )
+
+
+def writer(handler: Callable[[Request, dict], Response]) -> Callable:
+    """A write endpoint: the token, the page's header and origin, then the body as a dict."""
+
+    async def endpoint(request: Request) -> Response:
+        if not allowed(request) or request.headers.get(WRITE_HEADER) != "1":
+            return forbidden()
+        try:
+            guard.check_origin(request)
+            return handler(request, await guard.read_object(request))
+        except guard.Refusal as exc:
+            return JSONResponse({"error": exc.reason}, status_code=exc.status)
+
+    return endpoint
+
+
+def rater_of(request: Request) -> str:
+    """Who is grading: the rater cookie's name when it is a valid one, else the command's."""
+    by = _review(request).by
+    name = request.cookies.get(RATER_COOKIE) or by
+    return name if _RATER.match(name) else by
+
+
+def panel(
+    request: Request, session: ReviewSession, view: View | None, extras: Extras | None
+) -> str:
+    """The item's panel (or "nothing left"), as the page shows it and every action returns it."""
+    if view is not None:
+        verified, total = view.verified, view.total
+    else:
+        with session._store() as con:
+            verified, total = gi.progress_counts(con)
+    return (
+        _templates(request)
+        .get_template("panel.html")
+        .render(
+            view=view,
+            extras=extras,
+            session=session,
+            verified=verified,
+            total=total,
+            message=session.message,
+            stale=session.stale,
+        )
+    )
+
+
+def current(session: ReviewSession) -> tuple[View | None, Extras | None]:
+    """The session's next view, with the page's extras read in the same connection."""
+    box: dict[str, Extras] = {}
+    view = session.view(extra=lambda con, item: box.setdefault("x", _extras(con, item)))
+    return view, box.get("x")
+
+
+async def home(request: Request) -> Response:
+    """The printed URL: its token becomes the cookie, then the review page."""
+    review = _review(request)
+    token = request.query_params.get("token", "")
+    if token and secrets.compare_digest(token.encode(), review.token.encode()):
+        # The queue the command chose (--queue, --adjudicate) is the page's first filter.
+        target = "/review" + (f"?{review.start}" if review.start else "")
+        rater = request.query_params.get("as")
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(TOKEN_COOKIE, review.token, httponly=True, samesite="strict")
+        if rater and _RATER.match(rater):
+            response.set_cookie(RATER_COOKIE, rater, httponly=True, samesite="strict")
+        return response
+    if not allowed(request):
+        return forbidden()
+    return RedirectResponse("/review", status_code=303)
+
+
+async def page(request: Request) -> Response:
+    """The whole page: header, filters, the panel of the rater's next item, the keys."""
+    if not allowed(request):
+        return forbidden()
+    templates = _templates(request)
+    rater = rater_of(request)
+    queue = _queue(request.query_params)
+    session = _review(request).session(rater, queue)
+    status, view = 200, None
+    try:
+        with session.request() as con:
+            view, extras = current(session)
+            body = panel(request, session, view, extras)
+            choices = _filter_choices(con)
+    except GoldmineError as exc:
+        body, choices, status = _error_panel(templates, exc), {}, _status(exc)
+    html = templates.get_template("page.html").render(
+        panel=body,
+        rater=rater,
+        queue=queue,
+        choices=choices,
+        qs=urlencode(_qs(queue)),
+        suggested=view is not None and view.suggested,
+    )
+    return HTMLResponse(html, status_code=status)
+
+
+@writer
+def act(request: Request, body: dict) -> Response:
+    """One action on the rater's session; answers with the next panel."""
+    data = guard.action_fields(body)
+    session = _review(request).session(rater_of(request), _queue(data))
+    try:
+        with session.request():
+            _apply(session, data)
+            view, extras = current(session)
+            return HTMLResponse(panel(request, session, view, extras))
+    except GoldmineError as exc:
+        return HTMLResponse(_error_panel(_templates(request), exc), status_code=_status(exc))
+
+
+async def search(request: Request) -> Response:
+    """The corpus search box's hits."""
+    if not allowed(request):
+        return forbidden()
+    templates = _templates(request)
+    text = request.query_params.get("q", "")[:500]
+    try:
+        hits = _review(request).search(text)
+    except GoldmineError as exc:
+        return HTMLResponse(_error_panel(templates, exc), status_code=_status(exc))
+    return HTMLResponse(templates.get_template("search.html").render(hits=hits, q=text))
+
+
+@writer
+def rater(request: Request, body: dict) -> Response:
+    """The rater box: the name goes in a cookie, checked on every request (``rater_of``)."""
+    name = guard.rater_name(body)
+    if not _RATER.match(name):
+        raise guard.Refusal("a rater's name is 1-64 letters, digits, spaces or . @ - _")
+    response = PlainTextResponse("ok")
+    response.set_cookie(RATER_COOKIE, name, httponly=True, samesite="strict")
+    return response
+
+
+def _environment() -> Environment:
+    """The templates, autoescaped, with the helpers both faces word alike."""
     templates = Environment(
         loader=FileSystemLoader(ASSETS), autoescape=select_autoescape(["html"]), auto_reload=False
     )
@@ -212,127 +373,11 @@ def create_app(review: WebReview):
     templates.globals["drafted_how"] = drafted_how
     templates.globals["suggester"] = suggester
     templates.globals["grades_text"] = grades_text
+    return templates
 
-    def allowed(request: Request) -> bool:
-        given = request.cookies.get(TOKEN_COOKIE, "")
-        return secrets.compare_digest(given.encode(), review.token.encode())
 
-    def forbidden() -> Response:
-        return PlainTextResponse(
-            "forbidden: open the URL that `goldmine gold review --web` printed", status_code=403
-        )
-
-    def writer(handler):
-        """A write endpoint: the token, the page's header and origin, then the body as a dict."""
-
-        async def endpoint(request: Request) -> Response:
-            if not allowed(request) or request.headers.get(WRITE_HEADER) != "1":
-                return forbidden()
-            try:
-                guard.check_origin(request)
-                return handler(request, await guard.read_object(request))
-            except guard.Refusal as exc:
-                return JSONResponse({"error": exc.reason}, status_code=exc.status)
-
-        return endpoint
-
-    def rater_of(request: Request) -> str:
-        name = request.cookies.get(RATER_COOKIE) or review.by
-        return name if _RATER.match(name) else review.by
-
-    def panel(session: ReviewSession, view: View | None, extras: Extras | None, **more) -> str:
-        if view is not None:
-            verified, total = view.verified, view.total
-        else:
-            with session._store() as con:
-                verified, total = gi.progress_counts(con)
-        return templates.get_template("panel.html").render(
-            view=view,
-            extras=extras,
-            session=session,
-            verified=verified,
-            total=total,
-            message=session.message,
-            stale=session.stale,
-            **more,
-        )
-
-    def current(session: ReviewSession) -> tuple[View | None, Extras | None]:
-        box: dict[str, Extras] = {}
-        view = session.view(extra=lambda con, item: box.setdefault("x", _extras(con, item)))
-        return view, box.get("x")
-
-    async def home(request: Request) -> Response:
-        token = request.query_params.get("token", "")
-        if token and secrets.compare_digest(token.encode(), review.token.encode()):
-            # The queue the command chose (--queue, --adjudicate) is the page's first filter.
-            target = "/review" + (f"?{review.start}" if review.start else "")
-            rater = request.query_params.get("as")
-            response = RedirectResponse(target, status_code=303)
-            response.set_cookie(TOKEN_COOKIE, review.token, httponly=True, samesite="strict")
-            if rater and _RATER.match(rater):
-                response.set_cookie(RATER_COOKIE, rater, httponly=True, samesite="strict")
-            return response
-        if not allowed(request):
-            return forbidden()
-        return RedirectResponse("/review", status_code=303)
-
-    async def page(request: Request) -> Response:
-        if not allowed(request):
-            return forbidden()
-        rater = rater_of(request)
-        queue = _queue(request.query_params)
-        session = review.session(rater, queue)
-        status, view = 200, None
-        try:
-            with session.request() as con:
-                view, extras = current(session)
-                body = panel(session, view, extras)
-                choices = _filter_choices(con)
-        except GoldmineError as exc:
-            body, choices, status = _error_panel(templates, exc), {}, _status(exc)
-        html = templates.get_template("page.html").render(
-            panel=body,
-            rater=rater,
-            queue=queue,
-            choices=choices,
-            qs=urlencode(_qs(queue)),
-            suggested=view is not None and view.suggested,
-        )
-        return HTMLResponse(html, status_code=status)
-
-    @writer
-    def act(request: Request, body: dict) -> Response:
-        data = guard.action_fields(body)
-        session = review.session(rater_of(request), _queue(data))
-        try:
-            with session.request():
-                _apply(session, data)
-                view, extras = current(session)
-                return HTMLResponse(panel(session, view, extras))
-        except GoldmineError as exc:
-            return HTMLResponse(_error_panel(templates, exc), status_code=_status(exc))
-
-    async def search(request: Request) -> Response:
-        if not allowed(request):
-            return forbidden()
-        text = request.query_params.get("q", "")[:500]
-        try:
-            hits = review.search(text)
-        except GoldmineError as exc:
-            return HTMLResponse(_error_panel(templates, exc), status_code=_status(exc))
-        html = templates.get_template("search.html").render(hits=hits, q=text)
-        return HTMLResponse(html)
-
-    @writer
-    def rater(request: Request, body: dict) -> Response:
-        name = guard.rater_name(body)
-        if not _RATER.match(name):
-            raise guard.Refusal("a rater's name is 1-64 letters, digits, spaces or . @ - _")
-        response = PlainTextResponse("ok")
-        response.set_cookie(RATER_COOKIE, name, httponly=True, samesite="strict")
-        return response
-
+def create_app(review: WebReview) -> Callable:
+    """The Starlette application over one store: the routes, and ``review`` as its state."""
     static = StaticFiles(directory=ASSETS / "static")
     app = Starlette(
         routes=[
@@ -344,6 +389,8 @@ def create_app(review: WebReview):
             Mount("/static", guard.token_gate(static, allowed, forbidden), name="static"),
         ]
     )
+    app.state.review = review
+    app.state.templates = _environment()
     return guard.SecurityHeaders(app)  # outermost: Starlette's own 500s carry the headers too
 
 
