@@ -596,17 +596,23 @@ searches AS (
 ),
 -- A session starts at a user's first search and after each gap over the cut: its start is the
 -- running maximum of those starts (one ordering of the user's searches serves both windows).
+-- The windows sort each search's user, time and line only, joined back on the line (a search's
+-- first line): sorting the searches whole, lists and all, was a third of the reader's time.
 gaps AS (
-    SELECT *, lag(gm_at) OVER (PARTITION BY u ORDER BY gm_at NULLS LAST, line) AS prev
-    FROM (SELECT *, gm_ts(t) AS gm_at FROM searches)
+    SELECT line, u, gm_at, lag(gm_at) OVER (PARTITION BY u ORDER BY gm_at NULLS LAST, line) AS prev
+    FROM (SELECT line, u, gm_ts(t) AS gm_at FROM searches)
 ),
-sessions AS (
-    SELECT *, coalesce(sess, u || '@' || coalesce(strftime(max(
+starts AS (
+    SELECT line, coalesce(strftime(max(
         CASE WHEN prev IS NULL OR date_diff('second', prev, gm_at) > {gap} THEN gm_at END)
         OVER (PARTITION BY u ORDER BY gm_at NULLS LAST, line
-              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), '%Y-%m-%dT%H:%M:%S'), ''))
-        AS session_id
+              ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), '%Y-%m-%dT%H:%M:%S'), '')
+        AS start
     FROM gaps
+),
+sessions AS (
+    SELECT searches.*, coalesce(sess, u || '@' || start) AS session_id
+    FROM searches JOIN starts USING (line)
 )
 SELECT line, {raw}::VARCHAR AS raw, NULL::VARCHAR AS err
 FROM sessions
