@@ -136,7 +136,7 @@ def _fresh_cli_state(args: tuple[str, ...]) -> Iterator[None]:
 def _only_its_stages(args: tuple[str, ...]) -> Iterator[None]:
     """The root app as ``python -m goldmine ARGS`` builds it: the stages main() registers for
     these arguments and no other (typer builds every registered command on each call, ~10 ms
-    each), and every group's commands put back after main() keeps only the invoked one."""
+    each); main() itself puts back a group's commands after keeping only the invoked one."""
     import goldmine.cli as cli
 
     app = cli._app
@@ -148,16 +148,12 @@ def _only_its_stages(args: tuple[str, ...]) -> Iterator[None]:
         return cli._STAGE_OF.get(name if isinstance(name, str) else "", stage) in stages
 
     groups, commands = list(app.registered_groups), list(app.registered_commands)
-    kept = [(g.typer_instance, list(g.typer_instance.registered_commands))
-            for g in groups if g.typer_instance]  # fmt: skip
     app.registered_groups = [g for g in groups if wanted(_group_name(g))]
     app.registered_commands = [c for c in commands if wanted(c.name or c.callback.__name__)]
     try:
         yield
     finally:
         app.registered_groups, app.registered_commands = groups, commands
-        for group, its_commands in kept:
-            group.registered_commands = its_commands
 
 
 def _group_name(group: Any) -> object:
