@@ -97,44 +97,46 @@ class Keys:
 
 
 def _render(console, view: View, message: str, alert: bool = False) -> None:
+    """One step's screen: the query and what is known of it, then the candidate to grade."""
     from rich.text import Text
 
-    item = view.item
     console.rule(f"{view.verified} of {view.total} verified")
     if message:
         console.print(Text(message, style="bold red" if alert else "dim"))
+    _render_query(console, view)
+    graded = [c for c in view.candidates if c["kind"] == "label"]
+    waiting = [c for c in view.candidates if c["kind"] == "draft"]
+    if graded:
+        console.print(
+            "graded: " + ", ".join(f"{c['chunk_id']}={c['grade']}" for c in graded), markup=False
+        )
+    if view.item["no_answer"]:
+        console.print("marked: no answer in the corpus", markup=False)
+    if view.current is None:
+        _render_nothing_to_grade(console, bool(graded))
+    else:
+        _render_candidate(console, view, len(graded) + 1, len(graded) + len(waiting))
+    console.print(Text(keys_help(view), style="dim"))
+
+
+def _render_query(console, view: View) -> None:
+    """The query, its context, facts, examples and notes; whose grades a rater sees."""
+    from rich.text import Text
+
+    item = view.item
     console.print(
         Text.assemble((item["query"], "bold"), (f"  ({item['query_id']}, {item['status']})", "dim"))
     )
     if item["context"]:
         console.print("[dim]context:[/dim]")
         console.print(Text(item["context"], style="italic"))
-    facts = []
-    if item["tags"]:
-        facts.append("tags: " + ", ".join(item["tags"]))
-    s = view.signals
-    if s:
-        facts.append(f"volume {s['n_events']}")
-        failures = {
-            k[2:]: v
-            for k, v in s.items()
-            if k.startswith("n_") and k not in ("n_events", "n_sessions") and v
-        }
-        if failures:
-            facts.append(
-                "failures "
-                + ", ".join(f"{k} {v}" for k, v in failures.items())
-                + f" ({s['failure_rate']:.0%})"
-            )
-    elif item["frequency"]:
-        facts.append(f"volume {item['frequency']}")
+    facts = _facts(item, view.signals)
     if facts:
         console.print("  ".join(facts), markup=False)
     for ex in view.examples[:3]:
         console.print(Text(f"  e.g. [{ex['source']}] {ex['text']}", style="dim"))
-    if item["notes"]:
-        for note in item["notes"]:
-            console.print(Text(f"  note: {note}", style="cyan"))
+    for note in item["notes"] or ():
+        console.print(Text(f"  note: {note}", style="cyan"))
     if view.blind:
         console.print(
             "double-labelled: your grades are kept apart, the other rater's are hidden",
@@ -143,64 +145,81 @@ def _render(console, view: View, message: str, alert: bool = False) -> None:
         )
     for rater, grades in view.ratings.items():
         console.print(f"{rater}: {_grades_text(grades)}", style="magenta", markup=False)
-    graded = [c for c in view.candidates if c["kind"] == "label"]
-    waiting = [c for c in view.candidates if c["kind"] == "draft"]
-    if graded:
-        console.print(
-            "graded: " + ", ".join(f"{c['chunk_id']}={c['grade']}" for c in graded), markup=False
-        )
-    if item["no_answer"]:
-        console.print("marked: no answer in the corpus", markup=False)
-    current = view.current
-    if current is None:
-        if not graded:
-            console.print(
-                "No candidate chunks: [s] search the corpus, [a] no answer.", markup=False
+
+
+def _facts(item: dict, signals: dict | None) -> list[str]:
+    """Tags, volume and the failures triage counted (or the item's own frequency)."""
+    facts = []
+    if item["tags"]:
+        facts.append("tags: " + ", ".join(item["tags"]))
+    if signals:
+        facts.append(f"volume {signals['n_events']}")
+        failures = {
+            k[2:]: v
+            for k, v in signals.items()
+            if k.startswith("n_") and k not in ("n_events", "n_sessions") and v
+        }
+        if failures:
+            facts.append(
+                "failures "
+                + ", ".join(f"{k} {v}" for k, v in failures.items())
+                + f" ({signals['failure_rate']:.0%})"
             )
-        else:
-            console.print(
-                "Every candidate is graded and none answers: [s] search, [a] no answer,"
-                " [k] skip, [r] reject.",
-                markup=False,
-            )
+    elif item["frequency"]:
+        facts.append(f"volume {item['frequency']}")
+    return facts
+
+
+def _render_nothing_to_grade(console, graded: bool) -> None:
+    if not graded:
+        console.print("No candidate chunks: [s] search the corpus, [a] no answer.", markup=False)
     else:
-        position = len(graded) + 1
-        total = len(graded) + len(waiting)
+        console.print(
+            "Every candidate is graded and none answers: [s] search, [a] no answer,"
+            " [k] skip, [r] reject.",
+            markup=False,
+        )
+
+
+def _render_candidate(console, view: View, position: int, total: int) -> None:
+    """The candidate to grade now: how it was drafted, who disagrees or suggests, its passage."""
+    from rich.text import Text
+
+    current = view.current
+    console.print(
+        Text.assemble(
+            (f"candidate {position} of {total}", "bold"),
+            f"  {current['chunk_id']}",
+            (f"  ({drafted_how(current)})", "dim"),
+        )
+    )
+    if current.get("grades"):
         console.print(
             Text.assemble(
-                (f"candidate {position} of {total}", "bold"),
-                f"  {current['chunk_id']}",
-                (f"  ({drafted_how(current)})", "dim"),
+                ("sources disagree: ", "bold magenta"),
+                disagreements.grades_text(current["grades"]),
             )
         )
-        if current.get("grades"):
-            console.print(
-                Text.assemble(
-                    ("sources disagree: ", "bold magenta"),
-                    disagreements.grades_text(current["grades"]),
-                )
+    suggestion = current.get("suggestion")
+    if suggestion:
+        console.print(
+            Text.assemble(
+                (f"{suggester(suggestion)} suggests {suggestion['grade']}", "bold cyan"),
+                (" ([m] to accept)", "dim"),
+                f": {suggestion['reason'] or ''}",
             )
-        suggestion = current.get("suggestion")
-        if suggestion:
-            console.print(
-                Text.assemble(
-                    (f"{suggester(suggestion)} suggests {suggestion['grade']}", "bold cyan"),
-                    (" ([m] to accept)", "dim"),
-                    f": {suggestion['reason'] or ''}",
-                )
-            )
-            if suggestion.get("note"):
-                console.print(Text(suggestion["note"], style="bold red"))
-        if current["text"] is None:
-            console.print("[red]this chunk is not in the current corpus snapshot[/red]")
-        else:
-            if current["title"]:
-                console.print(Text(current["title"], style="bold underline"))
-            passage = current["text"]
-            if len(passage) > PASSAGE_CHARS:
-                passage = passage[:PASSAGE_CHARS] + " …"
-            console.print(passage_text(passage, item["query"]))
-    console.print(Text(keys_help(view), style="dim"))
+        )
+        if suggestion.get("note"):
+            console.print(Text(suggestion["note"], style="bold red"))
+    if current["text"] is None:
+        console.print("[red]this chunk is not in the current corpus snapshot[/red]")
+        return
+    if current["title"]:
+        console.print(Text(current["title"], style="bold underline"))
+    passage = current["text"]
+    if len(passage) > PASSAGE_CHARS:
+        passage = passage[:PASSAGE_CHARS] + " …"
+    console.print(passage_text(passage, view.item["query"]))
 
 
 def passage_text(text: str, query: str):
