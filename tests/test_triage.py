@@ -219,6 +219,88 @@ def test_big_blocks_split_by_a_second_key_keep_the_partners(shared_dataset):
     assert len(want) > 300 and same >= 0.99 * len(want) and set(got) <= set(want)
 
 
+def head_variants(rng: random.Random, n: int) -> list[str]:
+    """n distinct variants of one request, as a week of traffic writes a head intent: synonym
+    swaps (not variants of each other), greetings and tails, dropped words, swapped letters."""
+    slots = [
+        ["how", "how do i", "how can i", "hi how do i", "hello how can i"],
+        ["top up", "topup", "top-up"],
+        ["my card", "the card", "my cards"],
+        ["with apple pay", "using apple pay", "via apple pay", "by apple pay", "with google pay"],
+        ["", "today", "now", "please", "right now", "from abroad", "again", "quickly", "online"],
+    ]
+    texts: set[str] = set()
+    while len(texts) < n:
+        t = " ".join(w for w in (rng.choice(s) for s in slots) if w)
+        if rng.random() < 0.7:
+            i = rng.randrange(len(t) - 1)
+            t = t[:i] + t[i + 1] + t[i] + t[i + 2 :]
+        texts.add(normalize_query(t))
+    return sorted(texts)
+
+
+def _planned(con, loads: list[list[str]]) -> tuple[list[str], dict[str, str]]:
+    """Each list loaded as searches (a text in several lists has more events, so ranks higher),
+    triaged to query rows and deduped as a run does: the texts in rank order and the planned
+    canonical of each."""
+    from goldmine.triage import dedupe
+
+    start = 0
+    for texts in loads:
+        load_queries(con, texts, start)
+        start += len(texts)
+    with transaction(con):
+        build_events(con)
+        aggregate_queries(con)
+    rows = dedupe.dedupe_inputs(con)
+    planned = dedupe.plan_canonicals(rows)
+    return rows["norm_query"].to_list(), dict(
+        zip(planned["norm_query"], planned["canonical_query"], strict=True)
+    )
+
+
+def test_a_query_stops_after_max_checks_look_alikes(db_path):
+    """The work per query is bounded: a query checks at most MAX_CHECKS candidates over the
+    cutoff against the word rule, in rank order, then stops, rather than every look-alike a
+    growing head intent puts above it (here other card numbers, never variants)."""
+    from goldmine.triage import dedupe
+
+    look_alikes = [
+        f"my debit card {n} was blocked while travelling abroad" for n in range(1000, 1100)
+    ]
+    partner = "my debit card 1234 was blockd while travelling abroad"
+    query = "my debit card 1234 was blocked while travelling abroad"
+    with open_store(db_path) as con:
+        ranked, planned = _planned(
+            con, [look_alikes, look_alikes, [*look_alikes, partner], [partner, query]]
+        )
+    assert ranked[-2:] == [partner, query]
+    assert planned[query] == query  # gave up before reaching its variant
+    assert len(look_alikes) > dedupe.MAX_CHECKS
+    unbounded = dedupe.best_partners([len(ranked) - 1], ranked, max_checks=10**9)
+    assert unbounded == {len(ranked) - 1: (len(ranked) - 2, pytest.approx(98.1, abs=1))}
+
+
+def test_bounded_checks_keep_the_canonicals_of_a_head_intent(db_path):
+    """A head intent's thousands of variants, synonym swaps among them, planned from a real
+    store: with the checks per query bounded, at least 99% of the queries that join a canonical
+    without the bound join the same one."""
+    from goldmine.triage import dedupe
+
+    rng = random.Random(11)
+    texts = head_variants(rng, 3000)
+    rng.shuffle(texts)
+    with open_store(db_path) as con:
+        ranked, planned = _planned(con, [texts[:1000], texts])
+    whole = dedupe.best_partners(list(range(len(ranked))), ranked, max_checks=10**9)
+    canonical: dict[str, str] = {}
+    for i, text in enumerate(ranked):
+        canonical[text] = canonical[ranked[whole[i][0]]] if i in whole else text
+    joined = [t for t in ranked if canonical[t] != t]
+    same = sum(planned[t] == canonical[t] for t in joined)
+    assert len(joined) > 1000 and same >= 0.99 * len(joined)
+
+
 def test_best_partners_are_the_best_ranked_of_all_pairs():
     """Each new query's canonical partner is its best-ranked (lowest index) match among every
     pair blocking finds, found without listing every pair (a head query's variants pair with each
