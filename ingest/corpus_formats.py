@@ -6,10 +6,14 @@ DPR as TSV: none of them has a suffix that says so, and a user should not have t
 converter. Each reader makes the view ``gm_raw(line, raw, err)`` of JSON objects that every
 target reads (``files.read_raw``), one per record, its line the record's first line.
 
-The files are read as lines by DuckDB and the records assembled in SQL: a running count of the
-lines that open a record (``.I``, ``<DOC>``) gives each line its record number, and the record's
-fields are cut out of its lines with RE2 patterns, as the TREC tools read these files (by line
-and pattern, never an XML parser, which would stop at the first bare ``&``).
+SMART and TREC SGML files are split into records before DuckDB sees them (``read_split``): the
+lines that open a record (``.I``, ``<DOC>``) and, for SMART, each field's marker are found by a
+few vector passes over the bytes, and DuckDB gets one row per record, slices of the file's bytes,
+to cut the fields from (by pattern for TREC, as the TREC tools read these files, never with an
+XML parser, which would stop at the first bare ``&``). A file the split cannot read as the line
+reader would (invalid UTF-8, a CR ending no line) and TSV are read as lines by DuckDB
+(``read_by_line``): a running count of the record-opening lines numbers each line's record, and
+the records are gathered in SQL, at 10-30 times a bare read's cost for SMART and TREC.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import re
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 
 # Field letters with the names ir_datasets gives them; other letters keep their own.
 SMART_FIELDS = {"I": "id", "T": "title", "W": "text", "A": "author", "B": "bib"}
@@ -115,20 +121,25 @@ _SMART_COLUMNS = (
 _KNOWN = ", ".join(f"'{k}'" for k in SMART_FIELDS)
 
 
-def _field(tag: str, sep: str = "chr(10)") -> str:
+def _field(tag: str, sep: str = "chr(10)", items: str = "s", value: str = "x.v") -> str:
     """SQL for one field's text from a record's sorted lines ``s`` (every field of that letter,
-    in order)."""
+    in order), or from other ``items`` with a ``value`` each; empty values are left out."""
     return (
-        f"trim(array_to_string(list_transform(list_filter(s, lambda x: x.t = '{tag}' "
-        f"AND x.v <> ''), lambda x: x.v), {sep}), chr(10) || chr(13) || ' ')"
+        f"trim(array_to_string(list_transform(list_filter({items}, lambda x: x.t = '{tag}' "
+        f"AND {value} <> ''), lambda x: {value}), {sep}), chr(10) || chr(13) || ' ')"
     )
 
 
-_SMART_VALUES = ", ".join(
-    f"'{name}', nullif({_field(tag)}, '')" if name != "text" else f"'text', {_field(tag)}"
-    for tag, name in SMART_FIELDS.items()
-    if name != "title"
-)
+def _values(field) -> str:
+    """The JSON object's pairs of the known fields but the title, each by ``field(tag)``."""
+    return ", ".join(
+        f"'{name}', nullif({field(tag)}, '')" if name != "text" else f"'text', {field(tag)}"
+        for tag, name in SMART_FIELDS.items()
+        if name != "title"
+    )
+
+
+_SMART_VALUES = _values(_field)
 # One aggregate per record: its lines, each with the letter of the field it is in (a join with
 # the marker lines), as a list sorted by line; the fields are cut from the list. Cheaper than an
 # ordered string_agg per field and then per record.
@@ -189,16 +200,17 @@ _DOC_LINE = (
     "WHEN ascii(raw) IN (9, 32) THEN regexp_matches(raw, '^\\s*<(?i:DOC)>') ELSE false END"
 )
 _TREC_COLUMNS = (f"sum(({_DOC_LINE})::INT) {_RUNNING} AS rec",)
-_TREC = f"""
-CREATE OR REPLACE TEMP TABLE gm_src AS
-WITH docs AS (
+# The documents of the line reader: each record's lines gathered, as a list sorted by line.
+_TREC_LINE_DOCS = f"""
     SELECT rec, min(line) AS line, {_LINE_ERR} AS err,
            array_to_string(list_transform(list_sort(list({{'l': line, 'r': raw}})),
                                           lambda x: x.r), chr(10)) AS doc
     FROM (SELECT coalesce(rec, -line) AS rec, line, raw, err FROM gm_lined)
     GROUP BY rec
-),
-parts AS (
+"""
+# Fields cut from ``docs(rec, line, err, doc)``, whichever way the documents were gathered.
+_TREC_FIELDS = f"""
+WITH parts AS (
     SELECT rec, line, err, doc,
            trim(regexp_extract(doc, '(?i)<DOCNO>\\s*([^<\\n]*)', 1)) AS docno,
            regexp_extract_all(doc, '(?is)<(?:{_TITLE_TAGS})>(.*?)(?:</(?:{_TITLE_TAGS})>|</DOC>|$)',
@@ -228,6 +240,14 @@ SELECT line,
 FROM clean
 """
 
+
+def _trec_sql(docs: str) -> str:
+    """The TREC reader over the documents ``docs`` gives (SQL of rec, line, err, doc)."""
+    return f"WITH docs AS ({docs}) SELECT * FROM ({_TREC_FIELDS})"
+
+
+_TREC = f"CREATE OR REPLACE TEMP TABLE gm_src AS {_trec_sql(_TREC_LINE_DOCS)}"
+
 # TSV: one record a line, fields split at tabs; a field in CSV quotes (DPR's texts) loses them.
 _UNQUOTED = (
     "CASE WHEN len(v) > 1 AND starts_with(v, '\"') AND ends_with(v, '\"') "
@@ -250,8 +270,350 @@ def _tsv_sql(n: int) -> str:
     """
 
 
+# SMART and TREC SGML split into records before DuckDB sees them. Gathering each record's lines
+# in SQL (a running count, then one aggregate per record) cost 10-20 times a bare read of the
+# file; finding where each record and field starts is a few vector passes over the bytes
+# (numpy), and DuckDB then gets one row per record, each a slice of the file's bytes (Arrow
+# buffers, no copy), to cut the fields from in parallel. The file is read a block at a time, cut
+# at the last record start, so memory holds a block and not the file. What only the line reader
+# reads exactly (invalid UTF-8, NUL bytes, a CR that ends no line, a TREC <DOC> after other text
+# on its line) sends the whole file to the line reader.
+_BLOCK = 64 << 20  # bytes split into records at a time
+_BATCH = 20_000  # records per Arrow batch: DuckDB scans the batches in parallel
+_BOM = b"\xef\xbb\xbf"
+_LF, _CR = 10, 13
+_TRIMMED = np.array([_LF, _CR, 32], np.uint8)  # what trim(x, LF || CR || ' ') drops
+_TRIM_STEPS = 16  # bytes trimmed at an end at most; a longer run takes the list path
+
+
+class NeedsLines(Exception):
+    """The file holds what only the line reader reads exactly."""
+
+
+def _not_blank(x: str) -> str:
+    """``files``' test of a non-blank line, over ``x``."""
+    from goldmine.ingest.files import NOT_BLANK
+
+    return "(" + NOT_BLANK.replace("raw", x) + ")"
+
+
+def _clean(v: str, b: str, c: str, keep_first: bool) -> str:
+    """SQL for a slice's lines as the line reader gives them, joined by LF: CRs of CRLF
+    dropped (``c``: it has one) and blank lines left out (``b``: it may have one; with
+    ``keep_first``, the first line, a SMART marker's value, is kept)."""
+    text = f"CASE WHEN {c} THEN replace({v}, chr(13), '') ELSE {v} END"
+    first = "i = 1 OR " if keep_first else ""
+    lines = f"list_filter(string_split({text}, chr(10)), lambda y, i: {first}{_not_blank('y')})"
+    return f"rtrim(CASE WHEN {b} THEN array_to_string({lines}, chr(10)) ELSE {text} END, chr(10))"
+
+
+# SMART over ``gm_chunk(line, f)``: ``f`` the record's fields in order, each its marker's letter
+# ``t``, its bytes ``v`` from the marker line to the next marker, and the flags of ``_clean``.
+# A field's value ``v`` becomes its marker's rest and its lines, joined by LF, as the line
+# reader's fields; a known field is every field of its letter, the empty values left out.
+def _letter(tag: str) -> str:
+    return _field(tag, items="g", value="ltrim(x.v, chr(10))")
+
+
+_SPLIT_VALUES = _values(_letter)
+_OTHER_VALUE = (
+    "trim(array_to_string(list_transform(list_filter(g, lambda x: x.t = k), lambda x: x.v), "
+    "chr(10)), chr(10) || chr(13) || ' ')"
+)
+_SMART_SPLIT = f"""
+INSERT INTO gm_src
+SELECT line,
+       CASE WHEN len(others) = 0 THEN known::VARCHAR
+            ELSE json_merge_patch(known, to_json(map_from_entries(list_transform(others,
+                     lambda k: {{'k': k, 'v': {_OTHER_VALUE}}}))))::VARCHAR END AS raw,
+       CASE WHEN contains(id, chr(10)) THEN 'text after the .I line before the next field' END
+FROM (
+    SELECT line, g, {_letter("I")} AS id,
+           json_object('title', nullif(regexp_replace({_letter("T")}, '\\s+', ' ', 'g'), ''),
+                       {_SPLIT_VALUES}) AS known,
+           list_distinct(list_transform(list_filter(g, lambda x: x.t NOT IN ({_KNOWN})),
+                                        lambda x: x.t)) AS others
+    FROM (SELECT line, list_transform(f, lambda x: {{'t': chr(x.t),
+                 'v': {_clean("substr(x.v, 3)", "x.b", "x.c", True)}}}) AS g
+          FROM gm_chunk)
+)
+"""
+# Whitespace that the title's ``\s+`` would change: a line end, a tab, a run of spaces.
+_RUNS = "(contains(T, chr(10)) OR contains(T, chr(9)) OR contains(T, chr(12)) OR contains(T, '  '))"
+# SMART records whose fields are one each of the known letters, over ``gm_chunk(line, c, I, T,
+# W, A, B)``: each field's text, trimmed, cut from the file's bytes before (``_Split.smart``);
+# only the CRs of CRLF are left to drop, and no list is walked, so no lambda runs.
+_SMART_SIMPLE = f"""
+INSERT INTO gm_src
+SELECT line,
+       json_object('title', nullif(CASE WHEN {_RUNS} THEN regexp_replace(T, '\\s+', ' ', 'g')
+                                        ELSE T END, ''),
+                   'id', nullif(I, ''), 'text', W, 'author', nullif(A, ''), 'bib', nullif(B, ''))
+           ::VARCHAR AS raw,
+       CASE WHEN contains(I, chr(10)) THEN 'text after the .I line before the next field' END
+FROM (SELECT line, {
+    ", ".join(f"CASE WHEN c THEN replace({t}, chr(13), '') ELSE {t} END AS {t}" for t in "ITWAB")
+}
+      FROM gm_chunk)
+"""
+_TREC_SPLIT = f"""
+INSERT INTO gm_src {
+    _trec_sql(
+        f"SELECT 1 AS rec, line, NULL AS err, {_clean('v', 'b', 'c', False)} AS doc FROM gm_chunk"
+    )
+}
+"""
+# The lines before the first record: one reject, at its first line that is not blank.
+_PREFIX = f"""
+INSERT INTO gm_src
+SELECT line + i - 1, text, $err
+FROM (SELECT line, list_position(list_transform(l, lambda x: {_not_blank("x")}), true) AS i,
+             array_to_string(list_filter(l, lambda x: {_not_blank("x")}), chr(10)) AS text
+      FROM (SELECT line, string_split(replace(v, chr(13), ''), chr(10)) AS l FROM gm_chunk))
+WHERE i IS NOT NULL
+"""
+_PREFIX_ERR = {"smart": "text before the first .I line", "trec": "text before the first <DOC> line"}
+
+
+def read_split(
+    con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str, block: int = _BLOCK
+) -> None:
+    """``gm_src`` from the file split into records ``block`` bytes at a time (see ``_BLOCK``);
+    raises NeedsLines for a file only ``read_by_line`` reads alike."""
+    from goldmine.ingest.scan import open_compressed
+
+    con.execute("CREATE OR REPLACE TEMP TABLE gm_src (line BIGINT, raw VARCHAR, err VARCHAR)")
+    line = 1
+    with open_compressed(path, compression) as handle:
+        carry = handle.read(block).removeprefix(_BOM)  # the line reader drops it too
+        while True:
+            more = handle.read(block)
+            data = carry + more
+            end = _insert_records(con, fmt, data, line, final=not more, prefix=line == 1)
+            line += data.count(b"\n", 0, end)
+            carry = data[end:]
+            if not more:
+                return
+
+
+def _opens(ext: np.ndarray, starts: np.ndarray, fmt: str) -> np.ndarray:
+    """Which lines (by their first byte in ``ext``) open a record, and for SMART which are
+    field markers: ``(opens, markers)``."""
+    after = np.isin(ext[starts + 2], (32, 9, _LF, _CR))  # the marker's end: space, tab, line end
+    if fmt == "smart":
+        markers = (ext[starts] == ord(".")) & (ext[starts + 1] >= 65) & (ext[starts + 1] <= 90)
+        markers &= after
+        return markers & (ext[starts + 1] == ord("I")), markers
+    opens = ext[starts] == ord("<")
+    for k, char in enumerate(b"doc", start=1):
+        opens &= (ext[starts + k] | 32) == char
+    opens &= ext[starts + 4] == ord(">")
+    return opens, opens
+
+
+def _check_bytes(ext: np.ndarray, end: int, fmt: str) -> None:
+    """Raise NeedsLines for what the split would read unlike the line reader."""
+    body = ext[:end]
+    if (body == 0).any():
+        raise NeedsLines
+    crs = np.flatnonzero(body == _CR)
+    if len(crs) and (ext[crs + 1] != _LF).any():
+        raise NeedsLines
+    if fmt == "trec":  # a <DOC> after spaces opens a record for the line reader; not here
+        lt = np.flatnonzero(body == ord("<"))
+        doc = (ext[lt + 4] == ord(">")) & ((ext[lt + 1] | 32) == ord("d"))
+        doc &= ((ext[lt + 2] | 32) == ord("o")) & ((ext[lt + 3] | 32) == ord("c"))
+        inside = lt[doc & (lt > 0)]
+        if np.isin(ext[inside - 1], (9, 12, 32)).any():
+            raise NeedsLines
+
+
+def _insert_records(
+    con: duckdb.DuckDBPyConnection, fmt: str, data: bytes, line: int, final: bool, prefix: bool
+) -> int:
+    """Insert the records of ``data`` (its first line numbered ``line``) into gm_src, all of
+    them if ``final``, else those before the last record's start; the bytes consumed."""
+    n = len(data)
+    ext = np.empty(n + 5, np.uint8)  # the bytes, then line ends to look past the last one
+    ext[:n] = np.frombuffer(data, np.uint8)
+    ext[n:] = _LF
+    starts = np.concatenate(([0], np.flatnonzero(ext[:n] == _LF) + 1))
+    starts = starts[starts < n]
+    opens, groups = _opens(ext, starts, fmt)
+    end = n
+    if not final:  # cut before the last record whose opening line is known whole
+        cuts = np.flatnonzero(opens & (starts > 0) & (starts + 5 <= n))
+        if not len(cuts):
+            return 0  # no record ends in this block: read on
+        end = int(starts[cuts[-1]])
+        starts, opens, groups = starts[: cuts[-1]], opens[: cuts[-1]], groups[: cuts[-1]]
+    _check_bytes(ext, end, fmt)
+    split = _Split(ext, starts, end, pa.py_buffer(memoryview(data)[:end]), line)
+    recs = np.flatnonzero(opens)
+    first = int(recs[0]) if len(recs) else len(starts)
+    if prefix and first > 0:
+        _insert(con, _PREFIX, split.prefix(int(starts[first]) if len(recs) else end),
+                {"err": _PREFIX_ERR[fmt]})  # fmt: skip
+    if len(recs):
+        if fmt == "smart":
+            simple, fields = split.smart(recs, np.flatnonzero(groups[first:]) + first)
+            _insert(con, _SMART_SIMPLE, simple)
+            _insert(con, _SMART_SPLIT, fields)
+        else:
+            _insert(con, _TREC_SPLIT, split.records(recs))
+    return end
+
+
+def _insert(con: duckdb.DuckDBPyConnection, sql: str, table: pa.Table, params=None) -> None:
+    """Run ``sql`` over ``table`` as ``gm_chunk``, in batches DuckDB scans in parallel."""
+    if not table.num_rows:
+        return
+    con.register("gm_chunk", pa.Table.from_batches(table.to_batches(max_chunksize=_BATCH)))
+    try:
+        con.execute(sql, params or {})
+    finally:
+        con.unregister("gm_chunk")
+
+
+class _Split:
+    """A block's bytes (``ext``, padded), its line starts and its records as Arrow tables of
+    slices of ``buffer`` (no copy), the first line numbered ``line``."""
+
+    def __init__(self, ext: np.ndarray, starts: np.ndarray, end: int, buffer, line: int):
+        self.ext, self.starts, self.end, self.buffer, self.line = ext, starts, end, buffer, line
+        self.crs = np.flatnonzero(ext[:end] == _CR)
+        # A line may be blank (files.NOT_BLANK decides) only if its first and last bytes
+        # before the line end are not visible ASCII; the records holding one take the path
+        # that tests each line.
+        last = np.append(starts[1:] - 1, end - (ext[end - 1] == _LF)) - 1
+        last -= (ext[last] == _CR) & (last >= starts)  # ext[-1] is padding: a line end
+        self.maybe_blank = np.flatnonzero(~_visible(ext[starts]) & ~_visible(ext[last]))
+
+    def prefix(self, size: int) -> pa.Table:
+        return pa.table({"line": [self.line], "v": self._slices(np.array([0, size]))})
+
+    def _slices(self, offsets: np.ndarray) -> pa.Array:
+        """The strings between consecutive byte ``offsets``; raises NeedsLines if one is
+        not UTF-8."""
+        n = len(offsets) - 1
+        array = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int64)),
+                                                 self.buffer)  # fmt: skip
+        try:
+            array.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise NeedsLines from exc
+        return array
+
+    def _any(self, where: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+        """Whether each range between consecutive ``bounds`` holds one of ``where`` (sorted)."""
+        return np.diff(np.searchsorted(where, bounds)) > 0
+
+    def records(self, recs: np.ndarray) -> pa.Table:
+        """TREC: one row per record (lines ``recs`` on): its line, bytes and flags."""
+        at = np.append(self.starts[recs], self.end)
+        return pa.table({
+            "line": recs + self.line, "v": self._slices(at),
+            "b": self._any(self.maybe_blank, np.append(recs, len(self.starts))),
+            "c": self._any(self.crs, at),
+        })  # fmt: skip
+
+    def views(self, a: np.ndarray, b: np.ndarray) -> pa.Array:
+        """The strings of bytes ``a[i]:b[i]`` as an Arrow string view array over the block's
+        buffer (no copy; a string of up to 12 bytes is held in its view, as Arrow wants);
+        raises NeedsLines if one is not UTF-8."""
+        lengths = (b - a).astype(np.int32)
+        views = np.zeros((len(a), 16), np.uint8)
+        words = views.view(np.int32)
+        words[:, 0] = lengths
+        short = lengths <= 12
+        for k in range(12):  # bytes held in the view: all of a short string, 4 of a long one
+            held = np.flatnonzero((lengths > k) & (short | (k < 4)))
+            views[held, 4 + k] = self.ext[a[held] + k]
+        words[~short, 3] = a[~short]  # buffer 0, at this offset
+        array = pa.Array.from_buffers(
+            pa.string_view(), len(a), [None, pa.py_buffer(views), self.buffer]
+        )
+        try:
+            array.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise NeedsLines from exc
+        return array
+
+    def trimmed(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``a:b`` without the LF, CR and space bytes at either end (SQL's trim would read the
+        whole string), and whether each is done (a run longer than _TRIM_STEPS is not)."""
+        ext = self.ext
+        for _ in range(_TRIM_STEPS):
+            step = (a < b) & np.isin(ext[a], _TRIMMED)
+            if not step.any():
+                break
+            a = a + step
+        for _ in range(_TRIM_STEPS):
+            step = (b > a) & np.isin(ext[b - 1], _TRIMMED)
+            if not step.any():
+                break
+            b = b - step
+        done = ~((a < b) & (np.isin(ext[a], _TRIMMED) | np.isin(ext[b - 1], _TRIMMED)))
+        return a, b, done
+
+    def smart(self, recs: np.ndarray, marks: np.ndarray) -> tuple[pa.Table, pa.Table]:
+        """SMART: the records whose fields are one each of the known letters and whose lines
+        are all fields' (no line starts with a dot but a marker, none may be blank), as
+        ``line, c`` (a CR in it) and each known field's text, trimmed (empty if none); and the
+        other records as ``line, f``, the list of their fields (``_SMART_SPLIT``)."""
+        ext, starts, n = self.ext, self.starts, len(recs)
+        at = np.append(starts[marks], self.end)
+        letters = ext[at[:-1] + 1]
+        opens = np.isin(marks, recs)
+        rec = np.cumsum(opens) - 1
+        line_bounds = np.append(recs, len(starts))
+        dots = np.flatnonzero(ext[starts] == ord("."))
+        simple = ~self._any(self.maybe_blank, line_bounds)
+        simple &= ~self._any(np.setdiff1d(dots, marks, assume_unique=True), line_bounds)
+        known = np.isin(letters, np.frombuffer(b"ITWAB", np.uint8))
+        simple &= np.bincount(rec[~known], minlength=n) == 0
+        a, b, done = self.trimmed(at[:-1] + 2, at[1:])  # each field's value, past ".X"
+        simple &= np.bincount(rec[~done], minlength=n) == 0
+        rec_at = np.append(starts[recs], self.end)
+        places = {}
+        for letter in "ITWAB":
+            of = letters == ord(letter)
+            simple &= np.bincount(rec[of], minlength=n) <= 1
+            first, last = np.zeros(n, np.int64), np.zeros(n, np.int64)
+            first[rec[of]], last[rec[of]] = a[of], b[of]
+            places[letter] = (first, last)
+        flat = {"line": recs[simple] + self.line, "c": self._any(self.crs, rec_at)[simple]}
+        flat.update({k: self.views(a[simple], b[simple]) for k, (a, b) in places.items()})
+        other = ~simple[rec]
+        fields = pa.StructArray.from_arrays(
+            [pa.array(letters[other]), self.views(at[:-1][other], at[1:][other]),
+             pa.array(self._any(self.maybe_blank, np.append(marks, len(starts)))[other]),
+             pa.array(self._any(self.crs, at)[other])],
+            names=["t", "v", "b", "c"],
+        )  # fmt: skip
+        bounds = np.append(0, np.cumsum(np.bincount(rec[other], minlength=n)[~simple]))
+        lists = pa.LargeListArray.from_arrays(bounds.astype(np.int64), fields)
+        return pa.table(flat), pa.table({"line": recs[~simple] + self.line, "f": lists})
+
+
+def _visible(chars: np.ndarray) -> np.ndarray:
+    return (chars >= 33) & (chars <= 126)
+
+
 def read(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str) -> None:
     """``gm_src(line, raw, err)``: the records of a file in ``fmt`` (smart, trec or tsv)."""
+    if fmt in ("smart", "trec"):
+        try:
+            read_split(con, fmt, path, compression)
+            return
+        except NeedsLines:
+            pass
+    read_by_line(con, fmt, path, compression)
+
+
+def read_by_line(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str) -> None:
+    """``gm_src`` from the file read as lines by DuckDB, the records gathered in SQL: slower
+    than ``read_split``, but it reads any file (a line it cannot read is a reject)."""
     from goldmine.ingest.files import InputFile, read_lines
 
     item = InputFile(path, fmt, compression)

@@ -1,0 +1,129 @@
+"""SMART and TREC SGML files split into records before DuckDB reads them (``read_split``) give
+the records the line reader gives (``read_by_line``): the same lines, JSON and rejects, on the
+odd shapes real collections have (CRLF, blank and space-only lines, a field twice, letters of
+other fields, stray text, a dot that opens no field, unclosed tags), in blocks cut anywhere."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from goldmine.ingest import corpus_formats
+from goldmine.ingest.corpus_formats import NeedsLines, read_by_line, read_split
+
+SMART = (
+    "stray header\n\n   \n"
+    ".I 1\n.T\nexperimental investigation of the\naerodynamics\tof a  wing .\n"
+    ".A\nbrenckman,m.\n.B\nj. ae. scs. 25, 1958, 324.\n"
+    ".W\nexperimental investigation of the aerodynamics of a\nwing in a slipstream .\n"
+    ".I 2\n.T\ntitle two\n.A\nfirst,a.\n.B\nbib\n.A\nsecond,b.\n.B\nmore bib\n"
+    ".W\ntext one\n.W\ntext two\n"  # a field twice: both kept, in order
+    ".I 3\n.T\nPreliminary Report\n.W\nAn abstract.\n.K\nalgebraic languages\n"
+    ".X\n100\t5\t1\n101\t5\t1\n"  # CACM's letters: metadata
+    ".I 4\n.W\nblank lines\n\n   \n\t\ninside\n\u3000\n\u00a0x\n"  # blank by trim, or not
+    ".I 5\n.W\n.5 percent of the flow\n.Tx is not a field\n.t neither\nend\n"
+    ".I\t6\n.T  \n.W  text on the marker line\nand below   " + " " * 40 + "\n"
+    ".I 7 extra\nmore id text\n.W\nthe id holds a line break\n"
+    ".I\n.W\nno id\n"
+    ".I 9\n.T\nonly a title\n"
+    ".I 10\n.W\n\u00e9t\u00e9 ol\u00e9 \u2014 unicode\n"
+    ".I 11\n.T\n\n.W\nlast, no line end"
+)
+
+SGML = (
+    "<!-- a stray line -->\n\n"
+    "<DOC>\n<DOCNO> AP880212-0001 </DOCNO>\n<FILEID>AP-NR-02-12-88 2344EST</FILEID>\n"
+    "<HEAD>Reports Former Saigon Officials Released</HEAD>\n<TEXT>\n"
+    "   Hanoi has freed 1,320 prisoners & Black & Decker said so.\n\n   \n</TEXT>\n"
+    "<TEXT>\n   A second block <P>with a paragraph</P> in it.\n</TEXT>\n</DOC>\n"
+    "<doc>\n<DOCNO>LA010189-0002</DOCNO>\n<HEADLINE><P>Unclosed headline tag</HEADLINE>\n"
+    "<BYLINE>By someone\n<TEXT>\nThe text of the second document, whose TEXT is never closed.\n"
+    "</DOC>\n"
+    "<DOC>\n<DOCNO>FT911-3</DOCNO>\n<DATE>910101</DATE>\n</DOC>\n"
+    "<Doc>\n<DOCNO>WSJ-4</DOCNO><HL>  Two\ttabs  and\n runs </HL>\n<TEXT>\u00e9t\u00e9\n</TEXT>\n"
+    "</DOC>\n<DOC>\n<DOCNO>X-5</DOCNO>\n<TEXT>no line end"
+)
+
+
+def _records(path: Path, reader, **options) -> list[tuple]:
+    con = duckdb.connect()
+    reader(con, path.name.split(".")[0], path, "gzip" if path.suffix == ".gz" else "none",
+           **options)  # fmt: skip
+    rows = con.execute("SELECT line, raw, err FROM gm_src ORDER BY line").fetchall()
+    con.close()
+    return [(line, _parsed(raw), err) for line, raw, err in rows]
+
+
+def _parsed(raw: str):
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw  # a reject's text
+
+
+def _write(tmp_path: Path, fmt: str, text: str, crlf: bool = False, gz: bool = False) -> Path:
+    data = ("\ufeff" + text).encode()
+    if crlf:
+        data = data.replace(b"\n", b"\r\n")
+    path = tmp_path / (f"{fmt}.gz" if gz else fmt)
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+@pytest.mark.parametrize("fmt,text", [("smart", SMART), ("trec", SGML)])
+@pytest.mark.parametrize("crlf", [False, True])
+@pytest.mark.parametrize("block", [1 << 20, 7, 61])
+def test_split_reads_what_the_line_reader_reads(tmp_path: Path, fmt, text, crlf, block):
+    path = _write(tmp_path, fmt, text, crlf=crlf)
+    expected = _records(path, read_by_line)
+    assert len(expected) >= 6  # every record, the stray text and the bad ones among them
+    assert _records(path, read_split, block=block) == expected
+
+
+def test_split_reads_gzip_alike(tmp_path: Path):
+    path = _write(tmp_path, "smart", SMART, gz=True)
+    assert _records(path, read_split, block=100) == _records(path, read_by_line)
+
+
+def test_the_split_reads_its_known_fields_without_lists(tmp_path: Path):
+    """Records 1, 7, the one with no id, 9 and 10 take the path that cuts the fields from the
+    bytes; the others (a field twice, other letters, blank lines, a dot line, a run of 40
+    spaces) take the list of fields."""
+    path = _write(tmp_path, "smart", SMART)
+    records = {r[1]["id"]: r[1] for r in _records(path, read_split) if isinstance(r[1], dict)
+               and r[1].get("id")}  # fmt: skip
+    assert records["1"]["title"] == "experimental investigation of the aerodynamics of a wing ."
+    assert records["1"]["text"].endswith("of a\nwing in a slipstream .")
+    assert records["2"]["text"] == "text one\ntext two"
+    assert records["3"]["X"] == "100\t5\t1\n101\t5\t1"
+    assert records["4"]["text"] == "blank lines\n\t\ninside\n\u00a0x"  # a tab is no blank
+    assert records["10"]["text"] == "\u00e9t\u00e9 ol\u00e9 \u2014 unicode"
+    assert records["7 extra\nmore id text"]["text"] == "the id holds a line break"
+
+
+@pytest.mark.parametrize(
+    "fmt,text,rejects",
+    [
+        ("smart", ".I 1\n.W\nbad \udcff byte\n", [(3, "invalid UTF-8")]),
+        # a CR that ends no line: the line reader stops, and the import reads a plain copy
+        ("smart", ".I 1\n.W\na CR\ralone\n", None),
+        (
+            "trec",
+            "<DOC>\n<DOCNO>A</DOCNO>\n<TEXT>x</TEXT>\n</DOC>\n  <DOC>\n<DOCNO>B</DOCNO>\n",
+            [],
+        ),
+    ],
+)
+def test_what_only_the_line_reader_reads_goes_to_it(tmp_path: Path, fmt, text, rejects):
+    path = tmp_path / fmt
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    with pytest.raises(NeedsLines):
+        _records(path, read_split)
+    if rejects is not None:
+        got = _records(path, corpus_formats.read)
+        assert [(line, err) for line, _, err in got if err] == rejects
+        assert len(got) == 2  # SMART: the record and the bad line; TREC: "  <DOC>" opens one
