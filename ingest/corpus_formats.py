@@ -300,11 +300,14 @@ def _not_blank(x: str) -> str:
 def _clean(v: str, b: str, c: str, keep_first: bool) -> str:
     """SQL for a slice's lines as the line reader gives them, joined by LF: CRs of CRLF
     dropped (``c``: it has one) and blank lines left out (``b``: it may have one; with
-    ``keep_first``, the first line, a SMART marker's value, is kept)."""
+    ``keep_first``, the first line, a SMART marker's value, is kept). The slice ends with its
+    last line's end with ``keep_first`` (SMART), before it without (TREC: DuckDB's rtrim reads
+    the whole string, a fifth of the TREC reader's time on 200k documents)."""
     text = f"CASE WHEN {c} THEN replace({v}, chr(13), '') ELSE {v} END"
     first = "i = 1 OR " if keep_first else ""
     lines = f"list_filter(string_split({text}, chr(10)), lambda y, i: {first}{_not_blank('y')})"
-    return f"rtrim(CASE WHEN {b} THEN array_to_string({lines}, chr(10)) ELSE {text} END, chr(10))"
+    cleaned = f"CASE WHEN {b} THEN array_to_string({lines}, chr(10)) ELSE {text} END"
+    return f"rtrim({cleaned}, chr(10))" if keep_first else cleaned
 
 
 # SMART over ``gm_chunk(line, f)``: ``f`` the record's fields in order, each its marker's letter
@@ -511,8 +514,10 @@ class _Split:
     def records(self, recs: np.ndarray) -> pa.Table:
         """TREC: one row per record (lines ``recs`` on): its line, bytes and flags."""
         at = np.append(self.starts[recs], self.end)
+        a, b = at[:-1], at[1:] - (self.ext[at[1:] - 1] == _LF)  # to its last line's end
+        b -= self.ext[b - 1] == _CR
         return pa.table({
-            "line": recs + self.line, "v": self._slices(at),
+            "line": recs + self.line, "v": self.views(a, b),
             "b": self._any(self.maybe_blank, np.append(recs, len(self.starts))),
             "c": self._any(self.crs, at),
         })  # fmt: skip
