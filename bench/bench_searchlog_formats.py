@@ -6,10 +6,13 @@ analytics, whose rows ingest/analytics.py maps) each on a generated file of ``--
 
 - bare: DuckDB reading the file into a table (the XML as lines, the others as a CSV of text);
 - reader: the reader making its records (``gm_raw``) from the same file;
-- import: ``ingest searchlog`` of the file into a fresh store (the reader, the stage, the write).
+- import: ``ingest searchlog`` of the file into a fresh store (the reader, the stage, the write);
+- with ``--against REV``, the reader as it was at git revision REV (ingest/logformats.py read from
+  git), so that a change to a reader is measured against what it replaces in the same run.
 
 Prints medians and the reader's and the import's ratio to the bare read; asserts nothing about
-time. Run: ``.venv/bin/python bench/bench_searchlog_formats.py [--rows N] [--repeat R]``
+time. Run: ``.venv/bin/python bench/bench_searchlog_formats.py [--rows N] [--repeat R]
+[--only FORMAT] [--against REV]``
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ import argparse
 import random
 import shutil
 import statistics
+import subprocess
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -126,14 +131,29 @@ def _bare(path: Path, fmt: str) -> float:
     return took
 
 
-def _reader(path: Path, fmt: str) -> float:
+def _reader(path: Path, fmt: str, module: types.ModuleType = logformats) -> float:
     con = duckdb.connect()
     batch.prepare(con)
     start = time.perf_counter()
-    logformats.read(con, path, fmt, "none")  # gm_raw: a view over the records made
+    module.read(con, path, fmt, "none")  # gm_raw: a view over the records made
     took = time.perf_counter() - start
     con.close()
     return took
+
+
+def _readers_at(rev: str) -> types.ModuleType:
+    """ingest/logformats.py as it was at git revision ``rev``, loaded beside today's."""
+    root = Path(__file__).resolve().parent.parent
+    text = subprocess.run(
+        ["git", "show", f"{rev}:ingest/logformats.py"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    module = types.ModuleType(f"logformats_at_{rev}")
+    exec(compile(text, f"{rev}:ingest/logformats.py", "exec"), module.__dict__)
+    return module
 
 
 def _import(path: Path, fmt: str) -> float:
@@ -153,7 +173,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", choices=("session_xml", "clicklog", "analytics"))
+    parser.add_argument("--against", metavar="REV", help="also time the readers at this revision")
     args = parser.parse_args()
+    before = _readers_at(args.against) if args.against else None
     OUT.mkdir(exist_ok=True)
     makers: dict[str, tuple[Callable, str]] = {
         "session_xml": (session_xml, "xml"),
@@ -166,15 +188,22 @@ def main() -> None:
         path = OUT / f"searchlog_{fmt}_{args.rows}.{suffix}"
         if not path.exists():
             make(path, args.rows)
-        times: dict[str, list[float]] = {"bare": [], "reader": [], "import": []}
+        times: dict[str, list[float]] = {"bare": [], "reader": [], "import": [], "before": []}
         for _ in range(args.repeat):  # alternated, so that load on the machine hits all alike
             times["bare"].append(_bare(path, fmt))
+            if before is not None:
+                times["before"].append(_reader(path, fmt, before))
             times["reader"].append(_reader(path, fmt))
             times["import"].append(_import(path, fmt))
-        med = {k: statistics.median(v) for k, v in times.items()}
+        med = {k: statistics.median(v) for k, v in times.items() if v}
         size = path.stat().st_size / 1e6
+        against = (
+            f"reader at {args.against} {med['before']:.2f} s ({med['before'] / med['bare']:.2f}x), "
+            if before is not None
+            else ""
+        )
         print(
-            f"{fmt:12s} {args.rows:,} rows, {size:.0f} MB: bare {med['bare']:.2f} s, "
+            f"{fmt:12s} {args.rows:,} rows, {size:.0f} MB: bare {med['bare']:.2f} s, {against}"
             f"reader {med['reader']:.2f} s ({med['reader'] / med['bare']:.2f}x), "
             f"import {med['import']:.2f} s ({med['import'] / med['bare']:.2f}x)  "
             f"(medians of {args.repeat})",
