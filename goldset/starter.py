@@ -5,18 +5,25 @@ It reads triage's distinct queries and clusters and picks in two passes:
 1. coverage — one query for each awkward tag present (acronym, typo, follow-up, no-answer-likely,
    then question and keyword), one for each volume band present (head, torso, tail), and the worst
    failure, unless the set already covers it;
-2. fill — round robin over three queues: the head (clusters by volume), the failures (by failed
-   events) and the tail (the smallest clusters, failing ones first).
+2. fill — round robin over three queues: the head (clusters by volume), the failures (clusters by
+   failed events, each by its most central failing query) and the tail (the smallest clusters,
+   failing ones first). Each queue weighs its next ``LOOKAHEAD`` unused clusters by volume (head),
+   failed events (failures) or alike (tail), times the cluster's distance from those already
+   picked (1 - the highest cosine between centroids, `triage_clusters.centroid`), and takes the
+   highest: triage often splits one need into neighbouring clusters, and the split half waits for
+   a different need. A store whose clusters have no centroid keeps the queues' order.
 
 Volume bands are over clusters ranked by volume: the clusters that make up the first half of all
 traffic are the head, the ones after 90% of it the tail, the rest the torso. Clusters are spread:
 no cluster gets a second place before every head and torso cluster has one (a coverage pick may
-break this only when no other cluster has the tag). Queries already in the gold set, any status,
-are never proposed again, and the clusters they belong to count as used, so picks spread over the
-traffic. That is not coverage: `triage show` counts a cluster covered only once one of its items is
-verified or published (goldmine.gold.coverage_cte). A query that differs from one
-already picked only by digits or a letter or two (rapidfuzz ratio >= 90, digits masked) is left out:
-ticket subjects with order numbers are one query to a gold set.
+break this only when no other cluster has the tag), and once every cluster has its place, the
+ones with the fewest places come first, so each takes a second before any takes a third.
+Queries already in the gold set, any status, are never proposed again, and the clusters they
+belong to count as used (and as picked, for the distance), so picks spread over the traffic. That
+is not coverage: `triage show` counts a cluster covered only once one of its items is verified or
+published (goldmine.gold.coverage_cte). A query that differs from one already picked only by
+digits or a letter or two (rapidfuzz ratio >= 90, digits masked) is left out: ticket subjects with
+order numbers are one query to a gold set.
 
 Ties never fall to the alphabet. A cluster is represented by its most central query (highest cosine
 to the centroid, `triage_assignments.similarity`, a variant taking its canonical's: the one `triage
@@ -36,10 +43,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
 from rapidfuzz import fuzz
 
 from goldmine.errors import InputError, NotFoundError
@@ -58,6 +66,10 @@ FAILING_RATE = 0.5
 NEAR_DUPLICATE = 90  # rapidfuzz ratio, digits masked: a closer query is not proposed as well
 _DIGITS = re.compile(r"\d")
 SEED = 0
+# How many unused clusters of a queue the fill weighs against each other (weight x distance from
+# the picked clusters): past that the queue's order holds. 5 and 10 covered fewer banking77
+# intents at n = 25 than 20; 50 no more than 20 (bench/bench_starter.py).
+LOOKAHEAD = 20
 _BY_SOURCE = re.compile(r"^\s*([^=,\s]+)\s*=\s*(\d+)\s*$")
 
 
@@ -121,6 +133,7 @@ def _load(con: duckdb.DuckDBPyConnection, seed: int) -> None:
         q AS (
             SELECT t.*, coalesce(CAST(t.cluster_id AS VARCHAR), 'q:' || t.norm_query) AS ckey,
                    coalesce(c.volume, t.n_events) AS cvolume, c.label AS clabel,
+                   coalesce(c.n_failed, t.n_failed) AS cfailed,
                    s.sim AS centrality, md5(t.norm_query || ':' || $seed) AS qhash,
                    b.src_order, b.src_order[1] AS source
             FROM triage_queries t LEFT JOIN triage_clusters c USING (cluster_id)
@@ -248,6 +261,48 @@ def quotas(traffic: dict[str, int], n: int, by_source: dict[str, int] | None = N
     return out
 
 
+class Spread:
+    """How near each cluster is to the clusters picked so far: the highest cosine between its
+    centroid (triage_clusters.centroid) and a picked one's. One vector per cluster, updated by
+    one matrix-vector product per pick: no pair of clusters is ever stored."""
+
+    def __init__(self, keys: list[str], centroids: np.ndarray) -> None:
+        self.row = {k: i for i, k in enumerate(keys)}
+        self.centroids = centroids
+        self.near = np.full(len(keys), -1.0, dtype=np.float32)
+
+    def distance(self, ckey: str) -> float:
+        """1 - the cosine to the nearest picked cluster, in [0, 1]; 1 with none picked or for
+        a query with no cluster (its own)."""
+        i = self.row.get(ckey)
+        return 1.0 if i is None else float(min(1.0, max(0.0, 1.0 - self.near[i])))
+
+    def add(self, ckeys: Iterable[str]) -> None:
+        """Count these clusters as picked."""
+        for ckey in ckeys:
+            i = self.row.get(ckey)
+            if i is not None:
+                np.maximum(self.near, self.centroids @ self.centroids[i], out=self.near)
+
+
+def read_spread(con: duckdb.DuckDBPyConnection) -> Spread | None:
+    """The clusters' centroids, read in one query and normalized as one matrix; None when
+    triage stored none (a store clustered before centroids were kept)."""
+    table = con.sql(
+        """SELECT CAST(cluster_id AS VARCHAR) AS ckey, centroid FROM triage_clusters
+           WHERE len(centroid) > 0
+             AND len(centroid) = (SELECT max(len(centroid)) FROM triage_clusters)
+           ORDER BY cluster_id"""
+    ).to_arrow_table()
+    if not table.num_rows:
+        return None
+    flat = table.column("centroid").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    vectors = flat.astype(np.float32).reshape(table.num_rows, -1)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors /= np.where(norms > 0, norms, 1.0)
+    return Spread(table.column("ckey").to_pylist(), vectors)
+
+
 def is_failing(q: dict) -> bool:
     return bool(q["n_failed"]) and q["failure_rate"] >= FAILING_RATE
 
@@ -260,15 +315,20 @@ def choose(
     held_tags: set[str],
     places: dict[str, int] | None = None,
     seed: int = SEED,
+    spread: Spread | None = None,
 ) -> list[Pick]:
     """The picks, in order, with why each was picked. Pure: no store access.
 
-    ``places``: how many picks each source may fill; None for no limit."""
+    ``places``: how many picks each source may fill; None for no limit. ``spread``: the
+    clusters' centroids (``read_spread``), which the fill weighs distance by; it counts the
+    clusters in the set and those picked here as picked. None: the queues' order alone."""
     queries = [_with_defaults(q, seed) for q in queries]
     pool = [q for q in queries if q["norm_query"] not in held]
     picks: list[Pick] = []
     taken: set[str] = set()
     used = set(used_clusters)
+    if spread is not None:
+        spread.add(used)  # a cluster the gold set already holds is as near as a picked one
     large = {q["ckey"] for q in queries if q["band"] in ("head", "torso")}
     limits = dict(places) if places is not None else None
     filled: dict[str, int] = {}
@@ -290,15 +350,45 @@ def choose(
             return q["source"]
         return next((s for s in q["src_order"] if filled.get(s, 0) < limits.get(s, 0)), None)
 
-    def take(candidates: list[dict], reason: str, *, coverage: bool) -> bool:
-        choice = fallback = None
+    def open_q(q: dict) -> bool:
+        return q["norm_query"] not in taken and slot(q) is not None
+
+    def farthest(candidates: list[dict], weight: Callable[[dict], float]) -> dict | None:
+        """The unused cluster whose weight x distance from the picked clusters is highest,
+        over the queue's first LOOKAHEAD unused clusters (its first query each)."""
+        best, best_score, seen = None, -1.0, set()
         for q in candidates:
+            if q["ckey"] in used or q["ckey"] in seen or not open_q(q):
+                continue
+            w = weight(q)
+            if len(seen) >= LOOKAHEAD or (best is not None and w <= best_score):
+                break  # weights fall along the queue and a distance is at most 1
+            seen.add(q["ckey"])
+            score = w * spread.distance(q["ckey"])
+            if score > best_score and not near_duplicate(q["norm_query"]):
+                best, best_score = q, score
+        return best
+
+    def take(
+        candidates: list[dict],
+        reason: str,
+        *,
+        coverage: bool,
+        weight: Callable[[dict], float] | None = None,
+    ) -> bool:
+        choice = fallback = None
+        if spread is not None and weight is not None:
+            choice = farthest(candidates, weight)
+        for q in candidates if choice is None else ():
             if q["norm_query"] in taken or slot(q) is None or near_duplicate(q["norm_query"]):
                 continue
             if q["ckey"] not in used:
                 choice = q
                 break
-            fallback = fallback or q
+            # The cluster with the fewest places first, queue order among equals: a second
+            # place each before any takes a third (the largest took every extra place).
+            if fallback is None or rounds.get(q["ckey"], 0) < rounds.get(fallback["ckey"], 0):
+                fallback = q
         if choice is None and fallback is not None and (coverage or large <= used):
             choice = fallback
         if choice is None:
@@ -313,6 +403,8 @@ def choose(
         taken.add(choice["norm_query"])
         picked.append(choice["norm_query"])
         used.add(choice["ckey"])
+        if spread is not None:
+            spread.add([choice["ckey"]])
         rounds[choice["ckey"]] = rounds.get(choice["ckey"], 0) + 1
         in_cluster.setdefault(choice["ckey"], []).append(choice["norm_query"])
         return True
@@ -368,11 +460,23 @@ def choose(
 
     head = sorted(pool, key=lambda q: (q["crank"], q["qrank"]))
     tail = sorted(pool, key=lambda q: (-q["crank"], -q["failure_rate"], -q["n_events"], q["qrank"]))
-    queues = [(head, "next largest cluster"), (failing, "failure"), (tail, "small cluster")]
+
+    # The fill's failures go by cluster, most failed events first, each by its most central
+    # failing query: the query failing most was often another cluster's intent (a content gap
+    # fails in every cluster it touches), and picked once per cluster it named one intent often.
+    def cluster_failed(q: dict) -> float:
+        return float(q.get("cfailed", q["n_failed"]))
+
+    failing_clusters = sorted(failing, key=lambda q: (-cluster_failed(q), q["qrank"], q["qhash"]))
+    queues = [
+        (head, "next largest cluster", lambda q: float(q.get("cvolume", q["n_events"]))),
+        (failing_clusters, "failure", cluster_failed),
+        (tail, "small cluster", lambda q: 1.0),  # the tail's clusters weigh alike: farthest
+    ]
     while len(picks) < n:
         progressed = False
-        for queue, reason in queues:
-            if len(picks) < n and take(queue, reason, coverage=False):
+        for queue, reason, weight in queues:
+            if len(picks) < n and take(queue, reason, coverage=False, weight=weight):
                 progressed = True
         if progressed:
             continue
@@ -480,7 +584,8 @@ def plan(
     con.execute("DROP TABLE IF EXISTS gm_starter")
     held, used_clusters, held_tags = _in_set(con)
     places = quotas(traffic["sources"], n, by_source)
-    return choose(queries, n, used_clusters, held, held_tags, places, seed), traffic
+    near = read_spread(con)
+    return choose(queries, n, used_clusters, held, held_tags, places, seed, near), traffic
 
 
 def propose(

@@ -190,3 +190,127 @@ def test_add_query_cluster_takes_the_central_query(cli, db_path: Path) -> None:
     gold(cli, db_path, "add-query", "--cluster", "1", "--by", "tester")
     items = json.loads(gold(cli, db_path, "list", "--json").stdout)
     assert [i["query"] for i in items] == ["where is my card"]
+
+
+# --- spread over clusters (issue 27, item 2b) ------
+
+
+def write_clusters(db: Path, clusters: dict[int, dict]) -> None:
+    """Triage's tables for whole clusters: ``{id: {"volume", "centroid", "queries"}}`` and
+    optionally ``"failed"`` (failed events per query), each query a searchlog query with its
+    share of the volume, the first the most central."""
+    day = datetime(2026, 11, 2)
+    with open_store(db) as con, transaction(con):
+        for cid, c in clusters.items():
+            texts = c["queries"]
+            each = c["volume"] // len(texts)
+            failed = c.get("failed", [0] * len(texts))
+            for rank, (text, n_failed) in enumerate(zip(texts, failed, strict=True)):
+                con.execute(
+                    """INSERT INTO triage_queries (norm_query, query, cluster_id, canonical_query,
+                           n_events, n_sessions, sources, n_by_source, first_seen, last_seen,
+                           n_failed, failure_rate, tags)
+                       VALUES (?, ?, ?, ?, ?, ?, ['searchlog'], ?, ?, ?, ?, ?, ['keyword'])""",
+                    [text, text, cid, text, each, each, json.dumps({"searchlog": each}), day, day,
+                     n_failed, n_failed / each],
+                )  # fmt: skip
+                con.execute(
+                    """INSERT INTO triage_assignments (norm_query, canonical_query, cluster_id,
+                           how, similarity, run_id) VALUES (?, ?, ?, 'clustered', ?, 1)""",
+                    [text, text, cid, 0.99 - rank / 100],
+                )
+            con.execute(
+                """INSERT INTO triage_clusters (cluster_id, label, volume, n_variants, n_failed,
+                       tags, centroid) VALUES (?, ?, ?, ?, ?, ['keyword'], ?)""",
+                [cid, texts[0], each * len(texts), len(texts), sum(failed), c["centroid"]],
+            )
+
+
+def test_a_cluster_near_one_already_picked_waits_for_one_farther_away(db_path: Path) -> None:
+    """Triage splits one need into two clusters ("card not arrived", "card delivery time"):
+    their centroids are near. The next place goes to the cluster whose volume times distance
+    from the clusters picked is highest, so a different need comes before the split half."""
+    axis = [[1.0 if i == j else 0.0 for i in range(4)] for j in range(4)]
+    write_clusters(
+        db_path,
+        {
+            1: {"volume": 100, "centroid": axis[0], "queries": ["where is my new card"]},
+            # the same need split off: nearly the first cluster's centroid
+            2: {
+                "volume": 95,
+                "centroid": [0.95, 0.31, 0.0, 0.0],
+                "queries": ["how long does card delivery take"],
+            },
+            3: {"volume": 90, "centroid": axis[2], "queries": ["reset my online banking pin"]},
+            4: {"volume": 60, "centroid": axis[3], "queries": ["exchange rate for euros"]},
+            5: {"volume": 5, "centroid": axis[1], "queries": ["close my account please"]},
+        },
+    )
+    with open_store(db_path) as con:
+        picks = [p.query["norm_query"] for p in starter(con, 4, "tester")]
+    # the tag and the three bands take clusters 1, 3 and 5; the fourth place is the fill's
+    assert "exchange rate for euros" in picks, picks
+    assert "how long does card delivery take" not in picks, picks
+
+
+def test_a_second_place_each_before_any_cluster_takes_a_third(db_path: Path) -> None:
+    """With more places than clusters, every cluster takes a second place before any takes a
+    third: the largest cluster taking every extra place fills the set with its rewordings."""
+    topics = {1: ("card", 400), 2: ("transfer", 300), 3: ("refund", 200), 4: ("pin", 100)}
+    aspects = ["fee", "delay", "limit", "abroad", "cancel", "app"]
+    write_clusters(
+        db_path,
+        {
+            cid: {
+                "volume": volume,
+                "centroid": [1.0 if i == cid else 0.0 for i in range(5)],
+                "queries": [f"{word} {aspect}" for aspect in aspects],
+            }
+            for cid, (word, volume) in topics.items()
+        },
+    )
+    with open_store(db_path) as con:
+        picks = starter(con, 8, "tester")
+    per_cluster: dict[int, int] = {}
+    for p in picks:
+        per_cluster[p.query["cluster_id"]] = per_cluster.get(p.query["cluster_id"], 0) + 1
+    assert per_cluster == {1: 2, 2: 2, 3: 2, 4: 2}, [p.query["norm_query"] for p in picks]
+
+
+def test_the_fills_failures_go_by_cluster_each_by_its_most_central_failing_query(db_path):
+    """A content gap fails wherever it is asked, so the single query failing most is often
+    another cluster's intent. The fill's failure place goes to the cluster with the most failed
+    events, represented by its most central failing query, not to the query failing most."""
+    axis = [[1.0 if i == j else 0.0 for i in range(6)] for j in range(6)]
+    write_clusters(
+        db_path,
+        {
+            1: {"volume": 400, "centroid": axis[0], "queries": ["open a savings account"]},
+            2: {"volume": 250, "centroid": axis[1], "queries": ["exchange rate for euros"]},
+            3: {"volume": 100, "centroid": axis[2], "queries": ["update my phone number"]},
+            4: {
+                "volume": 60,
+                "centroid": axis[3],
+                # most central first; the off-centre third fails most
+                "queries": [
+                    "my card has not arrived yet",
+                    "delivery time for new cards",
+                    "cancel the card i ordered",
+                ],
+                "failed": [15, 12, 18],
+            },
+            # the worst single failure: the coverage pick takes it
+            5: {
+                "volume": 30,
+                "centroid": axis[4],
+                "queries": ["why was my transfer declined"],
+                "failed": [30],
+            },
+            6: {"volume": 10, "centroid": axis[5], "queries": ["close my account please"]},
+        },
+    )
+    with open_store(db_path) as con:
+        picks = [p.query["norm_query"] for p in starter(con, 5, "tester")]
+    # tag: 1; torso: 3; tail and worst failure: 5; the fill: 2 (largest), then a failure
+    assert picks[-1] == "my card has not arrived yet", picks
+    assert "cancel the card i ordered" not in picks, picks
