@@ -8,7 +8,7 @@ are already in a table, and a copy of them costs as much as the bare read); and 
 ``ingest corpus`` into a fresh store. Prints medians and the ratio to the bare read (goal
 <= 1.5x for the reader); asserts nothing about time.
 Run: ``.venv/bin/python bench/bench_corpus_formats.py [--records N] [--repeat R]
-[--formats smart,trec,tsv]``
+[--formats smart,trec,tsv] [--no-ingest] [--by-line]``
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import duckdb
 
 from goldmine.ingest import api
 from goldmine.ingest.corpus import collections
+from goldmine.ingest.corpus_formats import read_by_line
 from goldmine.ingest.files import RAW_LINE_OPTIONS, detect, read_raw
 from goldmine.store import open_store
 
@@ -71,11 +72,18 @@ def _bare(path: Path) -> float:
     return took
 
 
-def _reader(path: Path) -> float:
+def _reader(path: Path, by_line: bool = False) -> float:
+    """The reader's records copied into a table; ``by_line``: SMART and TREC read as lines and
+    gathered in SQL, as every file was before they were split into records first (the
+    reference for the split, timed in the same run)."""
     con = duckdb.connect()
     item = collections([detect(path)])[0]  # a .tsv corpus is a TSV collection
     start = time.perf_counter()
-    read_raw(con, item)
+    if by_line:
+        read_by_line(con, item.format, item.path, item.compression)
+        con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+    else:
+        read_raw(con, item)
     con.execute("CREATE TABLE t AS SELECT * FROM gm_raw")
     took = time.perf_counter() - start
     con.close()
@@ -109,6 +117,10 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--formats", default="smart,trec,tsv", help="readers, comma-separated")
+    parser.add_argument("--no-ingest", action="store_true", help="time the readers alone")
+    parser.add_argument(
+        "--by-line", action="store_true", help="also SMART and TREC read as lines (the reference)"
+    )
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     print(f"{args.records:,} records a file; medians of {args.repeat}")
@@ -121,19 +133,32 @@ def main() -> None:
             path.with_name(path.name + ".part").rename(path)
         assert collections([detect(path)])[0].format == fmt
         times: dict[str, list[float]] = {"bare": [], "reader": [], "read": [], "ingest": []}
+        times["by_line"] = []
         for _ in range(args.repeat):
             times["bare"].append(_bare(path))
             times["reader"].append(_reader(path))
+            if args.by_line and fmt != "tsv":
+                times["by_line"].append(_reader(path, by_line=True))
             times["read"].append(_scanned(path))
-            times["ingest"].append(_ingest(path, OUT / "corpus_formats.duckdb"))
-        med = {k: statistics.median(v) for k, v in times.items()}
+            if not args.no_ingest:
+                times["ingest"].append(_ingest(path, OUT / "corpus_formats.duckdb"))
+        med = {k: statistics.median(v) if v else float("nan") for k, v in times.items()}
         print(
             f"{fmt} ({path.stat().st_size / 1e6:,.0f} MB): bare read_csv of the lines "
             f"{med['bare']:.2f} s; reader {med['reader']:.2f} s "
             f"({med['reader'] / med['bare']:.2f}x), its records read to the end "
-            f"{med['read']:.2f} s ({med['read'] / med['bare']:.2f}x); "
-            f"whole ingest corpus {med['ingest']:.2f} s "
-            f"({med['ingest'] / med['bare']:.2f}x)",
+            f"{med['read']:.2f} s ({med['read'] / med['bare']:.2f}x)"
+            + (
+                f"; whole ingest corpus {med['ingest']:.2f} s ({med['ingest'] / med['bare']:.2f}x)"
+                if times["ingest"]
+                else ""
+            )
+            + (
+                f"; read as lines (the reference) {med['by_line']:.2f} s "
+                f"({med['by_line'] / med['bare']:.2f}x)"
+                if times["by_line"]
+                else ""
+            ),
             flush=True,
         )
 

@@ -13,7 +13,8 @@ import duckdb
 import pytest
 
 from goldmine.ingest import corpus_formats
-from goldmine.ingest.corpus_formats import NeedsLines, read_by_line, read_split
+from goldmine.ingest.corpus_formats import read_by_line, read_split
+from goldmine.ingest.corpus_split import NeedsLines
 
 SMART = (
     "stray header\n\n   \n"
