@@ -13,7 +13,9 @@ import random
 from datetime import datetime
 from pathlib import Path
 
-from goldmine.goldset.starter import starter
+import numpy as np
+
+from goldmine.goldset.starter import Spread, choose, starter
 from goldmine.store import open_store, transaction
 from goldmine.text import normalize_query
 
@@ -314,3 +316,22 @@ def test_the_fills_failures_go_by_cluster_each_by_its_most_central_failing_query
     # tag: 1; torso: 3; tail and worst failure: 5; the fill: 2 (largest), then a failure
     assert picks[-1] == "my card has not arrived yet", picks
     assert "cancel the card i ordered" not in picks, picks
+
+
+def test_a_cluster_the_gold_set_holds_counts_as_picked_for_the_distance() -> None:
+    """A cluster near one the gold set already holds waits like one near a pick: a re-run after
+    labelling asks about a new need, not the split half of one already in the set."""
+    centroids = {"0": [0, 0, 1.0], "1": [1.0, 0, 0], "2": [0.95, 0.31, 0], "3": [0, 1.0, 0]}
+    texts = {"0": "open a savings account", "1": "where is my new card",
+             "2": "how long does card delivery take", "3": "exchange rate for euros"}  # fmt: skip
+    volumes = {"0": 200, "1": 100, "2": 95, "3": 90}
+    queries = [
+        {"norm_query": texts[k], "query": texts[k], "ckey": k, "cluster_id": int(k),
+         "band": "head", "crank": rank + 1, "cvolume": volumes[k], "n_events": volumes[k],
+         "n_failed": 0, "failure_rate": 0.0, "tags": ["keyword"]}
+        for rank, k in enumerate(centroids)
+    ]  # fmt: skip
+    spread = Spread(list(centroids), np.array(list(centroids.values()), dtype=np.float32))
+    # cluster 1 is in the gold set; the head band's coverage place takes cluster 0
+    picks = choose(queries, 2, {"1"}, {texts["1"]}, {"keyword"}, spread=spread)
+    assert [p.query["norm_query"] for p in picks] == [texts["0"], texts["3"]]
