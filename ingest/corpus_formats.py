@@ -190,6 +190,11 @@ _TAG = "</?[A-Za-z][^<>]*>"
 # spaces. Most lines of a document hold none, and the test is a third of the regexes' time.
 _MARKUP_OR_RUNS = "(contains(x, '<') OR contains(x, chr(9)) OR contains(x, '  '))"
 
+# A text block ends at its ``</TEXT>``, else at ``</DOC>`` or the document's end, with the line
+# ends and spaces before it: they are dropped in the pattern's one pass, as DuckDB's rtrim would
+# read the whole block again (ltrim stops at the first other character).
+_TEXT_END = "[\\n\\r ]*(?:</(?:TEXT|DOC)>.*)?$"
+
 # TREC SGML: a record runs from a ``<DOC>`` line to the next. DOCNO ends at its close, a tag or
 # the line's end; every TEXT block runs to its ``</TEXT>``, else to ``</DOC>`` or the record's
 # end (an unclosed tag); markup inside is dropped, entities are left as written.
@@ -214,20 +219,25 @@ WITH parts AS (
            regexp_extract_all(doc, '(?is)<(?:{_TITLE_TAGS})>(.*?)(?:</(?:{_TITLE_TAGS})>|</DOC>|$)',
                               1) AS titles,
            list_transform(string_split_regex(doc, '(?i)<TEXT>')[2:],
-                          lambda t: regexp_replace(t, '(?is)</(?:TEXT|DOC)>.*', '')) AS texts
+                          lambda t: regexp_replace(t, '(?is){_TEXT_END}', '')) AS texts
     FROM docs
 ),
-clean AS (
+blocks AS (
     SELECT rec, line, err, doc, docno,
            trim(regexp_replace(regexp_replace(array_to_string(titles, ' '), '{_TAG}', '', 'g'),
                                '\\s+', ' ', 'g')) AS title,
-           trim(array_to_string(list_transform(texts, lambda t:
-                trim(CASE WHEN {_MARKUP_OR_RUNS.replace("x", "t")}
-                          THEN regexp_replace(regexp_replace(t, '{_TAG}', '', 'g'), '[ \\t]+',
-                                              ' ', 'g')
-                          ELSE t END,
-                     chr(10) || chr(13) || ' ')), chr(10)), chr(10)) AS text
+           list_transform(texts, lambda t:
+                CASE WHEN {_MARKUP_OR_RUNS.replace("x", "t")}
+                     THEN trim(regexp_replace(regexp_replace(t, '{_TAG}', '', 'g'), '[ \\t]+',
+                                              ' ', 'g'), chr(10) || chr(13) || ' ')
+                     ELSE ltrim(t, chr(10) || chr(13) || ' ') END) AS blocks
     FROM parts
+),
+clean AS (  -- the blocks' lines: LFs trimmed at the end only if the last block is empty
+    SELECT rec, line, err, doc, docno, title,
+           CASE WHEN blocks[-1] <> '' THEN ltrim(array_to_string(blocks, chr(10)), chr(10))
+                ELSE trim(array_to_string(blocks, chr(10)), chr(10)) END AS text
+    FROM blocks
 )
 SELECT line,
        CASE WHEN rec <= 0 THEN doc

@@ -128,3 +128,18 @@ def test_what_only_the_line_reader_reads_goes_to_it(tmp_path: Path, fmt, text, r
         got = _records(path, corpus_formats.read)
         assert [(line, err) for line, _, err in got if err] == rejects
         assert len(got) == 2  # SMART: the record and the bad line; TREC: "  <DOC>" opens one
+
+
+def test_trec_text_blocks_are_trimmed_at_both_ends(tmp_path: Path):
+    """A block's spaces and line ends go at both ends, tags inside it, runs of spaces and tabs
+    become one space, and an empty last block adds no line (the texts the reader gave before
+    the blocks were trimmed in the pattern that ends them)."""
+    path = tmp_path / "trec"
+    path.write_text(
+        "<DOC>\n<DOCNO>Y</DOCNO>\n<TEXT>\n \n  x  \n \n</TEXT>\n<TEXT>\n\n</TEXT>\n</DOC>\n"
+        "<DOC>\n<DOCNO>Z</DOCNO>\n<TEXT> a\t<P>b</P> \t\n \n</TEXT>\n<TEXT></TEXT></DOC>\n"
+        "<DOC><DOCNO>W</DOCNO><TEXT>  tail  "
+    )
+    for reader in (read_split, read_by_line):
+        texts = {r[1]["id"]: r[1]["text"] for r in _records(path, reader)}
+        assert texts == {"Y": "x", "Z": "a b", "W": "tail"}
