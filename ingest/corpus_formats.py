@@ -19,7 +19,9 @@ the records are gathered in SQL, at 10-30 times a bare read's cost for SMART and
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO, TypeVar
 
 import duckdb
 
@@ -288,6 +290,7 @@ def _tsv_sql(n: int) -> str:
 # on its line) sends the whole file to the line reader.
 _BLOCK = 64 << 20  # bytes split into records at a time
 _BOM = b"\xef\xbb\xbf"
+T = TypeVar("T")
 
 
 def _not_blank(x: str) -> str:
@@ -382,57 +385,65 @@ def read_split(
     con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str, block: int = _BLOCK
 ) -> None:
     """``gm_src`` from the file split into records ``block`` bytes at a time (see ``_BLOCK``);
-    raises NeedsLines for a file only ``read_by_line`` reads alike."""
+    raises NeedsLines for a file only ``read_by_line`` reads alike. The next block is cut
+    (numpy, in a thread) while DuckDB inserts this one's records."""
     from goldmine.ingest.scan import open_compressed
 
     con.execute("CREATE OR REPLACE TEMP TABLE gm_src (line BIGINT, raw VARCHAR, err VARCHAR)")
-    line = 1
     with open_compressed(path, compression) as handle:
-        carry = handle.read(block).removeprefix(_BOM)  # the line reader drops it too
-        while True:
-            more = handle.read(block)
-            data = carry + more
-            end = _insert_records(con, fmt, data, line, final=not more, prefix=line == 1)
-            line += data.count(b"\n", 0, end)
-            carry = data[end:]
-            if not more:
-                return
+        for statements in _prefetched(_blocks(handle, fmt, block)):
+            for sql, table, params in statements:
+                con.register("gm_chunk", table)
+                try:
+                    con.execute(sql, params)
+                finally:
+                    con.unregister("gm_chunk")
 
 
-def _insert_records(
-    con: duckdb.DuckDBPyConnection, fmt: str, data: bytes, line: int, final: bool, prefix: bool
-) -> int:
-    """Insert the records of ``data`` (its first line numbered ``line``) into gm_src, all of
-    them if ``final``, else those before the last record's start; the bytes consumed. With
-    ``prefix``, the lines before the first record are one reject."""
+def _prefetched(items: Iterator[T]) -> Iterator[T]:
+    """``items``, the next one made in a thread while the caller uses this one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        coming = pool.submit(next, items, None)
+        while (item := coming.result()) is not None:
+            coming = pool.submit(next, items, None)
+            yield item
+
+
+def _blocks(handle: BinaryIO, fmt: str, size: int) -> Iterator[list[tuple[str, object, dict]]]:
+    """For each block of the file, the statements that insert its records: SQL, the Arrow
+    table it reads as ``gm_chunk`` and its parameters."""
     from goldmine.ingest.corpus_split import cut
 
-    block = cut(data, fmt, line, final)
-    if block is None:
-        return 0  # no record ends in this block: read on
-    if prefix and block.prefix:
-        _insert(con, _PREFIX, block.split.prefix(block.prefix), {"err": _PREFIX_ERR[fmt]})
-    if len(block.recs) and fmt == "smart":
-        simple, fields = block.split.smart(block.recs, block.marks)
-        _insert(con, _SMART_SIMPLE, simple)
-        _insert(con, _SMART_SPLIT, fields)
-    elif len(block.recs):
-        _insert(con, _TREC_SPLIT, block.split.records(block.recs))
-    return block.end
+    line, carry = 1, handle.read(size).removeprefix(_BOM)  # the line reader drops a BOM too
+    while True:
+        more = handle.read(size)
+        data = carry + more
+        block = cut(data, fmt, line, final=not more)
+        carry = data  # no record ends in it: read on
+        if block is not None:
+            yield _statements(fmt, block, prefix=line == 1)
+            line += data.count(b"\n", 0, block.end)
+            carry = data[block.end :]
+        if not more:
+            return
 
 
-def _insert(con: duckdb.DuckDBPyConnection, sql: str, table, params=None) -> None:
-    """Run ``sql`` over the Arrow ``table`` as ``gm_chunk``, in batches DuckDB scans in
-    parallel."""
+def _statements(fmt: str, block, prefix: bool) -> list[tuple[str, object, dict]]:
+    """The statements inserting a block's records; with ``prefix``, the lines before the
+    first record are one reject."""
     from goldmine.ingest.corpus_split import batched
 
-    if not table.num_rows:
-        return
-    con.register("gm_chunk", batched(table))
-    try:
-        con.execute(sql, params or {})
-    finally:
-        con.unregister("gm_chunk")
+    tables = []
+    if prefix and block.prefix:
+        tables.append((_PREFIX, block.split.prefix(block.prefix), {"err": _PREFIX_ERR[fmt]}))
+    if len(block.recs) and fmt == "smart":
+        simple, fields = block.split.smart(block.recs, block.marks)
+        tables += [(_SMART_SIMPLE, simple, {}), (_SMART_SPLIT, fields, {})]
+    elif len(block.recs):
+        tables.append((_TREC_SPLIT, block.split.records(block.recs), {}))
+    return [(sql, batched(table), params) for sql, table, params in tables if table.num_rows]
 
 
 def read(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str) -> None:
