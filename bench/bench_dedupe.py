@@ -1,13 +1,17 @@
-"""Fuzzy dedupe as the traffic grows: blocks of common words split (triage.dedupe._split_big)
-against the same blocking unsplit, on the same generated queries in the same run.
+"""Fuzzy dedupe as the traffic grows: today's (blocks of common words split by a second key,
+_split_big; at most MAX_CHECKS word-rule checks per query) against the dedupe before them (whole
+blocks, every candidate checked), on the same generated queries in the same run.
 
     .venv/bin/python bench/bench_dedupe.py                 # 50k, 100k, 200k queries
     .venv/bin/python bench/bench_dedupe.py --scales 400000 --repeats 1
+    .venv/bin/python bench/bench_dedupe.py --scales 50000,100000,200000,400000 --no-before
 
-Per scale: the largest block, the seconds of ``best_partners`` over every query (what a first
-triage run does; medians of ``--repeats``, the two variants alternated), the ratio, and the
-share of the unsplit partners the split finds (the same partner for the same query). The growth
-column is each variant's time over the previous scale's: 2.0 for twice the queries is linear.
+Per scale: the largest block and the sum of squared block sizes per query (what the pairwise
+cdist inside blocks costs; flat is linear), the seconds of ``best_partners`` over every query
+(what a first triage run does; medians of ``--repeats``, the two alternated), the ratio, the
+microseconds per query and the growth (each variant's time over the previous scale's: 2.0 for
+twice the queries is linear), and the share of the partners before that today's finds (the
+same partner for the same query). ``--no-before`` times today's alone (no ratio, no share).
 Queries: ``bench_triage.generate_traffic`` (real seed queries from ../shared/datasets with
 word-level variants and a Zipf-like pick of the seed), ranked in generation order.
 """
@@ -20,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_triage import generate_traffic  # noqa: E402
@@ -28,42 +34,59 @@ from goldmine.text import normalize_query  # noqa: E402
 from goldmine.triage import dedupe  # noqa: E402
 
 UNSPLIT = 10**12
+BEFORE = (UNSPLIT, UNSPLIT)  # (split_at, max_checks): whole blocks, every candidate checked
+TODAY = (dedupe.SPLIT_AT, dedupe.MAX_CHECKS)
 
 
-def partners(texts: list[str], split_at: int) -> tuple[float, dict, int]:
+def partners(texts: list[str], split_at: int, max_checks: int) -> tuple[float, dict, list]:
+    """Seconds, the best partners of every query, and the blocks."""
+    for cache in (dedupe._word_set, dedupe._digits, dedupe.near_spelling):
+        cache.cache_clear()  # each variant starts as a run would
     start = time.perf_counter()
     blocked = dedupe.block_table(texts, split_at)
-    best = dedupe.best_partners(list(range(len(texts))), texts, None, blocked)
-    return time.perf_counter() - start, best, max(map(len, blocked[0]))
+    every = list(range(len(texts)))
+    best = dedupe.best_partners(every, texts, None, blocked, max_checks)
+    return time.perf_counter() - start, best, blocked[0]
+
+
+def block_sizes(blocks: list, n: int) -> str:
+    sizes = np.array([len(b) for b in blocks], dtype=np.int64)
+    return f"{sizes.max():,}/{(sizes**2).sum() / n:,.0f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default="50000,100000,200000")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--no-before", action="store_true", help="time today's dedupe alone")
     args = parser.parse_args()
-    print(f"{'queries':>9} {'largest':>15} {'unsplit s':>10} {'split s':>8} {'ratio':>6} "
-          f"{'growth':>11} {'same partner':>13}")  # fmt: skip
-    previous: tuple[float, float] | None = None
+    variants = [TODAY] if args.no_before else [BEFORE, TODAY]
+    print(f"{'queries':>9} {'largest/sum b2 per q':>24} {'before s':>9} {'today s':>8} "
+          f"{'ratio':>6} {'us/query':>13} {'growth':>11} {'same partner':>13}")  # fmt: skip
+    previous: dict[tuple[int, int], float] = {}
     for n in (int(s) for s in args.scales.split(",")):
         texts = list(dict.fromkeys(normalize_query(q) for q in generate_traffic(n)))
-        times: dict[int, list[float]] = {UNSPLIT: [], dedupe.SPLIT_AT: []}
-        found: dict[int, tuple[dict, int]] = {}
+        times: dict[tuple[int, int], list[float]] = {v: [] for v in variants}
+        found: dict[tuple[int, int], tuple[dict, list]] = {}
         for _ in range(args.repeats):
-            for split_at in times:
-                dedupe._word_set.cache_clear()
-                dedupe._digits.cache_clear()
-                seconds, best, largest = partners(texts, split_at)
-                times[split_at].append(seconds)
-                found[split_at] = (best, largest)
-        whole, split = (statistics.median(times[k]) for k in (UNSPLIT, dedupe.SPLIT_AT))
-        want, got = found[UNSPLIT][0], found[dedupe.SPLIT_AT][0]
-        same = sum(got.get(i, (None,))[0] == j for i, (j, _) in want.items()) / max(len(want), 1)
-        growth = f"{whole / previous[0]:.1f} / {split / previous[1]:.1f}" if previous else ""
-        largest = f"{found[UNSPLIT][1]:,} -> {found[dedupe.SPLIT_AT][1]:,}"
-        print(f"{len(texts):>9,} {largest:>15} {whole:>10.1f} {split:>8.1f} "
-              f"{split / whole:>6.2f} {growth:>11} {same:>13.4f}")  # fmt: skip
-        previous = (whole, split)
+            for v in variants:
+                seconds, best, blocks = partners(texts, *v)
+                times[v].append(seconds)
+                found[v] = (best, blocks)
+        med = {v: statistics.median(t) for v, t in times.items()}
+        sizes = " -> ".join(block_sizes(found[v][1], len(texts)) for v in variants)
+        per_q = " / ".join(f"{med[v] / len(texts) * 1e6:.0f}" for v in variants)
+        growth = " / ".join(f"{med[v] / previous[v]:.1f}" for v in variants if v in previous)
+        before = f"{med[BEFORE]:>9.1f}" if BEFORE in med else f"{'':>9}"
+        ratio, same = f"{'':>6}", f"{'':>13}"
+        if BEFORE in med:
+            want, got = found[BEFORE][0], found[TODAY][0]
+            kept = sum(got.get(i, (None,))[0] == j for i, (j, _) in want.items())
+            ratio = f"{med[TODAY] / med[BEFORE]:>6.2f}"
+            same = f"{kept / max(len(want), 1):>13.4f}"
+        print(f"{len(texts):>9,} {sizes:>24} {before} {med[TODAY]:>8.1f} {ratio} {per_q:>13} "
+              f"{growth:>11} {same}", flush=True)  # fmt: skip
+        previous = med
 
 
 if __name__ == "__main__":

@@ -219,6 +219,23 @@ def test_big_blocks_split_by_a_second_key_keep_the_partners(shared_dataset):
     assert len(want) > 300 and same >= 0.99 * len(want) and set(got) <= set(want)
 
 
+def test_a_big_block_is_split_only_by_big_keys_each_pair_named_once():
+    """Texts that share two big keys meet in one sub-block, not in "a|b" and again in "b|a",
+    and a big key is not split by a small one (its texts already meet in the small key's whole
+    block): each cdist over those texts ran twice before."""
+    from goldmine.triage.dedupe import block_keys
+
+    words = ["card", "top", "up", "pin", "reset", "fee", "transfer", "declined", "where", "lost"]
+    words += [f"w{n}" for n in range(40)]  # rarer words: small blocks beside the big ones
+    texts = list(dict.fromkeys(random_queries(random.Random(7), words, 3000, 0.3)))
+    whole = block_keys(texts, split_at=10**9)["key"].value_counts()
+    size = dict(zip(whole["key"], whole["count"], strict=True))
+    split = block_keys(texts, split_at=50)["key"].unique().to_list()
+    pairs = [k.split("|") for k in split if "|" in k]
+    assert len(pairs) > 20 and any(size[k] <= 50 for k in size)
+    assert all(a < b and size[a] > 50 and size[b] > 50 for a, b in pairs)
+
+
 def head_variants(rng: random.Random, n: int) -> list[str]:
     """n distinct variants of one request, as a week of traffic writes a head intent: synonym
     swaps (not variants of each other), greetings and tails, dropped words, swapped letters."""
