@@ -575,11 +575,12 @@ def _click_events(part: dict[str, str], others: list[tuple[str, str]]) -> str:
         f"to_json(map($others, [{', '.join(c for _, c in others)}]))" if others else "'{}'::JSON"
     )
     gap = _SESSION_GAP_S
-    event = """json_object(
-        'event_id', CASE WHEN q IS NOT NULL THEN
+    # A struct made JSON once: json_object of the same members took a tenth longer.
+    event = """to_json({
+        'event_id': CASE WHEN q IS NOT NULL THEN
             'c-' || gm_content_hash(concat_ws(chr(31), u, sess, q, t)) END,
-        'user_id', u, 'session_id', session_id, 'query', q, 'ts', t,
-        'clicked_ids', clicked, 'click_ranks', ranks)"""
+        'user_id': u, 'session_id': session_id, 'query': q, 'ts': t,
+        'clicked_ids': clicked, 'click_ranks': ranks})"""
     # The merge drops the event's NULL members too. Without other columns it is needed only for
     # an event holding a NULL (clicked_ids and click_ranks never are): it was a third of the
     # reader's time on a log whose every column is one of the event's.
