@@ -200,6 +200,7 @@ print(models, v.shape, sorted(m for m in ("torch", "sentence_transformers") if m
     assert "exporting" in out.stderr and (tmp_path / "cache" / "onnx").is_dir()
 
 
+@pytest.mark.slow  # loads the real model and encodes twice
 def test_closed_embedding_in_chunks_fills_every_row_in_place(db_path):
     """embed_closed writes each chunk's vectors straight into the output (no second copy): rows
     of a repeated text, cached rows and rows encoded in different chunks all land in order."""

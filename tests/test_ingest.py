@@ -606,6 +606,8 @@ def test_malformed_lines_stay_on_the_one_pass_path_with_the_reasons_of_the_slow_
         assert rows == [(1, "invalid UTF-8")]
 
 
+# slow: six imports of a generated 250k-line file (the parallel reader needs one that big)
+@pytest.mark.slow
 @pytest.mark.parametrize("repeated", [False, True], ids=["unique keys", "a repeated key"])
 @pytest.mark.parametrize("store", ["empty", "holding rows", "holding its first half"])
 def test_rejects_of_a_file_read_in_parallel_keep_their_lines(tmp_path, db_path, store, repeated):

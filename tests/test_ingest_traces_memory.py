@@ -36,6 +36,8 @@ def _export(path: Path, fmt: str, retrievals: int) -> tuple[Path, int]:
     return path, middle + 1
 
 
+# slow: a generated export of 24 to 37 MB per format, imported in a child process
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", sorted(SIZES))
 def test_an_export_of_each_format_imports_under_a_small_memory_limit(tmp_path, db_path, fmt):
     path, broken = _export(tmp_path / f"{fmt}.jsonl", fmt, SIZES[fmt])

@@ -5,6 +5,8 @@ keyboard as a person would (grades, undo, rest not relevant, no answer, can't te
 and add, a note), then published from the command line. Two raters at once lose nothing; a query
 holding ``<script>`` renders as text; a request without the token gets 403; a busy store gives a
 message in the page. Screenshots land in the test's tmp folder (and ``GOLDMINE_SCREENSHOTS``).
+The browser tests are marked slow (CI runs them); `make test` keeps the page under its CSP as
+the one browser check before a commit, and the server tests that need no browser.
 """
 
 from __future__ import annotations
@@ -120,6 +122,7 @@ def shown(cli, db: Path, text: str) -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow  # a browser session over a server process
 def test_label_by_keyboard_then_publish(browser, server: Server, store: Path, cli, tmp_path):
     context, page = open_page(browser, server)
     dialogs: list[str] = []
@@ -173,6 +176,7 @@ def test_label_by_keyboard_then_publish(browser, server: Server, store: Path, cl
     assert published.stdout.startswith("published v1: 3 queries (2 answerable, 1 no answer)")
 
 
+@pytest.mark.slow  # a browser session over a server process
 def test_two_raters_at_once_lose_nothing(browser, server: Server, store: Path, cli) -> None:
     ctx_a, ana = open_page(browser, server, "ana")
     ctx_b, ben = open_page(browser, server, "ben")
@@ -208,6 +212,7 @@ def _suggest(db: Path, chunk_id: str, grade: int, reason: str) -> None:
         )
 
 
+@pytest.mark.slow  # a browser session over a server process
 def test_the_page_shows_the_models_suggestion_and_m_takes_it(
     browser, server: Server, store: Path, cli
 ) -> None:
@@ -249,6 +254,7 @@ def test_every_request_needs_the_token(server: Server) -> None:
     assert _get(server.base + "/review", {"Cookie": f"goldmine_token={token}"}) == 200
 
 
+@pytest.mark.slow  # a browser session over a server process
 def test_a_busy_store_is_a_message_in_the_page(browser, server: Server, store: Path) -> None:
     import duckdb
 
@@ -267,6 +273,7 @@ def test_a_busy_store_is_a_message_in_the_page(browser, server: Server, store: P
     context.close()
 
 
+@pytest.mark.slow  # a browser session over a server process
 def test_two_raters_in_the_page_give_the_kappa_gold_agreement_prints(
     browser, store: Path, cli, tmp_path: Path
 ) -> None:
@@ -339,6 +346,7 @@ def test_the_page_works_under_its_csp(browser, server: Server, store: Path) -> N
     context.close()
 
 
+@pytest.mark.slow  # raters x rounds of requests to one server process
 def test_a_grade_storm_loses_no_write(server: Server, store: Path) -> None:
     """Raters grading at once through the API: every write the page confirmed is in history."""
     import re
@@ -397,6 +405,7 @@ def test_a_grade_storm_loses_no_write(server: Server, store: Path) -> None:
 MODEL_KEY = '#keys :text("take the model\'s suggestion")'
 
 
+@pytest.mark.slow  # a browser session over a server process
 def test_the_model_key_shows_only_where_a_model_suggests(
     browser, server: Server, store: Path
 ) -> None:
@@ -432,6 +441,7 @@ def _on_top(element) -> bool:
     )
 
 
+@pytest.mark.slow  # a browser session over a server process
 @pytest.mark.parametrize("width", [800, 1366])
 def test_the_page_fits_its_width_and_the_footer_covers_nothing(
     browser, server: Server, store: Path, width: int, tmp_path: Path
@@ -478,6 +488,7 @@ def test_the_page_fits_its_width_and_the_footer_covers_nothing(
     context.close()
 
 
+@pytest.mark.slow  # a browser session over a server process
 def test_the_disagreements_queue_in_the_page(browser, store: Path, cli, tmp_path: Path) -> None:
     """``--queue disagreements`` opens the page on the item whose sources differ most, each
     source's grade named on its card; the header's queue filter switches back and forth, and a
