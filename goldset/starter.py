@@ -19,7 +19,8 @@ no cluster gets a second place before every head and torso cluster has one (a co
 break this only when no other cluster has the tag), and once every cluster has its place, the
 ones with the fewest places come first, so each takes a second before any takes a third.
 Queries already in the gold set, any status, are never proposed again, and the clusters they
-belong to count as used (and as picked, for the distance), so picks spread over the traffic. That
+belong to count as used (and as picked, for the distance, and as places, for the fewest-first
+rule), so picks spread over the traffic. That
 is not coverage: `triage show` counts a cluster covered only once one of its items is verified or
 published (goldmine.gold.coverage_cte). A query that differs from one already picked only by
 digits or a letter or two (rapidfuzz ratio >= 90, digits masked) is left out: ticket subjects with
@@ -340,6 +341,12 @@ def choose(
     for q in sorted(pool, key=lambda q: (q["qrank"], q["qhash"])):
         members.setdefault(q["ckey"], []).append(q)
     in_cluster: dict[str, list[str]] = {}  # each cluster's picks so far
+    for q in queries:
+        # A query the gold set holds is its cluster's place: the fewest-first rule and the
+        # next variant's difference count it, so a re-run does not refill the held clusters.
+        if q["norm_query"] in held:
+            rounds[q["ckey"]] = rounds.get(q["ckey"], 0) + 1
+            in_cluster.setdefault(q["ckey"], []).append(q["norm_query"])
 
     def near_duplicate(norm: str) -> bool:
         # "change the address on order NW-1085" and "... NW-1244" are one query for a gold set.

@@ -228,6 +228,24 @@ def write_clusters(db: Path, clusters: dict[int, dict]) -> None:
             )
 
 
+def write_topics(db: Path) -> None:
+    """Four clusters far apart (card 400, transfer 300, refund 200, pin 100 events), each of six
+    queries "<topic> <aspect>" (fee, delay, limit, abroad, cancel, app)."""
+    topics = {1: ("card", 400), 2: ("transfer", 300), 3: ("refund", 200), 4: ("pin", 100)}
+    aspects = ["fee", "delay", "limit", "abroad", "cancel", "app"]
+    write_clusters(
+        db,
+        {
+            cid: {
+                "volume": volume,
+                "centroid": [1.0 if i == cid else 0.0 for i in range(5)],
+                "queries": [f"{word} {aspect}" for aspect in aspects],
+            }
+            for cid, (word, volume) in topics.items()
+        },
+    )
+
+
 def test_a_cluster_near_one_already_picked_waits_for_one_farther_away(db_path: Path) -> None:
     """Triage splits one need into two clusters ("card not arrived", "card delivery time"):
     their centroids are near. The next place goes to the cluster whose volume times distance
@@ -258,19 +276,7 @@ def test_a_cluster_near_one_already_picked_waits_for_one_farther_away(db_path: P
 def test_a_second_place_each_before_any_cluster_takes_a_third(db_path: Path) -> None:
     """With more places than clusters, every cluster takes a second place before any takes a
     third: the largest cluster taking every extra place fills the set with its rewordings."""
-    topics = {1: ("card", 400), 2: ("transfer", 300), 3: ("refund", 200), 4: ("pin", 100)}
-    aspects = ["fee", "delay", "limit", "abroad", "cancel", "app"]
-    write_clusters(
-        db_path,
-        {
-            cid: {
-                "volume": volume,
-                "centroid": [1.0 if i == cid else 0.0 for i in range(5)],
-                "queries": [f"{word} {aspect}" for aspect in aspects],
-            }
-            for cid, (word, volume) in topics.items()
-        },
-    )
+    write_topics(db_path)
     with open_store(db_path) as con:
         picks = starter(con, 8, "tester")
     per_cluster: dict[int, int] = {}

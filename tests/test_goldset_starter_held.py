@@ -1,0 +1,27 @@
+"""The starter set re-run over a gold set that already holds clusters (issue 27, item 2b).
+
+A cluster's queries already in the gold set are its places: a re-run gives the clusters with
+the fewest first, counting those, so a cluster the set holds three of does not take a fourth
+before the others take a second. The triage tables are written directly (no model needed), as
+in tests/test_goldset_starter.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_goldset_starter import write_topics
+
+from goldmine.goldset.starter import add_queries, starter
+from goldmine.store import open_store
+
+
+def test_a_cluster_the_gold_set_holds_places_in_waits_for_the_others_second(db_path: Path):
+    write_topics(db_path)
+    with open_store(db_path) as con:
+        add_queries(con, ["card fee", "card delay", "card limit"], [], "tester")
+        picks = starter(con, 6, "tester")
+    per_cluster: dict[int, int] = {}
+    for p in picks:
+        per_cluster[p.query["cluster_id"]] = per_cluster.get(p.query["cluster_id"], 0) + 1
+    # cluster 1 holds three already: the six places go two each to clusters 2, 3 and 4
+    assert per_cluster == {2: 2, 3: 2, 4: 2}, [p.query["norm_query"] for p in picks]
