@@ -188,12 +188,16 @@ FROM (
     "{decoded}", _decoded("text")
 )
 
+# A session's id: its number, else its place among the file's sessions (``@2``: the second),
+# which the same file gives again on every import (``n``: the session's count in file order).
+_SESSION_ID = "coalesce(nullif(num, ''), '@' || n)"
+
 # Every tag placed in its session, its search (interaction or current query), and the result or
 # click it is inside: the last such tag opened before it. ``ord`` grows through the file, so the
 # last is the running maximum in ``ord`` order, which the window must sort by: the tags are
 # written in parallel, in no order (without the sort, a 150k-line file had thousands of searches
-# placed in a session from the file's end). The session's number, the result's rank and the
-# click's time are then joined on.
+# placed in a session from the file's end). The session's id, the result's rank and the
+# click's time (NULL where the click names none) are then joined on.
 _XML_PLACED = """
 CREATE OR REPLACE TEMP TABLE gm_xml_placed AS
 SELECT t.*, s.num AS s, r.rank AS r_rank, k.starttime AS k_time
@@ -205,10 +209,14 @@ FROM (SELECT *,
           max(CASE WHEN tag = 'click' THEN ord END) OVER w AS k
       FROM gm_xml_tags
       WINDOW w AS (ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) t
-LEFT JOIN (SELECT ord, num FROM gm_xml_tags WHERE tag = 'session') s ON s.ord = t.s_ord
+LEFT JOIN (SELECT ord, {session_id} AS num FROM (
+               SELECT ord, tag, num, row_number() OVER (ORDER BY ord) AS n FROM gm_xml_tags
+               WHERE tag IN ('session', 'gm_lost_session'))
+           WHERE tag = 'session') s ON s.ord = t.s_ord
 LEFT JOIN (SELECT ord, rank FROM gm_xml_tags WHERE tag = 'result') r ON r.ord = t.r
-LEFT JOIN (SELECT ord, starttime FROM gm_xml_tags WHERE tag = 'click') k ON k.ord = t.k
-"""
+LEFT JOIN (SELECT ord, nullif(starttime, '') AS starttime FROM gm_xml_tags WHERE tag = 'click') k
+    ON k.ord = t.k
+""".replace("{session_id}", _SESSION_ID)
 
 # Each search's day (``days`` after the first of the year): a session's clock going back
 # means it passed midnight. Then its record, whichever reader placed its tags.
@@ -395,7 +403,10 @@ WITH ev AS (
     SELECT f.idx AS e, f.line, sess.num AS s, f.kind AS tag, nullif(f.num, '') AS num,
            f.starttime,
            regexp_full_match(f.starttime, '[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?') AS clock
-    FROM gm_xml_found f LEFT JOIN gm_xml_found sess ON sess.idx = f.s
+    FROM gm_xml_found f
+    LEFT JOIN (SELECT idx, {session_id} AS num
+               FROM (SELECT idx, num, row_number() OVER (ORDER BY idx) AS n FROM gm_xml_found
+                     WHERE kind = 'session')) sess ON sess.idx = f.s
     WHERE f.kind IN ('interaction', 'currentquery')
 ),
 {timed}
@@ -415,7 +426,7 @@ shown AS (
 ),
 -- A click names a rank: the id shown there.
 clicks AS (
-    SELECT f.e, f.idx, o.starttime AS k_time, unnest(f.ranks) AS text,
+    SELECT f.e, f.idx, nullif(o.starttime, '') AS k_time, unnest(f.ranks) AS text,
            generate_subscripts(f.ranks, 1) AS pos
     FROM gm_xml_found f JOIN gm_xml_found o ON o.idx = f.k
     WHERE f.ranks IS NOT NULL AND f.k > f.e
@@ -436,6 +447,7 @@ FROM timed LEFT JOIN q USING (e) LEFT JOIN shown USING (e) LEFT JOIN clk USING (
 """.replace("{decoded}", _decoded("text"))
     .replace("{timed}", _XML_TIMED.strip())
     .replace("{record}", _XML_RECORD)
+    .replace("{session_id}", _SESSION_ID)
 )
 
 

@@ -654,3 +654,60 @@ def test_a_click_csv_with_a_bom_quoted_fields_and_crlf_keeps_its_first_column(
             "SELECT user_id, query, clicked_ids FROM search_events ORDER BY query"
         ).fetchall()
     assert rows == [("u1", 'a, "b"', ["d1", "d2"]), ("u2", "plain", [])]
+
+
+# A session with no attributes, one with attributes but no number, and clicks with attributes
+# but no time and with none at all: as the TREC files sometimes leave them.
+_UNNUMBERED_SESSION_XML = (
+    "<sessiontrack2013>\n"
+    '<session num="7">\n<interaction num="1" starttime="09:00:00">\n<query>numbered</query>\n'
+    "</interaction>\n</session>\n"
+    "<session>\n"
+    '<interaction num="1" starttime="10:00:00">\n<query>bare one</query>\n<results>\n'
+    '<result rank="1">\n<clueweb12id>d1</clueweb12id>\n</result>\n</results>\n<clicked>\n'
+    '<click num="1">\n<rank>1</rank>\n</click>\n<click>\n<rank>1</rank>\n</click>\n'
+    '<click num="3" starttime="10:00:09">\n<rank>1</rank>\n</click>\n'
+    "</clicked>\n</interaction>\n"
+    '<interaction num="2" starttime="10:01:00">\n<query>bare two</query>\n</interaction>\n'
+    "</session>\n"
+    '<session starttime="11:00:00">\n<interaction num="1" starttime="11:00:00">\n'
+    "<query>no num</query>\n</interaction>\n</session>\n"
+    "</sessiontrack2013>\n"
+)
+
+
+def _read_unnumbered(tmp_path: Path, compression: str) -> list[tuple]:
+    """The records of _UNNUMBERED_SESSION_XML, a plain file read whole or a gzip copy by line."""
+    path = tmp_path / "log.xml"
+    path.write_text(_UNNUMBERED_SESSION_XML, encoding="utf-8")
+    if compression == "gzip":
+        path = _gzipped(path)
+    with open_store(tmp_path / "s.duckdb") as con:
+        return _read_log(con, path, compression)
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_a_session_without_a_number_is_a_session_named_by_its_place(tmp_path, compression):
+    """A <session> with no attributes made all its searches rejects ("outside any <session>"),
+    and one with attributes but no num put its searches under an empty session id: each is
+    named by its place among the file's sessions (@2: the second), the same on every import.
+    The whole-file reader (plain file) and the line reader (gzip) alike."""
+    rows = _read_unnumbered(tmp_path, compression)
+    assert [r[2] for r in rows] == [None] * 4
+    got = {(j := json.loads(r[1]))["query"]: (j["session_id"], j["event_id"]) for r in rows}
+    assert got == {
+        "numbered": ("sessiontrack2013/7", "sessiontrack2013/7/1"),
+        "bare one": ("sessiontrack2013/@2", "sessiontrack2013/@2/1"),
+        "bare two": ("sessiontrack2013/@2", "sessiontrack2013/@2/2"),
+        "no num": ("sessiontrack2013/@3", "sessiontrack2013/@3/1"),
+    }
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_a_click_without_a_time_has_a_null_time(tmp_path, compression):
+    """A <click> with attributes but no starttime gave the time "", one with no attributes gave
+    null: both are null. The whole-file reader (plain file) and the line reader (gzip) alike."""
+    rows = _read_unnumbered(tmp_path, compression)
+    clicked = next(json.loads(r[1]) for r in rows if '"bare one"' in r[1])
+    assert clicked["click_ranks"] == [1, 1, 1]
+    assert clicked["click_times"] == [None, None, "10:00:09"]
