@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,6 +71,35 @@ def ticket_sql():
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def _built_stores() -> dict[str, Path]:
+    """The stores ``store_copy`` built this session, by name."""
+    return {}
+
+
+@pytest.fixture
+def store_copy(_built_stores: dict[str, Path], tmp_path_factory: pytest.TempPathFactory,
+               db_path: Path) -> Callable[[str, Callable[[Path], None]], Path]:  # fmt: skip
+    """``store_copy(name, make)``: ``db_path`` holding a copy of the store ``make(path)`` builds,
+    built once per session under ``name``. For tests that need the same store again and again
+    (building it by the CLI costs a second or more; copying the file, milliseconds); the test
+    may write to its copy."""
+
+    def copy(name: str, make: Callable[[Path], None]) -> Path:
+        built = _built_stores.get(name)
+        if built is None:
+            built = tmp_path_factory.mktemp("built") / "store.duckdb"
+            make(built)  # in the first test's folder and environment (_isolated_env)
+            _built_stores[name] = built
+        for suffix in ("", ".wal"):  # a WAL left unmerged too
+            source = built.with_name(built.name + suffix)
+            if source.exists():
+                shutil.copyfile(source, db_path.with_name(db_path.name + suffix))
+        return db_path
+
+    return copy
 
 
 @pytest.fixture(scope="session")

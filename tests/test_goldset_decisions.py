@@ -19,17 +19,19 @@ from goldmine.goldset import items as gi
 from goldmine.goldset.review import ReviewSession
 from goldmine.store import open_store
 
-from helpers import Terminal, build, gold, qid, shown
+from helpers import Terminal, build, gold, qid, run_cli, shown
+
+
+def _drafted(db: Path) -> None:
+    build(db)
+    gold(run_cli, db, "add-query", "reset password", "vpn setup")
+    gold(run_cli, db, "draft", "-k", "3")
 
 
 @pytest.fixture
-def store(cli, db_path: Path) -> Path:
-    build(db_path)
-    result = cli("--db", str(db_path), "gold", "add-query", "reset password", "vpn setup")
-    assert result.returncode == 0, result.stderr
-    result = cli("--db", str(db_path), "gold", "draft", "-k", "3")
-    assert result.returncode == 0, result.stderr
-    return db_path
+def store(store_copy) -> Path:
+    """Two queries drafted three deep: built once, each test writing to its own copy."""
+    return store_copy("decisions", _drafted)
 
 
 # --- 1. verified only when every candidate is decided ----------------------------------------

@@ -15,17 +15,21 @@ from goldmine.goldset import raters
 from goldmine.goldset.raters import agreement
 from goldmine.store import open_store, transaction
 
-from helpers import build, gold, qid, shown
+from helpers import build, gold, qid, run_cli, shown
 
 QUERIES = ("reset password", "vpn setup", "download invoice")
 
 
+def _drafted(db: Path) -> None:
+    build(db)
+    gold(run_cli, db, "add-query", *QUERIES)
+    gold(run_cli, db, "draft", "-k", "2")
+
+
 @pytest.fixture
-def store(cli, db_path: Path) -> Path:
-    build(db_path)
-    assert cli("--db", str(db_path), "gold", "add-query", *QUERIES).returncode == 0
-    assert cli("--db", str(db_path), "gold", "draft", "-k", "2").returncode == 0
-    return db_path
+def store(store_copy) -> Path:
+    """QUERIES drafted two deep: built once, each test writing to its own copy."""
+    return store_copy("raters", _drafted)
 
 
 def test_assign_deals_the_queue_with_overlap(cli, store: Path) -> None:

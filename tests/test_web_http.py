@@ -11,22 +11,27 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
-from helpers import build, gold, shown
+from helpers import build, gold, run_cli, shown
 
 BASE = "http://127.0.0.1:8765"
 TOKEN = "test-token-for-the-page"
 WRITES = ["/api/act", "/api/rater"]
 
 
+def _drafted(db: Path) -> None:
+    build(db)
+    gold(run_cli, db, "add-query", "reset password", "vpn setup")
+    gold(run_cli, db, "draft", "-k", "2")
+
+
 @pytest.fixture
-def store(cli, db_path):
-    build(db_path)
-    gold(cli, db_path, "add-query", "reset password", "vpn setup")
-    gold(cli, db_path, "draft", "-k", "2")
-    return db_path
+def store(store_copy):
+    """Two drafted queries: built once, each test writing to its own copy."""
+    return store_copy("web_http", _drafted)
 
 
 @pytest.fixture
