@@ -887,6 +887,8 @@ def part_methods(threads: int, csvs: list[str], wanted: str, backend: str) -> No
                       f"{len(set(labels)):6d} {run['seconds']:7.1f} "
                       f"{run['seconds'] / bare['seconds']:6.2f} {run['peak_mb']:7d}",
                       flush=True)  # fmt: skip
+                if "timings" in run:  # where the run's time went: the embedding, or the rest
+                    print(f"{'':<12}   steps (s): {run['timings']}", flush=True)
 
 
 def main() -> None:
