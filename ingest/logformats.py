@@ -555,13 +555,15 @@ def _read_analytics(con, path: Path, compression: str, header: list[str], delim:
 def _read_clicklog(
     con, path: Path, compression: str, header: list[str], cols: dict, delim: str
 ) -> None:
-    _read_rows(con, path, "clicklog", compression, header, delim)
+    _read_lines(con, path, "clicklog", compression)
     col = {k: f"gm_col{i}" for k, i in cols.items()}
     part = {k: _trimmed(col[k]) if k in col else "NULL::VARCHAR" for k in _PARTS}
     used = {cols[k] for k in cols}
     others = [(header[i], f"gm_col{i}") for i in range(len(header)) if i not in used]
-    run_sql(con, _click_events(part, others), {"others": [h for h, _ in others]})
-    con.execute("DROP TABLE gm_log_rows")
+    rows = _click_rows_sql(len(header), quoted=delim != "\t")
+    params = {"others": [h for h, _ in others], "delim": delim}
+    run_sql(con, _click_events(part, others, rows), params)
+    con.execute("DROP VIEW gm_click_lines")
     con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
 
 
@@ -577,7 +579,7 @@ def _trimmed(column: str) -> str:
     )
 
 
-def _click_events(part: dict[str, str], others: list[tuple[str, str]]) -> str:
+def _click_events(part: dict[str, str], others: list[tuple[str, str]], rows: str) -> str:
     """SQL grouping the click rows into searches (one record each, at its first row's line).
     The rows that could not be read or split are records with the reason."""
     rank = f"try_cast({part['rank']} AS INTEGER)"
@@ -606,7 +608,7 @@ WITH click_rows AS (
     SELECT line, {part["user"]} AS u, {part["session"]} AS sess,
            {part["query"]} AS q, {part["time"]} AS t, {part["doc"]} AS doc, {rank} AS rank,
            {part["rank"]} AS rank_text, * EXCLUDE (line, raw, reject)
-    FROM gm_log_rows WHERE reject IS NULL
+    FROM ({rows}) WHERE reject IS NULL
 ),
 -- A search's clicks by rank (then row): a list of structs sorted once, not an ordered aggregate.
 -- A row without a query is a search of its own (a reject each, at its line), never grouped.
@@ -643,7 +645,7 @@ sessions AS (
 SELECT line, {raw}::VARCHAR AS raw, NULL::VARCHAR AS err
 FROM sessions
 UNION ALL
-SELECT line, raw, reject FROM gm_log_rows WHERE reject IS NOT NULL
+SELECT line, raw, reject FROM ({rows}) WHERE reject IS NOT NULL
 """
 
 
