@@ -12,7 +12,8 @@ A figure needs enough units to mean anything: under ``TOO_FEW`` it is reported a
 say", and a kappa whose interval holds 0 as "no better than chance".
 
 A pair's report (``matrix_report``: the figures and the named matrix) is built here once: the
-model judge, the raters and ``sources.compare`` all give it, and none of them imports another for it.
+model judge, the raters and ``sources.compare`` all give it, and none of them imports another
+for it.
 """
 
 from __future__ import annotations
