@@ -112,7 +112,7 @@ class Split:
         self.maybe_blank = np.flatnonzero(~_visible(ext[starts]) & ~_visible(ext[last]))
 
     def prefix(self, size: int) -> pa.Table:
-        return pa.table({"line": [self.line], "v": self._slices(np.array([0, size]))})
+        return _table({"line": np.array([self.line]), "v": self._slices(np.array([0, size]))})
 
     def _slices(self, offsets: np.ndarray) -> pa.Array:
         """The strings between consecutive byte ``offsets``; raises NeedsLines if one is
@@ -135,7 +135,7 @@ class Split:
         at = np.append(self.starts[recs], self.end)
         a, b = at[:-1], at[1:] - (self.ext[at[1:] - 1] == _LF)  # to its last line's end
         b -= self.ext[b - 1] == _CR
-        return pa.table({
+        return _table({
             "line": recs + self.line, "v": self.views(a, b),
             "b": self._any(self.maybe_blank, np.append(recs, len(self.starts))),
             "c": self._any(self.crs, at),
@@ -210,15 +210,32 @@ class Split:
         flat.update({k: self.views(a[simple], b[simple]) for k, (a, b) in places.items()})
         other = ~simple[rec]
         fields = pa.StructArray.from_arrays(
-            [pa.array(letters[other]), self.views(at[:-1][other], at[1:][other]),
-             pa.array(self._any(self.maybe_blank, np.append(marks, len(starts)))[other]),
-             pa.array(self._any(self.crs, at)[other])],
+            [_arrow(letters[other]), self.views(at[:-1][other], at[1:][other]),
+             _arrow(self._any(self.maybe_blank, np.append(marks, len(starts)))[other]),
+             _arrow(self._any(self.crs, at)[other])],
             names=["t", "v", "b", "c"],
         )  # fmt: skip
         bounds = np.append(0, np.cumsum(np.bincount(rec[other], minlength=n)[~simple]))
-        lists = pa.LargeListArray.from_arrays(bounds.astype(np.int64), fields)
-        return pa.table(flat), pa.table({"line": recs[~simple] + self.line, "f": lists})
+        lists = pa.LargeListArray.from_arrays(_arrow(bounds.astype(np.int64)), fields)
+        return _table(flat), _table({"line": recs[~simple] + self.line, "f": lists})
 
 
 def _visible(chars: np.ndarray) -> np.ndarray:
     return (chars >= 33) & (chars <= 126)
+
+
+def _arrow(values: np.ndarray) -> pa.Array:
+    """A numpy array as Arrow from its buffer: ``pa.array`` of a numpy array imports pandas
+    (0.4 s, the whole read of a small collection such as Cranfield)."""
+    values = np.ascontiguousarray(values)
+    if values.dtype == bool:
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
+    kind = pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(kind, len(values), [None, pa.py_buffer(values)])
+
+
+def _table(columns: dict) -> pa.Table:
+    """An Arrow table of numpy arrays and Arrow arrays, by name."""
+    arrays = [c if isinstance(c, pa.Array) else _arrow(c) for c in columns.values()]
+    return pa.Table.from_arrays(arrays, names=list(columns))
