@@ -514,20 +514,6 @@ def _click_rows_sql(n: int, quoted: bool) -> str:
     )
 
 
-def _read_rows(con, path: Path, fmt: str, compression: str, header: list[str], delim: str) -> None:
-    """``gm_log_rows(line, raw, reject, gm_col0…)``: a delimited file's rows after its header,
-    ``raw`` kept for the rejects only (storing every line's text again was a fifth of the split)."""
-    _read_lines(con, path, fmt, compression)
-    # Our own column names and constants only (never the file's) go into the SQL text.
-    rows = _click_rows_sql(len(header), quoted=delim != "\t")
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE gm_log_rows AS SELECT * REPLACE "
-        f"(CASE WHEN reject IS NOT NULL THEN raw END AS raw) FROM ({rows})",
-        {"delim": delim},
-    )
-    con.execute("DROP VIEW gm_click_lines")
-
-
 def _read_lines(con, path: Path, fmt: str, compression: str) -> None:
     from goldmine.ingest.files import InputFile, read_lines
 
