@@ -89,7 +89,7 @@ def _listing(
 
 
 def starter(
-    n: Annotated[int, typer.Option("--n", help="How many queries to propose.")] = 50,
+    n: Annotated[int, typer.Option("--n", min=1, help="How many queries to propose.")] = 50,
     by_source: Annotated[
         str | None,
         typer.Option(

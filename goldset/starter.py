@@ -316,6 +316,8 @@ def read_spread(con: duckdb.DuckDBPyConnection) -> Spread | None:
         """SELECT CAST(cluster_id AS VARCHAR) AS ckey, centroid FROM triage_clusters
            WHERE len(centroid) > 0
              AND len(centroid) = (SELECT max(len(centroid)) FROM triage_clusters)
+             -- a NULL or NaN element would make every distance NaN: read as no centroid
+             AND list_bool_and(list_transform(centroid, lambda x: coalesce(isfinite(x), false)))
            ORDER BY cluster_id"""
     ).to_arrow_table()
     if not table.num_rows:

@@ -341,3 +341,27 @@ def test_a_cluster_the_gold_set_holds_counts_as_picked_for_the_distance() -> Non
     # cluster 1 is in the gold set; the head band's coverage place takes cluster 0
     picks = choose(queries, 2, {"1"}, {texts["1"]}, {"keyword"}, spread=spread)
     assert [p.query["norm_query"] for p in picks] == [texts["0"], texts["3"]]
+
+
+def test_a_centroid_with_a_null_or_nan_element_is_left_out_of_the_spread(db_path: Path) -> None:
+    """A centroid holding a NULL or a NaN (a store written by hand, an older triage) would make
+    every distance NaN, and the spread would silently fall back to plain queue order: such a
+    cluster is read as one without a centroid, the others keep their distances."""
+    from goldmine.goldset.starter import read_spread
+
+    write_topics(db_path)
+    with open_store(db_path) as con:
+        update = "UPDATE triage_clusters SET centroid = {} WHERE cluster_id = ?"
+        con.execute(update.format("[NULL, 0, 0, 0, 1]"), [4])
+        con.execute(update.format("['nan'::FLOAT, 0, 0, 1, 0]"), [3])
+        spread = read_spread(con)
+    assert spread is not None
+    assert sorted(spread.row) == ["1", "2"]
+    assert np.isfinite(spread.centroids).all()
+
+
+def test_a_size_below_one_is_refused_in_one_line(cli, db_path: Path) -> None:
+    write_topics(db_path)
+    result = gold(cli, db_path, "starter", "--n", "-3", "--by", "tester", ok=False)
+    assert result.returncode == 2, result.stdout
+    assert "--n" in result.stderr
