@@ -2,7 +2,7 @@
 
 Each reader of ingest/corpus_formats.py (SMART, TREC SGML, TSV) on a generated file of N records
 (default 1M), against a bare DuckDB read of the same bytes (``read_csv`` of the lines into a
-table), alternated in the same run: ``files.read_raw`` into ``gm_raw``, materialized; the
+table), alternated in the same run: ``formats.read_raw`` into ``gm_raw``, materialized; the
 same with ``gm_raw`` read to its end but not stored again (the reader's own cost: its records
 are already in a table, and a copy of them costs as much as the bare read); and the whole
 ``ingest corpus`` into a fresh store. Prints medians and the ratio to the bare read (goal
@@ -25,7 +25,8 @@ import duckdb
 from goldmine.ingest import api
 from goldmine.ingest.corpus import collections
 from goldmine.ingest.corpus_formats import read_by_line
-from goldmine.ingest.files import RAW_LINE_OPTIONS, detect, read_raw
+from goldmine.ingest.files import RAW_LINE_OPTIONS
+from goldmine.ingest.formats import detect, read_raw
 from goldmine.store import open_store
 
 OUT = Path(__file__).resolve().parent / "out"

@@ -283,13 +283,13 @@ if kind == "bare":
     stored = None
 elif kind == "records":  # the record-by-record reader, the file's stream switched off
     import dataclasses
-    from goldmine.ingest import batch, files, traces
+    from goldmine.ingest import batch, formats, traces
     from goldmine.ingest.redact import make_redactor
     from goldmine.store import open_store
     target = dataclasses.replace(traces.target(), stream=None, number=None)
     start = time.perf_counter()
     with open_store(db) as con:
-        result = batch.run(con, target, files.discover([path]),
+        result = batch.run(con, target, formats.discover([path]),
                            make_redactor(True, None, handles=True), {})
     elapsed = time.perf_counter() - start
     stored = result.total

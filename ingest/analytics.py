@@ -21,8 +21,8 @@ from typing import Any
 
 import duckdb
 
-from goldmine.ingest.batch import Target
 from goldmine.ingest.fields import json_path
+from goldmine.ingest.target import Target
 from goldmine.text import fill_non_ascii, norm_sql
 
 SOURCE = "analytics"

@@ -18,7 +18,7 @@ from goldmine.ingest import traces as _traces
 from goldmine.ingest import ubi as _ubi
 from goldmine.ingest.batch import ImportResult
 from goldmine.ingest.fields import parse_map, resolve_fields
-from goldmine.ingest.files import discover
+from goldmine.ingest.formats import discover
 from goldmine.ingest.redact import Redactor, make_redactor
 
 Mapping = list[str] | dict[str, str] | None

@@ -36,14 +36,15 @@ from goldmine.ingest.files import (
     fix_reject_lines,
     materialized_rows,
     parquet_schema,
-    read_raw,
     run_sql,
     sample_keys,
     streaming_rows,
 )
+from goldmine.ingest.formats import read_raw
 from goldmine.ingest.logformats import DATE_MACROS
 from goldmine.ingest.redact import Redactor, install_macros
 from goldmine.ingest.scan import FileScan, blanked_copy, scan_file
+from goldmine.ingest.target import Target
 from goldmine.output import progress
 from goldmine.store import (
     can_release,
@@ -144,43 +145,6 @@ class ImportResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"files": [f.as_dict() for f in self.files], "total": self.total}
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where a source's rows go and how they are made from the file's records.
-
-    ``stage(keys)`` returns SQL (and the parameters it uses) selecting ``line``, ``raw``,
-    ``reason`` (NULL for a good row) and every name in ``columns``, over ``gm_rows`` (through
-    ``field_access``) or over ``gm_raw``; ``ts`` among the columns gives the watermark.
-    ``redact`` names the text columns PII redaction applies to; ``pseudonymize`` the id columns
-    it applies to that rows are grouped by (a session): see ``_pseudonyms``. ``reshape`` rewrites
-    ``gm_raw`` first (chat threads); ``store`` replaces the anti-join insert (corpus snapshots).
-    """
-
-    source: str
-    table: str
-    key: tuple[str, ...]
-    columns: tuple[str, ...]
-    stage: Callable[[list[str]], tuple[str, dict[str, Any]]]
-    redact: tuple[str, ...] = ()
-    pseudonymize: tuple[str, ...] = ()
-    macros: str = ""
-    # False when the stage SQL needs every row's line number (a streamed row has it only when
-    # rejected). Like a record-by-record one, a streamed row with ``err`` must be rejected.
-    streaming: bool = True
-    reshape: Callable[[duckdb.DuckDBPyConnection, list[str]], None] | None = None
-    store: Callable[[duckdb.DuckDBPyConnection, Target, int], int] | None = None
-    summary: Callable[[duckdb.DuckDBPyConnection, int], dict[str, Any]] | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    # The stage SQL selects ``gm_present`` itself, found before its heavy per-row work.
-    marks_present: bool = False
-    # A target that reads a file's lines itself: ``stream(con, file, keys)`` makes what
-    # ``stage`` reads straight from the file and returns True, or False to take the
-    # record-by-record path (``reshape``); ``number(con, file, redactor)`` then gives the staged
-    # rows that need one their line and text (rejects).
-    stream: Callable[[duckdb.DuckDBPyConnection, InputFile, list[str]], bool] | None = None
-    number: Callable[[duckdb.DuckDBPyConnection, InputFile, Redactor], None] | None = None
 
 
 def prepare(con: duckdb.DuckDBPyConnection) -> None:

@@ -13,10 +13,10 @@ from typing import Any
 import duckdb
 
 from goldmine.errors import InputError
-from goldmine.ingest.batch import Target
 from goldmine.ingest.feedback import DONT_KNOW, thumbs
 from goldmine.ingest.fields import field_access, json_path, resolve_fields, typ, val
 from goldmine.ingest.files import check_json, replace_raw
+from goldmine.ingest.target import Target
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "conversation_id": (

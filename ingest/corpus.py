@@ -14,9 +14,9 @@ from typing import Any
 import duckdb
 
 from goldmine.errors import InputError
-from goldmine.ingest.batch import Target
 from goldmine.ingest.fields import field_access, resolve_fields, typ, val
 from goldmine.ingest.files import InputFile
+from goldmine.ingest.target import Target
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "chunk_id": ("chunk_id", "id", "_id", "pid", "passage_id", "docid"),

@@ -4,7 +4,7 @@ Cranfield, MED, CISI and CACM come as SMART (``.I``/``.T``/``.A``/``.B``/``.W`` 
 disks, Robust04 and AP as SGML that is not quite XML (unescaped ``&``, unclosed tags), MS MARCO and
 DPR as TSV: none of them has a suffix that says so, and a user should not have to write a
 converter. Each reader makes the view ``gm_raw(line, raw, err)`` of JSON objects that every
-target reads (``files.read_raw``), one per record, its line the record's first line.
+target reads (``formats.read_raw``), one per record, its line the record's first line.
 
 SMART and TREC SGML files are split into records before DuckDB sees them (``read_split``): the
 lines that open a record (``.I``, ``<DOC>``) and, for SMART, each field's marker are found by a

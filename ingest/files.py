@@ -1,4 +1,7 @@
-"""Finding the files to import and reading any of them as records with a line number.
+"""Reading the files to import as records with a line number: the formats DuckDB reads itself
+(JSONL, CSV, Parquet, JSON documents) and the line reader the other layouts build on. Which
+format a file is in, and the readers of IR collections and search-log layouts, are in
+``ingest.formats``, above this module and those readers.
 
 Two ways in. The streaming one (``streaming_rows``) lets DuckDB's reader parse a clean JSONL or
 Parquet file once, straight from disk. The record-by-record one (``read_raw``) makes every format
@@ -10,8 +13,6 @@ Paths reach DuckDB as parameters only.
 
 from __future__ import annotations
 
-import glob
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,34 +21,6 @@ from pathlib import Path
 import duckdb
 
 from goldmine.errors import InputError
-from goldmine.files import require_file
-
-FORMATS = ("jsonl", "json", "csv", "parquet", "smart", "trec", "tsv")
-FORMATS += ("session_xml", "clicklog", "analytics")  # search logs' own (ingest.logformats)
-# What each format is, for the message when a file's format cannot be told.
-FORMAT_NAMES = {
-    "jsonl": "JSONL (.jsonl/.ndjson)",
-    "json": "JSON (.json)",
-    "csv": "CSV (.csv)",
-    "parquet": "Parquet (.parquet)",
-    "smart": "SMART (.I/.T/.W lines)",
-    "trec": "TREC SGML (<DOC><DOCNO>)",
-    "tsv": "TSV (id<TAB>text)",
-    "session_xml": "TREC Session Track XML",
-    "clicklog": "click-level logs (a row per click: AnonID, Query, QueryTime, ItemRank, ClickURL)",
-    "analytics": "aggregated search analytics (query, count, no results, CTR)",
-}
-_SUFFIXES = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".json": "json",
-    ".csv": "csv",
-    ".tsv": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
-_COMPRESSION = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd"}
-_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
 
 
 @dataclass(frozen=True)
@@ -59,107 +32,6 @@ class InputFile:
     @property
     def label(self) -> str:
         return self.format + ("" if self.compression == "none" else f"+{self.compression}")
-
-
-def detect(path: Path, forced: str | None = None) -> InputFile:
-    """The file's format: ``forced``, else told by its first bytes (SMART and TREC SGML, which
-    ship with no telling suffix: ``cran.all.1400``, ``ap880212``), else by its suffix, else a
-    tab in its first line (a TSV collection)."""
-    suffixes = [s.lower() for s in path.suffixes]
-    compression = "none"
-    if suffixes and suffixes[-1] in _COMPRESSION:
-        compression = _COMPRESSION[suffixes.pop()]
-    if compression == "none":
-        compression = _compression_by_magic(path)
-    head = _first_bytes(path, compression)
-    by_suffix = _SUFFIXES.get(suffixes[-1]) if suffixes else None
-    fmt = forced or _log_layout(head, suffixes)
-    if fmt is None:
-        from goldmine.ingest.corpus_formats import sniff
-
-        told = sniff(head)
-        fmt = told if told in ("smart", "trec") or by_suffix is None else by_suffix
-    if fmt not in FORMATS:
-        raise InputError(
-            "unknown file format: goldmine reads "
-            + ", ".join(FORMAT_NAMES.values())
-            + ", each optionally .gz or .zst; name one with --format "
-            + "|".join(FORMATS),
-            path=path,
-        )
-    return InputFile(path, fmt, compression)
-
-
-def _log_layout(head: bytes, suffixes: list[str]) -> str | None:
-    """A search log's own layout (ingest.logformats), told by the file's first bytes."""
-    from goldmine.ingest.logformats import sniff
-
-    return sniff(head, suffixes[-1] if suffixes else "")
-
-
-def _first_bytes(path: Path, compression: str, size: int = 65536) -> bytes:
-    """The start of the file's content, decompressed; empty if it cannot be read (discover or
-    the scan says what is wrong with the file)."""
-    from goldmine.ingest.scan import open_compressed
-
-    try:
-        with open_compressed(path, compression) as handle:
-            return handle.read(size)
-    except Exception:
-        return b""
-
-
-def _compression_by_magic(path: Path) -> str:
-    """gzip or zstd by the file's magic number, for a compressed file not named so."""
-    try:
-        with path.open("rb") as f:
-            magic = f.read(4)
-    except OSError:
-        return "none"
-    return next((c for m, c in _MAGIC.items() if magic.startswith(m)), "none")
-
-
-def discover(paths: list[str | Path], forced: str | None = None) -> list[InputFile]:
-    """Files named, matched by a glob, or found in a folder (recursively, known formats only)."""
-    found: list[InputFile] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            inside = sorted(p for p in path.rglob("*") if p.is_file() and _known(p))
-            if not inside:
-                raise InputError(
-                    "folder holds no file in a format goldmine reads (--format to name one)",
-                    path=path,
-                )
-            found.extend(detect(p, forced) for p in inside)
-        elif path.is_file():
-            found.append(detect(path, forced))
-        elif os.path.lexists(path) or not glob.has_magic(str(given)):
-            require_file(path)
-            raise InputError("cannot be read", path=given)  # not reached: it says what is wrong
-        else:
-            matched = sorted(Path(p) for p in glob.glob(str(given), recursive=True))
-            matched = [p for p in matched if p.is_file()]
-            if not matched:
-                raise InputError("no file matches this pattern", path=given)
-            found.extend(detect(p, forced) for p in matched)
-    for item in found:
-        try:
-            with item.path.open("rb"):
-                pass
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", path=item.path) from exc
-    return found
-
-
-def _known(path: Path) -> bool:
-    """Whether a file in a folder is taken: a known format, but not a file with no telling name
-    that is TSV only by a tab in its first line (a Makefile); such a file is read when named."""
-    try:
-        item = detect(path)
-    except InputError:
-        return False
-    return item.format != "tsv"
 
 
 _READ_LINES = """
@@ -267,24 +139,18 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
         elif item.format == "json":
             _read_json_document(con, item)
             con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
-        elif item.format in ("session_xml", "clicklog", "analytics"):
-            from goldmine.ingest.logformats import read
-
-            read(con, item.path, item.format, item.compression)
-        elif item.format in ("smart", "trec", "tsv"):
-            from goldmine.ingest.corpus_formats import read
-
-            read(con, item.format, item.path, item.compression)
-            con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
         else:
             if item.format == "csv":
                 check_csv_width(item)
             con.execute(_READ_LINES if item.format == "jsonl" else _READ_CSV, params)
             _lines_view(con, header=1 if item.format == "csv" else 0, jsonl=item.format == "jsonl")
     except duckdb.Error as exc:
-        raise InputError(
-            f"cannot read as {item.label}: {_first_line(exc)}", path=item.path
-        ) from exc
+        raise unreadable(item, exc) from exc
+
+
+def unreadable(item: InputFile, exc: duckdb.Error) -> InputError:
+    """The one-line error for a file DuckDB's reader gave up on."""
+    return InputError(f"cannot read as {item.label}: {_first_line(exc)}", path=item.path)
 
 
 # A header wider than this is refused at once: DuckDB's sniffer and a JSON object per row over

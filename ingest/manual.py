@@ -16,9 +16,10 @@ import duckdb
 
 from goldmine.config import IngestSettings
 from goldmine.errors import InputError
-from goldmine.ingest.batch import Source, Target
+from goldmine.ingest.batch import Source
 from goldmine.ingest.files import replace_raw
 from goldmine.ingest.redact import Redactor, configured_patterns, install_macros, make_redactor
+from goldmine.ingest.target import Target
 
 COLUMNS = ("query_id", "ts", "query", "source", "note")
 

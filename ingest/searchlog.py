@@ -14,7 +14,7 @@ import duckdb
 
 from goldmine.errors import InputError
 from goldmine.ingest import analytics, batch
-from goldmine.ingest.batch import LINE_HASH, ImportResult, Target
+from goldmine.ingest.batch import LINE_HASH, ImportResult
 from goldmine.ingest.fields import field_access, ids, resolve_fields, typ, val
 from goldmine.ingest.files import InputFile
 from goldmine.ingest.logformats import (
@@ -25,6 +25,7 @@ from goldmine.ingest.logformats import (
     header,
 )
 from goldmine.ingest.redact import Redactor
+from goldmine.ingest.target import Target
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "event_id": ("event_id", "eventid", "id", "search_id", "request_id", "query_id", "_id"),

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from goldmine.errors import InputError
-from goldmine.ingest.batch import Target
 from goldmine.ingest.fields import field_access, resolve_fields, typ, val
+from goldmine.ingest.target import Target
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "ticket_id": ("ticket_id", "id", "ticket", "number", "key", "tweet_id"),

@@ -15,10 +15,12 @@ from typing import Any
 import duckdb
 
 from goldmine.errors import InputError
-from goldmine.ingest.batch import Source, Target
-from goldmine.ingest.files import InputFile, check_json, read_raw, run_sql
+from goldmine.ingest.batch import Source
+from goldmine.ingest.files import InputFile, check_json, run_sql
+from goldmine.ingest.formats import read_raw
 from goldmine.ingest.redact import Redactor
 from goldmine.ingest.searchlog import COLUMNS
+from goldmine.ingest.target import Target
 from goldmine.text import sha256_file
 
 _OBJECT_ID = [

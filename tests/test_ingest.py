@@ -21,7 +21,7 @@ import zstandard
 
 from goldmine.errors import InputError
 from goldmine.ingest import api, batch, searchlog
-from goldmine.ingest.files import discover
+from goldmine.ingest.formats import discover
 from goldmine.ingest.redact import Redactor, redact_text
 from goldmine.store import open_store
 from goldmine.text import sha256_file
@@ -558,7 +558,7 @@ def test_malformed_lines_stay_on_the_one_pass_path_with_the_reasons_of_the_slow_
     the one-pass reader and that path agree on counts, lines and reasons. Invalid UTF-8 still
     goes the slow way, which can name it."""
     from goldmine.ingest import batch, searchlog
-    from goldmine.ingest.files import detect
+    from goldmine.ingest.formats import detect
     from goldmine.ingest.redact import Redactor
 
     lines = [

@@ -40,9 +40,9 @@ from typing import Any
 import duckdb
 
 from goldmine.errors import InputError
-from goldmine.ingest.batch import Target
 from goldmine.ingest.files import InputFile, check_json, run_sql
 from goldmine.ingest.searchlog import COLUMNS
+from goldmine.ingest.target import Target
 from goldmine.ingest.traces import langfuse, langsmith, openai, openinference, otlp, spans
 from goldmine.ingest.traces.events import (
     SIDE_COLUMNS,

@@ -12,9 +12,10 @@ from typing import Any
 
 import duckdb
 
-from goldmine.ingest.batch import Target, repeats, store_new_rows
+from goldmine.ingest.batch import repeats, store_new_rows
 from goldmine.ingest.feedback import DONT_KNOW, thumbs
 from goldmine.ingest.files import NOT_BLANK, RAW_LINE_OPTIONS, InputFile, run_sql
+from goldmine.ingest.target import Target
 from goldmine.ingest.traces import spans
 
 SIDE_COLUMNS = (
