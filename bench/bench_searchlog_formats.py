@@ -10,9 +10,11 @@ analytics, whose rows ingest/analytics.py maps) each on a generated file of ``--
 - with ``--against REV``, the reader as it was at git revision REV (ingest/logformats.py read from
   git), so that a change to a reader is measured against what it replaces in the same run.
 
-Prints medians and the reader's and the import's ratio to the bare read; asserts nothing about
-time. Run: ``.venv/bin/python bench/bench_searchlog_formats.py [--rows N] [--repeat R]
-[--only FORMAT] [--against REV]``
+Prints medians and the reader's and the import's ratio to the bare read, and the same ratios in
+the process's CPU time (``time.process_time``, every thread's), which a loaded machine moves far
+less than the wall clock: a starved process waits for a core without spending CPU. Asserts
+nothing about time. Run: ``.venv/bin/python bench/bench_searchlog_formats.py [--rows N]
+[--repeat R] [--only FORMAT] [--against REV]``
 """
 
 from __future__ import annotations
@@ -122,21 +124,23 @@ _BARE = {
 }
 
 
-def _bare(path: Path, fmt: str) -> float:
+def _bare(path: Path, fmt: str) -> tuple[float, float]:
+    """Wall and CPU seconds of DuckDB reading the file into a table."""
     con = duckdb.connect()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     con.execute(_BARE[fmt], {"p": str(path)})
-    took = time.perf_counter() - start
+    took = time.perf_counter() - start, time.process_time() - cpu
     con.close()
     return took
 
 
-def _reader(path: Path, fmt: str, module: types.ModuleType = logformats) -> float:
+def _reader(path: Path, fmt: str, module: types.ModuleType = logformats) -> tuple[float, float]:
+    """Wall and CPU seconds of the reader making its records."""
     con = duckdb.connect()
     batch.prepare(con)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     module.read(con, path, fmt, "none")  # gm_raw: a view over the records made
-    took = time.perf_counter() - start
+    took = time.perf_counter() - start, time.process_time() - cpu
     con.close()
     return took
 
@@ -189,13 +193,18 @@ def main() -> None:
         if not path.exists():
             make(path, args.rows)
         times: dict[str, list[float]] = {"bare": [], "reader": [], "import": [], "before": []}
+        cpu: dict[str, list[float]] = {"bare": [], "reader": [], "before": []}
         for _ in range(args.repeat):  # alternated, so that load on the machine hits all alike
-            times["bare"].append(_bare(path, fmt))
-            if before is not None:
-                times["before"].append(_reader(path, fmt, before))
-            times["reader"].append(_reader(path, fmt))
+            runs = [("bare", None), ("before", before), ("reader", logformats)]
+            for name, module in runs:
+                if name == "before" and module is None:
+                    continue
+                wall, spent = _bare(path, fmt) if module is None else _reader(path, fmt, module)
+                times[name].append(wall)
+                cpu[name].append(spent)
             times["import"].append(_import(path, fmt))
         med = {k: statistics.median(v) for k, v in times.items() if v}
+        med_cpu = {k: statistics.median(v) for k, v in cpu.items() if v}
         size = path.stat().st_size / 1e6
         against = (
             f"reader at {args.against} {med['before']:.2f} s ({med['before'] / med['bare']:.2f}x), "
@@ -207,6 +216,11 @@ def main() -> None:
             f"reader {med['reader']:.2f} s ({med['reader'] / med['bare']:.2f}x), "
             f"import {med['import']:.2f} s ({med['import'] / med['bare']:.2f}x)  "
             f"(medians of {args.repeat})",
+            flush=True,
+        )
+        print(
+            f"{'':12s} CPU: "
+            + ", ".join(f"{k} {v:.2f} s ({v / med_cpu['bare']:.2f}x)" for k, v in med_cpu.items()),
             flush=True,
         )
 
