@@ -27,9 +27,12 @@ browser:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "no Chromium (apt-get install chromium): the browser tests will skip"; fi
 
-# The fast lane: everything but the tests marked slow (model loads, real data sets, big files).
+# The fast lane: everything but the tests marked slow (model loads, real data sets, big files),
+# on $(WORKERS) workers, each test file on one of them (module fixtures built once). CI runs
+# test-all in one process.
+WORKERS ?= 2
 test: setup browser
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" -n $(WORKERS) --dist loadfile
 
 # Everything, the slow real-data tests too: what CI runs.
 test-all: setup browser

@@ -37,6 +37,8 @@ def test_the_stage_folders_import_only_as_goldmine_stages() -> None:
         assert importlib.util.find_spec(f"goldmine.{stage}") is not None
 
 
+# slow: builds a wheel and installs it into a fresh virtualenv (a pip run, 10-20 s).
+@pytest.mark.slow
 def test_a_built_wheel_installs_goldmine_alone(tmp_path: Path) -> None:
     """Only ``goldmine`` lands at the top of site-packages: nothing named eval or ingest."""
     src = tmp_path / "src"

@@ -298,6 +298,9 @@ def test_a_query_stops_after_max_checks_look_alikes(db_path):
     assert unbounded == {len(ranked) - 1: (len(ranked) - 2, pytest.approx(98.1, abs=1))}
 
 
+# slow: 3,000 generated variants deduped twice, bounded and unbounded (47-74 s under load);
+# the bound itself is checked in the fast lane by test_a_query_stops_after_max_checks_look_alikes.
+@pytest.mark.slow
 def test_bounded_checks_keep_the_canonicals_of_a_head_intent(db_path):
     """A head intent's thousands of variants, synonym swaps among them, planned from a real
     store: with the checks per query bounded, at least 99% of the queries that join a canonical
@@ -681,6 +684,8 @@ def test_a_large_set_chooses_on_a_sample(monkeypatch):
     assert (info["k"], info["resolution"]) in {(10, 4.0), (10, 8.0), (20, 4.0), (20, 8.0)}
 
 
+# slow: a real data set (Cranfield's corpus and queries) indexed and tagged whole (5-9 s).
+@pytest.mark.slow
 def test_no_answer_likely_on_cranfield(db_path, shared_dataset):
     """Cranfield's own queries are answerable by its aeronautics abstracts; banking ones are not."""
     from goldmine.triage.tags import tag_queries
