@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from rapidfuzz import fuzz
+from rapidfuzz import fuzz, process
 
 from goldmine.errors import InputError, NotFoundError
 from goldmine.goldset.items import add_item, fetch_dicts, now
@@ -348,51 +348,112 @@ def choose(
     ``places``: how many picks each source may fill; None for no limit. ``spread``: the
     clusters' centroids (``read_spread``), which the fill weighs distance by; it counts the
     clusters in the set and those picked here as picked. None: the queues' order alone."""
-    queries = [_with_defaults(q, seed) for q in queries]
-    pool = [q for q in queries if q["norm_query"] not in held]
-    picks: list[Pick] = []
-    taken: set[str] = set()
-    used = set(used_clusters)
-    if spread is not None:
-        spread.add(used)  # a cluster the gold set already holds is as near as a picked one
-    large = {q["ckey"] for q in queries if q["band"] in ("head", "torso")}
-    limits = dict(places) if places is not None else None
-    filled: dict[str, int] = {}
+    rows = [_with_defaults(q, seed) for q in queries]
+    choice = _Choice(rows, n, used_clusters, held, held_tags, places, spread)
+    choice.cover_tags()
+    choice.cover_bands()
+    choice.cover_failure()
+    choice.fill()
+    return choice.explained()
 
-    picked: list[str] = []
-    rounds: dict[str, int] = {}
-    members: dict[str, list[dict]] = {}  # each cluster's queries, most central first
+
+def _members(pool: list[dict]) -> dict[str, list[dict]]:
+    """Each cluster's open queries, most central first."""
+    out: dict[str, list[dict]] = {}
     for q in sorted(pool, key=lambda q: (q["qrank"], q["qhash"])):
-        members.setdefault(q["ckey"], []).append(q)
-    in_cluster: dict[str, list[str]] = {}  # each cluster's picks so far
+        out.setdefault(q["ckey"], []).append(q)
+    return out
+
+
+def _held_places(
+    queries: list[dict], held: set[str]
+) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Places per cluster and each cluster's queries, counting those the gold set holds."""
+    rounds: dict[str, int] = {}
+    in_cluster: dict[str, list[str]] = {}
     for q in queries:
         # A query the gold set holds is its cluster's place: the fewest-first rule and the
         # next variant's difference count it, so a re-run does not refill the held clusters.
         if q["norm_query"] in held:
             rounds[q["ckey"]] = rounds.get(q["ckey"], 0) + 1
             in_cluster.setdefault(q["ckey"], []).append(q["norm_query"])
+    return rounds, in_cluster
 
-    def near_duplicate(norm: str) -> bool:
+
+def _volume(q: dict) -> float:
+    return float(q.get("cvolume", q["n_events"]))
+
+
+def _cluster_failed(q: dict) -> float:
+    return float(q.get("cfailed", q["n_failed"]))
+
+
+def _alike(q: dict) -> float:
+    return 1.0  # the tail's clusters weigh alike: farthest
+
+
+class _Choice:
+    """One ``choose`` call's state, shared by its phases: the coverage picks (awkward tags,
+    volume bands, the worst failure), then the fill over three queues in rounds, then each
+    pick's reasons. A pick updates it all at once (``_place``), so the phases read one truth."""
+
+    def __init__(
+        self,
+        queries: list[dict],
+        n: int,
+        used_clusters: set[str],
+        held: set[str],
+        held_tags: set[str],
+        places: dict[str, int] | None,
+        spread: Spread | None,
+    ) -> None:
+        self.n, self.held_tags, self.spread = n, held_tags, spread
+        self.pool = [q for q in queries if q["norm_query"] not in held]
+        self.picks: list[Pick] = []
+        self.taken: set[str] = set()
+        self.used = set(used_clusters)  # clusters with a place this round
+        if spread is not None:
+            spread.add(self.used)  # a cluster the gold set already holds is as near as a picked one
+        self.large = {q["ckey"] for q in queries if q["band"] in ("head", "torso")}
+        self.limits = dict(places) if places is not None else None
+        self.filled: dict[str, int] = {}  # places filled per source
+        self.picked: list[str] = []  # the picks' normalized queries, for near_duplicate
+        self.members = _members(self.pool)  # each cluster's queries, most central first
+        # Places per cluster and each cluster's picks so far, the gold set's counted.
+        self.rounds, self.in_cluster = _held_places(queries, held)
+        self.failing = sorted(
+            (q for q in self.pool if is_failing(q)),
+            key=lambda q: (-q["n_failed"], -q["failure_rate"], q["qrank"], q["qhash"]),
+        )
+
+    def near_duplicate(self, norm: str) -> bool:
         # "change the address on order NW-1085" and "... NW-1244" are one query for a gold set.
-        return any(fuzz.ratio(_shape(norm), _shape(p)) >= NEAR_DUPLICATE for p in picked)
+        shape = _shape(norm)
+        return any(fuzz.ratio(shape, _shape(p)) >= NEAR_DUPLICATE for p in self.picked)
 
-    def slot(q: dict) -> str | None:
+    def slot(self, q: dict) -> str | None:
         """The source whose place ``q`` would fill: its main one, else another with room."""
-        if limits is None:
+        if self.limits is None:
             return q["source"]
-        return next((s for s in q["src_order"] if filled.get(s, 0) < limits.get(s, 0)), None)
+        limits = self.limits
+        return next((s for s in q["src_order"] if self.filled.get(s, 0) < limits.get(s, 0)), None)
 
-    def open_q(q: dict) -> bool:
-        return q["norm_query"] not in taken and slot(q) is not None
+    def open_q(self, q: dict) -> bool:
+        return q["norm_query"] not in self.taken and self.slot(q) is not None
 
-    def farthest(candidates: list[dict], weight: Callable[[dict], float]) -> dict | None:
+    def still_open(self, q: dict) -> bool:
+        return q["norm_query"] not in self.taken and not self.near_duplicate(q["norm_query"])
+
+    def farthest(
+        self, spread: Spread, candidates: list[dict], weight: Callable[[dict], float]
+    ) -> dict | None:
         """The unused cluster whose weight x distance from the picked clusters is highest,
         over the queue's first LOOKAHEAD unused clusters (its first query each)."""
         window: dict[str, dict] = {}
         for q in candidates:
             if len(window) >= LOOKAHEAD:
                 break
-            if q["ckey"] not in used and q["ckey"] not in window and open_q(q):
+            if q["ckey"] not in self.used and q["ckey"] not in window and self.open_q(q):
                 window[q["ckey"]] = q
         spread.refresh(window)  # one matrix product for the window, not one per cluster
         best, best_score = None, -1.0
@@ -401,144 +462,183 @@ def choose(
             if best is not None and w <= best_score:
                 break  # weights fall along the queue and a distance is at most 1
             score = w * spread.distance(q["ckey"])
-            if score > best_score and not near_duplicate(q["norm_query"]):
+            if score > best_score and not self.near_duplicate(q["norm_query"]):
                 best, best_score = q, score
         return best
 
     def take(
+        self,
         candidates: list[dict],
         reason: str,
         *,
         coverage: bool,
         weight: Callable[[dict], float] | None = None,
     ) -> bool:
-        choice = fallback = None
-        if spread is not None and weight is not None:
-            choice = farthest(candidates, weight)
-        for q in candidates if choice is None else ():
-            if q["norm_query"] in taken or slot(q) is None or near_duplicate(q["norm_query"]):
-                continue
-            if q["ckey"] not in used:
-                choice = q
-                break
-            # The cluster with the fewest places first, queue order among equals: a second
-            # place each before any takes a third (the largest took every extra place).
-            if fallback is None or rounds.get(q["ckey"], 0) < rounds.get(fallback["ckey"], 0):
-                fallback = q
-        if choice is None and fallback is not None and (coverage or large <= used):
-            choice = fallback
+        """Pick from ``candidates`` (a coverage list or a fill queue); False when none fits."""
+        choice = self._candidate(candidates, coverage, weight)
         if choice is None:
             return False
-        if rounds.get(choice["ckey"]):
+        if self.rounds.get(choice["ckey"]):
             if not coverage:  # a coverage pick was chosen for its tag or band: keep it
-                choice = most_different(choice, failing_only=reason == "failure")
+                choice = self.most_different(choice, failing_only=reason == "failure")
             reason += f", another variant in cluster {choice['cluster_id']}"
-        source = slot(choice) or choice["source"]
-        picks.append(Pick(choice, [reason], source=source))
-        filled[source] = filled.get(source, 0) + 1
-        taken.add(choice["norm_query"])
-        picked.append(choice["norm_query"])
-        used.add(choice["ckey"])
-        if spread is not None:
-            spread.add([choice["ckey"]])
-        rounds[choice["ckey"]] = rounds.get(choice["ckey"], 0) + 1
-        in_cluster.setdefault(choice["ckey"], []).append(choice["norm_query"])
+        self._place(choice, reason)
         return True
 
-    def most_different(choice: dict, failing_only: bool) -> dict:
+    def _candidate(
+        self, candidates: list[dict], coverage: bool, weight: Callable[[dict], float] | None
+    ) -> dict | None:
+        """The farthest of the queue's window when the spread weighs it, else the first open
+        query of an unused cluster, else one of a used cluster when the pick may go there."""
+        if self.spread is not None and weight is not None:
+            best = self.farthest(self.spread, candidates, weight)
+            if best is not None:
+                return best
+        fallback = None
+        for q in candidates:
+            if q["norm_query"] in self.taken or self.slot(q) is None:
+                continue
+            if self.near_duplicate(q["norm_query"]):
+                continue
+            if q["ckey"] not in self.used:
+                return q
+            # The cluster with the fewest places first, queue order among equals: a second
+            # place each before any takes a third (the largest took every extra place).
+            if fallback is None or self.rounds.get(q["ckey"], 0) < self.rounds.get(
+                fallback["ckey"], 0
+            ):
+                fallback = q
+        if fallback is not None and (coverage or self.large <= self.used):
+            return fallback
+        return None
+
+    def _place(self, choice: dict, reason: str) -> None:
+        """Count ``choice`` as picked everywhere the phases look."""
+        source = self.slot(choice) or choice["source"]
+        self.picks.append(Pick(choice, [reason], source=source))
+        self.filled[source] = self.filled.get(source, 0) + 1
+        self.taken.add(choice["norm_query"])
+        self.picked.append(choice["norm_query"])
+        self.used.add(choice["ckey"])
+        if self.spread is not None:
+            self.spread.add([choice["ckey"]])
+        self.rounds[choice["ckey"]] = self.rounds.get(choice["ckey"], 0) + 1
+        self.in_cluster.setdefault(choice["ckey"], []).append(choice["norm_query"])
+
+    def most_different(self, choice: dict, failing_only: bool) -> dict:
         """A cluster's next place goes to its open query least like those already picked from
         it (word overlap): the next most central is most often the first one reworded, while a
         different question may be another intent the cluster holds. Ties keep centrality."""
-        from rapidfuzz import process
-
         open_ = [
             q
-            for q in members[choice["ckey"]]
-            if q["norm_query"] not in taken
-            and slot(q) is not None
+            for q in self.members[choice["ckey"]]
+            if q["norm_query"] not in self.taken
+            and self.slot(q) is not None
             and (is_failing(q) or not failing_only)
         ]
         # One matrix of scores over the cluster's open queries, not a call per pair.
         scores = process.cdist(
             [choice["norm_query"], *(q["norm_query"] for q in open_)],
-            in_cluster[choice["ckey"]],
+            self.in_cluster[choice["ckey"]],
             scorer=fuzz.token_set_ratio,
         ).max(axis=1)
         for i in scores[1:].argsort(kind="stable"):
             if scores[1 + i] >= scores[0]:
                 break
-            if not near_duplicate(open_[i]["norm_query"]):
+            if not self.near_duplicate(open_[i]["norm_query"]):
                 return open_[i]
         return choice
 
-    def covered_tag(tag: str) -> bool:
-        return tag in held_tags or any(tag in (p.query["tags"] or []) for p in picks)
+    def covered_tag(self, tag: str) -> bool:
+        return tag in self.held_tags or any(tag in (p.query["tags"] or []) for p in self.picks)
 
-    for tag in AWKWARD_TAGS:
-        if len(picks) >= n or covered_tag(tag):
-            continue
-        with_tag = [q for q in pool if tag in (q["tags"] or [])]
-        if with_tag:
-            take(with_tag, f"tag {tag}", coverage=True)
-    for band in BANDS:
-        if len(picks) >= n or any(p.query["band"] == band for p in picks):
-            continue
-        in_band = [q for q in pool if q["band"] == band]
-        if band == "tail":
-            in_band.sort(key=lambda q: (-q["failure_rate"], q["n_events"], q["qrank"], q["qhash"]))
-        take(in_band, f"{band} of the traffic", coverage=True)
-    failing = sorted(
-        (q for q in pool if is_failing(q)),
-        key=lambda q: (-q["n_failed"], -q["failure_rate"], q["qrank"], q["qhash"]),
-    )
-    if len(picks) < n and failing and not any(p.query in failing for p in picks):
-        take(failing, "failure", coverage=True)
+    def cover_tags(self) -> None:
+        """One query per awkward tag present that the set does not cover yet."""
+        for tag in AWKWARD_TAGS:
+            if len(self.picks) >= self.n or self.covered_tag(tag):
+                continue
+            with_tag = [q for q in self.pool if tag in (q["tags"] or [])]
+            if with_tag:
+                self.take(with_tag, f"tag {tag}", coverage=True)
 
-    head = sorted(pool, key=lambda q: (q["crank"], q["qrank"]))
-    tail = sorted(pool, key=lambda q: (-q["crank"], -q["failure_rate"], -q["n_events"], q["qrank"]))
+    def cover_bands(self) -> None:
+        """One query per volume band the picks have none of; the tail's most failing first."""
+        for band in BANDS:
+            if len(self.picks) >= self.n or any(p.query["band"] == band for p in self.picks):
+                continue
+            in_band = [q for q in self.pool if q["band"] == band]
+            if band == "tail":
+                in_band.sort(
+                    key=lambda q: (-q["failure_rate"], q["n_events"], q["qrank"], q["qhash"])
+                )
+            self.take(in_band, f"{band} of the traffic", coverage=True)
 
-    # The fill's failures go by cluster, most failed events first, each by its most central
-    # failing query: the query failing most was often another cluster's intent (a content gap
-    # fails in every cluster it touches), and picked once per cluster it named one intent often.
-    def cluster_failed(q: dict) -> float:
-        return float(q.get("cfailed", q["n_failed"]))
+    def cover_failure(self) -> None:
+        """The worst failure, unless a pick is already failing."""
+        if len(self.picks) >= self.n or not self.failing:
+            return
+        if not any(p.query in self.failing for p in self.picks):
+            self.take(self.failing, "failure", coverage=True)
 
-    failing_clusters = sorted(failing, key=lambda q: (-cluster_failed(q), q["qrank"], q["qhash"]))
-    queues = [
-        (head, "next largest cluster", lambda q: float(q.get("cvolume", q["n_events"]))),
-        (failing_clusters, "failure", cluster_failed),
-        (tail, "small cluster", lambda q: 1.0),  # the tail's clusters weigh alike: farthest
-    ]
-    while len(picks) < n:
-        progressed = False
-        for queue, reason, weight in queues:
-            if len(picks) < n and take(queue, reason, coverage=False, weight=weight):
-                progressed = True
-        if progressed:
-            continue
+    def queues(self) -> list[tuple[list[dict], str, Callable[[dict], float]]]:
+        """The fill's three queues: head, failures, tail, each with its reason and weight."""
+        head = sorted(self.pool, key=lambda q: (q["crank"], q["qrank"]))
+        tail = sorted(
+            self.pool,
+            key=lambda q: (-q["crank"], -q["failure_rate"], -q["n_events"], q["qrank"]),
+        )
+        # The fill's failures go by cluster, most failed events first, each by its most central
+        # failing query: the query failing most was often another cluster's intent (a content
+        # gap fails in every cluster it touches), and picked once per cluster it named one
+        # intent often.
+        failing_clusters = sorted(
+            self.failing, key=lambda q: (-_cluster_failed(q), q["qrank"], q["qhash"])
+        )
+        return [
+            (head, "next largest cluster", _volume),
+            (failing_clusters, "failure", _cluster_failed),
+            (tail, "small cluster", _alike),
+        ]
 
-        def still_open(q: dict) -> bool:
-            return q["norm_query"] not in taken and not near_duplicate(q["norm_query"])
+    def fill(self) -> None:
+        """Round robin over the queues until ``n`` picks, opening a new round when stuck."""
+        queues = self.queues()
+        while len(self.picks) < self.n:
+            progressed = False
+            for queue, reason, weight in queues:
+                if len(self.picks) < self.n and self.take(
+                    queue, reason, coverage=False, weight=weight
+                ):
+                    progressed = True
+            if not progressed and not self.reopen():
+                break
 
+    def reopen(self) -> bool:
+        """Make room when no queue could pick: a new round, else the limits go; False when
+        no query is left open."""
         # any() stops at the first: the fuzzy match runs on the whole pool only when nothing is
         # open (slot, a cheap test, first).
-        if not any(still_open(q) for q in pool):
-            break
-        if used and any(slot(q) and still_open(q) for q in pool):
+        if not any(self.still_open(q) for q in self.pool):
+            return False
+        if self.used and any(self.slot(q) and self.still_open(q) for q in self.pool):
             # Every cluster has its place: a new round, where each may take one more.
-            used = set()
-        elif limits is not None:
+            self.used = set()
+        elif self.limits is not None:
             # The sources with room have nothing left: their places go to the others.
-            limits = None
+            self.limits = None
         else:
-            used = set()
-    for p in picks:
-        q = p.query
-        p.reasons.append(f"{q['band']}, cluster {q['cluster_id']}: {_describe(q)}")
-        extra = [t for t in (q["tags"] or []) if f"tag {t}" not in p.reasons[0]]
-        if extra:
-            p.reasons.append("tags " + ", ".join(extra))
-    return picks
+            self.used = set()
+        return True
+
+    def explained(self) -> list[Pick]:
+        """The picks with what each stands for: band, cluster, events, tags not named yet."""
+        for p in self.picks:
+            q = p.query
+            p.reasons.append(f"{q['band']}, cluster {q['cluster_id']}: {_describe(q)}")
+            extra = [t for t in (q["tags"] or []) if f"tag {t}" not in p.reasons[0]]
+            if extra:
+                p.reasons.append("tags " + ", ".join(extra))
+        return self.picks
 
 
 def _with_defaults(q: dict, seed: int) -> dict:
