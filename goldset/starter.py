@@ -417,7 +417,9 @@ class _Choice:
         self.large = {q["ckey"] for q in queries if q["band"] in ("head", "torso")}
         self.limits = dict(places) if places is not None else None
         self.filled: dict[str, int] = {}  # places filled per source
-        self.picked: list[str] = []  # the picks' normalized queries, for near_duplicate
+        # The picks' normalized queries, digits masked, for near_duplicate: masked once per
+        # pick, not once per comparison (the fill's fallback compares thousands a pick).
+        self.shapes: list[str] = []
         self.members = _members(self.pool)  # each cluster's queries, most central first
         # Places per cluster and each cluster's picks so far, the gold set's counted.
         self.rounds, self.in_cluster = _held_places(queries, held)
@@ -429,7 +431,7 @@ class _Choice:
     def near_duplicate(self, norm: str) -> bool:
         # "change the address on order NW-1085" and "... NW-1244" are one query for a gold set.
         shape = _shape(norm)
-        return any(fuzz.ratio(shape, _shape(p)) >= NEAR_DUPLICATE for p in self.picked)
+        return any(fuzz.ratio(shape, p) >= NEAR_DUPLICATE for p in self.shapes)
 
     def slot(self, q: dict) -> str | None:
         """The source whose place ``q`` would fill: its main one, else another with room."""
@@ -518,7 +520,7 @@ class _Choice:
         self.picks.append(Pick(choice, [reason], source=source))
         self.filled[source] = self.filled.get(source, 0) + 1
         self.taken.add(choice["norm_query"])
-        self.picked.append(choice["norm_query"])
+        self.shapes.append(_shape(choice["norm_query"]))
         self.used.add(choice["ckey"])
         if self.spread is not None:
             self.spread.add([choice["ckey"]])
