@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
 from goldmine.gold import COVERAGE_COLUMNS, coverage_cte
+from goldmine.store import fetch_dicts
 from goldmine.triage.events import frame
 
 if TYPE_CHECKING:
@@ -115,12 +116,6 @@ class ShowFilter:
         return [f for f, on in flags if on] + [f"{f} {v}" for f, v in values if v is not None]
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[dict[str, Any]]:
-    cur = con.execute(sql, params)
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
 def ranked_clusters(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[str, Any]]:
     """The clusters, highest priority first, with every part of the priority."""
     import json
@@ -151,7 +146,7 @@ def ranked_clusters(con: duckdb.DuckDBPyConnection, f: ShowFilter) -> list[dict[
                 f"unknown source {f.source!r}; the triaged traffic has: "
                 + (", ".join(known) or "no source")
             )
-    rows = _rows(
+    rows = fetch_dicts(
         con,
         f"""
         WITH {coverage_cte(con)}
@@ -298,7 +293,7 @@ _DETAIL_SQL = """
 def cluster_detail(con: duckdb.DuckDBPyConnection, cluster_id: int) -> dict[str, Any]:
     """Every query in a cluster with counts, signals, sessions, other spellings, previous turns;
     a fuzzy variant under the query it is a variant of (``variants``), not beside it."""
-    head = _rows(
+    head = fetch_dicts(
         con,
         f"""WITH {coverage_cte(con)}
             SELECT c.*, {COVERAGE_COLUMNS}, coalesce(l.terms, []) AS terms,
@@ -312,7 +307,7 @@ def cluster_detail(con: duckdb.DuckDBPyConnection, cluster_id: int) -> dict[str,
         raise NotFoundError(f"no triage cluster {cluster_id} (see `goldmine triage show`)")
     cluster = head[0]
     cluster.pop("centroid", None)
-    cluster["queries"] = _rows(con, _DETAIL_SQL, [cluster_id, cluster_id])
+    cluster["queries"] = fetch_dicts(con, _DETAIL_SQL, [cluster_id, cluster_id])
     for q in cluster["queries"]:
         q.pop("head")
         for v in q["variants"]:
