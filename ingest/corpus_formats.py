@@ -192,6 +192,25 @@ _TAG = "</?[A-Za-z][^<>]*>"
 # spaces. Most lines of a document hold none, and the test is a third of the regexes' time.
 _MARKUP_OR_RUNS = "(contains(x, '<') OR contains(x, chr(9)) OR contains(x, '  '))"
 
+
+_WHITE, _SPACES = "\\s", "[ \\t]"  # regex classes: white space; spaces and tabs
+
+
+def _untagged(x: str, spaces: str) -> str:
+    """SQL for ``x`` without its tags, each run of ``spaces`` (a regex class) one space."""
+    return f"regexp_replace(regexp_replace({x}, '{_TAG}', '', 'g'), '{spaces}+', ' ', 'g')"
+
+
+def _block(x: str) -> str:
+    """SQL for a text block ``x`` (its line ends and spaces before its end dropped) cleaned:
+    tags out, runs of spaces and tabs one space, trimmed."""
+    return (
+        f"CASE WHEN {_MARKUP_OR_RUNS.replace('x', x)} "
+        f"THEN trim({_untagged(x, _SPACES)}, chr(10) || chr(13) || ' ') "
+        f"ELSE ltrim({x}, chr(10) || chr(13) || ' ') END"
+    )
+
+
 # A text block ends at its ``</TEXT>``, else at ``</DOC>`` or the document's end, with the line
 # ends and spaces before it: they are dropped in the pattern's one pass, as DuckDB's rtrim would
 # read the whole block again (ltrim stops at the first other character).
@@ -226,13 +245,8 @@ WITH parts AS (
 ),
 blocks AS (
     SELECT rec, line, err, doc, docno,
-           trim(regexp_replace(regexp_replace(array_to_string(titles, ' '), '{_TAG}', '', 'g'),
-                               '\\s+', ' ', 'g')) AS title,
-           list_transform(texts, lambda t:
-                CASE WHEN {_MARKUP_OR_RUNS.replace("x", "t")}
-                     THEN trim(regexp_replace(regexp_replace(t, '{_TAG}', '', 'g'), '[ \\t]+',
-                                              ' ', 'g'), chr(10) || chr(13) || ' ')
-                     ELSE ltrim(t, chr(10) || chr(13) || ' ') END) AS blocks
+           trim({_untagged("array_to_string(titles, ' ')", _WHITE)}) AS title,
+           list_transform(texts, lambda t: {_block("t")}) AS blocks
     FROM parts
 ),
 clean AS (  -- the blocks' lines: LFs trimmed at the end only if the last block is empty
@@ -369,6 +383,21 @@ INSERT INTO gm_src {
     )
 }
 """
+# TREC records of the usual layout, over ``gm_chunk(line, c, I, T, X)``: DOCNO, title and text
+# cut from the file's bytes as ``_TREC_FIELDS``' patterns cut them (``corpus_split.Split.trec``)
+# and trimmed there, so a field is cleaned by the same expressions only when it holds what they
+# change (a tag, a tab, a run of spaces; for the title any white space but one space).
+_TREC_CUT = f"""
+INSERT INTO gm_src
+SELECT line,
+       json_object('id', I,
+                   'title', nullif(CASE WHEN contains(T, '<') THEN trim({_untagged("T", _WHITE)})
+                                        WHEN {_RUNS} THEN regexp_replace(T, '\\s+', ' ', 'g')
+                                        ELSE T END, ''),
+                   'text', {_block("X")})::VARCHAR,
+       NULL
+FROM (SELECT line, I, T, CASE WHEN c THEN replace(X, chr(13), '') ELSE X END AS X FROM gm_chunk)
+"""
 # The lines before the first record: one reject, at its first line that is not blank.
 _PREFIX = f"""
 INSERT INTO gm_src
@@ -424,7 +453,7 @@ def _blocks(handle: BinaryIO, fmt: str, size: int) -> Iterator[list[tuple[str, o
         carry = data  # no record ends in it: read on
         if block is not None:
             yield _statements(fmt, block, prefix=line == 1)
-            line += data.count(b"\n", 0, block.end)
+            line += len(block.split.starts)  # each line before the cut ends in it
             carry = data[block.end :]
         if not more:
             return
@@ -442,7 +471,8 @@ def _statements(fmt: str, block, prefix: bool) -> list[tuple[str, object, dict]]
         simple, fields = block.split.smart(block.recs, block.marks)
         tables += [(_SMART_SIMPLE, simple, {}), (_SMART_SPLIT, fields, {})]
     elif len(block.recs):
-        tables.append((_TREC_SPLIT, block.split.records(block.recs), {}))
+        cut, other = block.split.trec(block.recs, block.tags)
+        tables += [(_TREC_CUT, cut, {}), (_TREC_SPLIT, other, {})]
     return [(sql, batched(table), params) for sql, table, params in tables if table.num_rows]
 
 

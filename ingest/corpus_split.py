@@ -16,6 +16,8 @@ _BATCH = 20_000  # records per Arrow batch: DuckDB scans the batches in parallel
 _LF, _CR = 10, 13
 _TRIMMED = np.array([_LF, _CR, 32], np.uint8)  # what trim(x, LF || CR || ' ') drops
 _TRIM_STEPS = 16  # bytes trimmed at an end at most; a longer run takes the list path
+_NONE = np.empty(0, np.int64)
+_PAD = 16  # line ends after a block's bytes: a tag or a marker is looked at past its end
 
 
 class NeedsLines(Exception):
@@ -33,18 +35,34 @@ class Block:
     prefix: int
     recs: np.ndarray
     marks: np.ndarray
+    tags: Tags | None  # TREC: the tags its records' fields are cut at
+
+
+@dataclass
+class Tags:
+    """TREC: where each '<' of a block is (``at``), which of ``_TREC_TAGS`` opens there
+    (``kinds``, 0 for none) and its length in bytes."""
+
+    at: np.ndarray
+    kinds: np.ndarray
+    sizes: np.ndarray
+
+    def before(self, end: int) -> Tags:
+        k = np.searchsorted(self.at, end)
+        return Tags(self.at[:k], self.kinds[:k], self.sizes[:k])
 
 
 def cut(data: bytes, fmt: str, line: int, final: bool) -> Block | None:
     """The records of ``data`` (its first line numbered ``line``): all of them if ``final``,
     else those before the last record's start; None if no record ends in it."""
     n = len(data)
-    ext = np.empty(n + 5, np.uint8)  # the bytes, then line ends to look past the last one
+    ext = np.empty(n + _PAD, np.uint8)  # the bytes, then line ends to look past the last one
     ext[:n] = np.frombuffer(data, np.uint8)
     ext[n:] = _LF
     starts = np.concatenate(([0], np.flatnonzero(ext[:n] == _LF) + 1))
     starts = starts[starts < n]
-    opens, groups = _opens(ext, starts, fmt)
+    tags = _tags(ext, n) if fmt == "trec" else None
+    opens, groups = _opens(ext, starts, fmt, tags)
     end = n
     if not final:  # cut before the last record whose opening line is known whole
         cuts = np.flatnonzero(opens & (starts > 0) & (starts + 5 <= n))
@@ -52,12 +70,13 @@ def cut(data: bytes, fmt: str, line: int, final: bool) -> Block | None:
             return None
         end = int(starts[cuts[-1]])
         starts, opens, groups = starts[: cuts[-1]], opens[: cuts[-1]], groups[: cuts[-1]]
-    _check_bytes(ext, end, fmt)
-    split = Split(ext, starts, end, pa.py_buffer(memoryview(data)[:end]), line)
+        tags = tags and tags.before(end)
+    crs = _check_bytes(data, ext, end, tags)
+    split = Split(ext, starts, end, pa.py_buffer(memoryview(data)[:end]), line, crs)
     recs = np.flatnonzero(opens)
     first = int(recs[0]) if len(recs) else len(starts)
     prefix = int(starts[first]) if len(recs) else end
-    return Block(split, end, prefix, recs, np.flatnonzero(groups[first:]) + first)
+    return Block(split, end, prefix, recs, np.flatnonzero(groups[first:]) + first, tags)
 
 
 def batched(table: pa.Table) -> pa.Table:
@@ -65,45 +84,43 @@ def batched(table: pa.Table) -> pa.Table:
     return pa.Table.from_batches(table.to_batches(max_chunksize=_BATCH))
 
 
-def _opens(ext: np.ndarray, starts: np.ndarray, fmt: str) -> np.ndarray:
+def _opens(ext: np.ndarray, starts: np.ndarray, fmt: str, tags: Tags | None) -> np.ndarray:
     """Which lines (by their first byte in ``ext``) open a record, and for SMART which are
-    field markers: ``(opens, markers)``."""
+    field markers: ``(opens, markers)``. A TREC record opens at a <DOC> that starts a line."""
+    if tags is not None:
+        doc = tags.at[(tags.kinds == _DOC) & (ext[tags.at - 1] == _LF)]  # ext[-1]: a line end
+        opens = np.zeros(len(starts), bool)
+        opens[np.searchsorted(starts, doc)] = True
+        return opens, opens
     after = np.isin(ext[starts + 2], (32, 9, _LF, _CR))  # the marker's end: space, tab, line end
-    if fmt == "smart":
-        markers = (ext[starts] == ord(".")) & (ext[starts + 1] >= 65) & (ext[starts + 1] <= 90)
-        markers &= after
-        return markers & (ext[starts + 1] == ord("I")), markers
-    opens = ext[starts] == ord("<")
-    for k, char in enumerate(b"doc", start=1):
-        opens &= (ext[starts + k] | 32) == char
-    opens &= ext[starts + 4] == ord(">")
-    return opens, opens
+    markers = (ext[starts] == ord(".")) & (ext[starts + 1] >= 65) & (ext[starts + 1] <= 90)
+    markers &= after
+    return markers & (ext[starts + 1] == ord("I")), markers
 
 
-def _check_bytes(ext: np.ndarray, end: int, fmt: str) -> None:
-    """Raise NeedsLines for what the split would read unlike the line reader."""
-    body = ext[:end]
-    if (body == 0).any():
+def _check_bytes(data: bytes, ext: np.ndarray, end: int, tags: Tags | None) -> np.ndarray:
+    """Raise NeedsLines for what the split would read unlike the line reader; else where
+    the CRs are (each before a LF)."""
+    if data.find(b"\0", 0, end) >= 0:
         raise NeedsLines
-    crs = np.flatnonzero(body == _CR)
+    crs = np.flatnonzero(ext[:end] == _CR) if data.find(b"\r", 0, end) >= 0 else _NONE
     if len(crs) and (ext[crs + 1] != _LF).any():
         raise NeedsLines
-    if fmt == "trec":  # a <DOC> after spaces opens a record for the line reader; not here
-        lt = np.flatnonzero(body == ord("<"))
-        doc = (ext[lt + 4] == ord(">")) & ((ext[lt + 1] | 32) == ord("d"))
-        doc &= ((ext[lt + 2] | 32) == ord("o")) & ((ext[lt + 3] | 32) == ord("c"))
-        inside = lt[doc & (lt > 0)]
+    if tags is not None:  # a <DOC> after spaces opens a record for the line reader; not here
+        inside = tags.at[(tags.kinds == _DOC) & (tags.at > 0)]
         if np.isin(ext[inside - 1], (9, 12, 32)).any():
             raise NeedsLines
+    return crs
 
 
 class Split:
     """A block's bytes (``ext``, padded), its line starts and its records as Arrow tables of
     slices of ``buffer`` (no copy), the first line numbered ``line``."""
 
-    def __init__(self, ext: np.ndarray, starts: np.ndarray, end: int, buffer, line: int):
+    def __init__(self, ext: np.ndarray, starts: np.ndarray, end: int, buffer, line: int,
+                 crs: np.ndarray):  # fmt: skip
         self.ext, self.starts, self.end, self.buffer, self.line = ext, starts, end, buffer, line
-        self.crs = np.flatnonzero(ext[:end] == _CR)
+        self.crs = crs
         # A line may be blank (files.NOT_BLANK decides) only if its first and last bytes
         # before the line end are not visible ASCII; the records holding one take the path
         # that tests each line.
@@ -130,30 +147,39 @@ class Split:
         """Whether each range between consecutive ``bounds`` holds one of ``where`` (sorted)."""
         return np.diff(np.searchsorted(where, bounds)) > 0
 
-    def records(self, recs: np.ndarray) -> pa.Table:
-        """TREC: one row per record (lines ``recs`` on): its line, bytes and flags."""
+    def trec(self, recs: np.ndarray, tags: Tags) -> tuple[pa.Table, pa.Table]:
+        """TREC: one row per record (lines ``recs`` on). Those of the usual layout (no line
+        that may be blank, see ``_trec_fields``) as ``line, c`` (a CR in it), ``I`` (DOCNO),
+        ``T`` (the title) and ``X`` (the text), cut from the bytes; the others as ``line, v``
+        (its bytes, to its last line's end), ``b`` (a line may be blank) and ``c``, for the
+        patterns that read any layout."""
         at = np.append(self.starts[recs], self.end)
         a, b = at[:-1], at[1:] - (self.ext[at[1:] - 1] == _LF)  # to its last line's end
         b -= self.ext[b - 1] == _CR
-        return _table({
-            "line": recs + self.line, "v": self.views(a, b),
-            "b": self._any(self.maybe_blank, np.append(recs, len(self.starts))),
-            "c": self._any(self.crs, at),
+        blank = self._any(self.maybe_blank, np.append(recs, len(self.starts)))
+        crs = self._any(self.crs, at)
+        fields, usual = _trec_fields(self, tags, a, b)
+        usual &= ~blank
+        self._slices(np.array([0, self.end]))  # the whole block is UTF-8 (else NeedsLines)
+        cut = {"line": recs[usual] + self.line, "c": crs[usual]}
+        cut.update({k: self.views(x[usual], y[usual]) for k, (x, y) in fields.items()})
+        other = ~usual
+        return _table(cut), _table({
+            "line": recs[other] + self.line, "v": self.views(a[other], b[other]),
+            "b": blank[other], "c": crs[other],
         })  # fmt: skip
 
     def views(self, a: np.ndarray, b: np.ndarray) -> pa.Array:
         """The strings of bytes ``a[i]:b[i]`` as an Arrow string view array over the block's
         buffer (no copy; a string of up to 12 bytes is held in its view, as Arrow wants);
         raises NeedsLines if one is not UTF-8."""
-        lengths = (b - a).astype(np.int32)
-        views = np.zeros((len(a), 16), np.uint8)
-        words = views.view(np.int32)
-        words[:, 0] = lengths
-        short = lengths <= 12
-        for k in range(12):  # bytes held in the view: all of a short string, 4 of a long one
-            held = np.flatnonzero((lengths > k) & (short | (k < 4)))
-            views[held, 4 + k] = self.ext[a[held] + k]
-        words[~short, 3] = a[~short]  # buffer 0, at this offset
+        lengths = b - a
+        words, short = _words(self.ext), lengths <= 12
+        head, tail = words[a], words[a + 8]  # the string's first 16 bytes (ext is padded)
+        views = np.empty((len(a), 2), np.uint64)  # length and 4 bytes; 8 bytes or buffer 0
+        views[:, 0] = lengths.astype(np.uint64) | ((head & _FIRST[np.minimum(lengths, 4)]) << 32)
+        held = ((head >> _U64(32)) | (tail << _U64(32))) & _FIRST[np.clip(lengths - 4, 0, 8)]
+        views[:, 1] = np.where(short, held, a.astype(np.uint64) << _U64(32))  # or its offset
         array = pa.Array.from_buffers(
             pa.string_view(), len(a), [None, pa.py_buffer(views), self.buffer]
         )
@@ -218,6 +244,133 @@ class Split:
         bounds = np.append(0, np.cumsum(np.bincount(rec[other], minlength=n)[~simple]))
         lists = pa.LargeListArray.from_arrays(_arrow(bounds.astype(np.int64)), fields)
         return _table(flat), _table({"line": recs[~simple] + self.line, "f": lists})
+
+
+# The TREC tags the reader's patterns cut fields at (``corpus_formats._TREC_FIELDS``) and the
+# <DOC> that opens a record, as the bytes after their '<'. The patterns match them in any case;
+# none of their letters has a non-ASCII case partner (as K and S have), so comparing the bytes
+# with ASCII capitals made small is exact.
+_DOC, _DOCNO, _TEXT, _TEXT_END, _DOC_END, _TITLE, _TITLE_END = range(1, 8)
+_TREC_TAGS = {
+    b"doc>": _DOC, b"docno>": _DOCNO, b"text>": _TEXT, b"/text>": _TEXT_END,
+    b"/doc>": _DOC_END, b"head>": _TITLE, b"headline>": _TITLE, b"hl>": _TITLE,
+    b"title>": _TITLE, b"/head>": _TITLE_END, b"/headline>": _TITLE_END, b"/hl>": _TITLE_END,
+    b"/title>": _TITLE_END,
+}  # fmt: skip
+# Each tag by its first 8 bytes after '<', cut after the first '>' among them (sorted).
+_KEYS = sorted((int.from_bytes(name[:8], "little"), name) for name in _TREC_TAGS)
+_KEY_WORDS = np.array([key for key, _ in _KEYS], np.uint64)
+_KEY_KINDS = np.array([_TREC_TAGS[name] for _, name in _KEYS] + [0], np.int8)  # last: none
+_KEY_SIZES = np.array([len(name) + 1 for _, name in _KEYS] + [0], np.int64)
+_U64 = np.uint64
+_BYTES = _U64(0x0101010101010101)  # 1 in each byte of a word
+_HIGH = _U64(0x8080808080808080)  # each byte's high bit
+_FIRST = np.array([(1 << 8 * k) - 1 for k in range(9)], np.uint64)  # a word's first k bytes
+_SPACE_CR = np.array([32, _CR], np.uint8)
+_LF_CR_SPACE = np.array([_LF, _CR, 32], np.uint8)
+_WHITE = np.array([9, _LF, 12, _CR, 32], np.uint8)  # RE2's \s
+
+
+def _words(ext: np.ndarray) -> np.ndarray:
+    """The 8 bytes from each place of ``ext`` as one little-endian word (a view, no copy)."""
+    return np.ndarray((len(ext) - 7,), "<u8", ext, 0, (1,))
+
+
+def _small(words: np.ndarray) -> np.ndarray:
+    """``words`` with the ASCII capitals in each byte made small (eight bytes at once)."""
+    low = words & _U64(0x7F7F7F7F7F7F7F7F)
+    from_a = low + _U64(0x80 - 65) * _BYTES  # high bit set where the byte is 'A' or above
+    past_z = low + _U64(0x80 - 91) * _BYTES  # ... where it is past 'Z'
+    capital = from_a & ~past_z & ~words & _HIGH  # ~words: an ASCII byte
+    return words | (capital >> _U64(2))
+
+
+def _tags(ext: np.ndarray, n: int) -> Tags:
+    """The tags of ``_TREC_TAGS`` at each '<' of the first ``n`` bytes of ``ext``."""
+    at = np.flatnonzero(ext[:n] == ord("<"))
+    words = _small(_words(ext)[at + 1])  # the 8 bytes after each '<'
+    ends = words ^ (_U64(ord(">")) * _BYTES)  # zero at a '>'
+    ends = (ends - _BYTES) & ~ends & _HIGH  # the lowest set bit: the first '>'
+    first = ends & (~ends + _U64(1))
+    words &= (first << _U64(1)) - _U64(1)  # the bytes to the first '>' (all, without one)
+    place = np.minimum(np.searchsorted(_KEY_WORDS, words), len(_KEYS) - 1)
+    place[_KEY_WORDS[place] != words] = len(_KEYS)  # none
+    for k, (_, name) in enumerate(_KEYS):
+        if len(name) > 8:  # HEADLINE's bytes past 8
+            of = np.flatnonzero(place == k)
+            for offset, char in enumerate(name[8:], start=9):
+                miss = (ext[at[of] + offset] | (32 if chr(char).isalpha() else 0)) != char
+                place[of[miss]] = len(_KEYS)
+    return Tags(at, _KEY_KINDS[place], _KEY_SIZES[place])
+
+
+_FAR = np.iinfo(np.int64).max
+
+
+def _trec_fields(split: Split, tags: Tags, a: np.ndarray, b: np.ndarray):
+    """The DOCNO, title and text of each record ``a[i]:b[i]`` cut from the bytes as the
+    reader's patterns cut them, for the usual layout: at most one title tag and one
+    ``<TEXT>``, each field's white space trimmed in a few steps. Returns ``({name: (starts,
+    ends)}, usual)``; a record not usual is read by the patterns."""
+    ext, n = split.ext, len(a)
+    opens = (tags.kinds == _DOC) & (ext[tags.at - 1] == _LF)  # as _opens found the records
+    rec = np.cumsum(opens) - 1  # the record each tag is in (-1: before the first)
+    lt, kinds, sizes, rec = (x[rec >= 0] for x in (tags.at, tags.kinds, tags.sizes, rec))
+
+    def first(kind: int) -> tuple[np.ndarray, np.ndarray]:
+        """Whether each record has tag ``kind``, and where its first one's bytes end."""
+        of = np.flatnonzero(kinds == kind)
+        of = of[np.diff(rec[of], prepend=-1) != 0]  # the first in its record
+        has, at = np.zeros(n, bool), a.copy()
+        has[rec[of]], at[rec[of]] = True, lt[of] + sizes[of]
+        return has, at
+
+    def next_of(where: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """The first of ``where`` (sorted) at or after each ``at``."""
+        return np.append(where, _FAR)[np.searchsorted(where, at)]
+
+    usual = np.ones(n, bool)
+    fields = {}
+    for name, kind, end, strip in (
+        ("T", _TITLE, _TITLE_END, _WHITE),
+        ("X", _TEXT, _TEXT_END, _LF_CR_SPACE),
+    ):  # the block runs to its first closing tag, or </DOC>, or the record's end
+        usual &= np.bincount(rec[kinds == kind], minlength=n) <= 1  # the patterns join them
+        has, x = first(kind)
+        y = np.where(has, np.minimum(next_of(lt[(kinds == end) | (kinds == _DOC_END)], x), b), x)
+        x, y, done = _trim(ext, x, y, strip, strip)
+        usual &= done
+        fields[name] = (x, y)
+    # DOCNO: past the first <DOCNO> and the white space after it, to a '<' or a line end
+    has, x = first(_DOCNO)
+    x, y, done = _trim(ext, x, np.where(has, b, x), _WHITE, None)
+    line_end = np.append(split.starts[1:] - 1, split.end)[
+        np.searchsorted(split.starts, x, "right") - 1
+    ]
+    y = np.minimum(np.minimum(line_end, next_of(lt, x)), y)
+    x, y, trimmed = _trim(ext, x, y, None, _SPACE_CR)  # trim's spaces, and a CR before LF
+    fields["I"] = (x, y)
+    return fields, usual & done & trimmed
+
+
+def _trim(ext, a, b, left, right):
+    """``a:b`` without the bytes ``left`` at its start and ``right`` at its end (None: none),
+    in _TRIM_STEPS steps at most, and whether each is done."""
+    for chars, step_a in ((left, True), (right, False)):
+        if chars is None:
+            continue
+        for _ in range(_TRIM_STEPS + 1):
+            at = ext[a] if step_a else ext[b - 1]
+            step = (a < b) & np.isin(at, chars)
+            if not step.any():
+                break
+            a, b = (a + step, b) if step_a else (a, b - step)
+    done = np.ones(len(a), bool)
+    if left is not None:
+        done &= ~((a < b) & np.isin(ext[a], left))
+    if right is not None:
+        done &= ~((a < b) & np.isin(ext[b - 1], right))
+    return a, b, done
 
 
 def _visible(chars: np.ndarray) -> np.ndarray:

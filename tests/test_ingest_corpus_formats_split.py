@@ -172,3 +172,56 @@ def test_split_reads_cranfield_as_the_line_reader_does(shared_dataset, block):
     assert got == expected
     assert len(got) == 1400 and all(err is None for _, _, err in got)
     assert [r[1]["id"] for r in got[:3]] == ["1", "2", "3"]
+
+
+# TREC fragments real collections have, the usual layout and odd ones: DOCNO missing, twice,
+# with attributes, on lines of its own, after a long run of spaces; title tags in any case,
+# unclosed, closed by another, twice, with markup, tabs, form feeds and line ends; several or
+# no TEXT blocks, attributes, entities and quotes, blank lines, long runs of spaces, text after
+# </DOC>. A record is a few of them after its <DOC> line.
+_TREC_PARTS = (
+    "<DOCNO> AP-{i} </DOCNO>\n", "<DOCNO>LA-{i}</DOCNO>\n", "<docno>\n  FT-{i}\n</docno>\n",
+    '<DOCNO id="a">attr-{i}</DOCNO>\n', "<DOCNO>" + " " * 20 + "far-{i}</DOCNO>\n",
+    "<DOCNO> open-{i}\n", "<DOCNO></DOCNO>\n", "<DOCNO>x{i}<P>y</DOCNO>\n",
+    "<HEAD>Reports Officials Released</HEAD>\n", "<head>  spaced\ttitle  </head>\n",
+    "<HEADLINE><P>Para title</P></HEADLINE>\n", "<HL>wsj\fhl </HL>\n",
+    "<TITLE>multi\nline\n title</TITLE>\n", "<HEAD>unclosed title\n", "<HL>closed by</HEAD>\n",
+    "<Headline>a < b</Headline>\n", "<HEADLINES>not a title</HEADLINES>\n",
+    "<HEAD>\x0bvt\x0b</HEAD>\n", "<TiTlE>x</tItLe>\n", "<HL>\fedge\f</HL>\n",
+    "<TEXT>\nplain text line .\nsecond line .\n</TEXT>\n",
+    "<text>  lower case\t tabs  and  runs </text>\n", '<TEXT type="x">attr text</TEXT>\n',
+    "<TEXT>\n<P>\nparagraph\n</P>\n</TEXT>\n",
+    '<TEXT>\n   AP & Black & Decker &amp; "quotes" \\ back\n</TEXT>\n', "<TEXT>unclosed text\n",
+    "<TEXT>\n\n blank line above\n</TEXT>\n", "<TEXT>" + " " * 30 + "after a run</TEXT>\n",
+    "<TEXT></TEXT>\n", "<TEXT>\u00e9t\u00e9 \u2014 \u4e2d\u6587</TEXT>\n", "<Text>x</TEXT >\n",
+    "<FILEID>AP-NR-02-12-88</FILEID>\n", "<BYLINE>By someone</BYLINE>\n", "a line of text\n",
+    "   \n", "<!-- a comment -->\n", "</DOC>\ntext after the end\n", "\t<TEXT>indented</TEXT>\n",
+    "x<DOC>not a record\n", "<TEXT>one</TEXT><TEXT>two</TEXT>\n",
+)  # fmt: skip
+_TREC_USUAL = ("<DOCNO> D{i} </DOCNO>\n", "<HEAD>A title</HEAD>\n", "<TEXT>\nline\nline\n</TEXT>\n")
+_TREC_OPENERS = ("<DOC>\n", "<doc>\n", "<DOC> <DOCNO>line-{i}</DOCNO>\n")
+
+
+def _trec_file(records: int, seed: int) -> str:
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(records):
+        usual = rng.random() < 0.3  # the bench's layout, as most of a real collection is
+        parts = _TREC_USUAL if usual else rng.choices(_TREC_PARTS, k=rng.randint(0, 6))
+        closing = "</DOC>\n" if rng.random() < 0.8 else ""
+        out.append((rng.choice(_TREC_OPENERS) + "".join(parts) + closing).replace("{i}", str(i)))
+    return "".join(out).rstrip("\n")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("crlf,gz", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("block", [1 << 20, 97, 1_000])
+def test_split_reads_trec_layouts_as_the_line_reader(tmp_path: Path, seed, crlf, gz, block):
+    """Records of the usual layout are cut from the bytes (``Split.trec``), the others by the
+    patterns: either way, the line reader's records, with blocks cut anywhere."""
+    path = _write(tmp_path, "trec", _trec_file(300, seed), crlf=crlf, gz=gz)
+    expected = _records(path, read_by_line)
+    assert len(expected) == 300  # every record, none lost at a block's end
+    assert _records(path, read_split, block=block) == expected
