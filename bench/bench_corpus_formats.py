@@ -5,10 +5,13 @@ Each reader of ingest/corpus_formats.py (SMART, TREC SGML, TSV) on a generated f
 table), alternated in the same run: ``formats.read_raw`` into ``gm_raw``, materialized; the
 same with ``gm_raw`` read to its end but not stored again (the reader's own cost: its records
 are already in a table, and a copy of them costs as much as the bare read); and the whole
-``ingest corpus`` into a fresh store. Prints medians and the ratio to the bare read (goal
-<= 1.5x for the reader); asserts nothing about time.
+``ingest corpus`` into a fresh store. With ``--against REV``, the records read to the end by
+the readers as they were at git revision REV (ingest/corpus_formats.py read from git), in the
+same run. Prints medians and the ratio to the bare read (goal <= 1.5x for the reader), in wall
+and in CPU time (``time.process_time``, every thread's, which a loaded machine moves far less);
+asserts nothing about time.
 Run: ``.venv/bin/python bench/bench_corpus_formats.py [--records N] [--repeat R]
-[--formats smart,trec,tsv] [--no-ingest] [--by-line]``
+[--formats smart,trec,tsv] [--no-ingest] [--by-line] [--against REV]``
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import random
 import shutil
 import statistics
 import time
+import types
 from pathlib import Path
 
 import duckdb
+from bench_searchlog_formats import module_at
 
 from goldmine.ingest import api
 from goldmine.ingest.corpus import collections
@@ -61,14 +66,15 @@ def _write(path: Path, records: int, fmt: str) -> None:
                 out.write(f"{i}\t{one} {two}\t{title}\n")
 
 
-def _bare(path: Path) -> float:
+def _bare(path: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of DuckDB reading the file's lines into a table."""
     con = duckdb.connect()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     con.execute(
         f"CREATE TABLE t AS SELECT raw FROM read_csv($gm_path, {RAW_LINE_OPTIONS})",
         {"gm_path": str(path), "gm_compression": "none"},
     )
-    took = time.perf_counter() - start
+    took = time.perf_counter() - start, time.process_time() - cpu
     con.close()
     return took
 
@@ -91,13 +97,19 @@ def _reader(path: Path, by_line: bool = False) -> float:
     return took
 
 
-def _scanned(path: Path) -> float:
+def _scanned(path: Path, module: types.ModuleType | None = None) -> tuple[float, float]:
+    """Wall and CPU seconds of the reader's records read to the end; ``module``: the readers
+    of another revision (``module_at``)."""
     con = duckdb.connect()
     item = collections([detect(path)])[0]
-    start = time.perf_counter()
-    read_raw(con, item)
+    start, cpu = time.perf_counter(), time.process_time()
+    if module is None:
+        read_raw(con, item)
+    else:
+        module.read(con, item.format, item.path, item.compression)
+        con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
     con.execute("SELECT count(*), sum(strlen(raw)), count(err) FROM gm_raw").fetchall()
-    took = time.perf_counter() - start
+    took = time.perf_counter() - start, time.process_time() - cpu
     con.close()
     return took
 
@@ -122,7 +134,9 @@ def main() -> None:
     parser.add_argument(
         "--by-line", action="store_true", help="also SMART and TREC read as lines (the reference)"
     )
+    parser.add_argument("--against", metavar="REV", help="also time the readers at this revision")
     args = parser.parse_args()
+    before = module_at(args.against, "ingest/corpus_formats.py") if args.against else None
     OUT.mkdir(exist_ok=True)
     print(f"{args.records:,} records a file; medians of {args.repeat}")
     names = {"smart": "corpus.all", "trec": "corpus.sgml", "tsv": "corpus.tsv"}
@@ -134,16 +148,25 @@ def main() -> None:
             path.with_name(path.name + ".part").rename(path)
         assert collections([detect(path)])[0].format == fmt
         times: dict[str, list[float]] = {"bare": [], "reader": [], "read": [], "ingest": []}
-        times["by_line"] = []
-        for _ in range(args.repeat):
-            times["bare"].append(_bare(path))
+        times["by_line"], times["before"] = [], []
+        cpu: dict[str, list[float]] = {"bare": [], "before": [], "read": []}
+        for _ in range(args.repeat):  # alternated, so that load on the machine hits all alike
+            took = {"bare": _bare(path)}
+            if before is not None:
+                took["before"] = _scanned(path, before)
+            for name, (wall, spent) in took.items():
+                times[name].append(wall)
+                cpu[name].append(spent)
             times["reader"].append(_reader(path))
             if args.by_line and fmt != "tsv":
                 times["by_line"].append(_reader(path, by_line=True))
-            times["read"].append(_scanned(path))
+            wall, spent = _scanned(path)
+            times["read"].append(wall)
+            cpu["read"].append(spent)
             if not args.no_ingest:
                 times["ingest"].append(_ingest(path, OUT / "corpus_formats.duckdb"))
         med = {k: statistics.median(v) if v else float("nan") for k, v in times.items()}
+        med_cpu = {k: statistics.median(v) for k, v in cpu.items() if v}
         print(
             f"{fmt} ({path.stat().st_size / 1e6:,.0f} MB): bare read_csv of the lines "
             f"{med['bare']:.2f} s; reader {med['reader']:.2f} s "
@@ -159,7 +182,18 @@ def main() -> None:
                 f"({med['by_line'] / med['bare']:.2f}x)"
                 if times["by_line"]
                 else ""
+            )
+            + (
+                f"; read to the end at {args.against} {med['before']:.2f} s "
+                f"({med['before'] / med['bare']:.2f}x)"
+                if times["before"]
+                else ""
             ),
+            flush=True,
+        )
+        print(
+            f"{'':4s}CPU: "
+            + ", ".join(f"{k} {v:.2f} s ({v / med_cpu['bare']:.2f}x)" for k, v in med_cpu.items()),
             flush=True,
         )
 

@@ -145,18 +145,15 @@ def _reader(path: Path, fmt: str, module: types.ModuleType = logformats) -> tupl
     return took
 
 
-def _readers_at(rev: str) -> types.ModuleType:
-    """ingest/logformats.py as it was at git revision ``rev``, loaded beside today's."""
+def module_at(rev: str, path: str = "ingest/logformats.py") -> types.ModuleType:
+    """The module at ``path`` as it was at git revision ``rev``, loaded beside today's (its
+    imports are today's modules)."""
     root = Path(__file__).resolve().parent.parent
     text = subprocess.run(
-        ["git", "show", f"{rev}:ingest/logformats.py"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
+        ["git", "show", f"{rev}:{path}"], cwd=root, capture_output=True, text=True, check=True
     ).stdout
-    module = types.ModuleType(f"logformats_at_{rev}")
-    exec(compile(text, f"{rev}:ingest/logformats.py", "exec"), module.__dict__)
+    module = types.ModuleType(f"{Path(path).stem}_at_{rev}")
+    exec(compile(text, f"{rev}:{path}", "exec"), module.__dict__)
     return module
 
 
@@ -179,7 +176,7 @@ def main() -> None:
     parser.add_argument("--only", choices=("session_xml", "clicklog", "analytics"))
     parser.add_argument("--against", metavar="REV", help="also time the readers at this revision")
     args = parser.parse_args()
-    before = _readers_at(args.against) if args.against else None
+    before = module_at(args.against) if args.against else None
     OUT.mkdir(exist_ok=True)
     makers: dict[str, tuple[Callable, str]] = {
         "session_xml": (session_xml, "xml"),

@@ -34,14 +34,15 @@ class InputFile:
         return self.format + ("" if self.compression == "none" else f"+{self.compression}")
 
 
-_READ_LINES = """
-CREATE OR REPLACE TEMP TABLE gm_lines AS
-SELECT row_number() OVER () AS rn, raw /*columns*/
-FROM read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0), quote = '',
-              escape = '', auto_detect = false, compression = $compression,
+_LINES = """read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0),
+              quote = '', escape = '', auto_detect = false, compression = $compression,
               store_rejects = true, rejects_table = 'gm_reader_errors',
               rejects_scan = 'gm_reader_scans', max_line_size = 16777216,
-              buffer_size = 33554432)
+              buffer_size = 33554432)"""
+_READ_LINES = f"""
+CREATE OR REPLACE TEMP TABLE gm_lines AS
+SELECT row_number() OVER () AS rn, raw /*columns*/
+FROM {_LINES}
 """
 # A line may be 16 MB long; the buffer is set to twice that, as DuckDB's default (16 times the
 # longest line, 256 MB) could not be had under a small GOLDMINE_MEMORY_LIMIT. ``/*columns*/``: more
@@ -189,6 +190,27 @@ def read_lines(
     params = {"path": str(item.path), "compression": item.compression}
     con.execute(_READ_LINES.replace("/*columns*/", extra), params)
     _lines_view(con, header=0, jsonl=False, name=name, columns=[c.split()[-1] for c in columns])
+
+
+def numbered_lines() -> str:
+    """SQL of a file's non-blank lines ``(line, raw)`` numbered as ``read_lines`` numbers them,
+    for a reader that makes its records in the statement that reads the lines (``$path``,
+    ``$compression``): a table of the lines between stores each line's text again, which cost a
+    TSV collection's reader as much as reading the file. A line the reader skips (invalid UTF-8,
+    too long) shifts the numbers after it: when ``reader_skipped`` says so after the statement,
+    read the file with ``read_lines``, which places each such line as a reject."""
+    return (
+        f"(SELECT rn AS line, raw FROM (SELECT row_number() OVER () AS rn, raw FROM {_LINES}) "
+        f"WHERE {_NOT_BLANK})"
+    )
+
+
+def reader_skipped(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the last read of ``numbered_lines`` skipped a line; its reader errors are
+    dropped (``read_lines`` reads them again)."""
+    skipped = con.execute("SELECT count(*) FROM gm_reader_errors").fetchall()[0][0] > 0
+    con.execute("DELETE FROM gm_reader_errors; DELETE FROM gm_reader_scans")
+    return skipped
 
 
 def _lines_view(
