@@ -201,13 +201,14 @@ def _untagged(x: str, spaces: str) -> str:
     return f"regexp_replace(regexp_replace({x}, '{_TAG}', '', 'g'), '{spaces}+', ' ', 'g')"
 
 
-def _block(x: str) -> str:
-    """SQL for a text block ``x`` (its line ends and spaces before its end dropped) cleaned:
-    tags out, runs of spaces and tabs one space, trimmed."""
+def _block(x: str, trimmed: bool = False) -> str:
+    """SQL for a text block ``x`` (its line ends and spaces before its end dropped; at its
+    start too if ``trimmed``) cleaned: tags out, runs of spaces and tabs one space, trimmed."""
+    ends = "chr(10) || chr(13) || ' '"
+    rest = x if trimmed else f"ltrim({x}, {ends})"  # ltrim copies the string: not twice
     return (
         f"CASE WHEN {_MARKUP_OR_RUNS.replace('x', x)} "
-        f"THEN trim({_untagged(x, _SPACES)}, chr(10) || chr(13) || ' ') "
-        f"ELSE ltrim({x}, chr(10) || chr(13) || ' ') END"
+        f"THEN trim({_untagged(x, _SPACES)}, {ends}) ELSE {rest} END"
     )
 
 
@@ -415,7 +416,7 @@ SELECT line,
                    'title', nullif(CASE WHEN contains(T, '<') THEN trim({_untagged("T", _WHITE)})
                                         WHEN {_RUNS} THEN regexp_replace(T, '\\s+', ' ', 'g')
                                         ELSE T END, ''),
-                   'text', {_block("X")})::VARCHAR,
+                   'text', {_block("X", trimmed=True)})::VARCHAR,
        NULL
 FROM (SELECT line, I, T, CASE WHEN c THEN replace(X, chr(13), '') ELSE X END AS X FROM gm_chunk)
 """
@@ -464,19 +465,19 @@ def _prefetched(items: Iterator[T]) -> Iterator[T]:
 def _blocks(handle: BinaryIO, fmt: str, size: int) -> Iterator[list[tuple[str, object, dict]]]:
     """For each block of the file, the statements that insert its records: SQL, the Arrow
     table it reads as ``gm_chunk`` and its parameters."""
-    from goldmine.ingest.corpus_split import cut
+    from goldmine.ingest.corpus_split import cut, fill
 
-    line, carry = 1, handle.read(size).removeprefix(_BOM)  # the line reader drops a BOM too
+    line, carry = 1, handle.read(len(_BOM)).removeprefix(_BOM)  # the line reader drops it too
     while True:
-        more = handle.read(size)
-        data = carry + more
-        block = cut(data, fmt, line, final=not more)
-        carry = data  # no record ends in it: read on
-        if block is not None:
+        data, n, final = fill(handle, carry, size)
+        block = cut(data, n, fmt, line, final)
+        if block is None:  # no record ends in it: read on
+            carry = data[:n].tobytes()
+        else:
             yield _statements(fmt, block, prefix=line == 1)
             line += len(block.split.starts)  # each line before the cut ends in it
-            carry = data[block.end :]
-        if not more:
+            carry = data[block.end : n].tobytes()
+        if final:
             return
 
 

@@ -8,6 +8,7 @@ a file's format (``corpus_formats.sniff``) imports neither numpy nor pyarrow.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -16,7 +17,6 @@ _BATCH = 20_000  # records per Arrow batch: DuckDB scans the batches in parallel
 _LF, _CR = 10, 13
 _TRIMMED = np.array([_LF, _CR, 32], np.uint8)  # what trim(x, LF || CR || ' ') drops
 _TRIM_STEPS = 16  # bytes trimmed at an end at most; a longer run takes the list path
-_NONE = np.empty(0, np.int64)
 _PAD = 16  # line ends after a block's bytes: a tag or a marker is looked at past its end
 
 
@@ -52,14 +52,28 @@ class Tags:
         return Tags(self.at[:k], self.kinds[:k], self.sizes[:k])
 
 
-def cut(data: bytes, fmt: str, line: int, final: bool) -> Block | None:
-    """The records of ``data`` (its first line numbered ``line``): all of them if ``final``,
-    else those before the last record's start; None if no record ends in it."""
-    n = len(data)
-    ext = np.empty(n + _PAD, np.uint8)  # the bytes, then line ends to look past the last one
-    ext[:n] = np.frombuffer(data, np.uint8)
-    ext[n:] = _LF
-    starts = np.concatenate(([0], np.flatnonzero(ext[:n] == _LF) + 1))
+def fill(handle: BinaryIO, carry: bytes, size: int) -> tuple[np.ndarray, int, bool]:
+    """A block: ``carry`` and the next ``size`` bytes of ``handle`` read into an array after
+    it, with room for ``cut``'s padding (read into, not joined and copied: two copies of 64
+    MiB a block; a bytearray would be zeroed first); how many bytes it holds, and whether
+    the file ended."""
+    ext, n, full = np.empty(len(carry) + size + _PAD, np.uint8), len(carry), len(carry) + size
+    ext[:n] = np.frombuffer(carry, np.uint8)
+    view = memoryview(ext)
+    while n < full and (got := handle.readinto(view[n:full])):
+        n += got
+    view.release()
+    return ext, n, n < full
+
+
+def cut(ext: np.ndarray, n: int, fmt: str, line: int, final: bool) -> Block | None:
+    """The records of the first ``n`` bytes of ``ext`` (from ``fill``; its first line
+    numbered ``line``): all of them if ``final``, else those before the last record's start;
+    None if no record ends in it."""
+    ext[n:] = _LF  # line ends to look past the last one
+    low = np.flatnonzero(ext[:n] < 14)  # one pass for the LFs, CRs and NULs (tabs come too)
+    kind = ext[low]
+    starts = np.concatenate(([0], low[kind == _LF] + 1))
     starts = starts[starts < n]
     tags = _tags(ext, n) if fmt == "trec" else None
     opens, groups = _opens(ext, starts, fmt, tags)
@@ -71,8 +85,9 @@ def cut(data: bytes, fmt: str, line: int, final: bool) -> Block | None:
         end = int(starts[cuts[-1]])
         starts, opens, groups = starts[: cuts[-1]], opens[: cuts[-1]], groups[: cuts[-1]]
         tags = tags and tags.before(end)
-    crs = _check_bytes(data, ext, end, tags)
-    split = Split(ext, starts, end, pa.py_buffer(memoryview(data)[:end]), line, crs)
+    low, kind = low[: np.searchsorted(low, end)], kind[: np.searchsorted(low, end)]
+    crs = _check_bytes(ext, low[kind == _CR], (kind == 0).any(), tags)
+    split = Split(ext, starts, end, pa.py_buffer(ext[:end]), line, crs)
     recs = np.flatnonzero(opens)
     first = int(recs[0]) if len(recs) else len(starts)
     prefix = int(starts[first]) if len(recs) else end
@@ -98,13 +113,10 @@ def _opens(ext: np.ndarray, starts: np.ndarray, fmt: str, tags: Tags | None) -> 
     return markers & (ext[starts + 1] == ord("I")), markers
 
 
-def _check_bytes(data: bytes, ext: np.ndarray, end: int, tags: Tags | None) -> np.ndarray:
-    """Raise NeedsLines for what the split would read unlike the line reader; else where
-    the CRs are (each before a LF)."""
-    if data.find(b"\0", 0, end) >= 0:
-        raise NeedsLines
-    crs = np.flatnonzero(ext[:end] == _CR) if data.find(b"\r", 0, end) >= 0 else _NONE
-    if len(crs) and (ext[crs + 1] != _LF).any():
+def _check_bytes(ext: np.ndarray, crs: np.ndarray, nul: bool, tags: Tags | None) -> np.ndarray:
+    """Raise NeedsLines for what the split would read unlike the line reader (a NUL, a CR
+    before no LF, ...); else the CRs."""
+    if nul or (ext[crs + 1] != _LF).any():
         raise NeedsLines
     if tags is not None:  # a <DOC> after spaces opens a record for the line reader; not here
         inside = tags.at[(tags.kinds == _DOC) & (tags.at > 0)]
