@@ -486,7 +486,7 @@ _QUOTES_BAD = (
 _UNQUOTED = """CASE WHEN length(v) >= 2 AND starts_with(v, '"') AND ends_with(v, '"')
     THEN replace(v[2:-2], '""', '"') ELSE v END"""
 _CLICK_ROWS = """
-SELECT line, raw, reject, {columns}
+SELECT line, raw, reject, f, {columns}
 FROM (SELECT *, CASE WHEN err IS NOT NULL THEN err
                      WHEN len(f) > {n} THEN 'expected {n} fields, found ' || len(f)
                      WHEN {split_quoted} AND ({quotes_bad}) THEN 'unbalanced quotes' END
@@ -494,12 +494,13 @@ FROM (SELECT *, CASE WHEN err IS NOT NULL THEN err
       FROM (SELECT line, raw, err, CASE WHEN err IS NOT NULL THEN NULL::VARCHAR[]
                                         WHEN {split_quoted} THEN regexp_extract_all(raw, {field}, 1)
                                         ELSE string_split(raw, $delim) END AS f
-            FROM gm_click_lines WHERE line > 1))
+            FROM {lines} WHERE line > 1))
 """
 
 
-def _click_rows_sql(n: int, quoted: bool) -> str:
-    """The query splitting the lines into ``n`` columns (``quoted``: CSV quotes are read)."""
+def _click_rows_sql(n: int, quoted: bool, lines: str = "gm_click_lines") -> str:
+    """The query splitting ``lines`` (SQL of ``line, raw, err``) into ``n`` columns, also as
+    the list ``f`` (``quoted``: CSV quotes are read)."""
     value = _UNQUOTED if quoted else "v"
     columns = ", ".join(
         f"CASE WHEN reject IS NULL THEN {value.replace('v', f'f[{i + 1}]')} END AS gm_col{i}"
@@ -511,6 +512,7 @@ def _click_rows_sql(n: int, quoted: bool) -> str:
         quotes_bad=_QUOTES_BAD if quoted else "false",
         split_quoted="""contains(raw, '"')""" if quoted else "false",
         field=_CSV_FIELD,
+        lines=lines,
     )
 
 
@@ -523,19 +525,54 @@ def _read_lines(con, path: Path, fmt: str, compression: str) -> None:
 def _read_analytics(con, path: Path, compression: str, header: list[str], delim: str) -> None:
     """``gm_raw``: each row an object of the header's names (the names are parameters).
 
-    The rows are split and made objects in one statement: a table of the split rows between
-    (each line's text stored again) cost as much as the split itself.
+    The rows are split and made objects in the statement that reads the lines: a table of the
+    lines between, and one of the split rows, each stored every line's text again. A file the
+    reader skipped lines of (invalid UTF-8) is read by ``_read_analytics_by_line``, which gives
+    each such line its place.
     """
+    from goldmine.ingest.files import numbered_lines, reader_skipped
+
+    lines = f"(SELECT line, raw, NULL::VARCHAR AS err FROM {numbered_lines()})"
+    params = {"path": str(path), "compression": compression, **_analytics_params(header, delim)}
+    run_sql(con, _analytics_sql(header, delim, lines), params)
+    if reader_skipped(con):
+        _read_analytics_by_line(con, path, compression, header, delim)
+        return
+    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+
+
+def _read_analytics_by_line(
+    con, path: Path, compression: str, header: list[str], delim: str
+) -> None:
+    """``gm_raw`` as ``_read_analytics`` makes it, from a table of the lines (``read_lines``)."""
     _read_lines(con, path, "analytics", compression)
-    pairs = ", ".join(f"$k{i}, gm_col{i}" for i in range(len(header)))
-    rows = _click_rows_sql(len(header), quoted=delim != "\t")
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE gm_src AS SELECT line, CASE WHEN reject IS NULL THEN "
-        f"json_object({pairs})::VARCHAR ELSE raw END AS raw, reject AS err FROM ({rows})",
-        {"delim": delim, **{f"k{i}": name for i, name in enumerate(header)}},
-    )
+    run_sql(con, _analytics_sql(header, delim, "gm_click_lines"), _analytics_params(header, delim))
     con.execute("DROP VIEW gm_click_lines")
     con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+
+
+def _analytics_params(header: list[str], delim: str) -> dict[str, str]:
+    return {"delim": delim, **{f"k{i}": name for i, name in enumerate(header)}}
+
+
+def _analytics_sql(header: list[str], delim: str, lines: str) -> str:
+    """``gm_src`` from ``lines``: a row without a quote has no field to unquote, and its fields
+    go into the object as they are split."""
+    quoted = delim != "\t"
+    value = _UNQUOTED if quoted else "v"
+    pairs = ", ".join(f"$k{i}, {value.replace('v', f'f[{i + 1}]')}" for i in range(len(header)))
+    plain = ", ".join(f"$k{i}, f[{i + 1}]" for i in range(len(header)))
+    rows = _click_rows_sql(len(header), quoted, lines=lines)  # its gm_col<i> are left unread
+    has_quote = """contains(raw, '"')""" if quoted else "false"
+    return f"""
+        CREATE OR REPLACE TEMP TABLE gm_src AS
+        SELECT line,
+               CASE WHEN reject IS NOT NULL THEN raw
+                    WHEN {has_quote} THEN json_object({pairs})::VARCHAR
+                    ELSE json_object({plain})::VARCHAR END AS raw,
+               reject AS err
+        FROM ({rows})
+    """
 
 
 def _read_clicklog(

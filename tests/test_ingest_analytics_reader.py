@@ -1,0 +1,97 @@
+"""An aggregated-analytics export read in one statement (``logformats._read_analytics``) gives
+the records, lines and rejects of the line reader (``_read_analytics_by_line``), which reads the
+lines into a table first."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import duckdb
+
+from goldmine.ingest import batch, logformats
+
+# Rows an export may hold: CSV quotes (a count with a thousands comma, quotes inside), a stray
+# quote, too many and too few fields, blank lines, control characters, backslashes, non-ASCII.
+ROWS = [
+    "refund status,120,0,45%",
+    'cancel order,"1,080",20,0.25',
+    '"say ""hi"" twice",3,0,1%',
+    '"unclosed quote,4,0,0%',
+    "too,many,fields,here,now",
+    "too few,7",
+    "",
+    "   ",
+    "Vérifier Commande 👋,10,10,0%",
+    "back\\slash \x01 bell,2,0,5%",
+    ",5,0,0%",
+    "trailing space ,1,0,0% ",
+]
+HEADER = "Search Term,Total Searches,Searches with No Results,Click-through Rate"
+
+
+def _records(path: Path, compression: str, by_line: bool) -> tuple[list[tuple], bool]:
+    """gm_raw of the export, read in one statement or by the line reader, and whether the
+    line reader's table of lines was made."""
+    con = duckdb.connect()
+    batch.prepare(con)
+    head = path.read_bytes() if compression == "none" else gzip.decompress(path.read_bytes())
+    header, delim = logformats._header(head), logformats._delimiter(head)
+    if by_line:
+        logformats._read_analytics_by_line(con, path, compression, header, delim)
+    else:
+        logformats._read_analytics(con, path, compression, header, delim)
+    rows = con.execute("SELECT line, raw, err FROM gm_raw ORDER BY line").fetchall()
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    con.close()
+    return rows, "gm_lines" in tables
+
+
+def _alike(path: Path, compression: str = "none") -> list[tuple]:
+    one, lines_made = _records(path, compression, by_line=False)
+    assert not lines_made  # read in one statement
+    assert one == _records(path, compression, by_line=True)[0]
+    return one
+
+
+def test_tricky_rows_read_alike(tmp_path: Path):
+    path = tmp_path / "export.csv"
+    path.write_text("\n".join([HEADER, *ROWS]) + "\n", encoding="utf-8")
+    rows = {r[0]: r for r in _alike(path)}
+    assert rows[3][1] == (
+        '{"Search Term":"cancel order","Total Searches":"1,080",'
+        '"Searches with No Results":"20","Click-through Rate":"0.25"}'
+    )
+    assert rows[4][1].startswith('{"Search Term":"say \\"hi\\" twice"')
+    assert rows[5][2] == "unbalanced quotes"
+    assert rows[6][2] == "expected 4 fields, found 5"
+    assert rows[7][1].endswith('"Searches with No Results":null,"Click-through Rate":null}')
+    assert 8 not in rows and 9 not in rows  # blank lines are no records
+    assert "\\\\slash \\u0001 bell" in rows[11][1]
+
+
+def test_crlf_tabs_and_gzip_read_alike(tmp_path: Path):
+    tabbed = "\r\n".join(
+        ["query\tsearches\tno_results\tdate", 'a "quoted" query\t3\t0\t2026-01-02', "b\t1", "x"]
+    )
+    plain = tmp_path / "export.tsv"
+    plain.write_bytes((tabbed + "\r\n").encode())
+    packed = tmp_path / "export.csv.gz"
+    packed.write_bytes(gzip.compress(("\r\n".join([HEADER, *ROWS]) + "\r\n").encode()))
+    rows = _alike(plain)
+    assert rows[0] == (
+        2,
+        '{"query":"a \\"quoted\\" query","searches":"3","no_results":"0","date":"2026-01-02"}',
+        None,
+    )
+    assert not any("\\r" in r[1] for r in rows)
+    assert len(_alike(packed, "gzip")) == 10
+
+
+def test_a_row_the_reader_cannot_read_takes_the_line_reader(tmp_path: Path):
+    path = tmp_path / "export.csv"
+    path.write_bytes(b"query,searches\nfoo,10\nba\xffr,3\n\nlast,1\n")
+    one, lines_made = _records(path, "none", by_line=False)
+    assert lines_made
+    assert one == _records(path, "none", by_line=True)[0]
+    assert [(r[0], r[2]) for r in one] == [(2, None), (3, "invalid UTF-8"), (5, None)]
