@@ -28,15 +28,14 @@ browser:
 	else echo "no Chromium (apt-get install chromium): the browser tests will skip"; fi
 
 # The fast lane: everything but the tests marked slow (model loads, real data sets, big files),
-# on $(WORKERS) workers, each test file on one of them (module fixtures built once). CI runs
-# test-all in one process.
+# on $(WORKERS) workers, each test file on one of them (module fixtures built once).
 WORKERS ?= 2
 test: setup browser
 	$(PY) -m pytest -q -m "not slow" -n $(WORKERS) --dist loadfile
 
-# Everything, the slow real-data tests too: what CI runs.
+# Everything, the slow real-data tests too, on the same workers: what CI runs.
 test-all: setup browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(WORKERS) --dist loadfile
 
 bench: setup
 	$(PY) -m pip install -q -e '.[bench]'
