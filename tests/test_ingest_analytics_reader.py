@@ -5,6 +5,7 @@ lines into a table first."""
 from __future__ import annotations
 
 import gzip
+from datetime import date, datetime
 from pathlib import Path
 
 import duckdb
@@ -95,3 +96,63 @@ def test_a_row_the_reader_cannot_read_takes_the_line_reader(tmp_path: Path):
     assert lines_made
     assert one == _records(path, "none", by_line=True)[0]
     assert [(r[0], r[2]) for r in one] == [(2, None), (3, "invalid UTF-8"), (5, None)]
+
+
+def _stage(path: Path) -> list[tuple]:
+    """``analytics.stage_sql``'s rows over the export as the reader reads it (undated rows
+    dated 2026-12-06)."""
+    from goldmine.ingest import analytics
+
+    con = duckdb.connect()
+    batch.prepare(con)
+    found = analytics.columns(logformats._header(path.read_bytes()))
+    logformats.read(con, path, "analytics", "none")
+    sql, params = analytics.stage_sql(found)
+    params["gm_now"] = datetime(2026, 12, 6)
+    rows = con.execute(
+        "SELECT line, reason, query, day, n_events, n_zero_results, n_no_click, n_failed "
+        f"FROM ({sql}) ORDER BY line",
+        params,
+    ).fetchall()
+    con.close()
+    return rows
+
+
+def test_counts_rates_and_dates_as_exports_write_them(tmp_path: Path):
+    """What each row of an export stands for, pinned before the stage reads every field of a
+    row in one pass: counts with separators, rates as shares or percentages, dates in the
+    layouts exports use, and the reasons of the rows that say nothing usable."""
+    path = tmp_path / "export.csv"
+    path.write_text(
+        "Date,Query,Searches,No Results,Clicks,CTR\n"
+        '2026-11-30,refund,"1,080",20,100,\n'
+        "2026-11-30 10:15:00,card, 1 080 ,0,,25%\n"
+        "30/11/2026,gift,1_000,1%,,0.5\n"
+        ",invoice,12,,,150%\n"
+        "2026-11-30T10:15:00+02:00,reset,7,-1,,\n"
+        "1764460800,order,5,,x,\n"
+        "2026-13-45,ship,5,,,\n"
+        "2026-11-30,  ,5,,,\n"
+        "2026-11-30,track,abc,,,\n"
+        "2026-11-30,cancel,2.5e3,,,\n"
+        "2026-11-30,pdf,3,,,x%\n"
+        "2026-11-30,login,10,2,3,\n"
+        "2026-11-30,Café Menü,4.6,,,7.5%\n",
+        encoding="utf-8",
+    )
+    day = date(2026, 11, 30)
+    assert _stage(path) == [
+        (2, None, "refund", day, 1080, 20, 960, 980),
+        (3, None, "card", day, 1080, 0, 810, 810),
+        (4, "wrong type: no results is not a number: 1%", "gift", day, 1000, 0, 500, 500),
+        (5, None, "invoice", None, 12, 0, 0, 0),  # undated: the import's
+        (6, "wrong type: no results is not a number: -1", "reset", day, 7, -1, 0, -1),
+        (7, "wrong type: clicks is not a number: x", "order", date(2025, 11, 30), 5, 0, 0, 0),
+        (8, "unparseable timestamp: 2026-13-45", "ship", None, 5, 0, 0, 0),
+        (9, "missing query", None, day, 5, 0, 0, 0),
+        (10, "wrong type: count is not a number: abc", "track", day, None, 0, 0, 0),
+        (11, None, "cancel", day, 2500, 0, 0, 0),
+        (12, "wrong type: click-through rate is not a rate: x%", "pdf", day, 3, 0, 0, 0),
+        (13, None, "login", day, 10, 2, 5, 7),
+        (14, None, "Café Menü", day, 5, 0, 5, 5),
+    ]
