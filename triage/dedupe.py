@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -191,6 +192,16 @@ def length_band(lo: int, hi: int, cutoff: float = FUZZY_CUTOFF) -> tuple[int, in
     return int(np.floor(lo * cutoff / (200 - cutoff))), int(np.ceil(hi * (200 - cutoff) / cutoff))
 
 
+@dataclass
+class Work:
+    """What :func:`best_partners` did, counted when asked for (the benchmark prints it a query):
+    the cells fuzz.ratio scored, the pairs over the cutoff among them, the word-rule checks."""
+
+    cells: int = 0
+    over: int = 0
+    checks: int = 0
+
+
 def over_cutoff(
     queries: list[str], targets: list[str], cutoff: float = FUZZY_CUTOFF
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -198,8 +209,6 @@ def over_cutoff(
 
     Blocked by length: memory is one block x band, whatever the number of texts.
     """
-    from rapidfuzz import fuzz, process
-
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     q_len = np.array([len(t) for t in queries])
     t_len = np.array([len(t) for t in targets])
@@ -213,21 +222,28 @@ def over_cutoff(
         cols = t_order[a:b]
         if len(cols) == 0:
             continue
-        scores = process.cdist(
-            [queries[i] for i in rows],
-            [targets[j] for j in cols],
-            scorer=fuzz.ratio,
-            score_cutoff=cutoff,
-            # threads pay off on big blocks only; a tiny block is faster on this one
-            workers=-1 if len(rows) * len(cols) >= PARALLEL_CELLS else 1,
-            dtype=np.uint8,
-        )
+        scores = _ratios([queries[i] for i in rows], [targets[j] for j in cols], cutoff)
         r, c = np.nonzero(scores)
         found.append((rows[r], cols[c], scores[r, c]))
     if not found:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.uint8)
     i, j, score = (np.concatenate(parts) for parts in zip(*found, strict=True))
     return i, j, score
+
+
+def _ratios(queries: list[str], targets: list[str], cutoff: float = FUZZY_CUTOFF) -> np.ndarray:
+    """fuzz.ratio of every query against every target, rounded, 0 where under the cutoff."""
+    from rapidfuzz import fuzz, process
+
+    return process.cdist(
+        queries,
+        targets,
+        scorer=fuzz.ratio,
+        score_cutoff=cutoff,
+        # threads pay off on big blocks only; a tiny block is faster on this one
+        workers=-1 if len(queries) * len(targets) >= PARALLEL_CELLS else 1,
+        dtype=np.uint8,
+    )
 
 
 def variants(a: str, b: str) -> bool:
@@ -419,6 +435,7 @@ def best_partners(
     advance: Callable[[int], None] | None = None,
     blocked: tuple[list[np.ndarray], np.ndarray] | None = None,
     max_checks: int = MAX_CHECKS,
+    work: Work | None = None,
 ) -> dict[int, tuple[int, float]]:
     """For each of ``queries`` (indexes into ``texts``, which are in rank order), its best-ranked
     variant ranked above it: {i: (j, score)} with the smallest j < i among the pairs
@@ -431,52 +448,93 @@ def best_partners(
     variants sit over the cutoff with thousands of its look-alikes (a swapped synonym), and a
     query with no variant among them checked every one, so the checks per query grew with the
     traffic (3.5 a query at 200k generated queries, 1.2 at 50k). Its partner, when it has one, is
-    nearly always among its first few candidates (99.7% within 64 at 200k).
+    nearly always among its first few candidates (99.7% within 64 at 200k). A query that found
+    its partner or spent its checks is not scored again (:meth:`_Partners.match_block`).
     ``advance`` is told of each block done; ``blocked`` is ``block_table(texts)`` if the caller
-    has it."""
+    has it; ``work``, if given, counts what was compared (:class:`Work`)."""
     blocks, table = blocked or block_table(texts)
     wanted = np.zeros(len(texts), dtype=bool)
     wanted[queries] = True
-    best: dict[int, tuple[int, float]] = {}
-    best_j = np.arange(len(texts), dtype=np.int64)  # best[i][0] once found; i itself before
-    checks = np.zeros(len(texts), dtype=np.int32)  # word-rule checks each query has spent
+    state = _Partners(texts, table, max_checks, work)
     for block in blocks_holding(table, queries):
         if advance is not None:
             advance(1)
-        members = blocks[block]
-        mine = members[wanted[members] & (checks[members] < max_checks)]
-        if len(mine) == 0 or len(members) < 2:
+        members = blocks[block]  # in rank order
+        mine = state.live(members[wanted[members]], int(members[0]))
+        if len(mine) == 0:
             continue
         # only partners ranked above the query can be its canonical
-        above = members[members < mine.max()]
-        r, c, score = over_cutoff([texts[i] for i in mine], [texts[j] for j in above])
-        i, j = mine[r], above[c]
-        keep = j < best_j[i]  # above the query and above the best partner it has so far
-        keep[keep] = _first_shared_here(table, i[keep], j[keep], block)
-        _check(texts, i[keep], j[keep], score[keep], best, best_j, checks, max_checks)
-    return best
+        state.match_block(block, mine, members[members < mine.max()])
+    if work is not None:
+        work.checks += int(state.checks.sum())
+    return state.best
 
 
-def _check(
-    texts: list[str],
-    i: np.ndarray,
-    j: np.ndarray,
-    score: np.ndarray,
-    best: dict[int, tuple[int, float]],
-    best_j: np.ndarray,
-    checks: np.ndarray,
-    max_checks: int,
-) -> None:
-    """The word rule over candidate pairs (i, j), each i's in rank order of j: the first variant
-    below i's best partner so far becomes it. Updates best, best_j and checks in place."""
-    for n in np.lexsort((j, i)):
-        a, b = int(i[n]), int(j[n])
-        if best_j[a] <= b or checks[a] >= max_checks:
-            continue
-        checks[a] += 1
-        if variants(texts[a], texts[b]):
-            best[a] = (b, float(score[n]))
-            best_j[a] = b
+COLUMN_CHUNK = 64  # candidates scored at a time, in rank order (_Partners.match_block)
+
+
+class _Partners:
+    """What :func:`best_partners` carries from block to block: each query's best partner so far
+    (``best``; ``best_j`` its index, the query's own before one is found) and the word-rule
+    checks it has spent."""
+
+    def __init__(self, texts: list[str], table: np.ndarray, max_checks: int, work: Work | None):
+        self.texts, self.table, self.max_checks, self.work = texts, table, max_checks, work
+        self.lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        self.best: dict[int, tuple[int, float]] = {}
+        self.best_j = np.arange(len(texts), dtype=np.int64)
+        self.checks = np.zeros(len(texts), dtype=np.int32)
+
+    def live(self, rows: np.ndarray, first: int) -> np.ndarray:
+        """The rows that candidates ranked ``first`` or below could still give a better partner:
+        none found above ``first`` (nor are they above it themselves) and checks left."""
+        return rows[(self.best_j[rows] > first) & (self.checks[rows] < self.max_checks)]
+
+    def match_block(self, block: int, mine: np.ndarray, above: np.ndarray) -> None:
+        """``mine`` against the texts ``above`` them in one block. Rows go by length, BLOCK at a
+        time, against their length band's texts in rank order, COLUMN_CHUNK at a time; a row
+        leaves once it has found its partner (the texts still to come rank below it) or spent
+        its checks. A head intent's block holds thousands of look-alikes over the cutoff, and
+        nearly every row finds its partner among the first: scoring it against the rest was
+        the part of dedupe that grew faster than the traffic."""
+        rows_by_length = mine[np.argsort(self.lengths[mine], kind="stable")]
+        above_lengths = self.lengths[above]
+        for start in range(0, len(rows_by_length), BLOCK):
+            rows = rows_by_length[start : start + BLOCK]
+            lo, hi = length_band(int(self.lengths[rows[0]]), int(self.lengths[rows[-1]]))
+            band = above[(above_lengths >= lo) & (above_lengths <= hi)]  # rank order kept
+            for at in range(0, len(band), COLUMN_CHUNK):
+                cols = band[at : at + COLUMN_CHUNK]
+                rows = self.live(rows, int(cols[0]))
+                if len(rows) == 0:
+                    break
+                self._match(block, rows, cols)
+
+    def _match(self, block: int, rows: np.ndarray, cols: np.ndarray) -> None:
+        """Score rows x cols and check the pairs over the cutoff that could improve a row's
+        partner and that no lower-numbered block shares."""
+        scores = _ratios([self.texts[i] for i in rows], [self.texts[j] for j in cols])
+        r, c = np.nonzero(scores)
+        if self.work is not None:
+            self.work.cells += scores.size
+            self.work.over += len(r)
+        i, j = rows[r], cols[c]
+        keep = j < self.best_j[i]  # above the query and above the best partner it has so far
+        keep[keep] = _first_shared_here(self.table, i[keep], j[keep], block)
+        self._check(i[keep], j[keep], scores[r[keep], c[keep]])
+
+    def _check(self, i: np.ndarray, j: np.ndarray, score: np.ndarray) -> None:
+        """The word rule over candidate pairs (i, j), each i's in rank order of j: the first
+        variant below i's best partner so far becomes it."""
+        best_j, checks = self.best_j, self.checks
+        for n in np.lexsort((j, i)):
+            a, b = int(i[n]), int(j[n])
+            if best_j[a] <= b or checks[a] >= self.max_checks:
+                continue
+            checks[a] += 1
+            if variants(self.texts[a], self.texts[b]):
+                self.best[a] = (b, float(score[n]))
+                best_j[a] = b
 
 
 def dedupe_inputs(con: duckdb.DuckDBPyConnection):

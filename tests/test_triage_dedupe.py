@@ -1,0 +1,68 @@
+"""Fuzzy dedupe's work inside a block: a query leaves the block's comparisons once it has its
+partner or has spent its checks, and the partners stay those of every pair compared."""
+
+from __future__ import annotations
+
+import itertools
+
+from goldmine.text import normalize_query
+from goldmine.triage import dedupe
+
+
+def _reference(texts: list[str]) -> dict[int, tuple[int, float]]:
+    """Each text's best-ranked variant above it among every pair the blocks hold."""
+    want: dict[int, tuple[int, float]] = {}
+    for i, j, score in dedupe.blocked_pairs(list(range(len(texts))), texts):
+        if j < i and (i not in want or j < want[i][0]):
+            want[i] = (j, score)
+    return want
+
+
+def _head_and_variants(n: int) -> list[str]:
+    """A head query, then n variants of it ranked below it that differ only by function words
+    (every one a variant of the head, many over the cutoff with each other too)."""
+    from rapidfuzz import fuzz
+
+    head = "international money transfer declined yesterday"
+    words = head.split()
+    extra = ["my", "the", "a", "is", "was", "i", "me", "to", "of", "for", "so", "it", "by"]
+    texts = [head]
+    for (at1, w1), (at2, w2) in itertools.combinations(
+        itertools.product(range(len(words) + 1), extra), 2
+    ):
+        placed = [*words]
+        placed.insert(at2, w2)
+        placed.insert(at1, w1)
+        text = normalize_query(" ".join(placed))
+        if text not in texts and fuzz.ratio(text, head) >= 91:
+            texts.append(text)
+        if len(texts) > n:
+            return texts
+    raise AssertionError("too few variants")
+
+
+def test_a_query_that_found_its_partner_is_not_scored_again():
+    """Each variant finds the head among the first candidates in rank order and leaves: it is
+    scored against one chunk of the block, not against the variants below the head (they
+    rank below the partner it has), and the partners are those of every pair."""
+    texts = _head_and_variants(4 * dedupe.COLUMN_CHUNK)
+    work = dedupe.Work()
+    got = dedupe.best_partners(list(range(len(texts))), texts, work=work)
+    assert got == _reference(texts)
+    assert {j for j, _ in got.values()} == {0} and len(got) == len(texts) - 1
+    assert work.checks == len(texts) - 1  # the head, once each
+    assert work.cells <= len(texts) * dedupe.COLUMN_CHUNK
+
+
+def test_a_query_that_spent_its_checks_is_not_scored_again():
+    """Look-alikes that are never variants (other card numbers): each stops after MAX_CHECKS
+    failed checks and is not scored against the rest of the block."""
+    texts = [
+        f"my debit card {n} was blocked while travelling abroad"
+        for n in range(1000, 1000 + 4 * dedupe.COLUMN_CHUNK)
+    ]
+    work = dedupe.Work()
+    got = dedupe.best_partners(list(range(len(texts))), texts, work=work)
+    assert got == _reference(texts) == {}
+    assert work.checks == sum(min(i, dedupe.MAX_CHECKS) for i in range(len(texts)))
+    assert work.cells <= 2 * len(texts) * max(dedupe.COLUMN_CHUNK, dedupe.MAX_CHECKS)
