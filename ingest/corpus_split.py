@@ -203,12 +203,13 @@ class Split:
         raises NeedsLines if one is not UTF-8. With ``whole`` (the block is UTF-8), only
         their ends are checked: none may cut a character."""
         lengths = b - a
-        words, short = _words(self.ext), lengths <= 12
-        head, tail = words[a], words[a + 8]  # the string's first 16 bytes (ext is padded)
+        words, short = _words(self.ext), np.flatnonzero(lengths <= 12)
+        head = words[a]  # the string's first 8 bytes (ext is padded)
         views = np.empty((len(a), 2), np.uint64)  # length and 4 bytes; 8 bytes or buffer 0
         views[:, 0] = lengths.astype(np.uint64) | ((head & _FIRST[np.minimum(lengths, 4)]) << 32)
-        held = ((head >> _U64(32)) | (tail << _U64(32))) & _FIRST[np.clip(lengths - 4, 0, 8)]
-        views[:, 1] = np.where(short, held, a.astype(np.uint64) << _U64(32))  # or its offset
+        views[:, 1] = a.astype(np.uint64) << _U64(32)  # a long string: buffer 0, its offset
+        held = (head[short] >> _U64(32)) | (words[a[short] + 8] << _U64(32))  # bytes 4 to 12
+        views[short, 1] = held & _FIRST[np.clip(lengths[short] - 4, 0, 8)]
         array = pa.Array.from_buffers(
             pa.string_view(), len(a), [None, pa.py_buffer(views), self.buffer]
         )
