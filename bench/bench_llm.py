@@ -107,10 +107,11 @@ def one_run(db: Path, args: argparse.Namespace) -> dict:
         second, again = judge_cli(db, server.base_url, args.concurrency)
         from goldmine.goldset.judge import judge
         from goldmine.llm import Settings
+        from goldmine.store import Store
 
         s = Settings(server.base_url, "bench", concurrency=args.concurrency)
         t = time.perf_counter()
-        inproc = judge(db, s)
+        inproc = judge(Store(db, write=True), s)
         third = time.perf_counter() - t
         n_requests = len(server.requests)
     return {

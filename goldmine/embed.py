@@ -36,12 +36,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from goldmine.config import load_config, resolve_db_path
+from goldmine.config import load_config
 from goldmine.errors import InputError
 from goldmine.output import progress, warn
 from goldmine.store import (
     WRITE_WAIT_S,  # noqa: F401  (its home before; triage imports it here)
-    open_store,
+    Store,
+    as_store,
     registered,
 )
 from goldmine.text import sha256_text
@@ -482,7 +483,7 @@ class Embedded:
 
 
 def embed_closed(
-    db: str | Path | None,
+    db: Store | str | Path | None,
     texts: Sequence[str],
     model: str | None = None,
     *,
@@ -500,15 +501,16 @@ def embed_closed(
     """
 
     texts = list(texts)
-    with open_store(db) as con:
-        found = _lookup(con, texts, model, backend, resolve_db_path(db).parent)
+    store = as_store(db)
+    with store.open() as con:
+        found = _lookup(con, texts, model, backend, store.path.parent)
     label = description or f"embedding with {found.key}"
     with progress(label, total=len(found.new_rows)) as advance:
         for start in range(0, len(found.new_rows), chunk):
             rows = found.new_rows[start : start + chunk]
             vectors = _encode([texts[i] for i in rows], model, batch_size, False, advance, backend)
             # A reader may hold the store for a moment: wait for it rather than lose the chunk.
-            with open_store(db, wait=WRITE_WAIT_S) as con:
+            with store.open(wait=WRITE_WAIT_S) as con:
                 _store(con, found.key, [found.hashes[i] for i in rows], vectors)
             found.place(rows, vectors)
     if not texts and found.key == DEFAULT_MODEL:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from goldmine.store import Store
 
 DbOption = Annotated[
     Path | None,
@@ -36,3 +39,12 @@ state = _State()
 def db_flag(db: Path | None) -> Path | None:
     """The subcommand's ``--db``, else the root's; config resolution does the rest."""
     return db if db is not None else state.db
+
+
+def store_flag(db: Path | None) -> Store:
+    """The store a command works on: ``--db`` (the subcommand's, else the root's) >
+    ``GOLDMINE_DB`` > goldmine.toml > the default, resolved here once; stages take this object,
+    never a path."""
+    from goldmine.store import Store
+
+    return Store(db_flag(db), write=True)

@@ -695,6 +695,19 @@ class Store:
         return settings()
 
     @contextmanager
+    def open(self, **options: Any) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One unit of work for a stage, with :func:`open_store`'s options (``read_only``,
+        ``create``, ``wait``, ``lean``, ``detachable``), on the path resolved when the store was
+        made; DuckDB's errors are left to the command (``read()`` and ``write()`` are the
+        library's, which map them)."""
+        if not (options.get("read_only") or self.writable):
+            raise InputError(
+                f"{self.path} was opened read-only: open it with Store(path, write=True) to write"
+            )
+        with open_store(self.path, **options) as con:
+            yield con
+
+    @contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-only connection for one unit of work."""
         with open_store(self.path, read_only=True, create=False) as con, _mapped(self.path):
@@ -703,12 +716,14 @@ class Store:
     @contextmanager
     def write(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-write connection for one unit of work (the store is made if absent)."""
-        if not self.writable:
-            raise InputError(
-                f"{self.path} was opened read-only: open it with Store(path, write=True) to write"
-            )
-        with open_store(self.path) as con, _mapped(self.path):
+        with self.open() as con, _mapped(self.path):
             yield con
+
+
+def as_store(where: Store | str | Path | None) -> Store:
+    """``where`` as a ``Store``: the object itself, or one made (writable) from a path, for the
+    core's helpers that a stage calls with its store and a script may call with a path."""
+    return where if isinstance(where, Store) else Store(where, write=True)
 
 
 @contextmanager

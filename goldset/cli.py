@@ -32,7 +32,7 @@ from goldmine.goldset.review import queue_filter
 from goldmine.goldset.review_tui import run
 from goldmine.goldset.versions import assert_verified, diff_versions, verify_versions
 from goldmine.goldset.versions import publish as do_publish
-from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.options import DbOption, JsonOption, db_flag, store_flag
 from goldmine.output import console, info, print_json, table, warn
 from goldmine.store import open_store, transaction
 from goldmine.versions import list_versions, resolve_version, version_header
@@ -217,9 +217,10 @@ def draft(
         raise InputError(f"--from must be retriever or clicks, not {from_!r}")
     settings = cli_llm.judge_settings(judge, base_url, model, concurrency, timeout, max_failures)
     # The work opens the store for short spans only, so other commands can read meanwhile.
-    result = run_draft(db_flag(db), retriever, k, by=f"retriever:{retriever}")
+    store = store_flag(db)
+    result = run_draft(store, retriever, k, by=f"retriever:{retriever}")
     if settings is not None:
-        cli_llm.judge_draft(db_flag(db), settings, as_json, drafted=result.__dict__, limit=limit)
+        cli_llm.judge_draft(store, settings, as_json, drafted=result.__dict__, limit=limit)
         return
     if as_json:
         print_json(result.__dict__)

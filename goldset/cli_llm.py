@@ -25,10 +25,10 @@ from goldmine.goldset.synth import check_all_failed
 from goldmine.goldset.synth import synth as run_synth
 from goldmine.llm import DEFAULT_MAX_FAILURES, DEFAULT_TIMEOUT, KEEP_CHARS, settings
 from goldmine.metrics import parse_metric
-from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.options import DbOption, JsonOption, store_flag
 from goldmine.output import info, print_json, warn
 from goldmine.readers import read_run
-from goldmine.store import open_store
+from goldmine.store import Store, open_store
 
 BaseUrlOption = Annotated[
     str | None,
@@ -151,7 +151,7 @@ def synth(
 
     s = model_settings(base_url, model, concurrency, timeout, max_failures)
     result = run_synth(
-        db_flag(db), s, n_chunks=chunks, doc=doc, cluster=cluster, per_chunk=per_chunk,
+        store_flag(db), s, n_chunks=chunks, doc=doc, cluster=cluster, per_chunk=per_chunk,
         style=style, seed=seed, match=match, fuzzy_threshold=fuzzy_threshold,
         similarity=similarity, by=default_user(by),
     )  # fmt: skip
@@ -195,11 +195,11 @@ def judge_settings(
 
 
 def judge_draft(
-    db: Path | None, s, as_json: bool, drafted: dict | None = None, limit: int | None = None
+    store: Store, s, as_json: bool, drafted: dict | None = None, limit: int | None = None
 ) -> None:
     """``gold draft --judge llm``: the model grades every candidate, beside people's labels."""
 
-    result = run_judge(db, s, limit=limit)
+    result = run_judge(store, s, limit=limit)
     result.usage.price(s)
     print_usage("judge", result.usage, result.failures)
     info(_judged_line(result))
@@ -212,7 +212,7 @@ def judge_draft(
             "instruction to a model (sent as data, inert): review shows a suspicious note on "
             f"{'its suggestion' if one else 'their suggestions'}"
         )
-    print_judge_agreement(db, result.model)
+    print_judge_agreement(store.path, result.model)
     if as_json:
         print_json({"draft": drafted, "judge": result.as_dict()})
     check_gave_up(result.usage)

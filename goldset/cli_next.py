@@ -10,7 +10,7 @@ import typer
 from goldmine.errors import InputError
 from goldmine.goldset.items import default_user
 from goldmine.goldset.next import CLUSTER_METHOD, METHOD, cluster_information, plan_for_compare
-from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.options import DbOption, JsonOption, db_flag, store_flag
 from goldmine.output import print_json
 from goldmine.readers import read_run
 from goldmine.store import open_store
@@ -57,7 +57,7 @@ def next_(
                 "`eval run --save-run FILE` writes what a retriever returned)"
             )
     plan = plan_for_compare(
-        db_flag(db), read_run(runs[0]), read_run(runs[1]), k=k, budget=budget, queue=not dry_run,
+        store_flag(db), read_run(runs[0]), read_run(runs[1]), k=k, budget=budget, queue=not dry_run,
         by=default_user(by),
     )  # fmt: skip
     if as_json:

@@ -22,13 +22,12 @@ cranqrel 0.455 both ways (bench/bench_draft.py). A draft is a proposal a person 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
 from goldmine.goldset.items import current_snapshot, now
 from goldmine.output import progress, step
-from goldmine.store import WRITE_WAIT_S, open_store, registered, transaction
+from goldmine.store import WRITE_WAIT_S, Store, registered, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -69,7 +68,7 @@ def _inputs(con: duckdb.DuckDBPyConnection) -> tuple[int, Any, Any]:
     return snapshot_id, items, chunks
 
 
-def _retriever(db: Path | None, kind: str, chunks, queries: list[str]) -> tuple[Any, Any]:
+def _retriever(store: Store, kind: str, chunks, queries: list[str]) -> tuple[Any, Any]:
     """The retriever over the chunks, built with the store closed, and the queries' vectors
     (None for BM25): chunks and queries embedded in one pass, with the drafts' backend, cached."""
     from goldmine.embed import cache_key, draft_backend, embed_closed
@@ -89,7 +88,7 @@ def _retriever(db: Path | None, kind: str, chunks, queries: list[str]) -> tuple[
         "draft", f"embed {len(ids):,} chunks and {len(queries):,} queries", cache_key(None, backend)
     )
     docs = documents(titles, texts)
-    embedded = embed_closed(db, docs + queries, description="embedding", backend=backend)
+    embedded = embed_closed(store, docs + queries, description="embedding", backend=backend)
     step(
         "draft", "vectors", f"{embedded.n_encoded:,} encoded, {embedded.n_cached:,} from the cache"
     )
@@ -114,20 +113,20 @@ def _search(retriever: Any, queries: list[str], k: int, kind: str, vectors: Any)
     return hits
 
 
-def draft(db: Path | None, retriever: str = "bm25", k: int = 10, *, by: str) -> Drafted:
+def draft(store: Store, retriever: str = "bm25", k: int = 10, *, by: str) -> Drafted:
     """Top-k chunks for every candidate (no label yet), written as drafts in one transaction."""
     if retriever not in RETRIEVERS:
         raise InputError(f"--retriever must be one of {', '.join(RETRIEVERS)}, not {retriever!r}")
     if k < 1:
         raise InputError("-k must be at least 1")
-    with open_store(db) as con:
+    with store.open() as con:
         snapshot_id, items, chunks = _inputs(con)
     if items is None:
         return Drafted(0, 0, retriever, snapshot_id)
     import polars as pl
 
     queries = items["query"].to_list()
-    built, vectors = _retriever(db, retriever, chunks, queries)
+    built, vectors = _retriever(store, retriever, chunks, queries)
     ranked = _search(built, queries, k, retriever, vectors)
     hits = pl.DataFrame(
         [
@@ -138,7 +137,7 @@ def draft(db: Path | None, retriever: str = "bm25", k: int = 10, *, by: str) -> 
         schema={"query_id": pl.Utf8, "chunk_id": pl.Utf8, "rank": pl.Int64, "score": pl.Float64},
         orient="row",
     )
-    with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
+    with store.open(wait=WRITE_WAIT_S) as con, transaction(con):
         todo = items.select("query_id", "position")
         n_items, n_drafts = _write(con, todo, hits, retriever, k, snapshot_id)
     return Drafted(n_items, n_drafts, retriever, snapshot_id)

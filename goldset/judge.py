@@ -25,7 +25,6 @@ the systems as the people's do (Kendall's tau over the runs, and each run's metr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError
@@ -41,7 +40,7 @@ from goldmine.goldset.modelcalls import (
 )
 from goldmine.goldset.ranking import score_runs
 from goldmine.llm import Ask, Usage, ask_all, load_prompt
-from goldmine.store import WRITE_WAIT_S, open_store, transaction
+from goldmine.store import WRITE_WAIT_S, Store, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -115,7 +114,7 @@ _LABEL_COLUMNS = {
 }  # fmt: skip
 
 
-def judge(db: Path | None, s: Settings, *, limit: int | None = None) -> JudgeResult:
+def judge(store: Store, s: Settings, *, limit: int | None = None) -> JudgeResult:
     """The model's grade for every candidate whose current grade it has not given yet; with
     ``limit``, for the first ``limit`` of them in ``_PAIRS``'s order (a cached answer counts: it
     is a grade written), the rest left for a later run."""
@@ -124,7 +123,7 @@ def judge(db: Path | None, s: Settings, *, limit: int | None = None) -> JudgeRes
         raise InputError("--limit must be at least 1")
     prompt = load_prompt("judge")
     result = JudgeResult(s.endpoint, s.model, prompt.version)
-    with open_store(db) as con:
+    with store.open() as con:
         snapshot_id, _ = gi.current_snapshot(con)
         pairs = gi.fetch_dicts(
             con,
@@ -162,7 +161,7 @@ def judge(db: Path | None, s: Settings, *, limit: int | None = None) -> JudgeRes
     )
     if not todo:
         return result
-    with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
+    with store.open(wait=WRITE_WAIT_S) as con, transaction(con):
         call_ids = record_calls(con, "judge", s, prompt, answers)
         found = {k: (call_ids[k], a.data) for k, a in ((a.key, a) for a in answers) if a.ok}
         found |= known

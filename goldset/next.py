@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from goldmine.errors import InputError, NotFoundError
 from goldmine.gold import COVERAGE_COLUMNS, Run, coverage_cte
 from goldmine.goldset import items as gi
-from goldmine.store import open_store, registered, transaction
+from goldmine.store import Store, registered, transaction
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
@@ -307,7 +307,7 @@ def queue_pairs(con: duckdb.DuckDBPyConnection, plan: Plan, *, by: str, label: s
 
 
 def plan_for_compare(
-    db: Path | None,
+    store: Store,
     a: Run,
     b: Run,
     *,
@@ -319,7 +319,7 @@ def plan_for_compare(
     """``gold next --for-compare A B``: propose, and (``queue``) write in one transaction. The
     runs come read (``goldmine.readers.read_run``), so the gold set needs no eval code."""
 
-    with open_store(db, create=False) as con:
+    with store.open(create=False) as con:
         judged, by_text = load_judged(con)
         if not judged:
             raise NotFoundError("no gold items to label: add some first (`goldmine gold starter`)")

@@ -30,7 +30,6 @@ computed, and opened once to write everything in one transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import GoldmineError, InputError, NotFoundError
@@ -38,7 +37,7 @@ from goldmine.goldset import items as gi
 from goldmine.goldset.modelcalls import cache_key, cached, failure_lines, record_calls
 from goldmine.goldset.provenance import _norm_sql, origins
 from goldmine.llm import Ask, Usage, ask_all, load_prompt
-from goldmine.store import WRITE_WAIT_S, open_store, transaction
+from goldmine.store import WRITE_WAIT_S, Store, transaction
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
@@ -202,7 +201,7 @@ def real_queries(con: duckdb.DuckDBPyConnection) -> list[dict]:
 
 
 def match_traffic(
-    db: Path | None,
+    store: Store,
     questions: list[str],
     real: list[dict],
     *,
@@ -226,7 +225,9 @@ def match_traffic(
     if match == "both":
         from goldmine.embed import embed_closed
 
-        vectors = embed_closed(db, norms + real_norms, description="embedding for traffic").vectors
+        vectors = embed_closed(
+            store, norms + real_norms, description="embedding for traffic"
+        ).vectors
         cosines = vectors[: len(norms)] @ vectors[len(norms) :].T
         best_cos = cosines.argmax(axis=1)
     for i in range(len(questions)):
@@ -248,7 +249,7 @@ def match_traffic(
 
 
 def synth(
-    db: Path | None,
+    store: Store,
     s: Settings,
     *,
     n_chunks: int | None = None,
@@ -275,7 +276,7 @@ def synth(
         raise InputError("--chunks must be at least 1")
     prompt = load_prompt("synth")
     result = SynthResult(s.endpoint, s.model, prompt.version)
-    with open_store(db) as con:
+    with store.open() as con:
         ids = cluster_chunks(con, cluster) if cluster is not None else None
         chunks = sample_chunks(
             con,
@@ -334,14 +335,14 @@ def synth(
                 seen.add(normalize_query(text))
                 drafted.append((c, text))
     links = match_traffic(
-        db,
+        store,
         [q for _, q in drafted],
         real,
         match=match,
         fuzzy_threshold=fuzzy_threshold,
         similarity=similarity,
     )
-    with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
+    with store.open(wait=WRITE_WAIT_S) as con, transaction(con):
         call_ids = record_calls(con, "synth", s, prompt, answers)
         call_ids |= {k: v[0] for k, v in known.items()}
         writer = _Writer(con, s, prompt.version, style, cluster, by, result)

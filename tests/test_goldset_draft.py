@@ -13,7 +13,7 @@ import pytest
 
 from goldmine import store as store_module
 from goldmine.goldset.items import query_id_for
-from goldmine.store import open_store
+from goldmine.store import Store, open_store
 from goldmine.text import normalize_query
 
 from helpers import CHUNKS, build
@@ -74,7 +74,7 @@ def test_bm25_draft_names_its_steps_and_searches_with_the_store_closed(
     with open_store(store) as con:
         con.execute("UPDATE gold_items SET status = 'candidate'")
     seen = _spy_on_store(monkeypatch, baselines.BM25Retriever, "search")
-    result = draft(store, "bm25", 2, by="retriever:bm25")
+    result = draft(Store(store, write=True), "bm25", 2, by="retriever:bm25")
     assert result.items == 3 and result.drafts == 6
     assert seen and all(held == {} for held in seen)
 
@@ -87,7 +87,7 @@ def test_hybrid_draft_embeds_with_the_store_closed(
     from goldmine.goldset.draft import draft
 
     seen = _spy_on_store(monkeypatch, embed, "_encode")
-    result = draft(store, "hybrid", 3, by="retriever:hybrid")
+    result = draft(Store(store, write=True), "hybrid", 3, by="retriever:hybrid")
     assert result.items == 3 and result.drafts == 9
     assert seen and all(held == {} for held in seen)  # chunks and queries, in one pass
     with open_store(store) as con:

@@ -14,7 +14,7 @@ import pytest
 import test_goldset_draft
 from sklearn.metrics import cohen_kappa_score
 
-from goldmine.store import open_store, transaction
+from goldmine.store import Store, open_store, transaction
 
 from fake_llm import Reply, default_responder, serve, user_data
 from helpers import CHUNKS, add_snapshot, build
@@ -90,13 +90,14 @@ def test_a_changed_prompt_is_asked_again(cli, store, tmp_path, monkeypatch) -> N
         assert _judge(cli, store, server).returncode == 0
         assert len(server.requests) == 6
         s = llm.Settings(server.base_url, "judge-1")
-        assert judge(store, s).current == 6 and len(server.requests) == 6  # the same prompt
+        gold = Store(store, write=True)
+        assert judge(gold, s).current == 6 and len(server.requests) == 6  # the same prompt
         edited = tmp_path / "prompts"
         edited.mkdir()
         original = llm.load_prompt("judge").path.read_text(encoding="utf-8")
         (edited / "judge.v1.txt").write_text(original + "\n", encoding="utf-8")
         monkeypatch.setattr(llm, "_prompts_dir", lambda: edited)
-        again = judge(store, s)
+        again = judge(gold, s)
     assert (again.graded, again.current, len(server.requests)) == (6, 0, 12)
     versions = _rows(store, "SELECT prompt_version, count(*) FROM gold_model_labels GROUP BY 1")
     assert len(versions) == 1 and versions[0][1] == 6
