@@ -131,6 +131,14 @@ _RATE = (
     "ELSE try_cast({0} AS DOUBLE) END END"
 )
 
+# A day/month date's parts (30/11/2026: gm_dmy_parts), cut only where the second or third
+# character is a date separator, as it must be for the pattern to match: cut on every row, they
+# were a third of an ISO-dated export's date cost.
+_DMY_PARTS = (
+    "CASE WHEN substr({0}, 2, 1) IN ('/', '-', '.') OR substr({0}, 3, 1) IN ('/', '-', '.') "
+    "THEN gm_dmy_parts({0}) END"
+)
+
 
 def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
     """SQL over ``gm_raw`` (the export's rows as JSON objects): each row's counts and reason.
@@ -182,12 +190,13 @@ def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
             SELECT line, raw, err, q, count_text AS n_text, {number["count"]} AS n, zero_text,
                    {number["zero"]} AS zero, clicks_text, {number["clicks"]} AS clicks,
                    zero_rate_text, {rate["zero_rate"]} AS zero_rate, ctr_text, {rate["ctr"]} AS ctr,
-                   date_text, coalesce(gm_ts(date_text), gm_dmy_ts(date_text, ''))::DATE AS day
+                   date_text, coalesce(gm_ts(date_text), gm_dmy_from(dmy, ''))::DATE AS day
             FROM (
                 SELECT line, raw, err, {text("query")} AS q, {text("count")} AS count_text,
                        {text("zero")} AS zero_text, {text("clicks")} AS clicks_text,
                        {text("zero_rate")} AS zero_rate_text, {text("ctr")} AS ctr_text,
-                       {text("date")} AS date_text
+                       {text("date")} AS date_text,
+                       {_DMY_PARTS.format(text("date"))} AS dmy
                 -- Not on a row the reader could not read (its raw is not JSON): a reject.
                 FROM (SELECT line, raw, err,
                              CASE WHEN err IS NULL THEN json_extract_string(raw, $gm_paths) END

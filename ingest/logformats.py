@@ -696,9 +696,10 @@ CREATE OR REPLACE TEMP MACRO gm_dmy_at(p, o) AS CASE WHEN o IN ('dmy', 'mdy') TH
     + CASE WHEN upper(p.half) = 'PM' AND p.t NOT LIKE '12:%' THEN INTERVAL 12 HOUR
            WHEN upper(p.half) = 'AM' AND p.t LIKE '12:%' THEN INTERVAL (-12) HOUR
            ELSE INTERVAL 0 HOUR END END;
-CREATE OR REPLACE TEMP MACRO gm_dmy_ts(s, file_order) AS gm_dmy_at(gm_dmy_parts(s),
-    CASE WHEN gm_dmy_order(gm_dmy_parts(s)) = 'ambiguous' THEN file_order
-         ELSE gm_dmy_order(gm_dmy_parts(s)) END);
+-- The timestamp of a value's parts ``p`` (gm_dmy_parts), ambiguous ones in ``file_order``.
+CREATE OR REPLACE TEMP MACRO gm_dmy_from(p, file_order) AS gm_dmy_at(p,
+    CASE WHEN gm_dmy_order(p) = 'ambiguous' THEN file_order ELSE gm_dmy_order(p) END);
+CREATE OR REPLACE TEMP MACRO gm_dmy_ts(s, file_order) AS gm_dmy_from(gm_dmy_parts(s), file_order);
 -- The order a value shows ('dmy', 'mdy', 'ambiguous'), tested only where its second or third
 -- character is a date separator (an ISO date's is not), so a clean file pays a substr per row.
 CREATE OR REPLACE TEMP MACRO gm_dmy_shown(s) AS CASE
