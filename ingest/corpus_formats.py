@@ -201,14 +201,16 @@ def _untagged(x: str, spaces: str) -> str:
     return f"regexp_replace(regexp_replace({x}, '{_TAG}', '', 'g'), '{spaces}+', ' ', 'g')"
 
 
-def _block(x: str, trimmed: bool = False) -> str:
-    """SQL for a text block ``x`` (its line ends and spaces before its end dropped; at its
-    start too if ``trimmed``) cleaned: tags out, runs of spaces and tabs one space, trimmed."""
+def _block(x: str, marked: str | None = None) -> str:
+    """SQL for a text block ``x`` (its line ends and spaces before its end dropped) cleaned:
+    tags out, runs of spaces and tabs one space, trimmed. ``marked``: SQL of whether ``x``
+    holds what that changes, known before (``x`` is trimmed at its start too then)."""
     ends = "chr(10) || chr(13) || ' '"
-    rest = x if trimmed else f"ltrim({x}, {ends})"  # ltrim copies the string: not twice
+    if marked:  # ltrim would copy the string
+        return f"CASE WHEN {marked} THEN trim({_untagged(x, _SPACES)}, {ends}) ELSE {x} END"
     return (
         f"CASE WHEN {_MARKUP_OR_RUNS.replace('x', x)} "
-        f"THEN trim({_untagged(x, _SPACES)}, {ends}) ELSE {rest} END"
+        f"THEN trim({_untagged(x, _SPACES)}, {ends}) ELSE ltrim({x}, {ends}) END"
     )
 
 
@@ -405,10 +407,11 @@ INSERT INTO gm_src {
     )
 }
 """
-# TREC records of the usual layout, over ``gm_chunk(line, c, I, T, X)``: DOCNO, title and text
-# cut from the file's bytes as ``_TREC_FIELDS``' patterns cut them (``corpus_split.Split.trec``)
-# and trimmed there, so a field is cleaned by the same expressions only when it holds what they
-# change (a tag, a tab, a run of spaces; for the title any white space but one space).
+# TREC records of the usual layout, over ``gm_chunk(line, c, m, I, T, X)``: DOCNO, title and
+# text cut from the file's bytes as ``_TREC_FIELDS``' patterns cut them (``Split.trec``) and
+# trimmed there, so a field is cleaned by the same expressions only when it holds what they
+# change: for the text a tag, a tab or two spaces (``m``, found there too), for the title any
+# white space but one space.
 _TREC_CUT = f"""
 INSERT INTO gm_src
 SELECT line,
@@ -416,9 +419,10 @@ SELECT line,
                    'title', nullif(CASE WHEN contains(T, '<') THEN trim({_untagged("T", _WHITE)})
                                         WHEN {_RUNS} THEN regexp_replace(T, '\\s+', ' ', 'g')
                                         ELSE T END, ''),
-                   'text', {_block("X", trimmed=True)})::VARCHAR,
+                   'text', {_block("X", marked="m")})::VARCHAR,
        NULL
-FROM (SELECT line, I, T, CASE WHEN c THEN replace(X, chr(13), '') ELSE X END AS X FROM gm_chunk)
+FROM (SELECT line, I, T, m, CASE WHEN c THEN replace(X, chr(13), '') ELSE X END AS X
+      FROM gm_chunk)
 """
 # The lines before the first record: one reject, at its first line that is not blank.
 _PREFIX = f"""

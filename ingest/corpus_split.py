@@ -50,10 +50,11 @@ class Tags:
     kinds: np.ndarray
     sizes: np.ndarray
     opens: np.ndarray
+    runs: np.ndarray  # where a tab or two spaces are: a text holding one is cleaned in SQL
 
     def before(self, end: int) -> Tags:
-        k = np.searchsorted(self.at, end)
-        return Tags(self.at[:k], self.kinds[:k], self.sizes[:k], self.opens[:k])
+        k, runs = np.searchsorted(self.at, end), self.runs[: np.searchsorted(self.runs, end)]
+        return Tags(self.at[:k], self.kinds[:k], self.sizes[:k], self.opens[:k], runs)
 
 
 def fill(handle: BinaryIO, carry: bytes, size: int) -> tuple[np.ndarray, int, bool]:
@@ -75,11 +76,11 @@ def cut(ext: np.ndarray, n: int, fmt: str, line: int, final: bool) -> Block | No
     numbered ``line``): all of them if ``final``, else those before the last record's start;
     None if no record ends in it."""
     ext[n:] = _LF  # line ends to look past the last one
-    low, lt = _find(ext, n, fmt == "trec")
+    low, lt, pairs = _find(ext, n, fmt == "trec")
     kind = ext[low]
     starts = np.concatenate(([0], low[kind == _LF] + 1))
     starts = starts[starts < n]
-    tags = _tags(ext, lt) if fmt == "trec" else None
+    tags = _tags(ext, lt, np.union1d(low[kind == 9], pairs)) if fmt == "trec" else None
     opens, groups = _opens(ext, starts, fmt, tags)
     end = n
     if not final:  # cut before the last record whose opening line is known whole
@@ -98,17 +99,20 @@ def cut(ext: np.ndarray, n: int, fmt: str, line: int, final: bool) -> Block | No
     return Block(split, end, prefix, recs, np.flatnonzero(groups[first:]) + first, tags)
 
 
-def _find(ext: np.ndarray, n: int, trec: bool) -> tuple[np.ndarray, np.ndarray]:
+def _find(ext: np.ndarray, n: int, trec: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where the first ``n`` bytes below 14 are (LF, CR, NUL; tabs come too) and, for TREC,
-    the '<': a piece at a time, so that both passes read it from the cache (a fifth less than
-    two passes over a block of 64 MiB) and no mask is as large as the block."""
-    low, lt = [_NONE], [_NONE]
+    the '<' and the first of two spaces: a piece at a time, so that the passes read it from
+    the cache (a fifth less than two passes over a block of 64 MiB) and no mask is as large
+    as the block."""
+    low, lt, pairs = [_NONE], [_NONE], [_NONE]
     for at in range(0, n, _PIECE):
-        piece = ext[at : min(at + _PIECE, n)]
-        low.append(np.flatnonzero(piece < 14) + at)
+        piece = ext[at : min(at + _PIECE, n) + 1]  # and the next byte (ext is padded)
+        low.append(np.flatnonzero(piece[:-1] < 14) + at)
         if trec:
-            lt.append(np.flatnonzero(piece == ord("<")) + at)
-    return np.concatenate(low), np.concatenate(lt)
+            lt.append(np.flatnonzero(piece[:-1] == ord("<")) + at)
+            spaces = piece == 32
+            pairs.append(np.flatnonzero(spaces[:-1] & spaces[1:]) + at)
+    return np.concatenate(low), np.concatenate(lt), np.concatenate(pairs)
 
 
 def batched(table: pa.Table) -> pa.Table:
@@ -186,10 +190,10 @@ class Split:
         b -= self.ext[b - 1] == _CR
         blank = self._any(self.maybe_blank, np.append(recs, len(self.starts)))
         crs = self._any(self.crs, at)
-        fields, usual = _trec_fields(self, tags, a, b)
+        fields, usual, marked = _trec_fields(self, tags, a, b)
         usual &= ~blank
         self._slices(np.array([0, self.end]))  # the whole block is UTF-8 (else NeedsLines)
-        cut = {"line": recs[usual] + self.line, "c": crs[usual]}
+        cut = {"line": recs[usual] + self.line, "c": crs[usual], "m": marked[usual]}
         cut.update({k: self.views(x[usual], y[usual], True) for k, (x, y) in fields.items()})
         other = ~usual
         return _table(cut), _table({
@@ -330,7 +334,7 @@ def _small(words: np.ndarray) -> np.ndarray:
     return words | (capital >> _U64(2))
 
 
-def _tags(ext: np.ndarray, at: np.ndarray) -> Tags:
+def _tags(ext: np.ndarray, at: np.ndarray, runs: np.ndarray) -> Tags:
     """The tags of ``_TREC_TAGS`` at each '<' of ``ext`` (at ``at``)."""
     words = _small(_words(ext)[at + 1])  # the 8 bytes after each '<'
     ends = words ^ (_U64(ord(">")) * _BYTES)  # zero at a '>'
@@ -348,7 +352,7 @@ def _tags(ext: np.ndarray, at: np.ndarray) -> Tags:
     kinds = _KEY_KINDS[place]
     opens = kinds == _DOC
     opens[opens] = ext[at[opens] - 1] == _LF  # at a line's start (ext[-1] is a line end)
-    return Tags(at, kinds, _KEY_SIZES[place], opens)
+    return Tags(at, kinds, _KEY_SIZES[place], opens, runs)
 
 
 _FAR = np.iinfo(np.int64).max
@@ -358,7 +362,8 @@ def _trec_fields(split: Split, tags: Tags, a: np.ndarray, b: np.ndarray):
     """The DOCNO, title and text of each record ``a[i]:b[i]`` cut from the bytes as the
     reader's patterns cut them, for the usual layout: at most one title tag and one
     ``<TEXT>``, each field's white space trimmed in a few steps. Returns ``({name: (starts,
-    ends)}, usual)``; a record not usual is read by the patterns."""
+    ends)}, usual, marked)``; a record not usual is read by the patterns, a text not marked
+    needs no cleaning."""
     ext, n = split.ext, len(a)
     rec = np.cumsum(tags.opens) - 1  # the record each tag is in (-1: before the first)
     k = np.searchsorted(rec, 0)
@@ -388,6 +393,11 @@ def _trec_fields(split: Split, tags: Tags, a: np.ndarray, b: np.ndarray):
         x, y, done = _trim(ext, x, y, strip, strip)
         usual &= done
         fields[name] = (x, y)
+    # Whether the text holds what its cleaning changes: a '<', a tab or two spaces.
+    x, y = fields["X"]
+    marked = np.zeros(n, bool)
+    for where in (lt, tags.runs):
+        marked |= np.searchsorted(where, x) < np.searchsorted(where, y)
     # DOCNO: past the first <DOCNO> and the white space after it, to a '<' or a line end
     has, x = first(_DOCNO)
     x, y, done = _trim(ext, x, np.where(has, b, x), _WHITE, None)
@@ -397,7 +407,7 @@ def _trec_fields(split: Split, tags: Tags, a: np.ndarray, b: np.ndarray):
     y = np.minimum(np.minimum(line_end, next_of(lt, x)), y)
     x, y, trimmed = _trim(ext, x, y, None, _SPACE_CR)  # trim's spaces, and a CR before LF
     fields["I"] = (x, y)
-    return fields, usual & done & trimmed
+    return fields, usual & done & trimmed, marked
 
 
 def _trim(ext: np.ndarray, a: np.ndarray, b: np.ndarray, left, right):
