@@ -156,7 +156,7 @@ class Split:
         # A line may be blank (files.NOT_BLANK decides) only if its first and last bytes
         # before the line end are not visible ASCII; the records holding one take the path
         # that tests each line.
-        last = np.append(starts[1:] - 1, end - (ext[end - 1] == _LF)) - 1
+        last = np.append(starts[1:] - 1, end - (ext[end - 1] == _LF))[: len(starts)] - 1
         last -= (ext[last] == _CR) & (last >= starts)  # ext[-1] is padding: a line end
         self.maybe_blank = np.flatnonzero(~_visible(ext[starts]) & ~_visible(ext[last]))
 

@@ -225,3 +225,14 @@ def test_split_reads_trec_layouts_as_the_line_reader(tmp_path: Path, seed, crlf,
     expected = _records(path, read_by_line)
     assert len(expected) == 300  # every record, none lost at a block's end
     assert _records(path, read_split, block=block) == expected
+
+
+@pytest.mark.parametrize("fmt", ["smart", "trec"])
+@pytest.mark.parametrize("data", [b"", b"\xef\xbb\xbf"], ids=["empty", "bom"])
+def test_an_empty_file_has_no_records(tmp_path: Path, fmt, data):
+    """An empty file (or one of a BOM alone) given as SMART or TREC (``--format``) has no
+    records, as the line reader reads it; the split raised a ValueError (a traceback)."""
+    path = tmp_path / fmt
+    path.write_bytes(data)
+    assert _records(path, read_by_line) == []
+    assert _records(path, corpus_formats.read) == []
