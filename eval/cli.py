@@ -17,7 +17,7 @@ from goldmine.eval.options import MetricsOption, eval_app
 from goldmine.eval.report import print_runs
 from goldmine.eval.runner import Reranker, RunSource, eval_defaults, run_eval
 from goldmine.eval.store import list_runs
-from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.options import DbOption, JsonOption, db_flag, store_flag
 from goldmine.store import open_store
 
 
@@ -309,6 +309,7 @@ def run_command(
     asked = metrics or defaults["metrics"]
     if gate is not None and gate.metrics():
         asked = ",".join([asked, *gate.metrics()])
+    at = store_flag(db)
     outcome = run_eval(
         gold,
         source,
@@ -318,8 +319,8 @@ def run_command(
         abstain_below=abstain_below,
         label=label,
         history=history,
-        db=db_flag(db),
-        store=store,
+        store=at,
+        keep_run=store,
         reranker=Reranker(
             k_prompt or defaults["k_prompt"], k_candidates or defaults["k_candidates"]
         ),
@@ -334,7 +335,7 @@ def run_command(
 
         print_outcome(outcome, per_query=per_query, verbose=verbose)
     if gate is not None:
-        gate.enforce(outcome, db_flag(db))
+        gate.enforce(outcome, at)
 
 
 @eval_app.command("runs")

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from goldmine.eval.options import RunRelLevelOption, SharedMetricsOption, eval_app
-from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.options import DbOption, JsonOption, store_flag
 
 
 @eval_app.command("power", context_settings={"allow_extra_args": True})
@@ -55,7 +55,7 @@ def power_command(
         [*runs, *ctx.args],  # --runs a b: click leaves b among the extra arguments
         gold=gold,
         metrics=metrics,
-        db=db_flag(db),
+        store=store_flag(db),
         rel_level=rel_level,
         alpha=alpha,
         power=power,

@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,7 +42,7 @@ from goldmine.eval.stats import POWER, bootstrap_ci, holm, min_detectable_effect
 from goldmine.metrics import parse_metric
 
 if TYPE_CHECKING:
-    pass
+    from goldmine.store import Store
 
 VERDICTS = ("better", "worse", "inside the noise")
 TOP = 10
@@ -348,7 +347,7 @@ def compare_refs(
     *,
     gold: str | None = None,
     metrics: Sequence[str] | str | None = None,
-    db: Path | None = None,
+    store: Store | None = None,
     rel_level: int = 1,
     permutations: int = 10_000,
     seed: int = 0,
@@ -356,7 +355,9 @@ def compare_refs(
     bootstrap: int = 10_000,
 ) -> Comparison:
     """``goldmine eval compare A B``: ``resolve_refs`` both sides, then ``compare_runs``."""
-    resolved = resolve_refs((ref_a, ref_b), gold=gold, metrics=metrics, db=db, rel_level=rel_level)
+    resolved = resolve_refs(
+        (ref_a, ref_b), gold=gold, metrics=metrics, store=store, rel_level=rel_level
+    )
     return compare_runs(
         resolved[0],
         resolved[1],

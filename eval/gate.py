@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import GoldmineError, InputError
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
 
     from goldmine.eval.compare import Comparison
     from goldmine.eval.result import EvalOutcome
+    from goldmine.store import Store
 
 
 def parse_fail_under(items: Iterable[str] | str | None) -> dict[str, float]:
@@ -181,18 +181,18 @@ class Gate:
         """Metrics the gate needs scored beside the ones asked for."""
         return list(self.floors)
 
-    def failures(self, outcome: EvalOutcome, db: Path | None) -> list[str]:
+    def failures(self, outcome: EvalOutcome, store: Store | None) -> list[str]:
         lines = check_fail_under(outcome.result.summary, self.floors)
         if self.reference is not None:
-            from goldmine.store import open_store
+            from goldmine.store import as_store
 
-            with open_store(db, create=False) as con:
+            with as_store(store).open(create=False) as con:
                 worse = worse_than(outcome, self.reference, con, gold=outcome.gold)
             if worse:
                 lines.append(worse)
         return lines
 
-    def enforce(self, outcome: EvalOutcome, db: Path | None) -> None:
-        lines = self.failures(outcome, db)
+    def enforce(self, outcome: EvalOutcome, store: Store | None) -> None:
+        lines = self.failures(outcome, store)
         if lines:
             raise GateFailed(lines)

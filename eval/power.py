@@ -33,12 +33,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from goldmine.errors import InputError
 from goldmine.eval.sides import as_table, resolve_refs
+
+if TYPE_CHECKING:
+    from goldmine.store import Store
 
 TTEST_METHOD = (
     "paired t-test, two-sided: noncentral t solved by statsmodels TTestPower, "
@@ -315,7 +318,7 @@ def power_refs(
     *,
     gold: str | None = None,
     metrics: Sequence[str] | str | None = None,
-    db: Any = None,
+    store: Store | None = None,
     rel_level: int = 1,
     **settings: Any,
 ) -> PowerReport:
@@ -323,7 +326,7 @@ def power_refs(
 
     if not 1 <= len(refs) <= 2:
         raise InputError(f"--runs takes one or two runs, got {len(refs)}")
-    sides = resolve_refs(list(refs), gold=gold, metrics=metrics, db=db, rel_level=rel_level)
+    sides = resolve_refs(list(refs), gold=gold, metrics=metrics, store=store, rel_level=rel_level)
     b = sides[1] if len(sides) > 1 else None
     report = PowerReport(
         labels=[s.label for s in sides],

@@ -24,7 +24,7 @@ from goldmine.files import require_file
 from goldmine.gold import Gold, Run
 from goldmine.metrics import Metric, parse_metrics
 from goldmine.readers import read_gold, read_run
-from goldmine.store import open_store
+from goldmine.store import Store, as_store
 from goldmine.text import sha256_file
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def eval_defaults() -> dict[str, Any]:
     }
 
 
-def load_gold(spec: str, fmt: str | None = None, db: Path | None = None) -> Gold:
+def load_gold(spec: str, fmt: str | None = None, store: Store | None = None) -> Gold:
     """A gold file, or a published version from the store (``v3``, ``3``, ``latest``)."""
     path = Path(spec)
     if path.exists() or not _VERSION_SPEC.match(spec):
@@ -53,7 +53,7 @@ def load_gold(spec: str, fmt: str | None = None, db: Path | None = None) -> Gold
 
     from goldmine.versions import load_gold as load_version  # a file needs no store
 
-    with open_store(db, read_only=True) as con:
+    with as_store(store).open(read_only=True) as con:
         return load_version(con, spec)
 
 
@@ -130,7 +130,7 @@ class RunSource:
                 "--http URL, --baseline bm25|dense|hybrid or --run-from-traces"
             )
 
-    def retrieve(self, gold: Gold, k: int, db: Path | None) -> Run:
+    def retrieve(self, gold: Gold, k: int, store: Store | None) -> Run:
         # Here, not at the top: the retrievers' module (HTTP client, progress bars) is a tenth of
         # a second of `eval run`'s start-up on a run file, which never needs it.
         from goldmine.eval import sources
@@ -140,9 +140,9 @@ class RunSource:
         if self.http is not None:
             return sources.run_http(gold, self.http, k)
         if self.baseline is not None:
-            return sources.run_baseline(gold, self.baseline, k, db)
+            return sources.run_baseline(gold, self.baseline, k, store)
         if self.traces:
-            return sources.run_traces(gold, db, self.since, self.until)
+            return sources.run_traces(gold, store, self.since, self.until)
         assert self.path is not None
         return read_run(self.path, self.format)
 
@@ -238,12 +238,13 @@ def run_eval(
     abstain_below: float | None = None,
     label: str | None = None,
     history: Path | None = None,
-    db: Path | None = None,
-    store: bool = True,
+    store: Store | None = None,
+    keep_run: bool = True,
     reranker: Reranker | None = None,
     save_run: Path | None = None,
 ) -> EvalOutcome:
-    """Score a run against ``gold_spec``, store it, append the history row."""
+    """Score a run against ``gold_spec``, keep it in ``store`` (unless not ``keep_run``), append
+    the history row."""
     if isinstance(source, Path):
         source = RunSource(path=source, format=run_format)
     source.check()
@@ -252,7 +253,7 @@ def run_eval(
     parsed, extras = _with_extras(asked, reranker.metrics())
     if history is not None:
         check_history(history)
-    gold = load_gold(gold_spec, gold_format, db)
+    gold = load_gold(gold_spec, gold_format, store)
     if source.path is not None and save_run is None:
         outcome = score_run_file(
             gold,
@@ -265,7 +266,7 @@ def run_eval(
         )
     else:
         k = source.k or max([reranker.k_candidates, *(m.k or 0 for m in parsed)])
-        run = source.retrieve(gold, k, db)
+        run = source.retrieve(gold, k, store)
         note = None
         if source.traces:
             from goldmine.eval.sources import asked_in_traces
@@ -286,22 +287,21 @@ def run_eval(
             write_run_file(run, save_run)
     outcome.reranker = _reranker_report(outcome.result, reranker)
     _strip(outcome.result, extras)
-    keep(outcome, history=history, db=db, store=store)
+    keep(outcome, history=history, store=store, keep_run=keep_run)
     return outcome
 
 
 def keep(
-    outcome: EvalOutcome, *, history: Path | None, db: Path | None, store: bool
+    outcome: EvalOutcome, *, history: Path | None, store: Store | None, keep_run: bool
 ) -> EvalOutcome:
     """Store the run with its per-query scores, and append its history row."""
-    outcome.git_commit = git_commit() if history is not None or store else None
-    if store:
+    outcome.git_commit = git_commit() if history is not None or keep_run else None
+    if keep_run:
         from goldmine.eval.store import store_run
-        from goldmine.store import open_store
 
         # The lean connection for small runs (start-up is the product); the full one when the
         # columnar engine hands over a frame to write through Arrow.
-        with open_store(db, lean=outcome.result.frame is None) as con:
+        with as_store(store).open(lean=outcome.result.frame is None) as con:
             outcome.run_id = store_run(con, outcome)
     if history is not None:
         append_history(history, history_row(outcome))

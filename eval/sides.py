@@ -16,7 +16,7 @@ from goldmine.eval.history import read_history
 from goldmine.eval.runner import DEFAULT_METRICS, load_gold, score_run_file
 from goldmine.eval.store import find_run, run_scores
 from goldmine.metrics import parse_metrics
-from goldmine.store import open_store
+from goldmine.store import Store, as_store
 from goldmine.versions import load_gold as load_version
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ def resolve_refs(
     *,
     gold: str | None = None,
     metrics: Sequence[str] | str | None = None,
-    db: Path | None = None,
+    store: Store | None = None,
     rel_level: int = 1,
 ) -> list[ScoreTable]:
     """Each reference as a ``ScoreTable`` (see ``resolve_side``), for compare and power.
@@ -199,7 +199,7 @@ def resolve_refs(
     files = [Path(r).is_file() for r in refs]
     gold_in_store = gold is not None and not Path(gold).exists()
     need_store = not all(files) or gold_in_store
-    with open_store(db, create=False) if need_store else nullcontext() as con:
+    with as_store(store).open(create=False) if need_store else nullcontext() as con:
         sides: list[ScoreTable | None] = [
             None if is_file else resolve_side(ref, con)
             for ref, is_file in zip(refs, files, strict=True)

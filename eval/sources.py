@@ -27,7 +27,7 @@ from goldmine.errors import InputError
 from goldmine.gold import Gold, Run
 from goldmine.output import progress
 from goldmine.readers import dedupe
-from goldmine.store import open_store
+from goldmine.store import Store, as_store
 from goldmine.text import norm_sql, normalize_query
 
 Results = list[tuple[str, float | None]]
@@ -277,14 +277,14 @@ def run_http(gold: Gold, options: HttpOptions, k: int) -> Run:
 # ----------------------------------------------------------------------------- baselines
 
 
-def run_baseline(gold: Gold, kind: str, k: int, db: Path | None = None) -> Run:
+def run_baseline(gold: Gold, kind: str, k: int, store: Store | None = None) -> Run:
     """The built-in BM25, dense or hybrid retriever over the store's current corpus."""
     from goldmine.retrieval import build_retriever
 
     if kind not in ("bm25", "dense", "hybrid"):
         raise InputError(f"--baseline must be bm25, dense or hybrid, got {kind!r}")
     queries = gold_queries(gold)
-    with open_store(db, create=False) as con:
+    with as_store(store).open(create=False) as con:
         retriever = build_retriever(con, kind)
         answers: Sequence[Results] = retriever.search([text for _, text in queries], k)
     results = {qid: list(answer) for (qid, _), answer in zip(queries, answers, strict=True)}
@@ -304,7 +304,7 @@ WHERE e.source = 'traces' AND (?::TIMESTAMP IS NULL OR e.ts >= ?::TIMESTAMP)
 
 
 def run_traces(
-    gold: Gold, db: Path | None, since: datetime | None = None, until: datetime | None = None
+    gold: Gold, store: Store | None, since: datetime | None = None, until: datetime | None = None
 ) -> Run:
     """What production retrieved for each gold query: the latest stored trace retrieval (in
     ``[since, until)``) whose query normalizes to the gold query's text, as triage groups
@@ -316,7 +316,7 @@ def run_traces(
             wanted.setdefault(normalize_query(q.query), []).append(q.query_id)
     window = [since, since, until, until]
     sql = _TRACE_RETRIEVALS.format(norm=norm_sql("e.query"))
-    with open_store(db, create=False) as con:
+    with as_store(store).open(create=False) as con:
         others = con.execute(
             f"SELECT DISTINCT query FROM ({sql}) WHERE norm IS NULL", window
         ).fetchall()
