@@ -10,10 +10,12 @@ SMART and TREC SGML files are split into records before DuckDB sees them (``read
 lines that open a record (``.I``, ``<DOC>``) and, for SMART, each field's marker are found by a
 few vector passes over the bytes, and DuckDB gets one row per record, slices of the file's bytes,
 to cut the fields from (by pattern for TREC, as the TREC tools read these files, never with an
-XML parser, which would stop at the first bare ``&``). A file the split cannot read as the line
-reader would (invalid UTF-8, a CR ending no line) and TSV are read as lines by DuckDB
-(``read_by_line``): a running count of the record-opening lines numbers each line's record, and
-the records are gathered in SQL, at 10-30 times a bare read's cost for SMART and TREC.
+XML parser, which would stop at the first bare ``&``; a TREC record of the usual layout has its
+fields cut where those patterns would cut them, by numpy at its tags). A file the split cannot
+read as the line reader would (invalid UTF-8, a CR ending no line) and TSV are read as lines
+by DuckDB (``read_by_line``): a running count of the record-opening lines numbers each line's
+record, and the records are gathered in SQL, at 10-30 times a bare read's cost for SMART and
+TREC.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """SMART and TREC SGML files cut into records by a few vector passes over their bytes (numpy),
-for ``corpus_formats.read_split``: where each line, record and SMART field starts, the flags
-that send a record down the slower SQL (a line that may be blank, a CR), and the records as
-Arrow tables of slices of the bytes, never copied. Apart from ``corpus_formats`` so that telling
-a file's format (``corpus_formats.sniff``) imports neither numpy nor pyarrow.
+for ``corpus_formats.read_split``: where each line, record, SMART field and TREC tag starts, the
+flags that send a record down the slower SQL (a line that may be blank, a CR, a TREC record not
+of the usual layout), and the records, or for the usual TREC layout their DOCNO, title and text,
+as Arrow tables of slices of the bytes, never copied. Apart from ``corpus_formats`` so that
+telling a file's format (``corpus_formats.sniff``) imports neither numpy nor pyarrow.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ def cut(ext: np.ndarray, n: int, fmt: str, line: int, final: bool) -> Block | No
             return None
         end = int(starts[cuts[-1]])
         starts, opens, groups = starts[: cuts[-1]], opens[: cuts[-1]], groups[: cuts[-1]]
-        tags = tags and tags.before(end)
+        tags = tags.before(end) if tags is not None else None
     low, kind = low[: np.searchsorted(low, end)], kind[: np.searchsorted(low, end)]
     crs = _check_bytes(ext, low[kind == _CR], (kind == 0).any(), tags)
     split = Split(ext, starts, end, pa.py_buffer(ext[:end]), line, crs)
@@ -181,10 +182,10 @@ class Split:
 
     def trec(self, recs: np.ndarray, tags: Tags) -> tuple[pa.Table, pa.Table]:
         """TREC: one row per record (lines ``recs`` on). Those of the usual layout (no line
-        that may be blank, see ``_trec_fields``) as ``line, c`` (a CR in it), ``I`` (DOCNO),
-        ``T`` (the title) and ``X`` (the text), cut from the bytes; the others as ``line, v``
-        (its bytes, to its last line's end), ``b`` (a line may be blank) and ``c``, for the
-        patterns that read any layout."""
+        that may be blank, see ``_trec_fields``) as ``line, c`` (a CR in it), ``m`` (the text
+        needs cleaning), ``I`` (DOCNO), ``T`` (the title) and ``X`` (the text), cut from the
+        bytes; the others as ``line, v`` (its bytes, to its last line's end), ``b`` (a line
+        may be blank) and ``c``, for the patterns that read any layout."""
         at = np.append(self.starts[recs], self.end)
         a, b = at[:-1], at[1:] - (self.ext[at[1:] - 1] == _LF)  # to its last line's end
         b -= self.ext[b - 1] == _CR
