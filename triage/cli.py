@@ -15,7 +15,7 @@ import typer
 
 from goldmine import signals
 from goldmine.config import settings
-from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.options import DbOption, JsonOption, db_flag, store_flag
 from goldmine.output import Col, console, fit_table, info, print_json, table
 from goldmine.store import open_store
 from goldmine.triage import runs
@@ -79,7 +79,7 @@ def run_cmd(
     configured = settings().triage  # goldmine.toml, checked when loaded
     window_s = signals.reformulation_window(window, configured.reformulation_window)
     result = run_triage(
-        db_flag(db), since=since, model=model, window_s=window_s, backend=backend,
+        store_flag(db), since=since, model=model, window_s=window_s, backend=backend,
         no_answer_retriever=configured.no_answer_retriever,
     )  # fmt: skip
     info(summary(result, since))

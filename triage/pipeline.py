@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine import signals
-from goldmine.config import resolve_db_path
 from goldmine.errors import InputError, StoreBusyError
 from goldmine.output import step
-from goldmine.store import open_store, transaction
+from goldmine.store import Store, as_store, transaction
 from goldmine.triage import queries as ranking
 from goldmine.triage import runs
 from goldmine.triage.events import (
@@ -151,7 +150,7 @@ class _Steps:
 
 
 def run_triage(
-    db: str | Path | None,
+    store: Store | str | Path | None,
     *,
     since: datetime | None = None,
     model: str | None = None,
@@ -163,28 +162,29 @@ def run_triage(
 
     ``backend`` (torch, onnx, onnx-int8; else [embed] backend, else DEFAULT_BACKEND) only
     changes how the vectors are computed: the clusters stay comparable (cosine >= 0.99 between
-    backends), and the cache keeps each backend's vectors apart."""
+    backends), and the cache keeps each backend's vectors apart. ``store``: the command's
+    (a path, for a script, is made one here)."""
     from goldmine.embed import embed_backend, model_key
 
-    path = resolve_db_path(db)
+    store = as_store(store)
     key = model_key(model)
     backend = embed_backend(backend, default=DEFAULT_BACKEND)
     window_s = signals.reformulation_window(window_s)
-    with open_store(path) as con:
+    with store.open() as con:
         _check_model(con, key)
         if not has_traffic(con):
             return RunResult(None, nothing_to_triage=True)
         run_id, stale = _start_run(con, key, since)
     result = RunResult(run_id, resumed_runs=stale, backend=backend)
     try:
-        return _run_steps(path, result, since, model, window_s, no_answer_retriever)
+        return _run_steps(store, result, since, model, window_s, no_answer_retriever)
     except BaseException:
-        _mark_interrupted(path, run_id)
+        _mark_interrupted(store, run_id)
         raise
 
 
 def _run_steps(
-    path: Path,
+    store: Store,
     result: RunResult,
     since: datetime | None,
     model: str | None,
@@ -195,7 +195,7 @@ def _run_steps(
     from goldmine.triage import cluster, dedupe, labels, tags
 
     steps = _Steps(result)
-    with open_store(path) as con, runs.staged(con):
+    with store.open() as con, runs.staged(con):
         try:
             result.n_events = steps.run("normalize", _events, since, con=con)
         except _NoEvents:
@@ -209,7 +209,7 @@ def _run_steps(
     detail = f"{queries.height - result.n_deduped_before:,} new of {queries.height:,} queries"
     planned = steps.run("dedupe", dedupe.plan_canonicals, queries, detail=detail)
     del queries  # a million queries' rows; clustering's peak comes later
-    with open_store(path, wait=WRITE_WAIT_S) as con, runs.staged(con):
+    with store.open(wait=WRITE_WAIT_S) as con, runs.staged(con):
         with transaction(con):
             result.n_new_queries = dedupe.write_canonicals(con, planned, result.run_id)
         inputs = cluster.cluster_inputs(con)
@@ -218,14 +218,14 @@ def _run_steps(
     detail = f"{len(inputs.texts):,} texts with {model or 'the bundled MiniLM'}"
     detail += f" ({result.backend})"
     embedded = steps.run(
-        "embed", embed_closed, path, inputs.texts, model, detail=detail, backend=result.backend
+        "embed", embed_closed, store, inputs.texts, model, detail=detail, backend=result.backend
     )
     result.n_embedded, result.n_cached = embedded.n_encoded, embedded.n_cached
     release_encoders()
     detail = f"{len(inputs.todo):,} queries without a cluster"
     plan = steps.run("cluster", cluster.plan_clusters, inputs, embedded.vectors, detail=detail)
     del embedded, inputs  # the vectors (1.2 GB at 1M queries) are not needed by the SQL steps
-    with open_store(path, wait=WRITE_WAIT_S) as con, runs.staged(con):
+    with store.open(wait=WRITE_WAIT_S) as con, runs.staged(con):
         with transaction(con):
             result.cluster = cluster.write_clusters(con, plan, result.run_id)
         del plan
@@ -285,10 +285,10 @@ def _finish(con: duckdb.DuckDBPyConnection, result: RunResult, window_s: int) ->
     )
 
 
-def _mark_interrupted(path: Path, run_id: int) -> None:
+def _mark_interrupted(store: Store, run_id: int) -> None:
     """Best effort on Ctrl-C or an error: the next run then knows this one did not finish."""
     try:
-        with open_store(path) as con:
+        with store.open() as con:
             con.execute(
                 "UPDATE triage_runs SET status = 'interrupted' WHERE run_id = ? "
                 "AND status = 'running'",
