@@ -336,6 +336,8 @@ def _run_grid(
     global _GRAPH
 
     _GRAPH = (graphs, samples)
+    if samples:  # the silhouette's sparse sums: imported here once, not by every forked worker
+        import scipy.sparse  # noqa: F401
     try:
         workers = min(len(jobs), os.cpu_count() or 1)
         with progress(label, total=len(jobs)) as advance:
