@@ -284,12 +284,12 @@ def review(
         from goldmine.goldset.web import serve
 
         serve(
-            db_flag(db), _user(by), host=host, port=port, open_browser=not no_open,
+            store_flag(db), _user(by), host=host, port=port, open_browser=not no_open,
             redact=_redaction(redact), queue=chosen,
         )  # fmt: skip
         return
 
-    run(db_flag(db), _user(by), queue=chosen, redact=_redaction(redact))
+    run(store_flag(db), _user(by), queue=chosen, redact=_redaction(redact))
 
 
 def assign(

@@ -28,7 +28,7 @@ from goldmine.goldset import disagreements, raters
 from goldmine.goldset import items as gi
 from goldmine.goldset.judge import suggestions
 from goldmine.goldset.textmatch import CorpusSearch
-from goldmine.store import open_store, transaction
+from goldmine.store import Store, as_store, transaction
 
 # What a refused write tells the reviewer; the terminal's key for it is r.
 RELOAD_HINT = "r to reload"
@@ -200,13 +200,13 @@ class Undo:
 class ReviewSession:
     def __init__(
         self,
-        db: Path | None,
+        store: Store | Path | None,
         by: str,
         queue: QueueFilter | None = None,
         redact: Callable[[str], str] | None = None,
         searcher: CorpusSearch | None = None,
     ):
-        self.db = db
+        self.store = as_store(store)  # the command's (a script's path is made one here)
         self.by = by
         # The corpus's search index, built on the first search and kept (the page shares one).
         self.searcher = searcher or CorpusSearch()
@@ -223,12 +223,12 @@ class ReviewSession:
     def _store(self):
         if self._shared is not None:
             return nullcontext(self._shared)
-        return gi_store(self.db)
+        return self.store.open(create=False)
 
     @contextmanager
     def request(self):
         """Open the store once for what follows (an action and the next view), then close it."""
-        with gi_store(self.db) as con:
+        with self.store.open(create=False) as con:
             self._shared = con
             try:
                 yield con
@@ -557,7 +557,3 @@ def _disputed_first(con, qid: str, candidates: list[dict]) -> dict | None:
             c["grades"] = found[c["chunk_id"]]
     by_id = {c["chunk_id"]: c for c in candidates if "grades" in c}
     return next((by_id[cid] for cid in found if cid in by_id), None)
-
-
-def gi_store(db: Path | None):
-    return open_store(db, create=False)

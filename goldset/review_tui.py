@@ -23,6 +23,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from goldmine.goldset import disagreements
 from goldmine.goldset import items as gi
@@ -32,11 +33,13 @@ from goldmine.goldset.review import (
     ReviewSession,
     View,
     drafted_how,
-    gi_store,
     suggester,
 )
 from goldmine.goldset.textmatch import marked_words
 from goldmine.output import console as get_console
+
+if TYPE_CHECKING:
+    from goldmine.store import Store
 
 # Two lines, each under 80 columns; ``[m]`` only where a model suggests a grade (keys_help).
 KEYS_HELP = (
@@ -240,7 +243,7 @@ def _grades_text(grades: dict) -> str:
 
 
 def run(
-    db: Path | None,
+    store: Store | Path | None,
     by: str,
     keys: Keys | None = None,
     queue: QueueFilter | None = None,
@@ -251,7 +254,7 @@ def run(
 
     console = get_console()
     keys = keys or Keys()
-    session = ReviewSession(db, by, queue, redact)
+    session = ReviewSession(store, by, queue, redact)
     # On a real terminal, one screen redrawn in place; piped or dumb, a plain scroll.
     in_place = console.is_terminal and not console.is_dumb_terminal
     if in_place:
@@ -275,7 +278,7 @@ def _loop(
         if in_place:
             console.clear()
         if view is None:
-            with gi_store(session.db) as con:
+            with session.store.open(create=False) as con:
                 verified, total = gi.progress_counts(con)
             done = f"Nothing left to review: {verified} of {total} verified."
             if session.message:
@@ -291,7 +294,7 @@ def _loop(
         _render(console, view, session.message, alert=session.stale)
         key = keys.key()
         if key in ("q", "\x04", "\x03"):
-            with gi_store(session.db) as con:
+            with session.store.open(create=False) as con:
                 verified, total = gi.progress_counts(con)
             return (
                 verified,

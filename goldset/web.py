@@ -52,7 +52,7 @@ from goldmine.goldset.disagreements import grades_text
 from goldmine.goldset.review import QueueFilter, ReviewSession, View, drafted_how, suggester
 from goldmine.goldset.textmatch import CorpusSearch, marked_words
 from goldmine.output import info, warn
-from goldmine.store import open_store
+from goldmine.store import Store, as_store
 
 ASSETS = Path(__file__).parent / "web"
 TOKEN_COOKIE = "goldmine_token"
@@ -127,16 +127,16 @@ def _extras(con, item: dict) -> Extras:
 
 
 class WebReview:
-    """The server's state: the store path, the token, and one review session per rater."""
+    """The server's state: the store, the token, and one review session per rater."""
 
     def __init__(
         self,
-        db: Path | None,
+        store: Store | Path | None,
         by: str,
         token: str | None = None,
         redact: Callable[[str], str] | None = None,
     ):
-        self.db = db
+        self.store = as_store(store)
         self.by = by
         self.redact = redact  # for notes, as in the terminal
         self.token = token or secrets.token_urlsafe(24)
@@ -149,14 +149,16 @@ class WebReview:
         with self._lock:
             session = self.sessions.get(rater)
             if session is None:
-                session = ReviewSession(self.db, rater, redact=self.redact, searcher=self.searcher)
+                session = ReviewSession(
+                    self.store, rater, redact=self.redact, searcher=self.searcher
+                )
                 self.sessions[rater] = session
             session.queue = queue
             return session
 
     def search(self, text: str, limit: int = 8) -> list[dict]:
         """The corpus's best BM25 matches: the terminal's search, on the server's one index."""
-        with open_store(self.db, create=False) as con:
+        with self.store.open(create=False) as con:
             return self.searcher.search(con, text, limit)
 
 
@@ -447,7 +449,7 @@ def _apply(session: ReviewSession, data: dict) -> None:
 
 
 def serve(
-    db: Path | None,
+    store: Store | Path | None,
     by: str,
     *,
     host: str = "127.0.0.1",
@@ -463,9 +465,10 @@ def serve(
 
     import uvicorn
 
-    with open_store(db, create=False):
+    store = as_store(store)
+    with store.open(create=False):
         pass  # a missing or newer store fails here, before the server starts
-    review = WebReview(db, by, redact=redact)
+    review = WebReview(store, by, redact=redact)
     review.start = urlencode(_qs(queue or QueueFilter()))
     app = create_app(review)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
