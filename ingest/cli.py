@@ -15,10 +15,10 @@ from typing import Annotated, Any
 import typer
 
 from goldmine import signals
-from goldmine.config import resolve_db_path, settings
+from goldmine.config import settings
 from goldmine.errors import EXIT_EMPTY, GoldmineError, InputError
 from goldmine.ingest.redact import configured_patterns, make_redactor
-from goldmine.options import DbOption, JsonOption, db_flag
+from goldmine.options import DbOption, JsonOption, db_flag, store_flag
 from goldmine.output import Col, console, info, print_json, table
 from goldmine.store import open_store, removed_on_input_error
 
@@ -150,7 +150,7 @@ def _spark_import(
         redactor=make_redactor(redact, _patterns(patterns), regions=settings().ingest.pii_regions),
     )
     store = db_flag(db)
-    result = getattr(spark, kind)(resolve_db_path(store), options=options, **kwargs)
+    result = getattr(spark, kind)(store_flag(db), options=options, **kwargs)
     _print_result(result, as_json, store)
     if result.all_rejected and not allow_empty:
         reasons = {}

@@ -47,7 +47,7 @@ from goldmine.ingest.spark.translate import (
     ubi_events,
 )
 from goldmine.ingest.spark.write import SparkRun, write_batch
-from goldmine.store import open_store
+from goldmine.store import Store, as_store
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,7 +74,7 @@ __all__ = [
 
 
 def import_logs(
-    db: Path,
+    store: Store,
     paths: list[str],
     source: str,
     events_of: Callable[[SparkSession, list[LogFile]], DataFrame],
@@ -91,7 +91,7 @@ def import_logs(
 
     spark = session(options.master, options.conf)
     files = list_files(spark, paths, fmt)
-    with open_store(db) as con:
+    with store.open() as con:
         known = write.known_files(con, source)
     new = [f for f in files if f.key() not in known]
     if pair and new:
@@ -101,7 +101,7 @@ def import_logs(
         batches = ", ".join(str(b) for b in sorted({known[f.key()] for f in files}))
         note = f"already imported: all {len(files)} files (batch {batches})"
         return ImportResult([FileResult(label, source, "spark", None, skipped=True, note=note)])
-    out = options.summary_dir or write.default_summary_dir(db, source)
+    out = options.summary_dir or write.default_summary_dir(store.path, source)
     if options.summary_dir is None and not spark.sparkContext.master.startswith("local"):
         raise InputError(
             "--summary-dir is needed with a cluster master: a path the executors and this "
@@ -115,7 +115,7 @@ def import_logs(
         "window_s": options.window_s,
         "redact": options.redactor.enabled,
     }
-    with open_store(db) as con:
+    with store.open() as con:
         result = write_batch(con, source, label, new, done, recorded, aside)
     if len(new) < len(files):
         result.note = f"{len(files) - len(new)} of {len(files)} files already imported"
@@ -123,13 +123,14 @@ def import_logs(
 
 
 def searchlog(
-    db: Path,
+    store: Store | Path,
     paths: list[str],
     mapping: list[str] | dict[str, str] | None,
     options: Options,
     fmt: str | None = None,
 ) -> ImportResult:
-    """``ingest searchlog --engine spark``: the search logs' summary as one batch."""
+    """``ingest searchlog --engine spark``: the search logs' summary as one batch. ``store``: the
+    command's (a script's path is made one here)."""
     if fmt is not None and fmt not in read.FORMATS:
         raise InputError(f"--engine spark reads --format {', '.join(read.FORMATS)}, not {fmt!r}")
     fields = mapping if isinstance(mapping, dict) else parse_map(mapping)
@@ -141,11 +142,12 @@ def searchlog(
         return searchlog_events(records, keys, fields, "searchlog", options.redactor)
 
     recorded = {"map": fields, "format": fmt}
-    return import_logs(db, [str(p) for p in paths], "searchlog", events_of, options, recorded, fmt)
+    paths = [str(p) for p in paths]
+    return import_logs(as_store(store), paths, "searchlog", events_of, options, recorded, fmt)
 
 
 def ubi(
-    db: Path, queries: str, events: str, click_actions: list[str], options: Options
+    store: Store | Path, queries: str, events: str, click_actions: list[str], options: Options
 ) -> ImportResult:
     """``ingest ubi --engine spark``: UBI queries and their click events, summarized as one
     batch. A re-run reads the pair again only if either file changed."""
@@ -163,5 +165,12 @@ def ubi(
 
     recorded = {"events": events, "click_actions": click_actions}
     return import_logs(
-        db, [queries, events], "ubi", events_of, options, recorded, pair=True, aside_of=aside_of
+        as_store(store),
+        [queries, events],
+        "ubi",
+        events_of,
+        options,
+        recorded,
+        pair=True,
+        aside_of=aside_of,
     )
