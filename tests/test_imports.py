@@ -351,3 +351,33 @@ def test_eval_run_on_files_without_a_store_imports_no_store_or_retriever_client(
     heavy += ",goldmine.goldset.versions,goldmine.versions"
     args = ["eval", "run", "-g", str(gold), "-r", str(run), "--no-store"]
     assert _loaded(args, heavy) == "LOADED:"
+
+
+def _stage_library_modules() -> list[Path]:
+    """Each stage's modules below its commands (``cli*`` modules are the commands)."""
+    return [
+        path
+        for stage in STAGES
+        for path in sorted((ROOT / stage).rglob("*.py"))
+        if not path.name.startswith("cli")
+    ]
+
+
+def test_stages_take_a_store_never_a_path() -> None:
+    """The path is resolved once, at the command (``store_flag``): a stage's function takes a
+    ``Store`` or a connection, so no parameter is a ``db`` path and no stage opens a path itself
+    (``open_store``); it opens units of work through ``store.open``."""
+    found = []
+    for path in _stage_library_modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                names = [a.arg for a in (*node.args.args, *node.args.kwonlyargs)]
+                if "db" in names:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}(db)")
+            if isinstance(node, ast.Call):
+                called = node.func
+                name = called.id if isinstance(called, ast.Name) else getattr(called, "attr", "")
+                if name == "open_store":
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} open_store(...)")
+    assert not found, "\n".join(found)

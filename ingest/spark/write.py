@@ -117,10 +117,10 @@ def known_files(con: duckdb.DuckDBPyConnection, source: str) -> dict[tuple[str, 
     return known
 
 
-def default_summary_dir(db: Path, source: str) -> str:
-    """Beside the store: goldmine-summaries/<source>-<UTC time>."""
+def default_summary_dir(store_file: Path, source: str) -> str:
+    """Beside the store's file: goldmine-summaries/<source>-<UTC time>."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-    return str(db.resolve().parent / "goldmine-summaries" / f"{source}-{stamp}")
+    return str(store_file.resolve().parent / "goldmine-summaries" / f"{source}-{stamp}")
 
 
 def write_batch(
