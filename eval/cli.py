@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from goldmine.config import settings
 from goldmine.eval.options import MetricsOption, eval_app
 from goldmine.eval.report import print_runs
-from goldmine.eval.runner import Reranker, RunSource, eval_defaults, run_eval
+from goldmine.eval.runner import DEFAULT_METRICS, Reranker, RunSource, run_eval
 from goldmine.eval.store import list_runs
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
 from goldmine.store import open_store
@@ -242,6 +243,18 @@ StoreOption = Annotated[
         help="Keep the run and its per-query scores in the DuckDB store (for compare).",
     ),
 ]
+
+
+def eval_defaults() -> dict[str, Any]:
+    """``[eval]`` in goldmine.toml: metrics, k_prompt, k_candidates (read here, at the command:
+    the stage takes values)."""
+
+    section = settings().eval  # typed and checked when goldmine.toml was loaded
+    return {
+        "metrics": section.metrics or DEFAULT_METRICS,
+        "k_prompt": section.k_prompt,
+        "k_candidates": section.k_candidates,
+    }
 
 
 @eval_app.command("run")

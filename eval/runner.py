@@ -15,7 +15,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.config import settings
 from goldmine.errors import InputError
 from goldmine.eval.history import append_history, check_history, git_commit, history_row
 from goldmine.eval.result import EvalOutcome, EvalResult
@@ -32,17 +31,6 @@ if TYPE_CHECKING:
 
 DEFAULT_METRICS = "recall@1,recall@5,recall@10,mrr,ndcg@10"
 _VERSION_SPEC = re.compile(r"^(v?\d+|latest)$", re.IGNORECASE)
-
-
-def eval_defaults() -> dict[str, Any]:
-    """``[eval]`` in goldmine.toml: metrics, k_prompt, k_candidates."""
-
-    section = settings().eval  # typed and checked when goldmine.toml was loaded
-    return {
-        "metrics": section.metrics or DEFAULT_METRICS,
-        "k_prompt": section.k_prompt,
-        "k_candidates": section.k_candidates,
-    }
 
 
 def load_gold(spec: str, fmt: str | None = None, store: Store | None = None) -> Gold:
