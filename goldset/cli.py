@@ -209,7 +209,7 @@ def draft(
         if judge is not None:
             raise InputError("--judge grades a retriever's drafts: not with --from clicks")
         cli_clicks.draft_clicks(
-            db_flag(db), model=click_model, min_shown=min_shown, min_grade=min_grade, depth=k,
+            store_flag(db), model=click_model, min_shown=min_shown, min_grade=min_grade, depth=k,
             thresholds=thresholds, as_json=as_json,
         )  # fmt: skip
         return

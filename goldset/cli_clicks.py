@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from goldmine.output import console, info, print_json, table
+
+if TYPE_CHECKING:
+    from goldmine.store import Store
 
 ClickModelOption = Annotated[
     str,
@@ -48,7 +51,7 @@ def _with_interval(value: float | None, ci: list[float] | None) -> str:
 
 
 def draft_clicks(
-    db,
+    store: Store,
     *,
     model: str,
     min_shown: int,
@@ -60,7 +63,7 @@ def draft_clicks(
     from goldmine.goldset.clickdraft import draft_from_clicks
 
     result = draft_from_clicks(
-        db, model, min_shown=min_shown, min_grade=min_grade, depth=depth, thresholds=thresholds
+        store, model, min_shown=min_shown, min_grade=min_grade, depth=depth, thresholds=thresholds
     )
     if as_json:
         print_json(result.to_json())

@@ -36,7 +36,6 @@ AUC of the score), beside the naive baselines (clicked = relevant, click-through
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,7 +43,7 @@ import numpy as np
 from goldmine.errors import InputError, NotFoundError
 from goldmine.goldset import items as gi
 from goldmine.goldset.items import current_snapshot
-from goldmine.store import WRITE_WAIT_S, open_store, registered, transaction
+from goldmine.store import WRITE_WAIT_S, Store, registered, transaction
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
@@ -248,7 +247,7 @@ def _global_params(fitted) -> dict[str, Any]:
 
 
 def draft_from_clicks(
-    db: Path | None,
+    store: Store,
     model: str = "pbm",
     *,
     min_shown: int = 2,
@@ -268,7 +267,7 @@ def draft_from_clicks(
         raise InputError("--min-shown and --depth must be at least 1")
     if min_grade not in (0, 1, 2):
         raise InputError(f"--min-grade must be 0, 1 or 2, not {min_grade}")
-    with open_store(db, create=False) as con:
+    with store.open(create=False) as con:
         snapshot_id, _ = current_snapshot(con)
         data, n_events = read_sessions(con, depth)
         labels = _labels(con)
@@ -307,7 +306,7 @@ def draft_from_clicks(
     )
     rows = _proposals(data, fitted, proposed, shown, clicks, enough, proposed >= min_grade)
 
-    with open_store(db, wait=WRITE_WAIT_S) as con, transaction(con):
+    with store.open(wait=WRITE_WAIT_S) as con, transaction(con):
         _write(con, rows, result, by or f"clicks:{model}")
     return result
 

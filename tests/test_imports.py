@@ -359,7 +359,7 @@ def _stage_library_modules() -> list[Path]:
         path
         for stage in STAGES
         for path in sorted((ROOT / stage).rglob("*.py"))
-        if not path.name.startswith("cli")
+        if not (path.name == "cli.py" or path.name.startswith("cli_"))
     ]
 
 
