@@ -263,28 +263,16 @@ def synth(
     similarity: float = SIMILARITY_THRESHOLD,
     by: str,
 ) -> SynthResult:
-
-    if style not in STYLES:
-        raise InputError(f"--style must be one of {', '.join(STYLES)}, not {style!r}")
-    if match not in MATCHES:
-        raise InputError(f"--match must be one of {', '.join(MATCHES)}, not {match!r}")
-    if not 1 <= per_chunk <= 10:
-        raise InputError("--per-chunk must be between 1 and 10")
-    if sum(x is not None for x in (n_chunks, doc, cluster)) > 1:
-        raise InputError("give one of --chunks, --doc and --cluster")
-    if n_chunks is not None and n_chunks < 1:
-        raise InputError("--chunks must be at least 1")
+    """Questions a model drafts from sampled chunks (``per_chunk`` each, in ``style``), linked to
+    the real traffic they match, written as drafted items in one transaction."""
+    _check(style, match, per_chunk, n_chunks, doc, cluster)
     prompt = load_prompt("synth")
     result = SynthResult(s.endpoint, s.model, prompt.version)
     with store.open() as con:
         ids = cluster_chunks(con, cluster) if cluster is not None else None
+        n = n_chunks if n_chunks else (None if doc or ids else DEFAULT_CHUNKS)
         chunks = sample_chunks(
-            con,
-            n=n_chunks if n_chunks else (None if doc or ids else DEFAULT_CHUNKS),
-            doc=doc,
-            chunk_ids=ids,
-            seed=seed,
-            skip_drafted_by=(s.model, prompt.version),
+            con, n=n, doc=doc, chunk_ids=ids, seed=seed, skip_drafted_by=(s.model, prompt.version)
         )
         if not chunks:
             raise NotFoundError(
@@ -299,41 +287,13 @@ def synth(
         known = cached(con, [c["key"] for c in chunks])
         real = real_queries(con) if match != "none" else []
     todo = [c for c in chunks if c["key"] not in known]
-    asks = [
-        Ask(
-            c["key"],
-            prompt.messages(
-                {
-                    "chunk_id": c["chunk_id"],
-                    "title": c["title"],
-                    "passage": c["text"],
-                    "n_questions": per_chunk,
-                    "style": style,
-                }
-            ),
-            prompt.schema,
-        )
-        for c in todo
-    ]
+    asks = [_ask(prompt, c, per_chunk, style) for c in todo]
     answers, usage = ask_all(s, asks, description="drafting questions") if asks else ([], Usage())
     usage.cached = len(chunks) - len(todo)
     result.usage, result.chunks = usage, len(chunks)
     result.failed = usage.failed
     result.failures = failure_lines(answers, {c["key"]: c["chunk_id"] for c in todo})
-    by_key = {a.key: a for a in answers}
-    drafted: list[tuple[dict, str]] = []  # (chunk, question)
-    for c in chunks:
-        # A chunk the run did not ask (it gave up on the endpoint) has no answer: none drafted.
-        answer = by_key.get(c["key"])
-        data = known[c["key"]][1] if c["key"] in known else answer.data if answer else None
-        if not data:
-            continue
-        seen: set[str] = set()
-        for q in data["questions"][:per_chunk]:
-            text = " ".join(q["question"].split())
-            if normalize_query(text) and normalize_query(text) not in seen:
-                seen.add(normalize_query(text))
-                drafted.append((c, text))
+    drafted = _questions(chunks, known, {a.key: a for a in answers}, per_chunk)
     links = match_traffic(
         store,
         [q for _, q in drafted],
@@ -349,6 +309,59 @@ def synth(
         for (chunk, question), link in zip(drafted, links, strict=True):
             writer.question(chunk, question, link, call_ids.get(chunk["key"]))
     return result
+
+
+def _check(
+    style: str,
+    match: str,
+    per_chunk: int,
+    n_chunks: int | None,
+    doc: str | None,
+    cluster: int | None,
+) -> None:
+    """The options, refused before any chunk is read or any request made."""
+    if style not in STYLES:
+        raise InputError(f"--style must be one of {', '.join(STYLES)}, not {style!r}")
+    if match not in MATCHES:
+        raise InputError(f"--match must be one of {', '.join(MATCHES)}, not {match!r}")
+    if not 1 <= per_chunk <= 10:
+        raise InputError("--per-chunk must be between 1 and 10")
+    if sum(x is not None for x in (n_chunks, doc, cluster)) > 1:
+        raise InputError("give one of --chunks, --doc and --cluster")
+    if n_chunks is not None and n_chunks < 1:
+        raise InputError("--chunks must be at least 1")
+
+
+def _ask(prompt, chunk: dict, per_chunk: int, style: str) -> Ask:
+    """The request for one chunk's questions."""
+    values = {
+        "chunk_id": chunk["chunk_id"],
+        "title": chunk["title"],
+        "passage": chunk["text"],
+        "n_questions": per_chunk,
+        "style": style,
+    }
+    return Ask(chunk["key"], prompt.messages(values), prompt.schema)
+
+
+def _questions(
+    chunks: list[dict], known: dict, answers: dict, per_chunk: int
+) -> list[tuple[dict, str]]:
+    """(chunk, question) for each distinct question a chunk got, from the cache or this run; a
+    chunk the run did not ask (it gave up on the endpoint) has no answer: none drafted."""
+    drafted: list[tuple[dict, str]] = []
+    for c in chunks:
+        answer = answers.get(c["key"])
+        data = known[c["key"]][1] if c["key"] in known else answer.data if answer else None
+        if not data:
+            continue
+        seen: set[str] = set()
+        for q in data["questions"][:per_chunk]:
+            text = " ".join(q["question"].split())
+            if normalize_query(text) and normalize_query(text) not in seen:
+                seen.add(normalize_query(text))
+                drafted.append((c, text))
+    return drafted
 
 
 @dataclass
