@@ -153,8 +153,8 @@ WITH tagged AS (
 marks AS (SELECT fld, tag AS t FROM tagged WHERE tag <> ''),
 lines AS (
     SELECT coalesce(l.rec, -l.line) AS rec, l.line, l.err, coalesce(m.t, '') AS t,
-           CASE WHEN l.tag <> '' THEN substr(l.raw, 3) ELSE l.raw END AS v
-    FROM tagged l LEFT JOIN marks m USING (fld)
+           CASE WHEN l.tag <> '' AND l.rec > 0 THEN substr(l.raw, 3) ELSE l.raw END AS v
+    FROM tagged l LEFT JOIN marks m USING (fld)  -- before the first .I, a marker is text
 ),
 others AS (  -- fields of other letters (CACM's .K, .X): metadata under their letter
     SELECT rec, to_json(map_from_entries(list({{'k': t, 'v': v}}))) AS other

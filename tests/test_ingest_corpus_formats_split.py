@@ -236,3 +236,71 @@ def test_an_empty_file_has_no_records(tmp_path: Path, fmt, data):
     path.write_bytes(data)
     assert _records(path, read_by_line) == []
     assert _records(path, corpus_formats.read) == []
+
+
+# SMART fragments real collections have, the usual layout and odd ones: fields out of order,
+# twice or empty, a value on the marker's line, a marker with a tab, lowercase and unknown
+# letters (CACM's .K and .X), a dot line that opens no field, blank and space-only lines, long
+# runs of spaces, tabs and runs in a title, quotes and backslashes, non-ASCII text.
+_SMART_PARTS = (
+    ".T\nexperimental investigation of a wing .\n", ".T title on its marker's line\n",
+    ".T\nmulti\nline  title\twith runs\n", ".T\n", ".T   \n", ".T\n\fform feed\f\n",
+    ".A\nbrenckman,m.\n", ".A\n", ".A first,a.\n", ".B\nj. ae. scs. 25, 1958, 324.\n",
+    ".B\n", ".W\nplain text line .\nsecond line .\n", ".W text on the marker line\nand below\n",
+    ".W\n", ".W\n\n", ".W\n.5 percent of the flow\n", ".W\n" + " " * 30 + "after a run\n",
+    ".W\ntrailing run" + " " * 30 + "\n", '.W\n"quotes" \\ back \\n not a line end\n',
+    ".W\n\u00e9t\u00e9 ol\u00e9 \u2014 \u4e2d\u6587\n", ".W\ttab after the marker\n",
+    ".K\nalgebraic languages\n", ".X\n100\t5\t1\n101\t5\t1\n", ".t lowercase is text\n",
+    ".Tx is not a field\n", "a line of text\n", "   \n", "\n", "\t\n", " .W indented\n",
+    ".N\nnamed\n", ".W\nblank lines\n\n   \ninside\n",
+)  # fmt: skip
+_SMART_USUAL = (".T\n{i} a title .\n", ".A\nauthor,{i}.\n", ".W\nline {i} .\nline two .\n")
+_SMART_OPENERS = (
+    ".I {i}\n",
+    ".I {i} extra\n",
+    ".I\t{i}\n",
+    ".I  {i}  \n",
+    ".I\n",
+    ".I {i}\nmore\n",
+)
+
+
+def _smart_file(records: int, seed: int) -> str:
+    import random
+
+    rng = random.Random(seed)
+    out = ["stray header\n.W\n"] if seed % 2 else []
+    for i in range(records):
+        if rng.random() < 0.4:  # the bench's layout, as most of a real collection is, in any order
+            parts = rng.sample(_SMART_USUAL, k=rng.randint(1, 3))
+            opener = _SMART_OPENERS[0]
+        else:
+            parts = rng.choices(_SMART_PARTS, k=rng.randint(0, 6))
+            opener = rng.choice(_SMART_OPENERS)
+        out.append((opener + "".join(parts)).replace("{i}", str(i)))
+    return "".join(out).rstrip("\n")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("crlf,gz", [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize("block", [1 << 20, 97, 1_000])
+def test_split_reads_smart_layouts_as_the_line_reader(tmp_path: Path, seed, crlf, gz, block):
+    """Records of the usual layout have their fields cut from the bytes (``Split.smart``), the
+    others are read from the list of their fields: either way, the line reader's records, with
+    blocks cut anywhere (97 bytes: a record across most block ends)."""
+    path = _write(tmp_path, "smart", _smart_file(300, seed), crlf=crlf, gz=gz)
+    expected = _records(path, read_by_line)
+    assert len(expected) == 300 + seed % 2  # every record (and the stray text), none lost
+    assert _records(path, read_split, block=block) == expected
+
+
+def test_a_marker_before_the_first_record_stays_in_the_reject(tmp_path: Path):
+    """Lines before the first .I are one reject holding them as written, a marker line too:
+    the line reader dropped its ``.W`` (and the split kept it), so the two readers differed."""
+    path = _write(tmp_path, "smart", "stray header\n.W\n.T title\n.I 1\n.W\ntext\n")
+    for reader in (read_by_line, read_split):
+        assert _records(path, reader)[0] == (
+            1,
+            "stray header\n.W\n.T title",
+            "text before the first .I line",
+        )
