@@ -189,31 +189,8 @@ def publish(
     if allow_partial and skip_partial:
         raise InputError("give --allow-partial or --skip-partial, not both")
     with transaction(con):
-        disputed = con.execute(
-            """SELECT count(DISTINCT query_id) FROM gold_disagreements
-               WHERE query_id IN (SELECT query_id FROM gold_items
-                                  WHERE status NOT IN ('verified', 'rejected'))"""
-        ).fetchall()[0][0]
-        if disputed:
-            raise InputError(
-                f"{disputed} item{' waits' if disputed == 1 else 's wait'} for adjudication "
-                "(two raters, or an imported file and a person, disagree): see and decide them "
-                "with `goldmine gold review --adjudicate`"
-            )
-        partial = partial_items(con)
-        if partial and not (allow_partial or skip_partial):
-            _refuse_partial(partial)
-        partial_ids = [p["query_id"] for p in partial]
-        items = fetch_dicts(
-            con,
-            """SELECT * FROM gold_items
-               WHERE (status = 'verified' AND NOT list_contains(?, query_id))
-                  OR (? AND list_contains(?, query_id))
-               ORDER BY query_id""",
-            [partial_ids, allow_partial, partial_ids],
-        )
-        if not items:
-            raise InputError("nothing to publish: no item is verified yet (review or label first)")
+        _refuse_disputed(con)
+        items = _publishable(con, allow_partial, skip_partial)
         at = now()
         # Publishing is not a change to an item, so it adds no item history: an item untouched
         # since the last version freezes to the same line, and a version file diffs cleanly.
@@ -247,16 +224,6 @@ def publish(
             ],
         )
         insert_version_items(con, version, [r["query_id"] for r in records], lines)
-    n_drifted = 0
-    if snapshot_id is not None:
-        n_drifted = con.execute(
-            """SELECT count(*) FROM gold_labels l JOIN gold_items i USING (query_id)
-               LEFT JOIN chunks c ON c.snapshot_id = ? AND c.chunk_id = l.chunk_id
-               WHERE l.kind = 'label'
-                 AND i.query_id IN (SELECT query_id FROM gold_version_items WHERE version = ?)
-                 AND c.text_hash IS DISTINCT FROM l.text_hash""",
-            [snapshot_id, version],
-        ).fetchall()[0][0]
     return Published(
         version,
         digest,
@@ -264,8 +231,58 @@ def publish(
         len(records) - n_no_answer,
         n_no_answer,
         n_labels,
-        n_drifted,
+        _drifted(con, snapshot_id, version),
     )
+
+
+def _refuse_disputed(con: duckdb.DuckDBPyConnection) -> None:
+    """An item two raters (or an import and a person) disagree on waits for adjudication."""
+    disputed = con.execute(
+        """SELECT count(DISTINCT query_id) FROM gold_disagreements
+           WHERE query_id IN (SELECT query_id FROM gold_items
+                              WHERE status NOT IN ('verified', 'rejected'))"""
+    ).fetchall()[0][0]
+    if disputed:
+        raise InputError(
+            f"{disputed} item{' waits' if disputed == 1 else 's wait'} for adjudication "
+            "(two raters, or an imported file and a person, disagree): see and decide them "
+            "with `goldmine gold review --adjudicate`"
+        )
+
+
+def _publishable(
+    con: duckdb.DuckDBPyConnection, allow_partial: bool, skip_partial: bool
+) -> list[dict[str, Any]]:
+    """The verified items, with or without those whose candidates are still undecided."""
+    partial = partial_items(con)
+    if partial and not (allow_partial or skip_partial):
+        _refuse_partial(partial)
+    partial_ids = [p["query_id"] for p in partial]
+    items = fetch_dicts(
+        con,
+        """SELECT * FROM gold_items
+           WHERE (status = 'verified' AND NOT list_contains(?, query_id))
+              OR (? AND list_contains(?, query_id))
+           ORDER BY query_id""",
+        [partial_ids, allow_partial, partial_ids],
+    )
+    if not items:
+        raise InputError("nothing to publish: no item is verified yet (review or label first)")
+    return items
+
+
+def _drifted(con: duckdb.DuckDBPyConnection, snapshot_id: int | None, version: int) -> int:
+    """The version's labels whose chunk text differs in the current corpus snapshot."""
+    if snapshot_id is None:
+        return 0
+    return con.execute(
+        """SELECT count(*) FROM gold_labels l JOIN gold_items i USING (query_id)
+           LEFT JOIN chunks c ON c.snapshot_id = ? AND c.chunk_id = l.chunk_id
+           WHERE l.kind = 'label'
+             AND i.query_id IN (SELECT query_id FROM gold_version_items WHERE version = ?)
+             AND c.text_hash IS DISTINCT FROM l.text_hash""",
+        [snapshot_id, version],
+    ).fetchall()[0][0]
 
 
 def insert_version_items(
