@@ -16,7 +16,6 @@ import pyarrow as pa
 
 _BATCH = 20_000  # records per Arrow batch: DuckDB scans the batches in parallel
 _LF, _CR = 10, 13
-_TRIMMED = np.array([_LF, _CR, 32], np.uint8)  # what trim(x, LF || CR || ' ') drops
 _TRIM_STEPS = 16  # bytes trimmed at an end at most; a longer run takes the list path
 _PIECE = 4 << 20  # bytes of a block looked through at a time
 _NONE = np.empty(0, np.int64)
@@ -128,10 +127,13 @@ def _opens(ext: np.ndarray, starts: np.ndarray, fmt: str, tags: Tags | None) -> 
         opens = np.zeros(len(starts), bool)
         opens[np.searchsorted(starts, tags.at[tags.opens])] = True
         return opens, opens
-    after = np.isin(ext[starts + 2], (32, 9, _LF, _CR))  # the marker's end: space, tab, line end
-    markers = (ext[starts] == ord(".")) & (ext[starts + 1] >= 65) & (ext[starts + 1] <= 90)
-    markers &= after
-    return markers & (ext[starts + 1] == ord("I")), markers
+    dots = np.flatnonzero(ext[starts] == ord("."))  # a marker: '.', a capital, its end
+    letters = ext[starts[dots] + 1]
+    dots = dots[_CAPITAL[letters] & _MARKER_END[ext[starts[dots] + 2]]]
+    markers, opens = np.zeros(len(starts), bool), np.zeros(len(starts), bool)
+    markers[dots] = True
+    opens[dots[ext[starts[dots] + 1] == ord("I")]] = True
+    return opens, markers
 
 
 def _check_bytes(ext: np.ndarray, crs: np.ndarray, nul: bool, tags: Tags | None) -> np.ndarray:
@@ -158,8 +160,9 @@ class Split:
         # before the line end are not visible ASCII; the records holding one take the path
         # that tests each line.
         last = np.append(starts[1:] - 1, end - (ext[end - 1] == _LF))[: len(starts)] - 1
-        last -= (ext[last] == _CR) & (last >= starts)  # ext[-1] is padding: a line end
-        self.maybe_blank = np.flatnonzero(~_visible(ext[starts]) & ~_visible(ext[last]))
+        if len(crs):
+            last -= (ext[last] == _CR) & (last >= starts)  # ext[-1] is padding: a line end
+        self.maybe_blank = np.flatnonzero(~_VISIBLE[ext[starts]] & ~_VISIBLE[ext[last]])
 
     def prefix(self, size: int) -> pa.Table:
         return _table({"line": np.array([self.line]), "v": self._slices(np.array([0, size]))})
@@ -202,11 +205,14 @@ class Split:
             "b": blank[other], "c": crs[other],
         })  # fmt: skip
 
-    def views(self, a: np.ndarray, b: np.ndarray, whole: bool = False) -> pa.Array:
+    def views(self, a: np.ndarray, b: np.ndarray, whole: bool = False,
+              ascii_ends: bool = False) -> pa.Array:  # fmt: skip
         """The strings of bytes ``a[i]:b[i]`` as an Arrow string view array over the block's
         buffer (no copy; a string of up to 12 bytes is held in its view, as Arrow wants);
         raises NeedsLines if one is not UTF-8. With ``whole`` (the block is UTF-8), only
-        their ends are checked: none may cut a character."""
+        their ends are checked: none may cut a character; with ``ascii_ends`` too, each end
+        is known to be at an ASCII byte or after one (a SMART marker, a trimmed byte), so
+        not even those are (two gathers from the block a string)."""
         lengths = b - a
         words, short = _words(self.ext), np.flatnonzero(lengths <= 12)
         head = words[a]  # the string's first 8 bytes (ext is padded)
@@ -219,8 +225,9 @@ class Split:
             pa.string_view(), len(a), [None, pa.py_buffer(views), self.buffer]
         )
         if whole:
-            inside = ((self.ext[a] & 0xC0) == 0x80) | ((self.ext[b] & 0xC0) == 0x80)
-            if (lengths < 0).any() or inside.any():  # the bytes after a character's first
+            ext = self.ext
+            cuts = not ascii_ends and (((ext[a] & 0xC0) == 0x80) | ((ext[b] & 0xC0) == 0x80)).any()
+            if (lengths < 0).any() or cuts:  # an end at a byte after a character's first
                 raise NeedsLines
             array.validate()
             return array
@@ -230,23 +237,6 @@ class Split:
             raise NeedsLines from exc
         return array
 
-    def trimmed(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``a:b`` without the LF, CR and space bytes at either end (SQL's trim would read the
-        whole string), and whether each is done (a run longer than _TRIM_STEPS is not)."""
-        ext = self.ext
-        for _ in range(_TRIM_STEPS):
-            step = (a < b) & np.isin(ext[a], _TRIMMED)
-            if not step.any():
-                break
-            a = a + step
-        for _ in range(_TRIM_STEPS):
-            step = (b > a) & np.isin(ext[b - 1], _TRIMMED)
-            if not step.any():
-                break
-            b = b - step
-        done = ~((a < b) & (np.isin(ext[a], _TRIMMED) | np.isin(ext[b - 1], _TRIMMED)))
-        return a, b, done
-
     def smart(self, recs: np.ndarray, marks: np.ndarray) -> tuple[pa.Table, pa.Table]:
         """SMART: the records whose fields are one each of the known letters and whose lines
         are all fields' (no line starts with a dot but a marker, none may be blank), as
@@ -255,29 +245,32 @@ class Split:
         ext, starts, n = self.ext, self.starts, len(recs)
         at = np.append(starts[marks], self.end)
         letters = ext[at[:-1] + 1]
-        opens = np.isin(marks, recs)
+        slots = _SMART_SLOTS[letters]
+        opens = np.zeros(len(marks), bool)
+        opens[np.searchsorted(marks, recs)] = True  # each record's .I is among the markers
         rec = np.cumsum(opens) - 1
         line_bounds = np.append(recs, len(starts))
-        dots = np.flatnonzero(ext[starts] == ord("."))
+        stray = ext[starts] == ord(".")  # a line starting with a dot that is no marker
+        stray[marks] = False
         simple = ~self._any(self.maybe_blank, line_bounds)
-        simple &= ~self._any(np.setdiff1d(dots, marks, assume_unique=True), line_bounds)
-        known = np.isin(letters, np.frombuffer(b"ITWAB", np.uint8))
-        simple &= np.bincount(rec[~known], minlength=n) == 0
-        a, b, done = self.trimmed(at[:-1] + 2, at[1:])  # each field's value, past ".X"
+        simple &= ~self._any(np.flatnonzero(stray), line_bounds)
+        # each field's value, past ".X"; a value trimmed in _TRIM_STEPS steps or not simple
+        a, b, done = _trim(ext, at[:-1] + 2, at[1:], _LF_CR_SPACE, _LF_CR_SPACE)
+        per = np.bincount(rec * 6 + slots, minlength=6 * n).reshape(n, 6)  # fields per slot
+        simple &= (per[:, 5] == 0) & (per[:, :5].max(axis=1) <= 1)
         simple &= np.bincount(rec[~done], minlength=n) == 0
+        first, last = np.zeros((6, n), np.int64), np.zeros((6, n), np.int64)
+        first[slots, rec], last[slots, rec] = a, b  # a letter the record lacks: empty
+        self._slices(np.array([0, self.end]))  # the whole block is UTF-8 (else NeedsLines)
         rec_at = np.append(starts[recs], self.end)
-        places = {}
-        for letter in "ITWAB":
-            of = letters == ord(letter)
-            simple &= np.bincount(rec[of], minlength=n) <= 1
-            first, last = np.zeros(n, np.int64), np.zeros(n, np.int64)
-            first[rec[of]], last[rec[of]] = a[of], b[of]
-            places[letter] = (first, last)
         flat = {"line": recs[simple] + self.line, "c": self._any(self.crs, rec_at)[simple]}
-        flat.update({k: self.views(a[simple], b[simple]) for k, (a, b) in places.items()})
+        flat.update({
+            k: self.views(first[slot][simple], last[slot][simple], True, True)
+            for slot, k in enumerate("ITWAB")
+        })  # fmt: skip
         other = ~simple[rec]
         fields = pa.StructArray.from_arrays(
-            [_arrow(letters[other]), self.views(at[:-1][other], at[1:][other]),
+            [_arrow(letters[other]), self.views(at[:-1][other], at[1:][other], True, True),
              _arrow(self._any(self.maybe_blank, np.append(marks, len(starts)))[other]),
              _arrow(self._any(self.crs, at)[other])],
             names=["t", "v", "b", "c"],
@@ -319,6 +312,12 @@ def _bytes(*chars: int) -> np.ndarray:
 _SPACE_CR = _bytes(32, _CR)
 _LF_CR_SPACE = _bytes(_LF, _CR, 32)
 _WHITE = _bytes(9, _LF, 12, _CR, 32)  # RE2's \s
+_VISIBLE = _bytes(*range(33, 127))  # visible ASCII
+_CAPITAL = _bytes(*range(65, 91))  # a SMART marker's letter ...
+_MARKER_END = _bytes(32, 9, _LF, _CR)  # ... and what follows it: a space, a tab, a line end
+# SMART: the known field letters' slots (I, T, W, A, B: 0 to 4) by byte; 5 for any other.
+_SMART_SLOTS = np.full(256, 5, np.int8)
+_SMART_SLOTS[list(b"ITWAB")] = range(5)
 
 
 def _words(ext: np.ndarray) -> np.ndarray:
@@ -426,10 +425,6 @@ def _trim(ext: np.ndarray, a: np.ndarray, b: np.ndarray, left, right):
                 break
             a, b = (a + step, b) if at_start else (a, b - step)
     return a, b, done
-
-
-def _visible(chars: np.ndarray) -> np.ndarray:
-    return (chars >= 33) & (chars <= 126)
 
 
 def _arrow(values: np.ndarray) -> pa.Array:

@@ -304,3 +304,17 @@ def test_a_marker_before_the_first_record_stays_in_the_reject(tmp_path: Path):
             "stray header\n.W\n.T title",
             "text before the first .I line",
         )
+
+
+def test_the_odd_smart_layouts_take_both_paths(tmp_path: Path):
+    """The file the layouts test reads has records of both kinds: cut from the bytes, and
+    read from the list of their fields (else that test would hold one path alone)."""
+    from goldmine.ingest.corpus_split import cut, fill
+
+    path = _write(tmp_path, "smart", _smart_file(300, 1))
+    with path.open("rb") as handle:
+        data, n, final = fill(handle, b"", 1 << 20)
+    block = cut(data, n, "smart", 1, final)
+    simple, fields = block.split.smart(block.recs, block.marks)
+    assert simple.num_rows > 60 and fields.num_rows > 60
+    assert simple.num_rows + fields.num_rows == 300
