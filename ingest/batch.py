@@ -374,7 +374,7 @@ def define_known(con: duckdb.DuckDBPyConnection, target: Target, check: bool = T
 # ``line_key``): a weekly file's lines that are already stored are then known without parsing.
 LINE_HASH = "line_hash"
 # Bumped when a change to the stage could give an already stored line another key or reason.
-_LINE_KEY_VERSION = 1
+_LINE_KEY_VERSION = 2  # 2: a time out of range (gm_in_time), num_results < 0: rejects
 
 
 def line_key(target: Target, params: dict[str, Any], redactor: Redactor) -> str | None:

@@ -249,28 +249,29 @@ _XML_EVENTS = r"""
 CREATE OR REPLACE TEMP TABLE gm_src AS
 WITH ev AS (
     SELECT ord AS e, line, s, tag, nullif(num, '') AS num, starttime,
-           regexp_full_match(starttime, '[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?') AS clock
+           regexp_full_match(starttime, '[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?')
+               AND try_cast(starttime AS TIME) IS NOT NULL AS clock
     FROM gm_xml_placed WHERE tag IN ('interaction', 'currentquery')
 ),
 {timed}
 q AS (SELECT e, arg_min(text, ord) AS query FROM gm_xml_placed
       WHERE tag = 'query' AND e IS NOT NULL GROUP BY e),
 res AS (
-    SELECT e, try_cast(r_rank AS INTEGER) AS rank, arg_min(text, ord) AS id
+    SELECT e, r, gm_rank(r_rank) AS rank, arg_min(text, ord) AS id
     FROM gm_xml_placed
     WHERE tag NOT IN ('session', 'interaction', 'currentquery', 'query', 'result', 'click',
                       'rank', 'gm_bad', 'gm_lost', 'gm_lost_session')
       AND r > e AND (k IS NULL OR k < r)
     GROUP BY e, r, r_rank
 ),
-shown AS (SELECT e, list(id ORDER BY rank NULLS LAST) AS ids FROM res GROUP BY e),
+shown AS (SELECT e, list(id ORDER BY rank NULLS LAST, r) AS ids FROM res GROUP BY e),
 -- A click names a rank: the id shown there.
 clk AS (
     SELECT p.e, list(res.id ORDER BY p.ord) FILTER (WHERE res.id IS NOT NULL) AS ids,
-           list(try_cast(p.text AS INTEGER) ORDER BY p.ord) AS ranks,
+           list(gm_rank(p.text) ORDER BY p.ord) AS ranks,
            list(p.k_time ORDER BY p.ord) AS times
     FROM gm_xml_placed p
-    LEFT JOIN res ON res.e = p.e AND res.rank = try_cast(p.text AS INTEGER)
+    LEFT JOIN res ON res.e = p.e AND res.rank = gm_rank(p.text)
     WHERE p.tag = 'rank' AND p.k > p.e GROUP BY p.e
 ),
 -- An unreadable line inside a search (after it opened, in its session) makes it a reject, at
@@ -402,7 +403,8 @@ CREATE OR REPLACE TEMP TABLE gm_src AS
 WITH ev AS (
     SELECT f.idx AS e, f.line, sess.num AS s, f.kind AS tag, nullif(f.num, '') AS num,
            f.starttime,
-           regexp_full_match(f.starttime, '[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?') AS clock
+           regexp_full_match(f.starttime, '[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?')
+               AND try_cast(f.starttime AS TIME) IS NOT NULL AS clock
     FROM gm_xml_found f
     LEFT JOIN (SELECT idx, {session_id} AS num
                FROM (SELECT idx, num, row_number() OVER (ORDER BY idx) AS n FROM gm_xml_found
@@ -413,7 +415,7 @@ WITH ev AS (
 q AS (SELECT e, arg_min(query, idx) AS query FROM gm_xml_found
       WHERE query IS NOT NULL AND e IS NOT NULL GROUP BY e),
 res AS (
-    SELECT f.e, f.r, try_cast(any_value(o.rank) AS INTEGER) AS rank, arg_min(f.id, f.idx) AS id
+    SELECT f.e, f.r, gm_rank(any_value(o.rank)) AS rank, arg_min(f.id, f.idx) AS id
     FROM gm_xml_found f JOIN gm_xml_found o ON o.idx = f.r
     WHERE f.id IS NOT NULL AND f.r > f.e AND (f.k IS NULL OR f.k < f.r)
     GROUP BY f.e, f.r
@@ -435,10 +437,10 @@ clk AS (
     SELECT e, [x.id FOR x IN c IF x.id IS NOT NULL] AS ids, [x.rank FOR x IN c] AS ranks,
            [x.k_time FOR x IN c] AS times
     FROM (SELECT c.e, list_sort(list({'idx': c.idx, 'pos': c.pos, 'id': res.id,
-                                      'rank': try_cast(c.text AS INTEGER), 'k_time': c.k_time}))
+                                      'rank': gm_rank(c.text), 'k_time': c.k_time}))
                      AS c
           FROM (SELECT * REPLACE ({decoded} AS text) FROM clicks) c
-          LEFT JOIN res ON res.e = c.e AND res.rank = try_cast(c.text AS INTEGER)
+          LEFT JOIN res ON res.e = c.e AND res.rank = gm_rank(c.text)
           GROUP BY c.e)
 )
 SELECT line, {record},
@@ -605,7 +607,7 @@ def _trimmed(column: str) -> str:
 def _click_events(part: dict[str, str], others: list[tuple[str, str]], rows: str) -> str:
     """SQL grouping the click rows into searches (one record each, at its first row's line).
     The rows that could not be read or split are records with the reason."""
-    rank = f"try_cast({part['rank']} AS INTEGER)"
+    rank = f"gm_rank({part['rank']})"
     kept = ", ".join(f"any_value({c}) AS {c}" for _, c in others)
     names = "".join(f", {c}" for _, c in others)
     extra = (
@@ -705,6 +707,15 @@ CREATE OR REPLACE TEMP MACRO gm_dmy_ts(s, file_order) AS gm_dmy_from(gm_dmy_part
 CREATE OR REPLACE TEMP MACRO gm_dmy_shown(s) AS CASE
     WHEN substr(s, 2, 1) IN ('/', '-', '.') OR substr(s, 3, 1) IN ('/', '-', '.')
         THEN gm_dmy_order(gm_dmy_parts(s)) END;
+-- Whether a time read from a log can be one: of the web's years, 1990 to 2099 (year 99999 and
+-- year 1 parse). Fixed bounds, not today's date, so a line gets the same reason every import.
+CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
+    t::TIMESTAMP BETWEEN TIMESTAMP '1990-01-01' AND TIMESTAMP '2099-12-31 23:59:59.999999';
+-- A rank as a place on a page (1, 2, …; "3.0" is 3): NULL for what is none (-1, 0, 3.5, a rank
+-- past 32 bits), which readers treat as an unreadable rank, never as a place before the first.
+CREATE OR REPLACE TEMP MACRO gm_rank(s) AS CASE
+    WHEN try_cast(s AS INTEGER) >= 1 AND try_cast(s AS DOUBLE) = try_cast(s AS INTEGER)
+        THEN try_cast(s AS INTEGER) END;
 """
 AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layout): "
 

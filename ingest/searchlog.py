@@ -145,13 +145,14 @@ def stage_sql(
                      THEN 'wrong type: query is ' || gm_jtype({typ(fields, "query")})
                  WHEN {ts} IS NOT NULL AND gm_t IS NULL THEN CASE WHEN gm_dates = 'ambiguous'
                      THEN $gm_ambiguous ELSE 'unparseable timestamp: ' END || left({ts}, 60)
+                 WHEN NOT gm_in_time(gm_t) THEN 'timestamp out of range: ' || left({ts}, 60)
                  WHEN {typ(fields, "result_ids")} NOT IN {_LISTS}
                      THEN 'wrong type: result_ids is ' || gm_jtype({typ(fields, "result_ids")})
                  WHEN {typ(fields, "clicked_ids")} NOT IN {_LISTS}
                      THEN 'wrong type: clicked_ids is ' || gm_jtype({typ(fields, "clicked_ids")})
                  WHEN {num} IS NOT NULL AND try_cast({num} AS DOUBLE) IS NULL
                      THEN 'wrong type: num_results is not a number: ' || left({num}, 40)
-                 WHEN {num} IS NOT NULL AND {count} IS NULL
+                 WHEN {num} IS NOT NULL AND ({count} IS NULL OR {count} < 0)
                      THEN 'wrong type: num_results is out of range: ' || left({num}, 40)
             END AS reason,
             gm_key AS event_id,

@@ -82,6 +82,7 @@ SELECT q.line, q.raw,
          WHEN query_type <> 'VARCHAR' THEN 'wrong type: user_query is ' || gm_jtype(query_type)
          WHEN v[3] IS NOT NULL AND t IS NULL
              THEN 'unparseable timestamp: ' || left(v[3], 60)
+         WHEN NOT gm_in_time(t) THEN 'timestamp out of range: ' || left(v[3], 60)
     END AS reason,
     v[1] AS event_id,
     'ubi' AS source,
