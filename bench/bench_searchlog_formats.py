@@ -8,7 +8,9 @@ analytics, whose rows ingest/analytics.py maps) each on a generated file of ``--
 - reader: the reader making its records (``gm_raw``) from the same file;
 - import: ``ingest searchlog`` of the file into a fresh store (the reader, the stage, the write);
 - with ``--against REV``, the reader as it was at git revision REV (ingest/logformats.py read from
-  git), so that a change to a reader is measured against what it replaces in the same run.
+  git), so that a change to a reader is measured against what it replaces in the same run;
+- analytics only: stage, ``analytics.stage_sql`` over the records already in a table (each row's
+  counts and reason), CPU seconds, and with ``--against REV`` the stage at REV beside it.
 
 Prints medians and the reader's and the import's ratio to the bare read, and the same ratios in
 the process's CPU time (``time.process_time``, every thread's), which a loaded machine moves far
@@ -31,6 +33,7 @@ from pathlib import Path
 
 import duckdb
 
+from goldmine.ingest import analytics as analytics_stage
 from goldmine.ingest import api, batch, logformats
 from goldmine.store import open_store
 
@@ -145,6 +148,23 @@ def _reader(path: Path, fmt: str, module: types.ModuleType = logformats) -> tupl
     return took
 
 
+def _stage_cpu(path: Path, module: types.ModuleType) -> float:
+    """CPU seconds of an analytics stage (``module.stage_sql``) over the file's records, read
+    into a table first so that only the stage is timed."""
+    con = duckdb.connect()
+    batch.prepare(con)
+    logformats.read(con, path, "analytics", "none")
+    con.execute("CREATE TEMP TABLE gm_records AS SELECT * FROM gm_raw")
+    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT * FROM gm_records")
+    found = analytics_stage.columns(logformats._header(path.read_bytes()[:65536]))
+    sql, params = module.stage_sql(found)
+    cpu = time.process_time()
+    con.execute(f"CREATE TEMP TABLE gm_staged AS {sql}", params)
+    took = time.process_time() - cpu
+    con.close()
+    return took
+
+
 def module_at(rev: str, path: str = "ingest/logformats.py") -> types.ModuleType:
     """The module at ``path`` as it was at git revision ``rev``, loaded beside today's (its
     imports are today's modules)."""
@@ -177,6 +197,7 @@ def main() -> None:
     parser.add_argument("--against", metavar="REV", help="also time the readers at this revision")
     args = parser.parse_args()
     before = module_at(args.against) if args.against else None
+    stage_before = module_at(args.against, "ingest/analytics.py") if args.against else None
     OUT.mkdir(exist_ok=True)
     makers: dict[str, tuple[Callable, str]] = {
         "session_xml": (session_xml, "xml"),
@@ -200,6 +221,10 @@ def main() -> None:
                 times[name].append(wall)
                 cpu[name].append(spent)
             times["import"].append(_import(path, fmt))
+            if fmt == "analytics":
+                for name, module in (("stage before", stage_before), ("stage", analytics_stage)):
+                    if module is not None:
+                        cpu.setdefault(name, []).append(_stage_cpu(path, module))
         med = {k: statistics.median(v) for k, v in times.items() if v}
         med_cpu = {k: statistics.median(v) for k, v in cpu.items() if v}
         size = path.stat().st_size / 1e6

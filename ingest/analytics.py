@@ -131,6 +131,23 @@ _RATE = (
     "ELSE try_cast({0} AS DOUBLE) END END"
 )
 
+# A count above this is a reject, not a number: no query is searched 10^12 times in one row's
+# period, and a value past 64 bits (1e400 reads as inf) cast to BIGINT stopped the whole import.
+# It also keeps a day's rows of one query summed far from BIGINT's end.
+MAX_COUNT = 10**12
+
+
+def _fits(value: str) -> str:
+    """SQL: the count when it is finite and at most MAX_COUNT in size (NaN, inf and 1e19 are
+    NULL), so what is computed from it is a number even on a rejected row."""
+    return f"CASE WHEN abs({value}) <= {MAX_COUNT} THEN {value} END"
+
+
+def _share(value: str) -> str:
+    """SQL: the rate when it is a share from 0 to 1 (NaN, inf, 150% and -5% are NULL)."""
+    return f"CASE WHEN {value} BETWEEN 0 AND 1 THEN {value} END"
+
+
 # A day/month date's parts (30/11/2026: gm_dmy_parts), cut only where the second or third
 # character is a date separator, as it must be for the pattern to match: cut on every row, they
 # were a third of an ISO-dated export's date cost.
@@ -167,18 +184,31 @@ def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
                  WHEN q IS NULL THEN 'missing query'
-                 WHEN n IS NULL OR n < 0
+                 WHEN n_read IS NULL OR n < 0
                      THEN 'wrong type: count is not a number: ' || coalesce(left(n_text, 40), '')
-                 WHEN zero_text IS NOT NULL AND (zero IS NULL OR zero < 0)
+                 WHEN n IS NULL THEN 'wrong type: count is out of range: ' || left(n_text, 40)
+                 WHEN zero_text IS NOT NULL AND (zero_read IS NULL OR zero < 0)
                      THEN 'wrong type: no results is not a number: ' || left(zero_text, 40)
-                 WHEN clicks_text IS NOT NULL AND (clicks IS NULL OR clicks < 0)
+                 WHEN zero_text IS NOT NULL AND zero IS NULL
+                     THEN 'wrong type: no results is out of range: ' || left(zero_text, 40)
+                 WHEN round(zero) > round(n)
+                     THEN 'no results exceed the count: ' || left(zero_text, 40) || ' > '
+                          || left(n_text, 40)
+                 WHEN clicks_text IS NOT NULL AND (clicks_read IS NULL OR clicks < 0)
                      THEN 'wrong type: clicks is not a number: ' || left(clicks_text, 40)
-                 WHEN zero_rate_text IS NOT NULL AND zero_rate IS NULL
+                 WHEN clicks_text IS NOT NULL AND clicks IS NULL
+                     THEN 'wrong type: clicks is out of range: ' || left(clicks_text, 40)
+                 WHEN zero_rate_text IS NOT NULL AND zero_rate_read IS NULL
                      THEN 'wrong type: no-results rate is not a rate: ' || left(zero_rate_text, 40)
-                 WHEN ctr_text IS NOT NULL AND ctr IS NULL
+                 WHEN zero_rate_text IS NOT NULL AND zero_rate IS NULL
+                     THEN 'no-results rate is out of range: ' || left(zero_rate_text, 40)
+                 WHEN ctr_text IS NOT NULL AND ctr_read IS NULL
                      THEN 'wrong type: click-through rate is not a rate: ' || left(ctr_text, 40)
+                 WHEN ctr_text IS NOT NULL AND ctr IS NULL
+                     THEN 'click-through rate is out of range: ' || left(ctr_text, 40)
                  WHEN date_text IS NOT NULL AND day IS NULL
                      THEN 'unparseable timestamp: ' || left(date_text, 60)
+                 WHEN NOT gm_in_time(day) THEN 'timestamp out of range: ' || left(date_text, 60)
             END AS reason,
             q AS query, day,
             coalesce(day::TIMESTAMP, $gm_now) AS first_seen,
@@ -187,9 +217,16 @@ def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
             least(round(coalesce(zero, zero_rate * n, 0)), round(n))::BIGINT AS n_zero_results,
             round(coalesce(clicks, ctr * n))::BIGINT AS clicked
         FROM (
-            SELECT line, raw, err, q, count_text AS n_text, {number["count"]} AS n, zero_text,
-                   {number["zero"]} AS zero, clicks_text, {number["clicks"]} AS clicks,
-                   zero_rate_text, {rate["zero_rate"]} AS zero_rate, ctr_text, {rate["ctr"]} AS ctr,
+            -- The values as read (*_read) give the reasons; the values used are only those in
+            -- range, so that a rejected row's counts are numbers too.
+            SELECT *, {_fits("n_read")} AS n, {_fits("zero_read")} AS zero,
+                   {_fits("clicks_read")} AS clicks, {_share("zero_rate_read")} AS zero_rate,
+                   {_share("ctr_read")} AS ctr
+            FROM (
+            SELECT line, raw, err, q, count_text AS n_text, {number["count"]} AS n_read, zero_text,
+                   {number["zero"]} AS zero_read, clicks_text, {number["clicks"]} AS clicks_read,
+                   zero_rate_text, {rate["zero_rate"]} AS zero_rate_read, ctr_text,
+                   {rate["ctr"]} AS ctr_read,
                    date_text, coalesce(gm_ts(date_text), gm_dmy_from(dmy, ''))::DATE AS day
             FROM (
                 SELECT line, raw, err, {text("query")} AS q, {text("count")} AS count_text,
@@ -201,7 +238,7 @@ def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
                 FROM (SELECT line, raw, err,
                              CASE WHEN err IS NULL THEN json_extract_string(raw, $gm_paths) END
                                  AS gm_v
-                      FROM gm_raw)))))
+                      FROM gm_raw))))))
     """
     return sql, params
 

@@ -379,6 +379,10 @@ def _corpus(tmp_path: Path) -> dict[str, Path]:
     return paths
 
 
+# Files whose bad rows are each a reject: the import goes on (a count of 1e400 once stopped it).
+_READ_WHOLE = {("searchlog", "analytics_odd.csv")}
+
+
 def _nonblank_lines(data: bytes) -> int:
     return sum(1 for line in data.replace(b"\r\n", b"\n").split(b"\n") if line.strip(b" \t\r"))
 
@@ -394,6 +398,7 @@ def test_fuzz_corpus_gives_an_error_or_a_true_account(cli, tmp_path, kind):
         assert proc.returncode in (0, 2), where
         if proc.returncode == 2:
             assert proc.stderr.strip().splitlines()[-1].startswith("error: "), where
+            assert (kind, name) not in _READ_WHOLE, where
             continue
         total = _total(proc)
         assert total["rows_in"] == total["stored"] + total["rejected"] + total["already_present"]

@@ -5,6 +5,7 @@ lines into a table first."""
 from __future__ import annotations
 
 import gzip
+import json
 from datetime import date, datetime
 from pathlib import Path
 
@@ -128,7 +129,8 @@ def test_counts_rates_and_dates_as_exports_write_them(tmp_path: Path):
         '2026-11-30,refund,"1,080",20,100,\n'
         "2026-11-30 10:15:00,card, 1 080 ,0,,25%\n"
         "30/11/2026,gift,1_000,1%,,0.5\n"
-        ",invoice,12,,,150%\n"
+        ",invoice,12,,,100%\n"
+        ",coupon,12,,,150%\n"
         "2026-11-30T10:15:00+02:00,reset,7,-1,,\n"
         "1764460800,order,5,,x,\n"
         "2026-13-45,ship,5,,,\n"
@@ -146,13 +148,111 @@ def test_counts_rates_and_dates_as_exports_write_them(tmp_path: Path):
         (3, None, "card", day, 1080, 0, 810, 810),
         (4, "wrong type: no results is not a number: 1%", "gift", day, 1000, 0, 500, 500),
         (5, None, "invoice", None, 12, 0, 0, 0),  # undated: the import's
-        (6, "wrong type: no results is not a number: -1", "reset", day, 7, -1, 0, -1),
-        (7, "wrong type: clicks is not a number: x", "order", date(2025, 11, 30), 5, 0, 0, 0),
-        (8, "unparseable timestamp: 2026-13-45", "ship", None, 5, 0, 0, 0),
-        (9, "missing query", None, day, 5, 0, 0, 0),
-        (10, "wrong type: count is not a number: abc", "track", day, None, 0, 0, 0),
-        (11, None, "cancel", day, 2500, 0, 0, 0),
-        (12, "wrong type: click-through rate is not a rate: x%", "pdf", day, 3, 0, 0, 0),
-        (13, None, "login", day, 10, 2, 5, 7),
-        (14, None, "Café Menü", day, 5, 0, 5, 5),
+        (6, "click-through rate is out of range: 150%", "coupon", None, 12, 0, 0, 0),
+        (7, "wrong type: no results is not a number: -1", "reset", day, 7, -1, 0, -1),
+        (8, "wrong type: clicks is not a number: x", "order", date(2025, 11, 30), 5, 0, 0, 0),
+        (9, "unparseable timestamp: 2026-13-45", "ship", None, 5, 0, 0, 0),
+        (10, "missing query", None, day, 5, 0, 0, 0),
+        (11, "wrong type: count is not a number: abc", "track", day, None, 0, 0, 0),
+        (12, None, "cancel", day, 2500, 0, 0, 0),
+        (13, "wrong type: click-through rate is not a rate: x%", "pdf", day, 3, 0, 0, 0),
+        (14, None, "login", day, 10, 2, 5, 7),
+        (15, None, "Café Menü", day, 5, 0, 5, 5),
+    ]
+
+
+# --- one wild value rejects its row, never the import ------------------------------------------
+
+
+def test_a_count_beyond_64_bits_rejects_its_row_and_the_rest_is_stored(cli, tmp_path: Path):
+    """A count of 1e400 (or any beyond 64 bits) stopped the whole import with exit 2 ("cannot
+    convert a value: … inf …"): it is that row's reject, with a reason, like every other bad row."""
+    path = tmp_path / "export.csv"
+    path.write_text(
+        "query,searches,no_results,ctr\nrefund,10,1,50%\nwild,1e400,0,0.1\ncard,5,0,20%\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "s.duckdb"
+    proc = cli("--db", str(db), "ingest", "searchlog", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    total = json.loads(proc.stdout)["total"]
+    assert (total["stored"], total["rejected"]) == (2, 1)
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = con.execute(
+            "SELECT norm_query, n_events FROM search_summaries ORDER BY norm_query"
+        ).fetchall()
+        rejects = con.execute("SELECT line, reason FROM rejects").fetchall()
+    assert stored == [("card", 5), ("refund", 10)]
+    assert rejects == [(3, "wrong type: count is out of range: 1e400")]
+    shown = cli("--db", str(db), "rejects", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert "count is out of range: 1e400" in shown.stdout
+
+
+WILD = [
+    # (count, no results, clicks, CTR, no-results rate): the reason, or None for a kept row
+    (("1e400", "", "", "", ""), "wrong type: count is out of range: 1e400"),
+    (("inf", "", "", "", ""), "wrong type: count is out of range: inf"),
+    (("-inf", "", "", "", ""), "wrong type: count is out of range: -inf"),
+    (("NaN", "", "", "", ""), "wrong type: count is out of range: NaN"),
+    (("1e19", "", "", "", ""), "wrong type: count is out of range: 1e19"),
+    (("99999999999999999999", "", "", "", ""), "wrong type: count is out of range: 9999999"),
+    (("10", "1e400", "", "", ""), "wrong type: no results is out of range: 1e400"),
+    (("10", "NaN", "", "", ""), "wrong type: no results is out of range: NaN"),
+    (("10", "11", "", "", ""), "no results exceed the count: 11 > 10"),
+    (("10", "", "1e400", "", ""), "wrong type: clicks is out of range: 1e400"),
+    (("10", "", "nan", "", ""), "wrong type: clicks is out of range: nan"),
+    (("10", "", "", "NaN", ""), "click-through rate is out of range: NaN"),
+    (("10", "", "", "inf", ""), "click-through rate is out of range: inf"),
+    (("10", "", "", "1e400%", ""), "click-through rate is out of range: 1e400%"),
+    (("10", "", "", "150%", ""), "click-through rate is out of range: 150%"),
+    (("10", "", "", "-5%", ""), "click-through rate is out of range: -5%"),
+    (("10", "", "", "-0.1", ""), "click-through rate is out of range: -0.1"),
+    (("10", "", "", "", "NaN"), "no-results rate is out of range: NaN"),
+    (("10", "", "", "", "1e400"), "no-results rate is out of range: 1e400"),
+    (("10", "", "", "", "150%"), "no-results rate is out of range: 150%"),
+    (("10", "", "", "", "-0.2"), "no-results rate is out of range: -0.2"),
+    (("10", "", "", "1,5", ""), "wrong type: click-through rate is not a rate: 1,5"),
+    (("-0", "-0", "-0", "", ""), None),
+    (("10", "", "", "-0", "-0"), None),
+    (("10", "", "", "100", "45"), None),  # a rate over 1 is a percentage
+    (("10", "", "30", "", ""), None),  # clicks may count several a search
+]
+
+
+def test_wild_counts_and_rates_reject_their_own_row(tmp_path: Path):
+    """Each wild value gives its row a reason (the stage read every other row), and a kept row's
+    numbers are finite and within the count."""
+    path = tmp_path / "export.csv"
+    lines = [",".join(f'"{v}"' for v in ("q", *values)) for values, _ in WILD]
+    path.write_text(
+        "query,searches,no_results,clicks,ctr,no_results_rate\n" + "\n".join(lines) + "\n",
+        encoding="utf-8",
+    )
+    rows = _stage(path)
+    assert [r[0] for r in rows] == list(range(2, len(WILD) + 2))
+    for (values, reason), row in zip(WILD, rows, strict=True):
+        if reason is None:
+            assert row[1] is None, (values, row)
+            n, zero, no_click, failed = row[4:]
+            assert 0 <= zero <= n and 0 <= no_click <= n and 0 <= failed <= n, (values, row)
+        else:
+            assert row[1] is not None and row[1].startswith(reason), (values, row)
+
+
+def test_a_wild_date_rejects_its_row(tmp_path: Path):
+    """A date of year 99999 or year 1 was stored as that day; epoch 1e20 is no date either."""
+    path = tmp_path / "export.csv"
+    path.write_text(
+        "date,query,searches\n99999-01-01,a,1\n0001-01-01,b,1\n1e20,c,1\n"
+        "100000000000000000000,d,1\n2026-11-30,e,1\n",
+        encoding="utf-8",
+    )
+    reasons = [(r[0], r[1]) for r in _stage(path)]
+    assert reasons == [
+        (2, "timestamp out of range: 99999-01-01"),
+        (3, "timestamp out of range: 0001-01-01"),
+        (4, "unparseable timestamp: 1e20"),
+        (5, "unparseable timestamp: 100000000000000000000"),
+        (6, None),
     ]
