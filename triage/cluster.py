@@ -33,14 +33,14 @@ so a resolution keeps its granularity as the traffic per intent grows (not check
 
 **Where a 10k grid's time goes** (CPU on banking77's 9,611 triage canonicals): the twelve Leiden
 runs ~12-14 s (0.7 / 1.1 / 1.5 s each at k 10 / 20 / 30), the k-NN search ~2.5 s, the
-silhouettes 0.9 s. leidenalg 0.10-0.12's Linux wheels build the C++ ``libleidenalg`` without
-optimisation (its trivial ``std::vector`` accessors are out-of-line ``-O0`` functions). The
-optimised wheel of leidenalg 0.9.1 (igraph < 0.11) runs the same grid ~5x faster, but its
-partitions differ and the choice moves with them: ARI 0.553 -> 0.511 at banking77 2k, where a
-52-cluster partition misses the silhouette's tolerance by 4e-5 today. Any change of partitions
-meets that noise, so a speed-up here must keep them: warm starts from a neighbouring
-resolution, a random neighbour community per move and fewer grid points were each measured and
-each lost ARI on some set.
+silhouettes 0.9 s. The Linux wheels of leidenalg 0.10.2, 0.11.0 and 0.12.0 build
+``libleidenalg`` without optimisation (its trivial ``std::vector`` accessors are out-of-line
+``-O0`` functions). The optimised wheel of leidenalg 0.9.1 (igraph < 0.11) runs the same grid
+~5x faster, but its partitions differ and the choice moves with them: ARI 0.553 -> 0.511 at
+banking77 2k, where a 52-cluster partition misses the silhouette's tolerance by 4e-5 today. Any
+change of partitions meets that noise, so a speed-up here must keep them: warm starts from a
+neighbouring resolution, a random neighbour community per move and fewer grid points were each
+measured and each lost ARI on some set.
 
 Incremental: once clusters exist, a new query joins the cluster whose centroid is most similar when
 that cosine reaches the cluster's radius — the 10th percentile of its own members' cosines to the
