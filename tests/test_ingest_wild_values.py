@@ -57,6 +57,28 @@ def test_a_time_far_out_of_range_rejects_its_event(cli, tmp_path: Path):
     ]
 
 
+def test_a_time_from_1970_on_keeps_its_event(cli, tmp_path: Path):
+    """The range starts at the Unix epoch: a 1970 or 1985 time (old exports, fixtures, a time
+    written as the epoch's first day) keeps its row; the year before it is a reject."""
+    rows = [
+        {"query": "epoch day", "ts": "1970-01-01T00:00:00"},
+        {"query": "old export", "ts": "1985-06-01T12:00:00"},
+        {"query": "before", "ts": "1969-12-31T23:59:59"},
+        {"query": "good", "ts": "2026-11-30T10:00:00"},
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    db = tmp_path / "s.duckdb"
+    total = _ingest(cli, db, path)
+    assert (total["stored"], total["rejected"]) == (3, 1)
+    assert _read(db, "SELECT query FROM search_events ORDER BY query") == [
+        ("epoch day",), ("good",), ("old export",),
+    ]  # fmt: skip
+    assert _read(db, "SELECT reason FROM rejects") == [
+        ("timestamp out of range: 1969-12-31T23:59:59",)
+    ]
+
+
 def test_a_click_row_far_out_of_range_rejects_its_search(cli, tmp_path: Path):
     db, total = _click_log(
         cli,
