@@ -386,22 +386,29 @@ FROM (
 """
 # Whitespace that the title's ``\s+`` would change: a line end, a tab, a run of spaces.
 _RUNS = "(contains(T, chr(10)) OR contains(T, chr(9)) OR contains(T, chr(12)) OR contains(T, '  '))"
-# SMART records whose fields are one each of the known letters, over ``gm_chunk(line, c, I, T,
-# W, A, B)``: each field's text, trimmed, cut from the file's bytes before (``_Split.smart``);
-# only the CRs of CRLF are left to drop, and no list is walked, so no lambda runs.
-_SMART_SIMPLE = f"""
+
+
+# SMART records whose fields are one each of the known letters, over ``gm_chunk(line, r, I, T,
+# W, A, B)``: each field's text, trimmed, cut from the file's bytes before (``Split.smart``),
+# so no list is walked and no lambda runs. The title's white space is collapsed only if it may
+# need it: ``r``, it holds a byte below 14 (a line end, a tab, a form feed: found there too),
+# or a run of spaces. The records holding a CR come apart (``crs``): only their fields lose it.
+def _smart_simple(crs: bool) -> str:
+    fields = (f"replace({t}, chr(13), '') AS {t}" if crs else t for t in "ITWAB")
+    return f"""
 INSERT INTO gm_src
 SELECT line,
-       json_object('title', nullif(CASE WHEN {_RUNS} THEN regexp_replace(T, '\\s+', ' ', 'g')
-                                        ELSE T END, ''),
+       json_object('title', nullif(CASE WHEN r OR contains(T, '  ')
+                                        THEN regexp_replace(T, '\\s+', ' ', 'g') ELSE T END, ''),
                    'id', nullif(I, ''), 'text', W, 'author', nullif(A, ''), 'bib', nullif(B, ''))
            ::VARCHAR AS raw,
        CASE WHEN contains(I, chr(10)) THEN 'text after the .I line before the next field' END
-FROM (SELECT line, {
-    ", ".join(f"CASE WHEN c THEN replace({t}, chr(13), '') ELSE {t} END AS {t}" for t in "ITWAB")
-}
-      FROM gm_chunk)
+FROM (SELECT line, r, {", ".join(fields)} FROM gm_chunk)
 """
+
+
+_SMART_SIMPLE, _SMART_SIMPLE_CRS = _smart_simple(False), _smart_simple(True)
+
 _TREC_SPLIT = f"""
 INSERT INTO gm_src {
     _trec_sql(
@@ -496,8 +503,9 @@ def _statements(fmt: str, block, prefix: bool) -> list[tuple[str, object, dict]]
     if prefix and block.prefix:
         tables.append((_PREFIX, block.split.prefix(block.prefix), {"err": _PREFIX_ERR[fmt]}))
     if len(block.recs) and fmt == "smart":
-        simple, fields = block.split.smart(block.recs, block.marks)
-        tables += [(_SMART_SIMPLE, simple, {}), (_SMART_SPLIT, fields, {})]
+        plain, crs, fields = block.split.smart(block.recs, block.marks)
+        tables += [(_SMART_SIMPLE, plain, {}), (_SMART_SIMPLE_CRS, crs, {})]
+        tables.append((_SMART_SPLIT, fields, {}))
     elif len(block.recs):
         cut, other = block.split.trec(block.recs, block.tags)
         tables += [(_TREC_CUT, cut, {}), (_TREC_SPLIT, other, {})]

@@ -92,7 +92,7 @@ def cut(ext: np.ndarray, n: int, fmt: str, line: int, final: bool) -> Block | No
         tags = tags.before(end) if tags is not None else None
     low, kind = low[: np.searchsorted(low, end)], kind[: np.searchsorted(low, end)]
     crs = _check_bytes(ext, low[kind == _CR], (kind == 0).any(), tags)
-    split = Split(ext, starts, end, pa.py_buffer(ext[:end]), line, crs)
+    split = Split(ext, starts, end, pa.py_buffer(ext[:end]), line, crs, low)
     recs = np.flatnonzero(opens)
     first = int(recs[0]) if len(recs) else len(starts)
     prefix = int(starts[first]) if len(recs) else end
@@ -150,12 +150,13 @@ def _check_bytes(ext: np.ndarray, crs: np.ndarray, nul: bool, tags: Tags | None)
 
 class Split:
     """A block's bytes (``ext``, padded), its line starts and its records as Arrow tables of
-    slices of ``buffer`` (no copy), the first line numbered ``line``."""
+    slices of ``buffer`` (no copy), the first line numbered ``line``; ``low``: where its bytes
+    below 14 are (LF, CR, tab, form feed, ...)."""
 
     def __init__(self, ext: np.ndarray, starts: np.ndarray, end: int, buffer, line: int,
-                 crs: np.ndarray):  # fmt: skip
+                 crs: np.ndarray, low: np.ndarray = _NONE):  # fmt: skip
         self.ext, self.starts, self.end, self.buffer, self.line = ext, starts, end, buffer, line
-        self.crs = crs
+        self.crs, self.low = crs, low
         # A line may be blank (files.NOT_BLANK decides) only if its first and last bytes
         # before the line end are not visible ASCII; the records holding one take the path
         # that tests each line.
@@ -237,11 +238,13 @@ class Split:
             raise NeedsLines from exc
         return array
 
-    def smart(self, recs: np.ndarray, marks: np.ndarray) -> tuple[pa.Table, pa.Table]:
+    def smart(self, recs: np.ndarray, marks: np.ndarray) -> tuple[pa.Table, pa.Table, pa.Table]:
         """SMART: the records whose fields are one each of the known letters and whose lines
         are all fields' (no line starts with a dot but a marker, none may be blank), as
-        ``line, c`` (a CR in it) and each known field's text, trimmed (empty if none); and the
-        other records as ``line, f``, the list of their fields (``_SMART_SPLIT``)."""
+        ``line``, ``r`` (the title holds a byte below 14: its white space may need collapsing)
+        and each known field's text, trimmed (empty if none): those with no CR, then those
+        with one (CRLF), apart so that only those are searched for CRs in SQL; and the other
+        records as ``line, f``, the list of their fields (``_SMART_SPLIT``)."""
         ext, starts, n = self.ext, self.starts, len(recs)
         at = np.append(starts[marks], self.end)
         letters = ext[at[:-1] + 1]
@@ -262,12 +265,18 @@ class Split:
         first, last = np.zeros((6, n), np.int64), np.zeros((6, n), np.int64)
         first[slots, rec], last[slots, rec] = a, b  # a letter the record lacks: empty
         self._slices(np.array([0, self.end]))  # the whole block is UTF-8 (else NeedsLines)
-        rec_at = np.append(starts[recs], self.end)
-        flat = {"line": recs[simple] + self.line, "c": self._any(self.crs, rec_at)[simple]}
-        flat.update({
-            k: self.views(first[slot][simple], last[slot][simple], True, True)
-            for slot, k in enumerate("ITWAB")
-        })  # fmt: skip
+        crs = self._any(self.crs, np.append(starts[recs], self.end))
+        low = self.low
+        runs = np.searchsorted(low, first[1]) < np.searchsorted(low, last[1])  # in the title
+
+        def flat(of: np.ndarray) -> pa.Table:
+            columns = {"line": recs[of] + self.line, "r": runs[of]}
+            columns.update({
+                k: self.views(first[slot][of], last[slot][of], True, True)
+                for slot, k in enumerate("ITWAB")
+            })  # fmt: skip
+            return _table(columns)
+
         other = ~simple[rec]
         fields = pa.StructArray.from_arrays(
             [_arrow(letters[other]), self.views(at[:-1][other], at[1:][other], True, True),
@@ -277,7 +286,8 @@ class Split:
         )  # fmt: skip
         bounds = np.append(0, np.cumsum(np.bincount(rec[other], minlength=n)[~simple]))
         lists = pa.LargeListArray.from_arrays(_arrow(bounds.astype(np.int64)), fields)
-        return _table(flat), _table({"line": recs[~simple] + self.line, "f": lists})
+        rest = _table({"line": recs[~simple] + self.line, "f": lists})
+        return flat(simple & ~crs), flat(simple & crs), rest
 
 
 # The TREC tags the reader's patterns cut fields at (``corpus_formats._TREC_FIELDS``) and the

@@ -245,6 +245,7 @@ def test_an_empty_file_has_no_records(tmp_path: Path, fmt, data):
 _SMART_PARTS = (
     ".T\nexperimental investigation of a wing .\n", ".T title on its marker's line\n",
     ".T\nmulti\nline  title\twith runs\n", ".T\n", ".T   \n", ".T\n\fform feed\f\n",
+    ".T\ntwo  spaces\n", ".T\ttabbed\ttitle\n",
     ".A\nbrenckman,m.\n", ".A\n", ".A first,a.\n", ".B\nj. ae. scs. 25, 1958, 324.\n",
     ".B\n", ".W\nplain text line .\nsecond line .\n", ".W text on the marker line\nand below\n",
     ".W\n", ".W\n\n", ".W\n.5 percent of the flow\n", ".W\n" + " " * 30 + "after a run\n",
@@ -306,15 +307,20 @@ def test_a_marker_before_the_first_record_stays_in_the_reject(tmp_path: Path):
         )
 
 
-def test_the_odd_smart_layouts_take_both_paths(tmp_path: Path):
-    """The file the layouts test reads has records of both kinds: cut from the bytes, and
-    read from the list of their fields (else that test would hold one path alone)."""
+@pytest.mark.parametrize("crlf", [False, True])
+def test_the_odd_smart_layouts_take_both_paths(tmp_path: Path, crlf):
+    """The file the layouts test reads has records of both kinds: cut from the bytes (with
+    a CR or without), and read from the list of their fields (else that test would hold one
+    path alone)."""
     from goldmine.ingest.corpus_split import cut, fill
 
-    path = _write(tmp_path, "smart", _smart_file(300, 1))
+    path = _write(tmp_path, "smart", _smart_file(300, 1), crlf=crlf)
     with path.open("rb") as handle:
         data, n, final = fill(handle, b"", 1 << 20)
     block = cut(data, n, "smart", 1, final)
-    simple, fields = block.split.smart(block.recs, block.marks)
+    plain, crs, fields = block.split.smart(block.recs, block.marks)
+    simple = crs if crlf else plain
     assert simple.num_rows > 60 and fields.num_rows > 60
+    assert (plain if crlf else crs).num_rows == 0
     assert simple.num_rows + fields.num_rows == 300
+    assert 0 < sum(simple.column("r").to_pylist()) < simple.num_rows  # a title with a line end
