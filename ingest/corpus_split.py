@@ -219,9 +219,13 @@ class Split:
         head = words[a]  # the string's first 8 bytes (ext is padded)
         views = np.empty((len(a), 2), np.uint64)  # length and 4 bytes; 8 bytes or buffer 0
         views[:, 0] = lengths.astype(np.uint64) | ((head & _FIRST[np.minimum(lengths, 4)]) << 32)
-        views[:, 1] = a.astype(np.uint64) << _U64(32)  # a long string: buffer 0, its offset
-        held = (head[short] >> _U64(32)) | (words[a[short] + 8] << _U64(32))  # bytes 4 to 12
-        views[short, 1] = held & _FIRST[np.clip(lengths[short] - 4, 0, 8)]
+        if len(short) == len(a):  # each string held in its view (SMART's ids): no subsets
+            held = (head >> _U64(32)) | (words[a + 8] << _U64(32))  # bytes 4 to 12
+            views[:, 1] = held & _FIRST[np.clip(lengths - 4, 0, 8)]
+        else:
+            views[:, 1] = a.astype(np.uint64) << _U64(32)  # a long string: buffer 0, offset
+            held = (head[short] >> _U64(32)) | (words[a[short] + 8] << _U64(32))
+            views[short, 1] = held & _FIRST[np.clip(lengths[short] - 4, 0, 8)]
         array = pa.Array.from_buffers(
             pa.string_view(), len(a), [None, pa.py_buffer(views), self.buffer]
         )
