@@ -154,11 +154,15 @@ def words_compatible(a: str, b: str) -> bool:
     wa, wb = _word_set(a), _word_set(b)
     if bool(wa & NEGATIONS) != bool(wb & NEGATIONS):
         return False
-    words = wa | wb
     only_a, only_b = wa - wb, wb - wa
+    words: frozenset[str] | None = None
     for mine, theirs in ((only_a, only_b), (only_b, only_a)):
         for w in mine - FUNCTION_WORDS:
-            if not (any(near_spelling(w, t) for t in theirs) or _joined(w, words, theirs)):
+            # near_spelling's rules both need the first letter: skip the cached calls that can't
+            if any(t[0] == w[0] and near_spelling(w, t) for t in theirs):
+                continue
+            words = words or wa | wb
+            if not _joined(w, words, theirs):
                 return False
     return True
 
@@ -170,6 +174,11 @@ def _word_set(text: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=1 << 16)
+def _prefixes(word: str) -> frozenset[str]:
+    return frozenset(word[:k] for k in range(1, len(word)))
+
+
+@lru_cache(maxsize=1 << 16)
 def _digits(text: str) -> tuple[str, ...]:
     return tuple(_DIGITS.findall(text))
 
@@ -177,8 +186,9 @@ def _digits(text: str) -> tuple[str, ...]:
 def _joined(w: str, words: set[str], theirs: set[str]) -> bool:
     """A split or joined word ("top up" / "topup"): w is two words of the pair end to end, or a
     piece of a word only the other side has that is w and another word of the pair end to end.
-    Set lookups per split point of w, not every pair of words."""
-    if any(w[:k] in words and w[k:] in words for k in range(1, len(w))):
+    The split points come from w's prefixes that are words of the pair (one set intersection;
+    nearly every w checked has none), not a lookup per split point."""
+    if any(w[len(p) :] in words for p in _prefixes(w) & words):
         return True
     n = len(w)
     return any(
