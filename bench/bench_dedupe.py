@@ -70,6 +70,7 @@ def dedupe_at(rev: str) -> Variant:
         check=True,
     ).stdout
     module = types.ModuleType(f"dedupe_at_{rev}")
+    sys.modules[module.__name__] = module  # dataclasses look their module up by name
     exec(compile(text, f"{rev}:triage/dedupe.py", "exec"), module.__dict__)
     return Variant(rev, module, module.SPLIT_AT, module.MAX_CHECKS)
 
@@ -79,8 +80,9 @@ def partners(texts: list[str], v: Variant) -> tuple[float, float, dict, list, ob
     blocks and the work counted (today's module only). On a machine others load, the CPU
     seconds are the work; the seconds, its wait too."""
     m = v.module
-    for cache in (m._word_set, m._digits, m.near_spelling):
-        cache.cache_clear()  # each variant starts as a run would
+    for name in ("_word_set", "_digits", "near_spelling", "_prefixes"):
+        if hasattr(m, name):
+            getattr(m, name).cache_clear()  # each variant starts as a run would
     work = {"work": m.Work()} if hasattr(m, "Work") else {}
     start, cpu = time.perf_counter(), time.process_time()
     blocked = m.block_table(texts, v.split_at)
