@@ -249,29 +249,14 @@ class Split:
         and each known field's text, trimmed (empty if none): those with no CR, then those
         with one (CRLF), apart so that only those are searched for CRs in SQL; and the other
         records as ``line, f``, the list of their fields (``_SMART_SPLIT``)."""
-        ext, starts, n = self.ext, self.starts, len(recs)
-        at = np.append(starts[marks], self.end)
-        letters = ext[at[:-1] + 1]
-        slots = _SMART_SLOTS[letters]
+        at = np.append(self.starts[marks], self.end)  # each field from its marker on
         opens = np.zeros(len(marks), bool)
         opens[np.searchsorted(marks, recs)] = True  # each record's .I is among the markers
-        rec = np.cumsum(opens) - 1
-        line_bounds = np.append(recs, len(starts))
-        stray = ext[starts] == ord(".")  # a line starting with a dot that is no marker
-        stray[marks] = False
-        simple = ~self._any(self.maybe_blank, line_bounds)
-        simple &= ~self._any(np.flatnonzero(stray), line_bounds)
-        # each field's value, past ".X"; a value trimmed in _TRIM_STEPS steps or not simple
-        a, b, done = _trim(ext, at[:-1] + 2, at[1:], _LF_CR_SPACE, _LF_CR_SPACE)
-        per = np.bincount(rec * 6 + slots, minlength=6 * n).reshape(n, 6)  # fields per slot
-        simple &= (per[:, 5] == 0) & (per[:, :5].max(axis=1) <= 1)
-        simple &= np.bincount(rec[~done], minlength=n) == 0
-        first, last = np.zeros((6, n), np.int64), np.zeros((6, n), np.int64)
-        first[slots, rec], last[slots, rec] = a, b  # a letter the record lacks: empty
+        rec = np.cumsum(opens) - 1  # the record each field is in
+        simple, first, last = self._smart_usual(recs, marks, at, rec)
         self._slices(np.array([0, self.end]))  # the whole block is UTF-8 (else NeedsLines)
-        crs = self._any(self.crs, np.append(starts[recs], self.end))
-        low = self.low
-        runs = np.searchsorted(low, first[1]) < np.searchsorted(low, last[1])  # in the title
+        crs = self._any(self.crs, np.append(self.starts[recs], self.end))
+        runs = np.searchsorted(self.low, first[1]) < np.searchsorted(self.low, last[1])
 
         def flat(of: np.ndarray) -> pa.Table:
             columns = {"line": recs[of] + self.line, "r": runs[of]}
@@ -281,17 +266,44 @@ class Split:
             })  # fmt: skip
             return _table(columns)
 
-        other = ~simple[rec]
+        rest = self._smart_lists(recs, marks, at, rec, ~simple)
+        return flat(simple & ~crs), flat(simple & crs), rest
+
+    def _smart_usual(self, recs: np.ndarray, marks: np.ndarray, at: np.ndarray,
+                     rec: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+        """Which records ``Split.smart`` cuts (``simple``), and where each one's I, T, W, A
+        and B values start and end (rows of ``first``, ``last``; empty for a letter it lacks),
+        trimmed in _TRIM_STEPS steps (a value that takes more is not simple)."""
+        ext, starts, n = self.ext, self.starts, len(recs)
+        line_bounds = np.append(recs, len(starts))
+        stray = ext[starts] == ord(".")  # a line starting with a dot that is no marker
+        stray[marks] = False
+        simple = ~self._any(self.maybe_blank, line_bounds)
+        simple &= ~self._any(np.flatnonzero(stray), line_bounds)
+        slots = _SMART_SLOTS[ext[at[:-1] + 1]]
+        a, b, done = _trim(ext, at[:-1] + 2, at[1:], _LF_CR_SPACE, _LF_CR_SPACE)  # past ".X"
+        per = np.bincount(rec * 6 + slots, minlength=6 * n).reshape(n, 6)  # fields per slot
+        simple &= (per[:, 5] == 0) & (per[:, :5].max(axis=1) <= 1)
+        simple &= np.bincount(rec[~done], minlength=n) == 0
+        first, last = np.zeros((6, n), np.int64), np.zeros((6, n), np.int64)
+        first[slots, rec], last[slots, rec] = a, b
+        return simple, first, last
+
+    def _smart_lists(self, recs: np.ndarray, marks: np.ndarray, at: np.ndarray,
+                     rec: np.ndarray, of: np.ndarray) -> pa.Table:  # fmt: skip
+        """The records ``of`` as ``line, f``: the list of their fields, each its letter, its
+        bytes from its marker on and whether it has a line that may be blank and a CR."""
+        other = of[rec]
         fields = pa.StructArray.from_arrays(
-            [_arrow(letters[other]), self.views(at[:-1][other], at[1:][other], True, True),
-             _arrow(self._any(self.maybe_blank, np.append(marks, len(starts)))[other]),
+            [_arrow(self.ext[at[:-1] + 1][other]),
+             self.views(at[:-1][other], at[1:][other], True, True),
+             _arrow(self._any(self.maybe_blank, np.append(marks, len(self.starts)))[other]),
              _arrow(self._any(self.crs, at)[other])],
             names=["t", "v", "b", "c"],
         )  # fmt: skip
-        bounds = np.append(0, np.cumsum(np.bincount(rec[other], minlength=n)[~simple]))
+        bounds = np.append(0, np.cumsum(np.bincount(rec[other], minlength=len(recs))[of]))
         lists = pa.LargeListArray.from_arrays(_arrow(bounds.astype(np.int64)), fields)
-        rest = _table({"line": recs[~simple] + self.line, "f": lists})
-        return flat(simple & ~crs), flat(simple & crs), rest
+        return _table({"line": recs[of] + self.line, "f": lists})
 
 
 # The TREC tags the reader's patterns cut fields at (``corpus_formats._TREC_FIELDS``) and the
