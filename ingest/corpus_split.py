@@ -160,10 +160,13 @@ class Split:
         # A line may be blank (files.NOT_BLANK decides) only if its first and last bytes
         # before the line end are not visible ASCII; the records holding one take the path
         # that tests each line.
-        last = np.append(starts[1:] - 1, end - (ext[end - 1] == _LF))[: len(starts)] - 1
+        lines = np.flatnonzero(~_VISIBLE[ext[starts]])  # the few whose last byte is looked at
+        after = np.minimum(lines + 1, len(starts) - 1)
+        last_end = end - (ext[end - 1] == _LF)  # the last line's end, before its LF if any
+        last = np.where(lines + 1 < len(starts), starts[after] - 1, last_end) - 1
         if len(crs):
-            last -= (ext[last] == _CR) & (last >= starts)  # ext[-1] is padding: a line end
-        self.maybe_blank = np.flatnonzero(~_VISIBLE[ext[starts]] & ~_VISIBLE[ext[last]])
+            last -= (ext[last] == _CR) & (last >= starts[lines])  # ext[-1] is padding: an LF
+        self.maybe_blank = lines[~_VISIBLE[ext[last]]]
 
     def prefix(self, size: int) -> pa.Table:
         return _table({"line": np.array([self.line]), "v": self._slices(np.array([0, size]))})
