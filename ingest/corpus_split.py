@@ -128,11 +128,12 @@ def _opens(ext: np.ndarray, starts: np.ndarray, fmt: str, tags: Tags | None) -> 
         opens[np.searchsorted(starts, tags.at[tags.opens])] = True
         return opens, opens
     dots = np.flatnonzero(ext[starts] == ord("."))  # a marker: '.', a capital, its end
-    letters = ext[starts[dots] + 1]
-    dots = dots[_CAPITAL[letters] & _MARKER_END[ext[starts[dots] + 2]]]
+    at = starts[dots]
+    letters = ext[at + 1]
+    marker = _CAPITAL[letters] & _MARKER_END[ext[at + 2]]
     markers, opens = np.zeros(len(starts), bool), np.zeros(len(starts), bool)
-    markers[dots] = True
-    opens[dots[ext[starts[dots] + 1] == ord("I")]] = True
+    markers[dots[marker]] = True
+    opens[dots[marker & (letters == ord("I"))]] = True
     return opens, markers
 
 
