@@ -25,6 +25,10 @@ from functools import cache
 
 from goldmine.errors import InputError
 
+# The times a log's event can hold (DuckDB ``gm_in_time``, Spark ``translate._query_checks``):
+# from the Unix epoch to 2099; fixed, not today's date, so a line gets the same reason on every
+# import. Year 99999 and year 1 parse, and are rejects.
+TIME_RANGE = ("1970-01-01 00:00:00", "2099-12-31 23:59:59.999999")
 DEFAULT_WINDOW_S = 300  # five minutes: the usual bound for a query reformulation in a session
 
 

@@ -29,6 +29,7 @@ import duckdb
 
 from goldmine.errors import InputError
 from goldmine.ingest.files import run_sql
+from goldmine.signals import TIME_RANGE
 
 # Columns that hold one click per row (a clicked document, or the rank clicked): their presence
 # tells a click-level export from an event-level log (whose clicks are a list per search).
@@ -707,17 +708,15 @@ CREATE OR REPLACE TEMP MACRO gm_dmy_ts(s, file_order) AS gm_dmy_from(gm_dmy_part
 CREATE OR REPLACE TEMP MACRO gm_dmy_shown(s) AS CASE
     WHEN substr(s, 2, 1) IN ('/', '-', '.') OR substr(s, 3, 1) IN ('/', '-', '.')
         THEN gm_dmy_order(gm_dmy_parts(s)) END;
--- Whether a time read from a log can be one: from the Unix epoch (1970; old exports and test
--- fixtures write such times) to 2099; year 99999 and year 1 parse. Fixed bounds, not today's
--- date, so a line gets the same reason every import.
+-- Whether a time read from a log can be one (goldmine.signals.TIME_RANGE).
 CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
-    t::TIMESTAMP BETWEEN TIMESTAMP '1970-01-01' AND TIMESTAMP '2099-12-31 23:59:59.999999';
+    t::TIMESTAMP BETWEEN TIMESTAMP '@EARLIEST@' AND TIMESTAMP '@LATEST@';
 -- A rank as a place on a page (1, 2, …; "3.0" is 3): NULL for what is none (-1, 0, 3.5, a rank
 -- past 32 bits), which readers treat as an unreadable rank, never as a place before the first.
 CREATE OR REPLACE TEMP MACRO gm_rank(s) AS CASE
     WHEN try_cast(s AS INTEGER) >= 1 AND try_cast(s AS DOUBLE) = try_cast(s AS INTEGER)
         THEN try_cast(s AS INTEGER) END;
-"""
+""".replace("@EARLIEST@", TIME_RANGE[0]).replace("@LATEST@", TIME_RANGE[1])
 AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layout): "
 
 

@@ -282,6 +282,25 @@ def test_edge_cases_same_summary(spark_options, tmp_path) -> None:
     assert len(examples) == len(reasons) and all(raw for _, raw in examples)
 
 
+def test_wild_values_reject_alike_in_both_engines(spark_options, tmp_path) -> None:
+    """A time outside 1970-2099 and a negative num_results are row rejects with the DuckDB
+    stage's reasons on Spark too (one rule, two engines); the good rows are summarized alike."""
+    rows = [
+        {"session_id": "w1", "ts": "99999-01-01T00:00:00", "query": "far future"},
+        {"session_id": "w1", "ts": "1969-12-31T23:59:59", "query": "before the epoch"},
+        {"session_id": "w2", "ts": "1985-06-01T12:00:00", "query": "old export"},
+        {"session_id": "w3", "ts": "2026-11-18T10:00:00", "query": "minus", "num_results": -5},
+        {"session_id": "w3", "ts": "2026-11-18T10:01:00", "query": "good", "num_results": 3},
+    ]
+    log = write_jsonl(tmp_path / "wild.jsonl", rows)
+    duck, total = duckdb_summary(tmp_path / "duck.duckdb", [log])
+    result = spark_import(tmp_path / "spark.duckdb", [log], spark_options, tmp_path)
+    assert (total["stored"], total["rejected"]) == (2, 3)
+    assert result.total == total
+    assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
+    assert_same_reasons(result.files[0].extra["reject_reasons"], tmp_path / "duck.duckdb")
+
+
 def test_benchmark_log_same_summary(spark_options, tmp_path) -> None:
     """The benchmark's 1M-event log (helpers.generate_searchlog: sessions, clicks, feedback,
     PII-like tails): every summary row and column alike, and the same accounting."""

@@ -155,6 +155,10 @@ def _query_checks(name: str) -> list[tuple[Column, Column]]:
             F.col("gm_ts").isNotNull() & F.col("ts").isNull(),
             F.concat(F.lit("unparseable timestamp: "), F.left(F.col("gm_ts"), F.lit(60))),
         ),
+        (
+            F.col("ts").isNotNull() & ~F.col("ts").between(*signals.TIME_RANGE),
+            F.concat(F.lit("timestamp out of range: "), F.left(F.col("gm_ts"), F.lit(60))),
+        ),
     ]
 
 
@@ -210,7 +214,7 @@ def searchlog_events(
             ),
         ),
         (
-            F.col("gm_n").isNotNull() & F.col("gm_count").isNull(),
+            F.col("gm_n").isNotNull() & (F.col("gm_count").isNull() | (F.col("gm_count") < 0)),
             F.concat(
                 F.lit("wrong type: num_results is out of range: "),
                 F.left(F.col("gm_n"), F.lit(40)),
