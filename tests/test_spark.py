@@ -292,13 +292,34 @@ def test_wild_values_reject_alike_in_both_engines(spark_options, tmp_path) -> No
         {"session_id": "w3", "ts": "2026-11-18T10:00:00", "query": "minus", "num_results": -5},
         {"session_id": "w3", "ts": "2026-11-18T10:01:00", "query": "good", "num_results": 3},
     ]
-    log = write_jsonl(tmp_path / "wild.jsonl", rows)
+    total = same_in_both_engines(rows, spark_options, tmp_path)
+    assert (total["stored"], total["rejected"]) == (2, 3)
+
+
+def same_in_both_engines(rows: list[dict], spark_options, tmp_path: Path) -> dict:
+    """The rows imported by each engine: the same accounting, summary and reject reasons; the
+    DuckDB engine's total."""
+    log = write_jsonl(tmp_path / "log.jsonl", rows)
     duck, total = duckdb_summary(tmp_path / "duck.duckdb", [log])
     result = spark_import(tmp_path / "spark.duckdb", [log], spark_options, tmp_path)
-    assert (total["stored"], total["rejected"]) == (2, 3)
     assert result.total == total
     assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
     assert_same_reasons(result.files[0].extra["reject_reasons"], tmp_path / "duck.duckdb")
+    return total
+
+
+def test_a_fractional_num_results_rounds_alike_in_both_engines(spark_options, tmp_path) -> None:
+    """num_results 0.5, 2.5 and -0.5 are rounded as DuckDB's cast rounds them (half to even:
+    0, 2 and 0), so -0.5 is stored by both engines and 0.5 is a search without results in both;
+    Spark rounded half up (1, 3, -1) and rejected the -0.5 line DuckDB stored."""
+    rows = [
+        {"session_id": "h1", "ts": "2026-11-18T10:00:00", "query": "half", "num_results": 0.5},
+        {"session_id": "h1", "ts": "2026-11-18T10:01:00", "query": "two", "num_results": 2.5},
+        {"session_id": "h2", "ts": "2026-11-18T10:00:00", "query": "minus", "num_results": -0.5},
+        {"session_id": "h2", "ts": "2026-11-18T10:01:00", "query": "whole", "num_results": 3},
+    ]
+    total = same_in_both_engines(rows, spark_options, tmp_path)
+    assert (total["stored"], total["rejected"]) == (4, 0)
 
 
 def test_benchmark_log_same_summary(spark_options, tmp_path) -> None:

@@ -186,7 +186,9 @@ def searchlog_events(
     text = {name: _text(value) for name, value in f.items()}
     kind = {name: _kind(f[name]) for name in ("query", "result_ids", "clicked_ids")}
     num = text["num_results"]
-    count = F.round(F.col("gm_n").try_cast("double")).try_cast("int")
+    # Half to even, as DuckDB casts a DOUBLE to INTEGER (searchlog.stage_sql): round() went half
+    # up, so -0.5 was a reject and 0.5 a search with results here, not there.
+    count = F.bround(F.col("gm_n").try_cast("double")).try_cast("int")
     staged = records.select(
         *read.RECORD,
         *[text[n].alias(f"gm_{n}") for n in ALIASES],
