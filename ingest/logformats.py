@@ -711,10 +711,10 @@ CREATE OR REPLACE TEMP MACRO gm_dmy_shown(s) AS CASE
 -- Whether a time read from a log can be one (goldmine.signals.TIME_RANGE).
 CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
     t::TIMESTAMP BETWEEN TIMESTAMP '@EARLIEST@' AND TIMESTAMP '@LATEST@';
--- A rank as a place on a page (1, 2, …; "3.0" is 3): NULL for what is none (-1, 0, 3.5, a rank
--- past 32 bits), which readers treat as an unreadable rank, never as a place before the first.
+-- A rank as a place on a page (0 or 1 first, as the export counts; "3.0" is 3): NULL for what is
+-- none (-1, 3.5, a rank past 32 bits), which readers treat as an unreadable rank.
 CREATE OR REPLACE TEMP MACRO gm_rank(s) AS CASE
-    WHEN try_cast(s AS INTEGER) >= 1 AND try_cast(s AS DOUBLE) = try_cast(s AS INTEGER)
+    WHEN try_cast(s AS INTEGER) >= 0 AND try_cast(s AS DOUBLE) = try_cast(s AS INTEGER)
         THEN try_cast(s AS INTEGER) END;
 """.replace("@EARLIEST@", TIME_RANGE[0]).replace("@LATEST@", TIME_RANGE[1])
 AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layout): "

@@ -216,3 +216,15 @@ def test_a_click_level_rank_that_is_no_place_is_left_out_of_the_ranks(cli, tmp_p
     assert clicked[:2] == ["http://e", "http://c"]  # by rank, then the unranked
     assert sorted(clicked[2:]) == ["http://a", "http://b", "http://d"]
     assert json.loads(extra)["click_ranks"] == [1, 3]
+
+
+def test_a_zero_based_click_export_keeps_its_ranks(cli, tmp_path: Path):
+    """Warehouse click tables and UBI count positions from 0: rank 0 is the first place on the
+    page, kept as it is written and ordered first, as before ranks were checked."""
+    rows = [f"1\tq\t2006-03-01 07:17:12\t{rank}\thttp://{doc}" for rank, doc in
+            [("0", "a"), ("1", "b"), ("2", "c")]]  # fmt: skip
+    db, total = _click_log(cli, tmp_path, rows)
+    assert (total["stored"], total["rejected"]) == (1, 0)
+    [(clicked, extra)] = _read(db, "SELECT clicked_ids, extra FROM search_events")
+    assert clicked == ["http://a", "http://b", "http://c"]
+    assert json.loads(extra)["click_ranks"] == [0, 1, 2]
