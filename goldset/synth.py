@@ -275,11 +275,7 @@ def synth(
             con, n=n, doc=doc, chunk_ids=ids, seed=seed, skip_drafted_by=(s.model, prompt.version)
         )
         if not chunks:
-            raise NotFoundError(
-                "no chunk to draft from: "
-                + (f"document {doc!r} has no eligible chunk" if doc else "every eligible chunk")
-                + ("" if doc else f" is drafted already by {s.model} with {prompt.version}")
-            )
+            raise _nothing_to_draft(doc, s.model, prompt.version)
         for c in chunks:
             c["key"] = cache_key(
                 "synth", s.model, prompt.version, c["text_hash"], c["title"], per_chunk, style
@@ -309,6 +305,15 @@ def synth(
         for (chunk, question), link in zip(drafted, links, strict=True):
             writer.question(chunk, question, link, call_ids.get(chunk["key"]))
     return result
+
+
+def _nothing_to_draft(doc: str | None, model: str, version: str) -> NotFoundError:
+    """Why no chunk was sampled: the document has none, or every one is drafted already."""
+    return NotFoundError(
+        "no chunk to draft from: "
+        + (f"document {doc!r} has no eligible chunk" if doc else "every eligible chunk")
+        + ("" if doc else f" is drafted already by {model} with {version}")
+    )
 
 
 def _check(

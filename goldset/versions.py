@@ -206,33 +206,14 @@ def publish(
         snapshot_id, snapshot_hash = current_snapshot(con)
         n_no_answer = sum(1 for r in records if not r["relevant"])
         n_labels = sum(len(r["label_text_hashes"]) for r in records)
+        n_answerable = len(records) - n_no_answer
+        counts = [len(records), n_answerable, n_no_answer, n_labels]
         con.execute(
             "INSERT INTO gold_versions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                version,
-                message,
-                digest,
-                at,
-                by,
-                FORMAT_VERSION,
-                len(records),
-                len(records) - n_no_answer,
-                n_no_answer,
-                n_labels,
-                snapshot_id,
-                snapshot_hash,
-            ],
+            [version, message, digest, at, by, FORMAT_VERSION, *counts, snapshot_id, snapshot_hash],
         )
         insert_version_items(con, version, [r["query_id"] for r in records], lines)
-    return Published(
-        version,
-        digest,
-        len(records),
-        len(records) - n_no_answer,
-        n_no_answer,
-        n_labels,
-        _drifted(con, snapshot_id, version),
-    )
+    return Published(version, digest, *counts, _drifted(con, snapshot_id, version))
 
 
 def _refuse_disputed(con: duckdb.DuckDBPyConnection) -> None:
