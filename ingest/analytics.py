@@ -10,7 +10,9 @@ others, those not clicked (count less no-results less clicks, or less CTR times 
 no-click searches. Reformulations and sessions cannot be told from a count: none are counted,
 and each search is taken as its own session. A row with a date is that day's (and a second
 export holding the same day and query adds nothing); a row without one is the export's, dated
-by the import.
+by the import. Dates are read as an event log's are: a day/month date in the order the file's
+other dates show, ``--ts-format`` naming the layout first (``searchlog`` settles the file's order
+with ``logformats.check_dates``).
 """
 
 from __future__ import annotations
@@ -157,15 +159,30 @@ _DMY_PARTS = (
 )
 
 
-def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
+def _day(ts_format: str | None) -> str:
+    """SQL reading a row's date: --ts-format's layout first, then every layout gm_ts knows, then a
+    day/month date in the order it shows (or the file's, ``$gm_date_order``)."""
+    parsed = "gm_ts(date_text), gm_dmy_from(dmy, $gm_date_order)"
+    if ts_format:
+        parsed = f"try_strptime(date_text, $gm_ts_format)::TIMESTAMP, {parsed}"
+    return f"coalesce({parsed})::DATE"
+
+
+def stage_sql(
+    found: dict[str, str], ts_format: str | None = None, order: str | None = None
+) -> tuple[str, dict[str, Any]]:
     """SQL over ``gm_raw`` (the export's rows as JSON objects): each row's counts and reason.
 
     A row's fields are read from its object in one pass (``json_extract_string`` of the list of
-    their paths): one call per field parsed the object once per field.
+    their paths): one call per field parsed the object once per field. ``gm_dates`` and ``ts``
+    are what ``check_dates`` reads: the order a day/month date shows, and the row's day.
     """
     parts = list(found)
     params: dict[str, Any] = {"gm_paths": [json_path(found[p]) for p in parts]}
     params["gm_now"] = datetime.now(UTC).replace(tzinfo=None)
+    params["gm_date_order"] = order or ""
+    if ts_format:
+        params["gm_ts_format"] = ts_format
 
     def text(part: str) -> str:
         if part not in found:
@@ -176,7 +193,8 @@ def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
     rate = {p: _RATE.format(f"{p}_text") for p in ("zero_rate", "ctr")}
     sql = f"""
         SELECT line, raw, reason, query, day, first_seen, last_seen, n_events, n_zero_results,
-               n_no_click, least(n_events, n_zero_results + n_no_click) AS n_failed
+               n_no_click, least(n_events, n_zero_results + n_no_click) AS n_failed, gm_dates,
+               day AS ts
         FROM (
         SELECT *, CASE WHEN clicked IS NULL THEN 0
                        ELSE greatest(n_events - n_zero_results - clicked, 0) END AS n_no_click
@@ -206,11 +224,10 @@ def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
                      THEN 'wrong type: click-through rate is not a rate: ' || left(ctr_text, 40)
                  WHEN ctr_text IS NOT NULL AND ctr IS NULL
                      THEN 'click-through rate is out of range: ' || left(ctr_text, 40)
-                 WHEN date_text IS NOT NULL AND day IS NULL
-                     THEN 'unparseable timestamp: ' || left(date_text, 60)
+                 WHEN date_text IS NOT NULL AND day IS NULL THEN gm_unread_time(date_text, gm_dates)
                  WHEN NOT gm_in_time(day) THEN 'timestamp out of range: ' || left(date_text, 60)
             END AS reason,
-            q AS query, day,
+            q AS query, day, gm_dates,
             coalesce(day::TIMESTAMP, $gm_now) AS first_seen,
             coalesce(day::TIMESTAMP, $gm_now) AS last_seen,
             round(n)::BIGINT AS n_events,
@@ -227,7 +244,8 @@ def stage_sql(found: dict[str, str]) -> tuple[str, dict[str, Any]]:
                    {number["zero"]} AS zero_read, clicks_text, {number["clicks"]} AS clicks_read,
                    zero_rate_text, {rate["zero_rate"]} AS zero_rate_read, ctr_text,
                    {rate["ctr"]} AS ctr_read,
-                   date_text, coalesce(gm_ts(date_text), gm_dmy_from(dmy, ''))::DATE AS day
+                   date_text, {_day(ts_format)} AS day,
+                   CASE WHEN dmy IS NOT NULL THEN gm_dmy_order(dmy) END AS gm_dates
             FROM (
                 SELECT line, raw, err, {text("query")} AS q, {text("count")} AS count_text,
                        {text("zero")} AS zero_text, {text("clicks")} AS clicks_text,
@@ -292,13 +310,13 @@ def merged(con: duckdb.DuckDBPyConnection, _batch_id: int) -> dict[str, int]:
     return {"merged": n}
 
 
-def target(found: dict[str, str]) -> Target:
+def target(found: dict[str, str], ts_format: str | None = None, order: str | None = None) -> Target:
     return Target(
         source=SOURCE,
         table="search_summaries",
         key=("source", "day", "norm_query"),
         columns=_COLUMNS,
-        stage=lambda _keys: stage_sql(found),
+        stage=lambda _keys: stage_sql(found, ts_format, order),
         streaming=False,
         redact=("query",),
         store=store,

@@ -249,9 +249,14 @@ def file_source(item: InputFile, hashing: str | Future[str | FileScan] | None = 
 
 
 def _known_batch(con, target: Target, source: Source) -> list[tuple]:
+    """The finished batch that read this file before, if any. One whose every row was rejected
+    stored nothing, so the file is read again: an import refused for its dates or fields is
+    imported again with the option that reads them (--ts-format, --map), which must not be
+    skipped as "already imported"."""
     return con.execute(
         "SELECT batch_id, rows_in, rejected FROM import_batches WHERE source = ? AND file_hash = ? "
-        "AND finished_at IS NOT NULL ORDER BY batch_id LIMIT 1",
+        "AND finished_at IS NOT NULL AND NOT (rows_in > 0 AND rejected = rows_in) "
+        "ORDER BY batch_id LIMIT 1",
         [target.source, source.file_hash],
     ).fetchall()
 

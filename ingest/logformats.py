@@ -677,6 +677,9 @@ SELECT line, raw, reject FROM ({rows}) WHERE reject IS NOT NULL
 
 # --- dates whose day/month order the file must tell -------------------------------------------
 
+# The reason of a row whose date may be either: its file, or --ts-format, must tell.
+AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layout): "
+
 # d/m/y or m/d/y (with /, - or .; a time and AM/PM may follow): the order is the one where a
 # part over 12 can only be the day; a dotted date is day-first (as it is written where dots are
 # used). Both parts 12 or under: 'ambiguous', read in the order ``file_order`` names (the one the
@@ -708,6 +711,9 @@ CREATE OR REPLACE TEMP MACRO gm_dmy_ts(s, file_order) AS gm_dmy_from(gm_dmy_part
 CREATE OR REPLACE TEMP MACRO gm_dmy_shown(s) AS CASE
     WHEN substr(s, 2, 1) IN ('/', '-', '.') OR substr(s, 3, 1) IN ('/', '-', '.')
         THEN gm_dmy_order(gm_dmy_parts(s)) END;
+-- Why a time ``s`` was not read: ambiguous (``shown``, gm_dmy_shown's) names --ts-format.
+CREATE OR REPLACE TEMP MACRO gm_unread_time(s, shown) AS CASE WHEN shown = 'ambiguous'
+    THEN '@AMBIGUOUS@' ELSE 'unparseable timestamp: ' END || left(s, 60);
 -- Whether a time read from a log can be one (goldmine.signals.TIME_RANGE).
 CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
     t::TIMESTAMP BETWEEN TIMESTAMP '@EARLIEST@' AND TIMESTAMP '@LATEST@';
@@ -716,8 +722,9 @@ CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
 CREATE OR REPLACE TEMP MACRO gm_rank(s) AS CASE
     WHEN try_cast(s AS INTEGER) >= 0 AND try_cast(s AS DOUBLE) = try_cast(s AS INTEGER)
         THEN try_cast(s AS INTEGER) END;
-""".replace("@EARLIEST@", TIME_RANGE[0]).replace("@LATEST@", TIME_RANGE[1])
-AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layout): "
+""".replace("@EARLIEST@", TIME_RANGE[0]).replace("@LATEST@", TIME_RANGE[1]).replace(
+    "@AMBIGUOUS@", AMBIGUOUS
+)
 
 
 class AmbiguousDates(Exception):

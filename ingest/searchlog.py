@@ -8,6 +8,9 @@ row's content, so the same search imported twice is still recognised.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import duckdb
@@ -18,7 +21,6 @@ from goldmine.ingest.batch import LINE_HASH, ImportResult
 from goldmine.ingest.fields import field_access, ids, resolve_fields, typ, val
 from goldmine.ingest.files import InputFile
 from goldmine.ingest.logformats import (
-    AMBIGUOUS,
     AmbiguousDates,
     check_dates,
     check_ts_format,
@@ -119,7 +121,6 @@ def stage_sql(
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], _TYPED)
     params["gm_source"] = source
-    params["gm_ambiguous"] = AMBIGUOUS
     params["gm_date_order"] = order or ""
     if ts_format or order:  # a line read another way is not the stored line (batch.line_key)
         params["gm_reading"] = json.dumps([json.loads(params["gm_reading"]), ts_format, order])
@@ -143,8 +144,7 @@ def stage_sql(
                  WHEN {q} IS NULL OR trim({q}) = '' THEN 'missing query'
                  WHEN {typ(fields, "query")} <> 'VARCHAR'
                      THEN 'wrong type: query is ' || gm_jtype({typ(fields, "query")})
-                 WHEN {ts} IS NOT NULL AND gm_t IS NULL THEN CASE WHEN gm_dates = 'ambiguous'
-                     THEN $gm_ambiguous ELSE 'unparseable timestamp: ' END || left({ts}, 60)
+                 WHEN {ts} IS NOT NULL AND gm_t IS NULL THEN gm_unread_time({ts}, gm_dates)
                  WHEN NOT gm_in_time(gm_t) THEN 'timestamp out of range: ' || left({ts}, 60)
                  WHEN {typ(fields, "result_ids")} NOT IN {_LISTS}
                      THEN 'wrong type: result_ids is ' || gm_jtype({typ(fields, "result_ids")})
@@ -217,27 +217,35 @@ def run(
     files = []
     for item in items:
         if item.format == "analytics":
-            files.extend(_analytics(con, item, redactor, options).files)
-            continue
-        try:
-            got = batch.run(con, target(mapping, ts_format=ts_format), [item], redactor, options)
-        except AmbiguousDates as found:
-            if found.order is None:
-                raise InputError(
-                    f"every date in the file is ambiguous, day/month or month/day "
-                    f"({found.example!r}): name the layout with --ts-format, e.g. "
-                    "--ts-format '%d/%m/%Y %H:%M'",
-                    path=item.path,
-                ) from None
-            read = {**options, "date_order": found.order}
-            again = target(mapping, ts_format=ts_format, order=found.order)
-            got = batch.run(con, again, [item], redactor, read)
-        files.extend(got.files)
+            made = _analytics(item, ts_format)
+        else:
+            made = partial(target, mapping, ts_format=ts_format)
+        files.extend(_dated(con, made, item, redactor, options).files)
     return ImportResult(files)
 
 
-def _analytics(con, item: InputFile, redactor: Redactor, options: dict[str, Any]) -> ImportResult:
-    """An aggregated export: its rows are summaries (ingest.analytics), not events."""
+def _dated(
+    con, made: Callable[..., Target], item: InputFile, redactor: Redactor, options: dict[str, Any]
+) -> ImportResult:
+    """Import a file whose target ``made(order=...)`` settles its dates (check_dates): staged
+    again in the order its other dates show, an error naming --ts-format when none does."""
+    try:
+        return batch.run(con, made(), [item], redactor, options)
+    except AmbiguousDates as found:
+        if found.order is None:
+            raise InputError(
+                f"every date in the file is ambiguous, day/month or month/day "
+                f"({found.example!r}): name the layout with --ts-format, e.g. "
+                "--ts-format '%d/%m/%Y %H:%M'",
+                path=item.path,
+            ) from None
+        read = {**options, "date_order": found.order}
+        return batch.run(con, made(order=found.order), [item], redactor, read)
+
+
+def _analytics(item: InputFile, ts_format: str | None) -> Callable[..., Target]:
+    """An aggregated export: its rows are summaries (ingest.analytics), not events; its dates are
+    settled as a log's are, before its merge count (the batch's summary)."""
     found = analytics.columns(header(item.path, item.compression))
     if found is None:
         raise InputError(
@@ -245,4 +253,10 @@ def _analytics(con, item: InputFile, redactor: Redactor, options: dict[str, Any]
             "(count, searches, impressions, …)",
             path=item.path,
         )
-    return batch.run(con, analytics.target(found), [item], redactor, options)
+
+    def made(order: str | None = None) -> Target:
+        read = analytics.target(found, ts_format, order)
+        merge = read.summary or (lambda _con, _batch_id: {})
+        return replace(read, summary=lambda con, b: {**check_dates(con, b), **merge(con, b)})
+
+    return made
