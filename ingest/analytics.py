@@ -120,6 +120,15 @@ def columns(header: list[str]) -> dict[str, str] | None:
     return found if "query" in found and "count" in found else None
 
 
+def count_column(header: list[str]) -> str | None:
+    """The count column of a header that would be an aggregated export's but for its query
+    column (Algolia's ``search``): None when it has no count or a field only an event has."""
+    names = {_name(h): h for h in reversed(header)}
+    if any(n in names for n in _EVENT):
+        return None
+    return next((names[n] for n in COUNT if n in names), None)
+
+
 # Counts as exports write them ("1,080", "1 080", "1_000"), over a trimmed text: the separators
 # are taken out only of a text holding one (a pattern replace on every count cost more).
 _NUMBER = (

@@ -105,6 +105,21 @@ def _time(ts: str, ts_format: str | None, order: str | None) -> str:
     return parsed
 
 
+def _no_query(keys: list[str]) -> str:
+    """Why a file has no query, and what to do: a query-and-count export's query column is
+    renamed in its header, since --map would read each row as one search and drop its count."""
+    found = ", ".join(keys[:12])
+    said = f"no query field (looked for {', '.join(ALIASES['query'])}; found {found})"
+    count = analytics.count_column(keys)
+    if count is None:
+        return f"{said}; name it with --map query=COLUMN"
+    return (
+        f"{said}; with its {count!r} column it is an aggregated export, whose query column is "
+        f"read under one of the names {', '.join(analytics.QUERY)}: rename it in the header "
+        "(--map would read each row as one search, without its count)"
+    )
+
+
 def stage_sql(
     keys: list[str],
     mapping: dict[str, str],
@@ -114,10 +129,7 @@ def stage_sql(
 ) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and "query" not in fields:
-        raise InputError(
-            f"no query field (looked for {', '.join(ALIASES['query'])}; "
-            f"found {', '.join(keys[:12])}); name it with --map query=COLUMN"
-        )
+        raise InputError(_no_query(keys))
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], _TYPED)
     params["gm_source"] = source
