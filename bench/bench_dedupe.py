@@ -1,8 +1,8 @@
 """Fuzzy dedupe as the traffic grows: today's (blocks of common words split by a second key,
-_split_big; at most MAX_CHECKS word-rule checks per query; a query leaves a block once it has
-its partner) against the dedupe before them (whole blocks, every candidate checked) and, with
-``--against REV``, against triage/dedupe.py as it was at git revision REV, on the same generated
-queries in the same run.
+_split_big; at most MAX_CHECKS word-rule checks per query, only candidates at PICKY_SCORE once
+PICKY_AFTER failed; a query leaves a block once it has its partner) against the dedupe before
+them (whole blocks, every candidate checked) and, with ``--against REV``, against
+triage/dedupe.py as it was at git revision REV, on the same generated queries in the same run.
 
     .venv/bin/python bench/bench_dedupe.py                 # 50k, 100k, 200k queries
     .venv/bin/python bench/bench_dedupe.py --scales 400000 --repeats 1
@@ -84,6 +84,8 @@ def partners(texts: list[str], v: Variant) -> tuple[float, float, dict, list, ob
         if hasattr(m, name):
             getattr(m, name).cache_clear()  # each variant starts as a run would
     work = {"work": m.Work()} if hasattr(m, "Work") else {}
+    if v.max_checks == UNSPLIT and hasattr(m, "PICKY_AFTER"):
+        work["picky_after"] = UNSPLIT  # every candidate checked, however far
     start, cpu = time.perf_counter(), time.process_time()
     blocked = m.block_table(texts, v.split_at)
     every = list(range(len(texts)))

@@ -66,3 +66,26 @@ def test_a_query_that_spent_its_checks_is_not_scored_again():
     assert got == _reference(texts) == {}
     assert work.checks == sum(min(i, dedupe.MAX_CHECKS) for i in range(len(texts)))
     assert work.cells <= 2 * len(texts) * max(dedupe.COLUMN_CHUNK, dedupe.MAX_CHECKS)
+
+
+def test_a_query_that_failed_its_first_checks_takes_only_close_candidates():
+    """After PICKY_AFTER look-alikes failed the word rule (another card, another place: fuzz.ratio
+    90-93), the word rule runs only on candidates at PICKY_SCORE or more: the other look-alikes
+    count as failed checks unchecked, and the close variant ranked below them is its partner."""
+    from rapidfuzz import fuzz
+
+    query = "my debit card was blocked at the airport while i was travelling abroad last week"
+    lookalikes = [
+        query.replace("debit", card).replace("airport", place)
+        for card in ("gold", "bank", "blue", "main", "joint", "spare", "black", "green")
+        for place in ("station", "market")
+    ]
+    close = query.replace("airport", "airprot")
+    texts = [*lookalikes, close, query]
+    scores = [fuzz.ratio(query, t) for t in lookalikes]
+    assert all(90 <= s < dedupe.PICKY_SCORE for s in scores) and len(scores) > dedupe.PICKY_AFTER
+    assert fuzz.ratio(query, close) >= dedupe.PICKY_SCORE
+    work = dedupe.Work()
+    got = dedupe.best_partners([len(texts) - 1], texts, work=work)
+    assert got == {len(texts) - 1: (len(texts) - 2, round(fuzz.ratio(query, close)))}
+    assert work.checks == dedupe.PICKY_AFTER + 1  # the failed look-alikes, then the partner
