@@ -684,7 +684,8 @@ AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layou
 # part over 12 can only be the day; a dotted date is day-first (as it is written where dots are
 # used). Both parts 12 or under: 'ambiguous', read in the order ``file_order`` names (the one the
 # file's other dates showed, or --ts-format), else not at all.
-DATE_MACROS = r"""
+DATE_MACROS = (
+    r"""
 CREATE OR REPLACE TEMP MACRO gm_dmy_parts(s) AS regexp_extract(trim(s),
     '^([0-9]{1,2})([/.-])([0-9]{1,2})[/.-]([0-9]{4})'
     || '(?:[ T,]+([0-9]{1,2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?)\s*([AaPp][Mm])?)?$',
@@ -722,8 +723,9 @@ CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
 CREATE OR REPLACE TEMP MACRO gm_rank(s) AS CASE
     WHEN try_cast(s AS INTEGER) >= 0 AND try_cast(s AS DOUBLE) = try_cast(s AS INTEGER)
         THEN try_cast(s AS INTEGER) END;
-""".replace("@EARLIEST@", TIME_RANGE[0]).replace("@LATEST@", TIME_RANGE[1]).replace(
-    "@AMBIGUOUS@", AMBIGUOUS
+""".replace("@EARLIEST@", TIME_RANGE[0])
+    .replace("@LATEST@", TIME_RANGE[1])
+    .replace("@AMBIGUOUS@", AMBIGUOUS)
 )
 
 

@@ -101,9 +101,7 @@ def test_an_export_whose_every_row_was_rejected_is_read_again(tmp_path, db_path,
         assert con.execute("SELECT count(*) FROM import_batches").fetchall() == [(2,)]
 
 
-def test_an_algolia_export_is_told_to_rename_its_query_column_not_to_map_it(
-    tmp_path, db_path, cli
-):
+def test_an_algolia_export_is_told_to_rename_its_query_column_not_to_map_it(tmp_path, db_path, cli):
     """Algolia's top searches name the query `search`, which no reader knows: the error says to
     rename it in the header (as the analytics recipe does), since `--map query=search` reads the
     file as a log, each row one search and its count lost."""
