@@ -31,6 +31,14 @@ def _click_log(cli, tmp_path: Path, rows: list[str]) -> tuple[Path, dict]:
     return db, _ingest(cli, db, path)
 
 
+def _jsonl_log(cli, tmp_path: Path, rows: list[dict]) -> tuple[Path, dict]:
+    """A JSONL search log of these rows, imported: the store, the import's totals."""
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    db = tmp_path / "s.duckdb"
+    return db, _ingest(cli, db, path)
+
+
 def _read(db: Path, sql: str) -> list[tuple]:
     with duckdb.connect(str(db), read_only=True) as con:
         return con.execute(sql).fetchall()
@@ -44,10 +52,7 @@ def test_a_time_far_out_of_range_rejects_its_event(cli, tmp_path: Path):
         {"query": "epoch", "ts": 1e20},
         {"query": "good", "ts": "2026-11-30T10:00:00"},
     ]
-    path = tmp_path / "log.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    db = tmp_path / "s.duckdb"
-    total = _ingest(cli, db, path)
+    db, total = _jsonl_log(cli, tmp_path, rows)
     assert (total["stored"], total["rejected"]) == (1, 3)
     assert _read(db, "SELECT query FROM search_events") == [("good",)]
     assert _read(db, "SELECT line, reason FROM rejects ORDER BY line") == [
@@ -66,10 +71,7 @@ def test_a_time_from_1970_on_keeps_its_event(cli, tmp_path: Path):
         {"query": "before", "ts": "1969-12-31T23:59:59"},
         {"query": "good", "ts": "2026-11-30T10:00:00"},
     ]
-    path = tmp_path / "log.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    db = tmp_path / "s.duckdb"
-    total = _ingest(cli, db, path)
+    db, total = _jsonl_log(cli, tmp_path, rows)
     assert (total["stored"], total["rejected"]) == (3, 1)
     assert _read(db, "SELECT query FROM search_events ORDER BY query") == [
         ("epoch day",), ("good",), ("old export",),
