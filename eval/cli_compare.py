@@ -18,9 +18,8 @@ from goldmine.eval.history import history_json, history_path, metric_columns, re
 from goldmine.eval.options import RunRelLevelOption, SharedMetricsOption, eval_app
 from goldmine.eval.report import print_history
 from goldmine.eval.runner import load_gold
-from goldmine.options import DbOption, JsonOption, db_flag, store_flag
+from goldmine.options import DbOption, JsonOption, store_flag
 from goldmine.readers import read_run
-from goldmine.store import open_store
 
 PlotOption = Annotated[
     Path | None,
@@ -209,9 +208,10 @@ def export_generation_command(
 ) -> None:
     """Each answerable query with its gold chunks' text (and a run's), for your generation step."""
 
-    gold_set = load_gold(gold, None, store_flag(db))
+    store = store_flag(db)
+    gold_set = load_gold(gold, None, store)
     ranked = read_run(run) if run is not None else None
-    with open_store(db_flag(db), create=False) as con:
+    with store.open(create=False) as con:
         stats = export_generation(con, gold_set, out, run=ranked, k=k, rel_level=rel_level)
     if json_output:
         from goldmine.output import print_json
