@@ -91,11 +91,13 @@ _JSONL_ERR = (
     "THEN 'not a JSON object' ELSE 'malformed JSON' END END"
 )
 
-_READ_PARQUET = """
+# A Parquet row as a JSON object of its own columns: the row number the reader is asked for
+# numbers the line and is not a field of the record.
+_PARQUET_ROW = "to_json(struct_pack(*COLUMNS(* EXCLUDE (file_row_number))))::VARCHAR"
+_READ_PARQUET = f"""
 CREATE OR REPLACE TEMP TABLE gm_src AS
-SELECT file_row_number + 1 AS line, to_json(t)::VARCHAR AS raw, NULL::VARCHAR AS err
-FROM (SELECT * EXCLUDE (file_row_number), file_row_number
-      FROM read_parquet($path, file_row_number = true)) t
+SELECT file_row_number + 1 AS line, {_PARQUET_ROW} AS raw, NULL::VARCHAR AS err
+FROM read_parquet($path, file_row_number = true)
 """
 
 # A JSON document: an array of records, an object wrapping one (``{"tickets": […]}``,
@@ -461,8 +463,8 @@ def fix_reject_lines(con: duckdb.DuckDBPyConnection, item: InputFile, redactor) 
     raw = redactor.nested("m.raw")
     if item.format == "parquet":
         source = (
-            "SELECT file_row_number + 1 AS rec, file_row_number + 1 AS line, to_json(t)::VARCHAR "
-            "AS raw FROM read_parquet($gm_path, file_row_number = true) t"
+            f"SELECT file_row_number + 1 AS rec, file_row_number + 1 AS line, {_PARQUET_ROW} "
+            "AS raw FROM read_parquet($gm_path, file_row_number = true)"
         )
     else:
         source = f"""SELECT row_number() OVER () AS rec, line, raw FROM (

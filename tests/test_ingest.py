@@ -371,6 +371,23 @@ def test_clean_file_with_blank_lines_gets_true_line_numbers_for_its_rejects(tmp_
         (str(parquet), 2, "missing query"),
     ]
     assert json.loads(rows[0][3])["event_id"] == "e4"
+    # The reader's row number is not a field of the record: the raw text is the row's own.
+    assert "file_row_number" not in json.loads(rows[1][3])
+
+
+def test_parquet_corpus_metadata_is_the_rows_own_fields(tmp_path, db_path):
+    # Parquet's row number, asked of the reader to number the lines, is not the chunk's metadata.
+    parquet = tmp_path / "chunks.parquet"
+    con = duckdb.connect()
+    con.execute(
+        "COPY (SELECT 'c1' AS chunk_id, 'hello world' AS text, 'alice' AS author, 3 AS n) "
+        f"TO '{parquet}' (FORMAT parquet)"
+    )
+    con.close()
+    with open_store(db_path) as con:
+        api.corpus(con, [parquet])
+        rows = con.execute("SELECT chunk_id, metadata FROM chunks").fetchall()
+    assert rows == [("c1", '{"author":"alice","n":3}')]
 
 
 @pytest.mark.parametrize(
