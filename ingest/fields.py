@@ -112,7 +112,11 @@ def field_access(
     extra = "NULL::VARCHAR"
     if extra_keys:
         params["gm_extra_keys"] = extra_keys
-        pairs = ", ".join(f"gm_c{positions[k]}::VARCHAR" for k in extra_keys)
+        # An extra passed through natively (a Parquet string or list of strings) has no text.
+        pairs = ", ".join(
+            f"coalesce(gm_c{i}::VARCHAR, to_json(gm_s{i})::VARCHAR, to_json(gm_n{i})::VARCHAR)"
+            for i in (positions[k] for k in extra_keys)
+        )
         extra = (
             "CASE WHEN err IS NULL THEN nullif(to_json(map_from_entries(list_filter("
             f"list_zip($gm_extra_keys, [{pairs}]::JSON[]), "

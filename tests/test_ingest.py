@@ -475,6 +475,22 @@ def test_parquet_string_lists_pass_through_and_key_like_the_same_jsonl(tmp_path,
     assert counts(again.total) == (3, 0, 0, 3)  # same content keys as the Parquet rows
 
 
+def test_parquet_extra_columns_are_kept_as_the_same_jsonl_keeps_them(tmp_path, db_path):
+    # A Parquet column no field maps is the event's extra, whatever its type: a string column and
+    # a list of strings (passed through natively, not as JSON text) were dropped from it.
+    rows = [{"query": "a", "device": "mobile", "tags": ["x", "y"], "n": 3, "none": None}]
+    log = write_jsonl(tmp_path / "log.jsonl", rows)
+    parquet = tmp_path / "log.parquet"
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT * FROM read_json(?)", [str(log)])
+    con.execute(f"COPY t TO '{parquet}' (FORMAT parquet)")
+    con.close()
+    with open_store(db_path) as con:
+        api.searchlog(con, [parquet])
+        extra = con.execute("SELECT extra FROM search_events").fetchall()
+    assert [json.loads(e[0]) for e in extra] == [{"device": "mobile", "n": 3, "tags": ["x", "y"]}]
+
+
 def test_parquet_typed_columns_are_still_type_checked(tmp_path, db_path):
     parquet = tmp_path / "log.parquet"
     con = duckdb.connect()
