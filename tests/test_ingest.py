@@ -354,14 +354,20 @@ def test_redactor_steps_are_sql_not_python():
     assert "$gm_rx_0" in steps[-1]
 
 
-def test_clean_file_with_blank_lines_gets_true_line_numbers_for_its_rejects(tmp_path, db_path):
-    # A well-formed file is parsed in one pass; its rejects still name the right line.
-    log = write_jsonl(tmp_path / "log.jsonl", ["", event(1), "   ", event(4, query="")])
-    parquet = tmp_path / "log.parquet"
+def parquet_of(log: Path) -> Path:
+    """The records of a JSONL file as DuckDB types them, written as Parquet beside it."""
+    parquet = log.with_suffix(".parquet")
     con = duckdb.connect()
     con.execute("CREATE TABLE t AS SELECT * FROM read_json(?)", [str(log)])
     con.execute(f"COPY t TO '{parquet}' (FORMAT parquet)")
     con.close()
+    return parquet
+
+
+def test_clean_file_with_blank_lines_gets_true_line_numbers_for_its_rejects(tmp_path, db_path):
+    # A well-formed file is parsed in one pass; its rejects still name the right line.
+    log = write_jsonl(tmp_path / "log.jsonl", ["", event(1), "   ", event(4, query="")])
+    parquet = parquet_of(log)
     with open_store(db_path) as con:
         api.searchlog(con, [log])
         api.searchlog(con, [parquet])
@@ -479,12 +485,7 @@ def test_parquet_extra_columns_are_kept_as_the_same_jsonl_keeps_them(tmp_path, d
     # A Parquet column no field maps is the event's extra, whatever its type: a string column and
     # a list of strings (passed through natively, not as JSON text) were dropped from it.
     rows = [{"query": "a", "device": "mobile", "tags": ["x", "y"], "n": 3, "none": None}]
-    log = write_jsonl(tmp_path / "log.jsonl", rows)
-    parquet = tmp_path / "log.parquet"
-    con = duckdb.connect()
-    con.execute("CREATE TABLE t AS SELECT * FROM read_json(?)", [str(log)])
-    con.execute(f"COPY t TO '{parquet}' (FORMAT parquet)")
-    con.close()
+    parquet = parquet_of(write_jsonl(tmp_path / "log.jsonl", rows))
     with open_store(db_path) as con:
         api.searchlog(con, [parquet])
         extra = con.execute("SELECT extra FROM search_events").fetchall()
