@@ -80,9 +80,26 @@ def tsv_columns(lines: list[str]) -> tuple[list[str], bool]:
     if all(_HEADER_NAME.fullmatch(f) for f in fields) and (
         all(f.lower() in _KNOWN_COLUMNS for f in fields) or _shape(fields[0]) not in ids
     ):
-        return fields, True
+        return _unique(fields), True
     names = ["id", "text", "title"][: len(fields)]
     return names + [f"column{i}" for i in range(len(names) + 1, len(fields) + 1)], False
+
+
+def _unique(names: list[str]) -> list[str]:
+    """The header's names, a repeat renamed ``name_N`` (the first N no column has), so that no
+    column's values are lost under another's name. Names are alike ignoring case, as DuckDB's
+    fields are (``Text`` beside ``text`` would be left out)."""
+    taken, seen, out = {n.lower() for n in names}, set(), []
+    for name in names:
+        if name.lower() in seen:
+            n = 1
+            while f"{name}_{n}".lower() in taken:
+                n += 1
+            name = f"{name}_{n}"
+            taken.add(name.lower())
+        seen.add(name.lower())
+        out.append(name)
+    return out
 
 
 def _shape(field: str) -> str:

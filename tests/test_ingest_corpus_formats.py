@@ -147,6 +147,23 @@ def test_tsv_collection_with_header_and_title(tmp_path: Path):
     }
 
 
+def test_a_tsv_header_naming_a_column_twice_keeps_both(tmp_path: Path):
+    # The second of two columns named alike was lost without a word: a repeat is kept under the
+    # name with the first _N no column of the header has (a CSV's reader renames alike), and
+    # so is a name alike but for case, which the fields' reader cannot tell apart.
+    path = tmp_path / "dup.tsv"
+    path.write_text(
+        "id\ttext\ttext\ttext_1\ttext\tText\nD1\tfirst\tsecond\tthird\tfourth\tfifth\n"
+    )
+    total = _total(_ingest(tmp_path, str(path)))
+    assert (total["rows_in"], total["stored"]) == (1, 1)
+    assert _chunks(tmp_path)["D1"] == {
+        "title": None,
+        "text": "first",
+        "metadata": {"text_2": "second", "text_1": "third", "text_3": "fourth", "Text_4": "fifth"},
+    }
+
+
 def test_tsv_told_by_content_and_format_forced(tmp_path: Path):
     plain = tmp_path / "passages"
     plain.write_text("p1\tfirst passage here\np2\tsecond passage here\n", encoding="utf-8")
