@@ -152,9 +152,7 @@ def test_a_tsv_header_naming_a_column_twice_keeps_both(tmp_path: Path):
     # name with the first _N no column of the header has (a CSV's reader renames alike), and
     # so is a name alike but for case, which the fields' reader cannot tell apart.
     path = tmp_path / "dup.tsv"
-    path.write_text(
-        "id\ttext\ttext\ttext_1\ttext\tText\nD1\tfirst\tsecond\tthird\tfourth\tfifth\n"
-    )
+    path.write_text("id\ttext\ttext\ttext_1\ttext\tText\nD1\tfirst\tsecond\tthird\tfourth\tfifth\n")
     total = _total(_ingest(tmp_path, str(path)))
     assert (total["rows_in"], total["stored"]) == (1, 1)
     assert _chunks(tmp_path)["D1"] == {
