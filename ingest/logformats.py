@@ -321,38 +321,15 @@ def _read_session_xml(con, path: Path, compression: str, root: str) -> None:
 
 # --- Session Track XML read whole: one row per element that opens a block -------------------
 
-# A file that fits in memory is read as one text (``read_text``) and cut before each tag that
-# opens a session, a search, a result or a click: each piece (a block) holds no other opening
-# tag, so every tag in it is placed as its opener is. The blocks come out of one list in file
-# order, so the running maxima that place them stream over it as it is unnested, on ~a quarter
-# of a million blocks per million lines instead of half a million tags sorted (the line reader
-# below cut every line into tags and sorted them: 5.4 s of 1M lines where a bare read is 0.3 s).
-# A file this path cannot read (compressed, over _WHOLE_MAX, invalid UTF-8) takes the line
-# reader, which also turns each unreadable line into a reject.
+# A file that fits in memory is cut before each tag that opens a session, a search, a result or
+# a click (``logsplit.blocks``, numpy over its bytes): each piece (a block) holds no other opening
+# tag, so every tag in it is placed as its opener is, by running maxima over the blocks in file
+# order, on ~a quarter of a million blocks per million lines instead of half a million tags
+# sorted (the line reader below cut every line into tags and sorted them: 5.4 s of 1M lines
+# where a bare read is 0.3 s). A file this path cannot read (compressed, over _WHOLE_MAX,
+# invalid UTF-8, a chr(1)) takes the line reader, which also turns each unreadable line into a
+# reject.
 _WHOLE_MAX = 256 << 20
-_OPENERS = ("session", "interaction", "currentquery", "result", "click")
-_BLOCKS = r"""
-CREATE OR REPLACE TEMP TABLE gm_xml_blocks AS
-SELECT idx, block, kind, 1 + sum(nl) OVER w - nl AS line,
-       max(CASE WHEN kind = 'session' THEN idx END) OVER w AS s,
-       max(CASE WHEN kind IN ('interaction', 'currentquery') THEN idx END) OVER w AS e,
-       max(CASE WHEN kind = 'result' THEN idx END) OVER w AS r,
-       max(CASE WHEN kind = 'click' THEN idx END) OVER w AS k,
-       max(idx) OVER w AS gm_seen  -- equal to idx while the blocks stream in file order
-FROM (SELECT idx, block, length(block) - length(replace(block, chr(10), '')) AS nl,
-             -- Every block after the first starts with its opener (a file holding chr(1),
-             -- which would cut it elsewhere, gives no blocks and is read line by line).
-             CASE WHEN idx = 1 THEN '' WHEN starts_with(block, '<s') THEN 'session'
-                  WHEN starts_with(block, '<i') THEN 'interaction'
-                  WHEN starts_with(block, '<r') THEN 'result'
-                  WHEN starts_with(block, '<cl') THEN 'click' ELSE 'currentquery' END AS kind
-      FROM (SELECT unnest(b) AS block, generate_subscripts(b, 1) AS idx
-            FROM (SELECT CASE WHEN NOT contains(content, chr(1)) THEN string_split(regexp_replace(
-                             content, '<((?:{openers})[ \t\r\n>])', chr(1) || '<\1', 'g'),
-                             chr(1)) END AS b
-                  FROM read_text($path))))
-WINDOW w AS (ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-""".replace("{openers}", "|".join(_OPENERS))
 
 # A tag's text is what follows its ``>`` on its line up to the next tag, as the line reader
 # cuts it; the pattern after the tag's name: attributes, then the text, or no ``>`` on the line.
@@ -458,19 +435,18 @@ def _read_session_xml_whole(con, path: Path, compression: str, root: str, day: s
     """Make ``gm_src`` from the file read whole; False when it must be read line by line."""
     if compression != "none" or path.stat().st_size > _WHOLE_MAX:
         return False
+    from goldmine.ingest.logsplit import blocks
+
+    table = blocks(path)
+    if table is None:  # invalid UTF-8 or a chr(1): the line reader reads those lines
+        return False
+    con.register("gm_xml_blocks", table)
     try:
-        con.execute(_BLOCKS, {"path": str(path)})
-    except duckdb.InvalidInputException:  # invalid UTF-8: the line reader rejects those lines
-        return False
-    blocks, disorder = con.execute(
-        "SELECT count(*), count(*) FILTER (WHERE gm_seen <> idx) FROM gm_xml_blocks"
-    ).fetchall()[0]
-    if not blocks or disorder:  # chr(1) in the file, or the maxima saw the blocks out of order
-        con.execute("DROP TABLE gm_xml_blocks")
-        return False
-    con.execute(_BLOCK_TAGS)
+        con.execute(_BLOCK_TAGS)
+    finally:
+        con.unregister("gm_xml_blocks")
     con.execute(_BLOCK_EVENTS, {"root": root, "day": day})
-    con.execute("DROP TABLE gm_xml_blocks; DROP TABLE gm_xml_found")
+    con.execute("DROP TABLE gm_xml_found")
     return True
 
 

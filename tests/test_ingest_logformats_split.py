@@ -1,0 +1,154 @@
+"""The search-log readers' fast paths give the records of their plain ones, byte for byte: a
+plain Session Track file is cut into blocks by numpy (``logsplit.blocks``) and must give the
+line reader's records (a gzip copy takes the line reader), on layouts the TREC files never
+quite use; a click-level log is held the same way to its reader of a table of lines."""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from goldmine.ingest import batch, logformats, logsplit
+
+
+def _records(path: Path, fmt: str, compression: str = "none") -> list[tuple]:
+    con = duckdb.connect()
+    batch.prepare(con)
+    logformats.read(con, path, fmt, compression)
+    rows = con.execute("SELECT line, raw, err FROM gm_raw ORDER BY line, raw, err").fetchall()
+    con.close()
+    return rows
+
+
+def _gzipped(path: Path) -> Path:
+    out = path.with_name(path.name + ".gz")
+    out.write_bytes(gzip.compress(path.read_bytes()))
+    return out
+
+
+def _xml_alike(path: Path, whole: bool = True) -> list[tuple]:
+    """The file's records read whole and by line (a gzip copy), which must be equal; ``whole``:
+    whether the whole-file path takes this file (else both are the line reader's)."""
+    assert (logsplit.blocks(path) is not None) == whole
+    read = _records(path, "session_xml")
+    assert read == _records(_gzipped(path), "session_xml", "gzip")
+    return read
+
+
+_SESSION = (
+    '<session num="{s}" starttime="09:00:00">\n'
+    '<interaction num="1" starttime="09:01:00">\n<query>{q}</query>\n<results>\n'
+    '<result rank="1">\n<url>http://e.org/1</url>\n<clueweb12id>{d}</clueweb12id>\n</result>\n'
+    '<result rank="2">\n<clueweb12id>{d}-2</clueweb12id>\n</result>\n</results>\n<clicked>\n'
+    '<click num="1" starttime="09:01:09">\n<rank>2</rank>\n</click>\n</clicked>\n'
+    "</interaction>\n"
+    '<currentquery starttime="09:02:00">\n<query>last {q}</query>\n</currentquery>\n'
+    "</session>\n"
+)
+
+# Each a whole file: openers at the file's start and end, names that only begin like an
+# opener's, an opener's name ended by a tab, CR, LF or '>', non-ASCII text, no root element,
+# a byte-order mark, no last line end.
+ODD_XML = {
+    "no root": _SESSION.format(s=1, q="plain", d="d1"),
+    "bom": "\ufeff<sessiontrack2013>\n"
+    + _SESSION.format(s=1, q="bom", d="d1")
+    + "</sessiontrack2013>",
+    "near names": (
+        "<sessiontrack2014><sessions>\n<sessionx num='9'>\n"
+        + _SESSION.format(s=2, q="near", d="d2")
+        .replace("<results>", "<results><resultset>")
+        .replace("<clicked>", "<clicked><clicks><clicking>")
+        + "</sessions></sessiontrack2014>\n"
+    ),
+    "name ends": (
+        '<sessiontrack2012>\n<session\tnum="3">\n<interaction num="1">\n'
+        '<query>tab &amp; cr</query>\n<result rank="2">\n<docid>x</docid>\n</result>'
+        '<result\trank="1"><docno>y</docno></result><click><rank>1</rank></click>'
+        "<click\n><rank>2</rank></click>\n</interaction>\n</session>\n</sessiontrack2012>"
+    ).replace("\n", "\r\n"),
+    "non-ascii": "<sessiontrack2012>\n"
+    + _SESSION.format(s="é", q="café 👋 ñ", d="dé")
+    + _SESSION.format(s=5, q="中文 query", d="文")
+    + "</sessiontrack2012>\n",
+    "opener at the end": "<sessiontrack2012>\n" + _SESSION.format(s=1, q="a", d="b") + "<click",
+    "opener at the end with a space": _SESSION.format(s=1, q="a", d="b") + "<click ",
+    "empty": "",
+    "root only": "<sessiontrack2012>\n</sessiontrack2012>\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_XML))
+def test_odd_session_xml_read_whole_as_by_line(tmp_path: Path, name: str):
+    path = tmp_path / "log.xml"
+    path.write_text(ODD_XML[name], encoding="utf-8")
+    rows = _xml_alike(path)
+    if name not in ("empty", "root only"):
+        assert rows and all(r[2] is None for r in rows if "outside" not in (r[2] or ""))
+
+
+def test_openers_ended_by_a_tab_or_a_line_end(tmp_path: Path):
+    """Openers whose name a tab or a CRLF ends, a result without a rank: as the SQL cut read
+    them (the line reader reads such a file otherwise: it misses a ``<result>`` with no
+    attributes alone on its line, and names an interaction without a number by its place)."""
+    path = tmp_path / "log.xml"
+    path.write_bytes(
+        b'<sessiontrack2012>\r\n<session\tnum="3">\r\n<interaction\r\nnum="1">\r\n'
+        b"<query>tab &amp; cr</query>\r\n<result>\r\n<docid>x</docid>\r\n</result>"
+        b'<result\trank="1"><docno>y</docno></result><click><rank>1</rank></click>'
+        b"<click\r\n><rank>1</rank></click>\r\n</interaction>\r\n</session>\r\n"
+    )
+    assert _records(path, "session_xml") == [(3, (
+        '{"event_id":"sessiontrack2012/3/3","session_id":"sessiontrack2012/3","ts":null,'
+        '"query":"tab & cr","result_ids":["y","x"],"clicked_ids":["y","y"],"click_ranks":[1,1],'
+        '"click_times":[null,null]}'), None)]  # fmt: skip
+
+
+def test_a_file_the_blocks_cannot_take_is_read_by_line(tmp_path: Path):
+    """A chr(1) (the SQL cut's marker) or invalid UTF-8 sends the file to the line reader."""
+    marked = tmp_path / "marked.xml"
+    marked.write_text(_SESSION.format(s=1, q="a\x01b", d="d"), encoding="utf-8")
+    assert len(_xml_alike(marked, whole=False)) == 2
+    broken = tmp_path / "broken.xml"
+    broken.write_bytes(_SESSION.format(s=1, q="caf", d="d").encode().replace(b"caf", b"caf\xe9"))
+    assert logsplit.blocks(broken) is None
+    assert any(r[2] for r in _records(broken, "session_xml"))
+
+
+def _random_xml(path: Path, sessions: int, seed: int, end: str) -> None:
+    """Sessions of odd and usual layouts mixed: several tags on a line, attributes in any order
+    or missing, entities, results without ids, clicks naming no result; lines ending in ``end``
+    (DuckDB's line reader refuses a file of CRLF and LF lines mixed)."""
+    rng = random.Random(seed)
+    out = ["<sessiontrack2012>"]
+    for s in range(sessions):
+        attrs = rng.choice(['num="{s}"', 'starttime="10:00:00" num="{s}"', "", 'x="1"'])
+        out.append(f"<session {attrs.format(s=s)}>" if attrs else "<session>")
+        for i in range(rng.randint(0, 3)):
+            start = rng.choice(['starttime="10:0{i}:00"', 'starttime="23:59:5{i}"', ""])
+            out.append(f'<interaction num="{i}" {start.format(i=i)}>')
+            out.append(f"<query> q{s} &lt;{i}&gt; </query>")
+            results = []
+            for rank in range(1, rng.randint(1, 4)):
+                tag = rng.choice(["clueweb09id", "DOCNO", "docid", "url"])
+                results.append(f'<result rank="{rank}"><{tag}>d{s}-{rank}</{tag}></result>')
+            out.append(rng.choice(["", "\n"]).join(results))
+            for c in range(rng.randint(0, 2)):
+                out.append(f'<click num="{c}"><rank>{rng.randint(0, 4)}</rank></click>')
+            out.append("</interaction>")
+        if rng.random() < 0.5:
+            out.append("<currentquery><query>now</query></currentquery>")
+        out.append("</session>")
+    out.append("</sessiontrack2012>")
+    path.write_bytes(("\n".join(out) + "\n").replace("\n", end).encode())
+
+
+@pytest.mark.parametrize(("seed", "end"), [(1, "\n"), (2, "\r\n")])
+def test_generated_session_xml_read_whole_as_by_line(tmp_path: Path, seed: int, end: str):
+    path = tmp_path / "log.xml"
+    _random_xml(path, 400, seed, end)
+    assert len(_xml_alike(path)) > 400
