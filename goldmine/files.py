@@ -4,11 +4,13 @@ the file and the line: one definition of "a JSON object a line" for every stage.
 from __future__ import annotations
 
 import errno
+import importlib
 import json
 import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from goldmine.errors import InputError
 
@@ -72,3 +74,38 @@ def _missing(path: Path, exc: OSError) -> str:
     if exc.errno == errno.EACCES:
         return "cannot be read: permission denied"
     return "no such file or folder"
+
+
+# A file's first bytes for each compression a judgments or run file arrives in (ir_datasets
+# serves its qrels gzipped); the codecs are the standard library's, imported when one is met.
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "lzma"}
+_ZSTD = b"\x28\xb5\x2f\xfd"
+
+
+def compression(head: bytes) -> str | None:
+    """The codec module's name ('gzip', 'bz2', 'lzma') when ``head``, a file's first bytes,
+    starts a compressed stream, else None."""
+    return next((name for magic, name in _COMPRESSED.items() if head.startswith(magic)), None)
+
+
+def unpacked(data: bytes, path: str | Path) -> bytes:
+    """``data`` decompressed when it is gzip, bz2 or xz; as it is otherwise. A damaged stream
+    or zstd (no reader in the standard library) is an InputError saying what to do."""
+    if data.startswith(_ZSTD):
+        raise InputError("is zstd-compressed: decompress it first (zstd -d FILE)", path=path)
+    kind = compression(data[:8])
+    if kind is None:
+        return data
+    try:
+        return importlib.import_module(kind).decompress(data)
+    except (OSError, EOFError, ValueError, importlib.import_module("lzma").LZMAError) as exc:
+        raise InputError(f"is a damaged {kind} file: {exc}", path=path) from None
+
+
+def open_unpacked(path: str | Path) -> BinaryIO:
+    """A binary handle on the file's content, decompressed as ``unpacked`` would."""
+    with open(path, "rb") as handle:
+        kind = compression(handle.read(8))
+    if kind is None:
+        return open(path, "rb")
+    return importlib.import_module(kind).open(path, "rb")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from goldmine.files import open_unpacked
 from goldmine.gold import Gold, GoldQuery
 from goldmine.text import sha256_file
 
@@ -22,9 +23,10 @@ def _separator(path: Path, n_fields: int, *, extra_ok: bool) -> str | None:
     """The file's one-character separator ('\\t' or ' ') when every line of its head splits into
     ``n_fields`` clean fields on it (more allowed with ``extra_ok``), else None: the Python reader
     handles padded or ragged files and names a bad line."""
-    with open(path, "rb") as handle:
+    with open_unpacked(path) as handle:  # polars reads a gzipped file itself
         head = handle.read(1 << 16).decode("utf-8", errors="replace")
-    lines = [line for line in head.splitlines()[:-1] if line.strip()]  # last may be cut short
+    # The last line may be cut short; comment lines are skipped, as trec_eval and polars skip them.
+    lines = [line for line in head.splitlines()[:-1] if line.strip() and line[0] != "#"]
     for sep in ("\t", " "):
         fields = [line.split(sep) for line in lines]
         if fields and all(
@@ -50,7 +52,7 @@ def _read_columns(
             infer_schema=False,
             quote_char=None,
             truncate_ragged_lines=True,
-            comment_prefix=None,
+            comment_prefix="#",
         ).rename({f"column_{i}": name for i, (name, _) in columns.items()})
     except pl.exceptions.PolarsError:
         return None  # the Python reader will name the bad line
@@ -120,8 +122,13 @@ def read_trec_qrels(path: Path) -> Gold | None:
     )
     if frame is None:
         return None
-    # Last judgment wins for a repeated (qid, doc), as in the Python reader.
-    frame = frame.unique(subset=["qid", "doc"], keep="last", maintain_order=True)
+    # A judgment repeated with its grade is one; with another grade the Python reader names
+    # both lines (goldmine.readers.judge).
+    repeated = frame.filter(pl.struct("qid", "doc").is_duplicated())
+    if repeated.height:
+        if repeated.group_by("qid", "doc").agg(n=pl.col("grade").n_unique())["n"].max() > 1:
+            return None
+        frame = frame.unique(subset=["qid", "doc"], keep="first", maintain_order=True)
     grouped = frame.group_by("qid", maintain_order=True).agg("doc", "grade")
     queries = {
         qid: GoldQuery(qid, None, dict(zip(docs, grades, strict=True)))

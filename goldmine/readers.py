@@ -17,10 +17,11 @@ import hashlib
 import io
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 from goldmine.errors import InputError
-from goldmine.files import json_objects, require_file
+from goldmine.files import json_objects, open_unpacked, require_file, unpacked
 from goldmine.gold import Gold, GoldQuery, Run
 
 GOLD_FORMATS = ("trec", "beir", "jsonl", "json")
@@ -41,7 +42,7 @@ def read_bytes(path: Path) -> tuple[bytes, str]:
         raise InputError("is a folder, not a file", path=path) from exc
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
-    return data, hashlib.sha256(data).hexdigest()
+    return unpacked(data, path), hashlib.sha256(data).hexdigest()
 
 
 def _decode(data: bytes, path: Path) -> str:
@@ -61,8 +62,43 @@ def _lines(text: str):
             yield number, stripped
 
 
+def _records(text: str):
+    """``_lines`` without comment lines: trec_eval skips a line that starts with '#' in qrels
+    and runs alike."""
+    return ((number, line) for number, line in _lines(text) if not line.startswith("#"))
+
+
 def _first_line(text: str) -> str:
-    return next((line for _, line in _lines(text)), "")
+    return next((line for _, line in _records(text)), "")
+
+
+# What a qrels header row calls the grade column.
+_GRADE_NAMES = frozenset({"rel", "relevance", "relevant", "grade", "label", "judgment",
+                          "judgement", "rating", "score", "qrel", "y"})  # fmt: skip
+
+
+def is_qrels_header(fields: list[str]) -> bool:
+    """Whether a qrels file's first line names its columns (``qid iter docno rel``, or ``qid
+    docno rel`` for three) instead of holding a judgment: its id is no number and its grade
+    one of the names a grade column goes by. trec_eval has no header; a file that carries one
+    is read after it."""
+    return (
+        len(fields) in (3, 4)
+        and not _parses(fields[0], float)
+        and fields[-1].lower() in _GRADE_NAMES
+    )
+
+
+def _is_run_header(fields: list[str]) -> bool:
+    """A TREC run's header row (``qid Q0 docno rank score tag``): its rank and score are words."""
+    return len(fields) >= 6 and fields[3].isalpha() and fields[4].isalpha()
+
+
+def _data_fields(text: str, header: Callable[[list[str]], bool]) -> list[str]:
+    """The fields of a TREC file's first record, after a header row if it has one."""
+    records = (line.split() for _, line in _records(text))
+    first = next(records, [])
+    return next(records, []) if header(first) else first
 
 
 def _parses(token: str, kind: type = int) -> bool:
@@ -101,11 +137,12 @@ def detect_gold_format(text: str) -> str:
     if _looks_like_json_object(text):
         return _json_kind(text, _GOLD_MARKERS)
     first = _first_line(text)
+    fields = _data_fields(text, is_qrels_header)
+    if len(fields) == 4 and _parses(fields[3], float):
+        return "trec"
     if "\t" in first and any(k in first.lower() for k in ("query-id", "query_id", "qid")):
         return "beir"
     fields = first.split()
-    if len(fields) == 4 and _parses(fields[3]):
-        return "trec"
     if len(fields) == 3 and _parses(fields[2]):
         return "beir"  # a BEIR qrels file without its header
     raise InputError(
@@ -118,7 +155,7 @@ def run_format_of(path: Path) -> str:
     """A run file's format, detected from its head (a large file is not read whole for it)."""
     data, _ = read_bytes(path) if path.stat().st_size < 1 << 16 else (b"", "")
     if not data:
-        with open(path, "rb") as handle:
+        with open_unpacked(path) as handle:
             data = handle.read(1 << 16)
     text = None if data[:4] == b"PAR1" else data.decode("utf-8", errors="replace")
     try:
@@ -176,20 +213,55 @@ def _grade(value: object, path: Path, line: int) -> int:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and _parses(value.strip()):
-        return int(value.strip())
+    if isinstance(value, str) and _parses(value.strip(), float):
+        number = float(value.strip())  # "2.0", as a frame's float column writes a grade
+        if number.is_integer():
+            return int(number)
     raise InputError(f"grade must be an integer, got {value!r}", path=path, line=line)
+
+
+def judge(
+    judged: dict[str, int],
+    qid: str,
+    doc: str,
+    grade: int,
+    *,
+    path: Path,
+    line: int,
+    lines: str | list[str],
+) -> None:
+    """Record ``doc``'s grade for query ``qid``, read at ``line`` of a qrels file whose text or
+    lines are ``lines``. The same grade again is one judgment; another grade is an InputError
+    naming both lines: trec_eval refuses a repeated judgment, and keeping either grade would
+    change the figures without a word. The first line is looked up only then."""
+    held = judged.get(doc)
+    if held is not None and held != grade:
+        rows = lines.splitlines() if isinstance(lines, str) else lines
+        first = next(
+            (str(n) for n, row in enumerate(rows, 1)
+             if (f := row.split()) and len(f) >= 3 and f[0] == qid and f[-2] == doc),
+            "an earlier line",
+        )  # fmt: skip
+        where = f"lines {first} and {line}" if first != str(line) else f"line {line}"
+        raise InputError(
+            f"{doc} is judged twice for query {qid} with different grades ({where}: {held}, "
+            f"then {grade}); keep the line that holds",
+            path=path,
+            line=line,
+        )
+    judged[doc] = grade
 
 
 def _gold_trec(text: str, path: Path) -> Gold:
     queries: dict[str, GoldQuery] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in _records(text):
         fields = line.split()
+        if not queries and is_qrels_header(fields):
+            continue
         if len(fields) != 4:
-            if not fields:
-                continue
             raise InputError(
-                f"expected 4 fields 'qid iteration docid grade', got {len(fields)}",
+                f"expected 4 fields 'qid iteration docid grade', got {len(fields)}"
+                + (" (a doc id holds no space in TREC qrels)" if len(fields) > 4 else ""),
                 path=path,
                 line=number,
             )
@@ -198,9 +270,10 @@ def _gold_trec(text: str, path: Path) -> Gold:
         if query is None:
             query = queries[qid] = GoldQuery(qid, None)
         try:
-            query.judged[doc] = int(grade)
+            value = int(grade)
         except ValueError:
-            query.judged[doc] = _grade(grade, path, number)
+            value = _grade(grade, path, number)
+        judge(query.judged, qid, doc, value, path=path, line=number, lines=text)
     return Gold(queries, str(path), "", "trec")
 
 
@@ -218,11 +291,12 @@ def _gold_beir(text: str, path: Path) -> Gold:
             )
         qid, doc, grade = (f.strip() for f in fields)
         query = queries.setdefault(qid, GoldQuery(qid, None))
-        query.judged[doc] = _grade(grade, path, number)
+        grade_ = _grade(grade, path, number)
+        judge(query.judged, qid, doc, grade_, path=path, line=number, lines=text)
     return Gold(queries, str(path), "", "beir")
 
 
-def _relevant(value: object, path: Path, line: int) -> dict[str, int]:
+def read_relevant(value: object, path: Path, line: int) -> dict[str, int]:
     """A list of ids (grade 1 each), an object id -> grade, or a list of {id, grade} objects."""
     if value is None:
         return {}
@@ -234,8 +308,16 @@ def _relevant(value: object, path: Path, line: int) -> dict[str, int]:
             if isinstance(item, str | int) and not isinstance(item, bool):
                 judged.setdefault(str(item), 1)
             elif isinstance(item, dict) and ("id" in item or "chunk_id" in item):
-                doc = item.get("id", item.get("chunk_id"))
-                judged[str(doc)] = _grade(item.get("grade", 1), path, line)
+                doc = str(item.get("id", item.get("chunk_id")))
+                grade = _grade(item.get("grade", 1), path, line)
+                if judged.get(doc, grade) != grade:
+                    raise InputError(
+                        f"{doc} is listed twice with different grades ({judged[doc]}, then "
+                        f"{grade}); keep the one that holds",
+                        path=path,
+                        line=line,
+                    )
+                judged[doc] = grade
             else:
                 raise InputError(
                     f"relevant entries must be ids or {{id, grade}} objects, got {item!r}",
@@ -279,7 +361,7 @@ def _gold_jsonl(text: str, path: Path) -> Gold:
         queries[key] = GoldQuery(
             key,
             None if text_ is None else str(text_),
-            _relevant(obj["relevant"], path, number),
+            read_relevant(obj["relevant"], path, number),
             obj.get("context") if isinstance(obj.get("context"), str) else None,
         )
     gold = Gold(queries, str(path), content_hash, "jsonl", keyed_by_text=by_text)
@@ -300,7 +382,7 @@ def _gold_json(text: str, path: Path) -> Gold:
     if not isinstance(obj, dict):
         raise InputError("expected a JSON object mapping each query to its relevant ids", path=path)
     queries = {
-        str(query): GoldQuery(str(query), str(query), _relevant(ids, path, 1))
+        str(query): GoldQuery(str(query), str(query), read_relevant(ids, path, 1))
         for query, ids in obj.items()
     }
     return Gold(queries, str(path), "", "json", keyed_by_text=True)
@@ -318,11 +400,16 @@ def detect_run_format(data: bytes, text: str | None) -> str:
     if _looks_like_json_object(text):
         return _json_kind(text, _RUN_MARKERS)
     first = _first_line(text)
-    fields = first.split()
+    fields = _data_fields(text, _is_run_header)
     if len(fields) >= 6 and _parses(fields[3]) and _parses(fields[4], float):
         return "trec"
     if "," in first or "\t" in first:
         return "csv"
+    if len(fields) == 5 and _parses(fields[3]) and _parses(fields[4], float):
+        raise InputError(
+            "a TREC run line has 6 fields 'qid Q0 docid rank score tag'; this one has 5 fields: "
+            "is the run tag missing? add one (any word) at the end of each line"
+        )
     raise InputError(
         "cannot tell the run format (expected a TREC run 'qid Q0 docid rank score tag', JSONL, "
         "CSV/Parquet with query_id, doc_id and rank or score, or a JSON object of query -> ids); "
@@ -405,8 +492,10 @@ def _finish_scored(
 def _run_trec(text: str, path: Path) -> Run:
     docs: dict[str, list[str]] = {}
     scores: dict[str, list[float]] = {}
-    for number, line in _lines(text):
+    for number, line in _records(text):
         fields = line.split()
+        if not docs and _is_run_header(fields):
+            continue
         if len(fields) < 6:
             raise InputError(
                 f"expected 6 fields 'qid Q0 docid rank score tag', got {len(fields)}",

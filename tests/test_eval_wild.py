@@ -1,0 +1,100 @@
+"""``eval run`` on qrels and runs as other teams write them: what trec_eval reads (comment lines,
+gzip as ir_datasets reads it, a header row, grades written 1.0) is read the same, and what it
+refuses (a judgment given twice with two grades) stops with one line naming both lines, never a
+silent choice of one grade."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from goldmine.errors import InputError
+from goldmine.readers import LARGE_FILE_BYTES, read_gold
+
+QRELS = "1 0 d1 1\n1 0 d2 0\n2 0 d3 2\n2 0 d4 1\n"
+RUN = "1 Q0 d2 1 2.0 r\n1 Q0 d1 2 1.0 r\n2 Q0 d4 1 3.5e0 r\n2 Q0 d3 2 1e-3 r\n"
+METRICS = "mrr,ndcg,recall@1"
+
+
+def scored(cli, tmp_path: Path, qrels: str | bytes, run: str | bytes, name: str = "x") -> dict:
+    """``eval run --json`` on the two files; the metrics, or the failed result itself."""
+    gold_path, run_path = tmp_path / f"{name}.qrels", tmp_path / f"{name}.run"
+    for path, data in ((gold_path, qrels), (run_path, run)):
+        path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    result = cli("eval", "run", "--gold", str(gold_path), "--run", str(run_path), "-m", METRICS,
+                 "--json", "--no-store", "--db", str(tmp_path / "s.duckdb"))  # fmt: skip
+    if result.returncode:
+        return {"returncode": result.returncode, "stderr": result.stderr}
+    out = json.loads(result.stdout)
+    return {"metrics": out["metrics"], "n_queries": out["n_queries"]}
+
+
+@pytest.fixture
+def plain(cli, tmp_path: Path) -> dict:
+    got = scored(cli, tmp_path, QRELS, RUN, "plain")
+    assert got["n_queries"] == 2 and got["metrics"]["mrr"] == 0.75, got
+    return got
+
+
+def test_comment_lines_are_skipped_as_trec_eval_skips_them(cli, tmp_path, plain) -> None:
+    qrels = "# judged by team B, 2026-11\n" + QRELS + "# 4 judgments\n"
+    run = "# bm25 k1=0.9 b=0.4\n" + RUN
+    assert scored(cli, tmp_path, qrels, run) == plain
+
+
+def test_a_header_row_is_skipped(cli, tmp_path, plain) -> None:
+    qrels = "qid iter docno rel\n" + QRELS
+    run = "qid\tQ0\tdocno\trank\tscore\ttag\n" + RUN.replace(" ", "\t")
+    assert scored(cli, tmp_path, qrels, run) == plain
+
+
+def test_gzipped_qrels_and_run_read_as_the_plain_files(cli, tmp_path, plain) -> None:
+    assert (
+        scored(cli, tmp_path, gzip.compress(QRELS.encode()), gzip.compress(RUN.encode())) == plain
+    )
+
+
+def test_grades_written_as_whole_floats_read_as_integers(cli, tmp_path, plain) -> None:
+    qrels = QRELS.replace(" 1\n", " 1.0\n").replace(" 2\n", " 2.0\n")
+    assert " 1.0\n" in qrels
+    assert scored(cli, tmp_path, qrels, RUN) == plain
+
+
+def test_a_judgment_given_twice_with_two_grades_is_refused_naming_both_lines(cli, tmp_path) -> None:
+    got = scored(cli, tmp_path, QRELS + "1 0 d1 2\n", RUN)
+    assert got["returncode"] == 2
+    error = got["stderr"].strip()
+    assert error.startswith("error:") and "\n" not in error and "Traceback" not in error
+    assert "d1" in error and "lines 1 and 5" in error
+
+
+def test_a_judgment_repeated_with_the_same_grade_reads_once(cli, tmp_path, plain) -> None:
+    assert scored(cli, tmp_path, QRELS + "2 0 d3 2\n", RUN) == plain
+
+
+def test_a_large_qrels_with_two_grades_for_one_judgment_is_refused(tmp_path) -> None:
+    """Past LARGE_FILE_BYTES the qrels are read by polars; it must refuse as the Python reader."""
+    body = "".join(f"{q} 0 doc-{q}-{d:03d} {d % 3}\n" for q in range(1000) for d in range(450))
+    assert len(body) > LARGE_FILE_BYTES
+    path = tmp_path / "large.qrels"
+    path.write_text(body + "7 0 doc-7-004 2\n")
+    with pytest.raises(InputError, match="lines 3155 and 450001"):
+        read_gold(path)
+    path.write_text(body + "7 0 doc-7-004 1\n")  # the same grade again: read once
+    assert read_gold(path).queries["7"].judged["doc-7-004"] == 1
+
+
+def test_gold_jsonl_listing_a_chunk_twice_with_two_grades_is_refused(cli, tmp_path) -> None:
+    gold = '{"query_id": "1", "relevant": [{"id": "d1", "grade": 1}, {"id": "d1", "grade": 2}]}\n'
+    got = scored(cli, tmp_path, gold, RUN)
+    assert got["returncode"] == 2 and "d1" in got["stderr"], got
+
+
+def test_a_run_without_its_tag_column_says_so(cli, tmp_path) -> None:
+    run = "".join(" ".join(line.split()[:5]) + "\n" for line in RUN.splitlines())
+    got = scored(cli, tmp_path, QRELS, run)
+    assert got["returncode"] == 2
+    assert "5 fields" in got["stderr"] and "run tag" in got["stderr"], got
