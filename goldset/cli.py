@@ -724,10 +724,14 @@ def export(
 
 def import_(
     path: Annotated[
-        Path, typer.Argument(help="A version file, gold JSONL, TREC qrels or BEIR folder.")
+        Path,
+        typer.Argument(
+            help="A version file, gold JSONL, TREC qrels, a BEIR folder, or what gold export "
+            "wrote for ranx (.json) or Hugging Face (a folder); gzip, bz2 or xz read too."
+        ),
     ],
     fmt: Annotated[
-        str, typer.Option("--format", help="auto, goldmine, jsonl, trec or beir.")
+        str, typer.Option("--format", help="auto, goldmine, jsonl, trec, beir, ranx or hf.")
     ] = "auto",
     topics: Annotated[
         Path | None,

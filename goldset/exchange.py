@@ -16,6 +16,7 @@ the other way (1 is "a complete answer", 4 "of minimum interest", -1 "no interes
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
-from goldmine.files import json_objects, require_file
+from goldmine.files import json_objects, require_file, unpacked
 from goldmine.gold import GoldQuery
 from goldmine.goldset import bulk
 from goldmine.goldset.items import (
@@ -37,6 +38,7 @@ from goldmine.goldset.items import (
 )
 from goldmine.goldset.raters import NO_ANSWER, dispute
 from goldmine.goldset.versions import content_hash, dump_line, insert_version_items
+from goldmine.readers import is_qrels_header, judge, read_relevant
 from goldmine.store import registered, transaction
 from goldmine.text import normalize_query
 from goldmine.versions import (
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     import duckdb
 
 EXPORT_FORMATS = ("jsonl", "trec", "beir", "ranx", "ir_measures", "hf")
-IMPORT_FORMATS = ("auto", "goldmine", "jsonl", "trec", "beir")
+IMPORT_FORMATS = ("auto", "goldmine", "jsonl", "trec", "beir", "ranx", "hf")
 
 
 # --- export ------------------------------------------------------------------------------------
@@ -112,13 +114,17 @@ def _one_line(text: str) -> str:
 
 
 def _read_lines(path: Path) -> list[str]:
+    """The file's lines, decompressed first if it is gzip, bz2 or xz (ir_datasets serves qrels
+    gzipped); CRLF files (Cranfield) read like any other."""
     try:
-        # Universal newlines: CRLF files (Cranfield) read like any other.
-        return path.read_text(encoding="utf-8-sig").splitlines()
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text: {exc}", path=path) from exc
+        data = unpacked(path.read_bytes(), path)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
+    try:
+        return data.decode("utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"not UTF-8 text: {exc}", path=path, line=line) from exc
 
 
 def _json_lines(path: Path) -> list[tuple[int, dict]]:
@@ -129,13 +135,40 @@ def _is_header(obj: dict) -> bool:
     return "format_version" in obj and "query_id" not in obj
 
 
+_COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+
+
+def _suffix(path: Path) -> str:
+    """The suffix that says the layout: ``gold.jsonl.gz`` is JSONL."""
+    inner = path.with_suffix("") if path.suffix.lower() in _COMPRESSED_SUFFIXES else path
+    return inner.suffix.lower()
+
+
 def detect_format(path: Path) -> str:
     if path.is_dir():
-        return "beir"
-    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
-        first = next((obj for _, obj in _json_lines(path)[:1]), {})
+        hf = (path / "queries.parquet").is_file() and (path / "judgments.parquet").is_file()
+        return "hf" if hf else "beir"
+    if _suffix(path) in (".jsonl", ".json", ".ndjson"):
+        lines = _read_lines(path)
+        if _suffix(path) == ".json" and _one_document(lines):
+            return "ranx"
+        first = next((obj for _, obj in json_objects(lines, path)[:1]), {})
         return "goldmine" if _is_header(first) and first.get("format") == FORMAT else "jsonl"
     return "trec"
+
+
+def _one_document(lines: list[str]) -> bool:
+    """Whether a .json file is one object of objects, ``{query_id: {doc_id: grade}}`` (ranx's and
+    pytrec_eval's qrels, as gold export --format ranx writes them), not JSON lines."""
+    try:
+        obj = json.loads("\n".join(lines))
+    except ValueError:
+        return False
+    return (
+        isinstance(obj, dict)
+        and "query_id" not in obj
+        and all(isinstance(value, dict) for value in obj.values())
+    )
 
 
 def _grade(value, path: Path, line: int) -> int:
@@ -155,7 +188,7 @@ def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
     that is there and empty (``[]``, as goldmine's own files and eval's readers write it). A
     record without either field is no judgment, never a "no answer"; a file with no judgment at
     all is not a gold set (a search log has queries and no labels)."""
-    entries, unjudged = [], []
+    entries, unjudged, lines = [], [], {}
     for n, obj in _json_lines(path):
         if _is_header(obj):
             continue
@@ -174,6 +207,10 @@ def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
         qid = str(obj["query_id"]) if obj.get("query_id") is not None else None
         if qid is None:
             qid = query_id_for(normalize_query(str(query)))
+        if qid in lines:  # as eval's reader refuses it: which line holds is the file's to say
+            raise InputError(f"query {qid!r} appears twice (lines {lines[qid]} and {n}): one "
+                             "line a query", path=path, line=n)  # fmt: skip
+        lines[qid] = n
         entries.append(GoldQuery(qid, query, judged, obj.get("context")))
     if entries and len(unjudged) == len(entries):
         raise InputError(
@@ -193,14 +230,8 @@ def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
 
 
 def _judged(obj: dict, path: Path, n: int) -> dict[str, int]:
-    relevant = obj.get("relevant", obj.get("relevant_ids"))
-    if isinstance(relevant, list):
-        return {str(c): 1 for c in relevant}
-    if isinstance(relevant, dict):
-        return {str(c): _grade(g, path, n) for c, g in relevant.items()}
-    if relevant is None:
-        return {}
-    raise InputError("relevant must be a list of ids or an object id -> grade", path=path, line=n)
+    """ids (grade 1 each), an object id -> grade, or {id, grade} objects: what eval reads."""
+    return read_relevant(obj.get("relevant", obj.get("relevant_ids")), path, n)
 
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
@@ -319,7 +350,30 @@ def _tsv_header(line: str, field: str) -> tuple[int, int] | None:
     return (ids[0], texts[0]) if ids and texts else None
 
 
+def _wrapped(cell: str) -> bool:
+    return len(cell) >= 2 and cell[0] == cell[-1] == '"'
+
+
+def _unquoted(lines: list[str]) -> list[str]:
+    """The lines with their CSV quoting read, when the writer quoted the fields (R's
+    write.table, ``csv.QUOTE_ALL``, pandas' ``QUOTE_NONNUMERIC``): every line holds a field in
+    quotes and no field holds a quote it does not begin and end with. Otherwise the lines as they
+    are, so one query written in quotes among plain ones keeps them."""
+    body = [line for line in lines if line.strip()]
+    cells = [line.split("\t") for line in body]
+    quoted = bool(body) and all(
+        any(_wrapped(c.strip()) for c in row)
+        and all(_wrapped(c.strip()) or '"' not in c for c in row)
+        for row in cells
+    )
+    if not quoted:
+        return lines
+    rows = csv.reader((line if line.strip() else "" for line in lines), delimiter="\t")
+    return ["\t".join(cell.replace("\t", " ").strip() for cell in row) for row in rows]
+
+
 def _tsv_topics(lines: list[str], path: Path, field: str) -> dict[str, str]:
+    lines = _unquoted(lines)
     start = next((n for n, line in enumerate(lines) if line.strip()), 0)
     header = _tsv_header(lines[start], field) if lines else None
     if header is None:
@@ -388,11 +442,16 @@ def _as_int(value: str | None) -> int | None:
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """TREC qrels (``qid iter docid grade``); three columns (``qid docid grade``) also read."""
+    """TREC qrels (``qid iter docid grade``); three columns (``qid docid grade``) also read.
+
+    As trec_eval reads them, a line starting with '#' is a comment; a first line naming the
+    columns (``qid iter docno rel``) is skipped, and a judgment given twice with two grades is
+    refused (``goldmine.readers.judge``)."""
     qrels: dict[str, dict[str, int]] = {}
-    for n, line in enumerate(_read_lines(path), 1):
+    lines = _read_lines(path)
+    for n, line in enumerate(lines, 1):
         parts = line.split()
-        if not parts:
+        if not parts or parts[0].startswith("#") or (not qrels and is_qrels_header(parts)):
             continue
         if len(parts) == 4:
             qid, _, doc, grade = parts
@@ -400,12 +459,48 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
             qid, doc, grade = parts
         else:
             raise InputError(
-                f"expected 4 columns (query id, iteration, doc id, grade), got {len(parts)}",
+                f"expected 4 columns (query id, iteration, doc id, grade), got {len(parts)}"
+                + (" (a doc id holds no space in TREC qrels)" if len(parts) > 4 else ""),
                 path=path,
                 line=n,
             )
-        qrels.setdefault(qid, {})[doc] = _grade(grade, path, n)
+        judge(qrels.setdefault(qid, {}), qid, doc, _grade(grade, path, n), path=path, line=n,
+              lines=lines)  # fmt: skip
     return qrels
+
+
+def read_ranx(path: Path) -> dict[str, dict[str, int]]:
+    """ranx's and pytrec_eval's qrels, ``{query_id: {doc_id: grade}}`` (gold export --format
+    ranx)."""
+    obj = json.loads("\n".join(_read_lines(path)))
+    return {
+        str(q): {str(d): _grade(g, path, 1) for d, g in docs.items()} for q, docs in obj.items()
+    }
+
+
+def read_hf(folder: Path) -> list[GoldQuery]:
+    """The folder gold export --format hf writes: ``queries.parquet`` (query_id, query,
+    no_answer) and ``judgments.parquet`` (query_id, doc_id, grade)."""
+    import pyarrow.parquet as pq
+
+    try:
+        queries = pq.read_table(folder / "queries.parquet").to_pylist()
+        judgments = pq.read_table(folder / "judgments.parquet").to_pylist()
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise InputError(f"cannot read the Parquet files: {exc}", path=folder) from None
+    needed = ({"query_id", "query"}, {"query_id", "doc_id", "grade"})
+    for rows, names, name in zip(
+        (queries, judgments), needed, ("queries", "judgments"), strict=True
+    ):
+        if rows and not names <= rows[0].keys():
+            raise InputError(f"{name}.parquet needs the columns {', '.join(sorted(names))}",
+                             path=folder)  # fmt: skip
+    judged: dict[str, dict[str, int]] = {str(q["query_id"]): {} for q in queries}
+    for row in judgments:
+        docs = judged.setdefault(str(row["query_id"]), {})
+        docs[str(row["doc_id"])] = _grade(row["grade"], folder / "judgments.parquet", 1)
+    topics = {str(q["query_id"]): q["query"] for q in queries}
+    return _join(judged, topics, folder / "judgments.parquet")
 
 
 def read_beir(folder: Path, split: str = "test") -> list[GoldQuery]:
@@ -415,13 +510,16 @@ def read_beir(folder: Path, split: str = "test") -> list[GoldQuery]:
             raise InputError(f"a BEIR folder needs {needed.relative_to(folder)}", path=folder)
     topics = read_topics(queries_path)
     qrels: dict[str, dict[str, int]] = {}
-    for n, line in enumerate(_read_lines(qrels_path), 1):
+    lines = _read_lines(qrels_path)
+    for n, line in enumerate(lines, 1):
         parts = line.split("\t")
         if n == 1 and parts[0].strip() in ("query-id", "query_id"):
             continue
         if len(parts) != 3:
             raise InputError("expected query-id, corpus-id, score", path=qrels_path, line=n)
-        qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = _grade(parts[2], qrels_path, n)
+        qid, doc = parts[0].strip(), parts[1].strip()
+        judge(qrels.setdefault(qid, {}), qid, doc, _grade(parts[2], qrels_path, n),
+              path=qrels_path, line=n, lines=lines)  # fmt: skip
     return _join(qrels, topics, qrels_path)
 
 
@@ -429,12 +527,28 @@ def _join(qrels: dict[str, dict[str, int]], topics: dict[str, str], path: Path) 
     missing = sorted(set(qrels) - set(topics))
     if missing:
         raise InputError(
-            f"{len(missing)} judged queries have no text in the topics (e.g. {missing[:3]})",
+            f"{len(missing)} judged queries have no text in the topics (e.g. {missing[:3]})"
+            + _zeros_hint(missing, topics),
             path=path,
         )
     # Topics without judgments are kept: judged by nobody, they are "no answer" only if the
     # file says so, so they are left out rather than guessed.
     return [GoldQuery(qid, topics[qid], judged) for qid, judged in qrels.items()]
+
+
+def _zeros_hint(missing: list[str], topics: dict[str, str]) -> str:
+    """When the topics write the missing ids with leading zeros (001 for 1), say so: ids are
+    compared as text, as trec_eval compares them, so 001 and 1 are two queries."""
+    unpadded = {t.lstrip("0") or "0": t for t in topics if t.isdigit()}
+    pairs = [(unpadded[m.lstrip("0") or "0"], m) for m in missing
+             if m.isdigit() and (m.lstrip("0") or "0") in unpadded]  # fmt: skip
+    if not pairs:
+        return ""
+    padded, plain = pairs[0]
+    return (
+        f"; the topics write {len(pairs)} of them with leading zeros ({padded} for {plain}), "
+        "and ids are compared as text: write the ids alike in both files"
+    )
 
 
 def parse_grade_map(text: str | None) -> dict[int, int] | None:
@@ -502,12 +616,16 @@ def import_path(
     notes: list[str] = []
     if fmt == "beir":
         entries = read_beir(path, split)
+    elif fmt == "hf":
+        entries = read_hf(path)
     elif fmt == "jsonl":
         entries = read_minimal_jsonl(path)
     else:
         if topics is None:
-            raise InputError("TREC qrels carry no query text: pass --topics FILE", path=path)
-        entries = _join(read_qrels(path), read_topics(topics, notes, topic_field), path)
+            what = "ranx qrels" if fmt == "ranx" else "TREC qrels"
+            raise InputError(f"{what} carry no query text: pass --topics FILE", path=path)
+        qrels = read_ranx(path) if fmt == "ranx" else read_qrels(path)
+        entries = _join(qrels, read_topics(topics, notes, topic_field), path)
     if grade_map is not None:
         entries = [_map_grades(e, grade_map, path) for e in entries]
     else:

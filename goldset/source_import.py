@@ -38,6 +38,7 @@ from goldmine.goldset.exchange import (
     read_topics,
 )
 from goldmine.goldset.items import current_snapshot, now
+from goldmine.readers import is_qrels_header
 from goldmine.store import registered, transaction
 from goldmine.text import normalize_query
 
@@ -141,6 +142,10 @@ def _columns(path: Path, *, tab: bool) -> pl.DataFrame:
     )
     if tab:
         parts = parts.filter(~((pl.col("line") == 1) & pl.col("raw").str.starts_with("query")))
+    else:  # trec_eval's comment lines, and a header row naming the columns, as read_qrels skips
+        parts = parts.filter(~pl.col("raw").str.strip_chars_start().str.starts_with("#"))
+        if parts.height and is_qrels_header(parts["p"][0].to_list()):
+            parts = parts.slice(1)
     wanted = [3] if tab else [3, 4]
     bad = parts.filter(~pl.col("n").is_in(wanted)).head(1)
     if bad.height:

@@ -1,0 +1,177 @@
+"""``gold import`` of another team's judgments and topics as they come: gzipped, with comment
+lines or a header row, quoted TSV topics, gold JSONL in the shapes eval reads. Each is read as
+the format's own tools read it, or stops with one ``error:`` line that says what to do; never a
+row lost or a chunk id made up without a word. And what ``gold export`` writes reads back."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from goldmine.store import open_store
+
+TOPICS = "1\treset my password\n2\tvpn setup\n3\trefund in bitcoin\n"
+QRELS = "1 0 kb-1 2\n1 0 kb-2 0\n2 0 kb-3 1\n3 0 kb-4 0\n"
+# What QRELS with TOPICS store: (query_id, query, no_answer) and (query_id, chunk_id, grade).
+ITEMS = [("1", "reset my password", False), ("2", "vpn setup", False),
+         ("3", "refund in bitcoin", True)]  # fmt: skip
+LABELS = [("1", "kb-1", 2), ("1", "kb-2", 0), ("2", "kb-3", 1), ("3", "kb-4", 0)]
+
+
+def stored(db: Path) -> tuple[list, list]:
+    with open_store(db) as con:
+        items = con.execute(
+            "SELECT query_id, query, no_answer FROM gold_items ORDER BY query_id"
+        ).fetchall()
+        labels = con.execute(
+            "SELECT query_id, chunk_id, grade FROM gold_labels WHERE kind = 'label' "
+            "ORDER BY query_id, chunk_id"
+        ).fetchall()
+    return items, labels
+
+
+def imported(cli, tmp_path: Path, files: dict[str, str | bytes], *args: str):
+    """Write the files into tmp_path and run ``gold import`` with ``args`` (file names are
+    taken as paths in tmp_path)."""
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+    paths = [str(tmp_path / a) if a in files else a for a in args]
+    return cli("--db", str(tmp_path / "s.duckdb"), "gold", "import", *paths, "--by", "ana")
+
+
+def with_topics(cli, tmp_path: Path, qrels: str, topics: str):
+    """``gold import qrels --topics t.tsv`` of the two texts."""
+    files = {"qrels": qrels, "t.tsv": topics}
+    return imported(cli, tmp_path, files, "qrels", "--topics", "t.tsv")
+
+
+def assert_one_error_line(result, *words: str) -> None:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    error = result.stderr.strip()
+    assert error.startswith("error:") and "\n" not in error and "Traceback" not in error, error
+    for word in words:
+        assert word in error, error
+
+
+def test_gzipped_qrels_and_topics_import_as_the_plain_files(cli, tmp_path) -> None:
+    files = {
+        "qrels.gz": gzip.compress(QRELS.encode()),
+        "topics.tsv.gz": gzip.compress(TOPICS.encode()),
+    }
+    result = imported(cli, tmp_path, files, "qrels.gz", "--topics", "topics.tsv.gz")
+    assert result.returncode == 0, result.stderr
+    assert stored(tmp_path / "s.duckdb") == (ITEMS, LABELS)
+
+
+def test_gzipped_gold_jsonl_imports_as_jsonl(cli, tmp_path) -> None:
+    lines = [{"query_id": "1", "query": "reset my password", "relevant": {"kb-1": 2}}]
+    data = gzip.compress("".join(json.dumps(o) + "\n" for o in lines).encode())
+    result = imported(cli, tmp_path, {"gold.jsonl.gz": data}, "gold.jsonl.gz")
+    assert result.returncode == 0, result.stderr
+    assert stored(tmp_path / "s.duckdb")[1] == [("1", "kb-1", 2)]
+
+
+def test_qrels_comment_lines_and_a_header_row_are_skipped(cli, tmp_path) -> None:
+    qrels = "qid iter docno rel\n# judged by team B\n" + QRELS + "# end\n"
+    result = with_topics(cli, tmp_path, qrels, TOPICS)
+    assert result.returncode == 0, result.stderr
+    assert stored(tmp_path / "s.duckdb") == (ITEMS, LABELS)
+
+
+def test_a_judgment_given_twice_with_two_grades_is_refused(cli, tmp_path) -> None:
+    result = with_topics(cli, tmp_path, QRELS + "1 0 kb-1 1\n", TOPICS)
+    assert_one_error_line(result, "kb-1", "lines 1 and 5")
+    again = with_topics(cli, tmp_path, QRELS + "1 0 kb-1 2\n", TOPICS)  # the same grade: one label
+    assert again.returncode == 0, again.stderr
+    assert stored(tmp_path / "s.duckdb") == (ITEMS, LABELS)
+
+
+def test_gold_jsonl_naming_a_query_twice_is_refused_not_half_read(cli, tmp_path) -> None:
+    lines = [{"query_id": "1", "query": "reset my password", "relevant": {"kb-1": 2}},
+             {"query_id": "1", "query": "reset my password", "relevant": {"kb-2": 1}}]  # fmt: skip
+    data = "".join(json.dumps(o) + "\n" for o in lines)
+    result = imported(cli, tmp_path, {"gold.jsonl": data}, "gold.jsonl")
+    assert_one_error_line(result, "'1'", "lines 1 and 2")
+    assert stored(tmp_path / "s.duckdb") == ([], [])
+
+
+def test_gold_jsonl_relevant_as_id_grade_objects_imports_the_ids(cli, tmp_path) -> None:
+    """The shape ``eval run --gold`` reads: a list of {id, grade} objects."""
+    relevant = [{"id": "kb-1", "grade": 2}, {"chunk_id": "kb-2", "grade": 0}, "kb-5"]
+    line = {"query_id": "1", "query": "reset my password", "relevant": relevant}
+    result = imported(cli, tmp_path, {"gold.jsonl": json.dumps(line) + "\n"}, "gold.jsonl")
+    assert result.returncode == 0, result.stderr
+    labels = stored(tmp_path / "s.duckdb")[1]
+    assert labels == [("1", "kb-1", 2), ("1", "kb-2", 0), ("1", "kb-5", 1)]
+
+
+def test_quoted_tsv_topics_lose_their_quotes(cli, tmp_path) -> None:
+    """R's write.table and csv.QUOTE_ALL quote every field: the quotes are no part of a query."""
+    topics = (
+        '"qid"\t"query"\n"1"\t"reset my password"\n"2"\t"vpn setup"\n"3"\t"refund in ""bitcoin"""\n'
+    )
+    result = with_topics(cli, tmp_path, QRELS, topics)
+    assert result.returncode == 0, result.stderr
+    texts = [text for _, text, _ in stored(tmp_path / "s.duckdb")[0]]
+    assert texts == ["reset my password", "vpn setup", 'refund in "bitcoin"']
+
+
+def test_a_quote_inside_one_unquoted_topic_stays(cli, tmp_path) -> None:
+    topics = TOPICS.replace("vpn setup", '"vpn" setup')
+    result = with_topics(cli, tmp_path, QRELS, topics)
+    assert result.returncode == 0, result.stderr
+    assert stored(tmp_path / "s.duckdb")[0][1][1] == '"vpn" setup'
+
+
+def test_topic_ids_with_leading_zeros_are_named_when_the_qrels_lack_them(cli, tmp_path) -> None:
+    topics = TOPICS.replace("1\t", "001\t").replace("2\t", "002\t").replace("3\t", "003\t")
+    result = with_topics(cli, tmp_path, QRELS, topics)
+    assert_one_error_line(result, "001", "leading zeros")
+
+
+# What each ``gold export --format`` writes under --out: the judgments, and whether the query
+# texts come in with them or from the trec export's topics file.
+WRITTEN = {
+    "trec": ("v0001.qrels", True),
+    "beir": ("v0001-beir", False),
+    "ir_measures": ("v0001.qrels.tsv", True),
+    "ranx": ("v0001.qrels.json", True),
+    "hf": ("v0001-hf", False),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(WRITTEN))
+def test_every_export_format_imports_back_into_a_new_store(cli, tmp_path, fmt) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir(), second.mkdir()
+    result = with_topics(cli, first, QRELS, TOPICS)
+    assert result.returncode == 0, result.stderr
+    db = str(first / "s.duckdb")
+    assert cli("--db", db, "gold", "publish", "-m", "v1").returncode == 0
+    for each in {fmt, "trec"}:
+        exported = cli(
+            "--db", db, "gold", "export", "--format", each, "--out", str(tmp_path / each)
+        )
+        assert exported.returncode == 0, exported.stderr
+    name, needs_topics = WRITTEN[fmt]
+    topics = ["--topics", str(tmp_path / "trec" / "v0001.topics.tsv")] if needs_topics else []
+    back = cli("--db", str(second / "s.duckdb"), "gold", "import", str(tmp_path / fmt / name),
+               *topics, "--by", "ana")  # fmt: skip
+    assert back.returncode == 0, back.stderr
+    assert stored(second / "s.duckdb") == (ITEMS, LABELS)
+
+
+def test_as_source_reads_comments_a_header_and_gzip_as_a_plain_import_does(cli, tmp_path) -> None:
+    qrels = "qid iter docno rel\n# team B, pass 2\n" + QRELS
+    files = {"qrels.gz": gzip.compress(qrels.encode()), "t.tsv": TOPICS}
+    result = imported(cli, tmp_path, files, "qrels.gz", "--topics", "t.tsv", "--as-source", "b")
+    assert result.returncode == 0, result.stderr
+    with open_store(tmp_path / "s.duckdb") as con:
+        grades = con.execute(
+            "SELECT query_id, chunk_id, grade FROM gold_source_grades WHERE chunk_id IS NOT NULL "
+            "ORDER BY query_id, chunk_id"
+        ).fetchall()
+    assert grades == LABELS
