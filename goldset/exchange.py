@@ -17,6 +17,7 @@ the other way (1 is "a complete answer", 4 "of minimum interest", -1 "no interes
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
 from dataclasses import dataclass, field
@@ -241,7 +242,10 @@ _TOP_FIELD = re.compile(
 )
 # The label a field's text starts with in the TREC files ("Number: 301", "Description:").
 _TOP_LABEL = re.compile(r"^(?:Number|Topic|Description|Narrative)\s*:\s*", re.I)
-_TOPIC_XML = re.compile(r"<topic\s[^>]*?number=\"?([^\"\s>]+)\"?[^>]*>(.*?)</topic>", re.S | re.I)
+_TOPIC_XML = re.compile(
+    r"<topic\s[^>]*?number=[\"']?([^\"'\s>]+)[\"']?[^>]*>(.*?)</topic>", re.S | re.I
+)
+_CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.S)
 _SMART_ID = re.compile(r"^\.I(?:\s+(\S+))?\s*$")
 _SMART_FIELD = re.compile(r"^\.([A-Z])\s*(.*)$")
 TOPIC_LAYOUTS = (
@@ -321,8 +325,15 @@ def _xml_topics(text: str, field: str) -> dict[str, str]:
     for number, block in _TOPIC_XML.findall(text):
         found = pattern.search(block)
         if found:
-            topics[number] = _one_line(found.group(1))
+            topics[number] = _one_line(_xml_text(found.group(1)))
     return topics
+
+
+def _xml_text(inner: str) -> str:
+    """An element's text as an XML parser gives it: entities (``&amp;``, ``&#233;``) read,
+    CDATA sections taken as they are."""
+    parts = _CDATA.split(inner)  # text, CDATA, text, ...: the odd ones are CDATA
+    return "".join(part if i % 2 else html.unescape(part) for i, part in enumerate(parts))
 
 
 def _pick(obj: dict, keys: tuple[str, ...]):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from goldmine.goldset.exchange import read_topics
 from goldmine.store import open_store
 
 TOPICS = "1\treset my password\n2\tvpn setup\n3\trefund in bitcoin\n"
@@ -175,3 +176,36 @@ def test_as_source_reads_comments_a_header_and_gzip_as_a_plain_import_does(cli, 
             "ORDER BY query_id, chunk_id"
         ).fetchall()
     assert grades == LABELS
+
+
+COVID_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<topics task="COVIDSearch 2020" batch="5">
+  <topic number="1">
+    <query>R&amp;D &lt;vaccine&gt; &quot;mRNA&quot; caf&#233;</query>
+    <question>what is known?</question>
+    <narrative><![CDATA[seeking <b>any</b> study]]></narrative>
+  </topic>
+  <topic number='2'>
+    <query>
+      vpn
+      setup
+    </query>
+    <question>how is a vpn set up?</question>
+  </topic>
+</topics>
+"""
+
+
+@pytest.mark.parametrize(
+    ("field", "texts"),
+    [
+        ("title", {"1": 'R&D <vaccine> "mRNA" café', "2": "vpn setup"}),
+        ("desc", {"1": "what is known?", "2": "how is a vpn set up?"}),
+        ("narr", {"1": "seeking <b>any</b> study"}),
+    ],
+)
+def test_trec_covid_xml_topics_read_as_an_xml_parser_reads_them(tmp_path, field, texts) -> None:
+    """Entities and CDATA are XML's, not the query's; an attribute may take either quote."""
+    path = tmp_path / "topics.xml"
+    path.write_text(COVID_XML, encoding="utf-8")
+    assert read_topics(path, [], field) == texts
