@@ -145,10 +145,20 @@ def detect_gold_format(text: str) -> str:
     fields = first.split()
     if len(fields) == 3 and _parses(fields[2]):
         return "beir"  # a BEIR qrels file without its header
+    if looks_like_trec_run(_data_fields(text, _is_run_header)):
+        raise InputError(
+            "this is a TREC run ('qid Q0 docid rank score tag'), not judgments: pass it as --run "
+            "and the qrels as --gold"
+        )
     raise InputError(
         "cannot tell the gold format (expected TREC qrels 'qid 0 docid grade', a BEIR qrels TSV, "
         "goldmine gold JSONL or a JSON object of query -> ids); pass --gold-format"
     )
+
+
+def looks_like_trec_run(fields: list[str]) -> bool:
+    """Whether a line's fields are a TREC run's: six or more, with an integer rank and a score."""
+    return len(fields) >= 6 and _parses(fields[3]) and _parses(fields[4], float)
 
 
 def run_format_of(path: Path) -> str:
@@ -167,6 +177,11 @@ def run_format_of(path: Path) -> str:
 def read_gold(path: str | Path, fmt: str | None = None) -> Gold:
     """Read a gold set from a file, detecting its format unless ``fmt`` is given."""
     path = Path(path)
+    if path.is_dir() and (path / "qrels").is_dir():
+        raise InputError(
+            f"is a BEIR folder: pass its qrels file, e.g. --gold {path / 'qrels' / 'test.tsv'}",
+            path=path,
+        )
     if fmt in (None, "trec") and _is_large(path):
         from goldmine.frames import read_trec_qrels
 
@@ -401,7 +416,7 @@ def detect_run_format(data: bytes, text: str | None) -> str:
         return _json_kind(text, _RUN_MARKERS)
     first = _first_line(text)
     fields = _data_fields(text, _is_run_header)
-    if len(fields) >= 6 and _parses(fields[3]) and _parses(fields[4], float):
+    if looks_like_trec_run(fields):
         return "trec"
     if "," in first or "\t" in first:
         return "csv"
@@ -409,6 +424,12 @@ def detect_run_format(data: bytes, text: str | None) -> str:
         raise InputError(
             "a TREC run line has 6 fields 'qid Q0 docid rank score tag'; this one has 5 fields: "
             "is the run tag missing? add one (any word) at the end of each line"
+        )
+    qrels = _data_fields(text, is_qrels_header)
+    if len(qrels) == 4 and _parses(qrels[3], float):
+        raise InputError(
+            "this is TREC qrels ('qid 0 docid grade'), judgments rather than a ranking: pass it "
+            "as --gold and the run as --run"
         )
     raise InputError(
         "cannot tell the run format (expected a TREC run 'qid Q0 docid rank score tag', JSONL, "

@@ -39,7 +39,7 @@ from goldmine.goldset.items import (
 )
 from goldmine.goldset.raters import NO_ANSWER, dispute
 from goldmine.goldset.versions import content_hash, dump_line, insert_version_items
-from goldmine.readers import is_qrels_header, judge, read_relevant
+from goldmine.readers import is_qrels_header, judge, looks_like_trec_run, read_relevant
 from goldmine.store import registered, transaction
 from goldmine.text import normalize_query
 from goldmine.versions import (
@@ -281,9 +281,9 @@ def read_topics(path: Path, notes: list[str] | None = None, field: str = "title"
     text = "\n".join(lines)
     first = next((line.strip() for line in lines if line.strip()), "")
     if "<top>" in text.lower():
-        topics = _trec_top_topics(text, field)
+        topics = _trec_top_topics(text, field, path)
     elif _TOPIC_XML.search(text):
-        topics = _xml_topics(text, field)
+        topics = _xml_topics(text, field, path)
     elif _SMART_ID.match(first):
         _only_one_text(field, "SMART .I/.W records", path)
         topics = _smart_topics(lines, path, notes)
@@ -305,8 +305,24 @@ def _only_one_text(field: str, layout: str, path: Path) -> None:
                          path=path)  # fmt: skip
 
 
-def _trec_top_topics(text: str, field: str) -> dict[str, str]:
-    topics = {}
+class _Topics(dict):
+    """Query texts by id as a topics file gives them. The same text again is one topic; an id
+    given another text is refused: which is the query is the file's to say."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def __setitem__(self, qid: str, text: str) -> None:
+        held = self.get(qid)
+        if held is not None and held != text:
+            raise InputError(f"topic {qid} is given twice with different texts ({held!r}, then "
+                             f"{text!r}): keep one", path=self.path)  # fmt: skip
+        super().__setitem__(qid, text)
+
+
+def _trec_top_topics(text: str, field: str, path: Path) -> dict[str, str]:
+    topics = _Topics(path)
     for block in _TOP.findall(text):
         fields = {
             name.lower(): _TOP_LABEL.sub("", _one_line(value))
@@ -318,10 +334,10 @@ def _trec_top_topics(text: str, field: str) -> dict[str, str]:
     return topics
 
 
-def _xml_topics(text: str, field: str) -> dict[str, str]:
+def _xml_topics(text: str, field: str, path: Path) -> dict[str, str]:
     tag = _XML_TAGS[field]
     pattern = re.compile(rf"<{tag}>\s*(.*?)\s*</{tag}>", re.S | re.I)
-    topics = {}
+    topics = _Topics(path)
     for number, block in _TOPIC_XML.findall(text):
         found = pattern.search(block)
         if found:
@@ -341,7 +357,7 @@ def _pick(obj: dict, keys: tuple[str, ...]):
 
 
 def _jsonl_topics(path: Path, field: str) -> dict[str, str]:
-    topics = {}
+    topics = _Topics(path)
     for n, obj in _json_lines(path):
         qid, query = _pick(obj, _ID_KEYS), _pick(obj, _TEXT_KEYS[field])
         if qid is None:
@@ -389,7 +405,7 @@ def _tsv_topics(lines: list[str], path: Path, field: str) -> dict[str, str]:
     header = _tsv_header(lines[start], field) if lines else None
     if header is None:
         _only_one_text(field, "id<TAB>text lines without a header", path)
-    topics = {}
+    topics = _Topics(path)
     for n, line in enumerate(lines, 1):
         if not line.strip() or (header and n == start + 1):
             continue
@@ -469,15 +485,19 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
         elif len(parts) == 3:
             qid, doc, grade = parts
         else:
-            raise InputError(
-                f"expected 4 columns (query id, iteration, doc id, grade), got {len(parts)}"
-                + (" (a doc id holds no space in TREC qrels)" if len(parts) > 4 else ""),
-                path=path,
-                line=n,
-            )
+            raise InputError(_columns_problem(parts), path=path, line=n)
         judge(qrels.setdefault(qid, {}), qid, doc, _grade(grade, path, n), path=path, line=n,
               lines=lines)  # fmt: skip
     return qrels
+
+
+def _columns_problem(parts: list[str]) -> str:
+    """What is wrong with a qrels line that has not 3 or 4 columns, and what to do."""
+    if looks_like_trec_run(parts):
+        return ("this is a TREC run ('qid Q0 docid rank score tag'), not judgments: score it "
+                "with goldmine eval run --run FILE")  # fmt: skip
+    said = f"expected 4 columns (query id, iteration, doc id, grade), got {len(parts)}"
+    return said + (" (a doc id holds no space in TREC qrels)" if len(parts) > 4 else "")
 
 
 def read_ranx(path: Path) -> dict[str, dict[str, int]]:

@@ -98,3 +98,24 @@ def test_a_run_without_its_tag_column_says_so(cli, tmp_path) -> None:
     got = scored(cli, tmp_path, QRELS, run)
     assert got["returncode"] == 2
     assert "5 fields" in got["stderr"] and "run tag" in got["stderr"], got
+
+
+def test_a_run_given_as_gold_or_qrels_given_as_run_is_told_which_flag(cli, tmp_path) -> None:
+    swapped = scored(cli, tmp_path, RUN, QRELS)
+    assert swapped["returncode"] == 2 and "--run" in swapped["stderr"], swapped
+    assert "TREC run" in swapped["stderr"]
+    run_as_run = scored(cli, tmp_path, QRELS, QRELS)
+    assert run_as_run["returncode"] == 2 and "--gold" in run_as_run["stderr"], run_as_run
+    assert "qrels" in run_as_run["stderr"]
+
+
+def test_a_beir_folder_given_as_gold_is_told_its_qrels_file(cli, tmp_path) -> None:
+    folder = tmp_path / "scifact"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\td1\t1\n")
+    run = tmp_path / "x.run"
+    run.write_text(RUN)
+    result = cli("eval", "run", "--gold", str(folder), "--run", str(run), "--no-store",
+                 "--db", str(tmp_path / "s.duckdb"))  # fmt: skip
+    assert result.returncode == 2
+    assert "qrels/test.tsv" in result.stderr and "Traceback" not in result.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from goldmine.errors import InputError
 from goldmine.goldset.exchange import read_topics
 from goldmine.store import open_store
 
@@ -209,3 +210,36 @@ def test_trec_covid_xml_topics_read_as_an_xml_parser_reads_them(tmp_path, field,
     path = tmp_path / "topics.xml"
     path.write_text(COVID_XML, encoding="utf-8")
     assert read_topics(path, [], field) == texts
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("t.tsv", "1\treset my password\n2\tvpn setup\n1\tforgot my password\n"),
+        ("t.jsonl", '{"_id": "1", "text": "reset my password"}\n{"_id": 1, "text": "forgot it"}\n'),
+        (
+            "t.xml",
+            '<topics><topic number="1"><query>a</query></topic>'
+            '<topic number="1"><query>b</query></topic></topics>',
+        ),  # fmt: skip
+        ("t.txt", "<top><num> Number: 1\n<title> a\n</top>\n<top><num> 1\n<title> b\n</top>\n"),
+    ],
+)
+def test_a_topic_id_given_two_texts_is_refused(tmp_path, name, text) -> None:
+    """Which text is the query is the file's to say: neither is taken without a word."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match="twice"):
+        read_topics(path)
+
+
+def test_the_same_topic_twice_with_one_text_reads_once(tmp_path) -> None:
+    path = tmp_path / "t.tsv"
+    path.write_text(TOPICS + "2\tvpn setup\n", encoding="utf-8")
+    assert read_topics(path)["2"] == "vpn setup"
+
+
+def test_a_run_given_to_gold_import_is_told_to_go_to_eval(cli, tmp_path) -> None:
+    run = "1 Q0 kb-1 1 2.5 bm25\n1 Q0 kb-2 2 1.5 bm25\n"
+    result = with_topics(cli, tmp_path, run, TOPICS)
+    assert_one_error_line(result, "TREC run", "eval run")
