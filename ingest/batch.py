@@ -39,6 +39,7 @@ from goldmine.ingest.files import (
     run_sql,
     sample_keys,
     streaming_rows,
+    typed_rows,
 )
 from goldmine.ingest.formats import read_raw
 from goldmine.ingest.logformats import DATE_MACROS
@@ -211,7 +212,7 @@ class Source:
     label: str
     size: int | None
     hashing: str | Future[str]  # the content hash, or its computation under way
-    read: Callable[[duckdb.DuckDBPyConnection], None]
+    read: Callable[[duckdb.DuckDBPyConnection], list[str] | None]  # see formats.read_raw
     file: InputFile | None = None
 
     def _hashed(self) -> str | FileScan:
@@ -617,13 +618,18 @@ def _number_rejects(
 
 
 def _stage_materialized(con, target: Target, source: Source, redactor: Redactor) -> None:
-    source.read(con)
-    keys = discover_keys(con)
+    typed = source.read(con)
     if target.reshape:
-        target.reshape(con, keys)
-        keys = discover_keys(con)
+        typed = None
+        target.reshape(con, discover_keys(con))
+    keys = typed or discover_keys(con)
     stage_sql, params = target.stage(keys)
-    rows = materialized_rows(params["gm_columns"]) if "gm_columns" in params else ""
+    rows = ""
+    if "gm_columns" in params and typed:
+        rows, rows_params = typed_rows(params["gm_columns"], typed)
+        params = {**params, **rows_params}
+    elif "gm_columns" in params:
+        rows = materialized_rows(params["gm_columns"])
     _create_stage(con, rows, stage_sql, params, target, redactor, source.path)
 
 

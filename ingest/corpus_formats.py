@@ -302,39 +302,43 @@ _UNQUOTED = (
 
 
 def _tsv_sql(n: int, lines: str = "gm_lined") -> str:
-    """The TSV reader for ``n`` columns, named by parameters ``$k1``..``$kn``, over ``lines``
-    (SQL of ``line, raw, err``)."""
-    fields = ", ".join(f"$k{i}, {_UNQUOTED.replace('v', f'f[{i}]')}" for i in range(1, n + 1))
-    plain = ", ".join(f"$k{i}, f[{i}]" for i in range(1, n + 1))
+    """The TSV reader for ``n`` columns over ``lines`` (SQL of ``line, raw, err``): ``gm_src(line,
+    raw, err, gm_f1..gm_fn)``, a record's fields as text columns (``typed_keys`` names them),
+    ``raw`` the line's text only where the line is no record."""
     # A line without a quote has no field to unquote: its fields go in as they are.
+    fields = ", ".join(
+        f"CASE WHEN ok THEN CASE WHEN q THEN {_UNQUOTED.replace('v', f'f[{i}]')} ELSE f[{i}] END "
+        f"END AS gm_f{i}"
+        for i in range(1, n + 1)
+    )
     return f"""
         CREATE OR REPLACE TEMP TABLE gm_src AS
-        SELECT line,
-               CASE WHEN err IS NULL AND len(f) = {n} THEN
-                    CASE WHEN contains(raw, '"') THEN json_object({fields})::VARCHAR
-                         ELSE json_object({plain})::VARCHAR END
-                    ELSE raw END AS raw,
+        SELECT line, CASE WHEN NOT ok THEN raw END AS raw,
                coalesce(err, CASE WHEN len(f) <> {n} THEN
-                   'expected {n} tab-separated fields, found ' || len(f) END) AS err
-        FROM (SELECT line, raw, err, string_split(raw, chr(9)) AS f
-              FROM {lines} WHERE line > $skip)
+                   'expected {n} tab-separated fields, found ' || len(f) END) AS err,
+               {fields}
+        FROM (SELECT line, raw, err, f, err IS NULL AND len(f) = {n} AS ok,
+                     contains(raw, '"') AS q
+              FROM (SELECT line, raw, err, string_split(raw, chr(9)) AS f
+                    FROM {lines} WHERE line > $skip))
     """
 
 
-def read_tsv(con: duckdb.DuckDBPyConnection, path: Path, compression: str) -> None:
-    """``gm_src`` of a TSV collection, its records made in the statement that reads the lines:
-    a table of the lines between, then the records from it, cost 2.7 times a bare read of the
-    file on 1M passages. A file the reader skipped lines of (invalid UTF-8) is read again by
-    ``read_by_line``, which gives each such line its place."""
+def read_tsv(con: duckdb.DuckDBPyConnection, path: Path, compression: str) -> list[str]:
+    """``gm_src`` of a TSV collection (see ``_tsv_sql``), its records made in the statement
+    that reads the lines: a table of the lines between, then the records from it, cost 2.7
+    times a bare read of the file on 1M passages. A file the reader skipped lines of (invalid
+    UTF-8) is read again by ``read_by_line``, which gives each such line its place. Returns the
+    columns' names."""
     from goldmine.ingest.files import numbered_lines, reader_skipped
 
     names, header = tsv_columns(first_lines(path, compression))
-    params = {f"k{i}": name for i, name in enumerate(names, start=1)}
-    params |= {"skip": 1 if header else 0, "path": str(path), "compression": compression}
+    params = {"skip": 1 if header else 0, "path": str(path), "compression": compression}
     lines = f"(SELECT line, raw, NULL::VARCHAR AS err FROM {numbered_lines()})"
     con.execute(_tsv_sql(len(names), lines), params)
     if reader_skipped(con):
         read_by_line(con, "tsv", path, compression)
+    return names
 
 
 # SMART and TREC SGML split into records before DuckDB sees them. Gathering each record's lines
@@ -529,25 +533,31 @@ def _statements(fmt: str, block, prefix: bool) -> list[tuple[str, object, dict]]
     return [(sql, batched(table), params) for sql, table, params in tables if table.num_rows]
 
 
-def read(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str) -> None:
-    """``gm_src(line, raw, err)``: the records of a file in ``fmt`` (smart, trec or tsv)."""
+def read(
+    con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str
+) -> list[str] | None:
+    """``gm_src(line, raw, err)``: the records of a file in ``fmt`` (smart, trec or tsv), as
+    JSON objects in ``raw``; or, when it returns the records' field names (TSV), as text
+    columns ``gm_f1``.. of those names (see ``files.typed_rows``)."""
     if fmt == "tsv":
-        read_tsv(con, path, compression)
-        return
+        return read_tsv(con, path, compression)
     if fmt in ("smart", "trec"):
         from goldmine.ingest.corpus_split import NeedsLines
 
         try:
             read_split(con, fmt, path, compression)
-            return
+            return None
         except NeedsLines:
             pass
-    read_by_line(con, fmt, path, compression)
+    return read_by_line(con, fmt, path, compression)
 
 
-def read_by_line(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str) -> None:
+def read_by_line(
+    con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str
+) -> list[str] | None:
     """``gm_src`` from the file read as lines by DuckDB, the records gathered in SQL: slower
-    than ``read_split``, but it reads any file (a line it cannot read is a reject)."""
+    than ``read_split``, but it reads any file (a line it cannot read is a reject). Returns
+    what ``read`` returns."""
     from goldmine.ingest.files import InputFile, read_lines
 
     item = InputFile(path, fmt, compression)
@@ -560,6 +570,6 @@ def read_by_line(con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compressi
     else:
         names, header = tsv_columns(first_lines(path, compression))
         read_lines(con, item, (), "gm_lined")
-        params = {f"k{i}": name for i, name in enumerate(names, start=1)}
-        con.execute(_tsv_sql(len(names)), {**params, "skip": 1 if header else 0})
+        con.execute(_tsv_sql(len(names)), {"skip": 1 if header else 0})
     con.execute("DROP VIEW gm_lined")
+    return names if fmt == "tsv" else None

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -374,6 +375,45 @@ def materialized_rows(columns: dict[str, str]) -> str:
                      CASE WHEN err IS NULL THEN try(json_transform(raw, $gm_structure)) END AS j
               FROM gm_raw)
     """
+
+
+def raw_view(con: duckdb.DuckDBPyConnection, keys: list[str] | None = None) -> None:
+    """View ``gm_raw(line, raw, err)`` over ``gm_src``; with ``keys``, the records' fields are
+    ``gm_src``'s text columns ``gm_f1``.. (named by ``keys``, unique), made a JSON object here
+    only for who reads ``gm_raw`` (a view holds no parameters: the names are in a table)."""
+    if keys is None:
+        con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+        return
+    con.execute("CREATE OR REPLACE TEMP TABLE gm_src_keys AS SELECT ?::VARCHAR[] AS k", [keys])
+    values = ", ".join(f"gm_f{i}" for i in range(1, len(keys) + 1))
+    record = f"to_json(map_from_entries(list_zip((SELECT k FROM gm_src_keys), [{values}])))"
+    con.execute(
+        "CREATE OR REPLACE TEMP VIEW gm_raw AS "
+        f"SELECT line, coalesce(raw, {record}::VARCHAR) AS raw, err FROM gm_src"
+    )
+
+
+def typed_rows(columns: dict[str, str], keys: list[str]) -> tuple[str, dict[str, Any]]:
+    """SQL for ``gm_rows`` (see ``field_columns``) over ``gm_src``'s text columns (``raw_view``):
+    no JSON is made or parsed for a record. A field read as JSON (its type checked) comes as a
+    native string (``gm_s``). A record's JSON text is made only where a reject keeps it (the
+    stage keeps ``raw`` for rejects alone, and DuckDB computes it for those rows only)."""
+
+    def typed(_: int, key: str) -> tuple[str, str, str] | None:
+        if key not in keys:
+            return None
+        got = f"gm_f{keys.index(key) + 1}"
+        if columns[key] == "JSON":
+            return "NULL::VARCHAR", "NULL::VARCHAR[]", got
+        return got, "NULL::VARCHAR[]", "NULL::VARCHAR"
+
+    params = {f"gm_k{i}": key for i, key in enumerate(keys, start=1)}
+    pairs = ", ".join(f"$gm_k{i}, gm_f{i}" for i in range(1, len(keys) + 1))
+    sql = (
+        f"SELECT line, coalesce(raw, json_object({pairs})::VARCHAR) AS raw, err, {_UNSEEN}, "
+        f"{field_columns(columns, typed)} FROM gm_src"
+    )
+    return sql, params
 
 
 def streaming_rows(

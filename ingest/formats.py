@@ -146,16 +146,19 @@ def _known(path: Path) -> bool:
     return item.format != "tsv"
 
 
-def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
-    """Make view ``gm_raw(line, raw, err)`` over one file's records, whatever its format."""
+def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> list[str] | None:
+    """Make view ``gm_raw(line, raw, err)`` over one file's records, whatever its format.
+    Returns the field names when the records are also in ``gm_src`` as text columns
+    (``files.typed_rows`` reads them with no JSON between), else None."""
     if item.format not in _LOG_LAYOUTS + _COLLECTIONS:
         files.read_raw(con, item)
-        return
+        return None
     try:
         if item.format in _LOG_LAYOUTS:
             logformats.read(con, item.path, item.format, item.compression)
-        else:
-            corpus_formats.read(con, item.format, item.path, item.compression)
-            con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+            return None
+        keys = corpus_formats.read(con, item.format, item.path, item.compression)
+        files.raw_view(con, keys)
+        return keys
     except duckdb.Error as exc:
         raise files.unreadable(item, exc) from exc

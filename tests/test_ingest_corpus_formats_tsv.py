@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from goldmine.ingest.corpus_formats import read_by_line, read_tsv
+from goldmine.ingest.files import raw_view
 
 # Lines a collection may hold: CSV-quoted texts, backslashes, control characters JSON escapes,
 # non-ASCII (U+2028 too), empty fields, blank and white-space lines, too few or many fields.
@@ -31,21 +32,21 @@ TRICKY = [
 ]
 
 
-def _gm_src(con: duckdb.DuckDBPyConnection) -> list[tuple]:
-    return con.execute("SELECT line, raw, err FROM gm_src ORDER BY line").fetchall()
+def _gm_raw(con: duckdb.DuckDBPyConnection, keys: list[str] | None) -> list[tuple]:
+    """The records as every target reads them: JSON objects made of the text columns."""
+    raw_view(con, keys)
+    return con.execute("SELECT line, raw, err FROM gm_raw ORDER BY line").fetchall()
 
 
 def _both(path: Path, compression: str = "none") -> tuple[list[tuple], list[tuple], bool]:
     """gm_src by the one-statement reader and by the line reader, and whether the first read
     the file in one statement (the line reader's table of lines was not made)."""
     con = duckdb.connect()
-    read_tsv(con, path, compression)
-    one = _gm_src(con)
+    one = _gm_raw(con, read_tsv(con, path, compression))
     tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
     con.close()
     con = duckdb.connect()
-    read_by_line(con, "tsv", path, compression)
-    lines = _gm_src(con)
+    lines = _gm_raw(con, read_by_line(con, "tsv", path, compression))
     con.close()
     return one, lines, "gm_lines" not in tables
 
