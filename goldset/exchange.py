@@ -90,6 +90,9 @@ def export_version(
         for item in items
         for chunk_id, grade in sorted(judged_of(item).items())
     ]
+    from goldmine.goldset.interop import check_ids
+
+    check_ids(qrels, fmt)  # trec or beir, before a file is written
     if fmt == "trec":
         return [
             _write(out_dir / f"{stem}.qrels", [f"{q} 0 {c} {g}" for q, c, g in qrels]),

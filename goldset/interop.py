@@ -29,7 +29,24 @@ if TYPE_CHECKING:
     import duckdb
 
 INTEROP_FORMATS = ("ranx", "ir_measures", "hf")
-_SPACE = re.compile(r"\s")
+# What each line-based format's readers split a line on: an id holding it cannot be written.
+_SPLITS = {
+    "trec": (re.compile(r"\s"), "whitespace", "trec_eval splits lines on it"),
+    "ir_measures": (re.compile(r"\s"), "whitespace", "ir_measures splits lines on it"),
+    "beir": (re.compile(r"[\t\r\n]"), "a tab or line break", "BEIR splits lines on tabs"),
+}
+
+
+def check_ids(qrels: list[tuple[str, str, int]], fmt: str) -> None:
+    """Refuse, before anything is written, an id that ``fmt``'s lines cannot hold: written, it
+    would be read back as other ids and grades."""
+    pattern, what, why = _SPLITS[fmt]
+    for query_id, chunk_id, _ in qrels:
+        if pattern.search(query_id) or pattern.search(chunk_id):
+            raise InputError(
+                f"query {query_id!r}, chunk {chunk_id!r}: an id with {what} cannot be written as "
+                f"{fmt} qrels ({why}); export --format hf or jsonl instead"
+            )
 
 
 def export_interop(
@@ -59,17 +76,9 @@ def _ranx(items: list[dict], path: Path) -> Path:
 
 
 def _trec_tsv(items: list[dict], path: Path) -> Path:
-    lines = []
-    for item in items:
-        for chunk_id, grade in sorted(judged_of(item).items()):
-            if _SPACE.search(item["query_id"]) or _SPACE.search(chunk_id):
-                raise InputError(
-                    f"query {item['query_id']!r}, chunk {chunk_id!r}: an id with whitespace "
-                    "cannot be written as TREC qrels (ir_measures splits lines on it); "
-                    "export --format hf or jsonl instead"
-                )
-            lines.append(f"{item['query_id']}\t0\t{chunk_id}\t{grade}\n")
-    path.write_text("".join(lines), encoding="utf-8")
+    qrels = [(i["query_id"], c, g) for i in items for c, g in sorted(judged_of(i).items())]
+    check_ids(qrels, "ir_measures")
+    path.write_text("".join(f"{q}\t0\t{c}\t{g}\n" for q, c, g in qrels), encoding="utf-8")
     return path
 
 

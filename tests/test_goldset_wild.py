@@ -243,3 +243,20 @@ def test_a_run_given_to_gold_import_is_told_to_go_to_eval(cli, tmp_path) -> None
     run = "1 Q0 kb-1 1 2.5 bm25\n1 Q0 kb-2 2 1.5 bm25\n"
     result = with_topics(cli, tmp_path, run, TOPICS)
     assert_one_error_line(result, "TREC run", "eval run")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "relevant"), [("trec", {"doc 1": 2}), ("beir", {"doc\t1": 2}), ("trec", {"d\n1": 1})]
+)
+def test_export_refuses_an_id_its_format_cannot_hold(cli, tmp_path, fmt, relevant) -> None:
+    """A space splits a TREC qrels line, a tab a BEIR one: written anyway, trec_eval and BEIR
+    read other ids and grades than the version's."""
+    line = {"query_id": "1", "query": "reset my password", "relevant": relevant}
+    result = imported(cli, tmp_path, {"gold.jsonl": json.dumps(line) + "\n"}, "gold.jsonl")
+    assert result.returncode == 0, result.stderr
+    db = str(tmp_path / "s.duckdb")
+    assert cli("--db", db, "gold", "publish", "-m", "v1").returncode == 0
+    out = tmp_path / "out"
+    exported = cli("--db", db, "gold", "export", "--format", fmt, "--out", str(out))
+    assert_one_error_line(exported, "export --format hf or jsonl")
+    assert not any(p.is_file() for p in out.rglob("*"))
