@@ -351,15 +351,18 @@ def _attr(name: str, kinds: tuple[str, ...]) -> str:
                      END"""
 
 
-# Each block's opener attributes and the tags read from it (each only where a plain substring
-# test says the block may hold one): the first query, the first id (a name ending in "id", or
-# DOCNO), every rank.
+# Each block's opener attributes (read by ``logsplit.blocks``; by the pattern where it marked
+# the opener odd) and the tags read from it (each only where a plain substring test says the
+# block may hold one): the first query, the first id (a name ending in "id", or DOCNO), every
+# rank.
 _BLOCK_TAGS = rf"""
 CREATE OR REPLACE TEMP TABLE gm_xml_found AS
 SELECT idx, kind, line, s, e, r, k,
-       {_attr("num", ("session", "interaction", "currentquery"))} AS num,
-       {_attr("rank", ("result",))} AS rank,
-       {_attr("starttime", ("interaction", "currentquery", "click"))} AS starttime,
+       CASE WHEN odd THEN {_attr("num", ("session", "interaction", "currentquery"))}
+            ELSE num END AS num,
+       CASE WHEN odd THEN {_attr("rank", ("result",))} ELSE rank END AS rank,
+       CASE WHEN odd THEN {_attr("starttime", ("interaction", "currentquery", "click"))}
+            ELSE starttime END AS starttime,
        CASE WHEN q.m <> '' THEN {_decoded("q.t")} END AS query,
        CASE WHEN id.m <> '' THEN {_decoded("id.t")} END AS id,
        ranks
