@@ -10,8 +10,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from goldmine.ingest import api
 from goldmine.ingest.corpus_formats import read_by_line, read_tsv
 from goldmine.ingest.files import raw_view
+from goldmine.store import open_store
+
+from helpers import write_jsonl
 
 # Lines a collection may hold: CSV-quoted texts, backslashes, control characters JSON escapes,
 # non-ASCII (U+2028 too), empty fields, blank and white-space lines, too few or many fields.
@@ -89,6 +93,38 @@ def test_a_line_the_reader_cannot_read_takes_the_line_reader(tmp_path: Path):
     assert not one_pass
     assert one == lines
     assert [(r[0], r[2]) for r in one] == [(1, None), (2, "invalid UTF-8"), (4, None)]
+
+
+def test_the_stage_reads_the_text_columns_as_it_reads_the_same_records_as_json(
+    tmp_path: Path, db_path: Path
+):
+    # The stage reads a TSV's text columns (files.typed_rows) with no JSON between: the chunks,
+    # rejects and their raw text are those of the same records given as JSON lines.
+    tsv = tmp_path / "psgs.tsv"
+    dup = ["7\tthe same id again\tT", "9\t \tblank text", "20\tfine\t", "21\tcol4\tT"]
+    tsv.write_text("id\ttext\ttitle\n" + "\n".join(TRICKY + dup) + "\n", encoding="utf-8")
+    con = duckdb.connect()
+    records = _gm_raw(con, read_tsv(con, tsv, "none"))
+    con.close()
+    jsonl = write_jsonl(tmp_path / "psgs.jsonl", [r[1] for r in records if r[2] is None])
+    got = {}
+    for path in (tsv, jsonl):
+        store = db_path.with_name(path.suffix[1:] + ".duckdb")
+        with open_store(store) as con:
+            api.corpus(con, [path])
+            got[path.suffix] = (
+                con.execute(
+                    "SELECT * EXCLUDE (snapshot_id) FROM chunks ORDER BY chunk_id"
+                ).fetchall(),
+                con.execute(
+                    "SELECT reason, raw FROM rejects WHERE reason NOT LIKE 'expected %' "
+                    "ORDER BY reason, raw"
+                ).fetchall(),
+            )
+    chunks, rejects = got[".tsv"]
+    assert (chunks, rejects) == got[".jsonl"]
+    assert len(chunks) == 9 and len(rejects) == 4
+    assert ("duplicate chunk id: 7", '{"id":"7","text":"the same id again","title":"T"}') in rejects
 
 
 @pytest.mark.slow  # a big generated file: 80 MB, so that DuckDB reads it in parallel buffers
