@@ -239,10 +239,9 @@ def _judged(obj: dict, path: Path, n: int) -> dict[str, int]:
 
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
-# One field of a TREC <top>: its text runs to the next field's tag (the files close none).
-_TOP_FIELD = re.compile(
-    r"<(num|title|desc|narr)>\s*(.*?)\s*(?=<(?:num|title|desc|narr|/top)>|\Z)", re.S | re.I
-)
+# One field of a TREC <top>: its text runs to the next tag (the files close none; TREC-1 to 3
+# topics have <dom>, <con>, <fac>, <def> and <nat> too, which are no part of the field before).
+_TOP_FIELD = re.compile(r"<(num|title|desc|narr)>\s*(.*?)\s*(?=</?[a-z]+>|\Z)", re.S | re.I)
 # The label a field's text starts with in the TREC files ("Number: 301", "Description:").
 _TOP_LABEL = re.compile(r"^(?:Number|Topic|Description|Narrative)\s*:\s*", re.I)
 _TOPIC_XML = re.compile(

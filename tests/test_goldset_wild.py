@@ -260,3 +260,35 @@ def test_export_refuses_an_id_its_format_cannot_hold(cli, tmp_path, fmt, relevan
     exported = cli("--db", db, "gold", "export", "--format", fmt, "--out", str(out))
     assert_one_error_line(exported, "export --format hf or jsonl")
     assert not any(p.is_file() for p in out.rglob("*"))
+
+
+TREC1_TOPIC = """<top>
+<head> Tipster Topic Description
+<num> Number: 051
+<dom> Domain: International Economics
+<title> Topic: Airbus Subsidies
+
+<desc> Description:
+Document will discuss government assistance to Airbus Industrie.
+
+<narr> Narrative:
+To be relevant, a document must cite or discuss assistance.
+
+<con> Concept(s):
+1.  Airbus Industrie
+
+<fac> Factor(s):
+<nat> Nationality: U.S.
+</fac>
+<def> Definition(s):
+</top>
+"""
+
+
+def test_trec_1_to_3_topics_end_a_field_at_the_next_tag(tmp_path) -> None:
+    """TREC-1 to 3 topics carry <dom>, <con>, <fac> and <def> too: none is part of a narrative."""
+    path = tmp_path / "topics.51-100"
+    path.write_text(TREC1_TOPIC, encoding="utf-8")
+    assert read_topics(path, [], "title") == {"051": "Airbus Subsidies"}
+    narrative = "To be relevant, a document must cite or discuss assistance."
+    assert read_topics(path, [], "narr") == {"051": narrative}
