@@ -140,7 +140,8 @@ def step(command: str, name: str, detail: str = "") -> None:
 class Col:
     """A column of a ``fit_table``. ``keep``: columns with the lowest are left out first when the
     terminal is too narrow (None: always shown). ``wrap``: the cells wrap between words (a label),
-    down to ``min_width`` or the longest word; other cells keep their lines whole."""
+    down to ``min_width`` or the longest word (a word past 30 cells folds); other cells keep
+    their lines whole."""
 
     header: str
     keep: int | None = None
@@ -161,8 +162,13 @@ def _width(text: str) -> int:
     return max((cell_len(line) for line in text.splitlines()), default=0)
 
 
+# A wrapping column's narrowest width counts a word up to this many cells: a longer one (a URL,
+# a pasted token) is folded over lines, else it alone would take the width of every other column.
+_FOLD_PAST = 30
+
+
 def _longest_word(text: str) -> int:
-    return max((_width(w) for w in text.split()), default=0)
+    return min(max((_width(w) for w in text.split()), default=0), _FOLD_PAST)
 
 
 def fit_table(cols: list[Col], rows: list[list[str]], width: int | None = None) -> Any:

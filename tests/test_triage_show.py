@@ -209,6 +209,23 @@ def test_the_table_fits_with_whole_headers_and_wrapped_labels(db_path, cli, colu
         assert "Any solution for" in row, out.stdout
 
 
+def test_a_label_of_one_huge_word_folds_and_leaves_the_other_columns_whole(db_path, cli):
+    # A pasted token or URL of thousands of characters with no space: the narrowest label
+    # column was the whole word, so every other column was squeezed to nothing.
+    word = "https://example.com/" + "x" * 3000
+    with open_store(db_path) as con:
+        triaged(con, {**CLUSTERS, 7: [(word, 50, 40, ["keyword"], ["searchlog"])]})
+    out = show(cli, db_path, columns=100)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100, out.stdout
+    header = next(line for line in lines if " id " in line)
+    cells = [c.strip() for c in re.split(r"[┃│|]", header) if c.strip()]
+    assert set(HEADERS) <= set(cells), out.stdout
+    folded = "".join(re.findall(r"x{10,}", out.stdout))
+    assert len(folded) >= 3000  # folded over lines, never cut
+
+
 # --- the typo tag --------------------------------------------------------------------------------
 
 COMMON = [  # each word here is in at least three queries: the frequent spellings
