@@ -20,6 +20,7 @@ import csv
 import html
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -557,16 +558,24 @@ def read_beir(folder: Path, split: str = "test") -> list[GoldQuery]:
 
 
 def _join(qrels: dict[str, dict[str, int]], topics: dict[str, str], path: Path) -> list[GoldQuery]:
-    missing = sorted(set(qrels) - set(topics))
-    if missing:
-        raise InputError(
-            f"{len(missing)} judged queries have no text in the topics (e.g. {missing[:3]})"
-            + _zeros_hint(missing, topics),
-            path=path,
-        )
+    check_topics(qrels, topics, path)
     # Topics without judgments are kept: judged by nobody, they are "no answer" only if the
     # file says so, so they are left out rather than guessed.
     return [GoldQuery(qid, topics[qid], judged) for qid, judged in qrels.items()]
+
+
+def check_topics(judged: Iterable[str], topics: dict[str, str], path: Path) -> None:
+    """Refuse judged query ids the topics give no text for, saying what to do."""
+    missing = sorted(set(judged) - set(topics))
+    if missing:
+        raise InputError(
+            f"{len(missing)} judged queries have no text in the topics (e.g. {missing[:3]})"
+            + (
+                _zeros_hint(missing, topics)
+                or ": pass --topics a file that has them, or leave their judgments out of the file"
+            ),
+            path=path,
+        )
 
 
 def _zeros_hint(missing: list[str], topics: dict[str, str]) -> str:
@@ -580,7 +589,7 @@ def _zeros_hint(missing: list[str], topics: dict[str, str]) -> str:
     padded, plain = pairs[0]
     return (
         f"; the topics write {len(pairs)} of them with leading zeros ({padded} for {plain}), "
-        "and ids are compared as text: write the ids alike in both files"
+        "and ids are compared as text: write the ids alike in the qrels and --topics"
     )
 
 

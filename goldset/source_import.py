@@ -33,6 +33,7 @@ from goldmine.goldset.exchange import (
     _match,
     _read_lines,
     check_scale,
+    check_topics,
     file_format,
     read_minimal_jsonl,
     read_topics,
@@ -164,12 +165,7 @@ def _with_text(
     judgments: pl.DataFrame, topics: dict[str, str], path: Path
 ) -> tuple[pl.DataFrame, dict[str, str | None]]:
     judged = judgments["file_qid"].unique(maintain_order=True).to_list()
-    missing = [q for q in judged if q not in topics]
-    if missing:
-        raise InputError(
-            f"{len(missing)} judged queries have no text in the topics (e.g. {missing[:3]})",
-            path=path,
-        )
+    check_topics(judged, topics, path)
     return judgments, {q: topics[q] for q in judged}
 
 

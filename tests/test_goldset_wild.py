@@ -292,3 +292,13 @@ def test_trec_1_to_3_topics_end_a_field_at_the_next_tag(tmp_path) -> None:
     assert read_topics(path, [], "title") == {"051": "Airbus Subsidies"}
     narrative = "To be relevant, a document must cite or discuss assistance."
     assert read_topics(path, [], "narr") == {"051": narrative}
+
+
+@pytest.mark.parametrize("as_source", [[], ["--as-source", "b"]])
+def test_judged_queries_missing_from_the_topics_are_named_with_what_to_do(
+    cli, tmp_path, as_source
+) -> None:
+    topics = TOPICS.replace("1\t", "001\t")
+    files = {"qrels": QRELS, "t.tsv": topics}
+    result = imported(cli, tmp_path, files, "qrels", "--topics", "t.tsv", *as_source)
+    assert_one_error_line(result, "1 judged queries have no text", "001 for 1", "--topics")
