@@ -119,3 +119,27 @@ def test_a_beir_folder_given_as_gold_is_told_its_qrels_file(cli, tmp_path) -> No
                  "--db", str(tmp_path / "s.duckdb"))  # fmt: skip
     assert result.returncode == 2
     assert "qrels/test.tsv" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "dress",
+    [
+        lambda text: ("# a comment\n" + text).encode(),
+        lambda text: gzip.compress(text.encode()),
+        lambda text: ("\ufeff" + text.replace("\n", "\r\n")).encode(),
+    ],
+    ids=["comment", "gzip", "bom-crlf"],
+)
+def test_the_columnar_engine_reads_what_the_python_reader_reads(tmp_path, dress) -> None:
+    """Large files go to polars (``force`` stands in for the size): the same figures."""
+    from goldmine.eval.scoring import evaluate_files
+    from goldmine.metrics import parse_metric
+
+    metrics = [parse_metric(m) for m in METRICS.split(",")]
+    qrels, run = tmp_path / "q", tmp_path / "r"
+    qrels.write_bytes(dress(QRELS))
+    run.write_bytes(dress(RUN.replace(" ", "\t")))
+    for force in (False, True):
+        result = evaluate_files(qrels, run, metrics, force=force)
+        assert result.summary == {"mrr": 0.75, "ndcg": pytest.approx(0.7453, abs=1e-4),
+                                  "recall@1": 0.5}, force  # fmt: skip
