@@ -537,7 +537,7 @@ def read_hf(folder: Path) -> list[GoldQuery]:
     return _join(judged, topics, folder / "judgments.parquet")
 
 
-def read_beir(folder: Path, split: str = "test") -> list[GoldQuery]:
+def read_beir(folder: Path, split: str = "test", notes: list[str] | None = None) -> list[GoldQuery]:
     queries_path, qrels_path = folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
     for needed in (queries_path, qrels_path):
         if not needed.is_file():
@@ -547,20 +547,33 @@ def read_beir(folder: Path, split: str = "test") -> list[GoldQuery]:
     lines = _read_lines(qrels_path)
     for n, line in enumerate(lines, 1):
         parts = line.split("\t")
-        if n == 1 and parts[0].strip() in ("query-id", "query_id"):
+        if not line.strip() or (n == 1 and parts[0].strip() in ("query-id", "query_id")):
             continue
         if len(parts) != 3:
             raise InputError("expected query-id, corpus-id, score", path=qrels_path, line=n)
         qid, doc = parts[0].strip(), parts[1].strip()
         judge(qrels.setdefault(qid, {}), qid, doc, _grade(parts[2], qrels_path, n),
               path=qrels_path, line=n, lines=lines)  # fmt: skip
-    return _join(qrels, topics, qrels_path)
+    return _join(qrels, topics, qrels_path, notes)
 
 
-def _join(qrels: dict[str, dict[str, int]], topics: dict[str, str], path: Path) -> list[GoldQuery]:
+def _join(
+    qrels: dict[str, dict[str, int]],
+    topics: dict[str, str],
+    path: Path,
+    notes: list[str] | None = None,
+) -> list[GoldQuery]:
+    """The judged queries with their texts. A topic without judgments is left out rather than
+    guessed ("no answer" only if the file says so), and ``notes`` counts them: qrels cannot say
+    "no answer" without a judged chunk, so a version's such query comes back only from JSONL."""
     check_topics(qrels, topics, path)
-    # Topics without judgments are kept: judged by nobody, they are "no answer" only if the
-    # file says so, so they are left out rather than guessed.
+    unjudged = len(set(topics) - set(qrels))
+    if unjudged and notes is not None:
+        has = "topic has" if unjudged == 1 else "topics have"
+        notes.append(
+            f"{unjudged} {has} no judgment in {path.name}: left out (a query the corpus cannot "
+            'answer is kept by gold JSONL, "no_answer": true, as gold export writes it)'
+        )
     return [GoldQuery(qid, topics[qid], judged) for qid, judged in qrels.items()]
 
 
@@ -657,7 +670,7 @@ def import_path(
         return restore_version(con, path)
     notes: list[str] = []
     if fmt == "beir":
-        entries = read_beir(path, split)
+        entries = read_beir(path, split, notes)
     elif fmt == "hf":
         entries = read_hf(path)
     elif fmt == "jsonl":
@@ -667,7 +680,7 @@ def import_path(
             what = "ranx qrels" if fmt == "ranx" else "TREC qrels"
             raise InputError(f"{what} carry no query text: pass --topics FILE", path=path)
         qrels = read_ranx(path) if fmt == "ranx" else read_qrels(path)
-        entries = _join(qrels, read_topics(topics, notes, topic_field), path)
+        entries = _join(qrels, read_topics(topics, notes, topic_field), path, notes)
     if grade_map is not None:
         entries = [_map_grades(e, grade_map, path) for e in entries]
     else:

@@ -302,3 +302,34 @@ def test_judged_queries_missing_from_the_topics_are_named_with_what_to_do(
     files = {"qrels": QRELS, "t.tsv": topics}
     result = imported(cli, tmp_path, files, "qrels", "--topics", "t.tsv", *as_source)
     assert_one_error_line(result, "1 judged queries have no text", "001 for 1", "--topics")
+
+
+@pytest.mark.parametrize("fmt", ["trec", "beir"])
+def test_topics_left_out_for_having_no_judgment_are_counted(cli, tmp_path, fmt) -> None:
+    """Qrels cannot say "no answer" without a judged chunk: a version's no-answer query with none
+    is in the exported topics only, and the import that leaves it out says so."""
+    lines = [{"query_id": "1", "query": "reset my password", "relevant": {"kb-1": 2}},
+             {"query_id": "2", "query": "refund in bitcoin", "no_answer": True}]  # fmt: skip
+    data = "".join(json.dumps(o) + "\n" for o in lines)
+    assert imported(cli, tmp_path, {"g.jsonl": data}, "g.jsonl").returncode == 0
+    db = str(tmp_path / "s.duckdb")
+    assert cli("--db", db, "gold", "publish", "-m", "v1").returncode == 0
+    out = tmp_path / "out"
+    assert cli("--db", db, "gold", "export", "--format", fmt, "--out", str(out)).returncode == 0
+    judged = [str(out / "v0001.qrels"), "--topics", str(out / "v0001.topics.tsv")]
+    args = judged if fmt == "trec" else [str(out / "v0001-beir")]
+    back = cli("--db", str(tmp_path / "b.duckdb"), "gold", "import", *args, "--by", "ana")
+    assert back.returncode == 0, back.stderr
+    assert "1 topic has no judgment" in back.stderr and "left out" in back.stderr
+
+
+def test_a_beir_folder_with_crlf_and_a_trailing_blank_line_imports(cli, tmp_path) -> None:
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    queries = [{"_id": q, "text": t} for q, t, _ in ITEMS]
+    (folder / "queries.jsonl").write_text("".join(json.dumps(o) + "\r\n" for o in queries))
+    tsv = "query-id\tcorpus-id\tscore\r\n" + "".join(f"{q}\t{c}\t{g}\r\n" for q, c, g in LABELS)
+    (folder / "qrels" / "test.tsv").write_text(tsv + "\r\n", newline="")
+    result = cli("--db", str(tmp_path / "s.duckdb"), "gold", "import", str(folder), "--by", "ana")
+    assert result.returncode == 0, result.stderr
+    assert stored(tmp_path / "s.duckdb") == (ITEMS, LABELS)
