@@ -601,7 +601,12 @@ def _run_json(text: str, path: Path) -> Run:
     results: dict[str, list[str]] = {}
     all_scores: dict[str, list[float]] = {}
     for query, value in obj.items():
-        ids, scores = _result_items(value, path, 1)
+        if isinstance(value, dict):  # ranx's and pytrec_eval's {doc_id: score}: trec_eval's order
+            ids, scores = order_trec(
+                list(map(str, value)), [_score(v, path, 1) for v in value.values()]
+            )
+        else:
+            ids, scores = _result_items(value, path, 1)
         results[str(query)] = ids
         if scores is not None:
             all_scores[str(query)] = scores

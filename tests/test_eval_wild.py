@@ -143,3 +143,12 @@ def test_the_columnar_engine_reads_what_the_python_reader_reads(tmp_path, dress)
         result = evaluate_files(qrels, run, metrics, force=force)
         assert result.summary == {"mrr": 0.75, "ndcg": pytest.approx(0.7453, abs=1e-4),
                                   "recall@1": 0.5}, force  # fmt: skip
+
+
+def test_a_ranx_run_json_reads_as_ranx_ranks_it(cli, tmp_path, plain) -> None:
+    """ranx's Run.save writes {query_id: {doc_id: score}}: ranked by score, ties by id
+    descending as trec_eval breaks them."""
+    run = {"1": {"d1": 1.0, "d2": 2.0}, "2": {"d3": 0.001, "d4": 3.5}}
+    assert scored(cli, tmp_path, QRELS, json.dumps(run, indent=1)) == plain
+    ties = {"1": {"d1": 1.0, "d2": 1.0}, "2": {"d3": 1.0, "d4": 1.0}}  # d2 first, d4 first
+    assert scored(cli, tmp_path, QRELS, json.dumps(ties)) == plain
