@@ -142,9 +142,8 @@ def detect_gold_format(text: str) -> str:
         return "trec"
     if "\t" in first and any(k in first.lower() for k in ("query-id", "query_id", "qid")):
         return "beir"
-    fields = first.split()
-    if len(fields) == 3 and _parses(fields[2]):
-        return "beir"  # a BEIR qrels file without its header
+    if len(fields) == 3 and _parses(fields[2], float):
+        return "beir"  # qid docid grade: a BEIR qrels file without its header, or cranqrel
     if looks_like_trec_run(_data_fields(text, _is_run_header)):
         raise InputError(
             "this is a TREC run ('qid Q0 docid rank score tag'), not judgments: pass it as --run "
@@ -294,9 +293,11 @@ def _gold_trec(text: str, path: Path) -> Gold:
 
 def _gold_beir(text: str, path: Path) -> Gold:
     queries: dict[str, GoldQuery] = {}
-    for number, line in _lines(text):
+    for number, line in _records(text):
         fields = line.split("\t") if "\t" in line else line.split()
-        if not queries and fields[0].strip().lower() in ("query-id", "query_id", "qid"):
+        if not queries and (
+            fields[0].strip().lower() in ("query-id", "query_id", "qid") or is_qrels_header(fields)
+        ):
             continue  # the header
         if len(fields) != 3:
             raise InputError(

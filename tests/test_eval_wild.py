@@ -152,3 +152,15 @@ def test_a_ranx_run_json_reads_as_ranx_ranks_it(cli, tmp_path, plain) -> None:
     assert scored(cli, tmp_path, QRELS, json.dumps(run, indent=1)) == plain
     ties = {"1": {"d1": 1.0, "d2": 1.0}, "2": {"d3": 1.0, "d4": 1.0}}  # d2 first, d4 first
     assert scored(cli, tmp_path, QRELS, json.dumps(ties)) == plain
+
+
+def test_three_column_qrels_with_a_header_and_comments_read_as_gold_import_reads_them(
+    cli, tmp_path, plain
+) -> None:
+    """Cranfield's cranqrel has three columns, qid docid grade; gold import takes a header row and
+    comment lines in such a file, and so does eval run."""
+    three = "".join(
+        " ".join(line.split()[::2] + line.split()[3:]) + "\n" for line in QRELS.splitlines()
+    )
+    assert three.startswith("1 d1 1\n")
+    assert scored(cli, tmp_path, "qid docno rel\n# pass 2\n" + three, RUN) == plain
