@@ -37,6 +37,32 @@ def test_an_empty_store_has_nothing_to_triage(cli, db_path: Path) -> None:
     assert runs == 0  # nothing was run, so nothing is recorded as a run
 
 
+def test_events_with_no_letter_or_digit_are_counted_not_lost_without_a_word(
+    cli, db_path: Path
+) -> None:
+    # An emoji, a run of question marks, a zero-width space: no words to cluster, so they are
+    # left out of triage, and the run says how many events and which texts.
+    wordless = ["👍👍", "???", "\u200b", "👍👍"]
+    with open_store(db_path) as con:
+        load_queries(con, ["reset my password", "change my password", *wordless])
+    out = cli("triage", "run", "--db", str(db_path), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["n_events"] == 4 and data["n_no_words"] == 8  # two events a text
+    summary = next(line for line in out.stderr.splitlines() if line.startswith("triage run 1:"))
+    assert "8 events left out: no letter or digit in their text" in summary, out.stderr
+    assert "'👍👍'" in summary and "'???'" in summary, out.stderr
+
+
+def test_a_store_of_wordless_events_says_so_not_that_it_is_empty(cli, db_path: Path) -> None:
+    with open_store(db_path) as con:
+        load_queries(con, ["🔥"])
+    out = cli("triage", "run", "--db", str(db_path))
+    assert out.returncode == 0, out.stderr
+    assert "nothing to triage: 2 events left out: no letter or digit" in out.stderr, out.stderr
+    assert "holds no searches" not in out.stderr
+
+
 @pytest.mark.slow
 def test_steps_are_named_on_stderr_and_json_stays_pure(cli, db_path: Path) -> None:
     with open_store(db_path) as con:

@@ -22,6 +22,7 @@ Failure signals, per event (DESIGN.md, "Failure signals and tags"):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -142,10 +143,22 @@ def manual_rows() -> str:
 SOURCE_ROWS = (search_rows, ticket_rows, chat_rows, manual_rows)
 
 
-def normalize_events(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> int:
+@dataclass(frozen=True)
+class Wordless:
+    """Events left out of triage because their text has no letter or digit (an emoji, a run of
+    question marks, a zero-width space): nothing to embed or cluster, but counted, with the
+    most frequent texts, so that the run says what it left out."""
+
+    n_events: int = 0
+    examples: tuple[str, ...] = ()
+
+
+def normalize_events(
+    con: duckdb.DuckDBPyConnection, since: datetime | None = None
+) -> tuple[int, Wordless]:
     """Every event of the window as one row: normalized text and its per-event signals (zero
     results, no click, feedback, ticket, chat failure), one SQL builder per source (above);
-    returns the number of events."""
+    returns the number of events kept and what was left out."""
     raw = " UNION ALL ".join(f"({rows()})" for rows in SOURCE_ROWS)
     con.execute("DELETE FROM triage_events")
     con.execute(
@@ -160,8 +173,13 @@ def normalize_events(con: duckdb.DuckDBPyConnection, since: datetime | None = No
         [since, since] * len(SOURCE_ROWS),
     )
     fill_non_ascii(con, "triage_events", "query", "norm_query")
+    n, examples = con.execute(
+        "SELECT coalesce(sum(n), 0), list(query ORDER BY n DESC, query)[:3] FROM "
+        "(SELECT query, count(*) AS n FROM triage_events WHERE norm_query = '' GROUP BY query)"
+    ).fetchall()[0]
     con.execute("DELETE FROM triage_events WHERE norm_query = ''")
-    return con.execute("SELECT count(*) FROM triage_events").fetchall()[0][0]
+    kept = con.execute("SELECT count(*) FROM triage_events").fetchall()[0][0]
+    return kept, Wordless(int(n), tuple(examples or ()))
 
 
 def mark_session_signals(con: duckdb.DuckDBPyConnection, window_s: int = DEFAULT_WINDOW_S) -> int:

@@ -69,6 +69,9 @@ class RunResult:
     peak_mb: dict[str, int] = field(default_factory=dict)
     resumed_runs: list[int] = field(default_factory=list)  # earlier runs that had not finished
     nothing_to_triage: bool = False
+    # events whose text has no letter or digit (emoji, punctuation alone): left out, counted
+    n_no_words: int = 0
+    no_words_examples: list[str] = field(default_factory=list)
     backend: str = "torch"  # the embedding backend
 
 
@@ -197,12 +200,15 @@ def _run_steps(
     steps = _Steps(result)
     with store.open() as con, runs.staged(con):
         try:
-            result.n_events = steps.run("normalize", _events, since, con=con)
+            result.n_events = steps.run("normalize", _events, since, result, con=con)
         except _NoEvents:
             with transaction(con):
                 con.execute("DELETE FROM triage_runs WHERE run_id = ?", [result.run_id])
                 runs.drop_stage(con)
-            return RunResult(None, resumed_runs=result.resumed_runs, nothing_to_triage=True)
+            return RunResult(
+                None, resumed_runs=result.resumed_runs, nothing_to_triage=True,
+                n_no_words=result.n_no_words, no_words_examples=result.no_words_examples,
+            )  # fmt: skip
         result.n_queries = steps.run("signals", _signals, window_s, since, con=con)
         queries = dedupe.dedupe_inputs(con)
     result.n_deduped_before = int(queries["canonical_query"].is_not_null().sum())
@@ -238,10 +244,11 @@ def _run_steps(
     return result
 
 
-def _events(con: duckdb.DuckDBPyConnection, since: datetime | None) -> int:
-
+def _events(con: duckdb.DuckDBPyConnection, since: datetime | None, result: RunResult) -> int:
+    kept, wordless = normalize_events(con, since)
+    result.n_no_words, result.no_words_examples = wordless.n_events, list(wordless.examples)
     # Events imported as Spark summaries have no per-event rows: they count all the same.
-    n = normalize_events(con, since) + summary_events(con, since)
+    n = kept + summary_events(con, since)
     if not n:
         raise _NoEvents  # rolls the rebuilt event table back: the last run's rows stay
     return n
@@ -302,6 +309,8 @@ def summary(result: RunResult, since: datetime | None = None) -> str:
     """The run in one line: what it found, what it did, and what was already done."""
     if result.nothing_to_triage:
         where = f" at or after {since:%Y-%m-%d %H:%M}" if since else ""
+        if result.n_no_words:
+            return f"nothing to triage: {_no_words(result)}"
         return (
             f"nothing to triage: the store holds no searches, tickets, chat turns or manual "
             f"queries{where} (import some with goldmine ingest searchlog|tickets|chat FILE, "
@@ -315,8 +324,20 @@ def summary(result: RunResult, since: datetime | None = None) -> str:
         f"{result.n_clustered:,} clustered ({c.get('n_joined', 0):,} joined existing clusters, "
         f"{c.get('n_new_clusters', 0):,} new clusters); {result.n_clusters:,} clusters in all"
     )
+    if result.n_no_words:
+        line += f"; {_no_words(result)}"
     if result.resumed_runs:
         runs = ", ".join(str(r) for r in result.resumed_runs)
         plural = "s" if len(result.resumed_runs) > 1 else ""
         line += f"; run{plural} {runs} had not finished: its work was kept"
     return line
+
+
+def _no_words(result: RunResult) -> str:
+    """What the run left out for want of words, with the most frequent such texts."""
+    shown = ", ".join(repr(q) for q in result.no_words_examples)
+    n = result.n_no_words
+    return (
+        f"{n:,} event{'s' if n != 1 else ''} left out: no letter or digit in their text "
+        f"(e.g. {shown})"
+    )
