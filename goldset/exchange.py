@@ -419,7 +419,15 @@ def _tsv_topics(lines: list[str], path: Path, field: str) -> dict[str, str]:
                                  path=path, line=n)  # fmt: skip
             parts = [parts[header[0]], parts[header[1]]]
         else:
-            parts = line.split("\t", 1) if "\t" in line else line.strip().split(None, 1)
+            parts = line.rstrip().split("\t") if "\t" in line else line.strip().split(None, 1)
+            if len(parts) > 2:
+                raise InputError(
+                    f"{len(parts)} tab-separated columns where id<TAB>text has 2: name the "
+                    "columns in a header row (id<TAB>title<TAB>description) to say which is the "
+                    "query",
+                    path=path,
+                    line=n,
+                )
         if len(parts) != 2:
             raise InputError("expected: query id, a tab, the query text", path=path, line=n)
         topics[parts[0].strip()] = parts[1].strip()

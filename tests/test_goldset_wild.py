@@ -333,3 +333,11 @@ def test_a_beir_folder_with_crlf_and_a_trailing_blank_line_imports(cli, tmp_path
     result = cli("--db", str(tmp_path / "s.duckdb"), "gold", "import", str(folder), "--by", "ana")
     assert result.returncode == 0, result.stderr
     assert stored(tmp_path / "s.duckdb") == (ITEMS, LABELS)
+
+
+def test_tsv_topics_with_a_third_column_and_no_header_are_refused(cli, tmp_path) -> None:
+    """id<TAB>title<TAB>description without a header: the query would be the title, a tab and
+    the description. ir_datasets refuses such a line; so does the import, saying what to do."""
+    topics = "".join(f"{q}\t{t}\tabout {t}\n" for q, t, _ in ITEMS)
+    result = with_topics(cli, tmp_path, QRELS, topics)
+    assert_one_error_line(result, "3 tab-separated columns", "header row")
