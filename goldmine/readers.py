@@ -126,7 +126,7 @@ def _json_kind(text: str, markers: frozenset[str]) -> str:
     return "json" if first == text.strip() else "jsonl"
 
 
-_GOLD_MARKERS = frozenset({"query_id", "qid", "query", "relevant"})
+_GOLD_MARKERS = frozenset({"query_id", "qid", "query", "relevant", "relevant_ids", "no_answer"})
 _RUN_MARKERS = frozenset({"query_id", "qid", "query", "results"})
 
 
@@ -362,13 +362,7 @@ def _gold_jsonl(text: str, path: Path) -> Gold:
         text_ = obj.get("query", obj.get("text"))
         if qid is None and text_ is None:
             raise InputError("a gold line needs 'query_id' or 'query'", path=path, line=number)
-        if "relevant" not in obj:
-            raise InputError(
-                "a gold line needs 'relevant' (a list of ids, an object id -> grade, "
-                "or [] for 'no answer')",
-                path=path,
-                line=number,
-            )
+        judged = _judged_line(obj, path, number)
         if qid is None:
             by_text = True
         key = str(qid) if qid is not None else str(text_)
@@ -377,13 +371,33 @@ def _gold_jsonl(text: str, path: Path) -> Gold:
         queries[key] = GoldQuery(
             key,
             None if text_ is None else str(text_),
-            read_relevant(obj["relevant"], path, number),
+            judged,
             obj.get("context") if isinstance(obj.get("context"), str) else None,
         )
     gold = Gold(queries, str(path), content_hash, "jsonl", keyed_by_text=by_text)
     if version is not None:
         gold.version = int(version)
     return gold
+
+
+def _judged_line(obj: dict, path: Path, line: int) -> dict[str, int]:
+    """A gold line's judgments, in the spellings gold import takes: ``relevant`` (or
+    ``relevant_ids``), or ``"no_answer": true`` for a query the corpus cannot answer."""
+    key = next((k for k in ("relevant", "relevant_ids") if k in obj), None)
+    no_answer = obj.get("no_answer") is True
+    if key is None and not no_answer:
+        raise InputError(
+            "a gold line needs 'relevant' (a list of ids, an object id -> grade, "
+            "or [] for 'no answer') or \"no_answer\": true",
+            path=path,
+            line=line,
+        )
+    judged = read_relevant(obj[key], path, line) if key else {}
+    if no_answer and any(g > 0 for g in judged.values()):
+        raise InputError(
+            "says no_answer but lists relevant chunks: one or the other", path=path, line=line
+        )
+    return judged
 
 
 def _load_json(text: str, path: Path) -> object:

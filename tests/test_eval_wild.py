@@ -164,3 +164,15 @@ def test_three_column_qrels_with_a_header_and_comments_read_as_gold_import_reads
     )
     assert three.startswith("1 d1 1\n")
     assert scored(cli, tmp_path, "qid docno rel\n# pass 2\n" + three, RUN) == plain
+
+
+def test_gold_jsonl_that_gold_import_takes_is_read_by_eval_run(cli, tmp_path, plain) -> None:
+    """A "no_answer": true record and relevant_ids are gold import's spellings: eval reads them."""
+    lines = [
+        {"query_id": "1", "relevant": {"d1": 1, "d2": 0}},
+        {"query_id": "2", "relevant_ids": ["d4", "d3"]},
+        {"query_id": "3", "query": "refund in bitcoin", "no_answer": True},
+    ]
+    gold = "".join(json.dumps(line) + "\n" for line in lines)
+    got = scored(cli, tmp_path, gold, RUN)
+    assert got["metrics"]["mrr"] == plain["metrics"]["mrr"] and got["n_queries"] == 2, got
