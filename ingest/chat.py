@@ -34,6 +34,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "role": ("role", "speaker", "author_role", "sender", "from"),
     "text": ("text", "content", "message", "body", "utterance"),
     "feedback": ("feedback", "rating", "thumbs", "vote"),
+    # an assistant turn that calls a tool has no text: the call (a search's query) stands for it
+    "tool_calls": ("tool_calls", "function_call"),
 }
 
 COLUMNS = (
@@ -50,9 +52,44 @@ COLUMNS = (
 )
 
 _USER = "('user', 'customer', 'human', 'client', 'visitor', 'inbound', 'true')"
+# Every turn that is not the user's is the other side (a system or developer prompt, a tool's
+# answer): triage reads the user's turns, the rest is their context.
 _ASSISTANT = (
-    "('assistant', 'bot', 'agent', 'ai', 'support', 'system', 'model', 'outbound', 'false')"
+    "('assistant', 'bot', 'agent', 'ai', 'support', 'system', 'model', 'outbound', 'false', "
+    "'developer', 'tool', 'function', 'ipython')"
 )
+
+# A content given as a list of parts, as the chat APIs log it: the text parts (or plain strings)
+# joined by line ends; a tool use part as name(input). Images and files have no text.
+_PART = (
+    "CASE WHEN json_type(p) = 'VARCHAR' THEN json_extract_string(p, '$') "
+    "WHEN p ->> '$.type' = 'tool_use' THEN (p ->> '$.name') || '(' || (p ->> '$.input') || ')' "
+    "WHEN p ->> '$.type' IS NULL OR p ->> '$.type' IN ('text', 'input_text', 'output_text') "
+    "THEN p ->> '$.text' END"
+)
+# A tool call list (or one function call) as name(arguments), a call a line.
+_CALL = (
+    "coalesce(c ->> '$.function.name', c ->> '$.name') || '(' || "
+    "coalesce(c ->> '$.function.arguments', c ->> '$.arguments', '') || ')'"
+)
+
+
+def _text_sql(text: str, kind: str, calls: str) -> str:
+    """SQL of a turn's text: the text, its parts' text, or the tool calls of a turn with none."""
+    parts = (
+        f"array_to_string(list_filter(list_transform(from_json({text}, '[\"JSON\"]'), "
+        f"lambda p: {_PART}), lambda t: t IS NOT NULL AND trim(t) <> ''), chr(10))"
+    )
+    listed = (
+        f"array_to_string(list_transform(CASE WHEN left({calls}, 1) = '[' "
+        f"THEN from_json({calls}, '[\"JSON\"]') ELSE [{calls}::JSON] END, lambda c: {_CALL}), "
+        "chr(10))"
+    )
+    return (
+        f"CASE WHEN {kind} = 'ARRAY' THEN nullif({parts}, '') "
+        f"WHEN ({text} IS NULL OR trim({text}) = '') AND json_valid({calls}) "
+        f"AND {calls} NOT IN ('[]', 'null') THEN {listed} ELSE {text} END"
+    )
 
 
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
@@ -64,7 +101,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         )
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], ("text",))
-    text, ts, role = val(fields, "text"), val(fields, "ts"), val(fields, "role")
+    text, ts, role = "gm_text", val(fields, "ts"), val(fields, "role")
+    given = _text_sql(val(fields, "text"), typ(fields, "text"), val(fields, "tool_calls"))
     conv, turn = val(fields, "conversation_id"), val(fields, "turn")
     fb = val(fields, "feedback")
     sql = f"""
@@ -75,7 +113,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
                  WHEN {text} IS NULL OR trim({text}) = '' THEN 'missing text'
-                 WHEN {typ(fields, "text")} <> 'VARCHAR'
+                 WHEN {typ(fields, "text")} NOT IN ('VARCHAR', 'ARRAY', 'NULL')
                      THEN 'wrong type: text is ' || gm_jtype({typ(fields, "text")})
                  WHEN {conv} IS NULL THEN 'missing conversation_id'
                  WHEN {role} IS NULL THEN 'missing role'
@@ -97,7 +135,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             coalesce(lower({role}) IN {_ASSISTANT} AND regexp_matches({text}, $gm_dont_know),
                      false) AS dont_know,
             x AS extra
-        FROM (SELECT *, gm_ts({ts}) AS gm_t FROM ({access})))
+        FROM (SELECT *, gm_ts({ts}) AS gm_t, {given} AS gm_text FROM ({access})))
     """
     return sql, {**params, "gm_dont_know": DONT_KNOW}
 

@@ -91,6 +91,49 @@ def test_tickets_csv(tmp_path, db_path):
         ]
 
 
+def test_chat_in_the_chat_apis_own_message_shapes(tmp_path, db_path):
+    # Conversations as the chat APIs log them: a content that is a list of parts (text beside an
+    # image), a tool call with no content, the tool's answer, a developer prompt. The user's
+    # question in parts was a reject ("text is a list"), and so were the tool turns.
+    path = write_jsonl(
+        tmp_path / "chat.jsonl",
+        [
+            {"conversation_id": "c1", "messages": [
+                {"role": "user", "content": [
+                    {"type": "text", "text": "how do I reset my password"},
+                    {"type": "image_url", "image_url": {"url": "https://example.org/s.png"}},
+                    {"type": "text", "text": "on the mobile app?"}]},
+                {"role": "assistant", "content": [{"type": "output_text", "text": "Settings."}]},
+            ]},
+            {"conversation_id": "c2", "messages": [
+                {"role": "developer", "content": "Answer from the docs."},
+                {"role": "user", "content": "billing question"},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "t1",
+                    "type": "function",
+                    "function": {"name": "search", "arguments": "{\"q\": \"billing\"}"}}]},
+                {"role": "tool", "tool_call_id": "t1", "content": "doc-9: invoices"},
+                {"role": "assistant", "content": "Here is how billing works."},
+            ]},
+        ],
+    )  # fmt: skip
+    with open_store(db_path) as con:
+        result = api.chat(con, [path])
+        rows = con.execute(
+            "SELECT conversation_id, turn, role, text FROM chat_turns "
+            "ORDER BY conversation_id, turn"
+        ).fetchall()
+    assert result.total["rejected"] == 0
+    assert rows == [
+        ("c1", 0, "user", "how do I reset my password\non the mobile app?"),
+        ("c1", 1, "assistant", "Settings."),
+        ("c2", 0, "assistant", "Answer from the docs."),
+        ("c2", 1, "user", "billing question"),
+        ("c2", 2, "assistant", 'search({"q": "billing"})'),
+        ("c2", 3, "assistant", "doc-9: invoices"),
+        ("c2", 4, "assistant", "Here is how billing works."),
+    ]
+
+
 def test_chat_turns_keep_their_order_and_failure_signals(tmp_path, db_path):
     path = write_jsonl(
         tmp_path / "chat.jsonl",
