@@ -19,7 +19,7 @@ import tempfile
 import time
 import traceback
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -702,3 +702,30 @@ def trec_session_track_jsonl(xml_path: Path, out: Path) -> dict[str, int]:
             counts["clicks"] += len(clicks)
     write_jsonl(out, rows)
     return counts
+
+
+def reader_records(read: Callable[[duckdb.DuckDBPyConnection], None]) -> tuple[list[tuple], bool]:
+    """``gm_raw`` (line, raw, err) as ``read(con)`` makes it on a fresh prepared connection,
+    and whether the line reader's table of lines (``gm_lines``) was made: a log reader that
+    reads in one statement is held to its reader of a table of lines with it."""
+    from goldmine.ingest import batch
+
+    con = duckdb.connect()
+    batch.prepare(con)
+    read(con)
+    rows = con.execute("SELECT line, raw, err FROM gm_raw ORDER BY line, raw, err").fetchall()
+    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    con.close()
+    return rows, "gm_lines" in tables
+
+
+def records_alike(
+    one: Callable[[duckdb.DuckDBPyConnection], None],
+    by_line: Callable[[duckdb.DuckDBPyConnection], None],
+) -> list[tuple]:
+    """The records of a log reader that reads in one statement (``one``, which must make no
+    table of lines), equal to those of its reader of a table of lines (``by_line``)."""
+    rows, lines_made = reader_records(one)
+    assert not lines_made  # read in one statement
+    assert rows == reader_records(by_line)[0]
+    return rows

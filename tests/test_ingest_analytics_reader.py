@@ -13,6 +13,8 @@ import duckdb
 
 from goldmine.ingest import batch, logformats
 
+import helpers
+
 # Rows an export may hold: CSV quotes (a count with a thousands comma, quotes inside), a stray
 # quote, too many and too few fields, blank lines, control characters, backslashes, non-ASCII.
 ROWS = [
@@ -32,28 +34,24 @@ ROWS = [
 HEADER = "Search Term,Total Searches,Searches with No Results,Click-through Rate"
 
 
-def _records(path: Path, compression: str, by_line: bool) -> tuple[list[tuple], bool]:
-    """gm_raw of the export, read in one statement or by the line reader, and whether the
-    line reader's table of lines was made."""
-    con = duckdb.connect()
-    batch.prepare(con)
+def _read(con: duckdb.DuckDBPyConnection, path: Path, compression: str, by_line: bool) -> None:
+    """The export read into ``con``'s gm_raw in one statement, or by the line reader."""
     head = path.read_bytes() if compression == "none" else gzip.decompress(path.read_bytes())
     header, delim = logformats._header(head), logformats._delimiter(head)
-    if by_line:
-        logformats._read_analytics_by_line(con, path, compression, header, delim)
-    else:
-        logformats._read_analytics(con, path, compression, header, delim)
-    rows = con.execute("SELECT line, raw, err FROM gm_raw ORDER BY line").fetchall()
-    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    con.close()
-    return rows, "gm_lines" in tables
+    read = logformats._read_analytics_by_line if by_line else logformats._read_analytics
+    read(con, path, compression, header, delim)
+
+
+def _records(path: Path, compression: str, by_line: bool) -> tuple[list[tuple], bool]:
+    """gm_raw of the export, and whether the line reader's table of lines was made."""
+    return helpers.reader_records(lambda con: _read(con, path, compression, by_line))
 
 
 def _alike(path: Path, compression: str = "none") -> list[tuple]:
-    one, lines_made = _records(path, compression, by_line=False)
-    assert not lines_made  # read in one statement
-    assert one == _records(path, compression, by_line=True)[0]
-    return one
+    return helpers.records_alike(
+        lambda con: _read(con, path, compression, by_line=False),
+        lambda con: _read(con, path, compression, by_line=True),
+    )
 
 
 def test_tricky_rows_read_alike(tmp_path: Path):

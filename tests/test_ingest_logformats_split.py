@@ -14,6 +14,8 @@ import pytest
 
 from goldmine.ingest import batch, logformats, logsplit
 
+import helpers
+
 
 def _records(path: Path, fmt: str, compression: str = "none") -> list[tuple]:
     con = duckdb.connect()
@@ -191,3 +193,71 @@ def test_opener_attributes_read_as_the_pattern_reads_them(tmp_path: Path):
     for row in plain:
         assert (row[1], row[3], row[5]) == (row[2], row[4], row[6]), row
     assert {r[1] for r in plain} >= {None, "", "1", "7", "10", "14"}
+
+
+# --- click-level logs: made in the statement that reads the lines, or from a table of them ------
+
+# A warehouse CSV: quotes (a comma and doubled quotes inside), a stray quote, too many and too
+# few fields, blank lines, edge spaces, blank users and times, ranks from 0 and unreadable, a
+# search whose rows are apart, rows without a query, a column of no part of an event.
+CLICK_CSV = [
+    "user_id,query,timestamp,clicked_doc,click_position,device",
+    'u1,"a, ""b""",2026-01-01T10:00:00,d1,1,mobile',
+    "u1,q2,2026-01-01T10:01:00,d2,0,mobile",
+    'u1,a "b,2026-01-01T10:02:00,d3,2,',
+    'u2,"q5,2026-01-01T10:04:00,d5,1,x',
+    "u2,q6,2026-01-01T10:05:00,d6,1,x,extra",
+    "u2,q7",
+    "",
+    "   ",
+    " u3 , spaced q , 2026-01-01T10:06:00 , d7 , 3 , tablet ",
+    "u1,q2,2026-01-01T10:01:00,d8,-1,mobile",
+    ",no user,,d9,3.5,",
+    "u4,,2026-01-01T10:07:00,,,",
+    "u4,,2026-01-01T10:07:00,,,",
+    "u5,café 👋,2026-01-01T10:08:00,dé,2,",
+    "u5,café 👋,2026-01-01T12:08:00,,,",
+]
+
+
+def _clicks_alike(path: Path, compression: str = "none") -> list[tuple]:
+    """gm_raw of a click log read in one statement, equal to that made from a table of lines."""
+    head = path.read_bytes() if compression == "none" else gzip.decompress(path.read_bytes())
+    args = (path, compression, (h := logformats._header(head)), logformats.clicklog_columns(h),
+            logformats._delimiter(head))  # fmt: skip
+    return helpers.records_alike(
+        lambda con: logformats._read_clicklog(con, *args),
+        lambda con: logformats._read_clicklog_by_line(con, *args),
+    )
+
+
+def test_a_warehouse_click_csv_reads_alike(tmp_path: Path):
+    path = tmp_path / "clicks.csv"
+    path.write_text("\n".join(CLICK_CSV) + "\n", encoding="utf-8")
+    rows = {r[0]: r for r in _clicks_alike(path)}
+    assert rows[5][2] == "unbalanced quotes" and rows[6][2] == "expected 6 fields, found 7"
+    assert rows[3][1].startswith('{"device":"mobile","event_id":"c-') and '"d2","d8"' in rows[3][1]
+    assert rows[13][2] is None and rows[14][2] is None  # no query: a search each
+    assert '"clicked_ids":["dé"]' in rows[15][1]
+    packed = tmp_path / "clicks.csv.gz"
+    packed.write_bytes(gzip.compress(("\r\n".join(CLICK_CSV) + "\r\n").encode()))
+    assert _clicks_alike(packed, "gzip") == sorted(rows.values())
+
+
+def test_an_aol_log_reads_alike(tmp_path: Path):
+    """AOL's layout: tab-separated, never quoted, a search's rows together; a bare quote in a
+    query, a row with more fields, generated searches."""
+    rng = random.Random(3)
+    lines = ["AnonID\tQuery\tQueryTime\tItemRank\tClickURL"]
+    for n in range(3000):
+        user, query = rng.randrange(200), rng.choice(["a", 'say "hi', "b c", " edge ", ""])
+        ts = f"2006-03-01 {n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}"
+        for rank in range(rng.choice((0, 1, 1, 2, 3))) or [None]:
+            click = "\t\t" if rank is None else f"\t{rank + 1}\thttp://e.org/{rng.randrange(99)}"
+            lines.append(f"{user}\t{query} {n % 7}\t{ts}{click}")
+    lines.insert(500, "1\tx\t2006-03-01 00:00:00\t1\tu\tmore")
+    path = tmp_path / "user-ct-test-collection-01.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rows = _clicks_alike(path)
+    assert sum(r[2] is not None for r in rows) == 1
+    assert len(rows) > 2000
