@@ -29,13 +29,16 @@ from goldmine.gold import GoldQuery
 from goldmine.goldset import bulk
 from goldmine.goldset.exchange import (
     _is_header,
+    _join,
     _json_lines,
     _match,
     _read_lines,
     check_scale,
     check_topics,
     file_format,
+    read_hf,
     read_minimal_jsonl,
+    read_ranx,
     read_topics,
 )
 from goldmine.goldset.items import current_snapshot, now
@@ -125,11 +128,19 @@ def _read(
             if not needed.is_file():
                 raise InputError(f"a BEIR folder needs {needed.relative_to(path)}", path=path)
         return _with_text(_columns(qrels, tab=True), read_topics(queries), qrels)
-    if fmt != "trec":
-        raise InputError(f"--format for --as-source is trec, beir or jsonl, not {fmt!r}")
+    if fmt == "hf":  # what gold export --format hf writes: the texts are in it
+        entries = read_hf(path)
+        return _entries(entries, [1] * len(entries))  # Parquet rows have no line
+    if fmt not in ("trec", "ranx"):
+        raise InputError(f"--format for --as-source is trec, beir, jsonl, ranx or hf, not {fmt!r}")
     if topics is None:
-        raise InputError("TREC qrels carry no query text: pass --topics FILE", path=path)
-    return _with_text(_columns(path, tab=False), read_topics(topics, notes, field_), path)
+        what = "ranx qrels" if fmt == "ranx" else "TREC qrels"
+        raise InputError(f"{what} carry no query text: pass --topics FILE", path=path)
+    texts = read_topics(topics, notes, field_)
+    if fmt == "ranx":  # one JSON document: every judgment is at line 1
+        entries = _join(read_ranx(path), texts, path)
+        return _entries(entries, [1] * len(entries))
+    return _with_text(_columns(path, tab=False), texts, path)
 
 
 def _columns(path: Path, *, tab: bool) -> pl.DataFrame:
@@ -174,6 +185,14 @@ def _jsonl(path: Path) -> tuple[pl.DataFrame, dict[str, str | None]]:
     is one row with no chunk."""
     entries = read_minimal_jsonl(path)
     lines = [n for n, obj in _json_lines(path) if not _is_header(obj)]
+    return _entries(entries, lines)
+
+
+def _entries(
+    entries: list[GoldQuery], lines: list[int]
+) -> tuple[pl.DataFrame, dict[str, str | None]]:
+    """Judged queries as judgments, each at its line; a query with none (a no-answer) is one row
+    with no chunk."""
     rows: list[tuple] = []
     for n, e in zip(lines, entries, strict=True):
         rows += [(e.query_id, c, str(g), n) for c, g in e.judged.items()] or [

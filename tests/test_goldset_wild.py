@@ -341,3 +341,28 @@ def test_tsv_topics_with_a_third_column_and_no_header_are_refused(cli, tmp_path)
     topics = "".join(f"{q}\t{t}\tabout {t}\n" for q, t, _ in ITEMS)
     result = with_topics(cli, tmp_path, QRELS, topics)
     assert_one_error_line(result, "3 tab-separated columns", "header row")
+
+
+@pytest.mark.parametrize("fmt", ["ranx", "hf"])
+def test_as_source_reads_what_gold_export_writes_for_ranx_and_hf(cli, tmp_path, fmt) -> None:
+    """Another team's judgments in ranx's JSON or the hf folder are a source like their qrels."""
+    first = tmp_path / "first"
+    first.mkdir()
+    assert with_topics(cli, first, QRELS, TOPICS).returncode == 0
+    db = str(first / "s.duckdb")
+    assert cli("--db", db, "gold", "publish", "-m", "v1").returncode == 0
+    for each in {fmt, "trec"}:
+        out = str(tmp_path / each)
+        assert cli("--db", db, "gold", "export", "--format", each, "--out", out).returncode == 0
+    name, needs_topics = WRITTEN[fmt]
+    topics = ["--topics", str(tmp_path / "trec" / "v0001.topics.tsv")] if needs_topics else []
+    second = tmp_path / "second.duckdb"
+    result = cli("--db", str(second), "gold", "import", str(tmp_path / fmt / name), *topics,
+                 "--as-source", "team-b", "--by", "ana")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    with open_store(second) as con:
+        grades = con.execute(
+            "SELECT query_id, chunk_id, grade FROM gold_source_grades WHERE chunk_id IS NOT NULL "
+            "ORDER BY query_id, chunk_id"
+        ).fetchall()
+    assert grades == LABELS
