@@ -35,6 +35,15 @@ def stored(db: Path) -> tuple[list, list]:
     return items, labels
 
 
+def source_grades(db: Path) -> list[tuple]:
+    """(query_id, chunk_id, grade) of every source judgment naming a chunk."""
+    with open_store(db) as con:
+        return con.execute(
+            "SELECT query_id, chunk_id, grade FROM gold_source_grades WHERE chunk_id IS NOT NULL "
+            "ORDER BY query_id, chunk_id"
+        ).fetchall()
+
+
 def imported(cli, tmp_path: Path, files: dict[str, str | bytes], *args: str):
     """Write the files into tmp_path and run ``gold import`` with ``args`` (file names are
     taken as paths in tmp_path)."""
@@ -145,25 +154,31 @@ WRITTEN = {
 }
 
 
-@pytest.mark.parametrize("fmt", sorted(WRITTEN))
-def test_every_export_format_imports_back_into_a_new_store(cli, tmp_path, fmt) -> None:
-    first, second = tmp_path / "first", tmp_path / "second"
-    first.mkdir(), second.mkdir()
+def exported_back(cli, tmp_path: Path, fmt: str) -> list[str]:
+    """QRELS and TOPICS imported, published as v1 and exported as ``fmt``: the arguments that
+    import the export back (the judgments, with the trec export's topics where it needs them)."""
+    first = tmp_path / "first"
+    first.mkdir()
     result = with_topics(cli, first, QRELS, TOPICS)
     assert result.returncode == 0, result.stderr
     db = str(first / "s.duckdb")
     assert cli("--db", db, "gold", "publish", "-m", "v1").returncode == 0
     for each in {fmt, "trec"}:
-        exported = cli(
-            "--db", db, "gold", "export", "--format", each, "--out", str(tmp_path / each)
-        )
+        out = str(tmp_path / each)
+        exported = cli("--db", db, "gold", "export", "--format", each, "--out", out)
         assert exported.returncode == 0, exported.stderr
     name, needs_topics = WRITTEN[fmt]
     topics = ["--topics", str(tmp_path / "trec" / "v0001.topics.tsv")] if needs_topics else []
-    back = cli("--db", str(second / "s.duckdb"), "gold", "import", str(tmp_path / fmt / name),
-               *topics, "--by", "ana")  # fmt: skip
+    return [str(tmp_path / fmt / name), *topics]
+
+
+@pytest.mark.parametrize("fmt", sorted(WRITTEN))
+def test_every_export_format_imports_back_into_a_new_store(cli, tmp_path, fmt) -> None:
+    second = tmp_path / "second.duckdb"
+    args = exported_back(cli, tmp_path, fmt)
+    back = cli("--db", str(second), "gold", "import", *args, "--by", "ana")
     assert back.returncode == 0, back.stderr
-    assert stored(second / "s.duckdb") == (ITEMS, LABELS)
+    assert stored(second) == (ITEMS, LABELS)
 
 
 def test_as_source_reads_comments_a_header_and_gzip_as_a_plain_import_does(cli, tmp_path) -> None:
@@ -171,12 +186,7 @@ def test_as_source_reads_comments_a_header_and_gzip_as_a_plain_import_does(cli, 
     files = {"qrels.gz": gzip.compress(qrels.encode()), "t.tsv": TOPICS}
     result = imported(cli, tmp_path, files, "qrels.gz", "--topics", "t.tsv", "--as-source", "b")
     assert result.returncode == 0, result.stderr
-    with open_store(tmp_path / "s.duckdb") as con:
-        grades = con.execute(
-            "SELECT query_id, chunk_id, grade FROM gold_source_grades WHERE chunk_id IS NOT NULL "
-            "ORDER BY query_id, chunk_id"
-        ).fetchall()
-    assert grades == LABELS
+    assert source_grades(tmp_path / "s.duckdb") == LABELS
 
 
 COVID_XML = """<?xml version="1.0" encoding="UTF-8"?>
@@ -346,23 +356,9 @@ def test_tsv_topics_with_a_third_column_and_no_header_are_refused(cli, tmp_path)
 @pytest.mark.parametrize("fmt", ["ranx", "hf"])
 def test_as_source_reads_what_gold_export_writes_for_ranx_and_hf(cli, tmp_path, fmt) -> None:
     """Another team's judgments in ranx's JSON or the hf folder are a source like their qrels."""
-    first = tmp_path / "first"
-    first.mkdir()
-    assert with_topics(cli, first, QRELS, TOPICS).returncode == 0
-    db = str(first / "s.duckdb")
-    assert cli("--db", db, "gold", "publish", "-m", "v1").returncode == 0
-    for each in {fmt, "trec"}:
-        out = str(tmp_path / each)
-        assert cli("--db", db, "gold", "export", "--format", each, "--out", out).returncode == 0
-    name, needs_topics = WRITTEN[fmt]
-    topics = ["--topics", str(tmp_path / "trec" / "v0001.topics.tsv")] if needs_topics else []
     second = tmp_path / "second.duckdb"
-    result = cli("--db", str(second), "gold", "import", str(tmp_path / fmt / name), *topics,
-                 "--as-source", "team-b", "--by", "ana")  # fmt: skip
+    args = exported_back(cli, tmp_path, fmt)
+    result = cli("--db", str(second), "gold", "import", *args, "--as-source", "team-b",
+                 "--by", "ana")  # fmt: skip
     assert result.returncode == 0, result.stderr
-    with open_store(second) as con:
-        grades = con.execute(
-            "SELECT query_id, chunk_id, grade FROM gold_source_grades WHERE chunk_id IS NOT NULL "
-            "ORDER BY query_id, chunk_id"
-        ).fetchall()
-    assert grades == LABELS
+    assert source_grades(second) == LABELS
