@@ -259,7 +259,7 @@ TOPIC_LAYOUTS = (
 TOPIC_FIELDS = ("title", "desc", "narr")
 # What each --topic-field is called in each layout: TREC-COVID's XML tags, JSONL keys and TSV
 # header names (the newer TREC JSONL topics say title/description/narrative).
-_XML_TAGS = {"title": "query", "desc": "question", "narr": "narrative"}
+_XML_TAGS = {"title": "query", "desc": "question|description", "narr": "narrative"}  # Web: desc
 _TEXT_KEYS = {
     "title": ("text", "query", "title", "query_text"),
     "desc": ("description", "desc", "question"),
@@ -339,12 +339,12 @@ def _trec_top_topics(text: str, field: str, path: Path) -> dict[str, str]:
 
 def _xml_topics(text: str, field: str, path: Path) -> dict[str, str]:
     tag = _XML_TAGS[field]
-    pattern = re.compile(rf"<{tag}>\s*(.*?)\s*</{tag}>", re.S | re.I)
+    pattern = re.compile(rf"<({tag})>\s*(.*?)\s*</\1>", re.S | re.I)
     topics = _Topics(path)
     for number, block in _TOPIC_XML.findall(text):
         found = pattern.search(block)
         if found:
-            topics[number] = _one_line(_xml_text(found.group(1)))
+            topics[number] = _one_line(_xml_text(found.group(2)))
     return topics
 
 

@@ -362,3 +362,26 @@ def test_as_source_reads_what_gold_export_writes_for_ranx_and_hf(cli, tmp_path, 
                  "--by", "ana")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert source_grades(second) == LABELS
+
+
+WEB_TRACK_XML = """<webtrack2009>
+<topic number="1" type="faceted">
+  <query>obama family tree</query>
+  <description>
+  Find information on President Barack Obama's family history.
+  </description>
+  <subtopic number="1" type="nav">
+    Find the TIME magazine photo essay.
+  </subtopic>
+</topic>
+</webtrack2009>
+"""
+
+
+def test_web_track_xml_topics_give_their_description(tmp_path) -> None:
+    """The Web track's XML says <description> where TREC-COVID says <question>."""
+    path = tmp_path / "wt09.topics.xml"
+    path.write_text(WEB_TRACK_XML, encoding="utf-8")
+    assert read_topics(path, [], "title") == {"1": "obama family tree"}
+    desc = "Find information on President Barack Obama's family history."
+    assert read_topics(path, [], "desc") == {"1": desc}
