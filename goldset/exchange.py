@@ -402,7 +402,20 @@ def _unquoted(lines: list[str]) -> list[str]:
     return ["\t".join(cell.replace("\t", " ").strip() for cell in row) for row in rows]
 
 
+def _refuse_commas(lines: list[str], path: Path) -> None:
+    """A CSV of topics has no tab, and its first field ends at a comma: refused, not read as ids
+    like '1,reset' (which then matched no judged query)."""
+    first = next((line.split()[0] for line in lines if line.strip()), "")
+    if "," in first and not any("\t" in line for line in lines):
+        raise InputError(
+            "looks comma-separated: --topics reads tab-separated id<TAB>text lines (or TREC, "
+            "XML, JSONL, SMART); save the file with tabs",
+            path=path,
+        )
+
+
 def _tsv_topics(lines: list[str], path: Path, field: str) -> dict[str, str]:
+    _refuse_commas(lines, path)
     lines = _unquoted(lines)
     start = next((n for n, line in enumerate(lines) if line.strip()), 0)
     header = _tsv_header(lines[start], field) if lines else None

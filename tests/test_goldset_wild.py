@@ -385,3 +385,9 @@ def test_web_track_xml_topics_give_their_description(tmp_path) -> None:
     assert read_topics(path, [], "title") == {"1": "obama family tree"}
     desc = "Find information on President Barack Obama's family history."
     assert read_topics(path, [], "desc") == {"1": desc}
+
+
+def test_comma_separated_topics_are_told_to_be_tab_separated(cli, tmp_path) -> None:
+    topics = "id,text\n" + "".join(f'{q},"{t}"\n' for q, t, _ in ITEMS)
+    result = with_topics(cli, tmp_path, QRELS, topics)
+    assert_one_error_line(result, "comma-separated", "tab-separated")
