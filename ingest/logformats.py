@@ -229,18 +229,20 @@ timed AS (
                         OVER (PARTITION BY s ORDER BY e) AS prev FROM ev)
 ),
 """
-_XML_RECORD = """json_object(
-        'event_id', $root || '/' || s || '/'
+# A struct made JSON once (as the click-level reader's): json_object of the same members took
+# a twentieth longer, for the same text.
+_XML_RECORD = """to_json({
+        'event_id': $root || '/' || s || '/'
             || CASE WHEN tag = 'currentquery' THEN 'current' ELSE coalesce(num, e::VARCHAR) END,
-        'session_id', $root || '/' || s,
-        'ts', CASE WHEN clock THEN strftime(($day::DATE + days::INTEGER)
+        'session_id': $root || '/' || s,
+        'ts': CASE WHEN clock THEN strftime(($day::DATE + days::INTEGER)
                                             + try_cast(starttime AS TIME), '%Y-%m-%dT%H:%M:%S.%f')
                    ELSE nullif(starttime, '') END,
-        'query', q.query,
-        'result_ids', CASE WHEN tag = 'interaction' THEN coalesce(shown.ids, []) END,
-        'clicked_ids', CASE WHEN tag = 'interaction' THEN coalesce(clk.ids, []) END,
-        'click_ranks', clk.ranks,
-        'click_times', clk.times)::VARCHAR AS raw"""
+        'query': q.query,
+        'result_ids': CASE WHEN tag = 'interaction' THEN coalesce(shown.ids, []) END,
+        'clicked_ids': CASE WHEN tag = 'interaction' THEN coalesce(clk.ids, []) END,
+        'click_ranks': clk.ranks,
+        'click_times': clk.times})::VARCHAR AS raw"""
 
 
 # One record per search. The logs give times of day only: they are put on the first day of the
