@@ -156,8 +156,10 @@ def detect_gold_format(text: str) -> str:
 
 
 def looks_like_trec_run(fields: list[str]) -> bool:
-    """Whether a line's fields are a TREC run's: six or more, with an integer rank and a score."""
-    return len(fields) >= 6 and _parses(fields[3]) and _parses(fields[4], float)
+    """Whether a line's fields are a TREC run's: six or more, with a score, and a rank that is a
+    number or follows Q0 (trec_eval never reads the rank: '1.0' or '-' there is no error)."""
+    ranked = _parses(fields[3], float) or fields[1] in ("Q0", "0") if len(fields) >= 6 else False
+    return ranked and _parses(fields[4], float)
 
 
 def run_format_of(path: Path) -> str:

@@ -176,3 +176,14 @@ def test_gold_jsonl_that_gold_import_takes_is_read_by_eval_run(cli, tmp_path, pl
     gold = "".join(json.dumps(line) + "\n" for line in lines)
     got = scored(cli, tmp_path, gold, RUN)
     assert got["metrics"]["mrr"] == plain["metrics"]["mrr"] and got["n_queries"] == 2, got
+
+
+@pytest.mark.parametrize("rank", ["1.0", "-"])
+def test_a_run_whose_rank_column_is_no_integer_reads_as_trec_eval_reads_it(
+    cli, tmp_path, plain, rank
+) -> None:
+    """trec_eval never reads the rank column (it ranks by score): 1.0 or '-' there is no error."""
+    run = "".join(
+        " ".join([*line.split()[:3], rank, *line.split()[4:]]) + "\n" for line in RUN.splitlines()
+    )
+    assert scored(cli, tmp_path, QRELS, run) == plain
