@@ -187,3 +187,27 @@ def test_a_run_whose_rank_column_is_no_integer_reads_as_trec_eval_reads_it(
         " ".join([*line.split()[:3], rank, *line.split()[4:]]) + "\n" for line in RUN.splitlines()
     )
     assert scored(cli, tmp_path, QRELS, run) == plain
+
+
+@pytest.mark.parametrize("engine", ["python", "columnar"])
+def test_trec_evals_fixtures_dressed_as_files_come_give_trec_evals_figures(
+    shared_dataset, tmp_path, engine
+) -> None:
+    """trec_eval's own qrels and run, gzipped, with a header row and comment lines: every summary
+    figure of out.test.aq at 4 decimals, as the plain files give them (test_conformance)."""
+    from test_conformance import expected_values
+
+    from goldmine.eval.scoring import evaluate_files
+    from goldmine.metrics import parse_metric
+
+    def fixture(name: str) -> str:
+        return shared_dataset("conformance", "trec_eval", name).read_text()
+
+    qrels, run = tmp_path / "qrels.test.gz", tmp_path / "results.test.gz"
+    qrels.write_bytes(gzip.compress(("qid iter docno rel\n" + fixture("qrels.test")).encode()))
+    run.write_bytes(gzip.compress(("# STANDARD\n" + fixture("results.test")).encode()))
+    want = expected_values(shared_dataset("conformance", "trec_eval", "out.test.aq"))
+    metrics = [parse_metric(name) for name in want]
+    result = evaluate_files(qrels, run, metrics, force=engine == "columnar")
+    expected = {m: values["all"] for m, values in want.items()}
+    assert {m: result.summary[m] for m in want} == pytest.approx(expected, abs=0.00005 + 1e-12)
