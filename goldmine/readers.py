@@ -413,6 +413,14 @@ def _gold_json(text: str, path: Path) -> Gold:
     obj = _load_json(text, path)
     if not isinstance(obj, dict):
         raise InputError("expected a JSON object mapping each query to its relevant ids", path=path)
+    if obj and all(isinstance(judged, dict) for judged in obj.values()):
+        # ranx's and pytrec_eval's qrels, {query_id: {doc_id: grade}} (gold export --format
+        # ranx): keyed by id, with no text a retriever could be asked.
+        queries = {
+            str(qid): GoldQuery(str(qid), None, read_relevant(judged, path, 1))
+            for qid, judged in obj.items()
+        }
+        return Gold(queries, str(path), "", "json")
     queries = {
         str(query): GoldQuery(str(query), str(query), read_relevant(ids, path, 1))
         for query, ids in obj.items()

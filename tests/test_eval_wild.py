@@ -211,3 +211,22 @@ def test_trec_evals_fixtures_dressed_as_files_come_give_trec_evals_figures(
     result = evaluate_files(qrels, run, metrics, force=engine == "columnar")
     expected = {m: values["all"] for m, values in want.items()}
     assert {m: result.summary[m] for m in want} == pytest.approx(expected, abs=0.00005 + 1e-12)
+
+
+def test_a_ranx_qrels_json_gives_a_retriever_no_query_ids_for_texts(cli, tmp_path) -> None:
+    """ranx's {query_id: {doc_id: grade}} (gold export --format ranx) holds ids, not texts: a
+    retriever asked for the text '1' would score garbage without a word."""
+    gold = tmp_path / "v0001.qrels.json"
+    gold.write_text(json.dumps({"1": {"d1": 1, "d2": 0}, "2": {"d3": 2, "d4": 1}}, indent=1))
+    (tmp_path / "echo_retriever.py").write_text(
+        "def search(query, k):\n    return [query]\n", encoding="utf-8"
+    )
+    result = cli("eval", "run", "--gold", str(gold), "--retriever", "echo_retriever:search",
+                 "--no-store", "--db", str(tmp_path / "s.duckdb"), cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "no query text" in result.stderr
+    run = tmp_path / "x.run"
+    run.write_text(RUN)
+    scored_by_id = cli("eval", "run", "--gold", str(gold), "--run", str(run), "-m", "mrr",
+                       "--json", "--no-store", "--db", str(tmp_path / "s.duckdb"))  # fmt: skip
+    assert json.loads(scored_by_id.stdout)["metrics"]["mrr"] == 0.75
