@@ -25,6 +25,8 @@ def _separator(path: Path, n_fields: int, *, extra_ok: bool) -> str | None:
     handles padded or ragged files and names a bad line."""
     with open_unpacked(path) as handle:  # polars reads a gzipped file itself
         head = handle.read(1 << 16).decode("utf-8", errors="replace")
+    if "\r" in head.replace("\r\n", ""):
+        return None  # a CR that ends no LF line: polars reads such a file as one line
     # The last line may be cut short; comment lines are skipped, as trec_eval and polars skip them.
     lines = [line for line in head.splitlines()[:-1] if line.strip() and line[0] != "#"]
     for sep in ("\t", " "):

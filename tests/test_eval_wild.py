@@ -230,3 +230,19 @@ def test_a_ranx_qrels_json_gives_a_retriever_no_query_ids_for_texts(cli, tmp_pat
     scored_by_id = cli("eval", "run", "--gold", str(gold), "--run", str(run), "-m", "mrr",
                        "--json", "--no-store", "--db", str(tmp_path / "s.duckdb"))  # fmt: skip
     assert json.loads(scored_by_id.stdout)["metrics"]["mrr"] == 0.75
+
+
+def test_a_large_run_with_old_mac_line_ends_loses_no_line(tmp_path) -> None:
+    """A run whose lines end in CR alone, past the size that sends it to polars: polars reads one
+    line of it, and the Python reader (which splits on CR too) must read it instead."""
+    from goldmine.eval.scoring import evaluate_files
+    from goldmine.metrics import parse_metric
+
+    lines = [f"{q} Q0 doc-{q}-{d} {d + 1} {100 - d} bm25" for q in range(3000) for d in range(100)]
+    run = tmp_path / "cr.run"
+    run.write_bytes(("\r".join(lines) + "\r").encode())
+    assert run.stat().st_size > LARGE_FILE_BYTES
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("".join(f"{q} 0 doc-{q}-5 1\n" for q in range(3000)))
+    result = evaluate_files(qrels, run, [parse_metric("mrr")])
+    assert result.summary["mrr"] == pytest.approx(1 / 6) and not result.missing
