@@ -177,11 +177,18 @@ def _one_document(lines: list[str]) -> bool:
 
 
 def _grade(value, path: Path, line: int) -> int:
+    """A whole number as written: '3' is read exactly (a float would round a long one), '2.0'
+    as 2; 'inf', 'nan' and '1.5' are no grade."""
+    text = str(value).strip()
     try:
-        number = float(value)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"grade {value!r} is not a number", path=path, line=line) from exc
-    if number != int(number):
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        raise InputError(f"grade {value!r} is not a number", path=path, line=line) from None
+    if not number.is_integer():
         raise InputError(f"grade {value!r} is not a whole number", path=path, line=line)
     return int(number)
 
@@ -702,6 +709,8 @@ def import_path(
             raise InputError(f"{what} carry no query text: pass --topics FILE", path=path)
         qrels = read_ranx(path) if fmt == "ranx" else read_qrels(path)
         entries = _join(qrels, read_topics(topics, notes, topic_field), path, notes)
+    if not entries:
+        raise InputError("holds no judgment: nothing to import", path=path)
     if grade_map is not None:
         entries = [_map_grades(e, grade_map, path) for e in entries]
     else:

@@ -53,6 +53,7 @@ PREFIX = "import:"
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # One judgment per row: the file's query id, the chunk (None: a query judged with no chunk),
 # the grade as written, its line (None where the layout has none) and its place in the file.
+_MAX_GRADE = 2**31 - 1  # a grade past this is no scale's (trec_eval's grades are -127..127)
 _JUDGMENT = {"file_qid": pl.Utf8, "chunk_id": pl.Utf8, "raw_grade": pl.Utf8, "line": pl.Int64}
 
 
@@ -105,6 +106,8 @@ def import_source(
         )
     notes: list[str] = []
     judgments, texts = _read(path, fmt, topics, split, topic_field, notes)
+    if not judgments.height:  # else the source's judgments would be replaced by none
+        raise InputError("holds no judgment: nothing to import", path=path)
     judgments = _graded(judgments, grade_map, path)
     result = SourceImported(source=source, path=str(path), format=fmt, notes=notes)
     with transaction(con):
@@ -208,10 +211,14 @@ def _graded(judgments: pl.DataFrame, grade_map: dict[int, int] | None, path: Pat
     checked = judgments.with_columns(number=number)
     bad = checked.filter(
         pl.col("raw_grade").is_not_null()
-        & (pl.col("number").is_null() | (pl.col("number") != pl.col("number").floor()))
+        & (
+            pl.col("number").is_null()
+            | (pl.col("number") != pl.col("number").floor())
+            | (pl.col("number").abs() > _MAX_GRADE)  # inf, or past what a grade column holds
+        )
     ).head(1)
     if bad.height:
-        raise InputError(f"grade {bad['raw_grade'][0]!r} is not a whole number",
+        raise InputError(f"grade {bad['raw_grade'][0]!r} is not a whole number in range",
                          path=path, line=bad["line"][0])  # fmt: skip
     graded = checked.with_columns(grade=pl.col("number").cast(pl.Int64)).drop("number")
     found = sorted(graded["grade"].drop_nulls().unique().to_list())

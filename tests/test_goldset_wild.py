@@ -391,3 +391,20 @@ def test_comma_separated_topics_are_told_to_be_tab_separated(cli, tmp_path) -> N
     topics = "id,text\n" + "".join(f'{q},"{t}"\n' for q, t, _ in ITEMS)
     result = with_topics(cli, tmp_path, QRELS, topics)
     assert_one_error_line(result, "comma-separated", "tab-separated")
+
+
+@pytest.mark.parametrize("grade", ["99999999999999999999", "inf", "nan"])
+@pytest.mark.parametrize("as_source", [[], ["--as-source", "b"]])
+def test_a_grade_past_any_scale_is_one_error_line(cli, tmp_path, as_source, grade) -> None:
+    qrels = QRELS + f"2 0 kb-9 {grade}\n"
+    files = {"qrels": qrels, "t.tsv": TOPICS}
+    args = ["qrels", "--topics", "t.tsv", "--grade-map", "0=0,1=1,2=2", *as_source]
+    result = imported(cli, tmp_path, files, *args)
+    assert_one_error_line(result, grade)
+
+
+@pytest.mark.parametrize("as_source", [[], ["--as-source", "b"]])
+def test_qrels_with_no_judgment_are_refused(cli, tmp_path, as_source) -> None:
+    files = {"qrels": "# nothing judged yet\n\n", "t.tsv": TOPICS}
+    result = imported(cli, tmp_path, files, "qrels", "--topics", "t.tsv", *as_source)
+    assert_one_error_line(result, "no judgment")
