@@ -45,3 +45,55 @@ def test_silhouette_from_cluster_sums_is_sklearns(monkeypatch, resolution):
     )
     got = cluster.silhouette(labels, samples)
     assert np.isfinite(got) and abs(got - expected) < 1e-6, (got, expected)
+
+
+def _blobs_with_truth(n: int, centres: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, centres, n)
+    c = rng.normal(size=(centres, 32)).astype(np.float32)
+    x = c[truth] + rng.normal(0, 0.3, (n, 32)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True), truth
+
+
+def test_whole_graph_leiden_keeps_leidenalgs_partition():
+    """The one Leiden run on every row (igraph's C Leiden, modularity at the resolution)
+    optimises the quality leidenalg's RBConfigurationVertexPartition does: a partition as good
+    (quality within 0.1%), nearly the same one, the same every time, and Python's own random
+    state left as it was."""
+    import random
+
+    from sklearn.metrics import adjusted_rand_score
+
+    x, truth = _blobs_with_truth(3000, 30)
+    graph, weight = cluster._graphs(x, [10], "k-NN")[10]
+    for resolution in (4.0, 16.0):
+        state = random.getstate()
+        fast = cluster.leiden_whole(graph, weight, resolution)
+        assert random.getstate() == state
+        assert np.array_equal(fast, cluster.leiden_whole(graph, weight, resolution))
+        today = cluster.leiden(graph, weight, resolution)
+
+        def quality(labels: np.ndarray, resolution: float = resolution) -> float:
+            return graph.modularity(labels.tolist(), weights=weight, resolution=resolution)
+
+        assert quality(fast) >= quality(today) - 1e-3 * abs(quality(today))
+        assert adjusted_rand_score(today, fast) >= 0.95
+        assert adjusted_rand_score(truth, fast) >= 0.9
+        assert (np.diff(np.bincount(fast)) <= 0).all()  # ids 0.. largest first
+
+
+def test_a_large_set_runs_the_whole_graph_leiden_at_the_sampled_choice(monkeypatch):
+    """Past CHOOSE_SAMPLE rows the grid chooses on a sample, and the labels are those of the
+    whole-graph Leiden at that choice, on the k-NN graph of every row: the blobs found as the
+    small path (the grid on every row) finds them."""
+    from sklearn.metrics import adjusted_rand_score
+
+    x, truth = _blobs_with_truth(2400, 20)
+    small, small_info = cluster.cluster_fresh(x, (10, 20), (4.0, 8.0))
+    monkeypatch.setattr(cluster, "CHOOSE_SAMPLE", 1200)
+    big, info = cluster.cluster_fresh(x, (10, 20), (4.0, 8.0))
+    k, resolution = info["k"], info["resolution"]
+    graph, weight = cluster._graphs(x, [k], "k-NN")[k]
+    assert np.array_equal(big, cluster.leiden_whole(graph, weight, resolution))
+    assert adjusted_rand_score(truth, big) >= 0.9
+    assert adjusted_rand_score(small, big) >= 0.9, (small_info, info)

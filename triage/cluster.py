@@ -30,6 +30,14 @@ Past ``CHOOSE_SAMPLE`` rows the grid runs on a seeded sample of that size (its o
 one Leiden run on the whole graph uses the chosen pair: the configuration model's resolution
 compares a cluster's inner weight with its expected weight, both of which grow with the cluster,
 so a resolution keeps its granularity as the traffic per intent grows (not checked at 200k yet).
+That one run (and an incremental run's, at the first run's pair) is python-igraph's own C Leiden
+(:func:`leiden_whole`: modularity at the resolution, the same quality), not leidenalg: on the
+k = 10 graph of 200k generated rows (``bench/bench_cluster_scale.py --sizes 200000
+--compare-leiden``) 22.2 -> 1.5 CPU-s, quality 0.983845 -> 0.983972, ARI against the generated
+intents 0.3006 -> 0.3026 (the two partitions at ARI 0.955 of each other). The grid
+keeps leidenalg: igraph's partitions are as good but other ones, and they moved the choice on the
+labelled sets (onnx-int8 vectors: banking77 2k ARI 0.553 -> 0.518, banking77 + Session Track
+0.584 -> 0.575, though 5k and 10k rose), so a grid on igraph would trade ARI for ~20 s.
 
 **Where a 10k grid's time goes** (CPU on banking77's 9,611 triage canonicals): the twelve Leiden
 runs ~12-14 s (0.7 / 1.1 / 1.5 s each at k 10 / 20 / 30), the k-NN search ~2.5 s, the
@@ -240,6 +248,29 @@ def leiden(graph: Any, weight: np.ndarray, resolution: float) -> np.ndarray:
     return _relabel(np.asarray(part.membership, dtype=np.int64))
 
 
+def leiden_whole(graph: Any, weight: np.ndarray, resolution: float) -> np.ndarray:
+    """:func:`leiden`'s partition for the one run on every row past CHOOSE_SAMPLE, from
+    python-igraph's own C Leiden: modularity at ``resolution`` is the configuration-model quality
+    RBConfigurationVertexPartition optimises, and igraph's core is built optimised where
+    leidenalg's is not (~12x less CPU at 200k rows, as good a partition). Seeded through its own
+    ``random.Random``, so Python's global random state is left alone."""
+    import random
+
+    import igraph
+
+    igraph.set_random_number_generator(random.Random(SEED))
+    try:
+        part = graph.community_leiden(
+            objective_function="modularity",
+            weights=weight,
+            resolution=resolution,
+            n_iterations=LEIDEN_ITERATIONS,
+        )
+    finally:
+        igraph.set_random_number_generator(random)
+    return _relabel(np.asarray(part.membership, dtype=np.int64))
+
+
 def _relabel(raw: np.ndarray) -> np.ndarray:
     """Labels renumbered 0..m-1 by size (largest first), ties by the smallest member index."""
     n = len(raw)
@@ -406,9 +437,11 @@ def cluster_fresh(
             return labels, {"k": k, "resolution": resolution, "tried": tried}
     else:
         k, resolution = jobs[0]
-    graphs = _graphs(x, [k], "k-NN graph (row blocks)")
-    labels = _run_grid(x, graphs, [(k, resolution)], f"Leiden, k {k}, resolution {resolution:g}")
-    return labels[0][2], {"k": k, "resolution": resolution, "tried": tried}
+    graph, weight = _graphs(x, [k], "k-NN graph (row blocks)")[k]
+    with progress(f"Leiden, k {k}, resolution {resolution:g}", total=1) as advance:
+        labels = leiden_whole(graph, weight, resolution)
+        advance(1)
+    return labels, {"k": k, "resolution": resolution, "tried": tried}
 
 
 def centroids(x: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
