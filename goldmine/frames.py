@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from goldmine.files import open_unpacked
-from goldmine.gold import Gold, GoldQuery
+from goldmine.gold import GRADE_LIMIT, Gold, GoldQuery
 from goldmine.text import sha256_file
 
 
@@ -122,8 +122,8 @@ def read_trec_qrels(path: Path) -> Gold | None:
     frame = _read_columns(
         path, sep, {0: ("qid", pl.String), 2: ("doc", pl.String), 3: ("grade", pl.Int64)}
     )
-    if frame is None:
-        return None
+    if frame is None or (frame["grade"].abs().max() or 0) > GRADE_LIMIT:
+        return None  # the Python reader names the bad line
     # A judgment repeated with its grade is one; with another grade the Python reader names
     # both lines (goldmine.readers.judge).
     repeated = frame.filter(pl.struct("qid", "doc").is_duplicated())

@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     import duckdb
 
 
+# The largest grade either way a gold set holds: trec_eval sizes a table by the largest grade,
+# and the columnar engine's and the store's grade columns are integer ones. No scale comes near.
+GRADE_LIMIT = 2**31 - 1
+
+
 @dataclass
 class GoldQuery:
     """One gold query. ``judged`` maps chunk id -> grade; none >= rel_level means "no answer"."""

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from goldmine.errors import InputError
 from goldmine.files import json_objects, open_unpacked, require_file, unpacked
-from goldmine.gold import Gold, GoldQuery, Run
+from goldmine.gold import GRADE_LIMIT, Gold, GoldQuery, Run
 
 GOLD_FORMATS = ("trec", "beir", "jsonl", "json")
 RUN_FORMATS = ("trec", "jsonl", "csv", "parquet", "json")
@@ -226,14 +226,26 @@ def _grade(value: object, path: Path, line: int) -> int:
     if isinstance(value, bool):
         raise InputError(f"grade must be an integer, got {value!r}", path=path, line=line)
     if isinstance(value, int):
-        return value
+        return _in_range(value, path, line)
     if isinstance(value, float) and value.is_integer():
-        return int(value)
+        return _in_range(int(value), path, line)
+    if isinstance(value, str) and _parses(value.strip()):
+        return _in_range(int(value.strip()), path, line)
     if isinstance(value, str) and _parses(value.strip(), float):
         number = float(value.strip())  # "2.0", as a frame's float column writes a grade
         if number.is_integer():
-            return int(number)
+            return _in_range(int(number), path, line)
     raise InputError(f"grade must be an integer, got {value!r}", path=path, line=line)
+
+
+def _in_range(grade: int, path: Path, line: int) -> int:
+    if abs(grade) > GRADE_LIMIT:
+        raise InputError(
+            f"grade {grade} is past any scale (at most {GRADE_LIMIT:,} either way)",
+            path=path,
+            line=line,
+        )
+    return grade
 
 
 def judge(
@@ -286,7 +298,7 @@ def _gold_trec(text: str, path: Path) -> Gold:
         if query is None:
             query = queries[qid] = GoldQuery(qid, None)
         try:
-            value = int(grade)
+            value = _in_range(int(grade), path, number)
         except ValueError:
             value = _grade(grade, path, number)
         judge(query.judged, qid, doc, value, path=path, line=number, lines=text)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from goldmine.errors import InputError
-from goldmine.gold import GoldQuery
+from goldmine.gold import GRADE_LIMIT, GoldQuery
 from goldmine.goldset import bulk
 from goldmine.goldset.exchange import (
     _is_header,
@@ -53,7 +53,6 @@ PREFIX = "import:"
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # One judgment per row: the file's query id, the chunk (None: a query judged with no chunk),
 # the grade as written, its line (None where the layout has none) and its place in the file.
-_MAX_GRADE = 2**31 - 1  # a grade past this is no scale's (trec_eval's grades are -127..127)
 _JUDGMENT = {"file_qid": pl.Utf8, "chunk_id": pl.Utf8, "raw_grade": pl.Utf8, "line": pl.Int64}
 
 
@@ -214,7 +213,7 @@ def _graded(judgments: pl.DataFrame, grade_map: dict[int, int] | None, path: Pat
         & (
             pl.col("number").is_null()
             | (pl.col("number") != pl.col("number").floor())
-            | (pl.col("number").abs() > _MAX_GRADE)  # inf, or past what a grade column holds
+            | (pl.col("number").abs() > GRADE_LIMIT)  # inf, or past what a grade column holds
         )
     ).head(1)
     if bad.height:

@@ -246,3 +246,12 @@ def test_a_large_run_with_old_mac_line_ends_loses_no_line(tmp_path) -> None:
     qrels.write_text("".join(f"{q} 0 doc-{q}-5 1\n" for q in range(3000)))
     result = evaluate_files(qrels, run, [parse_metric("mrr")])
     assert result.summary["mrr"] == pytest.approx(1 / 6) and not result.missing
+
+
+@pytest.mark.parametrize("grade", ["99999999999999999999", "inf", "nan", "1.5"])
+def test_a_grade_no_scale_has_is_one_error_line(cli, tmp_path, grade) -> None:
+    """trec_eval sizes a table by the largest grade: one past any scale is an error here too,
+    and the columnar engine's integer column could not hold it."""
+    got = scored(cli, tmp_path, QRELS + f"2 0 d9 {grade}\n", RUN)
+    assert got["returncode"] == 2 and grade in got["stderr"], got
+    assert "Traceback" not in got["stderr"]
