@@ -295,15 +295,6 @@ To be relevant, a document must cite or discuss assistance.
 """
 
 
-def test_trec_1_to_3_topics_end_a_field_at_the_next_tag(tmp_path) -> None:
-    """TREC-1 to 3 topics carry <dom>, <con>, <fac> and <def> too: none is part of a narrative."""
-    path = tmp_path / "topics.51-100"
-    path.write_text(TREC1_TOPIC, encoding="utf-8")
-    assert read_topics(path, [], "title") == {"051": "Airbus Subsidies"}
-    narrative = "To be relevant, a document must cite or discuss assistance."
-    assert read_topics(path, [], "narr") == {"051": narrative}
-
-
 @pytest.mark.parametrize("as_source", [[], ["--as-source", "b"]])
 def test_judged_queries_missing_from_the_topics_are_named_with_what_to_do(
     cli, tmp_path, as_source
@@ -378,13 +369,23 @@ WEB_TRACK_XML = """<webtrack2009>
 """
 
 
-def test_web_track_xml_topics_give_their_description(tmp_path) -> None:
-    """The Web track's XML says <description> where TREC-COVID says <question>."""
-    path = tmp_path / "wt09.topics.xml"
-    path.write_text(WEB_TRACK_XML, encoding="utf-8")
-    assert read_topics(path, [], "title") == {"1": "obama family tree"}
-    desc = "Find information on President Barack Obama's family history."
-    assert read_topics(path, [], "desc") == {"1": desc}
+@pytest.mark.parametrize(
+    ("name", "text", "field", "texts"),
+    [
+        # TREC-1 to 3 topics carry <dom>, <con>, <fac> and <def> too: none is part of a narrative.
+        ("topics.51-100", TREC1_TOPIC, "title", {"051": "Airbus Subsidies"}),
+        ("topics.51-100", TREC1_TOPIC, "narr",
+         {"051": "To be relevant, a document must cite or discuss assistance."}),
+        # The Web track's XML says <description> where TREC-COVID says <question>.
+        ("wt09.topics.xml", WEB_TRACK_XML, "title", {"1": "obama family tree"}),
+        ("wt09.topics.xml", WEB_TRACK_XML, "desc",
+         {"1": "Find information on President Barack Obama's family history."}),
+    ],
+)  # fmt: skip
+def test_older_trec_topic_layouts_give_the_asked_field(tmp_path, name, text, field, texts) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert read_topics(path, [], field) == texts
 
 
 def test_comma_separated_topics_are_told_to_be_tab_separated(cli, tmp_path) -> None:
