@@ -71,7 +71,8 @@ HttpOption = Annotated[
     typer.Option(
         "--http",
         help="POST each query to this URL; the answer is a JSON list of ids or {id, score}, "
-        "or an object holding it under results/hits (or --json-path).",
+        "or an object holding it where search services put it (results, hits.hits, documents, "
+        "matches, result, root.children, ids; or --json-path).",
         rich_help_panel=_SOURCES,
     ),
 ]

@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import inspect
 import json
+import re
 import sys
 import time
 import urllib.error
@@ -45,41 +46,67 @@ def gold_queries(gold: Gold) -> list[tuple[str, str]]:
     return [(q.query_id, q.query or "") for q in gold.queries.values()]
 
 
+# Where services put the list of results: goldmine's own, Elasticsearch/OpenSearch (hits.hits),
+# LangChain (documents), Pinecone (matches), Qdrant (result, points), Vespa (root.children).
+_LISTS = ("results", "hits", "documents", "data", "matches", "result", "points", "root", "children")
+# Where a result object nests its document's fields: LangChain's metadata, Qdrant's payload,
+# Vespa's fields, Elasticsearch's _source.
+_NESTED = ("metadata", "payload", "fields", "_source", "document")
+_SCORES = ("score", "_score", "relevance", "relevance_score", "similarity")
+_VESPA_ID = re.compile(r"id:[^:]*:[^:]*:[^:]*:(.+)")  # id:namespace:doctype::user-id
+
+
 def normalize_results(value: Any, json_path: str | None = None) -> Results:
-    """Ids, ``(id, score)`` pairs, ``{id, score}`` objects (``_id``/``_score`` too), or an object
-    holding such a list under ``results``, ``hits`` (``hits.hits`` for OpenSearch) or
-    ``json_path`` (dotted)."""
+    """Ids, ``(id, score)`` pairs, ``{id, score}`` objects, or an object holding such a list
+    where a search service puts it (``_LISTS``; ``hits.hits`` for OpenSearch; Chroma's ``ids``
+    of a single query) or under ``json_path`` (dotted). An object's id is its ``chunk_id``, else
+    its ``id``/``_id``, else its ``doc_id``, each looked for beside it first and then in its
+    nested fields (``_NESTED``); a Vespa document id is read as the id the user gave."""
     if json_path:
         for part in json_path.split("."):
             if not isinstance(value, dict) or part not in value:
                 raise ValueError(f"the response has no {json_path!r}")
             value = value[part]
     while isinstance(value, dict):
-        for key in ("results", "hits", "documents", "data"):
-            if key in value:
-                value = value[key]
-                break
-        else:
+        if isinstance(value.get("ids"), list):  # Chroma: one list of ids per query sent
+            ids = value["ids"]
+            value = ids[0] if len(ids) == 1 and isinstance(ids[0], list) else ids
+            break
+        key = next((k for k in _LISTS if k in value), None)
+        if key is None:
             raise ValueError(
-                "the response is an object without 'results' or 'hits'; pass --json-path"
+                "the response is an object without 'results', 'hits', 'matches' or another "
+                "list of results; pass --json-path"
             )
+        value = value[key]
     if not isinstance(value, list | tuple):
         raise ValueError(f"expected a list of ids or of {{id, score}}, got {type(value).__name__}")
-    out: Results = []
-    for item in value:
-        if isinstance(item, str | int) and not isinstance(item, bool):
-            out.append((str(item), None))
-        elif isinstance(item, list | tuple) and len(item) == 2:
-            out.append((str(item[0]), float(item[1])))
-        elif isinstance(item, dict):
-            doc = next((item[k] for k in ("id", "_id", "chunk_id", "doc_id") if k in item), None)
-            if doc is None:
-                raise ValueError(f"a result object has no id: {item!r}")
-            score = next((item[k] for k in ("score", "_score") if k in item), None)
-            out.append((str(doc), None if score is None else float(score)))
-        else:
-            raise ValueError(f"a result must be an id, (id, score) or {{id, score}}: {item!r}")
-    return out
+    return [_result(item) for item in value]
+
+
+def _result(item: Any) -> tuple[str, float | None]:
+    if isinstance(item, str | int) and not isinstance(item, bool):
+        return str(item), None
+    if isinstance(item, list | tuple) and len(item) == 2:
+        return str(item[0]), float(item[1])
+    if not isinstance(item, dict):
+        raise ValueError(f"a result must be an id, (id, score) or {{id, score}}: {item!r}")
+    doc = _result_id(item)
+    if doc is None:
+        raise ValueError(f"a result object has no id: {item!r}")
+    score = next((item[k] for k in _SCORES if item.get(k) is not None), None)
+    return doc, None if score is None else float(score)
+
+
+def _result_id(item: dict) -> str | None:
+    nested = [v for k in _NESTED if isinstance(v := item.get(k), dict)]
+    for keys in (("chunk_id",), ("id", "_id"), ("doc_id",)):
+        for where in (item, *nested):
+            found = next((where[k] for k in keys if where.get(k) is not None), None)
+            if found is not None:
+                vespa = _VESPA_ID.fullmatch(str(found))
+                return vespa.group(1) if vespa else str(found)
+    return None
 
 
 def build_run(

@@ -147,6 +147,66 @@ def test_http_retriever_with_retries_timeouts_and_errors(cli, gold: Path, server
     assert data["n_errors"] == 2
 
 
+def _shaped(shape: str, ids: list[str]) -> object:
+    """An answer in the shape a vector database or RAG service gives it."""
+    scored = [(d, round(1 - i / 10, 2)) for i, d in enumerate(ids)]
+    if shape == "pinecone":
+        return {"matches": [{"id": d, "score": s} for d, s in scored], "namespace": ""}
+    if shape == "qdrant":
+        return {
+            "result": [
+                {"id": i, "score": s, "payload": {"chunk_id": d}} for i, (d, s) in enumerate(scored)
+            ],
+            "status": "ok",
+        }
+    if shape == "langchain":
+        return [{"page_content": "...", "metadata": {"chunk_id": d}} for d in ids]
+    if shape == "chroma":
+        return {"ids": [ids], "distances": [[1 - s for _, s in scored]], "metadatas": [[{}] * 9]}
+    if shape == "vespa":
+        return {
+            "root": {
+                "id": "toplevel",
+                "children": [
+                    {"id": f"id:docs:chunk::{d}", "relevance": s, "fields": {"title": "t"}}
+                    for d, s in scored
+                ],
+            }
+        }
+    raise AssertionError(shape)  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", ["pinecone", "qdrant", "langchain", "chroma", "vespa"])
+def test_http_answers_in_the_vector_databases_own_shapes(cli, gold: Path, shape: str) -> None:
+    # Each answer as the service gives it, with no --json-path: the ids are found where the
+    # service puts them (a payload's or metadata's chunk_id, Vespa's document id).
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            payload = json.dumps(_shaped(shape, ANSWERS[body["query"]])).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/search"
+        data = run_json(cli, "-g", str(gold), "--http", url, "-m", "mrr")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert data["n_errors"] == 0, data["errors"]
+    mrr = {q: data["per_query"][q]["mrr"] for q in ("q1", "q2", "q3")}
+    assert mrr == {"q1": 1.0, "q2": 0.5, "q3": 0.25}
+
+
 def test_save_run_then_score_the_file_gives_the_same(
     cli, tmp_path: Path, gold: Path, simple_retriever: str
 ) -> None:
