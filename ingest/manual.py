@@ -103,7 +103,7 @@ def source(
     path = "-"
     if file is not None:
         try:
-            texts += file.read_text(encoding="utf-8").splitlines()
+            texts += file.read_text(encoding="utf-8-sig").splitlines()  # a BOM is no text
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read: {exc}", path=file) from exc
         path = str(file)

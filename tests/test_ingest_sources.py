@@ -375,6 +375,17 @@ def test_add_status_and_rejects_commands(tmp_path, db_path, cli):
     assert missing.returncode == 2 and "no import batch 99" in missing.stderr
 
 
+def test_add_file_saved_by_a_windows_editor(tmp_path, db_path):
+    # Notepad's UTF-8 starts with a byte order mark and ends lines with CRLF: the first query
+    # kept the mark, so it was stored as a second spelling of the question the list repeats.
+    listed = tmp_path / "colleagues.txt"
+    listed.write_bytes("\ufeffhow to reset password\r\n\r\nhow to reset password\r\n".encode())
+    with open_store(db_path) as con:
+        api.add(con, [], file=listed, source="colleague")
+        texts = [r[0] for r in con.execute("SELECT query FROM manual_queries").fetchall()]
+    assert texts == ["how to reset password"]
+
+
 def test_trec_session_track_2012(shared_dataset, tmp_path, db_path):
     xml = shared_dataset("datasets", "trec_session_track", "sessiontrack2012.xml")
     counts = trec_session_track_jsonl(xml, tmp_path / "sessions.jsonl")
