@@ -10,6 +10,7 @@ field names travel as parameters (``gm_columns``, ``gm_extra_keys``), never insi
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from goldmine.errors import InputError
@@ -28,6 +29,11 @@ def resolve_fields(
     by_lower: dict[str, str] = {}
     for k in keys:
         by_lower.setdefault(k.lower(), k)
+    # A spreadsheet's or a BI tool's words for a column ("Search Query", "Session-ID") are the
+    # alias with its separators as underscores.
+    by_words: dict[str, str] = {}
+    for k in keys:
+        by_words.setdefault(_words(k), k)
     present = set(keys)
     out = {}
     for name, names in aliases.items():
@@ -36,11 +42,18 @@ def resolve_fields(
             column = mapping[name]
             out[name] = [column if column in present else by_lower.get(column.lower(), column)]
             continue
-        # The alias as spelled, else the first field that matches it ignoring case.
+        # The alias as spelled, else the first field that matches it ignoring case, else in words.
         found = [a if a in present else by_lower[a] for a in names if a in by_lower]
+        if not found:
+            found = [by_words[a] for a in names if a in by_words]
         if found:
-            out[name] = found
+            out[name] = list(dict.fromkeys(found))
     return out
+
+
+def _words(name: str) -> str:
+    """A column name as an alias is written: lower case, runs of other characters one ``_``."""
+    return re.sub(r"[^a-z0-9@]+", "_", name.strip().lower()).strip("_")
 
 
 def parse_map(specs: list[str] | None) -> dict[str, str]:

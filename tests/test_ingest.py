@@ -13,6 +13,7 @@ import random
 import subprocess
 import sys
 import textwrap
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -134,6 +135,23 @@ def test_overlapping_file_adds_only_the_new_rows(tmp_path, db_path, cli):
         "GROUP BY batch_id ORDER BY batch_id",
     )
     assert rows == [(1, ["e1", "e2", "e3", "e4", "e5", "e6"]), (2, ["e7", "e8", "e9"])]
+
+
+def test_headers_written_as_a_spreadsheet_names_them_find_their_fields(tmp_path, db_path):
+    # A BI tool's or a spreadsheet's export names columns in words: "Search Query", "User ID",
+    # "Session-ID", "Event Time". The aliases matched only as spelled or ignoring case.
+    path = tmp_path / "export.csv"
+    path.write_text(
+        "Event Time,Search Query,User ID,Session-ID,Results\n"
+        "2026-11-01 10:00:00,reset password,u1,s1,d1|d2\n"
+    )
+    with open_store(db_path) as con:
+        result = api.searchlog(con, [path])
+        row = con.execute(
+            "SELECT ts, query, user_id, session_id, result_ids, extra FROM search_events"
+        ).fetchall()
+    assert result.total["stored"] == 1
+    assert row == [(datetime(2026, 11, 1, 10), "reset password", "u1", "s1", ["d1", "d2"], None)]
 
 
 def test_csv_parquet_gzip_zstd_and_aliases_give_the_same_events(tmp_path, db_path):
