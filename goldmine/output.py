@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from goldmine.text import printable
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -244,6 +246,7 @@ def table(
             width=col.width,
             overflow="fold",
         )
+    # Cells hold queries and chunk texts from traffic: a terminal escape in one shows as a mark.
     for row in rows:
-        out.add_row(*("" if v is None else str(v) for v in row))
+        out.add_row(*("" if v is None else printable(str(v)) for v in row))
     return out

@@ -1,4 +1,4 @@
-"""Text utilities every stage agrees on: hashing and query normalization.
+"""Text utilities every stage agrees on: hashing, query normalization, text fit to show.
 
 The normalized form is the key of exact dedupe (triage) and of matching queries by text (eval), so
 there is one definition of it. ``norm_sql`` applies the same steps in SQL for speed (triage, eval's
@@ -19,11 +19,21 @@ if TYPE_CHECKING:
 _PUNCT = re.compile(r"[^\w\s]|_", re.UNICODE)
 _SPACE = re.compile(r"\s+", re.UNICODE)
 _WS = r"\t\n\x0B\x0C\r\x1C-\x1F "  # what Python's str.isspace() calls whitespace in ASCII
+# C0 and C1 controls but tab and line ends: a terminal acts on them (ESC starts a sequence that
+# clears the screen or retitles the window) and HTML cannot carry some (NUL).
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def sha256_text(text: str) -> str:
     """Hex sha256 of the UTF-8 text: the hash stored for chunk texts and queries."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def printable(text: str | None) -> str:
+    """Text from traffic or a corpus as a person should see it, in a terminal or the page: each
+    control character but tab and line ends shown as U+FFFD, one for one, so an offset into the
+    text (a marked word) still points where it did."""
+    return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", text or "")
 
 
 def sha256_file(path, chunk_size: int = 1 << 20) -> str:

@@ -35,6 +35,7 @@ from goldmine.goldset.versions import publish as do_publish
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
 from goldmine.output import console, info, print_json, table, warn
 from goldmine.store import open_store, transaction
+from goldmine.text import printable
 from goldmine.versions import list_versions, resolve_version, version_header
 
 ByOption = Annotated[
@@ -513,7 +514,7 @@ def show(
         "verified_at",
     ):
         if item[key] not in (None, [], ""):
-            print(f"{key}: {item[key]}")
+            print(printable(f"{key}: {item[key]}"))
     _table(
         "labels",
         ["chunk_id", "grade", "by", "source", "at", "text_hash"],

@@ -358,6 +358,11 @@ class ReviewSession:
         self.message = "reloaded: this is the query as it is now"
 
     def grade(self, qid: str, chunk_id: str, grade: int, source: str = "review") -> None:
+        if not self._holds(qid, chunk_id):
+            # Only a candidate shown is graded: the page once sent an id HTML had changed (a
+            # NUL as U+FFFD), which became a label on a chunk no draft and no corpus held.
+            self.message = f"no candidate {chunk_id!r} on this query: grade one it shows"
+            return
         if self._act(
             qid,
             f"grade {chunk_id}={grade}",
@@ -367,6 +372,16 @@ class ReviewSession:
             lambda con: raters.rate(con, qid, chunk_id, grade, self.by),
         ):
             self.message = f"graded {chunk_id} = {grade}"
+
+    def _holds(self, qid: str, chunk_id: str) -> bool:
+        """Whether the item holds ``chunk_id`` as a draft or a label (a candidate review shows)."""
+        with self._store() as con:
+            return bool(
+                con.execute(
+                    "SELECT count(*) FROM gold_labels WHERE query_id = ? AND chunk_id = ?",
+                    [qid, chunk_id],
+                ).fetchall()[0][0]
+            )
 
     def accept_suggestion(self, qid: str, chunk_id: str) -> None:
         """Take the model's grade for this candidate as the reviewer's own (source

@@ -37,6 +37,7 @@ from goldmine.goldset.review import (
 )
 from goldmine.goldset.textmatch import marked_words
 from goldmine.output import console as get_console
+from goldmine.text import printable
 
 if TYPE_CHECKING:
     from goldmine.store import Store
@@ -105,14 +106,13 @@ def _render(console, view: View, message: str, alert: bool = False) -> None:
 
     console.rule(f"{view.verified} of {view.total} verified")
     if message:
-        console.print(Text(message, style="bold red" if alert else "dim"))
+        console.print(Text(printable(message), style="bold red" if alert else "dim"))
     _render_query(console, view)
     graded = [c for c in view.candidates if c["kind"] == "label"]
     waiting = [c for c in view.candidates if c["kind"] == "draft"]
     if graded:
-        console.print(
-            "graded: " + ", ".join(f"{c['chunk_id']}={c['grade']}" for c in graded), markup=False
-        )
+        graded_ids = ", ".join(f"{c['chunk_id']}={c['grade']}" for c in graded)
+        console.print(printable(f"graded: {graded_ids}"), markup=False)
     if view.item["no_answer"]:
         console.print("marked: no answer in the corpus", markup=False)
     if view.current is None:
@@ -128,18 +128,21 @@ def _render_query(console, view: View) -> None:
 
     item = view.item
     console.print(
-        Text.assemble((item["query"], "bold"), (f"  ({item['query_id']}, {item['status']})", "dim"))
+        Text.assemble(
+            (printable(item["query"]), "bold"),
+            (printable(f"  ({item['query_id']}, {item['status']})"), "dim"),
+        )
     )
     if item["context"]:
         console.print("[dim]context:[/dim]")
-        console.print(Text(item["context"], style="italic"))
+        console.print(Text(printable(item["context"]), style="italic"))
     facts = _facts(item, view.signals)
     if facts:
-        console.print("  ".join(facts), markup=False)
+        console.print(printable("  ".join(facts)), markup=False)
     for ex in view.examples[:3]:
-        console.print(Text(f"  e.g. [{ex['source']}] {ex['text']}", style="dim"))
+        console.print(Text(printable(f"  e.g. [{ex['source']}] {ex['text']}"), style="dim"))
     for note in item["notes"] or ():
-        console.print(Text(f"  note: {note}", style="cyan"))
+        console.print(Text(printable(f"  note: {note}"), style="cyan"))
     if view.blind:
         console.print(
             "double-labelled: your grades are kept apart, the other rater's are hidden",
@@ -147,7 +150,7 @@ def _render_query(console, view: View) -> None:
             markup=False,
         )
     for rater, grades in view.ratings.items():
-        console.print(f"{rater}: {_grades_text(grades)}", style="magenta", markup=False)
+        console.print(printable(f"{rater}: {_grades_text(grades)}"), style="magenta", markup=False)
 
 
 def _facts(item: dict, signals: dict | None) -> list[str]:
@@ -192,15 +195,15 @@ def _render_candidate(console, view: View, position: int, total: int) -> None:
     console.print(
         Text.assemble(
             (f"candidate {position} of {total}", "bold"),
-            f"  {current['chunk_id']}",
-            (f"  ({drafted_how(current)})", "dim"),
+            printable(f"  {current['chunk_id']}"),
+            (printable(f"  ({drafted_how(current)})"), "dim"),
         )
     )
     if current.get("grades"):
         console.print(
             Text.assemble(
                 ("sources disagree: ", "bold magenta"),
-                disagreements.grades_text(current["grades"]),
+                printable(disagreements.grades_text(current["grades"])),
             )
         )
     suggestion = current.get("suggestion")
@@ -209,16 +212,16 @@ def _render_candidate(console, view: View, position: int, total: int) -> None:
             Text.assemble(
                 (f"{suggester(suggestion)} suggests {suggestion['grade']}", "bold cyan"),
                 (" ([m] to accept)", "dim"),
-                f": {suggestion['reason'] or ''}",
+                printable(f": {suggestion['reason'] or ''}"),
             )
         )
         if suggestion.get("note"):
-            console.print(Text(suggestion["note"], style="bold red"))
+            console.print(Text(printable(suggestion["note"]), style="bold red"))
     if current["text"] is None:
         console.print("[red]this chunk is not in the current corpus snapshot[/red]")
         return
     if current["title"]:
-        console.print(Text(current["title"], style="bold underline"))
+        console.print(Text(printable(current["title"]), style="bold underline"))
     passage = current["text"]
     if len(passage) > PASSAGE_CHARS:
         passage = passage[:PASSAGE_CHARS] + " …"
@@ -226,10 +229,11 @@ def _render_candidate(console, view: View, position: int, total: int) -> None:
 
 
 def passage_text(text: str, query: str):
-    """``text`` with the query's words marked (``textmatch.marked_words``: the page's marks)."""
+    """``text`` with the query's words marked (``textmatch.marked_words``: the page's marks), its
+    control characters shown as marks (``printable``: one for one, so the marks hold)."""
     from rich.text import Text
 
-    out = Text(text)
+    out = Text(printable(text))
     for start, end in marked_words(text, query):
         out.stylize("bold yellow", start, end)
     return out
@@ -282,7 +286,7 @@ def _loop(
                 verified, total = gi.progress_counts(con)
             done = f"Nothing left to review: {verified} of {total} verified."
             if session.message:
-                console.print(session.message, markup=False, style="dim")
+                console.print(printable(session.message), markup=False, style="dim")
             console.print(done)
             if not session.undo_stack:
                 return verified, total, done if in_place else None

@@ -53,18 +53,19 @@ from goldmine.goldset.review import QueueFilter, ReviewSession, View, drafted_ho
 from goldmine.goldset.textmatch import CorpusSearch, marked_words
 from goldmine.output import info, warn
 from goldmine.store import Store, as_store
+from goldmine.text import printable
 
 ASSETS = Path(__file__).parent / "web"
 TOKEN_COOKIE = "goldmine_token"
 RATER_COOKIE = "goldmine_rater"
 WRITE_HEADER = "x-goldmine"  # a custom header: a cross-origin form or fetch cannot add it
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _RATER = re.compile(r"^[\w .@-]{1,64}$")
 
 
 def clean(text: str | None) -> str:
-    """Text as a person should see it: terminal escapes and other controls made visible."""
-    return _CONTROL.sub("\N{REPLACEMENT CHARACTER}", text or "")
+    """Text as a person should see it: terminal escapes and other controls made visible (the
+    terminal's review shows them alike)."""
+    return printable(text)
 
 
 def highlight(text: str | None, query: str) -> Any:

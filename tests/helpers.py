@@ -729,3 +729,33 @@ def records_alike(
     assert not lines_made  # read in one statement
     assert rows == reader_records(by_line)[0]
     return rows
+
+
+# --- a corpus from the wild, drafted on one query (review in the terminal and the page) --------
+
+ESCAPES = "\x1b[2J\x1b[H\x1b]0;owned\x07"
+WILD = {
+    "docs/setup#install?v=2&x=%20y": ("Install", "Install the VPN client from the portal."),
+    "kb article 12": ("", "The VPN profile for kb article twelve."),
+    "ünïcødé/章节-3": ("请求", "VPN 设置 — the VPN in Chinese."),
+    "L" * 600: ("T" * 300, "A VPN chunk whose id is six hundred characters long."),
+    "007": ("Agent", "The VPN for agents."),
+    "7": ("Seven", "The VPN for seven."),
+    "nul\x00id": ("nul", "A VPN chunk whose id holds a NUL."),
+    "cr\rid": ("cr", "A VPN chunk whose id holds a CR."),
+    "esc": (f"{ESCAPES}red title", f"{ESCAPES} the VPN passage \x1b[31mred\x1b[0m ‏עברית 🎉"),
+    "html": ("<b>t</b>", "<script>alert('x')</script><img src=x onerror=alert(1)> vpn"),
+}
+QUERY_WILD = "vpn setup"
+
+
+def wild_store(db: Path) -> str:
+    """The sample store with the wild chunks drafted, in this order, on one query; its id."""
+    from goldmine.goldset.items import add_draft
+
+    build(db, chunks=WILD)
+    gold(run_cli, db, "add-query", QUERY_WILD)
+    with open_store(db) as con, transaction(con):
+        for chunk_id in WILD:
+            assert add_draft(con, qid(QUERY_WILD), chunk_id, "test", source="bm25")
+    return qid(QUERY_WILD)

@@ -1,0 +1,78 @@
+"""Review meets a corpus from the wild: chunk ids and texts as real exports carry them.
+
+Ids with ``/``, ``#``, ``?``, ``%``, spaces, unicode, a NUL or a CR, six hundred characters, or
+digits that read alike ("007" and "7"); texts with terminal escapes, HTML, RTL text and emoji.
+The terminal shows every control character as a mark, never raw; a grade names a candidate the
+item holds, never a chunk that is in no draft and no corpus (the page's fetch could send one).
+The browser's half is ``tests/test_web_review.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from goldmine.goldset import items as gi
+from goldmine.store import open_store, transaction
+
+from helpers import ESCAPES, QUERY_WILD, WILD, build, gold, run_cli, shown, wild_store
+
+
+def test_the_terminal_shows_escapes_in_texts_as_marks_never_raw(db_path: Path) -> None:
+    build(db_path, chunks=WILD)
+    added = gold(run_cli, db_path, "add-query", f"{ESCAPES}vpn").stdout.split("\t")[1]
+    with open_store(db_path) as con, transaction(con):
+        assert gi.add_draft(con, added, "esc", "test", source="bm25")
+    # Piped, rich adds no escape of its own: every one on stdout came from the data.
+    result = run_cli("--db", str(db_path), "gold", "review", "--by", "rita", input="q")
+    assert result.returncode == 0, result.stderr
+    assert "the VPN passage" in result.stdout and "red title" in result.stdout
+    raw = re.findall(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", result.stdout)
+    assert raw == [], f"control characters reached the terminal: {raw}"
+    assert "\N{REPLACEMENT CHARACTER}[2J" in result.stdout  # shown, as the page shows it
+
+
+def test_a_grade_names_a_candidate_the_item_holds(db_path: Path) -> None:
+    """The NUL id as an HTML attribute gives it back (U+FFFD for the NUL): that grade went in
+    as a label on a chunk no draft and no corpus holds, and the real candidate stayed open."""
+    from goldmine.goldset.review import ReviewSession
+
+    query_id = wild_store(db_path)
+    session = ReviewSession(db_path, "rita")
+    assert session.view() is not None
+    session.grade(query_id, "nul\N{REPLACEMENT CHARACTER}id", 2)
+    assert shown(run_cli, db_path, QUERY_WILD)["labels"] == []
+    assert "no candidate" in session.message
+    session.grade(query_id, "nul\x00id", 2)  # the real id still grades
+    labels = shown(run_cli, db_path, QUERY_WILD)["labels"]
+    assert [lab["chunk_id"] for lab in labels] == ["nul\x00id"]
+
+
+def test_listings_show_escapes_in_queries_as_marks_never_raw(db_path: Path) -> None:
+    """``gold starter``, ``next``, ``list`` and ``show`` print the query as the review does: a
+    query of the log holding ``ESC[2J`` cleared the screen of whoever listed it."""
+    build(db_path)
+    text = f"{ESCAPES}vpn on linux"
+    with open_store(db_path) as con, transaction(con):
+        con.execute(
+            """INSERT INTO triage_queries (norm_query, query, cluster_id, n_events, n_sessions,
+                   sources, n_zero_results, n_no_click, n_failed, failure_rate, tags)
+               VALUES (?, ?, 99, 50, 50, ['searchlog'], 25, 25, 50, 1.0, ['keyword'])""",
+            [text, text],
+        )
+        con.execute(
+            """INSERT INTO triage_clusters (cluster_id, label, volume, n_variants, n_failed,
+                   failure_rate, priority, tags) VALUES (99, ?, 50, 1, 50, 1.0, 50, [])""",
+            [text],
+        )
+    outputs = [gold(run_cli, db_path, "next", "--top", "30").stdout]
+    outputs.append(gold(run_cli, db_path, "starter", "--n", "30").stdout)
+    listed = json.loads(gold(run_cli, db_path, "list", "--json").stdout)
+    picked = next(i["query_id"] for i in listed if i["query"] == text)  # --json keeps it as is
+    outputs.append(gold(run_cli, db_path, "list").stdout)
+    outputs.append(gold(run_cli, db_path, "show", picked).stdout)
+    for out in outputs:
+        assert "vpn on" in out
+        raw = re.findall(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
+        assert raw == [], f"control characters reached the terminal: {raw} in {out[:300]!r}"
