@@ -54,8 +54,9 @@ def writer(**more: str) -> dict:
 def shown_item(client) -> tuple[str, int, str]:
     """The query id, version and first candidate the page shows now."""
     html = client.get("/review", headers={"Cookie": f"goldmine_token={TOKEN}"}).text
-    found = re.search(r'data-query-id="([^"]+)" data-version="(\d+)"', html)
-    chunk = re.search(r'class="cand[^"]*"\s+data-chunk="([^"]+)"', html)
+    # Ids are JSON in single-quoted attributes (the sample's need no escape in JSON).
+    found = re.search(r"data-query-id='\"([^\"]+)\"' data-version=\"(\d+)\"", html)
+    chunk = re.search(r"class=\"cand[^\"]*\"\s+data-chunk='\"([^\"]+)\"'", html)
     assert found and chunk, html[:500]
     return found.group(1), int(found.group(2)), chunk.group(1)
 

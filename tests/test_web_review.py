@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import build, qid, unavailable
+from helpers import QUERY_WILD, WILD, build, qid, unavailable, wild_store
 
 CHROMIUM = os.environ.get("GOLDMINE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -363,8 +363,8 @@ def test_a_grade_storm_loses_no_write(server: Server, store: Path) -> None:
             request = urllib.request.Request(server.base + "/review", headers={"Cookie": cookie})
             with urllib.request.urlopen(request, timeout=60) as response:
                 html = response.read().decode()
-            item = re.search(r'data-query-id="([^"]+)" data-version="(\d+)"', html)
-            chunks = re.findall(r'data-chunk="([^"]+)"', html)
+            item = re.search(r"data-query-id='\"([^\"]+)\"' data-version=\"(\d+)\"", html)
+            chunks = re.findall(r"data-chunk='\"([^\"]+)\"'", html)
             if not item or not chunks:
                 break
             grade = 0  # keeps every item open, so every rater writes to the same few all along
@@ -511,7 +511,7 @@ def test_the_disagreements_queue_in_the_page(browser, store: Path, cli, tmp_path
         assert page.inner_text("#query-text") == "vpn setup"  # not the queue's first
         assert page.input_value("select[name=mode]") == "disagreements"
         card = page.locator(".cand.focused")
-        assert card.get_attribute("data-chunk") == "kb-vpn-1"
+        assert json.loads(card.get_attribute("data-chunk")) == "kb-vpn-1"
         assert "sources disagree: judge:judge-1 suggests 2 · import:nist 0" in card.inner_text()
         assert page.evaluate("document.documentElement.scrollWidth") <= 1366
         shot(page, tmp_path, "review-disagreements-1366")
@@ -534,3 +534,38 @@ def test_the_disagreements_queue_in_the_page(browser, store: Path, cli, tmp_path
     listing = cli("--db", str(store), "gold", "review", "--queue", "disagreements", "--json")
     assert listing.returncode == 0, listing.stderr
     assert json.loads(listing.stdout) == []
+
+
+def _acted(page, count: int) -> None:
+    """Wait until the page has shown the answer to ``count`` actions (``body.dataset.acts``)."""
+    page.wait_for_selector(f"body[data-acts='{count}']", timeout=15000)
+
+
+@pytest.mark.slow  # a browser session over a server process
+def test_wild_chunk_ids_and_texts_round_trip_through_the_page(browser, db_path: Path, cli) -> None:
+    """Ids with / # ? % and spaces, unicode, 600 characters, "007" beside "7", a NUL and a CR;
+    texts with terminal escapes, HTML and RTL: each card grades its own chunk, nothing of the
+    texts runs, and the item is verified with every id as stored. The NUL id came back from
+    the HTML attribute as U+FFFD and the CR as a LF: those grades went to chunks that no
+    draft and no corpus held, and the item never closed."""
+    wild_store(db_path)
+    running = Server(db_path)
+    try:
+        context, page = open_page(browser, running)
+        dialogs: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        assert page.locator(".cand").count() == len(WILD)
+        # The 600-character id wraps inside its card: nothing runs past the panel's width.
+        main = page.eval_on_selector("main", "e => [e.scrollWidth, e.clientWidth]")
+        assert main[0] <= main[1], main
+        for n in range(1, len(WILD) + 1):
+            page.keyboard.press("2")
+            _acted(page, n)
+        wait_panel(page, "Nothing left to review")
+        assert dialogs == [] and page.locator("#panel script, #panel img").count() == 0
+        context.close()
+    finally:
+        running.stop()
+    item = shown(cli, db_path, QUERY_WILD)
+    assert item["status"] == "verified"
+    assert {lb["chunk_id"]: lb["grade"] for lb in item["labels"]} == dict.fromkeys(WILD, 2)

@@ -15,12 +15,16 @@
 
   function item() { return document.getElementById("item"); }
 
+  // Ids are JSON in their attributes: HTML itself would turn a NUL into U+FFFD and a CR into a
+  // LF, and the grade would go to a chunk the item does not hold.
+  function chunkOf(el) { return JSON.parse(el.dataset.chunk); }
+
   function cards() { return Array.from(panel.querySelectorAll(".cand")); }
 
   function setFocus(chunk) {
     focus = chunk;
-    cards().forEach((c) => c.classList.toggle("focused", c.dataset.chunk === chunk));
-    const el = cards().find((c) => c.dataset.chunk === chunk);
+    cards().forEach((c) => c.classList.toggle("focused", chunkOf(c) === chunk));
+    const el = cards().find((c) => chunkOf(c) === chunk);
     if (el) el.scrollIntoView({ block: "nearest" });
   }
 
@@ -46,21 +50,21 @@
   function initFocus() {
     const current = panel.querySelector(".cand.current") || panel.querySelector(".cand.undecided");
     const first = current || cards()[0];
-    setFocus(first ? first.dataset.chunk : null);
+    setFocus(first ? chunkOf(first) : null);
   }
 
   function moveFocus(step) {
     const list = cards();
     if (!list.length) return;
-    let i = list.findIndex((c) => c.dataset.chunk === focus);
+    let i = list.findIndex((c) => chunkOf(c) === focus);
     i = Math.max(0, Math.min(list.length - 1, (i < 0 ? 0 : i + step)));
-    setFocus(list[i].dataset.chunk);
+    setFocus(chunkOf(list[i]));
   }
 
   async function act(action, extra) {
     const it = item();
     const body = Object.assign({ action: action }, filters(), extra || {});
-    if (it) { body.query_id = it.dataset.queryId; body.version = it.dataset.version; }
+    if (it) { body.query_id = JSON.parse(it.dataset.queryId); body.version = it.dataset.version; }
     let resp;
     try {
       resp = await fetch("/api/act", {
@@ -125,7 +129,7 @@
   searchResults.addEventListener("click", (e) => {
     const btn = e.target.closest("button.add");
     if (!btn) return;
-    act("add", { chunk_id: btn.dataset.chunk }).then(() => { closeSearch(); setFocus(btn.dataset.chunk); });
+    act("add", { chunk_id: chunkOf(btn) }).then(() => { closeSearch(); setFocus(chunkOf(btn)); });
   });
   searchResults.addEventListener("keydown", (e) => {
     if (e.key === "Escape") { e.preventDefault(); closeSearch(); }
@@ -140,7 +144,7 @@
   panel.addEventListener("click", (e) => {
     const gradeBtn = e.target.closest("button[data-grade]");
     const card = e.target.closest(".cand");
-    if (card) setFocus(card.dataset.chunk);
+    if (card) setFocus(chunkOf(card));
     if (gradeBtn) { grade(Number(gradeBtn.dataset.grade)); return; }
     const actionBtn = e.target.closest("button[data-action]");
     if (actionBtn) act(actionBtn.dataset.action);
