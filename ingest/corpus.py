@@ -21,7 +21,7 @@ from goldmine.ingest.target import Target
 ALIASES: dict[str, tuple[str, ...]] = {
     "chunk_id": ("chunk_id", "id", "_id", "pid", "passage_id", "docid"),
     "doc_id": ("doc_id", "document_id", "parent_id", "source_id"),
-    "title": ("title", "heading", "name"),
+    "title": ("title", "heading", "name", "wikipedia_title"),
     "url": ("url", "link", "source_url", "href"),
     "text": ("text", "content", "contents", "body", "chunk", "passage"),
 }
@@ -55,7 +55,14 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         )
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], ("text",))
-    cid, text = val(fields, "chunk_id"), val(fields, "text")
+    cid, given, kind = val(fields, "chunk_id"), val(fields, "text"), typ(fields, "text")
+    # A text given as a list of paragraphs (KILT's Wikipedia) is one text, a paragraph a line.
+    paragraphs = (
+        f"array_to_string(list_transform(from_json({given}, '[\"VARCHAR\"]'), "
+        "lambda p: rtrim(p, chr(10) || chr(13))), chr(10))"
+    )
+    all_text = f"list_bool_and(list_transform(json_type({given}, '$[*]'), lambda t: t = 'VARCHAR'))"
+    text = "gm_text"
     sql = f"""
         SELECT * REPLACE (coalesce(reason, CASE WHEN row_number() OVER (
             PARTITION BY chunk_id, reason IS NULL ORDER BY line) > 1
@@ -65,8 +72,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             CASE WHEN err IS NOT NULL THEN err
                  WHEN {cid} IS NULL OR trim({cid}) = '' THEN 'missing chunk id'
                  WHEN {text} IS NULL OR trim({text}) = '' THEN 'missing text'
-                 WHEN {typ(fields, "text")} <> 'VARCHAR'
-                     THEN 'wrong type: text is ' || gm_jtype({typ(fields, "text")})
+                 WHEN {kind} <> 'VARCHAR' AND NOT gm_paragraphs
+                     THEN 'wrong type: text is ' || gm_jtype({kind})
             END AS reason,
             {cid} AS chunk_id,
             {val(fields, "doc_id")} AS doc_id,
@@ -75,7 +82,10 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             {text} AS text,
             sha256({text}) AS text_hash,
             x AS metadata
-        FROM ({access}))
+        FROM (SELECT *, CASE WHEN gm_paragraphs THEN {paragraphs} ELSE {given} END AS gm_text
+              FROM (SELECT *, coalesce(CASE WHEN {kind} = 'ARRAY' THEN {all_text} END, false)
+                              AS gm_paragraphs
+                    FROM ({access}))))
     """
     return sql, params
 

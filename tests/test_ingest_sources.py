@@ -182,6 +182,31 @@ def test_chat_turns_keep_their_order_and_failure_signals(tmp_path, db_path):
     assert rejects == [(5, "unknown role: robot")]
 
 
+def test_a_corpus_whose_text_is_a_list_of_paragraphs(tmp_path, db_path):
+    # KILT's Wikipedia knowledge source gives each page's text as a list of paragraphs, each
+    # ending in a line end, and its title as wikipedia_title: every page was a reject.
+    path = write_jsonl(
+        tmp_path / "kilt_knowledgesource.jsonl",
+        [
+            {"_id": "290", "wikipedia_id": "290", "wikipedia_title": "A",
+             "text": ["A\n", "A is the first letter.\n", "It is a vowel.\n"],
+             "anchors": [], "categories": "Letters"},
+            {"_id": "303", "wikipedia_title": "B", "text": "B is a letter."},
+            {"_id": "9", "wikipedia_title": "Nine", "text": [9, "not all text"]},
+        ],
+    )  # fmt: skip
+    with open_store(db_path) as con:
+        result = api.corpus(con, [path])
+        chunks = con.execute("SELECT chunk_id, title, text FROM chunks ORDER BY 1").fetchall()
+        rejects = con.execute("SELECT line, reason FROM rejects").fetchall()
+    assert result.total["stored"] == 2
+    assert chunks == [
+        ("290", "A", "A\nA is the first letter.\nIt is a vowel."),
+        ("303", "B", "B is a letter."),
+    ]
+    assert rejects == [(3, "wrong type: text is a list")]  # a list of other than text
+
+
 def test_corpus_snapshots_and_text_hashes(tmp_path, db_path):
     first = write_jsonl(
         tmp_path / "chunks.jsonl",
