@@ -18,12 +18,17 @@ from goldmine.ingest.fields import field_access, resolve_fields, typ, val
 from goldmine.ingest.files import InputFile
 from goldmine.ingest.target import Target
 
+# The text in public corpora's words (arXiv's and PubMed's abstract, MS MARCO v2.1's segment, a
+# LangChain document's page_content), taken only where no other text field is: beside a text,
+# an abstract is the chunk's metadata, not a second spelling of its text.
+_FALLBACK_TEXT = ("segment", "page_content", "abstract")
+
 ALIASES: dict[str, tuple[str, ...]] = {
     "chunk_id": ("chunk_id", "id", "_id", "pid", "passage_id", "docid"),
     "doc_id": ("doc_id", "document_id", "parent_id", "source_id"),
     "title": ("title", "heading", "name", "wikipedia_title"),
     "url": ("url", "link", "source_url", "href"),
-    "text": ("text", "content", "contents", "body", "chunk", "passage"),
+    "text": ("text", "content", "contents", "body", "chunk", "passage", *_FALLBACK_TEXT),
 }
 
 COLUMNS = ("chunk_id", "doc_id", "title", "url", "text", "text_hash", "metadata")
@@ -48,6 +53,9 @@ def current_snapshot_id(con: duckdb.DuckDBPyConnection) -> int | None:
 
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
+    texts = [k for k in fields.get("text", []) if k.lower() not in _FALLBACK_TEXT]
+    if texts and "text" not in mapping:
+        fields["text"] = texts
     if keys and not {"chunk_id", "text"} <= set(fields):
         raise InputError(
             f"chunks need an id and a text field (found {', '.join(keys[:12])}); "

@@ -207,6 +207,33 @@ def test_a_corpus_whose_text_is_a_list_of_paragraphs(tmp_path, db_path):
     assert rejects == [(3, "wrong type: text is a list")]  # a list of other than text
 
 
+def test_public_corpora_name_their_text_in_their_own_words(tmp_path, db_path):
+    # arXiv's metadata and PubMed give an abstract, MS MARCO v2.1's segmented documents a
+    # segment, a LangChain dump page_content: each was "chunks need an id and a text field".
+    files = {
+        "arxiv.jsonl": {"id": "0704.0001", "title": "Calculation of prompt diphoton production",
+                        "abstract": "A fully differential calculation.", "authors": "C. Balazs"},
+        "msmarco.jsonl": {"docid": "msmarco_v2.1_doc_00_0#0", "title": "T", "headings": "H",
+                          "segment": "The segment's text.", "start_char": 0},
+        "langchain.jsonl": {"id": "lc-1", "page_content": "A page.", "metadata": {"source": "x"}},
+        "paper.jsonl": {"id": "p1", "text": "The body.", "abstract": "The abstract."},
+    }  # fmt: skip
+    with open_store(db_path) as con:
+        for name, row in files.items():
+            result = api.corpus(con, [write_jsonl(tmp_path / name, [row])])
+            assert result.total["stored"] == 1, name
+        texts = con.execute("SELECT chunk_id, text, metadata FROM chunks ORDER BY 1").fetchall()
+    assert ("0704.0001", "A fully differential calculation.", '{"authors":"C. Balazs"}') in texts
+    assert (
+        "msmarco_v2.1_doc_00_0#0",
+        "The segment's text.",
+        '{"headings":"H","start_char":0}',
+    ) in texts
+    assert ("lc-1", "A page.", '{"metadata":{"source":"x"}}') in texts
+    # beside a text, an abstract is the chunk's metadata
+    assert ("p1", "The body.", '{"abstract":"The abstract."}') in texts
+
+
 def test_corpus_snapshots_and_text_hashes(tmp_path, db_path):
     first = write_jsonl(
         tmp_path / "chunks.jsonl",
