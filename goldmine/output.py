@@ -234,6 +234,7 @@ def table(
     cells as text (None as empty), a cell too long for its column folded, never cut. ``plain``:
     no box and no edge, for a report read as text."""
     from rich.table import Table
+    from rich.text import Text
 
     frame = {"show_edge": False, "box": None, "pad_edge": False} if plain else {}
     out = Table(title=title, title_justify="left", caption=caption, caption_justify="left", **frame)
@@ -246,7 +247,8 @@ def table(
             width=col.width,
             overflow="fold",
         )
-    # Cells hold queries and chunk texts from traffic: a terminal escape in one shows as a mark.
+    # Cells hold queries and chunk texts from traffic: text, never rich's markup (a '[/red]' in a
+    # query raised a MarkupError), and a terminal escape in one shows as a mark.
     for row in rows:
-        out.add_row(*("" if v is None else printable(str(v)) for v in row))
+        out.add_row(*(Text("" if v is None else printable(str(v))) for v in row))
     return out

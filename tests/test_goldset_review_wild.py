@@ -19,6 +19,12 @@ from goldmine.store import open_store, transaction
 from helpers import ESCAPES, QUERY_WILD, WILD, build, gold, run_cli, shown, wild_store
 
 
+def qid_of(db: Path, text: str) -> str:
+    """The id of the item whose query is ``text`` as typed (``--json`` keeps it as it is)."""
+    listed = json.loads(gold(run_cli, db, "list", "--json").stdout)
+    return next(i["query_id"] for i in listed if i["query"] == text)
+
+
 def test_the_terminal_shows_escapes_in_texts_as_marks_never_raw(db_path: Path) -> None:
     build(db_path, chunks=WILD)
     added = gold(run_cli, db_path, "add-query", f"{ESCAPES}vpn").stdout.split("\t")[1]
@@ -68,11 +74,21 @@ def test_listings_show_escapes_in_queries_as_marks_never_raw(db_path: Path) -> N
         )
     outputs = [gold(run_cli, db_path, "next", "--top", "30").stdout]
     outputs.append(gold(run_cli, db_path, "starter", "--n", "30").stdout)
-    listed = json.loads(gold(run_cli, db_path, "list", "--json").stdout)
-    picked = next(i["query_id"] for i in listed if i["query"] == text)  # --json keeps it as is
     outputs.append(gold(run_cli, db_path, "list").stdout)
-    outputs.append(gold(run_cli, db_path, "show", picked).stdout)
+    outputs.append(gold(run_cli, db_path, "show", qid_of(db_path, text)).stdout)
     for out in outputs:
         assert "vpn on" in out
         raw = re.findall(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
         assert raw == [], f"control characters reached the terminal: {raw} in {out[:300]!r}"
+
+
+def test_a_query_that_looks_like_markup_is_listed_as_typed(db_path: Path) -> None:
+    """A table cell is text, never rich's markup: ``[/red]`` in a query stopped ``gold list``
+    with a MarkupError traceback, and ``[bold]…[/bold]`` lost its brackets."""
+    build(db_path)
+    typed = ["[/red] closing tag", "[bold]bold[/bold] query"]
+    gold(run_cli, db_path, "add-query", *typed)
+    listed = gold(run_cli, db_path, "list").stdout
+    shown_ = gold(run_cli, db_path, "show", qid_of(db_path, typed[1])).stdout
+    assert "[/red]" in listed and "[bold]bo" in listed  # folded in its column, brackets kept
+    assert "[bold]bold[/bold] query" in shown_
