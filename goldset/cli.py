@@ -177,7 +177,7 @@ def add_query(
             con, list(queries or []), list(cluster or []), _user(by), redact=redactor
         )
     for qid, text, is_new in added:
-        print(f"{'added' if is_new else 'already in the set'}\t{qid}\t{text}")
+        print(printable(f"{'added' if is_new else 'already in the set'}\t{qid}\t{text}"))
 
 
 def draft(
@@ -677,14 +677,14 @@ def diff(
         f"{len(d['relabelled'])} relabelled, {d['unchanged']} unchanged"
     )
     for q in d["added"]:
-        print(f"+ {q['query_id']}\t{q['query']}")
+        print(printable(f"+ {q['query_id']}\t{q['query']}"))
     for q in d["removed"]:
-        print(f"- {q['query_id']}\t{q['query']}")
+        print(printable(f"- {q['query_id']}\t{q['query']}"))
     for q in d["relabelled"]:
         changes = ", ".join(f"{c['chunk_id']} {c['from']}→{c['to']}" for c in q["changes"])
         if q["no_answer"][0] != q["no_answer"][1]:
             changes += f"{', ' if changes else ''}no answer {q['no_answer'][0]}→{q['no_answer'][1]}"
-        print(f"~ {q['query_id']}\t{q['query']}\t{changes}")
+        print(printable(f"~ {q['query_id']}\t{q['query']}\t{changes}"))
 
 
 def export(
@@ -885,7 +885,7 @@ def stale(
     verb = "would go back" if dry_run else "sent back"
     print(f"{len(rows)} queries labelled before {older_than} ago {verb} for a re-read")
     for r in rows:
-        print(f"{r['query_id']}\t{r['labelled_at'] or r['verified_at']}\t{r['query']}")
+        print(printable(f"{r['query_id']}\t{r['labelled_at'] or r['verified_at']}\t{r['query']}"))
 
 
 def register(app: typer.Typer) -> None:

@@ -76,6 +76,12 @@ def test_listings_show_escapes_in_queries_as_marks_never_raw(db_path: Path) -> N
     outputs.append(gold(run_cli, db_path, "starter", "--n", "30").stdout)
     outputs.append(gold(run_cli, db_path, "list").stdout)
     outputs.append(gold(run_cli, db_path, "show", qid_of(db_path, text)).stdout)
+    outputs.append(gold(run_cli, db_path, "add-query", text).stdout)  # "already in the set"
+    gold(run_cli, db_path, "label", qid_of(db_path, "vpn setup"), "--no-answer")
+    gold(run_cli, db_path, "publish", "-m", "one")
+    gold(run_cli, db_path, "label", qid_of(db_path, text), "--no-answer")
+    gold(run_cli, db_path, "publish", "-m", "two")
+    outputs.append(gold(run_cli, db_path, "diff", "v1", "v2").stdout)
     for out in outputs:
         assert "vpn on" in out
         raw = re.findall(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
