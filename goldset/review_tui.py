@@ -233,7 +233,9 @@ def passage_text(text: str, query: str):
     control characters shown as marks (``printable``: one for one, so the marks hold)."""
     from rich.text import Text
 
-    out = Text(printable(text))
+    # rich drops a CR from a Text: line ends become LF first, so the marks fall on the text shown.
+    text = printable(text).replace("\r\n", "\n").replace("\r", "\n")
+    out = Text(text)
     for start, end in marked_words(text, query):
         out.stylize("bold yellow", start, end)
     return out

@@ -98,3 +98,13 @@ def test_a_query_that_looks_like_markup_is_listed_as_typed(db_path: Path) -> Non
     shown_ = gold(run_cli, db_path, "show", qid_of(db_path, typed[1])).stdout
     assert "[/red]" in listed and "[bold]bo" in listed  # folded in its column, brackets kept
     assert "[bold]bold[/bold] query" in shown_
+
+
+def test_the_terminal_marks_the_words_of_a_passage_with_windows_line_ends() -> None:
+    """rich drops each CR of a Text, so marks placed on the text with its CRs fell short by one
+    character per line: 'set y' and 'ssword' instead of 'reset' and 'password'."""
+    from goldmine.goldset.review_tui import passage_text
+
+    text = passage_text("line one\r\nline two\r\nreset your password\rold mac", "reset password")
+    assert [text.plain[s.start : s.end] for s in text.spans] == ["reset", "password"]
+    assert text.plain == "line one\nline two\nreset your password\nold mac"
