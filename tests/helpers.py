@@ -745,6 +745,7 @@ WILD = {
     "cr\rid": ("cr", "A VPN chunk whose id holds a CR."),
     "esc": (f"{ESCAPES}red title", f"{ESCAPES} the VPN passage \x1b[31mred\x1b[0m ‏עברית 🎉"),
     "html": ("<b>t</b>", "<script>alert('x')</script><img src=x onerror=alert(1)> vpn"),
+    "rtl": ("עברית", "איך מגדירים VPN בטלפון?"),
 }
 QUERY_WILD = "vpn setup"
 

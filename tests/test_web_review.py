@@ -558,6 +558,11 @@ def test_wild_chunk_ids_and_texts_round_trip_through_the_page(browser, db_path: 
         # The 600-character id wraps inside its card: nothing runs past the panel's width.
         main = page.eval_on_selector("main", "e => [e.scrollWidth, e.clientWidth]")
         assert main[0] <= main[1], main
+        # A Hebrew passage reads right to left (its question mark at its left end).
+        direction = "e => getComputedStyle(e).direction"
+        cards = page.locator(".cand .passage")
+        assert cards.nth(list(WILD).index("rtl")).evaluate(direction) == "rtl"
+        assert cards.nth(0).evaluate(direction) == "ltr"
         for n in range(1, len(WILD) + 1):
             page.keyboard.press("2")
             _acted(page, n)
