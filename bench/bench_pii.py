@@ -36,7 +36,7 @@ from goldmine.store import open_store
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 BEFORE = "d1459b9"  # the commit before phonenumbers-backed redaction
-TYPES = ("EMAIL", "PHONE", "CARD", "IBAN", "IPV4", "IPV6", "HANDLE")
+TYPES = ("EMAIL", "PHONE", "CARD", "IBAN", "IPV4", "IPV6", "HANDLE", "SSN", "NINO", "SECRET")
 SLACK = 3  # characters a found span may take beyond the expected one (a bracket, a space)
 
 

@@ -96,6 +96,18 @@ TUNING = {
         "::1",
     ],
     "HANDLE": ["@support_team", "@jane_doe", "@AcmeHelp"],
+    # Added with SSN, NINO, SECRET and the URL-encoded email (tuning only: the held-out set was
+    # written before any tuning, and these were written with the rules).
+    "EMAIL_URL": ["jane%40example.net", "jane.doe%2Bnews%40mail.example.org"],
+    "SSN": ["123-45-6789", "078-05-1120", "219-09-9999"],
+    "NINO": ["AB 12 34 56 C", "CE123456D"],
+    "SECRET": [
+        "AKIAIOSFODNN7EXAMPLE",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJqYW5lIn0.abcDEF123_-xyz",
+        "ghp_1234567890abcdefghijABCDEFGHIJ123456",
+        "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+    ],
+    "SECRET_AFTER": ["9f8e7d6c5b4a39281706f5e4d3c2b1a0", "tok_4f9a8b7c6d5e4f3a2b1c"],
 }
 TUNING_TEMPLATES = {
     "PHONE": [
@@ -118,6 +130,11 @@ TUNING_TEMPLATES = {
     "IPV4": ["login failed from {}", "blocked ip {}:8080", "server {} is down"],
     "IPV6": ["login from {} blocked", "host [{}]:443 unreachable", "source address {}"],
     "HANDLE": ["thanks {} for the help", "{} my parcel is late", "cc {}"],
+    "EMAIL_URL": ["login?user={}&next=/", "https://x.example/reset?email={}"],
+    "SSN": ["my ssn {} please", "SSN: {}", "{} is on the form"],
+    "NINO": ["NI number {}", "nino={}&step=2", "{} on my payslip"],
+    "SECRET": ["key {} denied", "why does {} fail", 'config "token": "{}",'],
+    "SECRET_AFTER": ["Authorization: Bearer {}", "api_key={}", "password: {} fails"],
 }
 TUNING_LOOKALIKES = [
     "ISBN 0306406152",
@@ -180,6 +197,17 @@ TUNING_LOOKALIKES = [
     "1990-2020 statistics",
     "pages 1234-5678",
     "serial 4111111111111111",
+    "room 000-12-3456",
+    "part 123-45-678",
+    "AB123456 is my order",
+    "token expired after login",
+    "password: forgotten",
+    "primary key: user_id",
+    "sk-ii-facial-treatment-essence-230ml",
+    "bearer authentication-required-error",
+    "basic information about accounts",
+    "meet (at) noon",
+    "100%40 off",
 ]
 HELDOUT = {
     "PHONE": [
@@ -308,10 +336,14 @@ HELDOUT_LOOKALIKES = [
 ]
 
 
+# Groups that are written another way but are of a type already named.
+_KIND = {"PHONE_BARE": "PHONE", "EMAIL_URL": "EMAIL", "SECRET_AFTER": "SECRET"}
+
+
 def _lines(values: dict, templates: dict, lookalikes: list[str]) -> list[dict]:
     out = []
     for group, vals in values.items():
-        kind = "PHONE" if group == "PHONE_BARE" else group
+        kind = _KIND.get(group, group)
         tpls = templates[group]
         for i, value in enumerate(vals):
             for j in range(3 if len(tpls) >= 3 else len(tpls)):

@@ -3,11 +3,17 @@
 A regex alone cannot tell a phone number from an ISBN, an order number or a timestamp's
 ``+0000 2017``, nor a card from an EAN barcode, nor an IPv6 address from ``Face::Detect``. So
 each type is matched on token boundaries and then validated: emails by shape (IDN domains
-allowed), IPv6/IPv4 by ``ipaddress``, IBANs by ISO 7064 mod 97, cards by Luhn *and* an issuer's
-prefix and length, phone numbers by Google's libphonenumber metadata (``phonenumbers``): valid
-for one of the configured regions, or for any country when written with ``+`` or ``00``. A bare
-run of digits (``4155552671``) is only a phone next to a word that says so (tel, call, Handy,
-appelez, ...); a word such as ISBN or order says it is not.
+allowed; also URL-encoded, ``jane%40example.net``, and spelled ``jane [at] example [dot] com``),
+IPv6/IPv4 by ``ipaddress``, IBANs by ISO 7064 mod 97, cards by Luhn *and* an issuer's prefix and
+length, US SSNs by the SSA's ranges (``ddd-dd-dddd``, other layouts only after "SSN"), UK NI
+numbers by HMRC's prefixes (in capitals, or after "NI number"), phone numbers by Google's
+libphonenumber metadata (``phonenumbers``): valid for one of the configured regions, or for any
+country when written with ``+``, ``%2B``, ``00`` or in a ``wa.me/`` link. A bare run of digits
+(``4155552671``) is only a phone next to a word that says so (tel, call, Handy, appelez, ...); a
+word such as ISBN or order says it is not. Credentials (``<SECRET>``) are the formats that carry
+their issuer's prefix (AWS key ids, JWTs, GitHub, Slack, Stripe, OpenAI-style and Google keys),
+the token after "Bearer", base64 "user:password" after "Basic", and the value after a name such
+as ``api_key=`` or ``password:``; each must hold a digit, as generated keys do.
 
 This runs in Python, so the SQL side (``redact.py``) sends it only the texts that a cheap RE2
 test (``CANDIDATE``) finds a candidate in: most queries never leave DuckDB. Both engines call
@@ -23,12 +29,23 @@ from functools import cache, lru_cache
 
 DEFAULT_REGIONS = ("US", "GB", "DE", "FR", "IN")
 
-# RE2 (DuckDB) and Java (Spark) read this the same: whether a text may hold anything below.
-# A run of 7+ digits (phones, cards, IBANs), a dotted quad, an @, or hex around two colons.
+# The literal starts of the credentials SECRET, _BEARER, _BASIC and _NAMED_SECRET find.
+SECRET_MARKS = (
+    r"AKIA|ASIA|ABIA|ACCA|eyJ|gh[pousr]_|github_pat_|xox[abposr]-|sk-|_live_|_test_|AIza"
+    r"|(?i:basic)\s+[A-Za-z0-9+/]{4,}[0-9+/=]"
+    r"|(?i:bearer\s|(?:key|secret|token|passw(?:or)?d|pwd)[\"']?\s*[:=])"
+)
+# RE2 (DuckDB) and Python read this the same: whether a text may hold anything below. A run of
+# 7+ digits (phones, cards, IBANs, SSNs), a dotted quad, an @, hex around two colons, and the
+# literal starts of the rest; a plain word such as "key" or "token" alone is not enough.
 CANDIDATE = (
     r"@|[0-9](?:[ ./()\-\x{00A0}\x{2010}-\x{2013}]{0,3}[0-9]){6,}"
     r"|[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]"
     r"|[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:|::[0-9A-Fa-f]"
+    # URL-encoded @ and +, "[at]", a UK NI number, a credential's literal start
+    r"|%40|%2[Bb][0-9]|(?i:[\[({]\s*at\s*[\])}])"
+    r"|[A-Za-z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-Da-d]"
+    r"|" + SECRET_MARKS
 )
 _CANDIDATE = re.compile(CANDIDATE.replace(r"\x{00A0}", "\u00a0").replace(r"\x{2010}", "\u2010")
                         .replace(r"\x{2013}", "\u2013"))  # fmt: skip
@@ -55,8 +72,63 @@ IBAN = re.compile(
 CARD = re.compile(rf"(?<![{_W}+-])\d(?:[ -]?\d){{12,18}}(?![{_W}]|-\d)")
 # Digit groups joined by one separator, or by a bracket: "+33 (0)1 23", "(415) 555-2671".
 _JOIN = r"(?:[ \u00a0]?\(|\)[ \u00a0]?|[ .\-/\u00a0\u2010-\u2013])"
-PHONE = re.compile(rf"(?<![{_W}+(])(?:\+[ \u00a0]?|\()?\d+(?:{_JOIN}\d+)*(?![{_W}]|[.,]\d)")
+# A "+" may come URL-encoded (phone=%2B447911123456), or in brackets: "(+44 7911 123456)" is
+# the number after the bracket, where "(415) 555" is one from the bracket.
+_PLUS = r"(?:\+|%2B)[ \u00a0]?"
+PHONE = re.compile(
+    rf"(?:(?<![{_W}+(])(?:{_PLUS}|\()?|(?<=\(){_PLUS})\d+(?:{_JOIN}\d+)*(?![{_W}]|[.,]\d)",
+    re.IGNORECASE,
+)
 HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_]{1,30}(?![A-Za-z0-9_])")
+# "%40" is an @ in a URL's query string; "jane [at] example [dot] com" is written so on purpose.
+EMAIL_URL = re.compile(
+    r"(?<![\w.%+'-])[\w.+'-]*?(?:%2B[\w.'-]*)?\w%40(?:[^\W_](?:[\w-]*[^\W_])?\.)+[^\W\d_]{2,}"
+    r"(?![\w-])",
+    re.IGNORECASE,
+)
+_AT, _DOT = r"\s*[\[({]\s*at\s*[\])}]\s*", r"(?:\s*[\[({]\s*dot\s*[\])}]\s*|\.)"
+_SPELLED_AT = re.compile(r"[\[({]\s*at\s*[\])}]", re.IGNORECASE)
+EMAIL_SPELLED = re.compile(
+    rf"(?<![\w.+-])[\w.+-]*\w{_AT}(?:[^\W_][\w-]*{_DOT})+[^\W\d_]{{2,}}(?![\w-])",
+    re.IGNORECASE,
+)
+# A US SSN written ddd-dd-dddd, or any way beside a word that names it; valid ranges only.
+SSN = re.compile(rf"(?<![{_W}-])(\d{{3}})([- ]?)(\d{{2}})\2(\d{{4}})(?![{_W}]|-\d)")
+_SSN_WORDS = re.compile(
+    r"\b(?:ssn|ss#|social security(?: number| no\.?)?)(?:\W+(?:is|was|number|no|nr|#))?\W{0,3}$",
+    re.IGNORECASE,
+)
+# A UK National Insurance number: two letters of HMRC's (neither D, F, I, Q, U, V; no O second;
+# never BG, GB, KN, NK, NT, TN, ZZ), six digits, a suffix A-D. In capitals, or any case beside a
+# word that names it: "aa081600a" is a file name in a URL.
+_NINO_WORDS = re.compile(r"\b(?:ni|nino|nin|insurance)(?:\W+(?:number|no|nr|is|#))*\W{0,3}$", re.I)
+NINO = re.compile(
+    rf"(?<![{_W}])(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+    rf"( ?)\d{{2}}\1\d{{2}}\1\d{{2}}\1[A-D](?![{_W}])",
+    re.IGNORECASE,
+)
+# Credentials pasted into a query or a ticket: the formats that announce themselves by a
+# prefix (AWS key ids, JWTs, GitHub, Slack, Stripe, OpenAI-style and Google API keys), the
+# token after "Bearer", and the value after a name such as api_key= or password:.
+SECRET = re.compile(
+    r"(?<![A-Za-z0-9_])(?:"
+    r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
+    r"|gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}"
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}"
+    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|sk-(?:proj-|ant-)[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{20,}"
+    r"|AIza[0-9A-Za-z_-]{35}"
+    r")(?![A-Za-z0-9_-])"
+)
+_BEARER = re.compile(r"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{16,}=*)(?![A-Za-z0-9._~+/=-])")
+_SECRET_HINT = re.compile(SECRET_MARKS)
+# HTTP Basic credentials: base64 of "user:password".
+_BASIC = re.compile(r"(?i:\bbasic)\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
+_NAMED_SECRET = re.compile(
+    r"(?i:\b[a-z_.-]*(?:key|secret|token|passw(?:or)?d|pwd))[\"']?(\s*[:=]\s*)[\"']?"
+    r"([^\s\"'&,;<>]{6,})"
+)
 
 # An ISO date anywhere in a run ("2017-10-20 10"), or a whole run that is a day-month-year.
 _ISO_DATE = re.compile(r"\d{4}([-/.])\d{1,2}\1\d{1,2}")
@@ -210,6 +282,16 @@ def find(
 
     for m in EMAIL.finditer(text):
         add(m.start(), m.end(), "EMAIL")
+    # The rarer forms are looked for only where their mark is (most texts get here for digits).
+    if "%40" in text:
+        for m in EMAIL_URL.finditer(text):
+            add(m.start(), m.end(), "EMAIL")
+    if _SPELLED_AT.search(text):
+        for m in EMAIL_SPELLED.finditer(text):
+            add(m.start(), m.end(), "EMAIL")
+    if _SECRET_HINT.search(text):
+        for start, end in _secrets(text):
+            add(start, end, "SECRET")
     for m in IPV6.finditer(text):
         if _ipv6_ok(m.group()):
             add(m.start(), m.end(), "IPV6")
@@ -221,12 +303,67 @@ def find(
     for m in CARD.finditer(text):
         if card_ok(m.group()):
             add(m.start(), m.end(), "CARD")
+    for m in SSN.finditer(text):
+        if _ssn_ok(m) and (m.group(2) == "-" or _named(_SSN_WORDS, text, m.start())):
+            add(m.start(), m.end(), "SSN")
+    for m in NINO.finditer(text):
+        if m.group().isupper() or _named(_NINO_WORDS, text, m.start()):
+            add(m.start(), m.end(), "NINO")
     for start, end in _phones(text, regions):
         add(start, end, "PHONE")
     if handles:
         for m in HANDLE.finditer(text):
             add(m.start(), m.end(), "HANDLE")
     return sorted(taken)
+
+
+def _secrets(text: str):
+    """Credential spans: a prefixed key or token whole; after "Bearer" or a name such as
+    ``api_key=`` the value alone. Each holds a digit, as generated keys do ("sk-ii-facial-
+    treatment-essence" and "bearer authentication-required" are words). A value after
+    ``name: `` (a space, as prose writes) needs a letter too: "primary key: user_id" is a
+    question, "password: hunter2" is not."""
+    for m in SECRET.finditer(text):
+        if _has_digit(m.group()):
+            yield m.start(), m.end()
+    for m in _BEARER.finditer(text):
+        if _has_digit(m.group(1)):
+            yield m.start(1), m.end(1)
+    for m in _BASIC.finditer(text):
+        if _basic_ok(m.group(1)):
+            yield m.start(1), m.end(1)
+    for m in _NAMED_SECRET.finditer(text):
+        value, spaced = m.group(2), m.group(1).strip() != m.group(1)
+        if not spaced or (_has_digit(value) and any(c.isalpha() for c in value)):
+            yield m.start(2), m.end(2)
+
+
+def _basic_ok(token: str) -> bool:
+    """Whether ``token`` is base64 of printable "user:password" ("basic dGVzdA" is not)."""
+    import base64
+    import binascii
+
+    try:
+        plain = base64.b64decode(token + "=" * (-len(token) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    return ":" in plain and plain.isprintable()
+
+
+def _named(words: re.Pattern, text: str, start: int) -> bool:
+    """Whether ``words`` name what starts at ``start``: looked for in the 40 characters before
+    it, so a long text with many numbers is not read again for each."""
+    return bool(words.search(text, max(0, start - 40), start))
+
+
+def _has_digit(s: str) -> bool:
+    return any(c.isdigit() for c in s)
+
+
+def _ssn_ok(m: re.Match) -> bool:
+    # The SSA never issues area 000, 666 or 900-999, group 00 or serial 0000.
+    area, group, serial = m.group(1), m.group(3), m.group(4)
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
 
 
 def _ipv6_ok(s: str) -> bool:
@@ -302,9 +439,15 @@ def _issuer_ok(d: str) -> bool:
 
 def _phones(text: str, regions: tuple[str, ...]):
     for m in PHONE.finditer(text):
-        span = _phone_span(text, m.start(), m.group(), regions)
+        s, shift = m.group(), 0
+        # Checked as the international number it is; the span stays the text's.
+        if s[:3].upper() == "%2B":
+            s, shift = "+" + s[3:], 2
+        elif text[max(0, m.start() - 6) : m.start()].lower() == "wa.me/" and s.isdigit():
+            s, shift = "+" + s, -1  # a WhatsApp link's number has no +
+        span = _phone_span(text, m.start(), s, regions)
         if span:
-            yield span
+            yield span[0], span[1] + shift
 
 
 def _phone_span(text: str, start: int, s: str, regions: tuple[str, ...]):

@@ -1,11 +1,13 @@
 """PII redaction run inside DuckDB, before anything is stored.
 
 Each PII span becomes a typed placeholder (``<EMAIL>``, ``<PHONE>``, ``<CARD>``, ``<IBAN>``,
-``<IPV4>``, ``<IPV6>``, ``<HANDLE>``). Finding them takes validation a regex cannot do (phone
-numbers by libphonenumber's metadata, cards by Luhn and issuer, IBANs by mod 97, addresses by
-``ipaddress``: see ``ingest/pii.py``), so it is Python, registered on the connection as an Arrow
-UDF (``gm_pii``). A cheap RE2 test in SQL (``pii.CANDIDATE``: a run of 7+ digits, a dotted quad,
-an @, hex around colons) decides which texts reach it: most texts have none and never leave SQL.
+``<IPV4>``, ``<IPV6>``, ``<SSN>``, ``<NINO>``, ``<SECRET>``, ``<HANDLE>``). Finding them takes
+validation a regex cannot do (phone numbers by libphonenumber's metadata, cards by Luhn and
+issuer, IBANs by mod 97, addresses by ``ipaddress``, SSNs by their ranges: see
+``ingest/pii.py``), so it is Python, registered on the connection as an Arrow UDF (``gm_pii``). A
+cheap RE2 test in SQL (``pii.CANDIDATE``: a run of 7+ digits, a dotted quad, an @ or ``%40``, hex
+around colons, a credential's literal start) decides which texts reach it: most texts have none
+and never leave SQL.
 User patterns (``--redact-pattern NAME=REGEX`` or ``[ingest] redact_patterns`` in goldmine.toml)
 stay RE2 ``regexp_replace`` over every text, passed to DuckDB as parameters, never formatted in.
 """

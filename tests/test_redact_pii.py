@@ -91,7 +91,8 @@ def _score(path: Path) -> tuple[dict[str, float], float, float]:
 def test_labelled_sets_meet_the_goal(name):
     """Issue 25's goal: recall >= 0.98 overall and >= 0.95 per type; look-alikes kept."""
     recall, overall, kept = _score(FIXTURES / name)
-    assert set(recall) == {"EMAIL", "PHONE", "CARD", "IBAN", "IPV4", "IPV6", "HANDLE"}
+    # SSN, NINO and SECRET came later: in the tuning set only (the held-out set predates them).
+    assert {"EMAIL", "PHONE", "CARD", "IBAN", "IPV4", "IPV6", "HANDLE"} <= set(recall)
     assert overall >= 0.98, recall
     assert min(recall.values()) >= 0.95, recall
     assert kept >= 0.95

@@ -1,0 +1,197 @@
+"""PII in the formats real traffic carries, which redaction had never been shown: US SSNs, UK
+National Insurance numbers, credentials pasted into a query (AWS key ids, JWTs,
+bearer tokens, GitHub/Slack/Stripe/OpenAI keys, ``password=…``), URL-encoded emails and
+phones (``%40``, ``%2B``) and bracketed "name [at] example [dot] com". Each case is a text as
+it was found in a query, a ticket or a chat turn; the import tests store real files and look
+in every table a value could reach.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from goldmine.ingest import api
+from goldmine.ingest.redact import make_redactor, redact_text
+from goldmine.store import open_store
+
+from helpers import write_jsonl
+
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+
+
+def redacted(text: str) -> str:
+    return redact_text(duckdb.connect(), text, make_redactor(True, handles=True))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("my ssn 123-45-6789 please", "my ssn <SSN> please"),
+        ("123-45-6789", "<SSN>"),
+        ("SSN: 078051120.", "SSN: <SSN>."),
+        ("social security number 219 09 9999", "social security number <SSN>"),
+        ("NI number AB 12 34 56 C", "NI number <NINO>"),
+        ("nino=AB123456C&x=1", "nino=<NINO>&x=1"),
+        ("my ni number is ab123456c", "my ni number is <NINO>"),
+        ("key AKIAIOSFODNN7EXAMPLE denied", "key <SECRET> denied"),
+        (f"Authorization: Bearer {JWT}", "Authorization: Bearer <SECRET>"),
+        (f'{{"token":"{JWT}"}}', '{"token":"<SECRET>"}'),
+        ("bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0 rejected", "bearer <SECRET> rejected"),
+        ("ghp_1234567890abcdefghijABCDEFGHIJ123456 leaked", "<SECRET> leaked"),
+        ("xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx", "<SECRET>"),
+        ("api_key=sk_live_4eC39HqLyjWDarjtT1zdp7dc", "api_key=<SECRET>"),
+        ("why does sk-proj-abcdefghijklmnopqrstuvwxyz0123 fail", "why does <SECRET> fail"),
+        ("AIzaSyA1234567890abcdefghijklmnopqrstuv maps", "<SECRET> maps"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA== 401", "Authorization: Basic <SECRET> 401"),
+        ("login with password=hunter2! fails", "login with password=<SECRET> fails"),
+        ("aws_secret_access_key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+         "aws_secret_access_key: <SECRET>"),
+        ("login jane%40example.net fails", "login <EMAIL> fails"),
+        ("https://x.example/?email=jane.doe%2Bnews%40mail.example.org&a=1",
+         "https://x.example/?email=<EMAIL>&a=1"),
+        ("https://x.example/?phone=%2B447911123456", "https://x.example/?phone=<PHONE>"),
+        ("call me (+44 7911 123456) today", "call me (<PHONE>) today"),
+        ("(+447911123456)", "(<PHONE>)"),
+        ("tel. (%2B447911123456)", "tel. (<PHONE>)"),
+        ("chat on https://wa.me/14155552671?text=hi", "chat on https://wa.me/<PHONE>?text=hi"),
+        ("write jane.doe [at] example [dot] com", "write <EMAIL>"),
+        ("jane(at)example.co.uk?", "<EMAIL>?"),
+    ],
+)  # fmt: skip
+def test_pii_from_the_wild_is_redacted(text, expected):
+    assert redacted(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ISBN 978-0-306-40615-7",
+        "part 123-45-678",
+        "room 000-12-3456",
+        "token expired after login",
+        "password reset link not working",
+        "password: forgotten",
+        "mac address of my router",
+        "sk-ii-facial-treatment-essence-230ml",
+        "bearer authentication-required-error",
+        "basic dGVzdGluZw== means testing",
+        "basic information about accounts",
+        "primary key: user_id",
+        "shortcut key: ctrl+shift+t",
+        "bearer of bad news",
+        "AB123456 is my order",
+        "http://usgovinfo.about.com/library/weekly/aa081600a.htm",
+        "meet (at) noon",
+        # A device's MAC is left, as the labelled sets' look-alikes have it.
+        "router mac 00:1A:2B:3C:4D:5E drops",
+        "price 12:30:45:00",
+        "100%40 off",
+    ],
+)
+def test_look_alikes_of_the_new_types_are_left_alone(text):
+    assert redacted(text) == text
+
+
+SSN, AKIA, ENC = "123-45-6789", "AKIAIOSFODNN7EXAMPLE", "jane%40example.net"
+NEEDLES = (SSN, AKIA, ENC, JWT[:20], "wJalrXUtnFEMI")
+
+
+def _leaks(db: Path) -> list[str]:
+    """Every text value of every table holding a needle, as table.column: value."""
+    found = []
+    with open_store(db) as con:
+        columns = con.execute(
+            "SELECT table_schema, table_name, column_name FROM information_schema.columns "
+            "WHERE table_catalog = current_database()"
+        ).fetchall()
+        for schema, table, column in columns:
+            values = con.execute(
+                f'SELECT DISTINCT CAST("{column}" AS VARCHAR) FROM "{schema}"."{table}"'
+            ).fetchall()
+            found += [
+                f"{table}.{column}: {v}"
+                for (v,) in values
+                if v is not None and any(n.lower() in v.lower() for n in NEEDLES)
+            ]
+    return found
+
+
+def test_credentials_and_ids_reach_no_table_of_a_redacted_import(tmp_path, db_path):
+    """A search log (JSONL, CSV), tickets and chat holding them in the query, an extra field,
+    a body, a turn and a rejected line's raw text: no table keeps one."""
+    log = write_jsonl(tmp_path / "log.jsonl", [
+        {"event_id": "e1", "ts": "2026-11-16T07:08:28Z", "session_id": "s1", "user_id": "u1",
+         "query": f"Bearer {JWT} fails", "referrer": f"https://x.example/?e={ENC}&k={AKIA}"},
+        {"event_id": "e2", "ts": "2026-11-16T07:09:28Z", "session_id": "s2", "user_id": "u2",
+         "query": f"my ssn {SSN}"},
+        {"event_id": "e3", "ts": f"yesterday {SSN}", "query": f"login {ENC}"},
+    ])  # fmt: skip
+    with (tmp_path / "log.csv").open("w", newline="") as out:
+        csv.writer(out).writerows([
+            ["event_id", "ts", "query", "num_results", "note"],
+            ["c1", "2026-11-16T07:08:28Z", f"key {AKIA}", "1", "aws_secret_access_key="
+             "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"],
+            ["c2", "2026-11-16T07:08:28Z", f"ssn {SSN}", "not a number", ""],
+        ])  # fmt: skip
+    tickets = tmp_path / "tickets.json"
+    tickets.write_text(json.dumps({"tickets": [
+        {"id": 1, "created_at": "2026-11-24T12:46:49Z", "subject": "Why is my key refused?",
+         "description": f"My SSN is {SSN}. Token {AKIA}, login {ENC}", "custom": {"jwt": JWT}},
+    ]}))  # fmt: skip
+    chat = write_jsonl(tmp_path / "chat.jsonl", [
+        {"conversation_id": "c1", "turn": 0, "role": "user", "ts": "2026-11-24T16:13:29Z",
+         "text": f"api key {AKIA} and jwt {JWT} leak? my ssn {SSN}"},
+    ])  # fmt: skip
+    with open_store(db_path) as con:
+        api.searchlog(con, [log, tmp_path / "log.csv"], redact=True)
+        api.tickets(con, [tickets])
+        api.chat(con, [chat])
+    assert _leaks(db_path) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ingest/chat.py does not pseudonymize conversation_id (its Target lacks "
+    "pseudonymize=('conversation_id',)); triage then copies it into triage_events",
+)
+def test_a_chat_conversation_id_that_is_an_email_is_not_stored(tmp_path, db_path):
+    email = "jane.roe@mail.example.org"
+    chat = write_jsonl(tmp_path / "chat.jsonl", [
+        {"conversation_id": email, "turn": 0, "role": "user", "text": "where is my parcel?",
+         "ts": "2026-11-24T16:13:29Z"},
+        {"conversation_id": email, "turn": 1, "role": "assistant", "text": "It ships today.",
+         "ts": "2026-11-24T16:13:49Z"},
+    ])  # fmt: skip
+    with open_store(db_path) as con:
+        api.chat(con, [chat])
+        stored = con.execute("SELECT DISTINCT conversation_id FROM chat_turns").fetchall()
+    assert len(stored) == 1 and stored[0][0].startswith("<EMAIL>~")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="ingest/batch.py: _ID_MAY_MATCH, the test that lets an id reach the checks, has no "
+    "%40, JWT or key prefix in it, so such a user_id or session_id is stored as it came",
+)
+def test_ids_holding_an_encoded_email_or_a_token_are_not_stored(tmp_path, db_path):
+    """A session id that is the user's JWT (a replayable credential) and a user id taken from
+    a URL (``jane%40example.net``)."""
+    log = write_jsonl(tmp_path / "log.jsonl", [
+        {"event_id": "e1", "ts": "2026-11-16T07:08:28Z", "session_id": JWT, "user_id": ENC,
+         "query": "refund"},
+        {"event_id": "e2", "ts": "2026-11-16T07:09:28Z", "session_id": JWT, "user_id": AKIA,
+         "query": "refund policy"},
+    ])  # fmt: skip
+    with open_store(db_path) as con:
+        api.searchlog(con, [log], redact=True)
+        sessions = con.execute("SELECT DISTINCT session_id FROM search_events").fetchall()
+    assert _leaks(db_path) == []
+    assert len(sessions) == 1 and sessions[0][0].startswith("<SECRET>~")
