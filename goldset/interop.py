@@ -31,7 +31,11 @@ if TYPE_CHECKING:
 INTEROP_FORMATS = ("ranx", "ir_measures", "hf")
 # What each line-based format's readers split a line on: an id holding it cannot be written.
 _SPLITS = {
-    "trec": (re.compile(r"\s"), "whitespace", "trec_eval splits lines on it"),
+    "trec": (
+        re.compile(r"[\s\x00]"),
+        "whitespace or a NUL",
+        "trec_eval splits lines on whitespace and, in C, ends an id at a NUL",
+    ),
     "ir_measures": (re.compile(r"\s"), "whitespace", "ir_measures splits lines on it"),
     "beir": (re.compile(r"[\t\r\n]"), "a tab or line break", "BEIR splits lines on tabs"),
 }

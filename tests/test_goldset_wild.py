@@ -256,11 +256,17 @@ def test_a_run_given_to_gold_import_is_told_to_go_to_eval(cli, tmp_path) -> None
 
 
 @pytest.mark.parametrize(
-    ("fmt", "relevant"), [("trec", {"doc 1": 2}), ("beir", {"doc\t1": 2}), ("trec", {"d\n1": 1})]
+    ("fmt", "relevant"),
+    [
+        ("trec", {"doc 1": 2}),
+        ("beir", {"doc\t1": 2}),
+        ("trec", {"d\n1": 1}),
+        ("trec", {"d\x001": 2}),
+    ],
 )
 def test_export_refuses_an_id_its_format_cannot_hold(cli, tmp_path, fmt, relevant) -> None:
     """A space splits a TREC qrels line, a tab a BEIR one: written anyway, trec_eval and BEIR
-    read other ids and grades than the version's."""
+    read other ids and grades than the version's. trec_eval, in C, reads an id up to a NUL."""
     line = {"query_id": "1", "query": "reset my password", "relevant": relevant}
     result = imported(cli, tmp_path, {"gold.jsonl": json.dumps(line) + "\n"}, "gold.jsonl")
     assert result.returncode == 0, result.stderr
