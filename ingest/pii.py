@@ -39,16 +39,25 @@ SECRET_MARKS = (
 # 7+ digits (phones, cards, IBANs, SSNs), a dotted quad, an @, hex around two colons, and the
 # literal starts of the rest; a plain word such as "key" or "token" alone is not enough.
 CANDIDATE = (
-    r"@|[0-9](?:[ ./()\-\x{00A0}\x{2010}-\x{2013}]{0,3}[0-9]){6,}"
+    r"@|[0-9](?:[ ./()\-\x{00A0}\x{2010}-\x{2013}\x{2007}\x{2009}\x{202F}]{0,3}[0-9]){6,}"
     r"|[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]"
     r"|[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:|::[0-9A-Fa-f]"
     # URL-encoded @ and +, "[at]", a UK NI number, a credential's literal start
     r"|%40|%2[Bb][0-9]|(?i:[\[({]\s*at\s*[\])}])"
     r"|[A-Za-z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-Da-d]"
+    # a fullwidth digit, + or @ (typed with a CJK input method): find() reads them as ASCII
+    r"|[\x{FF10}-\x{FF19}\x{FF0B}\x{FF20}]"
     r"|" + SECRET_MARKS
 )
-_CANDIDATE = re.compile(CANDIDATE.replace(r"\x{00A0}", "\u00a0").replace(r"\x{2010}", "\u2010")
-                        .replace(r"\x{2013}", "\u2013"))  # fmt: skip
+# Python's re spells RE2's \x{…} as the character itself.
+_CANDIDATE = re.compile(re.sub(r"\\x\{([0-9A-F]{4})\}", lambda m: chr(int(m[1], 16)), CANDIDATE))
+# Read as ASCII, one character for one so that spans stay the text's: the fullwidth forms
+# (U+FF01-FF5E, "０９０-１２３４", "jane＠example.com"), the ideographic space, and the figure, thin
+# and narrow no-break spaces of French typography ("06 12 34 56 78" written with U+202F).
+_FOLD = {
+    **{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)},
+    **{c: " " for c in (0x3000, 0x2007, 0x2009, 0x202F)},
+}
 
 # ASCII word characters bound the digit-based types, as RE2's \b did: "é4111…" is a card.
 _W = r"A-Za-z0-9_"
@@ -275,6 +284,7 @@ def find(
     (an email before a handle, an IPv6 before the IPv4 it may end with, a card before a phone);
     a span overlapping one already taken is dropped."""
     taken: list[tuple[int, int, str]] = []
+    text = text.translate(_FOLD)
 
     def add(start: int, end: int, kind: str) -> None:
         if all(end <= s or start >= e for s, e, _ in taken):

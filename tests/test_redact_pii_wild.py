@@ -63,6 +63,12 @@ def redacted(text: str) -> str:
         ("tel. (%2B447911123456)", "tel. (<PHONE>)"),
         ("chat on https://wa.me/14155552671?text=hi", "chat on https://wa.me/<PHONE>?text=hi"),
         ("write jane.doe [at] example [dot] com", "write <EMAIL>"),
+        # typed with a CJK input method (fullwidth), and French typography's thin spaces
+        ("電話 ０９０-１２３４-５６７８ まで", "電話 <PHONE> まで"),
+        ("call ＋４４ ７９１１ １２３４５６", "call <PHONE>"),
+        ("メール jane＠example.com", "メール <EMAIL>"),
+        ("appelez le 06\u202f12\u202f34\u202f56\u202f78", "appelez le <PHONE>"),
+        ("call +44\u20097911\u2009123456", "call <PHONE>"),
         ("jane(at)example.co.uk?", "<EMAIL>?"),
     ],
 )  # fmt: skip
@@ -94,6 +100,8 @@ def test_pii_from_the_wild_is_redacted(text, expected):
         "router mac 00:1A:2B:3C:4D:5E drops",
         "price 12:30:45:00",
         "100%40 off",
+        "ｉＰｈｏｎｅ１５ ケース",
+        "２０２４年１２月３１日",
     ],
 )
 def test_look_alikes_of_the_new_types_are_left_alone(text):
