@@ -117,10 +117,17 @@ class BM25Retriever(Retriever):
         tokens = bm25s.tokenize(
             documents(titles, texts), stopwords="en", stemmer=self._stemmer, show_progress=False
         )
-        self._index = bm25s.BM25()
-        self._index.index(tokens, show_progress=False)
+        # A corpus with no word to index (every chunk empty, punctuation or one-letter words)
+        # has no index: bm25s cannot build one (max() of an empty vocabulary), and no query can
+        # share a term with it, so every search finds nothing.
+        self._index = None
+        if tokens.vocab:
+            self._index = bm25s.BM25()
+            self._index.index(tokens, show_progress=False)
 
     def _query_token_ids(self, queries: Sequence[str]) -> list[list[int]]:
+        if self._index is None:
+            return [[] for _ in queries]
         tokens = self._bm25s.tokenize(
             list(queries),
             stopwords="en",

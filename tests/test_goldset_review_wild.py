@@ -108,3 +108,16 @@ def test_the_terminal_marks_the_words_of_a_passage_with_windows_line_ends() -> N
     text = passage_text("line one\r\nline two\r\nreset your password\rold mac", "reset password")
     assert [text.plain[s.start : s.end] for s in text.spans] == ["reset", "password"]
     assert text.plain == "line one\nline two\nreset your password\nold mac"
+
+
+def test_a_corpus_without_a_word_to_index_drafts_and_finds_nothing(db_path: Path) -> None:
+    """A tiny corpus whose chunks hold no word of two letters (bm25s's tokens) left BM25's
+    vocabulary empty: ``gold draft`` and the review's search stopped with bm25s's ValueError
+    (max() of an empty sequence) as a traceback."""
+    from goldmine.goldset.review import ReviewSession
+
+    build(db_path, chunks={"dots": ("", "!!! ..."), "one": ("", "a"), "num": ("", "7 8 9")})
+    gold(run_cli, db_path, "add-query", "reset password")
+    drafted = gold(run_cli, db_path, "draft", "--retriever", "bm25")
+    assert "0 candidate chunks" in drafted.stdout + drafted.stderr
+    assert ReviewSession(db_path, "rita").search("reset password") == []
