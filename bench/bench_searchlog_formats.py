@@ -5,12 +5,14 @@ analytics, whose rows ingest/analytics.py maps) each on a generated file of ``--
 (default 1M: XML lines, click rows, analytics rows), timed alternately in the same run:
 
 - bare: DuckDB reading the file into a table (the XML as lines, the others as a CSV of text);
-- reader: the reader making its records (``gm_raw``) from the same file;
+- reader: the reader making its records from the same file, read to the end as the stage
+  reads them (an aggregated export's text columns, the other layouts' ``gm_raw``);
 - import: ``ingest searchlog`` of the file into a fresh store (the reader, the stage, the write);
 - with ``--against REV``, the reader as it was at git revision REV (ingest/logformats.py read from
   git), so that a change to a reader is measured against what it replaces in the same run;
 - analytics only: stage, ``analytics.stage_sql`` over the records already in a table (each row's
-  counts and reason), CPU seconds, and with ``--against REV`` the stage at REV beside it.
+  counts and reason), CPU seconds, and with ``--against REV`` the stage at REV (over the records
+  of the reader at REV) beside it.
 
 Prints medians and the reader's and the import's ratio to the bare read, and the same ratios in
 the process's CPU time (``time.process_time``, every thread's), which a loaded machine moves far
@@ -138,26 +140,35 @@ def _bare(path: Path, fmt: str) -> tuple[float, float]:
 
 
 def _reader(path: Path, fmt: str, module: types.ModuleType = logformats) -> tuple[float, float]:
-    """Wall and CPU seconds of the reader making its records."""
+    """Wall and CPU seconds of the reader making its records, read to the end as the stage
+    reads them: an aggregated export's text columns where the reader returns their names (no
+    JSON is made for them), else ``gm_raw``'s objects."""
     con = duckdb.connect()
     batch.prepare(con)
     start, cpu = time.perf_counter(), time.process_time()
-    module.read(con, path, fmt, "none")  # gm_raw: a view over the records made
+    typed = module.read(con, path, fmt, "none")
+    if typed:
+        fields = " + ".join(f"coalesce(strlen(gm_f{i}), 0)" for i in range(1, len(typed) + 1))
+        con.execute(f"SELECT count(*), sum({fields}), count(err) FROM gm_src").fetchall()
+    else:
+        con.execute("SELECT count(*), sum(strlen(raw)), count(err) FROM gm_raw").fetchall()
     took = time.perf_counter() - start, time.process_time() - cpu
     con.close()
     return took
 
 
-def _stage_cpu(path: Path, module: types.ModuleType) -> float:
-    """CPU seconds of an analytics stage (``module.stage_sql``) over the file's records, read
-    into a table first so that only the stage is timed."""
+def _stage_cpu(path: Path, module: types.ModuleType, reader: types.ModuleType) -> float:
+    """CPU seconds of an analytics stage (``module.stage_sql``) over the file's records as
+    ``reader`` makes them (text columns, or JSON objects), in a table first so that only the
+    stage is timed."""
     con = duckdb.connect()
     batch.prepare(con)
-    logformats.read(con, path, "analytics", "none")
-    con.execute("CREATE TEMP TABLE gm_records AS SELECT * FROM gm_raw")
-    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT * FROM gm_records")
+    typed = reader.read(con, path, "analytics", "none")  # gm_src: a table
+    if not typed:
+        con.execute("CREATE TEMP TABLE gm_records AS SELECT * FROM gm_raw")
+        con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT * FROM gm_records")
     found = analytics_stage.columns(logformats._header(path.read_bytes()[:65536]))
-    sql, params = module.stage_sql(found)
+    sql, params = module.stage_sql(found, keys=typed) if typed else module.stage_sql(found)
     cpu = time.process_time()
     con.execute(f"CREATE TEMP TABLE gm_staged AS {sql}", params)
     took = time.process_time() - cpu
@@ -222,9 +233,13 @@ def main() -> None:
                 cpu[name].append(spent)
             times["import"].append(_import(path, fmt))
             if fmt == "analytics":
-                for name, module in (("stage before", stage_before), ("stage", analytics_stage)):
+                stages = (
+                    ("stage before", stage_before, before),
+                    ("stage", analytics_stage, logformats),
+                )
+                for name, module, reader in stages:
                     if module is not None:
-                        cpu.setdefault(name, []).append(_stage_cpu(path, module))
+                        cpu.setdefault(name, []).append(_stage_cpu(path, module, reader))
         med = {k: statistics.median(v) for k, v in times.items() if v}
         med_cpu = {k: statistics.median(v) for k, v in cpu.items() if v}
         size = path.stat().st_size / 1e6

@@ -178,32 +178,43 @@ def _day(ts_format: str | None) -> str:
 
 
 def stage_sql(
-    found: dict[str, str], ts_format: str | None = None, order: str | None = None
+    found: dict[str, str],
+    ts_format: str | None = None,
+    order: str | None = None,
+    keys: list[str] | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """SQL over ``gm_raw`` (the export's rows as JSON objects): each row's counts and reason.
+    """SQL over the export's rows: each row's counts and reason. ``keys``: the names of the
+    reader's text columns (``gm_src.gm_f1``.., see ``logformats._read_analytics``), read as they
+    are; None: the rows are JSON objects (``gm_raw``).
 
-    A row's fields are read from its object in one pass (``json_extract_string`` of the list of
-    their paths): one call per field parsed the object once per field. ``gm_dates`` and ``ts``
-    are what ``check_dates`` reads: the order a day/month date shows, and the row's day.
+    No JSON is made or parsed for a row of text columns: a reject's raw text (its object) is made
+    for the reject alone, in the statement's last step, where its reason is known (a column
+    computed below it is computed for every row). A row's object is read in one pass
+    (``json_extract_string`` of the list of their paths): one call per field parsed the object
+    once per field. ``gm_dates`` and ``ts`` are what ``check_dates`` reads: the order a
+    day/month date shows, and the row's day.
     """
     parts = list(found)
-    params: dict[str, Any] = {"gm_paths": [json_path(found[p]) for p in parts]}
+    params: dict[str, Any] = {}
     params["gm_now"] = datetime.now(UTC).replace(tzinfo=None)
     params["gm_date_order"] = order or ""
     if ts_format:
         params["gm_ts_format"] = ts_format
+    rows, raw, carried = _rows(found, keys, params)
 
     def text(part: str) -> str:
         if part not in found:
             return "NULL::VARCHAR"
+        if keys is not None:  # the first column of the name (found names the first)
+            return f"nullif(trim(gm_f{keys.index(found[part]) + 1}), '')"
         return f"nullif(trim(gm_v[{parts.index(part) + 1}]), '')"
 
     number = {p: _NUMBER.format(f"{p}_text") for p in ("count", "zero", "clicks")}
     rate = {p: _RATE.format(f"{p}_text") for p in ("zero_rate", "ctr")}
     sql = f"""
-        SELECT line, raw, reason, query, day, first_seen, last_seen, n_events, n_zero_results,
-               n_no_click, least(n_events, n_zero_results + n_no_click) AS n_failed, gm_dates,
-               day AS ts
+        SELECT line, {raw} AS raw, reason, query, day, first_seen, last_seen, n_events,
+               n_zero_results, n_no_click, least(n_events, n_zero_results + n_no_click) AS n_failed,
+               gm_dates, day AS ts
         FROM (
         SELECT *, CASE WHEN clicked IS NULL THEN 0
                        ELSE greatest(n_events - n_zero_results - clicked, 0) END AS n_no_click
@@ -236,7 +247,7 @@ def stage_sql(
                  WHEN date_text IS NOT NULL AND day IS NULL THEN gm_unread_time(date_text, gm_dates)
                  WHEN NOT gm_in_time(day) THEN 'timestamp out of range: ' || left(date_text, 60)
             END AS reason,
-            q AS query, day, gm_dates,
+            q AS query, day, gm_dates{carried},
             coalesce(day::TIMESTAMP, $gm_now) AS first_seen,
             coalesce(day::TIMESTAMP, $gm_now) AS last_seen,
             round(n)::BIGINT AS n_events,
@@ -254,20 +265,35 @@ def stage_sql(
                    zero_rate_text, {rate["zero_rate"]} AS zero_rate_read, ctr_text,
                    {rate["ctr"]} AS ctr_read,
                    date_text, {_day(ts_format)} AS day,
-                   CASE WHEN dmy IS NOT NULL THEN gm_dmy_order(dmy) END AS gm_dates
+                   CASE WHEN dmy IS NOT NULL THEN gm_dmy_order(dmy) END AS gm_dates{carried}
             FROM (
                 SELECT line, raw, err, {text("query")} AS q, {text("count")} AS count_text,
                        {text("zero")} AS zero_text, {text("clicks")} AS clicks_text,
                        {text("zero_rate")} AS zero_rate_text, {text("ctr")} AS ctr_text,
                        {text("date")} AS date_text,
-                       {_DMY_PARTS.format(text("date"))} AS dmy
-                -- Not on a row the reader could not read (its raw is not JSON): a reject.
-                FROM (SELECT line, raw, err,
-                             CASE WHEN err IS NULL THEN json_extract_string(raw, $gm_paths) END
-                                 AS gm_v
-                      FROM gm_raw))))))
+                       {_DMY_PARTS.format(text("date"))} AS dmy{carried}
+                FROM ({rows}))))))
     """
     return sql, params
+
+
+def _rows(
+    found: dict[str, str], keys: list[str] | None, params: dict[str, Any]
+) -> tuple[str, str, str]:
+    """The stage's source rows, the SQL of a row's raw text in its last step, and the columns
+    carried up to it; adds their parameters to ``params``."""
+    if keys is None:
+        params["gm_paths"] = [json_path(found[p]) for p in found]
+        # Not on a row the reader could not read (its raw is not JSON): a reject.
+        rows = """SELECT line, raw, err,
+                         CASE WHEN err IS NULL THEN json_extract_string(raw, $gm_paths) END AS gm_v
+                  FROM gm_raw"""
+        return rows, "raw", ""
+    params.update({f"gm_k{i}": key for i, key in enumerate(keys, start=1)})
+    columns = [f"gm_f{i}" for i in range(1, len(keys) + 1)]
+    pairs = ", ".join(f"$gm_k{i}, {c}" for i, c in enumerate(columns, start=1))
+    raw = f"CASE WHEN reason IS NOT NULL THEN coalesce(raw, json_object({pairs})::VARCHAR) END"
+    return "SELECT * FROM gm_src", raw, "".join(f", {c}" for c in columns)
 
 
 _COLUMNS = (
@@ -325,7 +351,8 @@ def target(found: dict[str, str], ts_format: str | None = None, order: str | Non
         table="search_summaries",
         key=("source", "day", "norm_query"),
         columns=_COLUMNS,
-        stage=lambda _keys: stage_sql(found, ts_format, order),
+        # Its rows are the reader's text columns (logformats._read_analytics), named by keys.
+        stage=lambda keys: stage_sql(found, ts_format, order, keys),
         streaming=False,
         redact=("query",),
         store=store,

@@ -154,9 +154,8 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> list[str] | Non
         files.read_raw(con, item)
         return None
     try:
-        if item.format in _LOG_LAYOUTS:
-            logformats.read(con, item.path, item.format, item.compression)
-            return None
+        if item.format in _LOG_LAYOUTS:  # an aggregated export's rows are text columns
+            return logformats.read(con, item.path, item.format, item.compression)
         keys = corpus_formats.read(con, item.format, item.path, item.compression)
         files.raw_view(con, keys)
         return keys

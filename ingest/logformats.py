@@ -108,16 +108,20 @@ def clicklog_columns(header: list[str]) -> dict[str, int] | None:
     return {k: v for k, v in cols.items() if v is not None}
 
 
-def read(con: duckdb.DuckDBPyConnection, path: Path, fmt: str, compression: str) -> None:
-    """Make ``gm_raw(line, raw, err)``: one JSON object per search of the file."""
+def read(
+    con: duckdb.DuckDBPyConnection, path: Path, fmt: str, compression: str
+) -> list[str] | None:
+    """Make ``gm_raw(line, raw, err)``: one JSON object per search of the file. An aggregated
+    export's rows are also text columns of ``gm_src``, whose names it returns (see
+    ``_read_analytics``); None for the other layouts."""
     from goldmine.ingest.scan import open_compressed
 
     with open_compressed(path, compression) as handle:
         head = handle.read(1 << 16)
     if fmt == "session_xml":
         _read_session_xml(con, path, compression, xml_root(head))
-    elif fmt == "analytics":  # its rows as objects by the header's names; ingest.analytics maps
-        _read_analytics(con, path, compression, _header(head), _delimiter(head))
+    elif fmt == "analytics":  # its rows as text columns by the header's names; analytics maps
+        return _read_analytics(con, path, compression, _header(head), _delimiter(head))
     else:
         cols = clicklog_columns(_header(head))
         if cols is None:
@@ -506,56 +510,64 @@ def _read_lines(con, path: Path, fmt: str, compression: str) -> None:
     read_lines(con, InputFile(path, fmt, compression), (), "gm_click_lines")
 
 
-def _read_analytics(con, path: Path, compression: str, header: list[str], delim: str) -> None:
-    """``gm_raw``: each row an object of the header's names (the names are parameters).
+def _read_analytics(con, path: Path, compression: str, header: list[str], delim: str) -> list[str]:
+    """``gm_src(line, raw, err, gm_f1..gm_fn)``: each row's fields as text columns, named by
+    the header (a repeated name as ``corpus_formats`` renames it); returns the names. ``raw``
+    is the line only where the row is no record; ``gm_raw`` makes the JSON objects for whoever
+    reads them (``files.raw_view``), the stage reads the columns (``analytics.stage_sql``):
+    making JSON text per row cost about a bare read per 1M rows, and parsing it again more.
 
-    The rows are split and made objects in the statement that reads the lines: a table of the
-    lines between, and one of the split rows, each stored every line's text again. A file the
-    reader skipped lines of (invalid UTF-8) is read by ``_read_analytics_by_line``, which gives
-    each such line its place.
+    The rows are split in the statement that reads the lines: a table of the lines between, and
+    one of the split rows, each stored every line's text again. A file the reader skipped lines
+    of (invalid UTF-8) is read by ``_read_analytics_by_line``, which gives each such line its
+    place.
     """
     from goldmine.ingest.files import numbered_lines, reader_skipped
 
     lines = f"(SELECT line, raw, NULL::VARCHAR AS err FROM {numbered_lines()})"
-    params = {"path": str(path), "compression": compression, **_analytics_params(header, delim)}
-    run_sql(con, _analytics_sql(header, delim, lines), params)
+    params = {"path": str(path), "compression": compression, "delim": delim}
+    run_sql(con, _analytics_sql(len(header), delim, lines), params)
     if reader_skipped(con):
-        _read_analytics_by_line(con, path, compression, header, delim)
-        return
-    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+        return _read_analytics_by_line(con, path, compression, header, delim)
+    return _analytics_view(con, header)
 
 
 def _read_analytics_by_line(
     con, path: Path, compression: str, header: list[str], delim: str
-) -> None:
-    """``gm_raw`` as ``_read_analytics`` makes it, from a table of the lines (``read_lines``)."""
+) -> list[str]:
+    """``gm_src`` as ``_read_analytics`` makes it, from a table of the lines (``read_lines``)."""
     _read_lines(con, path, "analytics", compression)
-    run_sql(con, _analytics_sql(header, delim, "gm_click_lines"), _analytics_params(header, delim))
+    run_sql(con, _analytics_sql(len(header), delim, "gm_click_lines"), {"delim": delim})
     con.execute("DROP VIEW gm_click_lines")
-    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+    return _analytics_view(con, header)
 
 
-def _analytics_params(header: list[str], delim: str) -> dict[str, str]:
-    return {"delim": delim, **{f"k{i}": name for i, name in enumerate(header)}}
+def _analytics_view(con, header: list[str]) -> list[str]:
+    """``gm_raw`` over the text columns; their names, each once (``raw_view`` makes a map of
+    them), as the TSV reader names a repeated column."""
+    from goldmine.ingest.corpus_formats import _unique
+    from goldmine.ingest.files import raw_view
+
+    names = _unique(header)
+    raw_view(con, names)
+    return names
 
 
-def _analytics_sql(header: list[str], delim: str, lines: str) -> str:
+def _analytics_sql(n: int, delim: str, lines: str) -> str:
     """``gm_src`` from ``lines``: a row without a quote has no field to unquote, and its fields
-    go into the object as they are split."""
+    are kept as they are split."""
     quoted = delim != "\t"
-    value = _UNQUOTED if quoted else "v"
-    pairs = ", ".join(f"$k{i}, {value.replace('v', f'f[{i + 1}]')}" for i in range(len(header)))
-    plain = ", ".join(f"$k{i}, f[{i + 1}]" for i in range(len(header)))
-    rows = _click_rows_sql(len(header), quoted, lines=lines)  # its gm_col<i> are left unread
+    rows = _click_rows_sql(n, quoted, lines=lines)  # its gm_col<i> are left unread
+    value = f"CASE WHEN q THEN {_UNQUOTED} ELSE v END" if quoted else "v"
+    fields = ", ".join(
+        f"CASE WHEN reject IS NULL THEN {value.replace('v', f'f[{i}]')} END AS gm_f{i}"
+        for i in range(1, n + 1)
+    )
     has_quote = """contains(raw, '"')""" if quoted else "false"
     return f"""
         CREATE OR REPLACE TEMP TABLE gm_src AS
-        SELECT line,
-               CASE WHEN reject IS NOT NULL THEN raw
-                    WHEN {has_quote} THEN json_object({pairs})::VARCHAR
-                    ELSE json_object({plain})::VARCHAR END AS raw,
-               reject AS err
-        FROM ({rows})
+        SELECT line, CASE WHEN reject IS NOT NULL THEN raw END AS raw, reject AS err, {fields}
+        FROM (SELECT *, {has_quote} AS q FROM ({rows}))
     """
 
 

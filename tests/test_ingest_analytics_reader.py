@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from datetime import date, datetime
 from pathlib import Path
 
 import duckdb
+import pytest
 
-from goldmine.ingest import batch, logformats
+from goldmine.ingest import analytics, batch, formats, logformats
+from goldmine.ingest.files import InputFile
+from goldmine.ingest.redact import make_redactor
+from goldmine.store import open_store
 
 import helpers
 
@@ -97,24 +102,111 @@ def test_a_row_the_reader_cannot_read_takes_the_line_reader(tmp_path: Path):
     assert [(r[0], r[2]) for r in one] == [(2, None), (3, "invalid UTF-8"), (5, None)]
 
 
+def test_the_reader_hands_the_stage_its_rows_as_text_columns(tmp_path: Path):
+    """No JSON is made for a row the reader reads: ``gm_src`` holds its fields as text columns
+    (``read_raw`` returns their names, the header's), ``raw`` only on a row that is no record."""
+    path = tmp_path / "export.csv"
+    path.write_text("\n".join([HEADER, *ROWS]) + "\n", encoding="utf-8")
+    con = duckdb.connect()
+    batch.prepare(con)
+    assert formats.read_raw(con, InputFile(path, "analytics", "none")) == HEADER.split(",")
+    columns = [r[0] for r in con.execute("DESCRIBE gm_src").fetchall()]
+    assert columns == ["line", "raw", "err", "gm_f1", "gm_f2", "gm_f3", "gm_f4"]
+    rows = {r[0]: r[1:] for r in con.execute("SELECT * FROM gm_src").fetchall()}
+    con.close()
+    assert rows[3] == (None, None, "cancel order", "1,080", "20", "0.25")
+    assert rows[4][:3] == (None, None, 'say "hi" twice')
+    assert rows[5] == ('"unclosed quote,4,0,0%', "unbalanced quotes", None, None, None, None)
+    assert rows[7] == (None, None, "too few", "7", None, None)
+
+
+# Exports of odd layouts, each imported as the reader reads it and as the same records given as
+# JSON lines: a header naming a column twice (the repeat keeps its values under ``name_N``).
+LAYOUTS = {
+    "tricky": ("export.csv", "\n".join([HEADER, *ROWS]) + "\n"),
+    "dated": (
+        "export.csv",
+        'Date,Query,Searches,No Results,Clicks,CTR\n2026-11-30,refund,"1,080",20,100,\n'
+        "30/11/2026,gift,1_000,1%,,0.5\n2026-13-45,ship,5,,,\n2026-11-30,  ,5,,,\n"
+        "2026-11-30,track,abc,,,\n2026-11-30,Café Menü,4.6,,,7.5%\n2026-11-30,café menü,2,1,,\n",
+    ),
+    "tabs": (
+        "export.tsv",
+        'query\tsearches\tno_results\tdate\r\na "quoted" query\t3\t0\t2026-01-02\r\n'
+        "b\t1\r\nx\r\nc\t-4\t0\t\r\n",
+    ),
+    "repeated": (
+        "export.csv",
+        "query,searches,Query,searches\nrefund,10,other,99\n,3,x,4\ncard,x,card,5\n",
+    ),
+}
+
+
+def _imported(db: Path, target, item: InputFile) -> tuple[list[tuple], list[tuple]]:
+    """The summaries (but the import's time) and the rejects' reasons and raw text."""
+    with open_store(db) as con:
+        batch.run(con, target, [item], make_redactor(False))
+        summaries = con.execute(
+            "SELECT * EXCLUDE (batch_id, first_seen, last_seen) FROM search_summaries ORDER BY ALL"
+        ).fetchall()
+        rejects = con.execute(
+            "SELECT reason, raw FROM rejects WHERE reason NOT IN ('unbalanced quotes') "
+            "AND NOT starts_with(reason, 'expected ') ORDER BY ALL"
+        ).fetchall()
+    return summaries, rejects
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_text_columns_store_what_the_same_records_as_json_store(tmp_path: Path, layout: str):
+    """The stage reads the reader's text columns with no JSON between: the summaries and the
+    rejects (with their raw text) are those of the same records given as JSON lines, which the
+    stage reads from their objects."""
+    name, text = LAYOUTS[layout]
+    path = tmp_path / name
+    path.write_bytes(text.encode())
+    found = analytics.columns(logformats._header(path.read_bytes()))
+    con = duckdb.connect()
+    batch.prepare(con)
+    logformats.read(con, path, "analytics", "none")
+    records = con.execute("SELECT raw FROM gm_raw WHERE err IS NULL ORDER BY line").fetchall()
+    con.close()
+    jsonl = helpers.write_jsonl(tmp_path / "export.jsonl", [r[0] for r in records])
+    typed = _imported(tmp_path / "typed.duckdb", analytics.target(found),
+                      InputFile(path, "analytics", "none"))  # fmt: skip
+    as_json = replace(analytics.target(found), stage=lambda _keys: analytics.stage_sql(found))
+    assert typed == _imported(tmp_path / "json.duckdb", as_json, InputFile(jsonl, "jsonl", "none"))
+    assert typed[0] and typed[1]
+    if layout == "repeated":  # the first of a repeated name is read; a reject keeps both
+        assert [(s[2], s[4]) for s in typed[0]] == [("refund", 10)]
+        assert typed[1] == [
+            ("missing query", '{"query":"","searches":"3","Query_1":"x","searches_1":"4"}'),
+            ("wrong type: count is not a number: x",
+             '{"query":"card","searches":"x","Query_1":"card","searches_1":"5"}'),
+        ]  # fmt: skip
+
+
 def _stage(path: Path) -> list[tuple]:
     """``analytics.stage_sql``'s rows over the export as the reader reads it (undated rows
-    dated 2026-12-06)."""
-    from goldmine.ingest import analytics
-
+    dated 2026-12-06): over its text columns, as an import reads them, the same as over the same
+    records as JSON objects (``gm_raw``), a reject's raw text too."""
     con = duckdb.connect()
     batch.prepare(con)
     found = analytics.columns(logformats._header(path.read_bytes()))
-    logformats.read(con, path, "analytics", "none")
-    sql, params = analytics.stage_sql(found)
-    params["gm_now"] = datetime(2026, 12, 6)
-    rows = con.execute(
-        "SELECT line, reason, query, day, n_events, n_zero_results, n_no_click, n_failed "
-        f"FROM ({sql}) ORDER BY line",
-        params,
-    ).fetchall()
+    keys = logformats.read(con, path, "analytics", "none")
+    staged = []
+    for typed in (keys, None):
+        sql, params = analytics.stage_sql(found, keys=typed)
+        params["gm_now"] = datetime(2026, 12, 6)
+        staged.append(
+            con.execute(
+                "SELECT line, reason, query, day, n_events, n_zero_results, n_no_click, n_failed, "
+                f"CASE WHEN reason IS NOT NULL THEN raw END FROM ({sql}) ORDER BY line",
+                params,
+            ).fetchall()
+        )
     con.close()
-    return rows
+    assert staged[0] == staged[1]
+    return [r[:-1] for r in staged[0]]
 
 
 def test_counts_rates_and_dates_as_exports_write_them(tmp_path: Path):
