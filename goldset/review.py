@@ -487,6 +487,12 @@ class ReviewSession:
             return self.searcher.search(con, text, limit)
 
     def add_candidate(self, qid: str, chunk_id: str) -> None:
+        with self._store() as con:
+            missing = gi.chunk_info(con, chunk_id) is None
+        if missing:  # a search hit is in the corpus: an id that is not came from elsewhere
+            self.message = f"no chunk {chunk_id!r} in the current corpus snapshot: nothing added"
+            return
+
         def put(con) -> None:
             snapshot_id, _ = gi.current_snapshot(con)
             con.execute(

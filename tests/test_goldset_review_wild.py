@@ -121,3 +121,18 @@ def test_a_corpus_without_a_word_to_index_drafts_and_finds_nothing(db_path: Path
     drafted = gold(run_cli, db_path, "draft", "--retriever", "bm25")
     assert "0 candidate chunks" in drafted.stdout + drafted.stderr
     assert ReviewSession(db_path, "rita").search("reset password") == []
+
+
+def test_adding_a_chunk_the_corpus_lacks_adds_nothing_and_says_so(db_path: Path) -> None:
+    """The page's search adds by id: an id the corpus lacks (as HTML altered a NUL id) wrote a
+    'search-add' history row, moved the item's version and said 'added' for nothing."""
+    from goldmine.goldset.review import ReviewSession
+
+    query_id = wild_store(db_path)
+    before = shown(run_cli, db_path, QUERY_WILD)
+    session = ReviewSession(db_path, "rita")
+    assert session.view() is not None
+    session.add_candidate(query_id, "nul\N{REPLACEMENT CHARACTER}id")
+    assert "no chunk" in session.message
+    after = shown(run_cli, db_path, QUERY_WILD)
+    assert after["version"] == before["version"] and after["drafts"] == before["drafts"]
