@@ -69,7 +69,10 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         f"array_to_string(list_transform(from_json({given}, '[\"VARCHAR\"]'), "
         "lambda p: rtrim(p, chr(10) || chr(13))), chr(10))"
     )
-    all_text = f"list_bool_and(list_transform(json_type({given}, '$[*]')::VARCHAR[], lambda t: t = 'VARCHAR'))"
+    all_text = (
+        f"list_bool_and(list_transform(json_type({given}, '$[*]')::VARCHAR[], "
+        "lambda t: t = 'VARCHAR'))"
+    )
     text = "gm_text"
     sql = f"""
         SELECT * REPLACE (coalesce(reason, CASE WHEN row_number() OVER (
