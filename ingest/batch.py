@@ -58,6 +58,17 @@ from goldmine.store import (
 
 COUNTS = ("rows_in", "stored", "rejected", "already_present")
 
+# Where a result object keeps its id: chunk_id first (a gold set's ids are chunk ids), then id
+# or _id, then doc_id, each beside it or in its nested document (a vector store's payload or
+# metadata, Elasticsearch's _source); and where a search response stored whole keeps its list.
+_NESTED = ("", "document.", "doc.", "metadata.", "payload.", "fields.", "_source.")
+RESULT_ID_PATHS = [
+    f"$.{where}{key}" for keys in (("chunk_id",), ("id", "_id"), ("doc_id", "docid"))
+    for where in _NESTED for key in keys
+]  # fmt: skip
+RESULT_LIST_PATHS = ["$.hits.hits", "$.hits", "$.results", "$.documents", "$.matches",
+                     "$.result", "$.points", "$.data"]  # fmt: skip
+
 # Timestamps: ISO 8601 with or without offset (converted to UTC), epoch seconds or
 # milliseconds, and Twitter's "Wed Oct 11 06:55:44 +0000 2017".
 # Ids lists: a JSON array (of ids, or of objects with an id) or a "a,b|c" string.
@@ -84,15 +95,25 @@ CREATE OR REPLACE TEMP MACRO gm_jtype(t) AS (
          WHEN t = 'BOOLEAN' THEN 'a boolean'
          WHEN t = 'OBJECT' THEN 'an object' WHEN t = 'ARRAY' THEN 'a list' ELSE lower(t) END
 );
+-- One result given as JSON: a string or number as itself; an object's chunk_id, else its id or
+-- _id, else its doc_id, beside it or in its nested document (RESULT_ID_PATHS); NULL for an
+-- object with none (its JSON text is no id).
+CREATE OR REPLACE TEMP MACRO gm_result_id(e) AS CASE
+    WHEN json_type(e) = 'OBJECT' THEN list_filter(json_extract_string(e, RESULT_ID_PATHS),
+                                                  lambda v: v IS NOT NULL)[1]
+    ELSE json_extract_string(e, '$') END;
+-- The list of results in a search service's response stored whole (RESULT_LIST_PATHS).
+CREATE OR REPLACE TEMP MACRO gm_result_list(s) AS list_filter(
+    json_extract(s, RESULT_LIST_PATHS), lambda v: json_type(v) = 'ARRAY')[1];
 CREATE OR REPLACE TEMP MACRO gm_ids(s) AS (
     CASE WHEN s IS NULL THEN NULL
          WHEN starts_with(s, '["') OR s = '[]' THEN coalesce(
              try(from_json(s, '["VARCHAR"]')),
              list_filter(regexp_split_to_array(trim(s), '\s*[,;|]\s*'), lambda e: e <> ''))
          WHEN starts_with(ltrim(s), '[') AND json_valid(s) THEN list_transform(
-             from_json(s, '["JSON"]'),
-             lambda e: coalesce(json_extract_string(e, '$.id'), json_extract_string(e, '$.doc_id'),
-                                json_extract_string(e, '$._id'), json_extract_string(e, '$')))
+             from_json(s, '["JSON"]'), lambda e: gm_result_id(e))
+         WHEN starts_with(ltrim(s), '{') AND json_valid(s) THEN list_transform(
+             from_json(gm_result_list(s), '["JSON"]'), lambda e: gm_result_id(e))
          ELSE list_filter(regexp_split_to_array(trim(s), '\s*[,;|]\s*'), lambda e: e <> '') END
 );
 -- The JSON type of a value given as JSON text, from its first character.
@@ -102,7 +123,9 @@ CREATE OR REPLACE TEMP MACRO gm_jtype_of(j) AS (
          WHEN 'n' THEN 'NULL' WHEN 't' THEN 'BOOLEAN' WHEN 'f' THEN 'BOOLEAN'
          ELSE 'DOUBLE' END END
 );
-"""
+""".replace("RESULT_ID_PATHS", "[" + ", ".join(f"'{p}'" for p in RESULT_ID_PATHS) + "]").replace(
+    "RESULT_LIST_PATHS", "[" + ", ".join(f"'{p}'" for p in RESULT_LIST_PATHS) + "]"
+)
 
 
 @dataclass

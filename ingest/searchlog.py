@@ -90,6 +90,14 @@ _LISTS = "('ARRAY', 'VARCHAR', 'NULL')"
 _TYPED = ("query", "result_ids", "clicked_ids")
 
 
+def _not_ids(fields: dict[str, list[str]], name: str) -> str:
+    """SQL: the field holds no list of ids: not a list, a string or null, nor a search
+    service's response stored whole with its list of results (``gm_result_list``)."""
+    kind = typ(fields, name)
+    response = f"CASE WHEN {kind} = 'OBJECT' THEN gm_result_list({val(fields, name)}) END"
+    return f"({kind} NOT IN {_LISTS} AND {response} IS NULL)"
+
+
 def _unless_known(expr: str) -> str:
     # A row whose event_id is already stored needs only its key, reason and ts (the watermark):
     # the already-stored check comes first, so an overlapping file's old half skips the rest.
@@ -158,9 +166,9 @@ def stage_sql(
                      THEN 'wrong type: query is ' || gm_jtype({typ(fields, "query")})
                  WHEN {ts} IS NOT NULL AND gm_t IS NULL THEN gm_unread_time({ts}, gm_dates)
                  WHEN NOT gm_in_time(gm_t) THEN 'timestamp out of range: ' || left({ts}, 60)
-                 WHEN {typ(fields, "result_ids")} NOT IN {_LISTS}
+                 WHEN {_not_ids(fields, "result_ids")}
                      THEN 'wrong type: result_ids is ' || gm_jtype({typ(fields, "result_ids")})
-                 WHEN {typ(fields, "clicked_ids")} NOT IN {_LISTS}
+                 WHEN {_not_ids(fields, "clicked_ids")}
                      THEN 'wrong type: clicked_ids is ' || gm_jtype({typ(fields, "clicked_ids")})
                  WHEN {num} IS NOT NULL AND try_cast({num} AS DOUBLE) IS NULL
                      THEN 'wrong type: num_results is not a number: ' || left({num}, 40)

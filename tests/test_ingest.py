@@ -154,6 +154,35 @@ def test_headers_written_as_a_spreadsheet_names_them_find_their_fields(tmp_path,
     assert row == [(datetime(2026, 11, 1, 10), "reset password", "u1", "s1", ["d1", "d2"], None)]
 
 
+def test_results_as_a_search_engine_logs_them(tmp_path, db_path):
+    # A search service's response stored whole (Elasticsearch's hits.hits), and result objects
+    # whose id is in a nested document: the first was a reject ("result_ids is an object"),
+    # the second stored each object's JSON text as its id.
+    path = write_jsonl(
+        tmp_path / "log.jsonl",
+        [
+            {"query": "reset password", "hits": {"total": {"value": 2}, "hits": [
+                {"_id": "d1", "_score": 3.2}, {"_id": "d2", "_score": 1.1}]}},
+            {"query": "billing", "results": [{"document": {"id": "d9"}, "score": 0.5},
+                                             {"doc": {"doc_id": "d8"}}, {"score": 0.1}]},
+            {"query": "chunks", "results": [{"id": 7, "chunk_id": "c1"}, "c2", 3]},
+            {"query": "no list", "hits": {"total": 0}},
+        ],
+    )  # fmt: skip
+    with open_store(db_path) as con:
+        api.searchlog(con, [path])
+        rows = con.execute(
+            "SELECT query, result_ids, num_results FROM search_events ORDER BY query"
+        ).fetchall()
+        rejects = con.execute("SELECT line, reason FROM rejects").fetchall()
+    assert rows == [
+        ("billing", ["d9", "d8", None], 3),
+        ("chunks", ["c1", "c2", "3"], 3),
+        ("reset password", ["d1", "d2"], 2),
+    ]
+    assert rejects == [(4, "wrong type: result_ids is an object")]
+
+
 def test_csv_parquet_gzip_zstd_and_aliases_give_the_same_events(tmp_path, db_path):
     (tmp_path / "log.csv").write_text(
         "id,timestamp,sid,q,hits,clicks\n"

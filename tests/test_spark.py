@@ -296,6 +296,20 @@ def test_wild_values_reject_alike_in_both_engines(spark_options, tmp_path) -> No
     assert (total["stored"], total["rejected"]) == (2, 3)
 
 
+def test_a_search_response_stored_whole_reads_alike_in_both_engines(spark_options, tmp_path):
+    """Elasticsearch's response kept under ``hits``: its hits.hits are the results on both
+    engines; an object holding no list is a reject on both."""
+    rows = [
+        {"session_id": "e1", "ts": "2026-11-18T10:00:00", "query": "es",
+         "hits": {"total": {"value": 2}, "hits": [{"_id": "d1"}, {"_id": "d2"}]}},
+        {"session_id": "e1", "ts": "2026-11-18T10:01:00", "query": "none", "hits": {"total": 0}},
+        {"session_id": "e2", "ts": "2026-11-18T10:00:00", "query": "empty",
+         "hits": {"hits": []}},
+    ]  # fmt: skip
+    total = same_in_both_engines(rows, spark_options, tmp_path)
+    assert (total["stored"], total["rejected"]) == (2, 1)
+
+
 def same_in_both_engines(rows: list[dict], spark_options, tmp_path: Path) -> dict:
     """The rows imported by each engine: the same accounting, summary and reject reasons; the
     DuckDB engine's total."""

@@ -108,9 +108,20 @@ def timestamp(s: Column) -> Column:
     return F.when(s.rlike(_ISO_PLAIN), plain).otherwise(any_form)
 
 
+def _response_list(value: Column) -> Column:
+    """The list of results in a search service's response stored whole: the first of
+    ``batch.RESULT_LIST_PATHS`` that is an array (``gm_result_list``), else null."""
+    from pyspark.sql import functions as F
+
+    from goldmine.ingest.batch import RESULT_LIST_PATHS
+
+    return F.coalesce(*[F.try_variant_get(value, p, "array<variant>") for p in RESULT_LIST_PATHS])
+
+
 def _ids_length(value: Column, kind: Column) -> Column:
     """How many ids a result or click list holds: a JSON list's length, or the items of an
-    "a,b|c" string (``gm_ids``), a string that is a JSON list counted as one."""
+    "a,b|c" string (``gm_ids``), a string that is a JSON list counted as one, or a response's
+    list of results."""
     from pyspark.sql import functions as F
 
     text = _text(value)
@@ -120,9 +131,11 @@ def _ids_length(value: Column, kind: Column) -> Column:
         F.size(F.try_variant_get(as_list, "$", "array<variant>")),
     )
     split = F.size(F.filter(F.split(F.trim(text), r"\s*[,;|]\s*"), lambda e: e != ""))
+    response = _response_list(value)
     return (
         F.when(kind == "ARRAY", F.size(F.try_variant_get(value, "$", "array<variant>")))
         .when(kind == "VARCHAR", F.coalesce(listed, split))
+        .when((kind == "OBJECT") & response.isNotNull(), F.size(response))
         .otherwise(F.lit(None).cast("int"))
     )
 
@@ -195,17 +208,23 @@ def searchlog_events(
         *[kind[n].alias(f"gm_k_{n}") for n in kind],
         _ids_length(f["result_ids"], kind["result_ids"]).alias("gm_n_results"),
         _ids_length(f["clicked_ids"], kind["clicked_ids"]).alias("gm_n_clicks"),
+        *[
+            _response_list(f[n]).isNotNull().alias(f"gm_r_{n}")
+            for n in ("result_ids", "clicked_ids")
+        ],
         num.alias("gm_n"),
     )
     staged = staged.withColumn("gm_count", count).withColumn("ts", timestamp(F.col("gm_ts")))
     reason = _reason(
         *_query_checks("query"),
         (
-            ~F.col("gm_k_result_ids").isin("ARRAY", "VARCHAR", "NULL"),
+            ~F.col("gm_k_result_ids").isin("ARRAY", "VARCHAR", "NULL")
+            & ~((F.col("gm_k_result_ids") == "OBJECT") & F.col("gm_r_result_ids")),
             F.concat(F.lit("wrong type: result_ids is "), _jtype(F.col("gm_k_result_ids"))),
         ),
         (
-            ~F.col("gm_k_clicked_ids").isin("ARRAY", "VARCHAR", "NULL"),
+            ~F.col("gm_k_clicked_ids").isin("ARRAY", "VARCHAR", "NULL")
+            & ~((F.col("gm_k_clicked_ids") == "OBJECT") & F.col("gm_r_clicked_ids")),
             F.concat(F.lit("wrong type: clicked_ids is "), _jtype(F.col("gm_k_clicked_ids"))),
         ),
         (
