@@ -805,6 +805,8 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
 _ID_MAY_MATCH = (
     r"[@:]|[0-9][.][0-9]|(^|[^0-9A-Za-z])[0-9](?:[^0-9A-Za-z]{0,3}[0-9]){6}"
     r"|[A-Za-z]{2}[0-9]{2} ?[A-Za-z0-9]{4}"
+    # an email taken from a URL, a credential (a JWT, a cloud or service key) used as an id
+    r"|%40|eyJ|AKIA|ASIA|gh[pousr]_|xox[abposr]-|sk-|_live_|AIza"
 )
 
 

@@ -234,5 +234,7 @@ def target(mapping: dict[str, str] | None = None) -> Target:
         columns=COLUMNS,
         stage=lambda keys: stage_sql(keys, mapping or {}),
         redact=("text", "user_id", "feedback", "extra"),
+        # a support chat keyed by the customer's email: kept apart as a session id is
+        pseudonymize=("conversation_id",),
         reshape=reshape,
     )

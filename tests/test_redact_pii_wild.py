@@ -165,11 +165,6 @@ def test_credentials_and_ids_reach_no_table_of_a_redacted_import(tmp_path, db_pa
     assert _leaks(db_path) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ingest/chat.py does not pseudonymize conversation_id (its Target lacks "
-    "pseudonymize=('conversation_id',)); triage then copies it into triage_events",
-)
 def test_a_chat_conversation_id_that_is_an_email_is_not_stored(tmp_path, db_path):
     email = "jane.roe@mail.example.org"
     chat = write_jsonl(tmp_path / "chat.jsonl", [
@@ -184,11 +179,6 @@ def test_a_chat_conversation_id_that_is_an_email_is_not_stored(tmp_path, db_path
     assert len(stored) == 1 and stored[0][0].startswith("<EMAIL>~")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ingest/batch.py: _ID_MAY_MATCH, the test that lets an id reach the checks, has no "
-    "%40, JWT or key prefix in it, so such a user_id or session_id is stored as it came",
-)
 def test_ids_holding_an_encoded_email_or_a_token_are_not_stored(tmp_path, db_path):
     """A session id that is the user's JWT (a replayable credential) and a user id taken from
     a URL (``jane%40example.net``)."""
