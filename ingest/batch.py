@@ -39,6 +39,7 @@ from goldmine.ingest.files import (
     run_sql,
     sample_keys,
     streaming_rows,
+    typed_reject_raw,
     typed_rows,
 )
 from goldmine.ingest.formats import read_raw
@@ -648,12 +649,12 @@ def _stage_materialized(con, target: Target, source: Source, redactor: Redactor)
     keys = typed or discover_keys(con)
     stage_sql, params = target.stage(keys)
     rows = ""
-    if "gm_columns" in params and typed:
-        rows, rows_params = typed_rows(params["gm_columns"], typed)
-        params = {**params, **rows_params}
-    elif "gm_columns" in params:
-        rows = materialized_rows(params["gm_columns"])
+    if "gm_columns" in params:
+        columns = params["gm_columns"]
+        rows = typed_rows(columns, typed) if typed else materialized_rows(columns)
     _create_stage(con, rows, stage_sql, params, target, redactor, source.path)
+    if typed and rows:
+        typed_reject_raw(con, typed, redactor)
 
 
 def _create_stage(

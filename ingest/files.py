@@ -17,7 +17,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
@@ -393,11 +392,12 @@ def raw_view(con: duckdb.DuckDBPyConnection, keys: list[str] | None = None) -> N
     )
 
 
-def typed_rows(columns: dict[str, str], keys: list[str]) -> tuple[str, dict[str, Any]]:
+def typed_rows(columns: dict[str, str], keys: list[str]) -> str:
     """SQL for ``gm_rows`` (see ``field_columns``) over ``gm_src``'s text columns (``raw_view``):
     no JSON is made or parsed for a record. A field read as JSON (its type checked) comes as a
-    native string (``gm_s``). A record's JSON text is made only where a reject keeps it (the
-    stage keeps ``raw`` for rejects alone, and DuckDB computes it for those rows only)."""
+    native string (``gm_s``). ``raw`` is the text of a line that is no record; a record the
+    stage rejects gets its JSON from ``typed_reject_raw`` afterwards (made in the stage, a
+    ``gm_rows`` column is computed for every row, rejected or not)."""
 
     def typed(_: int, key: str) -> tuple[str, str, str] | None:
         if key not in keys:
@@ -407,13 +407,31 @@ def typed_rows(columns: dict[str, str], keys: list[str]) -> tuple[str, dict[str,
             return "NULL::VARCHAR", "NULL::VARCHAR[]", got
         return got, "NULL::VARCHAR[]", "NULL::VARCHAR"
 
+    return f"SELECT line, raw, err, {_UNSEEN}, {field_columns(columns, typed)} FROM gm_src"
+
+
+def typed_reject_raw(con: duckdb.DuckDBPyConnection, keys: list[str], redactor) -> None:
+    """Give the stage's rejected records read as text columns (``typed_rows``) their JSON
+    object as ``raw``, redacted as the stage redacts a reject's text: for the rejects alone."""
+    todo = "SELECT line FROM gm_stage WHERE reason IS NOT NULL AND raw IS NULL"
+    if not con.execute(f"SELECT count(*) FROM ({todo})").fetchall()[0][0]:
+        return
     params = {f"gm_k{i}": key for i, key in enumerate(keys, start=1)}
     pairs = ", ".join(f"$gm_k{i}, gm_f{i}" for i in range(1, len(keys) + 1))
-    sql = (
-        f"SELECT line, coalesce(raw, json_object({pairs})::VARCHAR) AS raw, err, {_UNSEEN}, "
-        f"{field_columns(columns, typed)} FROM gm_src"
+    run_sql(
+        con,
+        f"CREATE OR REPLACE TEMP TABLE gm_typed_raw AS SELECT line, json_object({pairs})::VARCHAR "
+        f"AS raw FROM gm_src WHERE line IN ({todo})",
+        params,
     )
-    return sql, params
+    run_sql(
+        con,
+        f"""UPDATE gm_stage SET raw = {redactor.nested("m.raw")} FROM gm_typed_raw m
+            WHERE gm_stage.reason IS NOT NULL AND gm_stage.raw IS NULL
+              AND gm_stage.line = m.line""",
+        redactor.sql_params(),
+    )
+    con.execute("DROP TABLE gm_typed_raw")
 
 
 def streaming_rows(
