@@ -56,6 +56,7 @@ COUNT = (
     "volume",
     "frequency",
     "impressions",
+    "event_count",  # Google Analytics 4: a search term's view_search_results events
 )
 ZERO = (
     "no_results",

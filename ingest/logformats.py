@@ -72,10 +72,25 @@ def xml_root(head: bytes) -> str:
     return found.group(3).decode("ascii", "replace") if found else "sessions"
 
 
+def preamble(head: bytes) -> int:
+    """How many lines come before the header: Google Analytics writes a block of ``#`` lines
+    (and blank ones) above its table; 0 for a file that opens with its header."""
+    lines = head.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    if not lines[0].startswith(b"#"):
+        return 0
+    n = 0
+    while n < len(lines) - 1 and (lines[n].startswith(b"#") or not lines[n].strip()):
+        n += 1
+    return n
+
+
+def _header_line(head: bytes) -> bytes:
+    return head.removeprefix(b"\xef\xbb\xbf").split(b"\n")[preamble(head)]
+
+
 def _header(head: bytes) -> list[str]:
     # A byte-order mark would be part of the first column's name (and keep its quotes).
-    line = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0].decode("utf-8", "replace")
-    line = line.strip("\r")
+    line = _header_line(head).decode("utf-8", "replace").strip("\r")
     try:
         return next(csv.reader([line], delimiter=_delimiter(head)), [])
     except csv.Error:  # a CR or NUL inside the line: no header of a log this module reads
@@ -84,7 +99,7 @@ def _header(head: bytes) -> list[str]:
 
 def _delimiter(head: bytes) -> str:
     """Tab when the header line has one (AOL's logs, TSV exports), else a comma."""
-    return "\t" if b"\t" in head.split(b"\n", 1)[0] else ","
+    return "\t" if b"\t" in _header_line(head) else ","
 
 
 def clicklog_columns(header: list[str]) -> dict[str, int] | None:
@@ -121,7 +136,9 @@ def read(
     if fmt == "session_xml":
         _read_session_xml(con, path, compression, xml_root(head))
     elif fmt == "analytics":  # its rows as text columns by the header's names; analytics maps
-        return _read_analytics(con, path, compression, _header(head), _delimiter(head))
+        return _read_analytics(
+            con, path, compression, _header(head), _delimiter(head), preamble(head)
+        )
     else:
         cols = clicklog_columns(_header(head))
         if cols is None:
@@ -475,20 +492,27 @@ _UNQUOTED = """CASE WHEN length(v) >= 2 AND starts_with(v, '"') AND ends_with(v,
     THEN replace(v[2:-2], '""', '"') ELSE v END"""
 _CLICK_ROWS = """
 SELECT line, raw, reject, f, {columns}
-FROM (SELECT *, CASE WHEN err IS NOT NULL THEN err
+FROM (SELECT *, CASE WHEN err IS NOT NULL THEN err{sectioned}
                      WHEN len(f) > {n} THEN 'expected {n} fields, found ' || len(f)
                      WHEN {split_quoted} AND ({quotes_bad}) THEN 'unbalanced quotes' END
                 AS reject
       FROM (SELECT line, raw, err, CASE WHEN err IS NOT NULL THEN NULL::VARCHAR[]
                                         WHEN {split_quoted} THEN regexp_extract_all(raw, {field}, 1)
                                         ELSE string_split(raw, $delim) END AS f
-            FROM {lines} WHERE line > 1))
+            FROM {lines} WHERE line > {first}{comments}))
 """
+# After a preamble of ``#`` lines, a later ``# ---`` line starts another section of the export
+# (a query may start with #: ``#1 seller``): its lines (``line >= $gm_section``) are rejects,
+# its ``#`` lines comments.
+_AFTER_TABLE = "after the export''s table (a section that starts with #)"  # SQL-quoted
 
 
-def _click_rows_sql(n: int, quoted: bool, lines: str = "gm_click_lines") -> str:
+def _click_rows_sql(
+    n: int, quoted: bool, lines: str = "gm_click_lines", header: int = 1, sectioned: bool = False
+) -> str:
     """The query splitting ``lines`` (SQL of ``line, raw, err``) into ``n`` columns, also as
-    the list ``f`` (``quoted``: CSV quotes are read)."""
+    the list ``f`` (``quoted``: CSV quotes are read); ``header``: the header's line, after a
+    preamble; ``sectioned``: lines from ``$gm_section`` on are another section's."""
     value = _UNQUOTED if quoted else "v"
     columns = ", ".join(
         f"CASE WHEN reject IS NULL THEN {value.replace('v', f'f[{i + 1}]')} END AS gm_col{i}"
@@ -501,6 +525,11 @@ def _click_rows_sql(n: int, quoted: bool, lines: str = "gm_click_lines") -> str:
         split_quoted="""contains(raw, '"')""" if quoted else "false",
         field=_CSV_FIELD,
         lines=lines,
+        first=int(header),
+        comments=" AND NOT (line >= $gm_section AND starts_with(raw, '#'))" if sectioned else "",
+        sectioned=f"\n                     WHEN line >= $gm_section THEN '{_AFTER_TABLE}'"
+        if sectioned
+        else "",
     )
 
 
@@ -510,7 +539,9 @@ def _read_lines(con, path: Path, fmt: str, compression: str) -> None:
     read_lines(con, InputFile(path, fmt, compression), (), "gm_click_lines")
 
 
-def _read_analytics(con, path: Path, compression: str, header: list[str], delim: str) -> list[str]:
+def _read_analytics(
+    con, path: Path, compression: str, header: list[str], delim: str, skip: int = 0
+) -> list[str]:
     """``gm_src(line, raw, err, gm_f1..gm_fn)``: each row's fields as text columns, named by
     the header (a repeated name as ``corpus_formats`` renames it); returns the names. ``raw``
     is the line only where the row is no record; ``gm_raw`` makes the JSON objects for whoever
@@ -526,18 +557,34 @@ def _read_analytics(con, path: Path, compression: str, header: list[str], delim:
 
     lines = f"(SELECT line, raw, NULL::VARCHAR AS err FROM {numbered_lines()})"
     params = {"path": str(path), "compression": compression, "delim": delim}
-    run_sql(con, _analytics_sql(len(header), delim, lines), params)
+    if skip:  # Google Analytics: a later "# ---" line starts another section of the export
+        found = run_sql(
+            con,
+            f"SELECT min(line) FROM {lines} WHERE line > $header AND starts_with(raw, '# ---')",
+            {**params, "header": skip + 1},
+        ).fetchall()[0][0]
+        params["gm_section"] = found or 2**62
+    sql = _analytics_sql(len(header), delim, lines, skip + 1, bool(skip))
+    run_sql(con, sql, params)
     if reader_skipped(con):
-        return _read_analytics_by_line(con, path, compression, header, delim)
+        return _read_analytics_by_line(con, path, compression, header, delim, skip, params)
     return _analytics_view(con, header)
 
 
 def _read_analytics_by_line(
-    con, path: Path, compression: str, header: list[str], delim: str
+    con,
+    path: Path,
+    compression: str,
+    header: list[str],
+    delim: str,
+    skip: int = 0,
+    params: dict | None = None,
 ) -> list[str]:
     """``gm_src`` as ``_read_analytics`` makes it, from a table of the lines (``read_lines``)."""
     _read_lines(con, path, "analytics", compression)
-    run_sql(con, _analytics_sql(len(header), delim, "gm_click_lines"), {"delim": delim})
+    sql = _analytics_sql(len(header), delim, "gm_click_lines", skip + 1, bool(skip))
+    kept = {k: v for k, v in (params or {}).items() if k == "gm_section"}
+    run_sql(con, sql, {"delim": delim, **kept})
     con.execute("DROP VIEW gm_click_lines")
     return _analytics_view(con, header)
 
@@ -553,11 +600,11 @@ def _analytics_view(con, header: list[str]) -> list[str]:
     return names
 
 
-def _analytics_sql(n: int, delim: str, lines: str) -> str:
+def _analytics_sql(n: int, delim: str, lines: str, header: int = 1, sectioned: bool = False) -> str:
     """``gm_src`` from ``lines``: a row without a quote has no field to unquote, and its fields
-    are kept as they are split."""
+    are kept as they are split (``header``, ``sectioned``: see ``_click_rows_sql``)."""
     quoted = delim != "\t"
-    rows = _click_rows_sql(n, quoted, lines=lines)  # its gm_col<i> are left unread
+    rows = _click_rows_sql(n, quoted, lines, header, sectioned)  # its gm_col<i> are left unread
     value = f"CASE WHEN q THEN {_UNQUOTED} ELSE v END" if quoted else "v"
     fields = ", ".join(
         f"CASE WHEN reject IS NULL THEN {value.replace('v', f'f[{i}]')} END AS gm_f{i}"

@@ -279,6 +279,36 @@ def test_a_count_beyond_64_bits_rejects_its_row_and_the_rest_is_stored(cli, tmp_
     assert "count is out of range: 1e400" in shown.stdout
 
 
+def test_a_google_analytics_export_with_its_comment_lines(cli, tmp_path: Path):
+    """Google Analytics writes a block of ``#`` lines above the table and may append another
+    section after it: the export was read as a log of one search a row (its counts lost), or
+    refused. The table's rows are searches by their count; the preamble is skipped; a later
+    section's rows are rejects, never searches."""
+    path = tmp_path / "Search_terms.csv"
+    path.write_text(
+        "# ----------------------------------------\n# Search terms\n# Account: Demo\n"
+        "# Start date: 20261101\n# End date: 20261130\n# ----------------------------------------\n"
+        "Search term,Event count,Total users\nreset password,120,80\n#1 seller,7,7\n"
+        "billing,45,30\n\n# ----------------------------------------\n\nDay Index,Event count\n"
+        "20261101,5\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "s.duckdb"
+    proc = cli("--db", str(db), "ingest", "searchlog", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["files"][0]["format"] == "analytics"
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = con.execute(
+            "SELECT norm_query, n_events FROM search_summaries ORDER BY norm_query"
+        ).fetchall()
+        rejects = con.execute("SELECT line, reason FROM rejects ORDER BY line").fetchall()
+    assert stored == [("1 seller", 7), ("billing", 45), ("reset password", 120)]
+    assert rejects == [
+        (14, "after the export's table (a section that starts with #)"),
+        (15, "after the export's table (a section that starts with #)"),
+    ]
+
+
 WILD = [
     # (count, no results, clicks, CTR, no-results rate): the reason, or None for a kept row
     (("1e400", "", "", "", ""), "wrong type: count is out of range: 1e400"),
