@@ -746,7 +746,7 @@ WILD = {
     "esc": (f"{ESCAPES}red title", f"{ESCAPES} the VPN passage \x1b[31mred\x1b[0m ‏עברית 🎉"),
     "html": ("<b>t</b>", "<script>alert('x')</script><img src=x onerror=alert(1)> vpn"),
     "rtl": ("עברית", "איך מגדירים VPN בטלפון?"),
-    "it's \"quoted\" & <tagged>": ("quotes", "A VPN chunk whose id holds quotes and markup."),
+    'it\'s "quoted" & <tagged>': ("quotes", "A VPN chunk whose id holds quotes and markup."),
 }
 QUERY_WILD = "vpn setup"
 
