@@ -654,7 +654,7 @@ def _stage_materialized(con, target: Target, source: Source, redactor: Redactor)
         rows = typed_rows(columns, typed) if typed else materialized_rows(columns)
     _create_stage(con, rows, stage_sql, params, target, redactor, source.path)
     if typed and rows:
-        typed_reject_raw(con, typed, redactor)
+        typed_reject_raw(con, redactor)
 
 
 def _create_stage(

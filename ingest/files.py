@@ -410,28 +410,21 @@ def typed_rows(columns: dict[str, str], keys: list[str]) -> str:
     return f"SELECT line, raw, err, {_UNSEEN}, {field_columns(columns, typed)} FROM gm_src"
 
 
-def typed_reject_raw(con: duckdb.DuckDBPyConnection, keys: list[str], redactor) -> None:
+def typed_reject_raw(con: duckdb.DuckDBPyConnection, redactor) -> None:
     """Give the stage's rejected records read as text columns (``typed_rows``) their JSON
-    object as ``raw``, redacted as the stage redacts a reject's text: for the rejects alone."""
+    object as ``raw`` (``gm_raw``'s, see ``raw_view``), redacted as the stage redacts a
+    reject's text: for the rejects alone."""
     todo = "SELECT line FROM gm_stage WHERE reason IS NOT NULL AND raw IS NULL"
     if not con.execute(f"SELECT count(*) FROM ({todo})").fetchall()[0][0]:
         return
-    params = {f"gm_k{i}": key for i, key in enumerate(keys, start=1)}
-    pairs = ", ".join(f"$gm_k{i}, gm_f{i}" for i in range(1, len(keys) + 1))
     run_sql(
         con,
-        f"CREATE OR REPLACE TEMP TABLE gm_typed_raw AS SELECT line, json_object({pairs})::VARCHAR "
-        f"AS raw FROM gm_src WHERE line IN ({todo})",
-        params,
-    )
-    run_sql(
-        con,
-        f"""UPDATE gm_stage SET raw = {redactor.nested("m.raw")} FROM gm_typed_raw m
+        f"""UPDATE gm_stage SET raw = {redactor.nested("m.raw")}
+            FROM (SELECT line, raw FROM gm_raw WHERE line IN ({todo})) m
             WHERE gm_stage.reason IS NOT NULL AND gm_stage.raw IS NULL
               AND gm_stage.line = m.line""",
         redactor.sql_params(),
     )
-    con.execute("DROP TABLE gm_typed_raw")
 
 
 def streaming_rows(
