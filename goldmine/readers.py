@@ -223,19 +223,25 @@ def _is_large(path: Path) -> bool:
 
 
 def _grade(value: object, path: Path, line: int) -> int:
-    if isinstance(value, bool):
+    number = _whole(value)
+    if number is None:
         raise InputError(f"grade must be an integer, got {value!r}", path=path, line=line)
+    return _in_range(number, path, line)
+
+
+def _whole(value: object) -> int | None:
+    """``value`` as a whole number (an int, an integral float, '3' read exactly, or '2.0' as a
+    frame's float column writes a grade); None for anything else, a bool included."""
+    if isinstance(value, bool):
+        return None
     if isinstance(value, int):
-        return _in_range(value, path, line)
-    if isinstance(value, float) and value.is_integer():
-        return _in_range(int(value), path, line)
-    if isinstance(value, str) and _parses(value.strip()):
-        return _in_range(int(value.strip()), path, line)
-    if isinstance(value, str) and _parses(value.strip(), float):
-        number = float(value.strip())  # "2.0", as a frame's float column writes a grade
-        if number.is_integer():
-            return _in_range(int(number), path, line)
-    raise InputError(f"grade must be an integer, got {value!r}", path=path, line=line)
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if _parses(text):
+            return int(text)  # exact: a float would round a long one
+        value = float(text) if _parses(text, float) else None
+    return int(value) if isinstance(value, float) and value.is_integer() else None
 
 
 def _in_range(grade: int, path: Path, line: int) -> int:
