@@ -30,6 +30,7 @@ from goldmine.errors import InputError
 from goldmine.files import json_objects, require_file, unpacked
 from goldmine.gold import GoldQuery
 from goldmine.goldset import bulk
+from goldmine.goldset.interop import check_ids
 from goldmine.goldset.items import (
     current_snapshot,
     get_item,
@@ -91,8 +92,6 @@ def export_version(
         for item in items
         for chunk_id, grade in sorted(judged_of(item).items())
     ]
-    from goldmine.goldset.interop import check_ids
-
     check_ids(qrels, fmt)  # trec or beir, before a file is written
     if fmt == "trec":
         return [
@@ -531,6 +530,17 @@ def _columns_problem(parts: list[str]) -> str:
     return said + (" (a doc id holds no space in TREC qrels)" if len(parts) > 4 else "")
 
 
+def qrels_topics(
+    path: Path, fmt: str, topics: Path | None, notes: list[str], field: str
+) -> dict[str, str]:
+    """The query texts for TREC or ranx qrels at ``path``, read from ``topics``: qrels carry none,
+    so a missing --topics is an InputError saying so."""
+    if topics is None:
+        what = "ranx qrels" if fmt == "ranx" else "TREC qrels"
+        raise InputError(f"{what} carry no query text: pass --topics FILE", path=path)
+    return read_topics(topics, notes, field)
+
+
 def read_ranx(path: Path) -> dict[str, dict[str, int]]:
     """ranx's and pytrec_eval's qrels, ``{query_id: {doc_id: grade}}`` (gold export --format
     ranx)."""
@@ -704,11 +714,9 @@ def import_path(
     elif fmt == "jsonl":
         entries = read_minimal_jsonl(path)
     else:
-        if topics is None:
-            what = "ranx qrels" if fmt == "ranx" else "TREC qrels"
-            raise InputError(f"{what} carry no query text: pass --topics FILE", path=path)
+        texts = qrels_topics(path, fmt, topics, notes, topic_field)
         qrels = read_ranx(path) if fmt == "ranx" else read_qrels(path)
-        entries = _join(qrels, read_topics(topics, notes, topic_field), path, notes)
+        entries = _join(qrels, texts, path, notes)
     if not entries:
         raise InputError("holds no judgment: nothing to import", path=path)
     if grade_map is not None:

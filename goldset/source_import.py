@@ -36,6 +36,7 @@ from goldmine.goldset.exchange import (
     check_scale,
     check_topics,
     file_format,
+    qrels_topics,
     read_hf,
     read_minimal_jsonl,
     read_ranx,
@@ -135,10 +136,7 @@ def _read(
         return _entries(entries, [1] * len(entries))  # Parquet rows have no line
     if fmt not in ("trec", "ranx"):
         raise InputError(f"--format for --as-source is trec, beir, jsonl, ranx or hf, not {fmt!r}")
-    if topics is None:
-        what = "ranx qrels" if fmt == "ranx" else "TREC qrels"
-        raise InputError(f"{what} carry no query text: pass --topics FILE", path=path)
-    texts = read_topics(topics, notes, field_)
+    texts = qrels_topics(path, fmt, topics, notes, field_)
     if fmt == "ranx":  # one JSON document: every judgment is at line 1
         entries = _join(read_ranx(path), texts, path)
         return _entries(entries, [1] * len(entries))
