@@ -27,7 +27,7 @@ from typing import Any
 from goldmine.errors import InputError
 from goldmine.gold import Gold, Run
 from goldmine.output import progress
-from goldmine.readers import dedupe
+from goldmine.readers import RESULT_ID_KEYS, RESULT_NESTED, dedupe
 from goldmine.store import Store, as_store
 from goldmine.text import norm_sql, normalize_query
 
@@ -49,9 +49,6 @@ def gold_queries(gold: Gold) -> list[tuple[str, str]]:
 # Where services put the list of results: goldmine's own, Elasticsearch/OpenSearch (hits.hits),
 # LangChain (documents), Pinecone (matches), Qdrant (result, points), Vespa (root.children).
 _LISTS = ("results", "hits", "documents", "data", "matches", "result", "points", "root", "children")
-# Where a result object nests its document's fields: LangChain's metadata, Qdrant's payload,
-# Vespa's fields, Elasticsearch's _source.
-_NESTED = ("metadata", "payload", "fields", "_source", "document")
 _SCORES = ("score", "_score", "relevance", "relevance_score", "similarity")
 _VESPA_ID = re.compile(r"id:[^:]*:[^:]*:[^:]*:(.+)")  # id:namespace:doctype::user-id
 
@@ -99,8 +96,8 @@ def _result(item: Any) -> tuple[str, float | None]:
 
 
 def _result_id(item: dict) -> str | None:
-    nested = [v for k in _NESTED if isinstance(v := item.get(k), dict)]
-    for keys in (("chunk_id",), ("id", "_id"), ("doc_id",)):
+    nested = [v for k in RESULT_NESTED if isinstance(v := item.get(k), dict)]
+    for keys in RESULT_ID_KEYS:
         for where in (item, *nested):
             found = next((where[k] for k in keys if where.get(k) is not None), None)
             if found is not None:

@@ -27,6 +27,13 @@ from goldmine.gold import GRADE_LIMIT, Gold, GoldQuery, Run
 GOLD_FORMATS = ("trec", "beir", "jsonl", "json")
 RUN_FORMATS = ("trec", "jsonl", "csv", "parquet", "json")
 
+# Where a result object (a search service's hit, a vector store's match) keeps its id: its
+# chunk_id (a gold set's ids are chunk ids), else id or _id, else doc_id, each looked for beside
+# it first and then in its nested document. One rule for a search log's results (ingest's
+# ``gm_result_id``) and an HTTP retriever's answer (``eval.sources``).
+RESULT_ID_KEYS = (("chunk_id",), ("id", "_id"), ("doc_id", "docid"))
+RESULT_NESTED = ("document", "doc", "metadata", "payload", "fields", "_source")
+
 _ID_KEYS = ("query_id", "qid", "query-id", "id", "_id")
 _DOC_KEYS = ("doc_id", "docid", "chunk_id", "corpus-id", "corpus_id", "docno", "id")
 

@@ -48,6 +48,7 @@ from goldmine.ingest.redact import Redactor, install_macros
 from goldmine.ingest.scan import FileScan, blanked_copy, scan_file
 from goldmine.ingest.target import Target
 from goldmine.output import progress
+from goldmine.readers import RESULT_ID_KEYS, RESULT_NESTED
 from goldmine.store import (
     can_release,
     is_released,
@@ -59,13 +60,11 @@ from goldmine.store import (
 
 COUNTS = ("rows_in", "stored", "rejected", "already_present")
 
-# Where a result object keeps its id: chunk_id first (a gold set's ids are chunk ids), then id
-# or _id, then doc_id, each beside it or in its nested document (a vector store's payload or
-# metadata, Elasticsearch's _source); and where a search response stored whole keeps its list.
-_NESTED = ("", "document.", "doc.", "metadata.", "payload.", "fields.", "_source.")
+# Where a result object keeps its id (``readers.RESULT_ID_KEYS``, beside it or nested), as JSON
+# paths in the order they are tried; and where a search response stored whole keeps its list.
 RESULT_ID_PATHS = [
-    f"$.{where}{key}" for keys in (("chunk_id",), ("id", "_id"), ("doc_id", "docid"))
-    for where in _NESTED for key in keys
+    f"$.{where}{key}" for keys in RESULT_ID_KEYS
+    for where in ("", *(f"{n}." for n in RESULT_NESTED)) for key in keys
 ]  # fmt: skip
 RESULT_LIST_PATHS = ["$.hits.hits", "$.hits", "$.results", "$.documents", "$.matches",
                      "$.result", "$.points", "$.data"]  # fmt: skip
