@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -533,60 +534,72 @@ def _click_rows_sql(
     )
 
 
-def _read_lines(con, path: Path, fmt: str, compression: str) -> None:
-    from goldmine.ingest.files import InputFile, read_lines
-
-    read_lines(con, InputFile(path, fmt, compression), (), "gm_click_lines")
-
-
 def _read_analytics(
-    con, path: Path, compression: str, header: list[str], delim: str, skip: int = 0
-) -> list[str]:
-    """``gm_src(line, raw, err, gm_f1..gm_fn)``: each row's fields as text columns, named by
-    the header (a repeated name as ``corpus_formats`` renames it); returns the names. ``raw``
-    is the line only where the row is no record; ``gm_raw`` makes the JSON objects for whoever
-    reads them (``files.raw_view``), the stage reads the columns (``analytics.stage_sql``):
-    making JSON text per row cost about a bare read per 1M rows, and parsing it again more.
-
-    The rows are split in the statement that reads the lines: a table of the lines between, and
-    one of the split rows, each stored every line's text again. A file the reader skipped lines
-    of (invalid UTF-8) is read by ``_read_analytics_by_line``, which gives each such line its
-    place.
-    """
-    from goldmine.ingest.files import numbered_lines, reader_skipped
-
-    lines = f"(SELECT line, raw, NULL::VARCHAR AS err FROM {numbered_lines()})"
-    params = {"path": str(path), "compression": compression, "delim": delim}
-    if skip:  # Google Analytics: a later "# ---" line starts another section of the export
-        found = run_sql(
-            con,
-            f"SELECT min(line) FROM {lines} WHERE line > $header AND starts_with(raw, '# ---')",
-            {**params, "header": skip + 1},
-        ).fetchall()[0][0]
-        params["gm_section"] = found or 2**62
-    sql = _analytics_sql(len(header), delim, lines, skip + 1, bool(skip))
-    run_sql(con, sql, params)
-    if reader_skipped(con):
-        return _read_analytics_by_line(con, path, compression, header, delim, skip, params)
-    return _analytics_view(con, header)
-
-
-def _read_analytics_by_line(
     con,
     path: Path,
     compression: str,
     header: list[str],
     delim: str,
     skip: int = 0,
-    params: dict | None = None,
+    by_line: bool = False,
+) -> list[str]:
+    """``gm_src(line, raw, err, gm_f1..gm_fn)``: each row's fields as text columns, named by
+    the header (a repeated name as ``corpus_formats`` renames it); returns the names. ``raw``
+    is the line only where the row is no record; ``gm_raw`` makes the JSON objects for whoever
+    reads them (``files.raw_view``), the stage reads the columns (``analytics.stage_sql``):
+    making JSON text per row cost about a bare read per 1M rows, and parsing it again more.
+    The rows are split in the statement that reads the lines (``_read_split``).
+    """
+
+    def make(lines: str, params: dict) -> tuple[str, dict]:
+        more: dict = {"delim": delim}
+        if skip:  # Google Analytics: a later "# ---" line starts another section of the export
+            # Found on the same lines as the rows: the reader's count shifts past a skipped line.
+            found = run_sql(
+                con,
+                f"SELECT min(line) FROM {lines} WHERE line > $header AND starts_with(raw, '# ---')",
+                {**params, "header": skip + 1},
+            ).fetchall()[0][0]
+            more["gm_section"] = found or 2**62
+        return _analytics_sql(len(header), delim, lines, skip + 1, bool(skip)), more
+
+    _read_split(con, path, compression, "analytics", make, by_line)
+    return _analytics_view(con, header)
+
+
+def _read_analytics_by_line(
+    con, path: Path, compression: str, header: list[str], delim: str, skip: int = 0
 ) -> list[str]:
     """``gm_src`` as ``_read_analytics`` makes it, from a table of the lines (``read_lines``)."""
-    _read_lines(con, path, "analytics", compression)
-    sql = _analytics_sql(len(header), delim, "gm_click_lines", skip + 1, bool(skip))
-    kept = {k: v for k, v in (params or {}).items() if k == "gm_section"}
-    run_sql(con, sql, {"delim": delim, **kept})
+    return _read_analytics(con, path, compression, header, delim, skip, by_line=True)
+
+
+def _read_split(
+    con,
+    path: Path,
+    compression: str,
+    fmt: str,
+    make: Callable[[str, dict], tuple[str, dict]],
+    by_line: bool = False,
+) -> None:
+    """``gm_src`` made by ``make(lines, params)``: the statement (and its parameters) making it
+    from ``lines``, SQL of ``line, raw, err`` read with ``params``. Made in the statement that
+    reads the lines (a table of the lines between stored each line's text again: a tenth of a
+    reader's CPU on 1M rows). A file the reader skipped lines of (invalid UTF-8), or
+    ``by_line``, is made from a table of the lines (``read_lines``), which places each such line
+    as a reject."""
+    from goldmine.ingest.files import InputFile, numbered_lines, read_lines, reader_skipped
+
+    if not by_line:
+        params = {"path": str(path), "compression": compression}
+        lines = f"(SELECT line, raw, NULL::VARCHAR AS err FROM {numbered_lines()})"
+        sql, more = make(lines, params)
+        run_sql(con, sql, {**params, **more})
+        if not reader_skipped(con):
+            return
+    read_lines(con, InputFile(path, fmt, compression), (), "gm_click_lines")
+    run_sql(con, *make("gm_click_lines", {}))
     con.execute("DROP VIEW gm_click_lines")
-    return _analytics_view(con, header)
 
 
 def _analytics_view(con, header: list[str]) -> list[str]:
@@ -619,21 +632,24 @@ def _analytics_sql(n: int, delim: str, lines: str, header: int = 1, sectioned: b
 
 
 def _read_clicklog(
-    con, path: Path, compression: str, header: list[str], cols: dict, delim: str
+    con,
+    path: Path,
+    compression: str,
+    header: list[str],
+    cols: dict,
+    delim: str,
+    by_line: bool = False,
 ) -> None:
-    """``gm_raw``: a record per search, made in the statement that reads the lines (a table of
-    the lines between stored each line's text again: a tenth of the reader's CPU on 1M rows).
-    A file the reader skipped lines of (invalid UTF-8) is read by ``_read_clicklog_by_line``,
-    which gives each such line its place."""
-    from goldmine.ingest.files import numbered_lines, reader_skipped
-
-    lines = f"(SELECT line, raw, NULL::VARCHAR AS err FROM {numbered_lines()})"
-    params = {"path": str(path), "compression": compression}
-    sql, more = _clicklog_sql(header, cols, delim, lines)
-    run_sql(con, sql, {**params, **more})
-    if reader_skipped(con):
-        _read_clicklog_by_line(con, path, compression, header, cols, delim)
-        return
+    """``gm_raw``: a record per search, made in the statement that reads the lines
+    (``_read_split``)."""
+    _read_split(
+        con,
+        path,
+        compression,
+        "clicklog",
+        lambda lines, _params: _clicklog_sql(header, cols, delim, lines),
+        by_line,
+    )
     con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
 
 
@@ -641,10 +657,7 @@ def _read_clicklog_by_line(
     con, path: Path, compression: str, header: list[str], cols: dict, delim: str
 ) -> None:
     """``gm_raw`` as ``_read_clicklog`` makes it, from a table of the lines (``read_lines``)."""
-    _read_lines(con, path, "clicklog", compression)
-    run_sql(con, *_clicklog_sql(header, cols, delim, "gm_click_lines"))
-    con.execute("DROP VIEW gm_click_lines")
-    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+    _read_clicklog(con, path, compression, header, cols, delim, by_line=True)
 
 
 def _clicklog_sql(header: list[str], cols: dict, delim: str, lines: str) -> tuple[str, dict]:

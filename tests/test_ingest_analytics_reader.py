@@ -309,6 +309,28 @@ def test_a_google_analytics_export_with_its_comment_lines(cli, tmp_path: Path):
     ]
 
 
+def test_a_google_analytics_section_after_a_line_the_reader_cannot_read(tmp_path: Path):
+    """The line that starts a later section is found on the lines the rows are read from: an
+    unreadable row above it (the reader skips it, and its count of the lines after) moved it
+    one line up, onto the table's last row, which became a reject."""
+    path = tmp_path / "Search_terms.csv"
+    path.write_bytes(
+        b"# Search terms\n# ---\nSearch term,Event count\nba\xffr,3\nbilling,45\n# ---\n"
+        b"Day Index,Event count\n"
+    )
+    head = path.read_bytes()
+    args = (path, "none", logformats._header(head), ",", logformats.preamble(head))
+    one, lines_made = helpers.reader_records(lambda con: logformats._read_analytics(con, *args))
+    assert lines_made
+    by_line, _ = helpers.reader_records(lambda con: logformats._read_analytics_by_line(con, *args))
+    assert one == by_line
+    assert [(r[0], r[2]) for r in one] == [
+        (4, "invalid UTF-8"),
+        (5, None),
+        (7, "after the export's table (a section that starts with #)"),
+    ]
+
+
 WILD = [
     # (count, no results, clicks, CTR, no-results rate): the reason, or None for a kept row
     (("1e400", "", "", "", ""), "wrong type: count is out of range: 1e400"),
