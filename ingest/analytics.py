@@ -17,13 +17,12 @@ with ``logformats.check_dates``).
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
-from goldmine.ingest.fields import json_path
+from goldmine.ingest.fields import column_words, json_path
 from goldmine.ingest.target import Target
 from goldmine.text import fill_non_ascii, norm_sql
 
@@ -103,14 +102,10 @@ _PARTS = {
 }
 
 
-def _name(column: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "_", column.strip().lower()).strip("_")
-
-
 def columns(header: list[str]) -> dict[str, str] | None:
     """The file's column for each part of an aggregate row, or None if the header is not one
     of an aggregated export (a query and a count, and nothing only an event has)."""
-    names = {_name(h): h for h in reversed(header)}
+    names = {column_words(h): h for h in reversed(header)}
     if any(n in names for n in _EVENT):
         return None
     found = {
@@ -124,7 +119,7 @@ def columns(header: list[str]) -> dict[str, str] | None:
 def count_column(header: list[str]) -> str | None:
     """The count column of a header that would be an aggregated export's but for its query
     column (Algolia's ``search``): None when it has no count or a field only an event has."""
-    names = {_name(h): h for h in reversed(header)}
+    names = {column_words(h): h for h in reversed(header)}
     if any(n in names for n in _EVENT):
         return None
     return next((names[n] for n in COUNT if n in names), None)

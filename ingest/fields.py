@@ -33,7 +33,7 @@ def resolve_fields(
     # alias with its separators as underscores.
     by_words: dict[str, str] = {}
     for k in keys:
-        by_words.setdefault(_words(k), k)
+        by_words.setdefault(column_words(k), k)
     present = set(keys)
     out = {}
     for name, names in aliases.items():
@@ -51,9 +51,10 @@ def resolve_fields(
     return out
 
 
-def _words(name: str) -> str:
-    """A column name as an alias is written: lower case, runs of other characters one ``_``."""
-    return re.sub(r"[^a-z0-9@]+", "_", name.strip().lower()).strip("_")
+def column_words(name: str) -> str:
+    """A column name as an alias is written: lower case, runs of other characters one ``_``
+    (``Search Query`` -> ``search_query``)."""
+    return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
 
 
 def parse_map(specs: list[str] | None) -> dict[str, str]:
