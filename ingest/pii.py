@@ -378,7 +378,7 @@ def _ssn_ok(m: re.Match) -> bool:
 
 def _ipv6_ok(s: str) -> bool:
     # A real address has a decimal digit somewhere: "Dead::Beef" and "a::b" are C++ names.
-    if not any(c.isdigit() for c in s):
+    if not _has_digit(s):
         return False
     try:
         ipaddress.IPv6Address(s.split("%")[0])
