@@ -127,6 +127,18 @@ def test_the_stage_reads_the_text_columns_as_it_reads_the_same_records_as_json(
     assert ("duplicate chunk id: 7", '{"id":"7","text":"the same id again","title":"T"}') in rejects
 
 
+def test_a_real_tsv_of_id_and_text_is_read_whole(shared_dataset, db_path: Path):
+    # TREC DL 2020's topics are id<TAB>text lines with CRLF ends, as NIST ships them: read as a
+    # TSV collection by its text columns, every line is a chunk, nothing dropped or changed.
+    path = shared_dataset("datasets", "trec_topics", "topics.dl20.txt")
+    lines = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
+    with open_store(db_path) as con:
+        result = api.corpus(con, [path], fmt="tsv")
+        chunks = con.execute("SELECT chunk_id, text FROM chunks ORDER BY chunk_id").fetchall()
+    assert result.total == {"rows_in": 200, "stored": 200, "rejected": 0, "already_present": 0}
+    assert chunks == sorted((qid, text) for qid, text in lines)
+
+
 @pytest.mark.slow  # a big generated file: 80 MB, so that DuckDB reads it in parallel buffers
 def test_a_file_read_in_parallel_keeps_its_lines(tmp_path: Path):
     rng = random.Random(5)
