@@ -544,7 +544,12 @@ def qrels_topics(
 def read_ranx(path: Path) -> dict[str, dict[str, int]]:
     """ranx's and pytrec_eval's qrels, ``{query_id: {doc_id: grade}}`` (gold export --format
     ranx)."""
-    obj = json.loads("\n".join(_read_lines(path)))
+    try:
+        obj = json.loads("\n".join(_read_lines(path)))
+    except ValueError as exc:
+        raise InputError(f"not JSON: {exc}", path=path) from None
+    if not isinstance(obj, dict) or not all(isinstance(docs, dict) for docs in obj.values()):
+        raise InputError("ranx qrels are one JSON object {query_id: {doc_id: grade}}", path=path)
     return {
         str(q): {str(d): _grade(g, path, 1) for d, g in docs.items()} for q, docs in obj.items()
     }

@@ -415,3 +415,18 @@ def test_qrels_with_no_judgment_are_refused(cli, tmp_path, as_source) -> None:
     files = {"qrels": "# nothing judged yet\n\n", "t.tsv": TOPICS}
     result = imported(cli, tmp_path, files, "qrels", "--topics", "t.tsv", *as_source)
     assert_one_error_line(result, "no judgment")
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('{"q1": {"d1": 1}', ("not JSON",)),  # cut short
+        ('{"q1": ["d1"]}', ("{query_id: {doc_id: grade}}",)),  # a list, not doc -> grade
+        ('["q1"]', ("{query_id: {doc_id: grade}}",)),
+    ],
+)
+def test_ranx_qrels_that_are_not_ranx_are_one_error_line(cli, tmp_path, text, words) -> None:
+    """--format ranx of a file that is no {query_id: {doc_id: grade}} object says so."""
+    files = {"qrels.json": text, "t.tsv": "q1\thello\n"}
+    args = ("qrels.json", "--format", "ranx", "--topics", "t.tsv")
+    assert_one_error_line(imported(cli, tmp_path, files, *args), *words)
