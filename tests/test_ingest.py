@@ -430,13 +430,8 @@ def test_clean_file_with_blank_lines_gets_true_line_numbers_for_its_rejects(tmp_
 
 def test_parquet_corpus_metadata_is_the_rows_own_fields(tmp_path, db_path):
     # Parquet's row number, asked of the reader to number the lines, is not the chunk's metadata.
-    parquet = tmp_path / "chunks.parquet"
-    con = duckdb.connect()
-    con.execute(
-        "COPY (SELECT 'c1' AS chunk_id, 'hello world' AS text, 'alice' AS author, 3 AS n) "
-        f"TO '{parquet}' (FORMAT parquet)"
-    )
-    con.close()
+    row = {"chunk_id": "c1", "text": "hello world", "author": "alice", "n": 3}
+    parquet = parquet_of(write_jsonl(tmp_path / "chunks.jsonl", [row]))
     with open_store(db_path) as con:
         api.corpus(con, [parquet])
         rows = con.execute("SELECT chunk_id, metadata FROM chunks").fetchall()
