@@ -105,24 +105,27 @@ _PARTS = {
 def columns(header: list[str]) -> dict[str, str] | None:
     """The file's column for each part of an aggregate row, or None if the header is not one
     of an aggregated export (a query and a count, and nothing only an event has)."""
-    names = {column_words(h): h for h in reversed(header)}
-    if any(n in names for n in _EVENT):
-        return None
-    found = {
-        part: next(names[n] for n in options if n in names)
-        for part, options in _PARTS.items()
-        if any(n in names for n in options)
-    }
-    return found if "query" in found and "count" in found else None
+    found = _parts_named(header)
+    return found if found and "query" in found and "count" in found else None
 
 
 def count_column(header: list[str]) -> str | None:
     """The count column of a header that would be an aggregated export's but for its query
     column (Algolia's ``search``): None when it has no count or a field only an event has."""
+    return (_parts_named(header) or {}).get("count")
+
+
+def _parts_named(header: list[str]) -> dict[str, str] | None:
+    """The header's column for each part it names (the first of a repeated name), or None
+    when it has a field only an event has."""
     names = {column_words(h): h for h in reversed(header)}
     if any(n in names for n in _EVENT):
         return None
-    return next((names[n] for n in COUNT if n in names), None)
+    return {
+        part: next(names[n] for n in options if n in names)
+        for part, options in _PARTS.items()
+        if any(n in names for n in options)
+    }
 
 
 # Counts as exports write them ("1,080", "1 080", "1_000"), over a trimmed text: the separators
