@@ -20,8 +20,11 @@ _PUNCT = re.compile(r"[^\w\s]|_", re.UNICODE)
 _SPACE = re.compile(r"\s+", re.UNICODE)
 _WS = r"\t\n\x0B\x0C\r\x1C-\x1F "  # what Python's str.isspace() calls whitespace in ASCII
 # C0 and C1 controls but tab and line ends: a terminal acts on them (ESC starts a sequence that
-# clears the screen or retitles the window) and HTML cannot carry some (NUL).
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# clears the screen or retitles the window) and HTML cannot carry some (NUL). And the bidi
+# embeddings, overrides and isolates (U+202A-E, U+2066-9): they make the rest of a line draw in
+# another order ("Trojan Source"), so a person would read a query other than the one stored.
+# The implicit marks (U+200E/F) that real right-to-left text carries are kept.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def sha256_text(text: str) -> str:

@@ -136,3 +136,21 @@ def test_adding_a_chunk_the_corpus_lacks_adds_nothing_and_says_so(db_path: Path)
     assert "no chunk" in session.message
     after = shown(run_cli, db_path, QUERY_WILD)
     assert after["version"] == before["version"] and after["drafts"] == before["drafts"]
+
+
+def test_listings_show_bidi_overrides_as_marks_never_raw(db_path: Path) -> None:
+    """A right-to-left override (U+202E) or isolate in a query makes the terminal draw the rest of
+    the line backwards ("Trojan Source"): ``pay\u202eusd 01`` reads as ``pay10 dsu``, so a
+    reviewer grades a query other than the one stored. Each is a mark, one for one; the
+    right-to-left mark of real Hebrew text (U+200F) stays."""
+    build(db_path)
+    text = "vpn \u202epay\u202c on \u2067linux\u2069 \u200fעברית"
+    gold(run_cli, db_path, "add-query", text)
+    qid = qid_of(db_path, text)
+    outputs = [gold(run_cli, db_path, "list").stdout, gold(run_cli, db_path, "show", qid).stdout]
+    for out in outputs:
+        assert "vpn" in out
+        raw = re.findall(r"[\u202a-\u202e\u2066-\u2069]", out)
+        assert raw == [], f"bidi controls reached the terminal: {raw} in {out[:300]!r}"
+    assert "\N{REPLACEMENT CHARACTER}pay\N{REPLACEMENT CHARACTER}" in outputs[1]
+    assert "\u200fעברית" in outputs[1]
