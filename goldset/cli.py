@@ -738,7 +738,8 @@ def import_(
         Path | None,
         typer.Option(
             "--topics",
-            help="Query texts for qrels: TREC <top> topics, TREC-COVID XML, JSONL, id<TAB>text "
+            help="Query texts for qrels: TREC <top> topics, TREC-COVID XML, a TREC Session "
+            "Track log, JSONL, id<TAB>text "
             "(a header row is read), or SMART .I/.W (Cranfield's cran.qry, numbered by position "
             "as its qrels are).",
         ),

@@ -251,21 +251,28 @@ _TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
 _TOP_FIELD = re.compile(r"<(num|title|desc|narr)>\s*(.*?)\s*(?=</?[a-z]+>|\Z)", re.S | re.I)
 # The label a field's text starts with in the TREC files ("Number: 301", "Description:").
 _TOP_LABEL = re.compile(r"^(?:Number|Topic|Description|Narrative)\s*:\s*", re.I)
+# TREC-COVID's <topic number="1">, and the Session Track log's <topic num="1"> (its topics sit in
+# the log itself, repeated in every session of the topic).
 _TOPIC_XML = re.compile(
-    r"<topic\s[^>]*?number=[\"']?([^\"'\s>]+)[\"']?[^>]*>(.*?)</topic>", re.S | re.I
+    r"<topic\s[^>]*?\bnum(?:ber)?=[\"']?([^\"'\s>]+)[\"']?[^>]*>(.*?)</topic>", re.S | re.I
 )
 _CDATA = re.compile(r"<!\[CDATA\[(.*?)\]\]>", re.S)
 _SMART_ID = re.compile(r"^\.I(?:\s+(\S+))?\s*$")
 _SMART_FIELD = re.compile(r"^\.([A-Z])\s*(.*)$")
 TOPIC_LAYOUTS = (
-    "TREC <top> topics, TREC-COVID <topic number> XML, JSONL ({id|_id|query_id|qid, "
-    "title|text|query}), id<TAB>text lines (a header row naming the columns is read), "
+    "TREC <top> topics, TREC-COVID <topic number> XML (or a Session Track log's topics), "
+    "JSONL ({id|_id|query_id|qid, title|text|query}), id<TAB>text lines (a header row naming "
+    "the columns is read), "
     "or SMART .I/.W records (Cranfield's cran.qry)"
 )
 TOPIC_FIELDS = ("title", "desc", "narr")
 # What each --topic-field is called in each layout: TREC-COVID's XML tags, JSONL keys and TSV
 # header names (the newer TREC JSONL topics say title/description/narrative).
-_XML_TAGS = {"title": "query", "desc": "question|description", "narr": "narrative"}  # Web: desc
+_XML_TAGS = {  # Web track: description; Session Track: desc, narr
+    "title": "query|title",
+    "desc": "question|description|desc",
+    "narr": "narrative|narr",
+}
 _TEXT_KEYS = {
     "title": ("text", "query", "title", "query_text"),
     "desc": ("description", "desc", "question"),
@@ -344,14 +351,25 @@ def _trec_top_topics(text: str, field: str, path: Path) -> dict[str, str]:
 
 
 def _xml_topics(text: str, field: str, path: Path) -> dict[str, str]:
-    tag = _XML_TAGS[field]
-    pattern = re.compile(rf"<({tag})>\s*(.*?)\s*</\1>", re.S | re.I)
     topics = _Topics(path)
-    for number, block in _TOPIC_XML.findall(text):
-        found = pattern.search(block)
+    blocks = _TOPIC_XML.findall(text)
+    for number, block in blocks:
+        found = _xml_field(field).search(block)
         if found:
             topics[number] = _one_line(_xml_text(found.group(2)))
+    if blocks and not topics:
+        held = [f for f in TOPIC_FIELDS if any(_xml_field(f).search(b) for _, b in blocks)]
+        raise InputError(f"its topics have no {field} text; "
+                         + (f"--topic-field {' or '.join(held)} takes theirs" if held
+                            else "none has a query, question or narrative"),
+                         path=path)  # fmt: skip
     return topics
+
+
+def _xml_field(field: str) -> re.Pattern[str]:
+    """An XML topic's element for ``field``, an attribute list allowed (the Session Track's
+    ``<subject num="1">`` beside its ``<desc>``)."""
+    return re.compile(rf"<({_XML_TAGS[field]})(?:\s[^>]*)?>\s*(.*?)\s*</\1>", re.S | re.I)
 
 
 def _xml_text(inner: str) -> str:
