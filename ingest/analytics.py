@@ -17,6 +17,7 @@ with ``logformats.check_dates``).
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -134,6 +135,39 @@ _NUMBER = (
     "try_cast(CASE WHEN contains({0}, ',') OR contains({0}, '_') OR contains({0}, ' ') "
     "THEN replace(replace(replace({0}, ',', ''), '_', ''), ' ', '') ELSE {0} END AS DOUBLE)"
 )
+# Numbers as an export from a decimal-comma locale writes them ("1.234" clicks, "12,5 %"):
+# the thousand separators (dots, spaces, no-break spaces) out, the decimal comma a point. Only
+# in a file whose numbers show that convention (``decimal_comma``); a macro the reader defines
+# per file (``gm_decimal_comma()``, a constant: a file of the other convention pays nothing).
+_LOCAL_COUNT = (
+    "CASE WHEN gm_decimal_comma() THEN replace(replace(replace(replace(replace({0}, '.', ''), "
+    "' ', ''), chr(160), ''), chr(8239), ''), ',', '.') ELSE {0} END"
+)
+_LOCAL_RATE = (
+    "CASE WHEN gm_decimal_comma() THEN replace(replace(replace(replace({0}, ' ', ''), "
+    "chr(160), ''), chr(8239), ''), ',', '.') ELSE {0} END"
+)
+# A number in a decimal-comma locale's export (12,5 / 12,5 % / 1.234 / 1.234,5), and one in a
+# decimal-point locale's (0.5 / 12.5 % / 1.2345 / 1,234 / 1,234.5). "1.234" alone is the
+# first only where fields are split by ``;``: Excel writes ``;`` where the comma is decimal.
+_COMMA_NUMBER = re.compile(r"-?\d+,\d{1,2}\s*%?|-?\d{1,3}(\.\d{3})+,\d+")
+_THOUSAND_DOTS = re.compile(r"-?\d{1,3}(\.\d{3})+")
+_POINT_NUMBER = re.compile(r"-?\d*\.(\d{1,2}|\d{4,})\s*%?|-?[1-9]\d{0,2}(,\d{3})+(\.\d+)?")
+
+
+def decimal_comma(rows: list[list[str]], delim: str) -> bool:
+    """Whether an export's numbers (``rows``: its first rows' fields) are written with a decimal
+    comma: some field shows it and none shows a decimal point. Never for a comma-separated file
+    (whose 1,5 is as likely a count of 15 written badly)."""
+    if delim == ",":
+        return False
+    fields = [f.strip().replace("\u00a0", " ").replace("\u202f", " ") for r in rows for f in r]
+    if any(_POINT_NUMBER.fullmatch(f) for f in fields):
+        return False
+    comma = any(_COMMA_NUMBER.fullmatch(f) for f in fields)
+    return comma or (delim == ";" and any(_THOUSAND_DOTS.fullmatch(f) for f in fields))
+
+
 # Rates as a share or a percentage ("7.5%"), over a trimmed text.
 _RATE = (
     "CASE WHEN ends_with({0}, '%') THEN try_cast(rtrim({0}, '%') AS DOUBLE) / 100 "
@@ -208,8 +242,10 @@ def stage_sql(
             return f"nullif(trim(gm_f{keys.index(found[part]) + 1}), '')"
         return f"nullif(trim(gm_v[{parts.index(part) + 1}]), '')"
 
-    number = {p: _NUMBER.format(f"{p}_text") for p in ("count", "zero", "clicks")}
-    rate = {p: _RATE.format(f"{p}_text") for p in ("zero_rate", "ctr")}
+    # The reader's text columns may be of a decimal-comma export (gm_decimal_comma, per file).
+    local = (_LOCAL_COUNT, _LOCAL_RATE) if keys is not None else ("{0}", "{0}")
+    number = {p: _NUMBER.format(local[0].format(f"{p}_text")) for p in ("count", "zero", "clicks")}
+    rate = {p: _RATE.format(local[1].format(f"{p}_text")) for p in ("zero_rate", "ctr")}
     sql = f"""
         SELECT line, {raw} AS raw, reason, query, day, first_seen, last_seen, n_events,
                n_zero_results, n_no_click, least(n_events, n_zero_results + n_no_click) AS n_failed,

@@ -54,8 +54,28 @@ CREATE OR REPLACE TEMP TABLE gm_lines AS
 SELECT row_number() OVER () AS rn, to_json(t)::VARCHAR AS raw
 FROM read_csv($path, header = true, all_varchar = true, compression = $compression,
               store_rejects = true, rejects_table = 'gm_reader_errors',
-              rejects_scan = 'gm_reader_scans') t
+              rejects_scan = 'gm_reader_scans'/*sep*/) t
 """
+# Below Excel's ``sep=`` line: the header is the second line, the delimiter the one it names.
+_READ_CSV_SEP = _READ_CSV.replace("/*sep*/", ", skip = 1, delim = $delim")
+
+# Excel writes (and reads) a first line ``sep=;`` naming the file's delimiter; only the
+# delimiters a search export uses are taken (one becomes part of a pattern in logformats).
+_SEP_LINE = re.compile(rb'^"?sep=([,;\t|])"?(\r\n|\r|\n)', re.IGNORECASE)
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def excel_sep(head: bytes) -> str | None:
+    """The delimiter an Excel ``sep=`` first line names (after a byte-order mark), or None."""
+    found = _SEP_LINE.match(head.removeprefix(b"\xef\xbb\xbf"))
+    return found.group(1).decode() if found else None
+
+
+def head_lines(head: bytes, n: int) -> list[bytes]:
+    """A file's first ``n`` lines (after a byte-order mark), ended by LF, CRLF or a CR alone
+    (old Mac exports): split at LF only, a CR-only file was one line."""
+    return _LINE_END.split(head.removeprefix(b"\xef\xbb\xbf"), maxsplit=n)[:n]
+
 
 # Lines the reader skipped (bad encoding, too long, wrong column count) shift the row numbers of
 # the lines after them: ``before`` is how many rows precede each skipped line, and an ASOF join
@@ -142,11 +162,14 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
         elif item.format == "json":
             _read_json_document(con, item)
             con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+        elif item.format == "csv":
+            sep = check_csv_width(item)
+            con.execute(_READ_CSV if sep is None else _READ_CSV_SEP,
+                        params if sep is None else {**params, "delim": sep})  # fmt: skip
+            _lines_view(con, header=1 if sep is None else 2, jsonl=False)
         else:
-            if item.format == "csv":
-                check_csv_width(item)
-            con.execute(_READ_LINES if item.format == "jsonl" else _READ_CSV, params)
-            _lines_view(con, header=1 if item.format == "csv" else 0, jsonl=item.format == "jsonl")
+            con.execute(_READ_LINES, params)
+            _lines_view(con, header=0, jsonl=True)
     except duckdb.Error as exc:
         raise unreadable(item, exc) from exc
 
@@ -161,26 +184,33 @@ def unreadable(item: InputFile, exc: duckdb.Error) -> InputError:
 MAX_CSV_COLUMNS = 1000
 
 
-def check_csv_width(item: InputFile) -> None:
-    """Refuse a CSV whose header has more than MAX_CSV_COLUMNS fields, before DuckDB reads it."""
+def check_csv_width(item: InputFile) -> str | None:
+    """Refuse a CSV whose header has more than MAX_CSV_COLUMNS fields, before DuckDB reads it;
+    the delimiter an Excel ``sep=`` line above the header names, if any."""
     import csv
 
     from goldmine.ingest.scan import open_compressed
 
     try:
         with open_compressed(item.path, item.compression) as handle:
-            head = handle.read(1 << 20).split(b"\n", 1)[0]
+            head = handle.read(1 << 20)
     except Exception:  # a damaged or misnamed stream: the scan names what is wrong with it
-        return
-    text = head.decode("utf-8-sig", errors="replace")
+        return None
+    sep = excel_sep(head)
+    lines = head_lines(head, 2)[1 if sep else 0 :]
+    text = (lines or [b""])[0].decode("utf-8", errors="replace")
     dialect = "excel-tab" if "\t" in text and item.path.suffix.lower() != ".csv" else "excel"
-    fields = max((len(row) for row in csv.reader([text], dialect)), default=0)
+    fields = max(
+        (len(row) for row in csv.reader([text], dialect, **({"delimiter": sep} if sep else {}))),
+        default=0,
+    )
     if fields > MAX_CSV_COLUMNS:
         raise InputError(
             f"the CSV header has {fields:,} columns (goldmine reads at most "
             f"{MAX_CSV_COLUMNS:,}): is it the right file, with the right delimiter?",
             path=item.path,
         )
+    return sep
 
 
 def read_lines(

@@ -29,7 +29,7 @@ from pathlib import Path
 import duckdb
 
 from goldmine.errors import InputError
-from goldmine.ingest.files import run_sql
+from goldmine.ingest.files import excel_sep, head_lines, run_sql
 from goldmine.signals import TIME_RANGE
 
 # Columns that hold one click per row (a clicked document, or the rank clicked): their presence
@@ -74,33 +74,43 @@ def xml_root(head: bytes) -> str:
 
 
 def preamble(head: bytes) -> int:
-    """How many lines come before the header: Google Analytics writes a block of ``#`` lines
-    (and blank ones) above its table; 0 for a file that opens with its header."""
-    lines = head.removeprefix(b"\xef\xbb\xbf").split(b"\n")
-    if not lines[0].startswith(b"#"):
-        return 0
-    n = 0
+    """How many lines come before the header: Excel's ``sep=;`` line, and Google Analytics'
+    block of ``#`` lines (and blank ones) above its table; 0 for a file that opens with its
+    header. Lines end at LF, CRLF or a CR alone, as DuckDB's line reader ends them."""
+    lines = head_lines(head, 1 << 16)
+    n = 1 if excel_sep(head) else 0
+    if not lines[n:] or not lines[n].startswith(b"#"):
+        return n
     while n < len(lines) - 1 and (lines[n].startswith(b"#") or not lines[n].strip()):
         n += 1
     return n
 
 
 def _header_line(head: bytes) -> bytes:
-    return head.removeprefix(b"\xef\xbb\xbf").split(b"\n")[preamble(head)]
+    skip = preamble(head)
+    lines = head_lines(head, skip + 1)
+    return lines[skip] if skip < len(lines) else b""
 
 
 def _header(head: bytes) -> list[str]:
     # A byte-order mark would be part of the first column's name (and keep its quotes).
-    line = _header_line(head).decode("utf-8", "replace").strip("\r")
+    line = _header_line(head).decode("utf-8", "replace")
     try:
         return next(csv.reader([line], delimiter=_delimiter(head)), [])
-    except csv.Error:  # a CR or NUL inside the line: no header of a log this module reads
+    except csv.Error:  # a NUL inside the line: no header of a log this module reads
         return []
 
 
 def _delimiter(head: bytes) -> str:
-    """Tab when the header line has one (AOL's logs, TSV exports), else a comma."""
-    return "\t" if b"\t" in _header_line(head) else ","
+    """The delimiter Excel's ``sep=`` line names; else a tab when the header line has one (AOL's
+    logs, TSV exports); else ``;`` when it has more of them than commas (Excel where a comma is
+    the decimal mark writes ``;``); else a comma."""
+    line = _header_line(head)
+    if sep := excel_sep(head):
+        return sep
+    if b"\t" in line:
+        return "\t"
+    return ";" if line.count(b";") > line.count(b",") else ","
 
 
 def clicklog_columns(header: list[str]) -> dict[str, int] | None:
@@ -137,6 +147,7 @@ def read(
     if fmt == "session_xml":
         _read_session_xml(con, path, compression, xml_root(head))
     elif fmt == "analytics":  # its rows as text columns by the header's names; analytics maps
+        _number_convention(con, head)
         return _read_analytics(
             con, path, compression, _header(head), _delimiter(head), preamble(head)
         )
@@ -149,6 +160,21 @@ def read(
                 path=path,
             )
         _read_clicklog(con, path, compression, _header(head), cols, _delimiter(head))
+
+
+def _number_convention(con: duckdb.DuckDBPyConnection, head: bytes) -> None:
+    """Define ``gm_decimal_comma()`` for the analytics stage: whether this export's numbers
+    are written with a decimal comma (``analytics.decimal_comma``, from its first rows)."""
+    from goldmine.ingest.analytics import decimal_comma
+
+    skip, delim = preamble(head), _delimiter(head)
+    lines = head_lines(head, skip + 201)[skip + 1 : -1]  # the last may be cut short
+    try:
+        rows = list(csv.reader([x.decode("utf-8", "replace") for x in lines], delimiter=delim))
+    except csv.Error:  # a NUL in a line: its numbers tell nothing
+        rows = []
+    comma = "true" if decimal_comma(rows, delim) else "false"  # a constant, no user text
+    con.execute(f"CREATE OR REPLACE TEMP MACRO gm_decimal_comma() AS {comma}")
 
 
 # A line the reader could not read (invalid UTF-8; ``files.read_lines`` gives it with its line
@@ -483,7 +509,13 @@ def _read_session_xml_whole(con, path: Path, compression: str, root: str, day: s
 # reject at its true line. A tab-separated log is not quoted (AOL's queries hold bare quotes); a
 # comma-separated one is split at the commas outside CSV quotes, by a pattern only where the line
 # holds a quote. A row with fewer fields is padded with NULLs, as DuckDB's reader padded it.
-_CSV_FIELD = """'(?:^|,)("(?:[^"]|"")*"|[^,]*)'"""
+
+
+def _csv_field(delim: str) -> str:
+    """SQL: the pattern of one CSV field after ``delim`` (one of ``excel_sep``'s, or a comma)."""
+    return f"""'(?:^|{re.escape(delim)})("(?:[^"]|"")*"|[^{delim}]*)'"""
+
+
 _QUOTES_BAD = (
     "list_sum(list_transform(f, lambda x: length(x))) + len(f) - 1 <> length(raw) "
     """OR list_bool_or(list_transform(f, lambda x: starts_with(x, '"') """
@@ -509,7 +541,12 @@ _AFTER_TABLE = "after the export''s table (a section that starts with #)"  # SQL
 
 
 def _click_rows_sql(
-    n: int, quoted: bool, lines: str = "gm_click_lines", header: int = 1, sectioned: bool = False
+    n: int,
+    quoted: bool,
+    lines: str = "gm_click_lines",
+    header: int = 1,
+    sectioned: bool = False,
+    delim: str = ",",
 ) -> str:
     """The query splitting ``lines`` (SQL of ``line, raw, err``) into ``n`` columns, also as
     the list ``f`` (``quoted``: CSV quotes are read); ``header``: the header's line, after a
@@ -524,7 +561,7 @@ def _click_rows_sql(
         n=n,
         quotes_bad=_QUOTES_BAD if quoted else "false",
         split_quoted="""contains(raw, '"')""" if quoted else "false",
-        field=_CSV_FIELD,
+        field=_csv_field(delim),
         lines=lines,
         first=int(header),
         comments=" AND NOT (line >= $gm_section AND starts_with(raw, '#'))" if sectioned else "",
@@ -617,7 +654,7 @@ def _analytics_sql(n: int, delim: str, lines: str, header: int = 1, sectioned: b
     """``gm_src`` from ``lines``: a row without a quote has no field to unquote, and its fields
     are kept as they are split (``header``, ``sectioned``: see ``_click_rows_sql``)."""
     quoted = delim != "\t"
-    rows = _click_rows_sql(n, quoted, lines, header, sectioned)  # its gm_col<i> are left unread
+    rows = _click_rows_sql(n, quoted, lines, header, sectioned, delim)  # gm_col<i> left unread
     value = f"CASE WHEN q THEN {_UNQUOTED} ELSE v END" if quoted else "v"
     fields = ", ".join(
         f"CASE WHEN reject IS NULL THEN {value.replace('v', f'f[{i}]')} END AS gm_f{i}"
@@ -667,7 +704,7 @@ def _clicklog_sql(header: list[str], cols: dict, delim: str, lines: str) -> tupl
     part = {k: _trimmed(col[k]) if k in col else "NULL::VARCHAR" for k in _PARTS}
     used = {cols[k] for k in cols}
     others = [(header[i], f"gm_col{i}") for i in range(len(header)) if i not in used]
-    rows = _click_rows_sql(len(header), quoted=delim != "\t", lines=lines)
+    rows = _click_rows_sql(len(header), delim != "\t", lines, delim=delim)
     return _click_events(part, others, rows), {"others": [h for h, _ in others], "delim": delim}
 
 
@@ -800,6 +837,8 @@ CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
     t::TIMESTAMP BETWEEN TIMESTAMP '@EARLIEST@' AND TIMESTAMP '@LATEST@';
 -- A rank as a place on a page (0 or 1 first, as the export counts; "3.0" is 3): NULL for what is
 -- none (-1, 3.5, a rank past 32 bits), which readers treat as an unreadable rank.
+-- Whether an analytics export's numbers have a decimal comma: its reader says, per file.
+CREATE OR REPLACE TEMP MACRO gm_decimal_comma() AS false;
 CREATE OR REPLACE TEMP MACRO gm_rank(s) AS CASE
     WHEN try_cast(s AS INTEGER) >= 0 AND try_cast(s AS DOUBLE) = try_cast(s AS INTEGER)
         THEN try_cast(s AS INTEGER) END;
