@@ -276,6 +276,26 @@ HELDOUT = {
         "FE80::1",
     ],
     "HANDLE": ["@help_desk", "@MariaG"],
+    # Added later, for the types that came after the set was written (SSN, NINO, SECRET):
+    # values and sentences as forms, tickets and pasted config write them, by someone who had
+    # read the rules (not blind), before the change that followed them.
+    "SSN": ["536-22-8817", "401-86-3390", "212-67-4403", "611 48 2207", "287659014"],
+    "NINO": ["JG 10 37 35 B", "SN432891D", "PX 10 45 36 A", "yk 48 62 19 a", "WP 75 08 21 C"],
+    "SECRET": [
+        "AKIAJ4ZQ7XH2MPL3RT6B",
+        "ghp_R8x2Kq9LmN4vB7cT1zW5yH3jF6dS0aE2pQ8u",
+        "github_pat_11AJKQ3NI0dGx7YbQ2vR5s_Kp8mW3nT6yL9cB2xF5hJ8kQ1wE4rT7yU0iO3pA6sD9fG2hJ5kL8zX1cV4",
+        "xoxb-2048169382-5514372890123-Zk8pQ3rT7vX1yB4nM6cW9eLa",
+        "sk-proj-Xb3kQ9mZ7vT2pR8wL4nY6cH1dF5gJ0sA-_eU3iO7tK2qW9zM4xB8vT3BlbkFJqW8eR5tY2uI9oP1aS4dF7g",
+        "sk_live_51HqLyjWDarjtT1zdp7dcXbQ9sP2m",
+        "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
+        "eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ.eyJzdWIiOiI4ODEyIiwiZXhwIjoxNzAwMDAwMDAwfQ.Qm9n",
+    ],
+    "SECRET_AFTER": [
+        "Summer2024!",
+        "8d7f6e5a4b3c2d1e0f9a8b7c6d5e4f3a",
+        "3Qz8~vLp_Kx2.Ny7Rm4-Tw9Hb",
+    ],
 }
 HELDOUT_TEMPLATES = {
     "PHONE": [
@@ -292,6 +312,24 @@ HELDOUT_TEMPLATES = {
     "IPV4": ["requests from {} time out", "whitelist {} please"],
     "IPV6": ["client {} rejected", "ping {} fails"],
     "HANDLE": ["{} any update?", "hello {} my order"],
+    "SSN": [
+        "SSN {} for the tax form",
+        "employee ssn: {}, dob 04/12/1985",
+        "update my social security number to {}",
+        "ss# {} wrong on paystub",
+    ],
+    "NINO": ["National Insurance number {}", "my NI no is {} thanks", "NINO: {}"],
+    "SECRET": [
+        "is {} still valid?",
+        "export TOKEN={}",
+        "curl -H 'X-Api-Key: {}' https://api.example.com/v1",
+        "leaked {} in a public repo",
+    ],
+    "SECRET_AFTER": [
+        "db_password={}",
+        "Authorization: Bearer {}",
+        '"client_secret": "{}",',
+    ],
 }
 HELDOUT_LOOKALIKES = [
     "ISBN-10 0-19-852663-6",
@@ -333,6 +371,35 @@ HELDOUT_LOOKALIKES = [
     "flight LH 400 at 10:35",
     "epoch 1700000000",
     "serial no 0-306-40615-2",
+    # Look-alikes of the later types, and of order numbers, ZIP+4, ISBNs, versions and ids.
+    "order 114-5829301-7745123 never arrived",
+    "ship to Austin, TX 78701-4512",
+    "zip+4 94103-1234",
+    "ISBN 979-10-90636-07-1",
+    "ISBN 0-14-044913-1 paperback",
+    "chrome 120.0.6099.109 crash",
+    "windows 10.0.22631.2861 update fails",
+    "node v18.17.1 npm error",
+    "request id 3fa85f64-5717-4562-b3fc-2c963f66afa6",
+    "uuid 550e8400-e29b-41d4-a716-446655440000 not found",
+    "git sha a1b2c3d4e5f60718293a4b5c6d7e8f9012345678",
+    "fixed in 4e1d2c7",
+    "2024-03-15T08:30:00Z timeout",
+    "due 15/03/2024",
+    "March 15, 2024 statement",
+    "case 2024-01-0042 escalated",
+    "what is a bearer token",
+    "api key not working",
+    "forgot password for my account",
+    "AKIA prefix meaning aws",
+    "how to rotate ghp_ tokens",
+    "private key: where is it stored",
+    "ssn format xxx-xx-xxxx",
+    "national insurance number lost",
+    "postcode SW1A 1AA",
+    "flight BA2490 delayed",
+    "invoice INV-2024-000981",
+    "tracking 9400 1000 0000 0000 0000 00",
 ]
 
 
