@@ -5,7 +5,8 @@ gold set drafts candidate chunks with one, and ``goldmine eval run --baseline bm
 scores one against a gold set. So they are plain, deterministic and cheap to build:
 
 - ``bm25``: bm25s (Lucene's BM25, k1 = 1.5, b = 0.75) over title + text, lower-cased, English stop
-  words removed, Snowball English stemming (PyStemmer).
+  words removed, Snowball English stemming (PyStemmer); runs of Chinese, Japanese or Korean
+  characters as overlapping bigrams (Lucene's CJKAnalyzer), since a run has no spaces to split on.
 - ``dense``: the bundled all-MiniLM-L6-v2 (or any sentence-transformers model) over title + text;
   chunk vectors come through :func:`goldmine.embed.embed_texts`, so they are cached in the store by
   the hash of that string and a re-run encodes only changed chunks. Score = cosine = dot product of
@@ -26,6 +27,7 @@ embedded the queries itself (``gold draft``, through the cache) passes their ``v
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +101,34 @@ def _check_ids(ids: np.ndarray) -> None:
         )
 
 
+# Chinese, Japanese and Korean script: Han (and its extensions and compatibility forms), kana
+# (with the long-vowel mark and halfwidth forms) and Hangul (syllables and jamo).
+_CJK = (
+    "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
+)
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+# bm25s's default words of two or more word characters, and one CJK character alone.
+TOKEN_PATTERN = f"(?u)\\b\\w\\w+\\b|[{_CJK}]"
+
+
+def cjk_bigrams(text: str) -> str:
+    """Text with each run of CJK characters written as its overlapping bigrams, space-separated
+    ("重置密码" -> "重置 置密 密码"), as Lucene's CJKAnalyzer reads them: those scripts put no
+    space between words, and a run taken whole as one token matches only itself. A character
+    alone stays one term. Other text is untouched."""
+    if text.isascii() or not _CJK_RUN.search(text):  # isascii: most texts, at no cost
+        return text
+    return _CJK_RUN.sub(_bigrams, text)
+
+
+def _bigrams(run: re.Match[str]) -> str:
+    chars = run.group(0)
+    if len(chars) == 1:
+        return f" {chars} "
+    return " " + " ".join(chars[i : i + 2] for i in range(len(chars) - 1)) + " "
+
+
 def _check_k(k: int) -> None:
     if not isinstance(k, int | np.integer) or k < 1:
         raise InputError(f"k must be a whole number of at least 1, not {k!r}")
@@ -114,9 +144,7 @@ class BM25Retriever(Retriever):
 
         self._bm25s = bm25s
         self._stemmer = Stemmer.Stemmer("english")
-        tokens = bm25s.tokenize(
-            documents(titles, texts), stopwords="en", stemmer=self._stemmer, show_progress=False
-        )
+        tokens = self._tokenize(documents(titles, texts))
         # A corpus with no word to index (every chunk empty, punctuation or one-letter words)
         # has no index: bm25s cannot build one (max() of an empty vocabulary), and no query can
         # share a term with it, so every search finds nothing.
@@ -128,14 +156,19 @@ class BM25Retriever(Retriever):
     def _query_token_ids(self, queries: Sequence[str]) -> list[list[int]]:
         if self._index is None:
             return [[] for _ in queries]
-        tokens = self._bm25s.tokenize(
-            list(queries),
+        tokens = self._tokenize(list(queries), return_ids=False)
+        return [self._index.get_tokens_ids([t for t in query if t]) for query in tokens]
+
+    def _tokenize(self, texts: list[str], **how: Any) -> Any:
+        """bm25s's tokens of texts with their CJK runs cut into bigrams (:func:`cjk_bigrams`)."""
+        return self._bm25s.tokenize(
+            [cjk_bigrams(t) for t in texts],
             stopwords="en",
             stemmer=self._stemmer,
-            return_ids=False,
+            token_pattern=TOKEN_PATTERN,
             show_progress=False,
+            **how,
         )
-        return [self._index.get_tokens_ids([t for t in query if t]) for query in tokens]
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for one query (zeros when no query term is in the corpus)."""

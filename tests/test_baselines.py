@@ -50,6 +50,26 @@ def test_bm25_indexes_the_title_too():
     assert without_titles.search(["hours"], 1) == [[]]  # "hours" is only in the title
 
 
+def test_bm25_finds_chinese_japanese_and_korean_words_written_without_spaces():
+    """A CJK sentence has no spaces between words, and bm25s's word pattern took each run of
+    characters as one token: "重置密码" never matched "如何重置我的密码", and a Chinese or
+    Japanese corpus drafted nothing and scored a BM25 baseline of 0. Runs are read as overlapping
+    bigrams, as Lucene's CJKAnalyzer reads them; one character alone is a term too."""
+    ids = ["zh-reset", "zh-refund", "ja-reset", "ko-card", "zh-cat", "en"]
+    texts = [
+        "如何重置我的密码",
+        "退款会在五个工作日内退回到原卡",
+        "パスワードを再設定する方法",
+        "카드를 분실했을 때 정지하는 방법",
+        "猫",
+        "Reset your password under Settings.",
+    ]
+    retriever = build_retriever_from_chunks(ids, texts, "bm25")
+    queries = ["重置密码", "退款多久到账", "パスワード 再設定", "카드 분실", "猫", "password reset"]
+    hits = retriever.search(queries, 2)
+    assert [h[0][0] if h else None for h in hits] == ids
+
+
 def test_ties_are_broken_by_chunk_id_descending():
     retriever = build_retriever_from_chunks(
         ["b", "c", "a"], ["same words", "same words", "same words"]
