@@ -107,7 +107,7 @@ _CJK = (
     "\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
     "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
 )
-_CJK_RUN = re.compile(f"[{_CJK}]+")
+CJK_RUN = re.compile(f"[{_CJK}]+")
 # bm25s's default words of two or more word characters, and one CJK character alone.
 TOKEN_PATTERN = f"(?u)\\b\\w\\w+\\b|[{_CJK}]"
 
@@ -117,16 +117,18 @@ def cjk_bigrams(text: str) -> str:
     ("重置密码" -> "重置 置密 密码"), as Lucene's CJKAnalyzer reads them: those scripts put no
     space between words, and a run taken whole as one token matches only itself. A character
     alone stays one term. Other text is untouched."""
-    if text.isascii() or not _CJK_RUN.search(text):  # isascii: most texts, at no cost
+    if text.isascii() or not CJK_RUN.search(text):  # isascii: most texts, at no cost
         return text
-    return _CJK_RUN.sub(_bigrams, text)
+    return CJK_RUN.sub(_bigrams, text)
 
 
 def _bigrams(run: re.Match[str]) -> str:
-    chars = run.group(0)
-    if len(chars) == 1:
-        return f" {chars} "
-    return " " + " ".join(chars[i : i + 2] for i in range(len(chars) - 1)) + " "
+    return " " + " ".join(run_terms(run.group(0))) + " "
+
+
+def run_terms(chars: str) -> list[str]:
+    """The terms of one CJK run: its overlapping bigrams, or the character if it stands alone."""
+    return [chars] if len(chars) == 1 else [chars[i : i + 2] for i in range(len(chars) - 1)]
 
 
 def _check_k(k: int) -> None:

@@ -9,7 +9,9 @@ Marking follows BM25's own tokens (2+ word characters, lower-cased, Snowball Eng
 passage lights up on the words the ranking counted: whole words only (never "the" inside "theory")
 and any word sharing a query word's stem ("passwords" for "password"). Stop words are never
 marked: the English lists bm25s ships (the one BM25 drops, and NLTK's fuller one, which also
-holds "what", "how", "my"), since a marked "how" in every passage points at nothing.
+holds "what", "how", "my"), since a marked "how" in every passage points at nothing. Chinese,
+Japanese and Korean runs are BM25's overlapping bigrams: a bigram the query holds is marked, and
+bigrams that meet are one mark.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from functools import cache
 from typing import Any
 
 from goldmine.goldset import items as gi
+from goldmine.retrieval import CJK_RUN, run_terms
 
 # bm25s's token pattern (its tokenize default): a word is two or more word characters.
 _WORD = re.compile(r"(?u)\b\w\w+\b")
@@ -53,13 +56,38 @@ def query_stems(query: str) -> frozenset[str]:
 def marked_words(text: str, query: str) -> list[tuple[int, int]]:
     """(start, end) of each word of ``text`` to mark for ``query``, in order."""
     wanted = query_stems(query)
-    if not wanted or not text:
+    if not text or not (wanted or CJK_RUN.search(query)):
         return []
     stop = _stop_words()
-    found = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)]
+    # CJK runs are BM25's bigrams (goldmine.retrieval.cjk_bigrams), marked apart from the words
+    found = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(_latin(text))]
     words = sorted({w for _, _, w in found if w not in stop})
     keep = {w for w, stem in zip(words, _stems(words), strict=True) if stem in wanted}
-    return [(start, end) for start, end, w in found if w in keep]
+    spans = [(start, end) for start, end, w in found if w in keep]
+    return sorted(spans + _cjk_spans(text, query))
+
+
+def _latin(text: str) -> str:
+    """The text with its CJK runs blanked, offsets kept: a run is no word of BM25's."""
+    return CJK_RUN.sub(lambda m: " " * len(m.group()), text)
+
+
+def _cjk_spans(text: str, query: str) -> list[tuple[int, int]]:
+    """The spans of the text's CJK bigrams (a lone character: itself) that the query holds, those
+    that overlap or meet joined into one."""
+    wanted = {t for run in CJK_RUN.findall(query) for t in run_terms(run)}
+    spans: list[tuple[int, int]] = []
+    for run in CJK_RUN.finditer(text) if wanted else ():
+        for i, term in enumerate(run_terms(run.group())):
+            if term not in wanted:
+                continue
+            start = run.start() + i
+            end = start + len(term)
+            if spans and start <= spans[-1][1]:
+                spans[-1] = (spans[-1][0], end)
+            else:
+                spans.append((start, end))
+    return spans
 
 
 class CorpusSearch:

@@ -34,6 +34,16 @@ def test_a_query_of_stop_words_marks_nothing() -> None:
     assert marked("what is there for the others to do", "what is the for") == []
 
 
+def test_cjk_text_is_marked_on_the_bigrams_bm25_counted() -> None:
+    """BM25 reads a CJK run as its bigrams; the passage lights up on those the query shares
+    (one span where two meet), and an English word beside them as before. Nothing was marked."""
+    text = "如何重置我的密码 (reset the password) 密码重置"
+    assert marked(text, "重置密码 password") == ["重置", "密码", "password", "密码重置"]
+    assert marked("パスワードを再設定する方法", "パスワード 再設定") == ["パスワード", "再設定"]
+    assert marked("猫", "猫") == ["猫"]  # a lone character is a term, as in BM25
+    assert marked("猫と犬", "猫") == []  # inside a run only its bigrams are: BM25 never counted it
+
+
 def test_the_page_marks_the_same_words_and_escapes_the_rest() -> None:
     html = str(highlight("<b>the</b> theory goes forth", "the theory for"))
     assert html == "&lt;b&gt;the&lt;/b&gt; <mark>theory</mark> goes forth"
