@@ -1,6 +1,7 @@
 """Chat history into ``chat_turns``, in turn order, so a follow-up keeps its context.
 
-Three shapes are read: JSONL of turns, JSONL of whole conversations (a ``messages`` list each),
+Three shapes are read: JSONL of turns, JSONL of whole conversations (a ``messages`` list each, or
+the public data sets' ``conversations``/``conversation`` with their own names for ids and roles),
 and message-level CSV with reply-to ids, as in a Twitter customer-support export, whose threads
 are rebuilt with a recursive query. Thumbs down and "I don't know"-style answers are kept as
 failure signals (``feedback = 'down'``, ``dont_know``).
@@ -32,7 +33,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "ts": ("ts", "timestamp", "created_at", "time", "date"),
     "user_id": ("user_id", "user", "customer_id", "author_id"),
     "role": ("role", "speaker", "author_role", "sender", "from"),
-    "text": ("text", "content", "message", "body", "utterance"),
+    # ShareGPT's turns are {"from": "human", "value": "..."}: "value" is the text where no other is
+    "text": ("text", "content", "message", "body", "utterance", "value"),
     "feedback": ("feedback", "rating", "thumbs", "vote"),
     # an assistant turn that calls a tool has no text: the call (a search's query) stands for it
     "tool_calls": ("tool_calls", "function_call"),
@@ -51,12 +53,15 @@ COLUMNS = (
     "extra",
 )
 
-_USER = "('user', 'customer', 'human', 'client', 'visitor', 'inbound', 'true')"
+_USER = "('user', 'customer', 'human', 'client', 'visitor', 'inbound', 'true', 'prompter')"
 # Every turn that is not the user's is the other side (a system or developer prompt, a tool's
 # answer): triage reads the user's turns, the rest is their context.
 _ASSISTANT = (
     "('assistant', 'bot', 'agent', 'ai', 'support', 'system', 'model', 'outbound', 'false', "
-    "'developer', 'tool', 'function', 'ipython')"
+    "'developer', 'tool', 'function', 'ipython', "
+    # ShareGPT-style data sets name the model, and their tool turns, in "from"
+    "'gpt', 'chatgpt', 'bard', 'bing', 'claude', 'gemini', 'llama', 'function_call', "
+    "'function_response', 'observation', 'tool_call', 'tool_response')"
 )
 
 # A content given as a list of parts, as the chat APIs log it: the text parts (or plain strings)
@@ -141,21 +146,38 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
 
 
 # Whole conversations become one record per turn before mapping: the conversation's own fields
-# (id, user) are merged into each message, and the message's position is its turn.
+# (id, user) are merged into each message, and the message's position is its turn. A record's
+# list is the first of the file's list keys it holds as an array (a file may mix data sets). Its
+# id is the first of _CONVERSATION_IDS it has; a conversation with none (OpenAI's fine-tuning
+# JSONL) is named by a hash of its record, so importing the same file again adds nothing.
 _EXPAND_CONVERSATIONS = """
-SELECT line, raw, err FROM gm_raw
-WHERE err IS NOT NULL OR json_type(raw, $list_path) IS DISTINCT FROM 'ARRAY'
+WITH listed AS (
+    SELECT line, raw, err,
+           CASE WHEN err IS NULL THEN
+               $list_paths[list_position(json_type(raw, $list_paths), 'ARRAY')] END AS list_path
+    FROM gm_raw
+)
+SELECT line, raw, err FROM listed WHERE list_path IS NULL
 UNION ALL
 SELECT line,
        json_merge_patch(
-           json_object('conversation_id', coalesce(raw ->> '$.conversation_id', raw ->> '$.id'),
+           json_object('conversation_id', coalesce(
+                           list_filter(json_extract_string(raw, $id_paths),
+                                       lambda v: v IS NOT NULL AND v <> '')[1],
+                           'md5:' || md5(raw)),
                        'user_id', raw ->> '$.user_id', 'turn', i - 1),
            msgs[i])::VARCHAR,
        CASE WHEN json_type(msgs[i]) <> 'OBJECT' THEN 'not a JSON object' END
-FROM (SELECT line, raw, json_extract(raw, $list_path || '[*]') AS msgs FROM gm_raw
-      WHERE err IS NULL AND json_type(raw, $list_path) = 'ARRAY'),
+FROM (SELECT line, raw, from_json(json_extract(raw, list_path), '["JSON"]') AS msgs FROM listed
+      WHERE list_path IS NOT NULL),
      range(1, len(msgs) + 1) r(i)
 """
+# A whole conversation's id, as the data sets name it: WildChat's conversation_hash, UltraChat's
+# prompt_id, ShareGPT's id.
+_CONVERSATION_IDS = (
+    "conversation_id", "conversation_hash", "id", "_id", "prompt_id", "chat_id", "thread_id",
+    "dialog_id", "session_id", "uuid",
+)  # fmt: skip
 
 # Reply-to threads (Twitter customer support): the root is the message that answers nothing
 # in the file; every message gets its root as conversation id and its depth for turn order.
@@ -196,18 +218,26 @@ FROM ordered
 
 _PARENTS = ("in_response_to_tweet_id", "in_response_to", "reply_to", "parent_id", "in_reply_to")
 _IDS = ("tweet_id", "message_id", "id")
-_LISTS = ("messages", "turns", "dialog", "conversation")
+_LISTS = ("messages", "conversations", "turns", "dialog", "conversation")
 
 
 def reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
     """Turn conversation records or reply-to messages into turn records, in place."""
     lower = {k.lower(): k for k in keys}
-    list_key = next((lower[k] for k in _LISTS if k in lower), None)
+    list_keys = [lower[k] for k in _LISTS if k in lower]
+    list_key = list_keys[0] if list_keys else None
     parent = next((lower[k] for k in _PARENTS if k in lower), None)
     if list_key or parent:
         check_json(con)
     if list_key:
-        replace_raw(con, _EXPAND_CONVERSATIONS, {"list_path": json_path(list_key)})
+        replace_raw(
+            con,
+            _EXPAND_CONVERSATIONS,
+            {
+                "list_paths": [json_path(k) for k in list_keys],
+                "id_paths": [json_path(k) for k in _CONVERSATION_IDS],
+            },
+        )
     elif parent and "conversation_id" not in lower:
         ident = next((lower[k] for k in _IDS if k in lower), None)
         if ident is None:

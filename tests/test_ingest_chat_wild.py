@@ -1,0 +1,99 @@
+"""Chat as the public chat data sets and fine-tuning files write it, read with no converter.
+
+ShareGPT's ``conversations`` of ``from``/``value`` turns (``human``, ``gpt``), the layout most
+chat data sets on the Hub use; WildChat's ``conversation_hash``; UltraChat's ``prompt_id``; and
+OpenAI's fine-tuning JSONL, a ``messages`` list with no id at all. Each was refused whole ("no text
+field", "missing conversation_id").
+"""
+
+from __future__ import annotations
+
+from goldmine.ingest import api
+from goldmine.store import open_store
+
+from helpers import write_jsonl
+
+
+def turns(db_path) -> list[tuple]:
+    with open_store(db_path) as con:
+        return con.execute(
+            "SELECT conversation_id, turn, role, text, dont_know FROM chat_turns "
+            "ORDER BY conversation_id, turn"
+        ).fetchall()
+
+
+def test_sharegpt_conversations_of_from_and_value(tmp_path, db_path):
+    path = write_jsonl(tmp_path / "sharegpt.jsonl", [
+        {"id": "QWJhYvA_0", "conversations": [
+            {"from": "human", "value": "How do I reset my VPN password?"},
+            {"from": "gpt", "value": "Open Settings and choose Security."},
+            {"from": "human", "value": "And on Linux?"},
+            {"from": "gpt", "value": "I don't know."}]},
+        {"id": "b2", "conversations": [
+            {"from": "system", "value": "You are helpful."},
+            {"from": "user", "value": "What is the refund window?"},
+            {"from": "function_call", "value": "{\"name\": \"search\"}"},
+            {"from": "observation", "value": "refunds: 30 days"},
+            {"from": "chatgpt", "value": "30 days."}]},
+    ])  # fmt: skip
+    with open_store(db_path) as con:
+        result = api.chat(con, [path])
+    assert result.total["rejected"] == 0
+    assert turns(db_path) == [
+        ("QWJhYvA_0", 0, "user", "How do I reset my VPN password?", False),
+        ("QWJhYvA_0", 1, "assistant", "Open Settings and choose Security.", False),
+        ("QWJhYvA_0", 2, "user", "And on Linux?", False),
+        ("QWJhYvA_0", 3, "assistant", "I don't know.", True),
+        ("b2", 0, "assistant", "You are helpful.", False),
+        ("b2", 1, "user", "What is the refund window?", False),
+        ("b2", 2, "assistant", '{"name": "search"}', False),
+        ("b2", 3, "assistant", "refunds: 30 days", False),
+        ("b2", 4, "assistant", "30 days.", False),
+    ]
+
+
+def test_wildchat_and_ultrachat_name_their_conversations_their_own_way(tmp_path, db_path):
+    path = write_jsonl(tmp_path / "wild.jsonl", [
+        {"conversation_hash": "c9ec5b440fbdd2a269333dd241f32f64", "model": "gpt-4-0314",
+         "timestamp": "2023-04-09T00:02:53+00:00", "turn": 1, "language": "English",
+         "conversation": [
+            {"content": "Are you familiar with reality shifting?", "role": "user",
+             "timestamp": None, "toxic": False, "turn_identifier": 101, "country": "Texas"},
+            {"content": "Yes, I am.", "role": "assistant",
+             "timestamp": "2023-04-09T00:02:53+00:00", "turn_identifier": 101}]},
+        {"prompt_id": "f0a8e1c2", "prompt": "How do tides work?", "messages": [
+            {"role": "user", "content": "How do tides work?"},
+            {"role": "assistant", "content": "The moon's gravity."}]},
+    ])  # fmt: skip
+    with open_store(db_path) as con:
+        result = api.chat(con, [path])
+    assert result.total["rejected"] == 0, result.total
+    assert turns(db_path) == [
+        ("c9ec5b440fbdd2a269333dd241f32f64", 0, "user",
+         "Are you familiar with reality shifting?", False),
+        ("c9ec5b440fbdd2a269333dd241f32f64", 1, "assistant", "Yes, I am.", False),
+        ("f0a8e1c2", 0, "user", "How do tides work?", False),
+        ("f0a8e1c2", 1, "assistant", "The moon's gravity.", False),
+    ]  # fmt: skip
+
+
+def test_a_conversation_with_no_id_is_named_by_its_content(tmp_path, db_path):
+    """OpenAI's fine-tuning JSONL: each line a conversation with no id. Each gets one from its
+    own text, so a second import of the file adds nothing and two conversations stay two."""
+    rows = [
+        {"messages": [{"role": "system", "content": "Marv is a chatbot."},
+                      {"role": "user", "content": "What's the capital of France?"},
+                      {"role": "assistant", "content": "Paris."}]},
+        {"messages": [{"role": "user", "content": "Who wrote Romeo and Juliet?"},
+                      {"role": "assistant", "content": "Shakespeare."}]},
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "finetune.jsonl", rows)
+    with open_store(db_path) as con:
+        first = api.chat(con, [path])
+        again = api.chat(con, [write_jsonl(tmp_path / "copy.jsonl", rows)])
+    assert first.total["rejected"] == 0 and first.total["stored"] == 5
+    assert again.total["stored"] == 0 and again.total["already_present"] == 5
+    stored = turns(db_path)
+    assert len({conv for conv, *_ in stored}) == 2
+    assert sorted(text for _, _, role, text, _ in stored if role == "user") == [
+        "What's the capital of France?", "Who wrote Romeo and Juliet?"]  # fmt: skip
