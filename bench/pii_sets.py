@@ -108,6 +108,19 @@ TUNING = {
         "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
     ],
     "SECRET_AFTER": ["9f8e7d6c5b4a39281706f5e4d3c2b1a0", "tok_4f9a8b7c6d5e4f3a2b1c"],
+    # Added with the formats of a hostile week (tuning only): cards wrapped onto a second line,
+    # extensions, German " / ", quoted and doubly encoded emails, PEM keys, URL passwords.
+    "CARD_WRAPPED": ["4111 1111\n1111 1111", "5500 0000 0000\r\n0004", "3782 822463\n10005"],
+    "PHONE_EXT": ["(415) 555-2671 ext. 12", "020 7946 0958 x 221", "+1 212 555 0187;ext=3"],
+    "PHONE_SLASH": ["030 / 123 456", "+49 (0) 89 / 1234 567", "0049-30-123456"],
+    "EMAIL_QUOTED": ['"jane doe"@example.org', '"j.smith"@mail.example.co.uk'],
+    "EMAIL_URL_NESTED": ["jane%2540example.net", "j%C3%BCrgen%40m%C3%BCller.example"],
+    "PEM": [
+        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY----- MIIEpAIBAAKCAQEA7bq2 -----END RSA PRIVATE KEY-----",
+        "sk-svcacct-Ab3dE6fG9hJ2kL5mN8pQ1rS4tU7vW0xY",
+    ],
+    "URL_PASSWORD": ["hunter2", "s3cr3tPass", "p%40ss1"],
 }
 TUNING_TEMPLATES = {
     "PHONE": [
@@ -135,6 +148,17 @@ TUNING_TEMPLATES = {
     "NINO": ["NI number {}", "nino={}&step=2", "{} on my payslip"],
     "SECRET": ["key {} denied", "why does {} fail", 'config "token": "{}",'],
     "SECRET_AFTER": ["Authorization: Bearer {}", "api_key={}", "password: {} fails"],
+    "CARD_WRAPPED": ["card {} declined", "Kartennummer:\n{}\ndanke"],
+    "PHONE_EXT": ["call {} after 9", "fax {}", "office {}, ask for Sam"],
+    "PHONE_SLASH": ["ruf {} an", "Tel. {}", "erreichbar unter {}"],
+    "EMAIL_QUOTED": ["mail {} please", "To: {}"],
+    "EMAIL_URL_NESTED": ["login?next=%2Fhome%3Femail%3D{}", "https://x.example/r?u={}&x=1"],
+    "PEM": ["why is {} rejected", "{}\nwhat now"],
+    "URL_PASSWORD": [
+        "connect postgres://app:{}@localhost/db fails",
+        "DATABASE_URL=mysql://root:{}@db.example.com:3306/shop",
+        "redis://:{}@cache.internal:6379/0 timeout",
+    ],
 }
 TUNING_LOOKALIKES = [
     "ISBN 0306406152",
@@ -208,6 +232,15 @@ TUNING_LOOKALIKES = [
     "basic information about accounts",
     "meet (at) noon",
     "100%40 off",
+    "ship to Austin, TX 78701-4512",
+    "zip+4 10001-1234",
+    "ratio 1920 / 1080 px",
+    "card 4111 1111\n1111 1112",
+    "-----BEGIN PRIVATE KEY----- header: what does it mean",
+    "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ2\n-----END CERTIFICATE-----",
+    "see https://docs.example.com:443/a@b",
+    "ext. 12 is the sales desk",
+    "1999-12-31 23:59",
 ]
 HELDOUT = {
     "PHONE": [
@@ -278,7 +311,9 @@ HELDOUT = {
     "HANDLE": ["@help_desk", "@MariaG"],
     # Added later, for the types that came after the set was written (SSN, NINO, SECRET):
     # values and sentences as forms, tickets and pasted config write them, by someone who had
-    # read the rules (not blind), before the change that followed them.
+    # read the rules (not blind), before the change that followed them. That change reads
+    # "ssn to 219099999", which the held-out SSN line "... number to 287659014" showed missed:
+    # SSN's held-out figure is no longer blind.
     "SSN": ["536-22-8817", "401-86-3390", "212-67-4403", "611 48 2207", "287659014"],
     "NINO": ["JG 10 37 35 B", "SN432891D", "PX 10 45 36 A", "yk 48 62 19 a", "WP 75 08 21 C"],
     "SECRET": [
@@ -404,7 +439,18 @@ HELDOUT_LOOKALIKES = [
 
 
 # Groups that are written another way but are of a type already named.
-_KIND = {"PHONE_BARE": "PHONE", "EMAIL_URL": "EMAIL", "SECRET_AFTER": "SECRET"}
+_KIND = {
+    "PHONE_BARE": "PHONE",
+    "EMAIL_URL": "EMAIL",
+    "SECRET_AFTER": "SECRET",
+    "CARD_WRAPPED": "CARD",
+    "PHONE_EXT": "PHONE",
+    "PHONE_SLASH": "PHONE",
+    "EMAIL_QUOTED": "EMAIL",
+    "EMAIL_URL_NESTED": "EMAIL",
+    "PEM": "SECRET",
+    "URL_PASSWORD": "SECRET",
+}
 
 
 def _lines(values: dict, templates: dict, lookalikes: list[str]) -> list[dict]:

@@ -1,19 +1,23 @@
 """Finding PII in one text: the candidates a regex finds, kept only when a validator agrees.
 
 A regex alone cannot tell a phone number from an ISBN, an order number or a timestamp's
-``+0000 2017``, nor a card from an EAN barcode, nor an IPv6 address from ``Face::Detect``. So
-each type is matched on token boundaries and then validated: emails by shape (IDN domains
-allowed; also URL-encoded, ``jane%40example.net``, and spelled ``jane [at] example [dot] com``),
-IPv6/IPv4 by ``ipaddress``, IBANs by ISO 7064 mod 97, cards by Luhn *and* an issuer's prefix and
-length, US SSNs by the SSA's ranges (``ddd-dd-dddd``, other layouts only after "SSN"), UK NI
-numbers by HMRC's prefixes (in capitals, or after "NI number"), phone numbers by Google's
-libphonenumber metadata (``phonenumbers``): valid for one of the configured regions, or for any
-country when written with ``+``, ``%2B``, ``00`` or in a ``wa.me/`` link. A bare run of digits
-(``4155552671``) is only a phone next to a word that says so (tel, call, Handy, appelez, ...); a
-word such as ISBN or order says it is not. Credentials (``<SECRET>``) are the formats that carry
-their issuer's prefix (AWS key ids, JWTs, GitHub, Slack, Stripe, OpenAI-style and Google keys),
-the token after "Bearer", base64 "user:password" after "Basic", and the value after a name such
-as ``api_key=`` or ``password:``; each must hold a digit, as generated keys do.
+``+0000 2017``, nor a card from an EAN barcode, nor an IPv6 address from ``Face::Detect``. So each
+type is matched on token boundaries and then validated: emails by shape (IDN domains allowed, a
+quoted local part too; also URL-encoded, ``jane%40example.net``, twice in a nested URL, ``%2540``,
+or as UTF-8 bytes, ``j%C3%BCrgen``; and spelled ``jane [at] example [dot] com``), IPv6/IPv4 by
+``ipaddress``, IBANs by ISO 7064 mod 97, cards by Luhn *and* an issuer's prefix and length (in
+groups, also wrapped onto a second line), US SSNs by the SSA's ranges (``ddd-dd-dddd``, other
+layouts only after "SSN"), UK NI numbers by HMRC's prefixes (in capitals, or after "NI number"),
+phone numbers by Google's libphonenumber metadata (``phonenumbers``): valid for one of the
+configured regions, or for any country when written with ``+``, ``%2B``, ``00`` or in a ``wa.me/``
+link; an extension (``ext. 12``) goes with its number, and a ZIP+4 code is none. A bare run of
+digits (``4155552671``) is only a phone next to a word that says so (tel, call, Handy, appelez,
+...); a word such as ISBN or order says it is not. Credentials (``<SECRET>``) are the formats that
+carry their issuer's prefix (AWS key ids, JWTs, GitHub, Slack, Stripe, OpenAI-style and Google
+keys), the token after "Bearer", base64 "user:password" after "Basic", and the value after a name
+such as ``api_key=`` or ``password:``; each must hold a digit, as generated keys do. A PEM private
+key block is one ``<SECRET>``, and so is the password of a URL's user (a connection string,
+``postgres://app:<SECRET>@db/prod``), the user and host kept.
 
 This runs in Python, so the SQL side (``redact.py``) sends it only the texts that a cheap RE2
 test (``CANDIDATE``) finds a candidate in: most queries never leave DuckDB. Both engines call
@@ -34,6 +38,7 @@ SECRET_MARKS = (
     r"AKIA|ASIA|ABIA|ACCA|eyJ|gh[pousr]_|github_pat_|xox[abposr]-|sk-|_live_|_test_|AIza"
     r"|(?i:basic)\s+[A-Za-z0-9+/]{4,}[0-9+/=]"
     r"|(?i:bearer\s|(?:key|secret|token|passw(?:or)?d|pwd)[\"']?\s*[:=])"
+    r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY"
 )
 # RE2 (DuckDB) and Python read this the same: whether a text may hold anything below. A run of
 # 7+ digits (phones, cards, IBANs, SSNs), a dotted quad, an @, hex around two colons, and the
@@ -43,7 +48,7 @@ CANDIDATE = (
     r"|[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]"
     r"|[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:|::[0-9A-Fa-f]"
     # URL-encoded @ and +, "[at]", a UK NI number, a credential's literal start
-    r"|%40|%2[Bb][0-9]|(?i:[\[({]\s*at\s*[\])}])"
+    r"|%(?:25)?40|%2[Bb][0-9]|(?i:[\[({]\s*at\s*[\])}])"
     r"|[A-Za-z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-Da-d]"
     # a fullwidth digit, + or @ (typed with a CJK input method): find() reads them as ASCII
     r"|[\x{FF10}-\x{FF19}\x{FF0B}\x{FF20}]"
@@ -52,20 +57,20 @@ CANDIDATE = (
 # Python's re spells RE2's \x{…} as the character itself.
 _CANDIDATE = re.compile(re.sub(r"\\x\{([0-9A-F]{4})\}", lambda m: chr(int(m[1], 16)), CANDIDATE))
 # Read as ASCII, one character for one so that spans stay the text's: the fullwidth forms
-# (U+FF01-FF5E, "０９０-１２３４", "jane＠example.com"), the ideographic space, and the figure, thin
-# and narrow no-break spaces of French typography ("06 12 34 56 78" written with U+202F).
+# (U+FF01-FF5E, "０９０-１２３４", "jane＠example.com"), the ideographic space, the no-break space
+# of text copied from a web page ("4111 1111 1111 1111"), and the figure, thin and narrow
+# no-break spaces of French typography ("06 12 34 56 78" written with U+202F).
 _FOLD = {
     **{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)},
-    **{c: " " for c in (0x3000, 0x2007, 0x2009, 0x202F)},
+    **{c: " " for c in (0x00A0, 0x3000, 0x2007, 0x2009, 0x202F)},
 }
 
 # ASCII word characters bound the digit-based types, as RE2's \b did: "é4111…" is a card.
 _W = r"A-Za-z0-9_"
-EMAIL = re.compile(
-    r"(?<![\w.%+'-])[\w.%+'-]*\w@(?:[^\W_](?:[\w-]*[^\W_])?\.)+(?:[^\W\d_]{2,}|xn--[a-z0-9-]+)"
-    r"(?![\w-])",
-    re.IGNORECASE,
-)
+_DOMAIN = r"(?:[^\W_](?:[\w-]*[^\W_])?\.)+(?:[^\W\d_]{2,}|xn--[a-z0-9-]+)(?![\w-])"
+EMAIL = re.compile(r"(?<![\w.%+'-])[\w.%+'-]*\w@" + _DOMAIN, re.IGNORECASE)
+# A quoted local part (RFC 5322), as a mail client's address book writes one: "jane doe"@….
+EMAIL_QUOTED = re.compile(r'"[^"\r\n\\]{1,64}"@' + _DOMAIN, re.IGNORECASE)
 IPV6 = re.compile(
     rf"(?<![{_W}:.])(?:[0-9a-f]{{0,4}}:){{2,7}}(?:[0-9a-f]{{1,4}}|(?:\d{{1,3}}\.){{3}}\d{{1,3}})?"
     rf"(?:%[{_W}.]+)?(?![{_W}:]|\.\d)",
@@ -74,24 +79,33 @@ IPV6 = re.compile(
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 IPV4 = re.compile(rf"(?<![{_W}.])(?:{_OCTET}\.){{3}}{_OCTET}(?![{_W}]|\.\d)")
 IBAN = re.compile(
-    rf"(?<![{_W}])[a-z]{{2}}\d{{2}}(?:[ \u00a0]?[a-z0-9]{{4}}){{2,7}}(?:[ \u00a0]?[a-z0-9]{{1,3}})?"
+    rf"(?<![{_W}])[a-z]{{2}}\d{{2}}(?:[ ]?[a-z0-9]{{4}}){{2,7}}(?:[ ]?[a-z0-9]{{1,3}})?"
     rf"(?![{_W}])",
     re.IGNORECASE,
 )
-CARD = re.compile(rf"(?<![{_W}+-])\d(?:[ -]?\d){{12,18}}(?![{_W}]|-\d)")
-# Digit groups joined by one separator, or by a bracket: "+33 (0)1 23", "(415) 555-2671".
-_JOIN = r"(?:[ \u00a0]?\(|\)[ \u00a0]?|[ .\-/\u00a0\u2010-\u2013])"
+# A card's digits, in groups joined by a space or a dash, or wrapped onto the next line by a chat
+# client or a form ("4111 1111\n1111 1111": then every group must be whole, see card_ok).
+CARD = re.compile(rf"(?<![{_W}+-])\d(?:(?:[ -]|[ -]?[ \t]*\r?\n[ \t]*)?\d){{12,18}}(?![{_W}]|-\d)")
+# Digit groups joined by one separator, by a bracket ("+33 (0)1 23", "(415) 555-2671"), or by
+# a spaced slash as German numbers were written ("030 / 123 456").
+_JOIN = r"(?: ?\(|\) ?| / |[ .\-/\u2010-\u2013])"
 # A "+" may come URL-encoded (phone=%2B447911123456), or in brackets: "(+44 7911 123456)" is
 # the number after the bracket, where "(415) 555" is one from the bracket.
-_PLUS = r"(?:\+|%2B)[ \u00a0]?"
+_PLUS = r"(?:\+|%2B) ?"
 PHONE = re.compile(
     rf"(?:(?<![{_W}+(])(?:{_PLUS}|\()?|(?<=\(){_PLUS})\d+(?:{_JOIN}\d+)*(?![{_W}]|[.,]\d)",
     re.IGNORECASE,
 )
 HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_]{1,30}(?![A-Za-z0-9_])")
-# "%40" is an @ in a URL's query string; "jane [at] example [dot] com" is written so on purpose.
+# "%40" is an @ in a URL's query string, "%2540" one in a URL encoded into another's ("next=
+# %2Faccount%3Femail%3Djane%2540example.com"); a letter beyond ASCII is its UTF-8 bytes
+# encoded ("j%C3%BCrgen"). The address starts after an encoded = & / : (a byte below %80).
+# "jane [at] example [dot] com" is written so on purpose.
+_PCT = r"%[89A-F][0-9A-F]"
+_PCT_LETTER = rf"(?:[^\W_]|{_PCT})"
 EMAIL_URL = re.compile(
-    r"(?<![\w.%+'-])[\w.+'-]*?(?:%2B[\w.'-]*)?\w%40(?:[^\W_](?:[\w-]*[^\W_])?\.)+[^\W\d_]{2,}"
+    rf"(?:(?<![\w.%+'-])|(?<=%[0-7][0-9A-F]))(?:[\w.+'-]|%2B|{_PCT})*?(?:\w|{_PCT})%(?:25)?40"
+    rf"(?:{_PCT_LETTER}(?:(?:[\w-]|{_PCT})*{_PCT_LETTER})?\.)+(?:[^\W\d_]|{_PCT}){{2,}}"
     r"(?![\w-])",
     re.IGNORECASE,
 )
@@ -104,7 +118,7 @@ EMAIL_SPELLED = re.compile(
 # A US SSN written ddd-dd-dddd, or any way beside a word that names it; valid ranges only.
 SSN = re.compile(rf"(?<![{_W}-])(\d{{3}})([- ]?)(\d{{2}})\2(\d{{4}})(?![{_W}]|-\d)")
 _SSN_WORDS = re.compile(
-    r"\b(?:ssn|ss#|social security(?: number| no\.?)?)(?:\W+(?:is|was|number|no|nr|#))?\W{0,3}$",
+    r"\b(?:ssn|ss#|social security(?: number| no\.?)?)(?:\W+(?:is|was|number|no|nr|#|to))?\W{0,3}$",
     re.IGNORECASE,
 )
 # A UK National Insurance number: two letters of HMRC's (neither D, F, I, Q, U, V; no O second;
@@ -126,10 +140,21 @@ SECRET = re.compile(
     r"|gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255}"
     r"|xox[abposr]-[A-Za-z0-9-]{10,}"
     r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"
-    r"|sk-(?:proj-|ant-)[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{20,}"
+    r"|sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{20,}"
     r"|AIza[0-9A-Za-z_-]{35}"
     r")(?![A-Za-z0-9_-])"
 )
+# A PEM private key (PKCS#1 and #8, OpenSSH, PGP): the block whole, its lines broken, joined
+# by spaces (a search box keeps one line) or written as JSON's "\n" (a service account's
+# file); a block cut short ends with its last line of base64.
+_PEM_GAP = r"(?:\s|\\[rn])+"
+_PEM = re.compile(
+    r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
+    rf"((?:{_PEM_GAP}(?:[A-Za-z0-9+/]{{16,}}={{0,2}}|(?:Proc-Type|DEK-Info|Comment): [^\r\n\\]*))*)"
+    rf"(?:(?:{_PEM_GAP}[A-Za-z0-9+/=]+)?{_PEM_GAP}-----END \1-----)?"
+)
+# The password of a URL's user ("postgres://app:s3cret@db/prod"): the last @ before the path.
+_URL_PASSWORD = re.compile(r"(?i:\b[a-z][a-z0-9+.-]*)://[^\s:/?#@]*:([^\s/?#]+)@(?=[^\s/?#@])")
 _BEARER = re.compile(r"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{16,}=*)(?![A-Za-z0-9._~+/=-])")
 _SECRET_HINT = re.compile(SECRET_MARKS)
 # HTTP Basic credentials: base64 of "user:password".
@@ -139,9 +164,17 @@ _NAMED_SECRET = re.compile(
     r"([^\s\"'&,;<>]{6,})"
 )
 
-# An ISO date anywhere in a run ("2017-10-20 10"), or a whole run that is a day-month-year.
-_ISO_DATE = re.compile(r"\d{4}([-/.])\d{1,2}\1\d{1,2}")
+# An ISO date anywhere in a run ("2017-10-20 10"), or a whole run that is a day-month-year. The
+# year and month are a year's and a month's: "0049-30-123456" is a German number.
+_ISO_DATE = re.compile(r"(?<!\d)(?:1[89]|20)\d\d([-/.])(?:0?[1-9]|1[0-2])\1\d{1,2}(?!\d)")
 _DATE = re.compile(r"\d{1,2}([-/.])\d{1,2}\1\d{2,4}")
+# A US ZIP+4 code ("78701-4512"), which would be a French mobile written without its 0.
+_ZIP4 = re.compile(r"\d{5}-\d{4}")
+# A phone's extension, which goes with it: "ext. 12", "x 204", "extension 3", RFC 3966's ";ext=".
+_EXTENSION = re.compile(
+    rf"(?:,? ?(?:ext(?:ension)?\.?|x\.?|poste|durchwahl|dw\.?) ?[:.#]? ?|;ext=)\d{{1,6}}(?![{_W}])",
+    re.IGNORECASE,
+)
 _NANP_LAYOUT = re.compile(r"(?:\+?1[ .-]?)?(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4}")
 _VERSION_WORDS = re.compile(r"\b(?:version|ver|release|build|v)\.?\s*$", re.IGNORECASE)
 
@@ -290,10 +323,17 @@ def find(
         if all(end <= s or start >= e for s, e, _ in taken):
             taken.append((start, end, kind))
 
+    # The rarer forms are looked for only where their mark is (most texts get here for digits).
+    # A URL's password before the emails, which would take "s3cret@db.example.com".
+    if "://" in text:
+        for m in _URL_PASSWORD.finditer(text):
+            add(m.start(1), m.end(1), "SECRET")
+    if '"@' in text:
+        for m in EMAIL_QUOTED.finditer(text):
+            add(m.start(), m.end(), "EMAIL")
     for m in EMAIL.finditer(text):
         add(m.start(), m.end(), "EMAIL")
-    # The rarer forms are looked for only where their mark is (most texts get here for digits).
-    if "%40" in text:
+    if "%40" in text or "%2540" in text:
         for m in EMAIL_URL.finditer(text):
             add(m.start(), m.end(), "EMAIL")
     if _SPELLED_AT.search(text):
@@ -335,6 +375,10 @@ def _secrets(text: str):
     question, "password: hunter2" is not."""
     for m in SECRET.finditer(text):
         if _has_digit(m.group()):
+            yield m.start(), m.end()
+    for m in _PEM.finditer(text):
+        # a key's body holds digits; "-----BEGIN PRIVATE KEY----- header meaning" is a question
+        if m.group(0).endswith("-----END " + m.group(1) + "-----") or _has_digit(m.group(2)):
             yield m.start(), m.end()
     for m in _BEARER.finditer(text):
         if _has_digit(m.group(1)):
@@ -392,11 +436,11 @@ def _ibans(text: str):
     ("... 7034 from"): drop whole trailing groups until the check holds."""
     for m in IBAN.finditer(text):
         s, end = m.group(), m.end()
-        while len(s.replace(" ", "").replace("\u00a0", "")) >= 15:
+        while len(s.replace(" ", "")) >= 15:
             if iban_ok(s):
                 yield m.start(), end
                 break
-            cut = max(s.rfind(" "), s.rfind("\u00a0"))
+            cut = s.rfind(" ")
             if cut < 0:
                 break
             end -= len(s) - cut
@@ -404,7 +448,7 @@ def _ibans(text: str):
 
 
 def iban_ok(s: str) -> bool:
-    c = s.replace(" ", "").replace("\u00a0", "").upper()
+    c = s.replace(" ", "").upper()
     # ASCII only: IGNORECASE lets [a-z] match the Turkish İ and the Kelvin sign, which
     # upper() keeps and base 36 cannot read.
     if not 15 <= len(c) <= 34 or not c.isascii() or not c[:2].isalpha() or not c.isalnum():
@@ -413,7 +457,12 @@ def iban_ok(s: str) -> bool:
 
 
 def card_ok(s: str) -> bool:
-    d = s.replace(" ", "").replace("-", "")
+    groups = re.findall(r"\d+", s)
+    d = "".join(groups)
+    # Wrapped onto another line, a card's groups stay whole (4 digits; Amex 6 and 5; a last
+    # 3): a column of short numbers is a list.
+    if "\n" in s and min(len(g) for g in groups) < 3:
+        return False
     return 13 <= len(d) <= 19 and len(set(d)) > 1 and _issuer_ok(d) and _luhn(d)
 
 
@@ -457,7 +506,9 @@ def _phones(text: str, regions: tuple[str, ...]):
             s, shift = "+" + s, -1  # a WhatsApp link's number has no +
         span = _phone_span(text, m.start(), s, regions)
         if span:
-            yield span[0], span[1] + shift
+            end = span[1] + shift
+            ext = _EXTENSION.match(text, end)
+            yield span[0], ext.end() if ext else end
 
 
 def _phone_span(text: str, start: int, s: str, regions: tuple[str, ...]):
@@ -491,6 +542,8 @@ def is_phone(text: str, start: int, s: str, regions: tuple[str, ...]) -> bool:
         number = "+" + digits[2:] if s.startswith("00") else s
         return _valid_anywhere(number) or (context is True and _possible_anywhere(number))
     if context is False or not _plausible_layout(s):
+        return False
+    if context is not True and _ZIP4.fullmatch(s):
         return False
     separated = not s.isdigit()
     if not separated and context is not True:

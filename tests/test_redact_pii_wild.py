@@ -102,6 +102,18 @@ def test_pii_from_the_wild_is_redacted(text, expected):
         "100%40 off",
         "ｉＰｈｏｎｅ１５ ケース",
         "２０２４年１２月３１日",
+        # ZIP+4 codes are not phone numbers (78701-4512 is a French mobile without its 0)
+        "ship to Austin, TX 78701-4512",
+        "zip 94103-1234",
+        "card 4111 1111\n1111 1112",
+        "lines 4111 1111\n2024 0101",
+        "ratio 1920 / 1080 px",
+        "-----BEGIN PRIVATE KEY----- header: what does it mean",
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ2\n-----END CERTIFICATE-----",
+        "http://localhost:8080/search?q=x",
+        "see https://docs.example.com:443/a@b",
+        "sk-admin panel login",
+        "ext. 12 is the sales desk",
     ],
 )
 def test_look_alikes_of_the_new_types_are_left_alone(text):
@@ -193,3 +205,61 @@ def test_ids_holding_an_encoded_email_or_a_token_are_not_stored(tmp_path, db_pat
         sessions = con.execute("SELECT DISTINCT session_id FROM search_events").fetchall()
     assert _leaks(db_path) == []
     assert len(sessions) == 1 and sessions[0][0].startswith("<SECRET>~")
+
+
+PEM_BODY = (
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
+    "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu"
+)
+
+
+# Formats a hostile week's traffic wrote that redaction had not met; each case was stored whole
+# (or its secret part kept) before.
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a card number wrapped by a chat client or a ticket form, or pasted with no-break spaces
+        ("card 4111 1111\n1111 1111 declined", "card <CARD> declined"),
+        ("card: 5500 0000 \n 0000 0004", "card: <CARD>"),
+        ("card 4111-1111-\r\n1111-1111", "card <CARD>"),
+        ("amex 3782 822463\n10005 refused", "amex <CARD> refused"),
+        ("card 4111\u00a01111\u00a01111\u00a01111", "card <CARD>"),
+        # a phone's extension goes with it; German " / " between the area code and the number
+        ("call (555) 010-4477 ext. 12", "call <PHONE>"),
+        ("call +1 415 555 2671 x 204 today", "call <PHONE> today"),
+        ("fax 020 7946 0958 ext 221", "fax <PHONE>"),
+        ("tel:+1-415-555-2671;ext=12", "tel:<PHONE>"),
+        ("ruf 030 / 123 456 an", "ruf <PHONE> an"),
+        ("ruf +49 (0) 30 / 123 456", "ruf <PHONE>"),
+        ("ruf 0049-30-123456", "ruf <PHONE>"),
+        # a US SSN after "ssn to"
+        ("change my ssn to 219099999", "change my ssn to <SSN>"),
+        # emails: a quoted local part, one encoded inside an encoded URL, UTF-8 percent-encoded
+        ('mail "jane doe"@example.org please', "mail <EMAIL> please"),
+        ("login?next=%2Faccount%3Femail%3Djane%40example.com",
+         "login?next=%2Faccount%3Femail%3D<EMAIL>"),
+        ("login?next=%2Faccount%3Femail%3Djane%2540example.com",
+         "login?next=%2Faccount%3Femail%3D<EMAIL>"),
+        ("?e=j%C3%BCrgen%40m%C3%BCller.de&x=1", "?e=<EMAIL>&x=1"),
+        # credentials: newer OpenAI keys, PEM private keys, the password of a connection string
+        ("why does sk-svcacct-Ab3dE6fG9hJ2kL5mN8pQ1rS4tU7vW0xY fail", "why does <SECRET> fail"),
+        ("key sk-admin-Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2 revoked", "key <SECRET> revoked"),
+        (f"-----BEGIN PRIVATE KEY-----\n{PEM_BODY}\n-----END PRIVATE KEY-----\n what now",
+         "<SECRET>\n what now"),
+        ("-----BEGIN RSA PRIVATE KEY----- MIIEpAIBAAKCAQEA7bq2 -----END RSA PRIVATE KEY-----",
+         "<SECRET>"),
+        ('"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0\\n'
+         '-----END PRIVATE KEY-----\\n",', '"private_key": "<SECRET>\\n",'),
+        (f"-----BEGIN OPENSSH PRIVATE KEY-----\n{PEM_BODY}", "<SECRET>"),
+        ("connect postgres://user:hunter2@localhost/db fails",
+         "connect postgres://user:<SECRET>@localhost/db fails"),
+        ("DATABASE_URL=postgres://admin:s3cr3tPass@db.example.com:5432/prod",
+         "DATABASE_URL=postgres://admin:<SECRET>@db.example.com:5432/prod"),
+        ("mysql://root:password@127.0.0.1:3306/shop", "mysql://root:<SECRET>@<IPV4>:3306/shop"),
+        ("redis://:p4ssw0rd@cache.internal:6379/0", "redis://:<SECRET>@cache.internal:6379/0"),
+        ("mongodb+srv://app:Xk8%40mPq@cluster0.ab1cd.mongodb.net/test",
+         "mongodb+srv://app:<SECRET>@cluster0.ab1cd.mongodb.net/test"),
+    ],
+)  # fmt: skip
+def test_formats_of_a_hostile_week_are_redacted(text, expected):
+    assert redacted(text) == expected
