@@ -39,7 +39,11 @@ FormatOption = Annotated[
 ]
 MapOption = Annotated[
     list[str] | None,
-    typer.Option("--map", help="field=column for a field under another name (repeatable)."),
+    typer.Option(
+        "--map",
+        help="field=column for a field under another name (repeatable); a dotted column the "
+        "file lacks is a path into an object column: query=search.query.",
+    ),
 ]
 PatternOption = Annotated[
     list[str] | None,

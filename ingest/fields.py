@@ -38,9 +38,14 @@ def resolve_fields(
     out = {}
     for name, names in aliases.items():
         if name in mapping:
-            # A name in another case than the file's takes the file's spelling.
+            # A name in another case than the file's takes the file's spelling; a dotted name
+            # the file has no column for is a path into an object column (NestedKey).
             column = mapping[name]
-            out[name] = [column if column in present else by_lower.get(column.lower(), column)]
+            if column in present:
+                out[name] = [column]
+            else:
+                spelled = by_lower.get(column.lower())
+                out[name] = [spelled or nested_key(column, present, by_lower) or column]
             continue
         # The alias as spelled, else the first field that matches it ignoring case, else in words.
         found = [a if a in present else by_lower[a] for a in names if a in by_lower]
@@ -49,6 +54,29 @@ def resolve_fields(
         if found:
             out[name] = list(dict.fromkeys(found))
     return out
+
+
+class NestedKey(str):
+    """A ``--map`` column naming a field inside an object column (``search.query``, as event
+    pipelines write them): read as ``path`` (a JSON path) of the file's column ``head``."""
+
+    head: str
+    path: str
+
+
+def nested_key(column: str, present: set[str], by_lower: dict[str, str]) -> NestedKey | None:
+    """``column`` as a path below the longest dotted prefix of it that is a column of the file
+    (``search.results.items``: ``search`` then ``$."results"."items"``), or None."""
+    parts = column.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        head = ".".join(parts[:cut])
+        head = head if head in present else by_lower.get(head.lower())
+        if head is not None and all(parts[cut:]):
+            key = NestedKey(column)
+            key.head = head
+            key.path = "$" + "".join(json_path(p)[1:] for p in parts[cut:])
+            return key
+    return None
 
 
 def column_words(name: str) -> str:
@@ -85,8 +113,14 @@ def field_access(
     """
     keys = [k for names in fields.values() for k in names]
     typed_keys = {k for name in typed for k in fields.get(name, [])}
-    columns = {k: ("JSON" if k in typed_keys else "VARCHAR") for k in keys}
-    _refuse_case_twins(keys)
+    # A nested field is read from its object column, parsed as JSON text (see _nested_value).
+    columns = {
+        (k.head if isinstance(k, NestedKey) else k): (
+            "JSON" if k in typed_keys or isinstance(k, NestedKey) else "VARCHAR"
+        )
+        for k in keys
+    }
+    _refuse_case_twins([k for k in keys if not isinstance(k, NestedKey)])
     # DuckDB's struct fields ignore case, so of two names differing in case only one can be read:
     # an extra field that is another's twin is left out (the line is still imported).
     lowered = {k.lower() for k in columns}
@@ -105,7 +139,14 @@ def field_access(
         "gm_reading": json.dumps([fields, sorted(typed)]),
     }
     values, types, natives = [], [], []
-    for k in keys:
+    for j, k in enumerate(keys, start=1):
+        if isinstance(k, NestedKey):
+            value, kind = _nested_value(k, positions[k.head], f"gm_nested{j}")
+            params[f"gm_nested{j}"] = k.path
+            values.append(value)
+            types.append(kind)
+            natives.append("NULL::VARCHAR[]")
+            continue
         got = f"gm_c{positions[k]}"
         if k in typed_keys:
             native, string = f"gm_n{positions[k]}", f"gm_s{positions[k]}"
@@ -144,6 +185,15 @@ def field_access(
     )
     sql = f"SELECT line, raw, err, gm_seen, gm_line, {columns_sql}{extra} AS x FROM gm_rows"
     return sql, params
+
+
+def _nested_value(key: NestedKey, head: int, param: str) -> tuple[str, str]:
+    """SQL of a nested field's text value and JSON type, from its object column's JSON text
+    (``gm_c``, or ``gm_s`` where a reader passed the column as a string)."""
+    got = f"json_extract(coalesce(gm_c{head}, gm_s{head}), ${param})"
+    value = f"CASE WHEN json_type({got}) = 'VARCHAR' THEN {got} ->> '$' ELSE {got}::VARCHAR END"
+    kind = f"CASE WHEN {got} IS NULL THEN 'NULL' ELSE json_type({got}) END"
+    return f"CASE WHEN json_type({got}) <> 'NULL' THEN {value} END", kind
 
 
 def _refuse_case_twins(keys: list[str]) -> None:
