@@ -206,6 +206,20 @@ def fit_table(cols: list[Col], rows: list[list[str]], width: int | None = None) 
     )
 
 
+# Characters of a query or label a listing shows: traffic holds pasted logs and pages, and one
+# text of ten thousand characters filled the screen of `triage show`. The whole text is in
+# --json and in the query's or cluster's own view.
+CLIP = 200
+
+
+def clip(text: str | None, limit: int = CLIP) -> str:
+    """The start of a long text, for a listing, saying how much is left out."""
+    text = text or ""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()}… (+{len(text) - limit:,} characters)"
+
+
 def print_whole(renderable: Any) -> None:
     """Print a table whose columns must all stay whole (a history's metric columns differ only
     past their first letters): in a terminal at its width, through a pipe or into a file at its

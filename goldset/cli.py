@@ -33,7 +33,7 @@ from goldmine.goldset.review_tui import run
 from goldmine.goldset.versions import assert_verified, diff_versions, verify_versions
 from goldmine.goldset.versions import publish as do_publish
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
-from goldmine.output import console, info, print_json, table, warn
+from goldmine.output import clip, console, info, print_json, table, warn
 from goldmine.store import open_store, transaction
 from goldmine.text import printable
 from goldmine.versions import list_versions, resolve_version, version_header
@@ -142,7 +142,7 @@ def starter(
     _table(
         f"{len(picks)} new candidates",
         ["query_id", "query", "source", "why"],
-        [[p.query_id, p.query["query"], p.source, "; ".join(p.reasons)] for p in picks],
+        [[p.query_id, clip(p.query["query"]), p.source, "; ".join(p.reasons)] for p in picks],
     )
     if not picks:
         info("nothing new to propose: every query triage knows is already in the set")
@@ -469,7 +469,7 @@ def list_(
         lambda r: [
             r["query_id"],
             r["status"] + (" (no answer)" if r["no_answer"] else ""),
-            r["query"],
+            clip(r["query"]),
             r["n_relevant"],
             r["n_labels"],
             r["n_drafts"],
@@ -850,7 +850,7 @@ def drift(db: DbOption = None, as_json: JsonOption = False) -> None:
         as_json,
         f"{len(rows)} drifted labels",
         ["query_id", "chunk_id", "grade", "reason", "query"],
-        lambda r: [r["query_id"], r["chunk_id"], r["grade"], r["reason"], r["query"]],
+        lambda r: [r["query_id"], r["chunk_id"], r["grade"], r["reason"], clip(r["query"])],
     )
     if rows and not as_json:
         info("`goldmine gold remap` proposes the new chunks that hold these passages")

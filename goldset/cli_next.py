@@ -11,7 +11,7 @@ from goldmine.errors import InputError
 from goldmine.goldset.items import default_user
 from goldmine.goldset.next import CLUSTER_METHOD, METHOD, cluster_information, plan_for_compare
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
-from goldmine.output import print_json
+from goldmine.output import clip, print_json
 from goldmine.readers import read_run
 from goldmine.store import open_store
 from goldmine.text import printable
@@ -84,7 +84,7 @@ def _print_plan(plan) -> None:
     print(f"{'#':>3}  {'weight':>6}  {'A':>4}  {'B':>4}  query  chunk")
     for i, p in enumerate(plan.pairs, 1):
         ranks = ["-" if r is None else str(r) for r in (p.rank_a, p.rank_b)]
-        text = f"  {p.query}" if p.query else ""
+        text = f"  {clip(p.query)}" if p.query else ""
         print(printable(f"{i:>3}  {p.weight:>6.4f}  {ranks[0]:>4}  {ranks[1]:>4}  "
                         f"{p.query_id}{text}  {p.chunk_id}"))  # fmt: skip
     for note in plan.notes:
@@ -112,7 +112,7 @@ def _clusters(db, top: int, as_json: bool) -> None:
     for r in rows:
         print(
             f"{r['cluster_id']:>7}  {r['information']:>8.2f}  {r['volume']:>6}  "
-            f"{r['failure_rate']:>7.2f}  {r['novelty']:>7.2f}  {printable(r['label'])}"
+            f"{r['failure_rate']:>7.2f}  {r['novelty']:>7.2f}  {printable(clip(r['label']))}"
             + ("  (in review: its item waits)" if r["coverage"] == "in review" else "")
         )
     if not rows:

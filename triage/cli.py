@@ -16,7 +16,7 @@ import typer
 from goldmine import signals
 from goldmine.config import settings
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
-from goldmine.output import Col, console, fit_table, info, print_json, table
+from goldmine.output import Col, clip, console, fit_table, info, print_json, table
 from goldmine.store import open_store
 from goldmine.triage import runs
 from goldmine.triage.pipeline import run_triage, summary
@@ -123,7 +123,7 @@ def _show_row(r: dict) -> list[str]:
     return [
         str(r["cluster_id"]),
         f"{r['priority']:.1f}",
-        r["label"] + ("\nterms: " + ", ".join(r["terms"]) if r.get("terms") else ""),
+        clip(r["label"]) + ("\nterms: " + _terms(r["terms"]) if r.get("terms") else ""),
         str(r["volume"]),
         str(r["n_variants"]),
         _fmt_rate(r["failure_rate"]),
@@ -189,7 +189,7 @@ def _topic_rows(t: dict) -> list[list[str]]:
     head = [
         f"topic {t['topic_id']}",
         f"{t['priority']:.1f}",
-        f"{t['label']}\n{t['n_clusters']} cluster{'s' if t['n_clusters'] != 1 else ''}",
+        f"{clip(t['label'])}\n{t['n_clusters']} cluster{'s' if t['n_clusters'] != 1 else ''}",
         str(t["volume"]),
         str(sum(c["n_variants"] for c in t["clusters"])),
         _fmt_rate(t["failure_rate"]),
@@ -224,17 +224,26 @@ _SIGNAL_COLUMNS = ("n_zero_results", "n_no_click", "n_reformulated", "n_negative
                    "n_tickets", "n_chat_fail")  # fmt: skip
 
 
+def _terms(terms: list[str]) -> str:
+    """A cluster's distinctive terms, each at most a word's length (a pasted URL is one)."""
+    return ", ".join(clip(t, TERM_CLIP) for t in terms)
+
+
+# A term is a word or two: past this it is a pasted token (a URL, a key), shown by its start.
+TERM_CLIP = 40
+
+
 def _detail_row(q: dict, prefix: str) -> list:
     """One query of ``triage cluster``: a variant is indented under the query it varies."""
     return [
-        prefix + q["query"],
+        prefix + clip(q["query"]),
         q["n_events"],
         q["n_sessions"],
         _fmt_rate(q["failure_rate"]),
         ", ".join(f"{k[2:]} {q[k]}" for k in _SIGNAL_COLUMNS if q[k]),
         ", ".join(q["tags"] or []),
-        " | ".join(q["examples"] or []),
-        " | ".join(q["previous_turns"] or []),
+        " | ".join(clip(e) for e in q["examples"] or []),
+        " | ".join(clip(t) for t in q["previous_turns"] or []),
     ]
 
 
@@ -254,14 +263,14 @@ def cluster_cmd(
         print_json(detail)
         return
     console().print(
-        f"cluster {detail['cluster_id']}: {detail['label']!r} — volume {detail['volume']}, "
+        f"cluster {detail['cluster_id']}: {clip(detail['label'])!r} — volume {detail['volume']}, "
         f"{_fmt_rate(detail['failure_rate'])} failed, priority {detail['priority']:.1f}, "
         f"covered: {detail['coverage']}"
     )
     if detail.get("terms"):
-        console().print("terms: " + ", ".join(detail["terms"]), markup=False)
+        console().print("terms: " + _terms(detail["terms"]), markup=False)
     if detail.get("central"):
-        console().print("central: " + " | ".join(detail["central"]), markup=False)
+        console().print("central: " + " | ".join(map(clip, detail["central"])), markup=False)
     rows = [
         _detail_row(q, prefix)
         for head in detail["queries"]
