@@ -11,12 +11,18 @@
    events) with today's redaction and with ``BEFORE``'s, alternating in the same run; medians
    and the median of the rounds' ratios. Asserts nothing about time.
 
-Run: ``.venv/bin/python bench/bench_pii.py [--events N] [--repeat R] [--skip-speed]``
+``--rules REV`` puts ``REV``'s ingest/pii.py in ``BEFORE``'s place: the sets scored with its
+``find`` and the import timed with its rules in today's engine (``redact.pii`` swapped), so a
+change to the rules is measured alone, against the same lines in the same run.
+
+Run: ``.venv/bin/python bench/bench_pii.py [--events N] [--repeat R] [--skip-speed]
+[--rules REV]``
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import statistics
@@ -29,7 +35,7 @@ from pathlib import Path
 
 import duckdb
 
-from goldmine.ingest import api, batch, pii
+from goldmine.ingest import api, batch, pii, redact
 from goldmine.ingest.redact import install_macros, make_redactor, redact_text
 from goldmine.store import open_store
 
@@ -108,19 +114,27 @@ def print_table(title: str, s: dict) -> None:
           f"({clean / s['lookalikes']:.3f})")  # fmt: skip
 
 
-def load_before(tmp: Path):
-    """``BEFORE``'s ingest/redact.py as a module of its own (its interface is the same)."""
+def load_module(rev: str, path: str, name: str, tmp: Path):
+    """``rev``'s file ``path`` as a module of its own, ``name`` (its interface is the same)."""
     source = subprocess.run(
-        ["git", "show", f"{BEFORE}:ingest/redact.py"], cwd=ROOT, check=True,
-        capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    path = tmp / "redact_before.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("redact_before", path)
+        ["git", "show", f"{rev}:{path}"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+    file = tmp / f"{name}.py"
+    file.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
+
+
+def quality_of_rules(rules, rev: str) -> None:
+    """The sets scored with ``rev``'s pii.find and with today's, on the same lines."""
+    for name in ("tuning", "heldout"):
+        lines = load(name)
+        for title, module in ((f"pii.py of {rev}", rules), ("today", pii)):
+            found = [module.find(x["text"], module.DEFAULT_REGIONS, True) for x in lines]
+            print_table(f"{name} ({len(lines)} lines), {title}", score(lines, found))
 
 
 def quality(before) -> None:
@@ -149,39 +163,55 @@ def quality(before) -> None:
                     print("   miss/extra:", x["text"], x["spans"], d)
 
 
-def ingest_time(db: Path, log: Path, module) -> float:
-    """One ``ingest searchlog --redact`` with ``module``'s redaction (today's or before's)."""
+@contextlib.contextmanager
+def pii_rules(module):
+    """Today's engine with ``module`` as its rules (``redact.pii``: the pre-test and the UDF)."""
+    saved, redact.pii = redact.pii, module
+    try:
+        yield
+    finally:
+        redact.pii = saved
+
+
+def ingest_time(db: Path, log: Path, module, rules=pii) -> float:
+    """One ``ingest searchlog --redact`` with ``module``'s redaction (today's or before's),
+    ``rules`` the pii.py today's redaction calls."""
     saved = api.make_redactor, batch.install_macros
     api.make_redactor, batch.install_macros = module.make_redactor, module.install_macros
     try:
-        for p in (db, Path(str(db) + ".wal")):
-            p.unlink(missing_ok=True)
-        start = time.perf_counter()
-        with open_store(db) as con:
-            api.searchlog(con, [log], redact=True)
-        return time.perf_counter() - start
+        with pii_rules(rules):
+            for p in (db, Path(str(db) + ".wal")):
+                p.unlink(missing_ok=True)
+            start = time.perf_counter()
+            with open_store(db) as con:
+                api.searchlog(con, [log], redact=True)
+            return time.perf_counter() - start
     finally:
         api.make_redactor, batch.install_macros = saved
 
 
-def speed(before, n: int, repeat: int, out: Path) -> None:
+def speed(before, n: int, repeat: int, out: Path, rules=None, rev: str = BEFORE) -> None:
+    """Today's import against ``before``'s redaction, or, given ``rules``, against today's
+    redaction calling ``rev``'s pii.py."""
     from goldmine.ingest import redact as today
 
     sys.path.insert(0, str(ROOT / "tests"))
     from helpers import generate_searchlog
 
     log = generate_searchlog(out, n, ("jsonl",))["jsonl"]
+    earlier = (today, rules) if rules else (before, pii)
     times: dict[str, list[float]] = {"today": [], "before": []}
     for r in range(repeat):
-        for name, module in (("before", before), ("today", today)):
-            seconds = ingest_time(out / "pii.duckdb", log, module)
+        for name, (module, pii_module) in (("before", earlier), ("today", (today, pii))):
+            seconds = ingest_time(out / "pii.duckdb", log, module, pii_module)
             times[name].append(seconds)
             print(f"  round {r + 1} {name:<7} {seconds:6.2f} s", flush=True)
     ratios = [t / b for t, b in zip(times["today"], times["before"], strict=True)]
+    said = f"pii.py of {rev}" if rules else rev
     print(f"\n{n:,} events, ingest searchlog --redact, medians of {repeat} rounds")
-    print(f"  before ({BEFORE}) {statistics.median(times['before']):6.2f} s")
-    print(f"  today            {statistics.median(times['today']):6.2f} s")
-    print(f"  today / before   {statistics.median(ratios):6.2f}x "
+    print(f"  before ({said}): {statistics.median(times['before']):.2f} s")
+    print(f"  today: {statistics.median(times['today']):.2f} s")
+    print(f"  today / before: {statistics.median(ratios):.2f}x "
           f"[{min(ratios):.2f}-{max(ratios):.2f}]  (target <= 1.3)")  # fmt: skip
 
 
@@ -192,12 +222,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--show-misses", action="store_true", help="list the tuning set's misses")
+    parser.add_argument("--rules", metavar="REV", help="compare with REV's ingest/pii.py alone")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        before = load_before(Path(tmp))
-        quality(before)
+        if args.rules:
+            rules = load_module(args.rules, "ingest/pii.py", "pii_before", Path(tmp))
+            quality_of_rules(rules, args.rules)
+        else:
+            rules = None
+            before = load_module(BEFORE, "ingest/redact.py", "redact_before", Path(tmp))
+            quality(before)
         if not args.skip_speed:
-            speed(before, args.events, args.repeat, args.out)
+            speed(None if rules else before, args.events, args.repeat, args.out, rules,
+                  args.rules or BEFORE)  # fmt: skip
 
 
 if __name__ == "__main__":
