@@ -62,6 +62,7 @@ class NestedKey(str):
 
     head: str
     path: str
+    below: tuple[str, ...]  # the keys below head, in order
 
 
 def nested_key(column: str, present: set[str], by_lower: dict[str, str]) -> NestedKey | None:
@@ -74,7 +75,8 @@ def nested_key(column: str, present: set[str], by_lower: dict[str, str]) -> Nest
         if head is not None and all(parts[cut:]):
             key = NestedKey(column)
             key.head = head
-            key.path = "$" + "".join(json_path(p)[1:] for p in parts[cut:])
+            key.below = tuple(parts[cut:])
+            key.path = "$" + "".join(json_path(p)[1:] for p in key.below)
             return key
     return None
 

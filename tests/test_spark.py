@@ -310,6 +310,34 @@ def test_a_search_response_stored_whole_reads_alike_in_both_engines(spark_option
     assert (total["stored"], total["rejected"]) == (2, 1)
 
 
+def test_a_nested_field_mapped_by_its_path_reads_alike_in_both_engines(spark_options, tmp_path):
+    """``--map query=search.query``: Elastic's Behavioral Analytics events nest the query, the
+    session and the results; the Spark engine took the path for a top-level column."""
+    rows = [
+        {"@timestamp": "2026-11-18T10:00:00", "session": {"id": "n1"},
+         "search": {"query": "reset vpn", "results": {"items": [{"document": {"id": "d1"}}],
+                                                        "total_results": 1}}},
+        {"@timestamp": "2026-11-18T10:01:00", "session": {"id": "n1"},
+         "search": {"query": "vpn reset linux", "results": {"items": [], "total_results": 0}}},
+    ]  # fmt: skip
+    mapping = {"query": "search.query", "session_id": "session.id", "ts": "@timestamp",
+               "result_ids": "search.results.items",
+               "num_results": "search.results.total_results"}  # fmt: skip
+    log = write_jsonl(tmp_path / "log.jsonl", rows)
+    duck = tmp_path / "duck.duckdb"
+    with open_store(duck) as con:
+        total = api.searchlog(con, [log], mapping=mapping).total
+        with transaction(con):
+            normalize_events(con)
+            mark_session_signals(con, signals.DEFAULT_WINDOW_S)
+            build_query_days(con)
+        want = con.execute(f"SELECT {COLUMNS} FROM triage_query_days ORDER BY ALL").fetchall()
+    result = spark_import(tmp_path / "spark.duckdb", [log], spark_options, tmp_path, **mapping)
+    assert (total["stored"], total["rejected"]) == (2, 0)
+    assert result.total == total
+    assert_same(spark_summary(tmp_path / "spark.duckdb"), want)
+
+
 def same_in_both_engines(rows: list[dict], spark_options, tmp_path: Path) -> dict:
     """The rows imported by each engine: the same accounting, summary and reject reasons; the
     DuckDB engine's total."""

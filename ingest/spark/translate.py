@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine import signals
 from goldmine.errors import InputError
-from goldmine.ingest.fields import resolve_fields
+from goldmine.ingest.fields import NestedKey, resolve_fields
 from goldmine.ingest.redact import Redactor
 from goldmine.ingest.searchlog import ALIASES
 from goldmine.ingest.spark import read
@@ -24,8 +24,10 @@ if TYPE_CHECKING:
 
 
 def _path(key: str) -> str:
-    """A variant path for one top-level key (a literal handed to Spark, never SQL text)."""
-    return '$["' + key.replace("\\", "\\\\").replace('"', '\\"') + '"]'
+    """A variant path for one top-level key, or a nested one's keys (a literal handed to Spark,
+    never SQL text)."""
+    keys = (key.head, *key.below) if isinstance(key, NestedKey) else (key,)
+    return "$" + "".join('["' + k.replace("\\", "\\\\").replace('"', '\\"') + '"]' for k in keys)
 
 
 def _field(v: Column, keys: list[str]) -> Column:
