@@ -17,14 +17,19 @@ import hashlib
 import io
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
 from goldmine.files import json_objects, open_unpacked, require_file, unpacked
 from goldmine.gold import GRADE_LIMIT, Gold, GoldQuery, Run
 
-GOLD_FORMATS = ("trec", "beir", "jsonl", "json")
+if TYPE_CHECKING:
+    import polars as pl
+
+GOLD_FORMATS = ("trec", "beir", "jsonl", "json", "parquet")
 RUN_FORMATS = ("trec", "jsonl", "csv", "parquet", "json")
 
 # Where a result object (a search service's hit, a vector store's match) keeps its id: its
@@ -52,13 +57,20 @@ def read_bytes(path: Path) -> tuple[bytes, str]:
     return unpacked(data, path), hashlib.sha256(data).hexdigest()
 
 
-def _decode(data: bytes, path: Path) -> str:
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def decode_text(data: bytes, path: Path) -> str:
+    """The file's text as UTF-8 (a BOM dropped), as trec_eval and BEIR read it; UTF-16 (what
+    Excel's "Unicode Text" and PowerShell's ``>`` write) is named, so the fix is plain."""
+    if data[:2] in _UTF16_BOMS:
+        raise InputError("is UTF-16 text (it starts with a UTF-16 byte order mark): save it as "
+                         "UTF-8", path=path)  # fmt: skip
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError("not valid UTF-8", path=path, line=line) from exc
-    return text
 
 
 def _lines(text: str):
@@ -140,11 +152,29 @@ _RUN_MARKERS = frozenset({"query_id", "qid", "query", "results"})
 # ----------------------------------------------------------------------------- gold
 
 
+# What eval run reads as judgments, for the errors that say so.
+GOLD_LAYOUTS = ("TREC qrels 'qid 0 docid grade', BEIR qrels (TSV, JSON lines or Parquet), "
+                "goldmine gold JSONL or a JSON object of query -> ids")  # fmt: skip
+
+
 def detect_gold_format(text: str) -> str:
+    if not _first_line(text):
+        raise InputError("holds no judgment (it is empty, or only # comment lines)")
+    foreign = foreign_judgments(text)
+    if foreign:
+        raise InputError(f"{foreign}: eval run reads {GOLD_LAYOUTS}")
     if _looks_like_json_object(text):
+        if is_qrels_record(_first_object(text)):
+            return "jsonl"
         return _json_kind(text, _GOLD_MARKERS)
     first = _first_line(text)
     fields = _data_fields(text, is_qrels_header)
+    if len(fields) in (3, 4) and ntcir_level(fields[-1]) is not None:
+        raise InputError(
+            f"grades written as NTCIR levels ({fields[-1]}): eval run reads numbers; import the "
+            "file with goldmine gold import --grade-map L0=0,L1=1,L2=2,L3=2 (as the levels "
+            "read on your scale), publish, and score --gold latest"
+        )
     if len(fields) == 4 and _parses(fields[3], float):
         return "trec"
     if "\t" in first and any(k in first.lower() for k in ("query-id", "query_id", "qid")):
@@ -156,10 +186,45 @@ def detect_gold_format(text: str) -> str:
             "this is a TREC run ('qid Q0 docid rank score tag'), not judgments: pass it as --run "
             "and the qrels as --gold"
         )
-    raise InputError(
-        "cannot tell the gold format (expected TREC qrels 'qid 0 docid grade', a BEIR qrels TSV, "
-        "goldmine gold JSONL or a JSON object of query -> ids); pass --gold-format"
-    )
+    raise InputError(f"cannot tell the gold format (expected {GOLD_LAYOUTS}); pass --gold-format")
+
+
+# NTCIR's qrels grade by relevance level, L0 (not relevant) up, L-1 where a page was not judged.
+NTCIR_LEVEL = re.compile(r"L(-?\d+)")
+
+
+def ntcir_level(token: str) -> int | None:
+    """The level an NTCIR grade (``L2``) names, or None for any other token."""
+    found = NTCIR_LEVEL.fullmatch(token.strip())
+    return int(found.group(1)) if found else None
+
+
+def foreign_judgments(text: str) -> str | None:
+    """What a file is when it holds judgments in a layout no reader here takes (a spreadsheet's
+    CSV, a Label Studio export, another JSON array), said so rather than misread; else None."""
+    if text.lstrip().startswith("["):
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            return None  # the readers say where the JSON breaks
+        tasks = isinstance(obj, list) and obj and isinstance(obj[0], dict)
+        if tasks and ("annotations" in obj[0] or "predictions" in obj[0]):
+            return "is a Label Studio export (tasks with annotations), which goldmine does not read"
+        return "is a JSON array, which is no judgments layout goldmine reads"
+    first = _first_line(text)
+    if first.startswith("{") or "\t" in first:
+        return None
+    if first.count(",") >= 2 and not _parses(first.split()[-1], float):
+        return "looks comma-separated (a spreadsheet's CSV), which goldmine does not read"
+    return None
+
+
+def _first_object(text: str) -> dict:
+    try:
+        obj = json.loads(_first_line(text))
+    except ValueError:
+        return {}
+    return obj if isinstance(obj, dict) else {}
 
 
 def looks_like_trec_run(fields: list[str]) -> bool:
@@ -186,10 +251,9 @@ def read_gold(path: str | Path, fmt: str | None = None) -> Gold:
     """Read a gold set from a file, detecting its format unless ``fmt`` is given."""
     path = Path(path)
     if path.is_dir() and (path / "qrels").is_dir():
-        raise InputError(
-            f"is a BEIR folder: pass its qrels file, e.g. --gold {path / 'qrels' / 'test.tsv'}",
-            path=path,
-        )
+        found = sorted((path / "qrels").iterdir())
+        example = found[0] if found else path / "qrels" / "test.tsv"
+        raise InputError(f"is a BEIR folder: pass its qrels file, e.g. --gold {example}", path=path)
     if fmt in (None, "trec") and _is_large(path):
         from goldmine.frames import read_trec_qrels
 
@@ -197,7 +261,9 @@ def read_gold(path: str | Path, fmt: str | None = None) -> Gold:
         if gold is not None:
             return gold
     data, digest = read_bytes(path)
-    text = _decode(data, path)
+    if data[:4] == b"PAR1" and fmt in (None, "parquet"):
+        return _gold_records(*qrels_frame(path), path, digest, fmt="parquet")
+    text = decode_text(data, path)
     if fmt is None:
         try:
             fmt = detect_gold_format(text)
@@ -208,6 +274,7 @@ def read_gold(path: str | Path, fmt: str | None = None) -> Gold:
         "beir": _gold_beir,
         "jsonl": _gold_jsonl,
         "json": _gold_json,
+        "parquet": _not_parquet,
     }
     if fmt not in readers:
         raise InputError(f"unknown gold format {fmt!r}; expected one of {', '.join(GOLD_FORMATS)}")
@@ -229,7 +296,8 @@ def _is_large(path: Path) -> bool:
         return False  # read_bytes will say what is wrong with it
 
 
-def _grade(value: object, path: Path, line: int) -> int:
+def read_grade(value: object, path: Path, line: int) -> int:
+    """A grade as every reader takes it: a whole number (``_whole``) within ``GRADE_LIMIT``."""
     number = _whole(value)
     if number is None:
         raise InputError(f"grade must be an integer, got {value!r}", path=path, line=line)
@@ -283,14 +351,163 @@ def judge(
              if (f := row.split()) and len(f) >= 3 and f[0] == qid and f[-2] == doc),
             "an earlier line",
         )  # fmt: skip
-        where = f"lines {first} and {line}" if first != str(line) else f"line {line}"
-        raise InputError(
-            f"{doc} is judged twice for query {qid} with different grades ({where}: {held}, "
-            f"then {grade}); keep the line that holds",
-            path=path,
-            line=line,
-        )
+        raise judged_twice(qid, doc, (held, grade), first, path=path, line=line)
     judged[doc] = grade
+
+
+def judged_twice(
+    qid: str,
+    doc: str,
+    grades: tuple[object, object],
+    first: object,
+    *,
+    path: Path,
+    line: int,
+    unit: str = "line",
+) -> InputError:
+    """The error for a judgment given twice with two grades, at ``first`` and ``line`` (lines
+    of a text file, rows of a Parquet one): one wording for every qrels layout."""
+    held, grade = grades
+    where = f"{unit}s {first} and {line}" if str(first) != str(line) else f"{unit} {line}"
+    return InputError(
+        f"{doc} is judged twice for query {qid} with different grades ({where}: {held}, "
+        f"then {grade}); keep the {unit} that holds",
+        path=path,
+        line=line,
+    )
+
+
+# The columns (or JSON keys) of a qrels file of records, one judgment each: BEIR's and MTEB's
+# JSON lines and Parquet (query-id, corpus-id, score), and gold export --format hf's
+# judgments.parquet (query_id, doc_id, grade).
+QRELS_QUERY_KEYS = ("query-id", "query_id", "qid")
+QRELS_DOC_KEYS = ("corpus-id", "corpus_id", "doc_id", "docid", "docno", "chunk_id")
+QRELS_GRADE_KEYS = ("score", "grade", "relevance", "rel", "label")
+
+
+def is_qrels_record(obj: dict) -> bool:
+    """Whether a JSON object is one judgment (BEIR's ``{"query-id", "corpus-id", "score"}``)
+    rather than a gold line listing a query's ``relevant`` chunks."""
+    return not ({"relevant", "relevant_ids"} & obj.keys()) and all(
+        any(k in obj for k in keys) for keys in (QRELS_QUERY_KEYS, QRELS_DOC_KEYS, QRELS_GRADE_KEYS)
+    )
+
+
+def qrels_frame(path: Path, text: str | None = None) -> tuple[pl.DataFrame, str]:
+    """A JSON lines or Parquet qrels file as a frame of judgments (``place``, ``qid``, ``doc``,
+    ``grade`` as text) and what a place is ("line" or "row"). Ids are the text they print as:
+    ``"query-id": 1`` is the query "1"; a Parquet id column of floats (``1.0``) is refused, its
+    text being lost."""
+    import polars as pl
+
+    if text is None:
+        data, _ = read_bytes(path)
+        if data[:4] == b"PAR1":
+            return _parquet_frame(path), "row"
+        text = decode_text(data, path)
+    rows = []
+    for number, obj in json_objects(text.splitlines(), path):
+        if not is_qrels_record(obj):
+            raise InputError(
+                f"a qrels line needs {QRELS_QUERY_KEYS[0]}, {QRELS_DOC_KEYS[0]} and "
+                f"{QRELS_GRADE_KEYS[0]} (BEIR's keys); found {', '.join(obj) or 'none'}",
+                path=path,
+                line=number,
+            )
+        keys = (QRELS_QUERY_KEYS, QRELS_DOC_KEYS, QRELS_GRADE_KEYS)
+        qid, doc, grade = (next(obj[k] for k in names if k in obj) for names in keys)
+        written = grade if isinstance(grade, str) else json.dumps(grade)  # 2, 2.0, true, null
+        rows.append((number, record_id(qid, path, number), record_id(doc, path, number), written))
+    schema = {"place": pl.Int64, "qid": pl.String, "doc": pl.String, "grade": pl.String}
+    return pl.DataFrame(rows, schema=schema, orient="row"), "line"
+
+
+def _parquet_frame(path: Path) -> pl.DataFrame:
+    import polars as pl
+
+    try:
+        columns = pl.read_parquet_schema(path)
+    except Exception as exc:  # polars raises several types for a damaged file
+        raise InputError(f"cannot read Parquet: {exc}", path=path) from None
+    names = [_pick(list(columns), keys)
+             for keys in (QRELS_QUERY_KEYS, QRELS_DOC_KEYS, QRELS_GRADE_KEYS)]  # fmt: skip
+    if None in names:
+        raise InputError(
+            f"a Parquet qrels file needs {QRELS_QUERY_KEYS[0]} (or query_id), "
+            f"{QRELS_DOC_KEYS[0]} (or doc_id) and {QRELS_GRADE_KEYS[0]} (or grade) columns; "
+            f"found {', '.join(columns)}",
+            path=path,
+        )
+    for name in names[:2]:
+        if columns[name].is_float():
+            raise InputError(
+                f"the {name} column holds floats: ids are text, and 1.0 is not the id 1; "
+                "write the ids as strings or integers",
+                path=path,
+            )
+    frame = pl.read_parquet(path, columns=names).with_row_index("place", offset=1)
+    return frame.select(
+        pl.col("place").cast(pl.Int64),
+        *(pl.col(n).cast(pl.String).str.strip_chars().alias(a)
+          for n, a in zip(names, ("qid", "doc", "grade"), strict=True)),
+    )  # fmt: skip
+
+
+def judge_frame(frame: pl.DataFrame, path: Path, unit: str) -> dict[str, dict[str, int]]:
+    """Judgments by query from a ``qrels_frame``, checked column-wise as every reader checks
+    them: ids present, grades whole numbers within GRADE_LIMIT (``read_grade`` words the
+    error), and a judgment given twice with two grades refused naming both places."""
+    import polars as pl
+
+    missing = frame.filter(pl.col("qid").fill_null("").eq("") | pl.col("doc").fill_null("").eq(""))
+    if missing.height:
+        raise InputError("a query id or doc id is empty", path=path, line=missing["place"][0])
+    number = pl.col("grade").str.strip_chars().cast(pl.Float64, strict=False)
+    bad = frame.filter(no_grade(number)).head(1)
+    if bad.height:
+        place, value = bad["place"][0], bad["grade"][0]
+        read_grade(value, path, place)  # raises with the readers' words
+        raise InputError(f"grade {value!r} is not a whole number in range", path=path, line=place)
+    graded = frame.with_columns(grade=number.cast(pl.Int64))
+    refuse_twice(graded, path, unit)
+    key = ["qid", "doc"]
+    grouped = (
+        graded.unique(subset=key, keep="first", maintain_order=True)
+        .group_by("qid", maintain_order=True)
+        .agg("doc", "grade")
+    )
+    return {q: dict(zip(d, g, strict=True)) for q, d, g in grouped.iter_rows()}
+
+
+def no_grade(number: pl.Expr) -> pl.Expr:
+    """``read_grade``'s rule column-wise, over a grade cast to float: none, not whole, or past
+    GRADE_LIMIT (inf and nan included), so no grade."""
+    return number.is_null() | (number != number.floor()) | (number.abs() > GRADE_LIMIT)
+
+
+def refuse_twice(
+    frame: pl.DataFrame, path: Path, unit: str, names: tuple[str, ...] = ("qid", "doc")
+) -> None:
+    """``judge`` over a frame of judgments in file order (the query and doc columns ``names``,
+    ``grade``, ``place``): a judgment given again with another grade is refused naming both
+    places; the same grade again is one judgment."""
+    import polars as pl
+
+    key = list(names)
+    clash = frame.filter(pl.col(key[1]).is_not_null()).with_columns(
+        held=pl.col("grade").first().over(key), first=pl.col("place").first().over(key)
+    ).filter(pl.col("grade") != pl.col("held")).head(1)  # fmt: skip
+    if clash.height:
+        row = clash.row(0, named=True)
+        raise judged_twice(row[key[0]], row[key[1]], (row["held"], row["grade"]), row["first"],
+                           path=path, line=row["place"], unit=unit)  # fmt: skip
+
+
+def record_id(value: object, path: Path, place: int) -> str:
+    """An id as the text it prints as (a JSON number 1 is "1"); none or empty is an error."""
+    if value is None or isinstance(value, bool | dict | list) or str(value).strip() == "":
+        raise InputError(f"a query id or doc id is {value!r}, not an id", path=path, line=place)
+    return str(value).strip()
 
 
 def _gold_trec(text: str, path: Path) -> Gold:
@@ -313,7 +530,7 @@ def _gold_trec(text: str, path: Path) -> Gold:
         try:
             value = _in_range(int(grade), path, number)
         except ValueError:
-            value = _grade(grade, path, number)
+            value = read_grade(grade, path, number)
         judge(query.judged, qid, doc, value, path=path, line=number, lines=text)
     return Gold(queries, str(path), "", "trec")
 
@@ -334,7 +551,7 @@ def _gold_beir(text: str, path: Path) -> Gold:
             )
         qid, doc, grade = (f.strip() for f in fields)
         query = queries.setdefault(qid, GoldQuery(qid, None))
-        grade_ = _grade(grade, path, number)
+        grade_ = read_grade(grade, path, number)
         judge(query.judged, qid, doc, grade_, path=path, line=number, lines=text)
     return Gold(queries, str(path), "", "beir")
 
@@ -344,7 +561,7 @@ def read_relevant(value: object, path: Path, line: int) -> dict[str, int]:
     if value is None:
         return {}
     if isinstance(value, dict):
-        return {str(doc): _grade(grade, path, line) for doc, grade in value.items()}
+        return {str(doc): read_grade(grade, path, line) for doc, grade in value.items()}
     if isinstance(value, list):
         judged: dict[str, int] = {}
         for item in value:
@@ -352,7 +569,7 @@ def read_relevant(value: object, path: Path, line: int) -> dict[str, int]:
                 judged.setdefault(str(item), 1)
             elif isinstance(item, dict) and ("id" in item or "chunk_id" in item):
                 doc = str(item.get("id", item.get("chunk_id")))
-                grade = _grade(item.get("grade", 1), path, line)
+                grade = read_grade(item.get("grade", 1), path, line)
                 if judged.get(doc, grade) != grade:
                     raise InputError(
                         f"{doc} is listed twice with different grades ({judged[doc]}, then "
@@ -375,7 +592,24 @@ def read_relevant(value: object, path: Path, line: int) -> dict[str, int]:
     )
 
 
+def _gold_records(
+    frame: pl.DataFrame, unit: str, path: Path, digest: str = "", fmt: str = "beir"
+) -> Gold:
+    """Qrels given as records, one judgment each (BEIR's JSON lines, Parquet)."""
+    judged = judge_frame(frame, path, unit)
+    if not judged:
+        raise InputError("the gold set is empty", path=path)
+    queries = {qid: GoldQuery(qid, None, docs) for qid, docs in judged.items()}
+    return Gold(queries, str(path), digest, fmt)
+
+
+def _not_parquet(text: str, path: Path) -> Gold:
+    raise InputError("--gold-format parquet: this is no Parquet file", path=path)
+
+
 def _gold_jsonl(text: str, path: Path) -> Gold:
+    if is_qrels_record(_first_object(text)):  # BEIR's qrels as JSON lines: a judgment a line
+        return _gold_records(*qrels_frame(path, text), path)
     queries: dict[str, GoldQuery] = {}
     version = None
     content_hash = ""
@@ -492,7 +726,7 @@ def read_run(path: str | Path, fmt: str | None = None) -> Run:
     """Read a run file into ranked ids per query, ordered as trec_eval would order them."""
     path = Path(path)
     data, digest = read_bytes(path)
-    text = None if data[:4] == b"PAR1" else _decode(data, path)
+    text = None if data[:4] == b"PAR1" else decode_text(data, path)
     if fmt is None:
         try:
             fmt = detect_run_format(data, text)

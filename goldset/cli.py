@@ -727,8 +727,9 @@ def import_(
     path: Annotated[
         Path,
         typer.Argument(
-            help="A version file, gold JSONL, TREC qrels, a BEIR folder, or what gold export "
-            "wrote for ranx (.json) or Hugging Face (a folder); gzip, bz2 or xz read too."
+            help="A version file, gold JSONL, TREC qrels, a BEIR or MTEB folder (qrels as TSV, "
+            "JSON lines or Parquet), or what gold export wrote for ranx (.json) or Hugging Face "
+            "(a folder); gzip, bz2 or xz read too."
         ),
     ],
     fmt: Annotated[
@@ -756,7 +757,8 @@ def import_(
         typer.Option(
             "--grade-map",
             help="How the file's grades read on goldmine's 0-2 scale, one entry per grade, e.g. "
-            "1=2,2=2,3=1,4=1,-1=0 (Cranfield). Needed when a grade is outside 0-2.",
+            "1=2,2=2,3=1,4=1,-1=0 (Cranfield) or L0=0,L1=1,L2=2,L3=2 (NTCIR's levels). Needed "
+            "when a grade is outside 0-2.",
         ),
     ] = None,
     split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",

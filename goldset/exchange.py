@@ -5,8 +5,10 @@ message, content hash, who/when, counts; no ``query_id``) and then one line per 
 ``query_id`` with keys sorted, exactly as the version froze them. Importing it restores the version
 as published, so export → import into an empty store → export gives the same bytes.
 
-TREC qrels (+ topics), BEIR (``queries.jsonl`` + ``qrels/test.tsv``) and the minimal gold JSONL
-(``query_id``, ``query``, ``relevant``) come in as new verified items, with the file as provenance.
+TREC qrels (+ topics; NTCIR's ``topic docid L2`` levels through ``--grade-map L2=2,…``), BEIR and
+MTEB folders (``queries.jsonl`` + ``qrels/test.tsv``, or the qrels as JSON lines or Parquet, as
+Hugging Face serves them) and the minimal gold JSONL (``query_id``, ``query``, ``relevant``) come
+in as new verified items, with the file as provenance.
 Their grades are kept as written unless ``--grade-map`` says how they read on goldmine's scale
 (2 fully answers, 1 useful context, 0 not relevant). Cranfield's judgment codes, for instance, run
 the other way (1 is "a complete answer", 4 "of minimum interest", -1 "no interest"), so its raw
@@ -17,6 +19,7 @@ the other way (1 is "a complete answer", 4 "of minimum interest", -1 "no interes
 from __future__ import annotations
 
 import csv
+import glob
 import html
 import json
 import re
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
 from goldmine.files import json_objects, require_file, unpacked
-from goldmine.gold import GoldQuery
+from goldmine.gold import GRADE_LIMIT, GoldQuery
 from goldmine.goldset import bulk
 from goldmine.goldset.interop import check_ids
 from goldmine.goldset.items import (
@@ -41,7 +44,19 @@ from goldmine.goldset.items import (
 )
 from goldmine.goldset.raters import NO_ANSWER, dispute
 from goldmine.goldset.versions import content_hash, dump_line, insert_version_items
-from goldmine.readers import is_qrels_header, judge, looks_like_trec_run, read_relevant
+from goldmine.readers import (
+    decode_text,
+    foreign_judgments,
+    is_qrels_header,
+    is_qrels_record,
+    judge,
+    judge_frame,
+    looks_like_trec_run,
+    ntcir_level,
+    qrels_frame,
+    read_grade,
+    read_relevant,
+)
 from goldmine.store import registered, transaction
 from goldmine.text import normalize_query
 from goldmine.versions import (
@@ -124,11 +139,7 @@ def _read_lines(path: Path) -> list[str]:
         data = unpacked(path.read_bytes(), path)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
-    try:
-        return data.decode("utf-8-sig").splitlines()
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InputError(f"not UTF-8 text: {exc}", path=path, line=line) from exc
+    return decode_text(data, path).splitlines()
 
 
 def _json_lines(path: Path) -> list[tuple[int, dict]]:
@@ -148,17 +159,43 @@ def _suffix(path: Path) -> str:
     return inner.suffix.lower()
 
 
+# What gold import reads, for the errors that say so.
+IMPORT_LAYOUTS = (
+    "TREC qrels ('qid 0 docid grade', with --topics), a BEIR or MTEB folder (queries.jsonl and "
+    "qrels/test.tsv, .jsonl or .parquet), gold JSONL ({query_id, query, relevant}), a goldmine "
+    "version file, ranx's qrels JSON or what gold export --format hf writes (a folder of "
+    "queries.parquet and judgments.parquet)"
+)
+
+
 def detect_format(path: Path) -> str:
     if path.is_dir():
         hf = (path / "queries.parquet").is_file() and (path / "judgments.parquet").is_file()
         return "hf" if hf else "beir"
+    _refuse_foreign(path)
     if _suffix(path) in (".jsonl", ".json", ".ndjson"):
         lines = _read_lines(path)
         if _suffix(path) == ".json" and _one_document(lines):
             return "ranx"
         first = next((obj for _, obj in json_objects(lines, path)[:1]), {})
+        if is_qrels_record(first):
+            raise InputError("is BEIR qrels as JSON lines: pass the folder that holds it "
+                             "(queries.jsonl beside qrels/)", path=path)  # fmt: skip
         return "goldmine" if _is_header(first) and first.get("format") == FORMAT else "jsonl"
     return "trec"
+
+
+def _refuse_foreign(path: Path) -> None:
+    """A file in a layout gold import does not read (Parquet alone, a spreadsheet's CSV, a Label
+    Studio export) is refused saying what it reads, rather than misread as TREC qrels."""
+    with path.open("rb") as handle:
+        parquet = handle.read(4) == b"PAR1"
+    if parquet:
+        raise InputError(f"is a Parquet file: gold import reads Parquet in a folder; it reads "
+                         f"{IMPORT_LAYOUTS}", path=path)  # fmt: skip
+    foreign = foreign_judgments("\n".join(_read_lines(path)))
+    if foreign:
+        raise InputError(f"{foreign}: gold import reads {IMPORT_LAYOUTS}", path=path)
 
 
 def _one_document(lines: list[str]) -> bool:
@@ -175,21 +212,24 @@ def _one_document(lines: list[str]) -> bool:
     )
 
 
-def _grade(value, path: Path, line: int) -> int:
-    """A whole number as written: '3' is read exactly (a float would round a long one), '2.0'
-    as 2; 'inf', 'nan' and '1.5' are no grade."""
-    text = str(value).strip()
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        number = float(text)
-    except ValueError:
-        raise InputError(f"grade {value!r} is not a number", path=path, line=line) from None
-    if not number.is_integer():
-        raise InputError(f"grade {value!r} is not a whole number", path=path, line=line)
-    return int(number)
+def _grade(value, path: Path, line: int, levels: bool = False) -> int:
+    """A grade as every reader reads one (``readers.read_grade``: a whole number within
+    GRADE_LIMIT), or, with ``levels`` (a --grade-map to read them), an NTCIR level: L2 is 2."""
+    level = ntcir_level(str(value)) if levels else None
+    return read_grade(value if level is None else level, path, line)
+
+
+def levels_refused(tokens: Iterable[str], path: Path, line: int | None) -> InputError:
+    """NTCIR levels read without a --grade-map: the error names the levels ``tokens`` hold and
+    a map for them (which level is an answer is the file's scale to say, so none is assumed)."""
+    found = sorted({level for t in tokens if (level := ntcir_level(t)) is not None})
+    suggested = ",".join("L" + entry for entry in _suggest_map(found, best_first=False).split(","))
+    return InputError(
+        f"grades are NTCIR levels ({', '.join(f'L{g}' for g in found)}): say how each reads on "
+        f"goldmine's 0-2 scale with --grade-map, e.g. --grade-map {suggested}",
+        path=path,
+        line=line,
+    )
 
 
 def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
@@ -516,8 +556,9 @@ def _as_int(value: str | None) -> int | None:
         return None
 
 
-def read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    """TREC qrels (``qid iter docid grade``); three columns (``qid docid grade``) also read.
+def read_qrels(path: Path, levels: bool = False) -> dict[str, dict[str, int]]:
+    """TREC qrels (``qid iter docid grade``); three columns (``qid docid grade``) also read, as
+    NTCIR's ``topic docid L2`` are (their levels only with ``levels``: a --grade-map given).
 
     As trec_eval reads them, a line starting with '#' is a comment; a first line naming the
     columns (``qid iter docno rel``) is skipped, and a judgment given twice with two grades is
@@ -534,8 +575,10 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
             qid, doc, grade = parts
         else:
             raise InputError(_columns_problem(parts), path=path, line=n)
-        judge(qrels.setdefault(qid, {}), qid, doc, _grade(grade, path, n), path=path, line=n,
-              lines=lines)  # fmt: skip
+        if not levels and ntcir_level(grade) is not None:  # every level the file has, named
+            raise levels_refused((row.split()[-1] for row in lines if row.strip()), path, n)
+        judge(qrels.setdefault(qid, {}), qid, doc, _grade(grade, path, n, levels), path=path,
+              line=n, lines=lines)  # fmt: skip
     return qrels
 
 
@@ -575,35 +618,65 @@ def read_ranx(path: Path) -> dict[str, dict[str, int]]:
 
 def read_hf(folder: Path) -> list[GoldQuery]:
     """The folder gold export --format hf writes: ``queries.parquet`` (query_id, query,
-    no_answer) and ``judgments.parquet`` (query_id, doc_id, grade)."""
+    no_answer) and ``judgments.parquet`` (query_id, doc_id, grade), whose judgments are read as
+    every qrels file's (``readers.judge_frame``: one grade a judgment)."""
     import pyarrow.parquet as pq
 
     try:
         queries = pq.read_table(folder / "queries.parquet").to_pylist()
-        judgments = pq.read_table(folder / "judgments.parquet").to_pylist()
     except Exception as exc:  # pyarrow raises several types for a damaged file
         raise InputError(f"cannot read the Parquet files: {exc}", path=folder) from None
-    needed = ({"query_id", "query"}, {"query_id", "doc_id", "grade"})
-    for rows, names, name in zip(
-        (queries, judgments), needed, ("queries", "judgments"), strict=True
-    ):
-        if rows and not names <= rows[0].keys():
-            raise InputError(f"{name}.parquet needs the columns {', '.join(sorted(names))}",
-                             path=folder)  # fmt: skip
+    if queries and not {"query_id", "query"} <= queries[0].keys():
+        raise InputError("queries.parquet needs the columns query, query_id", path=folder)
+    judgments = folder / "judgments.parquet"
     judged: dict[str, dict[str, int]] = {str(q["query_id"]): {} for q in queries}
-    for row in judgments:
-        docs = judged.setdefault(str(row["query_id"]), {})
-        docs[str(row["doc_id"])] = _grade(row["grade"], folder / "judgments.parquet", 1)
+    judged.update(judge_frame(qrels_frame(judgments)[0], judgments, "row"))
     topics = {str(q["query_id"]): q["query"] for q in queries}
-    return _join(judged, topics, folder / "judgments.parquet")
+    return _join(judged, topics, judgments)
+
+
+# Where a BEIR or MTEB folder keeps its queries and a split's qrels: BEIR's zips and MTEB's
+# older Hugging Face repos (mteb/scifact) have queries.jsonl and qrels/test.tsv or test.jsonl;
+# the Parquet conversions have qrels/test-00000-of-00001.parquet.
+_BEIR_QUERIES = ("queries.jsonl", "queries.jsonl.gz")
+_BEIR_QRELS = ("{}.tsv", "{}.tsv.gz", "{}.jsonl", "{}.jsonl.gz", "{}.parquet", "{}-*.parquet")
+
+
+def beir_files(folder: Path, split: str) -> tuple[Path, Path]:
+    """A BEIR or MTEB folder's queries file and ``split``'s qrels file, or an InputError saying
+    what the folder lacks."""
+    queries = next((folder / n for n in _BEIR_QUERIES if (folder / n).is_file()), None)
+    found = [q for pattern in _BEIR_QRELS for q in sorted((folder / "qrels").glob(
+        pattern.format(glob.escape(split))))]  # fmt: skip
+    if queries is None and not found:
+        raise InputError(f"holds no judgments gold import reads: it reads {IMPORT_LAYOUTS}",
+                         path=folder)  # fmt: skip
+    if not found:
+        held = sorted(p.name for p in (folder / "qrels").glob("*")) or ["nothing"]
+        raise InputError(
+            f"a BEIR folder needs qrels/{split}.tsv (or {split}.jsonl, {split}.parquet, "
+            f"{split}-*.parquet); qrels/ holds {', '.join(held[:5])}: name the split with --split",
+            path=folder,
+        )
+    if queries is None:
+        raise InputError("a BEIR folder needs queries.jsonl", path=folder)
+    if len(found) > 1:
+        names = ", ".join(p.name for p in found)
+        raise InputError(f"qrels/ holds {len(found)} files for {split} ({names}): keep one",
+                         path=folder)  # fmt: skip
+    return queries, found[0]
+
+
+def is_tsv(path: Path) -> bool:
+    return _suffix(path) == ".tsv"
 
 
 def read_beir(folder: Path, split: str = "test", notes: list[str] | None = None) -> list[GoldQuery]:
-    queries_path, qrels_path = folder / "queries.jsonl", folder / "qrels" / f"{split}.tsv"
-    for needed in (queries_path, qrels_path):
-        if not needed.is_file():
-            raise InputError(f"a BEIR folder needs {needed.relative_to(folder)}", path=folder)
+    queries_path, qrels_path = beir_files(folder, split)
     topics = read_topics(queries_path)
+    if not is_tsv(qrels_path):
+        frame, unit = qrels_frame(qrels_path)
+        return _join(judge_frame(frame, qrels_path, unit), topics, qrels_path, notes)
     qrels: dict[str, dict[str, int]] = {}
     lines = _read_lines(qrels_path)
     for n, line in enumerate(lines, 1):
@@ -668,18 +741,26 @@ def _zeros_hint(missing: list[str], topics: dict[str, str]) -> str:
 
 
 def parse_grade_map(text: str | None) -> dict[int, int] | None:
-    """``"1=2,2=2,3=1,4=1,-1=0"`` -> {1: 2, 2: 2, 3: 1, 4: 1, -1: 0}."""
+    """``"1=2,2=2,3=1,4=1,-1=0"`` -> {1: 2, 2: 2, 3: 1, 4: 1, -1: 0}. A grade may be an NTCIR
+    level (``L2=2``: the level's number). Each side is a grade within GRADE_LIMIT, as a file's
+    grade is: a map cannot make a grade no scale has readable."""
     if not text:
         return None
     mapping = {}
     for part in text.split(","):
         src, sep, dst = part.partition("=")
+        level = ntcir_level(src)
         try:
-            mapping[int(src)] = int(dst)
+            key, value = (level if level is not None else int(src)), int(dst)
         except ValueError:
             sep = ""
         if not sep:
             raise InputError(f"--grade-map is written like 1=2,2=1,3=0; could not read {part!r}")
+        past = [g for g in (key, value) if abs(g) > GRADE_LIMIT]
+        if past:
+            raise InputError(f"--grade-map {part.strip()}: {past[0]} is past any scale (at most "
+                             f"{GRADE_LIMIT:,} either way)")  # fmt: skip
+        mapping[key] = value
     return mapping
 
 
@@ -738,12 +819,14 @@ def import_path(
         entries = read_minimal_jsonl(path)
     else:
         texts = qrels_topics(path, fmt, topics, notes, topic_field)
-        qrels = read_ranx(path) if fmt == "ranx" else read_qrels(path)
+        levels = grade_map is not None
+        qrels = read_ranx(path) if fmt == "ranx" else read_qrels(path, levels)
         entries = _join(qrels, texts, path, notes)
     if not entries:
         raise InputError("holds no judgment: nothing to import", path=path)
     if grade_map is not None:
         entries = [_map_grades(e, grade_map, path) for e in entries]
+        notes += _off_scale(entries)
     else:
         check_scale(entries, path)
     result = add_entries(con, entries, origin=f"import:{path.name}", by=by, fmt=fmt, path=path)
@@ -784,6 +867,17 @@ def _suggest_map(found: list[int], *, best_first: bool) -> str:
     parts = [f"{g}={2 if g in answers else 1}" for g in positive]
     parts += [f"{g}=0" for g in sorted((g for g in found if g <= 0), reverse=True)]
     return ",".join(parts)
+
+
+def _off_scale(entries: list[GoldQuery]) -> list[str]:
+    """A note naming the grades a map put off goldmine's 0-2 scale (gains, such as Cranfield's
+    codes kept as ir_datasets reads them): eval scores them, people's grades stay 0-2."""
+    off = sorted({g for e in entries for g in e.judged.values() if g not in GRADES})
+    if not off:
+        return []
+    return [f"--grade-map puts grades off goldmine's 0-2 scale: {', '.join(map(str, off))}; "
+            "kept as gains for eval, while people (gold review, gold label) and gold agreement "
+            "grade 0-2"]  # fmt: skip
 
 
 def _map_grades(entry: GoldQuery, grade_map: dict[int, int], path: Path) -> GoldQuery:

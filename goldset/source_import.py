@@ -25,17 +25,21 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from goldmine.errors import InputError
-from goldmine.gold import GRADE_LIMIT, GoldQuery
+from goldmine.gold import GoldQuery
 from goldmine.goldset import bulk
 from goldmine.goldset.exchange import (
+    GRADES,
     _is_header,
     _join,
     _json_lines,
     _match,
     _read_lines,
+    beir_files,
     check_scale,
     check_topics,
     file_format,
+    is_tsv,
+    levels_refused,
     qrels_topics,
     read_hf,
     read_minimal_jsonl,
@@ -43,7 +47,13 @@ from goldmine.goldset.exchange import (
     read_topics,
 )
 from goldmine.goldset.items import current_snapshot, now
-from goldmine.readers import is_qrels_header
+from goldmine.readers import (
+    NTCIR_LEVEL,
+    is_qrels_header,
+    no_grade,
+    qrels_frame,
+    refuse_twice,
+)
 from goldmine.store import registered, transaction
 from goldmine.text import normalize_query
 
@@ -108,7 +118,7 @@ def import_source(
     judgments, texts = _read(path, fmt, topics, split, topic_field, notes)
     if not judgments.height:  # else the source's judgments would be replaced by none
         raise InputError("holds no judgment: nothing to import", path=path)
-    judgments = _graded(judgments, grade_map, path)
+    judgments = _graded(judgments, grade_map, _judged_file(path, fmt, split))
     result = SourceImported(source=source, path=str(path), format=fmt, notes=notes)
     with transaction(con):
         mapping = _items_for(con, texts, source, by, path, result)
@@ -119,6 +129,13 @@ def import_source(
 # --- reading -----------------------------------------------------------------------------------
 
 
+def _judged_file(path: Path, fmt: str, split: str) -> Path:
+    """The file whose lines (or Parquet rows) the judgments' ``line`` counts."""
+    if fmt == "beir":
+        return beir_files(path, split)[1]
+    return path / "judgments.parquet" if fmt == "hf" else path
+
+
 def _read(
     path: Path, fmt: str, topics: Path | None, split: str, field_: str, notes: list[str]
 ) -> tuple[pl.DataFrame, dict[str, str | None]]:
@@ -126,11 +143,9 @@ def _read(
     if fmt == "jsonl":
         return _jsonl(path)
     if fmt == "beir":
-        queries, qrels = path / "queries.jsonl", path / "qrels" / f"{split}.tsv"
-        for needed in (queries, qrels):
-            if not needed.is_file():
-                raise InputError(f"a BEIR folder needs {needed.relative_to(path)}", path=path)
-        return _with_text(_columns(qrels, tab=True), read_topics(queries), qrels)
+        queries, qrels = beir_files(path, split)
+        judged = _columns(qrels, tab=True) if is_tsv(qrels) else _records(qrels)
+        return _with_text(judged, read_topics(queries), qrels)
     if fmt == "hf":  # what gold export --format hf writes: the texts are in it
         entries = read_hf(path)
         return _entries(entries, [1] * len(entries))  # Parquet rows have no line
@@ -147,7 +162,8 @@ def _columns(path: Path, *, tab: bool) -> pl.DataFrame:
     """Qrels lines cut into columns by polars: TREC's ``qid iter doc grade`` (the second column
     is ``0`` or ``Q0``, both in the wild, and never read) or ``qid doc grade``; BEIR's
     tab-separated ``query-id corpus-id score`` after its header row."""
-    lines = pl.DataFrame({"raw": _read_lines(path)}).with_row_index("line", offset=1)
+    lines = pl.DataFrame({"raw": _read_lines(path)}, schema={"raw": pl.Utf8})
+    lines = lines.with_row_index("line", offset=1)
     cut = pl.col("raw").str.split("\t") if tab else pl.col("raw").str.extract_all(r"\S+")
     parts = lines.with_columns(p=cut, n=cut.list.len()).filter(
         pl.col("raw").str.strip_chars() != ""
@@ -170,6 +186,13 @@ def _columns(path: Path, *, tab: bool) -> pl.DataFrame:
         raw_grade=pl.col("p").list.get(-1).str.strip_chars(),
         line=pl.col("line").cast(pl.Int64),
     )
+
+
+def _records(path: Path) -> pl.DataFrame:
+    """BEIR's and MTEB's qrels as JSON lines or Parquet, one judgment a record (a Parquet row's
+    place is its row number); ids as the text they print as."""
+    frame, _ = qrels_frame(path)
+    return frame.select(file_qid="qid", chunk_id="doc", raw_grade="grade", line="place")
 
 
 def _with_text(
@@ -203,21 +226,24 @@ def _entries(
 
 
 def _graded(judgments: pl.DataFrame, grade_map: dict[int, int] | None, path: Path) -> pl.DataFrame:
-    """``grade`` on goldmine's scale: the written grade as a whole number, through the map."""
-    number = pl.col("raw_grade").cast(pl.Float64, strict=False)
+    """``grade`` on goldmine's scale: the written grade as a whole number (an NTCIR level, L2,
+    as its number when a map reads levels), through the map."""
+    level = pl.col("raw_grade").str.extract(f"^{NTCIR_LEVEL.pattern}$", 1)
+    if grade_map is None:
+        levels = judgments.filter(level.is_not_null()).head(1)
+        if levels.height:
+            raise levels_refused(judgments["raw_grade"].drop_nulls(), path, levels["line"][0])
+    else:
+        _on_the_scale(grade_map)
+    number = pl.coalesce(level, pl.col("raw_grade")).cast(pl.Float64, strict=False)
     checked = judgments.with_columns(number=number)
-    bad = checked.filter(
-        pl.col("raw_grade").is_not_null()
-        & (
-            pl.col("number").is_null()
-            | (pl.col("number") != pl.col("number").floor())
-            | (pl.col("number").abs() > GRADE_LIMIT)  # inf, or past what a grade column holds
-        )
-    ).head(1)
+    bad = checked.filter(pl.col("raw_grade").is_not_null() & no_grade(pl.col("number"))).head(1)
     if bad.height:
         raise InputError(f"grade {bad['raw_grade'][0]!r} is not a whole number in range",
                          path=path, line=bad["line"][0])  # fmt: skip
     graded = checked.with_columns(grade=pl.col("number").cast(pl.Int64)).drop("number")
+    unit = "row" if path.suffix.lower() == ".parquet" else "line"
+    refuse_twice(graded.rename({"line": "place"}), path, unit, ("file_qid", "chunk_id"))
     found = sorted(graded["grade"].drop_nulls().unique().to_list())
     if grade_map is None:
         check_scale([GoldQuery("grades", "", {str(g): g for g in found})], path)
@@ -228,6 +254,15 @@ def _graded(judgments: pl.DataFrame, grade_map: dict[int, int] | None, path: Pat
     return graded.with_columns(
         grade=pl.col("grade").replace_strict(grade_map, default=None, return_dtype=pl.Int64)
     )
+
+
+def _on_the_scale(grade_map: dict[int, int]) -> None:
+    """A source's grades are compared on goldmine's 0-2 scale (``gold agreement``): a map
+    sending a grade off it would drop that judgment out of every comparison."""
+    off = [f"{g}={to}" for g, to in grade_map.items() if to not in GRADES]
+    if off:
+        raise InputError(f"--grade-map {off[0]} sends a grade off goldmine's 0-2 scale: a "
+                         "source's grades are compared on it (gold agreement)")  # fmt: skip
 
 
 # --- writing -----------------------------------------------------------------------------------
