@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -129,11 +130,38 @@ def _run_from_mapping(value: Mapping) -> Run:
                 f"run: query {qid!r}: expected {{doc: score}} or a list of ranked ids, "
                 f"got {type(ranked).__name__}"
             )
+        elif _pairs(qid, ranked):
+            results[qid], scores[qid] = _ordered(qid, _first_of_each(ranked))
         else:
             results[qid] = list(map(str, ranked))
             listed = True
     run = Run(results, "dict", None, "dict", scores=scores or None)
     return dedupe(run) if listed else run  # a dict's ids are unique already
+
+
+def _pairs(qid: str, ranked: Iterable) -> bool:
+    """Whether a query's list is of (id, score) pairs, as retrievers return them; a set (no
+    order) or a list of anything but ids or pairs is refused. The first item tells."""
+    if isinstance(ranked, set | frozenset):
+        raise InputError(f"run: query {qid!r}: a set has no order; give a list of ranked ids "
+                         "(best first) or {doc: score}")  # fmt: skip
+    first = next(iter(ranked), None)
+    if first is None or isinstance(first, str | numbers.Integral) and not isinstance(first, bool):
+        return False
+    if isinstance(first, tuple | list) and len(first) == 2 and not isinstance(first[1], str):
+        return True
+    raise InputError(f"run: query {qid!r}: expected (id, score) pairs or ids, got {first!r}")
+
+
+def _first_of_each(pairs: Iterable) -> dict[str, object]:
+    """{id: score} of (id, score) pairs, an id given twice keeping its first score (as a
+    ranked list keeps an id at its first rank)."""
+    out: dict[str, object] = {}
+    for pair in pairs:
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise InputError(f"run: expected (id, score) pairs or ids, got {pair!r}")
+        out.setdefault(str(pair[0]), pair[1])
+    return out
 
 
 def _ordered(qid: str, ranked: Mapping) -> tuple[list[str], list[float]]:

@@ -124,6 +124,24 @@ def test_bad_input_is_an_input_error_that_says_what() -> None:
         goldmine.evaluate(pl.DataFrame({"query_id": ["q1"], "grade": [1]}), {"q1": ["d1"]})
 
 
+def test_a_run_of_pairs_or_a_set_is_read_or_refused_never_scored_wrong() -> None:
+    """What retrievers hand back: a list of (id, score) pairs (bm25s, a vector store's
+    ``similarity_search_with_score``) was taken as a list of ids that are tuples, so nothing
+    matched and the run scored 0 without a word; a set of ids, which has no order, was scored
+    in whatever order Python iterated it."""
+    gold = {"q1": {"d1": 2, "d2": 0}, "q2": {"d3": 1}}
+    pairs = {"q1": [("d2", 0.9), ("d1", 0.8)], "q2": [["d3", 0.5]]}
+    assert goldmine.evaluate(gold, pairs, ["mrr"]).mean == {"mrr": 0.75}
+    assert goldmine.evaluate(gold, pairs, ["mrr"]).mean == goldmine.evaluate(
+        gold, {"q1": {"d2": 0.9, "d1": 0.8}, "q2": {"d3": 0.5}}, ["mrr"]).mean  # fmt: skip
+    with pytest.raises(goldmine.InputError, match="a set has no order"):
+        goldmine.evaluate(gold, {"q1": {"d2", "d1"}}, ["mrr"])
+    with pytest.raises(goldmine.InputError, match=r"query 'q1'.*\(id, score\) pairs or ids"):
+        goldmine.evaluate(gold, {"q1": [("d2", 0.9, "x")]}, ["mrr"])
+    with pytest.raises(goldmine.InputError, match=r"query 'q1'.*\(id, score\) pairs or ids"):
+        goldmine.evaluate(gold, {"q1": [{"id": "d2"}]}, ["mrr"])
+
+
 # --- against pytrec_eval on random cases ----------------------------------------------------------
 
 # goldmine name -> pytrec_eval (trec_eval) measure
