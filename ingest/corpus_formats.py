@@ -11,11 +11,15 @@ lines that open a record (``.I``, ``<DOC>``) and, for SMART, each field's marker
 few vector passes over the bytes, and DuckDB gets one row per record, slices of the file's bytes,
 to cut the fields from (by pattern for TREC, as the TREC tools read these files, never with an
 XML parser, which would stop at the first bare ``&``; a TREC record of the usual layout has its
-fields cut where those patterns would cut them, by numpy at its tags). A file the split cannot
-read as the line reader would (invalid UTF-8, a CR ending no line) and TSV are read as lines
-by DuckDB (``read_by_line``): a running count of the record-opening lines numbers each line's
-record, and the records are gathered in SQL, at 10-30 times a bare read's cost for SMART and
-TREC.
+fields cut where those patterns would cut them, by numpy at its tags). The split hands the stage
+each record's fields as text columns (``files.typed_rows``, as a TSV collection's): no JSON object
+is made per record nor parsed again (``json_object`` was half of the statements' time); a SMART
+file with a field of another letter (CACM's ``.K``), a key of its own, is split again into JSON
+objects. Splitting the records by native code rather than numpy was measured slower (see
+``_BLOCK``). A file the split cannot read as the line reader would (invalid UTF-8, a CR ending
+no line) and TSV are read as lines by DuckDB (``read_by_line``): a running count of the
+record-opening lines numbers each line's record, and the records are gathered in SQL, at 10-30
+times a bare read's cost for SMART and TREC.
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ import duckdb
 
 # Field letters with the names ir_datasets gives them; other letters keep their own.
 SMART_FIELDS = {"I": "id", "T": "title", "W": "text", "A": "author", "B": "bib"}
+# A record's keys in the order of its JSON object (``gm_raw``), and of its text columns when the
+# split hands them so (``read_split``): a SMART file's, unless a field of another letter is in it.
+SMART_KEYS = ("title", "id", "text", "author", "bib")
+TREC_KEYS = ("id", "title", "text")
 
 _SMART_LINE = re.compile(rb"^\.I(?:[ \t]+\S+)?[ \t]*\r?$")
 _TREC_LINE = re.compile(rb"^\s*<DOC>", re.IGNORECASE)
@@ -149,16 +157,42 @@ def _field(tag: str, sep: str = "chr(10)", items: str = "s", value: str = "x.v")
     )
 
 
-def _values(field) -> str:
-    """The JSON object's pairs of the known fields but the title, each by ``field(tag)``."""
-    return ", ".join(
-        f"'{name}', nullif({field(tag)}, '')" if name != "text" else f"'text', {field(tag)}"
-        for tag, name in SMART_FIELDS.items()
-        if name != "title"
+def _line_field(tag: str) -> str:
+    """The line reader's field ``tag``: a title's lines joined by spaces, others' by LFs."""
+    return _field(tag, "' '" if tag == "T" else "chr(10)")
+
+
+def _smart_values(field) -> tuple[str, ...]:
+    """SQL of the known fields' values in ``SMART_KEYS``' order, each field's text by
+    ``field(tag)``: the title's white space collapsed, an empty value null but the text's."""
+    title = f"nullif(regexp_replace({field('T')}, '\\s+', ' ', 'g'), '')"
+    return (title, *(
+        field(tag) if name == "text" else f"nullif({field(tag)}, '')"
+        for tag, name in SMART_FIELDS.items() if name != "title"
+    ))  # fmt: skip
+
+
+def _object(keys: tuple[str, ...], values: tuple[str, ...]) -> str:
+    """SQL of the JSON object of ``keys`` with the SQL ``values``."""
+    return (
+        "json_object(" + ", ".join(f"'{k}', {v}" for k, v in zip(keys, values, strict=True)) + ")"
     )
 
 
-_SMART_VALUES = _values(_field)
+def _fields(keys: tuple[str, ...], values: tuple[str, ...], typed: bool) -> str:
+    """A record's columns: ``raw``, the JSON object of ``keys``; with ``typed``, its values as
+    the text columns ``gm_f1``.. (``files.typed_rows`` reads them, no JSON made or parsed) and
+    ``raw`` null (``files.raw_view`` makes the same object from them, for who reads it)."""
+    if typed:
+        return f"NULL::VARCHAR AS raw, {_columns(values)}"
+    return f"{_object(keys, values)}::VARCHAR AS raw"
+
+
+def _columns(values: tuple[str, ...]) -> str:
+    """SQL naming the ``values`` ``gm_f1``.., in order."""
+    return ", ".join(f"{v} AS gm_f{i}" for i, v in enumerate(values, start=1))
+
+
 # One aggregate per record: its lines, each with the letter of the field it is in (a join with
 # the marker lines), as a list sorted by line; the fields are cut from the list. Cheaper than an
 # ordered string_agg per field and then per record.
@@ -186,8 +220,7 @@ records AS (
 ),
 built AS (
     SELECT rec, line, err, {_field("I")} AS id,
-           json_object('title', nullif(regexp_replace({_field("T", "' '")}, '\\s+', ' ', 'g'), ''),
-                       {_SMART_VALUES}) AS known,
+           {_object(SMART_KEYS, _smart_values(_line_field))} AS known,
            array_to_string(list_transform(s, lambda x: x.v), chr(10)) AS text
     FROM records
 )
@@ -277,19 +310,26 @@ clean AS (  -- the blocks' lines: LFs trimmed at the end only if the last block 
                 ELSE trim(array_to_string(blocks, chr(10)), chr(10)) END AS text
     FROM blocks
 )
-SELECT line,
-       CASE WHEN rec <= 0 THEN doc
-            ELSE json_object('id', docno, 'title', nullif(title, ''), 'text', text)::VARCHAR
-       END AS raw,
+SELECT line, /*record*/,
        CASE WHEN err IS NOT NULL THEN err
             WHEN rec = 0 THEN 'text before the first <DOC> line' END AS err
 FROM clean
 """
+_TREC_VALUES = ("docno", "nullif(title, '')", "text")
 
 
-def _trec_sql(docs: str) -> str:
-    """The TREC reader over the documents ``docs`` gives (SQL of rec, line, err, doc)."""
-    return f"WITH docs AS ({docs}) SELECT * FROM ({_TREC_FIELDS})"
+def _trec_sql(docs: str, typed: bool = False) -> str:
+    """The TREC reader over the documents ``docs`` gives (SQL of rec, line, err, doc); a line
+    before the first record is its text in ``raw``; with ``typed``, a record's fields are text
+    columns (see ``_fields``)."""
+    values = tuple(f"CASE WHEN rec > 0 THEN {v} END" for v in _TREC_VALUES)
+    record = f"CASE WHEN rec <= 0 THEN doc END AS raw, {_columns(values)}"
+    if not typed:
+        record = (
+            f"CASE WHEN rec <= 0 THEN doc ELSE {_object(TREC_KEYS, _TREC_VALUES)}::VARCHAR "
+            "END AS raw"
+        )
+    return f"WITH docs AS ({docs}) SELECT * FROM ({_TREC_FIELDS.replace('/*record*/', record)})"
 
 
 _TREC = f"CREATE OR REPLACE TEMP TABLE gm_src AS {_trec_sql(_TREC_LINE_DOCS)}"
@@ -349,6 +389,13 @@ def read_tsv(con: duckdb.DuckDBPyConnection, path: Path, compression: str) -> li
 # at the last record start, so memory holds a block and not the file. What only the line reader
 # reads exactly (invalid UTF-8, NUL bytes, a CR that ends no line, a TREC <DOC> after other text
 # on its line) sends the whole file to the line reader.
+# The split into records was measured against native ways (bench_corpus_formats' 1M-record SMART
+# file, records into a table with their lines, against a bare read of the lines into a table, CPU
+# time): numpy's cut 1.36x; pyarrow's split_pattern per block 2.53x; polars' str.split per block
+# 2.46x; polars' read_csv of the lines, cum_sum and a str.join per record 4.16x; DuckDB's read of
+# the lines, a running sum and an ordered string_agg per record 4.9-6.4x; DuckDB's string_split
+# of a block 25.7x, of the whole file (read_text) 220x. What costs past the cut is the fields'
+# numpy and the statements, not the split.
 _BLOCK = 64 << 20  # bytes split into records at a time
 _BOM = b"\xef\xbb\xbf"
 T = TypeVar("T")
@@ -382,22 +429,27 @@ def _letter(tag: str) -> str:
     return _field(tag, items="g", value="ltrim(x.v, chr(10))")
 
 
-_SPLIT_VALUES = _values(_letter)
 _OTHER_VALUE = (
     "trim(array_to_string(list_transform(list_filter(g, lambda x: x.t = k), lambda x: x.v), "
     "chr(10)), chr(10) || chr(13) || ' ')"
 )
-_SMART_SPLIT = f"""
-INSERT INTO gm_src
-SELECT line,
-       CASE WHEN len(others) = 0 THEN known::VARCHAR
+# Fields of other letters (CACM's .K, .X) merged into the object: only without ``typed``.
+_MERGED = f"""CASE WHEN len(others) = 0 THEN known::VARCHAR
             ELSE json_merge_patch(known, to_json(map_from_entries(list_transform(others,
-                     lambda k: {{'k': k, 'v': {_OTHER_VALUE}}}))))::VARCHAR END AS raw,
+                     lambda k: {{'k': k, 'v': {_OTHER_VALUE}}}))))::VARCHAR END AS raw"""
+
+
+def _smart_split(typed: bool) -> str:
+    """SMART records from the lists of their fields; ``typed``: with no field of another
+    letter in the file, so ``others`` is empty and ``known``'s values are the columns."""
+    values = _smart_values(_letter)
+    return f"""
+INSERT INTO gm_src BY NAME
+SELECT line, {_columns(values) + ", NULL::VARCHAR AS raw" if typed else _MERGED},
        CASE WHEN contains(id, chr(10)) THEN 'text after the .I line before the next field' END
+           AS err
 FROM (
-    SELECT line, g, {_letter("I")} AS id,
-           json_object('title', nullif(regexp_replace({_letter("T")}, '\\s+', ' ', 'g'), ''),
-                       {_SPLIT_VALUES}) AS known,
+    SELECT line, g, {_letter("I")} AS id, {_object(SMART_KEYS, values)} AS known,
            list_distinct(list_transform(list_filter(g, lambda x: x.t NOT IN ({_KNOWN})),
                                         lambda x: x.t)) AS others
     FROM (SELECT line, list_transform(f, lambda x: {{'t': chr(x.t),
@@ -405,6 +457,8 @@ FROM (
           FROM gm_chunk)
 )
 """
+
+
 # Whitespace that the title's ``\s+`` would change: a line end, a tab, a run of spaces.
 _RUNS = "(contains(T, chr(10)) OR contains(T, chr(9)) OR contains(T, chr(12)) OR contains(T, '  '))"
 
@@ -414,50 +468,56 @@ _RUNS = "(contains(T, chr(10)) OR contains(T, chr(9)) OR contains(T, chr(12)) OR
 # so no list is walked and no lambda runs. The title's white space is collapsed only if it may
 # need it: ``r``, it holds a byte below 14 (a line end, a tab, a form feed: found there too),
 # or a run of spaces. The records holding a CR come apart (``crs``): only their fields lose it.
-def _smart_simple(crs: bool) -> str:
+def _smart_simple(crs: bool, typed: bool) -> str:
     fields = (f"replace({t}, chr(13), '') AS {t}" if crs else t for t in "ITWAB")
+    title = (
+        "nullif(CASE WHEN r OR contains(T, '  ') THEN regexp_replace(T, '\\s+', ' ', 'g') "
+        "ELSE T END, '')"
+    )
+    values = (title, "nullif(I, '')", "W", "nullif(A, '')", "nullif(B, '')")
     return f"""
-INSERT INTO gm_src
-SELECT line,
-       json_object('title', nullif(CASE WHEN r OR contains(T, '  ')
-                                        THEN regexp_replace(T, '\\s+', ' ', 'g') ELSE T END, ''),
-                   'id', nullif(I, ''), 'text', W, 'author', nullif(A, ''), 'bib', nullif(B, ''))
-           ::VARCHAR AS raw,
+INSERT INTO gm_src BY NAME
+SELECT line, {_fields(SMART_KEYS, values, typed)},
        CASE WHEN contains(I, chr(10)) THEN 'text after the .I line before the next field' END
+           AS err
 FROM (SELECT line, r, {", ".join(fields)} FROM gm_chunk)
 """
 
 
-_SMART_SIMPLE, _SMART_SIMPLE_CRS = _smart_simple(False), _smart_simple(True)
-
-_TREC_SPLIT = f"""
-INSERT INTO gm_src {
-    _trec_sql(
+def _trec_split(typed: bool) -> str:
+    docs = (
         f"SELECT 1 AS rec, line, NULL AS err, {_clean('v', 'b', 'c', False)} AS doc FROM gm_chunk"
     )
-}
-"""
+    return f"INSERT INTO gm_src BY NAME {_trec_sql(docs, typed)}"
+
+
 # TREC records of the usual layout, over ``gm_chunk(line, c, m, I, T, X)``: DOCNO, title and
 # text cut from the file's bytes as ``_TREC_FIELDS``' patterns cut them (``Split.trec``) and
 # trimmed there, so a field is cleaned by the same expressions only when it holds what they
 # change: for the text a tag, a tab or two spaces (``m``, found there too), for the title any
 # white space but one space.
-_TREC_CUT = f"""
-INSERT INTO gm_src
-SELECT line,
-       json_object('id', I,
-                   'title', nullif(CASE WHEN contains(T, '<') THEN trim({_untagged("T", _WHITE)})
-                                        WHEN {_RUNS} THEN regexp_replace(T, '\\s+', ' ', 'g')
-                                        ELSE T END, ''),
-                   'text', {_block("X", marked="m")})::VARCHAR,
-       NULL
+def _trec_cut(typed: bool) -> str:
+    title = f"""nullif(CASE WHEN contains(T, '<') THEN trim({_untagged("T", _WHITE)})
+                    WHEN {_RUNS} THEN regexp_replace(T, '\\s+', ' ', 'g') ELSE T END, '')"""
+    values = ("I", title, _block("X", marked="m"))
+    return f"""
+INSERT INTO gm_src BY NAME
+SELECT line, {_fields(TREC_KEYS, values, typed)}
 FROM (SELECT line, I, T, m, CASE WHEN c THEN replace(X, chr(13), '') ELSE X END AS X
       FROM gm_chunk)
 """
+
+
+# Each statement as it makes JSON objects (False) and text columns (True).
+_SMART_SIMPLE = {typed: _smart_simple(False, typed) for typed in (False, True)}
+_SMART_SIMPLE_CRS = {typed: _smart_simple(True, typed) for typed in (False, True)}
+_SMART_SPLIT = {typed: _smart_split(typed) for typed in (False, True)}
+_TREC_SPLIT = {typed: _trec_split(typed) for typed in (False, True)}
+_TREC_CUT = {typed: _trec_cut(typed) for typed in (False, True)}
 # The lines before the first record: one reject, at its first line that is not blank.
 _PREFIX = f"""
-INSERT INTO gm_src
-SELECT line + i - 1, text, $err
+INSERT INTO gm_src BY NAME
+SELECT line + i - 1 AS line, text AS raw, $err AS err
 FROM (SELECT line, list_position(list_transform(l, lambda x: {_not_blank("x")}), true) AS i,
              array_to_string(list_filter(l, lambda x: {_not_blank("x")}), chr(10)) AS text
       FROM (SELECT line, string_split(replace(v, chr(13), ''), chr(10)) AS l FROM gm_chunk))
@@ -467,22 +527,45 @@ _PREFIX_ERR = {"smart": "text before the first .I line", "trec": "text before th
 
 
 def read_split(
-    con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str, block: int = _BLOCK
-) -> None:
+    con: duckdb.DuckDBPyConnection,
+    fmt: str,
+    path: Path,
+    compression: str,
+    block: int = _BLOCK,
+    typed: bool = True,
+) -> list[str] | None:
     """``gm_src`` from the file split into records ``block`` bytes at a time (see ``_BLOCK``);
     raises NeedsLines for a file only ``read_by_line`` reads alike. The next block is cut
-    (numpy, in a thread) while DuckDB inserts this one's records."""
+    (numpy, in a thread) while DuckDB inserts this one's records. With ``typed``, a record's
+    fields are text columns, whose names it returns (see ``read``); a SMART file with a field
+    of another letter is read again without (``corpus_split.NeedsObjects``)."""
+    from goldmine.ingest.corpus_split import NeedsObjects
+
+    try:
+        return _read_split(con, fmt, path, compression, block, typed)
+    except NeedsObjects:
+        return _read_split(con, fmt, path, compression, block, False)
+
+
+def _read_split(
+    con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str, block: int, typed: bool
+) -> list[str] | None:
     from goldmine.ingest.scan import open_compressed
 
-    con.execute("CREATE OR REPLACE TEMP TABLE gm_src (line BIGINT, raw VARCHAR, err VARCHAR)")
+    keys = list(SMART_KEYS if fmt == "smart" else TREC_KEYS) if typed else []
+    columns = "".join(f", gm_f{i} VARCHAR" for i in range(1, len(keys) + 1))
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE gm_src (line BIGINT, raw VARCHAR, err VARCHAR{columns})"
+    )
     with open_compressed(path, compression) as handle:
-        for statements in _prefetched(_blocks(handle, fmt, block)):
+        for statements in _prefetched(_blocks(handle, fmt, block, typed)):
             for sql, table, params in statements:
                 con.register("gm_chunk", table)
                 try:
                     con.execute(sql, params)
                 finally:
                     con.unregister("gm_chunk")
+    return keys or None
 
 
 def _prefetched(items: Iterator[T]) -> Iterator[T]:
@@ -496,7 +579,9 @@ def _prefetched(items: Iterator[T]) -> Iterator[T]:
             yield item
 
 
-def _blocks(handle: BinaryIO, fmt: str, size: int) -> Iterator[list[tuple[str, object, dict]]]:
+def _blocks(
+    handle: BinaryIO, fmt: str, size: int, typed: bool
+) -> Iterator[list[tuple[str, object, dict]]]:
     """For each block of the file, the statements that insert its records: SQL, the Arrow
     table it reads as ``gm_chunk`` and its parameters."""
     from goldmine.ingest.corpus_split import cut, fill
@@ -508,28 +593,30 @@ def _blocks(handle: BinaryIO, fmt: str, size: int) -> Iterator[list[tuple[str, o
         if block is None:  # no record ends in it: read on
             carry = data[:n].tobytes()
         else:
-            yield _statements(fmt, block, prefix=line == 1)
+            yield _statements(fmt, block, line == 1, typed)
             line += len(block.split.starts)  # each line before the cut ends in it
             carry = data[block.end : n].tobytes()
         if final:
             return
 
 
-def _statements(fmt: str, block, prefix: bool) -> list[tuple[str, object, dict]]:
+def _statements(fmt: str, block, prefix: bool, typed: bool) -> list[tuple[str, object, dict]]:
     """The statements inserting a block's records; with ``prefix``, the lines before the
-    first record are one reject."""
-    from goldmine.ingest.corpus_split import batched
+    first record are one reject; with ``typed``, the records' fields as text columns."""
+    from goldmine.ingest.corpus_split import NeedsObjects, batched, other_fields
 
+    if typed and fmt == "smart" and other_fields(block):
+        raise NeedsObjects
     tables = []
     if prefix and block.prefix:
         tables.append((_PREFIX, block.split.prefix(block.prefix), {"err": _PREFIX_ERR[fmt]}))
     if len(block.recs) and fmt == "smart":
         plain, crs, fields = block.split.smart(block.recs, block.marks)
-        tables += [(_SMART_SIMPLE, plain, {}), (_SMART_SIMPLE_CRS, crs, {})]
-        tables.append((_SMART_SPLIT, fields, {}))
+        tables += [(_SMART_SIMPLE[typed], plain, {}), (_SMART_SIMPLE_CRS[typed], crs, {})]
+        tables.append((_SMART_SPLIT[typed], fields, {}))
     elif len(block.recs):
         cut, other = block.split.trec(block.recs, block.tags)
-        tables += [(_TREC_CUT, cut, {}), (_TREC_SPLIT, other, {})]
+        tables += [(_TREC_CUT[typed], cut, {}), (_TREC_SPLIT[typed], other, {})]
     return [(sql, batched(table), params) for sql, table, params in tables if table.num_rows]
 
 
@@ -537,16 +624,17 @@ def read(
     con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str
 ) -> list[str] | None:
     """``gm_src(line, raw, err)``: the records of a file in ``fmt`` (smart, trec or tsv), as
-    JSON objects in ``raw``; or, when it returns the records' field names (TSV), as text
-    columns ``gm_f1``.. of those names (see ``files.typed_rows``)."""
+    JSON objects in ``raw``; or, when it returns the records' field names (TSV, and SMART and
+    TREC split into records), as text columns ``gm_f1``.. of those names (see
+    ``files.typed_rows``). A SMART file with fields of other letters (CACM's .K, .X: metadata
+    under their letter, which a fixed set of columns has not) is split again into objects."""
     if fmt == "tsv":
         return read_tsv(con, path, compression)
     if fmt in ("smart", "trec"):
         from goldmine.ingest.corpus_split import NeedsLines
 
         try:
-            read_split(con, fmt, path, compression)
-            return None
+            return read_split(con, fmt, path, compression)
         except NeedsLines:
             pass
     return read_by_line(con, fmt, path, compression)

@@ -27,6 +27,11 @@ class NeedsLines(Exception):
     that ends no line, a TREC <DOC> after other text on its line)."""
 
 
+class NeedsObjects(Exception):
+    """A SMART file has a field of a letter other than I, T, W, A and B: its records are JSON
+    objects, that field's letter a key, rather than a fixed set of text columns."""
+
+
 @dataclass
 class Block:
     """The records of a block of the file: ``end`` bytes of it, the lines before the first
@@ -97,6 +102,12 @@ def cut(ext: np.ndarray, n: int, fmt: str, line: int, final: bool) -> Block | No
     first = int(recs[0]) if len(recs) else len(starts)
     prefix = int(starts[first]) if len(recs) else end
     return Block(split, end, prefix, recs, np.flatnonzero(groups[first:]) + first, tags)
+
+
+def other_fields(block: Block) -> bool:
+    """SMART: whether a record of ``block`` has a field of a letter other than I, T, W, A, B."""
+    split = block.split
+    return bool((_SMART_SLOTS[split.ext[split.starts[block.marks] + 1]] == 5).any())
 
 
 def _find(ext: np.ndarray, n: int, trec: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

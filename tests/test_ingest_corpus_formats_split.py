@@ -17,6 +17,7 @@ import pytest
 from goldmine.ingest import corpus_formats
 from goldmine.ingest.corpus_formats import read_by_line, read_split
 from goldmine.ingest.corpus_split import NeedsLines
+from goldmine.ingest.files import raw_view
 
 SMART = (
     "stray header\n\n   \n"
@@ -52,11 +53,18 @@ SGML = (
 )
 
 
+# SMART without fields of other letters (CACM's .K, .X): the split hands its records' fields as
+# text columns, where a field of another letter makes it hand JSON objects.
+SMART_KNOWN = SMART.replace(".K\nalgebraic languages\n.X\n100\t5\t1\n101\t5\t1\n", "")
+assert SMART_KNOWN != SMART
+
+
 def _records(path: Path, reader, fmt: str | None = None, **options) -> list[tuple]:
     con = duckdb.connect()
-    reader(con, fmt or path.name.split(".")[0], path, "gzip" if path.suffix == ".gz" else "none",
-           **options)  # fmt: skip
-    rows = con.execute("SELECT line, raw, err FROM gm_src ORDER BY line").fetchall()
+    keys = reader(con, fmt or path.name.split(".")[0], path,
+                  "gzip" if path.suffix == ".gz" else "none", **options)  # fmt: skip
+    raw_view(con, keys)  # records handed as text columns: their JSON object, as the stage's
+    rows = con.execute("SELECT line, raw, err FROM gm_raw ORDER BY line").fetchall()
     con.close()
     return [(line, _parsed(raw), err) for line, raw, err in rows]
 
@@ -77,7 +85,7 @@ def _write(tmp_path: Path, fmt: str, text: str, crlf: bool = False, gz: bool = F
     return path
 
 
-@pytest.mark.parametrize("fmt,text", [("smart", SMART), ("trec", SGML)])
+@pytest.mark.parametrize("fmt,text", [("smart", SMART), ("smart", SMART_KNOWN), ("trec", SGML)])
 @pytest.mark.parametrize("crlf", [False, True])
 @pytest.mark.parametrize("block", [1 << 20, 7, 61])
 def test_split_reads_what_the_line_reader_reads(tmp_path: Path, fmt, text, crlf, block):
@@ -266,17 +274,20 @@ _SMART_OPENERS = (
 )
 
 
-def _smart_file(records: int, seed: int) -> str:
+def _smart_file(records: int, seed: int, others: bool = True) -> str:
+    """``records`` SMART records of the usual layout and odd ones; ``others``: with fields
+    of other letters among them (which the split hands as JSON objects, not text columns)."""
     import random
 
     rng = random.Random(seed)
+    odd = [p for p in _SMART_PARTS if others or not p.startswith((".K", ".X", ".N"))]
     out = ["stray header\n.W\n"] if seed % 2 else []
     for i in range(records):
         if rng.random() < 0.4:  # the bench's layout, as most of a real collection is, in any order
             parts = rng.sample(_SMART_USUAL, k=rng.randint(1, 3))
             opener = _SMART_OPENERS[0]
         else:
-            parts = rng.choices(_SMART_PARTS, k=rng.randint(0, 6))
+            parts = rng.choices(odd, k=rng.randint(0, 6))
             opener = rng.choice(_SMART_OPENERS)
         out.append((opener + "".join(parts)).replace("{i}", str(i)))
     return "".join(out).rstrip("\n")
@@ -285,11 +296,13 @@ def _smart_file(records: int, seed: int) -> str:
 @pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("crlf,gz", [(False, False), (True, False), (False, True)])
 @pytest.mark.parametrize("block", [1 << 20, 97, 1_000])
-def test_split_reads_smart_layouts_as_the_line_reader(tmp_path: Path, seed, crlf, gz, block):
+@pytest.mark.parametrize("others", [True, False])
+def test_split_reads_smart_layouts_as_the_line_reader(tmp_path, seed, crlf, gz, block, others):
     """Records of the usual layout have their fields cut from the bytes (``Split.smart``), the
     others are read from the list of their fields: either way, the line reader's records, with
-    blocks cut anywhere (97 bytes: a record across most block ends)."""
-    path = _write(tmp_path, "smart", _smart_file(300, seed), crlf=crlf, gz=gz)
+    blocks cut anywhere (97 bytes: a record across most block ends), handed as text columns
+    or, with fields of other letters in the file, as JSON objects."""
+    path = _write(tmp_path, "smart", _smart_file(300, seed, others), crlf=crlf, gz=gz)
     expected = _records(path, read_by_line)
     assert len(expected) == 300 + seed % 2  # every record (and the stray text), none lost
     assert _records(path, read_split, block=block) == expected
@@ -324,3 +337,62 @@ def test_the_odd_smart_layouts_take_both_paths(tmp_path: Path, crlf):
     assert (plain if crlf else crs).num_rows == 0
     assert simple.num_rows + fields.num_rows == 300
     assert 0 < sum(simple.column("r").to_pylist()) < simple.num_rows  # a title with a line end
+
+
+def test_the_split_hands_fields_as_text_columns_unless_one_has_another_letter(tmp_path: Path):
+    """The stage reads a split record's fields as text columns, no JSON made or parsed (as a
+    TSV collection's); a SMART field of another letter (CACM's .K) is a key of its own, so
+    such a file is read again as JSON objects, even when the letter first comes in a later
+    block."""
+    con = duckdb.connect()
+    usual = _write(tmp_path, "smart", ".I 1\n.T\na  title\n.W\ntext\n.I 2\n.W\nmore\n")
+    assert read_split(con, "smart", usual, "none") == ["title", "id", "text", "author", "bib"]
+    assert con.execute("SELECT line, raw, err, gm_f1, gm_f2, gm_f3, gm_f4 FROM gm_src ORDER BY line"
+                       ).fetchall() == [(1, None, None, "a title", "1", "text", None),
+                                        (6, None, None, None, "2", "more", None)]  # fmt: skip
+    sgml = _write(tmp_path, "trec", "<DOC>\n<DOCNO> D1 </DOCNO>\n<TEXT>\nx\n</TEXT>\n</DOC>\n")
+    assert read_split(con, "trec", sgml, "none") == ["id", "title", "text"]
+    assert con.execute("SELECT raw, gm_f1, gm_f2, gm_f3 FROM gm_src").fetchall() == [
+        (None, "D1", None, "x")
+    ]
+    cacm = _write(tmp_path, "cacm", ".I 1\n.W\ntext\n" * 20 + ".I 2\n.W\nx\n.K\nkeyword\n")
+    assert read_split(con, "smart", cacm, "none", block=61) is None
+    assert con.execute("SELECT raw FROM gm_src ORDER BY line DESC LIMIT 1").fetchall() == [
+        ('{"title":null,"id":"2","text":"x","author":null,"bib":null,"K":"keyword"}',)
+    ]
+
+
+_FORCE_LINES = {  # a last record with a CR that ends no line sends the file to the line reader
+    "smart": "\n.I 99\n.W\na CR\ralone\n",
+    "trec": "\n<DOC>\n<DOCNO>Z</DOCNO>\n<TEXT>a CR\ralone</TEXT>\n</DOC>\n",
+}
+
+
+@pytest.mark.parametrize("fmt,text", [("smart", SMART_KNOWN), ("trec", SGML)])
+def test_text_columns_store_what_the_line_readers_objects_store(tmp_path: Path, fmt, text):
+    """The split's records (text columns) and the line reader's (JSON objects) store the same
+    chunks, and the same rejects with their lines, reasons and raw objects."""
+    from helpers import run_cli
+
+    split, lines = tmp_path / "split" / fmt, tmp_path / "lines" / fmt
+    for path, data in ((split, text), (lines, text + _FORCE_LINES[fmt])):
+        path.parent.mkdir()
+        path.write_bytes(data.encode())
+    assert read_split(duckdb.connect(), fmt, split, "none") is not None  # text columns
+    with pytest.raises(NeedsLines):
+        read_split(duckdb.connect(), fmt, lines, "none")
+    stored = []
+    for path in (split, lines):
+        db = path.parent / "s.duckdb"
+        proc = run_cli("ingest", "corpus", str(path), "--db", str(db), "--json")
+        assert proc.returncode == 0, proc.stderr
+        con = duckdb.connect(str(db), read_only=True)
+        last = text.count("\n") + 1  # the forced record's lines come after
+        chunks = "SELECT * EXCLUDE (snapshot_id) FROM chunks WHERE chunk_id NOT IN ('99', 'Z')"
+        rejects = "SELECT line, reason, raw FROM rejects WHERE line <= ? ORDER BY line"
+        stored.append((con.execute(chunks + " ORDER BY chunk_id").fetchall(),
+                       con.execute(rejects, [last]).fetchall()))  # fmt: skip
+        con.close()
+    assert stored[0] == stored[1]
+    assert len(stored[0][0]) >= 4 and len(stored[0][1]) >= 2  # chunks, and rejects with raw
+    assert all(raw for _, _, raw in stored[0][1])
