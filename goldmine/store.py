@@ -112,6 +112,7 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     try:
         return [r[0] for r in con.execute("SELECT name FROM schema_migrations").fetchall()]
     except _duckdb_error():
+        _refuse_foreign(con)
         if is_read_only(con):
             return []
     con.execute(
@@ -119,6 +120,29 @@ def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
         " name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
     )
     return []
+
+
+def _refuse_foreign(con: duckdb.DuckDBPyConnection) -> None:
+    """A DuckDB database with tables of its own and no migration record is someone else's (a
+    team's analytics file given as --db): goldmine writes none of its tables into it."""
+    theirs = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND NOT temporary UNION ALL SELECT view_name FROM duckdb_views() "
+            "WHERE database_name = current_database() AND NOT internal AND NOT temporary "
+            "ORDER BY 1"
+        ).fetchall()
+    ]
+    if theirs:
+        path = con.execute(
+            "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+        ).fetchall()[0][0]
+        more = f" and {len(theirs) - 3} more" if len(theirs) > 3 else ""
+        raise InputError(
+            f"{path} is a DuckDB database but not a goldmine store (it holds "
+            f"{', '.join(theirs[:3])}{more}): point --db at a goldmine store or a new file"
+        )
 
 
 def is_read_only(con: duckdb.DuckDBPyConnection) -> bool:

@@ -287,3 +287,28 @@ def test_a_file_that_is_no_store_is_bad_input(cli, tmp_path: Path) -> None:
         result = cli(*args, "--db", str(notes))
         assert result.returncode == 2, result.stderr
         assert "is not a goldmine store (not a DuckDB database file)" in result.stderr
+
+
+def test_another_duckdb_database_is_refused_and_left_as_it_was(cli, tmp_path: Path) -> None:
+    """A team's own DuckDB file given as --db (analytics.duckdb): a read command such as
+    ``gold list`` wrote goldmine's 38 tables into it, and ``goldmine.Store`` (read-only) did
+    too. A DuckDB file that holds tables and is no goldmine store is refused, untouched; an
+    empty DuckDB file is still made a store."""
+    import goldmine
+    from goldmine.errors import InputError
+
+    theirs = tmp_path / "analytics.duckdb"
+    with duckdb.connect(str(theirs)) as con:
+        con.execute("CREATE TABLE page_views (url VARCHAR, n INTEGER)")
+    for args in (["gold", "list"], ["status"], ["add", "hello"]):
+        result = cli(*args, "--db", str(theirs))
+        assert result.returncode == 2, (args, result.stderr)
+        assert "not a goldmine store" in result.stderr and "page_views" in result.stderr
+    with pytest.raises(InputError, match="not a goldmine store"):
+        goldmine.Store(theirs).versions()
+    with duckdb.connect(str(theirs), read_only=True) as con:
+        tables = con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+    assert tables == [("page_views",)]
+    empty = tmp_path / "empty.duckdb"
+    duckdb.connect(str(empty)).close()
+    assert cli("add", "hello", "--db", str(empty)).returncode == 0
