@@ -121,6 +121,16 @@ TUNING = {
         "sk-svcacct-Ab3dE6fG9hJ2kL5mN8pQ1rS4tU7vW0xY",
     ],
     "URL_PASSWORD": ["hunter2", "s3cr3tPass", "p%40ss1"],
+    "EMAIL_SPACED": ["jane.doe @gmail.com", "jsmith82 @ yahoo.co.uk", "p_k@ example.in"],
+    "SSN_DOTS": ["123.45.6789", "078.05.1120"],
+    "SECRET_MORE": [
+        "glpat-xYz12AbCdEfGhIjKlMn3",
+        "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+        "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+        "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",
+        "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
+    ],
+    "WEBHOOK": ["T024BE7LD/B01ABCDEF12/Xk9p2QwErTyUiOp3AsDfGhJk"],
 }
 TUNING_TEMPLATES = {
     "PHONE": [
@@ -158,6 +168,13 @@ TUNING_TEMPLATES = {
         "connect postgres://app:{}@localhost/db fails",
         "DATABASE_URL=mysql://root:{}@db.example.com:3306/shop",
         "redis://:{}@cache.internal:6379/0 timeout",
+    ],
+    "EMAIL_SPACED": ["mail {} please", "contact: {}"],
+    "SSN_DOTS": ["ssn {}", "social security number: {}"],
+    "SECRET_MORE": ["token {} expired", "why is {} rejected", "{} in my .env"],
+    "WEBHOOK": [
+        "webhook https://hooks.slack.com/services/{} returns 404",
+        "POST https://hooks.slack.com/services/{}",
     ],
 }
 TUNING_LOOKALIKES = [
@@ -241,6 +258,8 @@ TUNING_LOOKALIKES = [
     "see https://docs.example.com:443/a@b",
     "ext. 12 is the sales desk",
     "1999-12-31 23:59",
+    "meet jane @ home.com",
+    "hf_hub_download fails offline",
 ]
 HELDOUT = {
     "PHONE": [
@@ -450,6 +469,10 @@ _KIND = {
     "EMAIL_URL_NESTED": "EMAIL",
     "PEM": "SECRET",
     "URL_PASSWORD": "SECRET",
+    "EMAIL_SPACED": "EMAIL",
+    "SSN_DOTS": "SSN",
+    "SECRET_MORE": "SECRET",
+    "WEBHOOK": "SECRET",
 }
 
 

@@ -3,20 +3,22 @@
 A regex alone cannot tell a phone number from an ISBN, an order number or a timestamp's
 ``+0000 2017``, nor a card from an EAN barcode, nor an IPv6 address from ``Face::Detect``. So each
 type is matched on token boundaries and then validated: emails by shape (IDN domains allowed, a
-quoted local part too; also URL-encoded, ``jane%40example.net``, twice in a nested URL, ``%2540``,
-or as UTF-8 bytes, ``j%C3%BCrgen``; and spelled ``jane [at] example [dot] com``), IPv6/IPv4 by
-``ipaddress``, IBANs by ISO 7064 mod 97, cards by Luhn *and* an issuer's prefix and length (in
-groups, also wrapped onto a second line), US SSNs by the SSA's ranges (``ddd-dd-dddd``, other
-layouts only after "SSN"), UK NI numbers by HMRC's prefixes (in capitals, or after "NI number"),
-phone numbers by Google's libphonenumber metadata (``phonenumbers``): valid for one of the
-configured regions, or for any country when written with ``+``, ``%2B``, ``00`` or in a ``wa.me/``
-link; an extension (``ext. 12``) goes with its number, and a ZIP+4 code is none. A bare run of
-digits (``4155552671``) is only a phone next to a word that says so (tel, call, Handy, appelez,
-...); a word such as ISBN or order says it is not. Credentials (``<SECRET>``) are the formats that
-carry their issuer's prefix (AWS key ids, JWTs, GitHub, Slack, Stripe, OpenAI-style and Google
-keys), the token after "Bearer", base64 "user:password" after "Basic", and the value after a name
-such as ``api_key=`` or ``password:``; each must hold a digit, as generated keys do. A PEM private
-key block is one ``<SECRET>``, and so is the password of a URL's user (a connection string,
+quoted local part too, an @ with a space beside it when the local part is no word; also
+URL-encoded, ``jane%40example.net``, twice in a nested URL, ``%2540``, or as UTF-8 bytes,
+``j%C3%BCrgen``; and spelled ``jane [at] example [dot] com``), IPv6/IPv4 by ``ipaddress``, IBANs by
+ISO 7064 mod 97, cards by Luhn *and* an issuer's prefix and length (in groups, also wrapped onto a
+second line), US SSNs by the SSA's ranges (``ddd-dd-dddd``, other layouts, dots too, only after
+"SSN"), UK NI numbers by HMRC's prefixes (in capitals, or after "NI number"), phone numbers by
+Google's libphonenumber metadata (``phonenumbers``): valid for one of the configured regions, or
+for any country when written with ``+``, ``%2B``, ``00`` or in a ``wa.me/`` link; an extension
+(``ext. 12``) goes with its number, and a ZIP+4 code is none. A bare run of digits (``4155552671``)
+is only a phone next to a word that says so (tel, call, Handy, appelez, ...); a word such as ISBN
+or order says it is not. Credentials (``<SECRET>``) are the formats that carry their issuer's
+prefix (AWS key ids, JWTs, GitHub, GitLab, npm, Hugging Face, Slack, Stripe, SendGrid, OpenAI-style
+and Google keys, Telegram bot tokens), the path of a Slack or Discord webhook, the token after
+"Bearer", base64 "user:password" after "Basic", and the value after a name such as ``api_key=`` or
+``password:``; each must hold a digit, as generated keys do. A PEM private key block is one
+``<SECRET>``, and so is the password of a URL's user (a connection string,
 ``postgres://app:<SECRET>@db/prod``), the user and host kept.
 
 This runs in Python, so the SQL side (``redact.py``) sends it only the texts that a cheap RE2
@@ -36,6 +38,7 @@ DEFAULT_REGIONS = ("US", "GB", "DE", "FR", "IN")
 # The literal starts of the credentials SECRET, _BEARER, _BASIC and _NAMED_SECRET find.
 SECRET_MARKS = (
     r"AKIA|ASIA|ABIA|ACCA|eyJ|gh[pousr]_|github_pat_|xox[abposr]-|sk-|_live_|_test_|AIza"
+    r"|glpat-|npm_|hf_|SG\.|[0-9]:AA|hooks\.slack\.com/|/api/webhooks/"
     r"|(?i:basic)\s+[A-Za-z0-9+/]{4,}[0-9+/=]"
     r"|(?i:bearer\s|(?:key|secret|token|passw(?:or)?d|pwd)[\"']?\s*[:=])"
     r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY"
@@ -71,6 +74,10 @@ _DOMAIN = r"(?:[^\W_](?:[\w-]*[^\W_])?\.)+(?:[^\W\d_]{2,}|xn--[a-z0-9-]+)(?![\w-
 EMAIL = re.compile(r"(?<![\w.%+'-])[\w.%+'-]*\w@" + _DOMAIN, re.IGNORECASE)
 # A quoted local part (RFC 5322), as a mail client's address book writes one: "jane doe"@….
 EMAIL_QUOTED = re.compile(r'"[^"\r\n\\]{1,64}"@' + _DOMAIN, re.IGNORECASE)
+# An @ with a space beside it, as a phone keyboard's completion types one ("jane.doe @gmail.com"),
+# if the local part is no word: it holds a dot, a digit, _ or + ("meet jane @ home.com" is prose).
+EMAIL_SPACED = re.compile(r"(?<![\w.%+'-])([\w.%+'-]*\w)(?: @ ?|@ )" + _DOMAIN, re.IGNORECASE)
+_NOT_A_WORD = re.compile(r"[._+0-9]")
 IPV6 = re.compile(
     rf"(?<![{_W}:.])(?:[0-9a-f]{{0,4}}:){{2,7}}(?:[0-9a-f]{{1,4}}|(?:\d{{1,3}}\.){{3}}\d{{1,3}})?"
     rf"(?:%[{_W}.]+)?(?![{_W}:]|\.\d)",
@@ -116,7 +123,7 @@ EMAIL_SPELLED = re.compile(
     re.IGNORECASE,
 )
 # A US SSN written ddd-dd-dddd, or any way beside a word that names it; valid ranges only.
-SSN = re.compile(rf"(?<![{_W}-])(\d{{3}})([- ]?)(\d{{2}})\2(\d{{4}})(?![{_W}]|-\d)")
+SSN = re.compile(rf"(?<![{_W}-])(\d{{3}})([-. ]?)(\d{{2}})\2(\d{{4}})(?![{_W}]|-\d)")
 _SSN_WORDS = re.compile(
     r"\b(?:ssn|ss#|social security(?: number| no\.?)?)(?:\W+(?:is|was|number|no|nr|#|to))?\W{0,3}$",
     re.IGNORECASE,
@@ -142,7 +149,15 @@ SECRET = re.compile(
     r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"
     r"|sk-(?:proj|ant|svcacct|admin)-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9]{20,}"
     r"|AIza[0-9A-Za-z_-]{35}"
+    # GitLab, npm and Hugging Face tokens, SendGrid keys, a Telegram bot's token
+    r"|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}"
+    r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|[0-9]{8,10}:AA[A-Za-z0-9_-]{30,40}"
     r")(?![A-Za-z0-9_-])"
+)
+# A Slack or Discord webhook's URL is its own credential: the path after the service's part.
+_WEBHOOK = re.compile(
+    r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/)"
+    r"([A-Za-z0-9_/-]{20,})"
 )
 # A PEM private key (PKCS#1 and #8, OpenSSH, PGP): the block whole, its lines broken, joined
 # by spaces (a search box keeps one line) or written as JSON's "\n" (a service account's
@@ -333,6 +348,10 @@ def find(
             add(m.start(), m.end(), "EMAIL")
     for m in EMAIL.finditer(text):
         add(m.start(), m.end(), "EMAIL")
+    if " @" in text or "@ " in text:
+        for m in EMAIL_SPACED.finditer(text):
+            if _NOT_A_WORD.search(m.group(1)):
+                add(m.start(), m.end(), "EMAIL")
     if "%40" in text or "%2540" in text:
         for m in EMAIL_URL.finditer(text):
             add(m.start(), m.end(), "EMAIL")
@@ -376,6 +395,9 @@ def _secrets(text: str):
     for m in SECRET.finditer(text):
         if _has_digit(m.group()):
             yield m.start(), m.end()
+    for m in _WEBHOOK.finditer(text):
+        if _has_digit(m.group(1)):
+            yield m.start(1), m.end(1)
     for m in _PEM.finditer(text):
         # a key's body holds digits; "-----BEGIN PRIVATE KEY----- header meaning" is a question
         if m.group(0).endswith("-----END " + m.group(1) + "-----") or _has_digit(m.group(2)):

@@ -114,6 +114,11 @@ def test_pii_from_the_wild_is_redacted(text, expected):
         "see https://docs.example.com:443/a@b",
         "sk-admin panel login",
         "ext. 12 is the sales desk",
+        "meet jane @ home.com",
+        "ping me @ noon.today",
+        "hf_hub_download fails offline",
+        "SG.1 sales report",
+        "time 12:30:AA",
     ],
 )
 def test_look_alikes_of_the_new_types_are_left_alone(text):
@@ -262,4 +267,29 @@ PEM_BODY = (
     ],
 )  # fmt: skip
 def test_formats_of_a_hostile_week_are_redacted(text, expected):
+    assert redacted(text) == expected
+
+
+# More of the same week: an email typed with a space beside its @ (a phone keyboard's
+# autocompletion), an SSN written with dots, and the credentials of other services.
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mail jane.doe @gmail.com please", "mail <EMAIL> please"),
+        ("write to jsmith82 @ yahoo.co.uk", "write to <EMAIL>"),
+        ("ssn 123.45.6789", "ssn <SSN>"),
+        ("token glpat-xYz12AbCdEfGhIjKlMn3 expired", "token <SECRET> expired"),
+        ("npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 leaked", "<SECRET> leaked"),
+        ("HF_TOKEN hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "HF_TOKEN <SECRET>"),
+        ("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 fails",
+         "<SECRET> fails"),
+        ("bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw not answering",
+         "bot <SECRET> not answering"),
+        ("webhook https://hooks.slack.com/services/T024BE7LD/B01ABCDEF12/Xk9p2QwErTyUiOp3AsDfGhJk",
+         "webhook https://hooks.slack.com/services/<SECRET>"),
+        ("https://discord.com/api/webhooks/123456789012345678/AbCdEf-GhIjKlMnOpQrStUvWxYz0123456789"
+         "_abcdefghijklmnopqrstuvwxyzAB 404", "https://discord.com/api/webhooks/<SECRET> 404"),
+    ],
+)  # fmt: skip
+def test_more_of_the_week_is_redacted(text, expected):
     assert redacted(text) == expected
