@@ -169,6 +169,8 @@ def detect_gold_format(text: str) -> str:
         return _json_kind(text, _GOLD_MARKERS)
     first = _first_line(text)
     fields = _data_fields(text, is_qrels_header)
+    if not fields:
+        raise InputError("holds no judgment (a header row and nothing after it)")
     if len(fields) in (3, 4) and ntcir_level(fields[-1]) is not None:
         raise InputError(
             f"grades written as NTCIR levels ({fields[-1]}): eval run reads numbers; import the "
@@ -438,30 +440,38 @@ def _parquet_frame(path: Path) -> pl.DataFrame:
             f"found {', '.join(columns)}",
             path=path,
         )
-    for name in names[:2]:
-        if columns[name].is_float():
-            raise InputError(
-                f"the {name} column holds floats: ids are text, and 1.0 is not the id 1; "
-                "write the ids as strings or integers",
-                path=path,
-            )
+    for name in names:
+        _readable_column(name, columns[name], grade=name == names[2], path=path)
     frame = pl.read_parquet(path, columns=names).with_row_index("place", offset=1)
-    return frame.select(
+    frame = frame.select(
         pl.col("place").cast(pl.Int64),
         *(pl.col(n).cast(pl.String).str.strip_chars().alias(a)
           for n, a in zip(names, ("qid", "doc", "grade"), strict=True)),
     )  # fmt: skip
-
-
-def judge_frame(frame: pl.DataFrame, path: Path, unit: str) -> dict[str, dict[str, int]]:
-    """Judgments by query from a ``qrels_frame``, checked column-wise as every reader checks
-    them: ids present, grades whole numbers within GRADE_LIMIT (``read_grade`` words the
-    error), and a judgment given twice with two grades refused naming both places."""
-    import polars as pl
-
     missing = frame.filter(pl.col("qid").fill_null("").eq("") | pl.col("doc").fill_null("").eq(""))
     if missing.height:
         raise InputError("a query id or doc id is empty", path=path, line=missing["place"][0])
+    return frame
+
+
+def _readable_column(name: str, dtype: pl.DataType, *, grade: bool, path: Path) -> None:
+    """An id column holds text or whole numbers (a float's 1.0 has lost the id's text); a grade
+    column numbers or text, checked as grades after."""
+    import polars as pl
+
+    text = dtype == pl.String or isinstance(dtype, pl.Categorical | pl.Enum)
+    fits = text or dtype.is_integer() or (grade and (dtype.is_numeric() or dtype == pl.Boolean))
+    if not fits:
+        what = "grades" if grade else "ids, text or whole numbers (1.0 is not the id 1)"
+        raise InputError(f"the {name} column holds {dtype}, not {what}", path=path)
+
+
+def judge_frame(frame: pl.DataFrame, path: Path, unit: str) -> dict[str, dict[str, int]]:
+    """Judgments by query from a ``qrels_frame`` (its ids checked there), checked column-wise
+    as every reader checks them: grades whole numbers within GRADE_LIMIT (``read_grade`` words
+    the error), and a judgment given twice with two grades refused naming both places."""
+    import polars as pl
+
     number = pl.col("grade").str.strip_chars().cast(pl.Float64, strict=False)
     bad = frame.filter(no_grade(number)).head(1)
     if bad.height:

@@ -55,8 +55,9 @@ def assert_imported(cli, tmp_path: Path, target: str, *args: str, labels=LABELS)
 def scored(cli, tmp_path: Path, qrels: str) -> dict:
     """``eval run --json`` of RUN against ``tmp_path / qrels``: metrics, or the failure."""
     (tmp_path / "x.run").write_text(RUN)
-    result = cli("eval", "run", "--gold", str(tmp_path / qrels), "--run", str(tmp_path / "x.run"),
-                 "-m", "mrr,ndcg", "--json", "--no-store", "--db", str(tmp_path / "e.duckdb"))  # fmt: skip
+    result = cli("eval", "run", "--gold", str(tmp_path / qrels), "--run",
+                 str(tmp_path / "x.run"), "-m", "mrr,ndcg", "--json", "--no-store",
+                 "--db", str(tmp_path / "e.duckdb"))  # fmt: skip
     if result.returncode:
         return {"returncode": result.returncode, "stderr": result.stderr}
     out = json.loads(result.stdout)
@@ -227,7 +228,8 @@ def test_eval_run_on_ntcir_levels_says_how_to_read_them(cli, tmp_path) -> None:
 
 def queries_jsonl(ids=None) -> str:
     ids = ids or [q for q, _ in QUERIES]
-    return "".join(json.dumps({"_id": i, "text": t}) + "\n" for i, (_, t) in zip(ids, QUERIES))
+    lines = [{"_id": i, "text": t} for i, (_, t) in zip(ids, QUERIES, strict=True)]
+    return "".join(json.dumps(line) + "\n" for line in lines)
 
 
 def qrels_jsonl(rows) -> str:
@@ -298,6 +300,29 @@ def test_a_beir_folder_of_ids_as_json_numbers_scores_by_their_text(cli, tmp_path
     assert_scores_as_plain(scored(cli, tmp_path, "test.jsonl"))
 
 
+@pytest.mark.parametrize(
+    ("columns", "words"),
+    [
+        # A doc id missing from one row: --as-source took the query as "no answer".
+        ({"query-id": ["1", "1"], "corpus-id": ["kb-1", None], "score": [2, 1]},
+         ("qrels/test.parquet:2", "empty")),
+        # Ids in lists (a column pandas wrote from lists): a polars traceback.
+        ({"query-id": [["1"]], "corpus-id": ["kb-1"], "score": [2]}, ("query-id", "List")),
+    ],
+    ids=["null-doc-id", "list-ids"],
+)  # fmt: skip
+def test_parquet_qrels_whose_ids_are_not_ids_are_one_error_line(
+    cli, tmp_path, columns, words
+) -> None:
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), sink)
+    write(tmp_path / "scifact", {"queries.jsonl": queries_jsonl(),
+                                 "qrels/test.parquet": sink.getvalue().to_pybytes()})  # fmt: skip
+    for result in both_ways(cli, tmp_path, "scifact"):
+        assert_one_error_line(result, *words)
+    assert source_grades(tmp_path / "b.duckdb") == []
+
+
 def test_a_folder_with_no_qrels_for_the_split_names_what_it_looked_for(cli, tmp_path) -> None:
     write(tmp_path / "scifact", {"queries.jsonl": queries_jsonl(),
                                  "qrels/train.jsonl": qrels_jsonl(LABELS)})  # fmt: skip
@@ -332,8 +357,9 @@ def test_trec_dl_qrels_on_0_to_3_import_through_a_map(cli, shared_dataset, tmp_p
     """TREC DL 2020's real qrels (0-3, space-separated) with their topics, as a source."""
     folder = shared_dataset("datasets", "trec_topics")
     qrels, topics = folder / "qrels.dl20-passage.txt", folder / "topics.dl20.txt"
-    result = cli("--db", str(tmp_path / "b.duckdb"), "gold", "import", str(qrels), "--topics",
-                 str(topics), "--grade-map", "3=2,2=2,1=1,0=0", "--as-source", "nist", "--json")  # fmt: skip
+    result = cli("--db", str(tmp_path / "b.duckdb"), "gold", "import", str(qrels),
+                 "--topics", str(topics), "--grade-map", "3=2,2=2,1=1,0=0",
+                 "--as-source", "nist", "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["judgments"] == 11386 and report["queries"] == 54
@@ -354,6 +380,7 @@ NOT_JUDGMENTS = {
     "label-studio.json": LABEL_STUDIO,
     "empty.qrels": "",
     "comments.qrels": "# judged by team B\n# nothing yet\n",
+    "header.qrels": "qid iter docno rel\n",
     "utf16.qrels": "1 0 kb-1 2\n2 0 kb-3 1\n".encode("utf-16"),
 }
 # What each error names: the format it is taken for or the trouble, and what goldmine reads.
@@ -363,6 +390,7 @@ NOT_JUDGMENTS_WORDS = {
     "label-studio.json": ("Label Studio", "gold JSONL"),
     "empty.qrels": ("no judgment",),
     "comments.qrels": ("no judgment",),
+    "header.qrels": ("no judgment",),
     "utf16.qrels": ("UTF-16", "UTF-8"),
 }
 
