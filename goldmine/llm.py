@@ -27,8 +27,10 @@ HTTP error, a body that is no chat completion): a down endpoint costs a deadline
 per pair. An answer that breaks the schema does not count: the endpoint works, the model erred.
 
 An answer is parsed strictly: the message text must be one JSON object (no prose, no code fence,
-no key twice: which of two grades counts is a guess) that a small JSON-Schema subset accepts
-(types, required keys, no other keys, enums, bounds).
+no key twice: which of two grades counts is a guess; a reasoning model's one leading
+``<think>…</think>`` block, which servers without a reasoning parser leave in it, is set
+aside) that a small JSON-Schema subset accepts (types, required keys, no other keys, enums,
+bounds).
 Anything else is a failed answer with its reason, kept by the caller, never guessed at and not
 retried (a model asked again at temperature 0 says the same).
 
@@ -294,8 +296,15 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
     return out
 
 
+# A reasoning model's thinking, when the server leaves it in the message (no reasoning parser):
+# one block before the answer, set aside; the answer after it is read as strictly as ever.
+_THINKING = re.compile(r"\A\s*<think>.*?</think>", re.S)
+
+
 def parse(content: str | None, schema: dict) -> tuple[dict | None, str | None]:
     """(data, None) for a strict answer, else (None, why)."""
+    if content is not None:
+        content = _THINKING.sub("", content, count=1)
     if content is None or not content.strip():
         return None, "empty answer"
     try:

@@ -257,6 +257,27 @@ def test_anything_but_strict_schema_json_is_a_failed_answer(content: str, reason
     assert usage.failed == 1 and usage.requests == 1  # a bad answer is not retried
 
 
+def test_a_reasoning_models_thinking_before_its_answer_is_not_the_answer() -> None:
+    """A reasoning model served without a reasoning parser (DeepSeek-R1's distills, Qwen3 with
+    thinking on, through Ollama, vLLM or llama.cpp) writes ``<think>…</think>`` before its JSON:
+    every answer failed "not JSON". The one leading block is set aside, and what follows must
+    still be one strict JSON object; a block anywhere else, or a second one, is not."""
+    thought = '<think>\nThe passage says {"grade": 0}? No, it answers it.\n</think>\n\n'
+    answer = '{"grade": 2, "reason": "answers it"}'
+    with serve(lambda body, n: Reply(thought + answer)) as server:
+        answers, _ = llm.ask_all(_settings(server), _asks(1))
+    assert answers[0].ok and answers[0].data == {"grade": 2, "reason": "answers it"}
+    assert answers[0].content == thought + answer  # kept as the model wrote it
+    for content in (
+        answer + "<think>x</think>",
+        thought + thought + answer,
+        thought + "Sure: " + answer,
+    ):
+        with serve(lambda body, n, c=content: Reply(c)) as server:
+            answers, _ = llm.ask_all(_settings(server), _asks(1))
+        assert not answers[0].ok and "not JSON" in answers[0].error, content
+
+
 def test_a_body_that_is_not_a_chat_completion_is_a_failed_answer() -> None:
     with serve(lambda body, n: Reply(raw="<html>gateway</html>")) as server:
         answers, _ = llm.ask_all(_settings(server, max_retries=0), _asks(1))
