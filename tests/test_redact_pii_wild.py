@@ -129,7 +129,7 @@ SSN, AKIA, ENC = "123-45-6789", "AKIAIOSFODNN7EXAMPLE", "jane%40example.net"
 NEEDLES = (SSN, AKIA, ENC, JWT[:20], "wJalrXUtnFEMI")
 
 
-def _leaks(db: Path) -> list[str]:
+def _leaks(db: Path, needles: tuple[str, ...] = NEEDLES) -> list[str]:
     """Every text value of every table holding a needle, as table.column: value."""
     found = []
     with open_store(db) as con:
@@ -144,7 +144,7 @@ def _leaks(db: Path) -> list[str]:
             found += [
                 f"{table}.{column}: {v}"
                 for (v,) in values
-                if v is not None and any(n.lower() in v.lower() for n in NEEDLES)
+                if v is not None and any(n.lower() in v.lower() for n in needles)
             ]
     return found
 
@@ -293,3 +293,45 @@ def test_formats_of_a_hostile_week_are_redacted(text, expected):
 )  # fmt: skip
 def test_more_of_the_week_is_redacted(text, expected):
     assert redacted(text) == expected
+
+
+def test_the_weeks_formats_reach_no_table_of_a_redacted_import(tmp_path, db_path):
+    """Where a wrapped card and a PEM key really come: a ticket's body and a chat turn of
+    several lines, and a CSV search log whose quoted query holds a line break."""
+    card, password = "4111 1111\n1111 1111", "s3cr3tPass"
+    pem = f"-----BEGIN PRIVATE KEY-----\n{PEM_BODY}\n-----END PRIVATE KEY-----"
+    tickets = tmp_path / "tickets.json"
+    tickets.write_text(json.dumps({"tickets": [
+        {"id": 1, "created_at": "2026-11-24T12:46:49Z", "subject": "Why is my key refused?",
+         "description": f"My card:\n{card}\nkey:\n{pem}\n"
+                        f"DATABASE_URL=postgres://app:{password}@db.example.com/prod"},
+    ]}))  # fmt: skip
+    chat = write_jsonl(tmp_path / "chat.jsonl", [
+        {"conversation_id": "c1", "turn": 0, "role": "user", "ts": "2026-11-24T16:13:29Z",
+         "text": f"card\n{card}\nmail jane.doe @gmail.com or call (415) 555-2671 ext. 12"},
+    ])  # fmt: skip
+    with (tmp_path / "log.csv").open("w", newline="") as out:
+        csv.writer(out).writerows([
+            ["event_id", "ts", "query"],
+            ["c1", "2026-11-16T07:08:28Z", f"refund to card {card}"],
+            ["c2", "2026-11-16T07:09:28Z", f"mysql://root:{password}@127.0.0.1/shop down"],
+        ])  # fmt: skip
+    with open_store(db_path) as con:
+        api.tickets(con, [tickets])
+        api.chat(con, [chat])
+        api.searchlog(con, [tmp_path / "log.csv"], redact=True)
+        stored = [
+            con.execute("SELECT body FROM tickets").fetchall(),
+            con.execute("SELECT text FROM chat_turns").fetchall(),
+            con.execute("SELECT query FROM search_events ORDER BY event_id").fetchall(),
+        ]
+    body = (
+        "My card:\n<CARD>\nkey:\n<SECRET>\nDATABASE_URL=postgres://app:<SECRET>@db.example.com/prod"
+    )
+    assert stored == [
+        [(body,)],
+        [("card\n<CARD>\nmail <EMAIL> or call <PHONE>",)],
+        [("refund to card <CARD>",), ("mysql://root:<SECRET>@<IPV4>/shop down",)],
+    ]
+    needles = ("4111 1111", password, "MIIEvQIBADANBgkq", "jane.doe", "555-2671", "ext. 12")
+    assert _leaks(db_path, needles) == []
