@@ -185,12 +185,18 @@ def detect_format(path: Path) -> str:
     return "trec"
 
 
+def _is_parquet(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == b"PAR1"
+    except OSError:
+        return False  # the reader says what is wrong with it
+
+
 def _refuse_foreign(path: Path) -> None:
     """A file in a layout gold import does not read (Parquet alone, a spreadsheet's CSV, a Label
     Studio export) is refused saying what it reads, rather than misread as TREC qrels."""
-    with path.open("rb") as handle:
-        parquet = handle.read(4) == b"PAR1"
-    if parquet:
+    if _is_parquet(path):
         raise InputError(f"is a Parquet file: gold import reads Parquet in a folder; it reads "
                          f"{IMPORT_LAYOUTS}", path=path)  # fmt: skip
     foreign = foreign_judgments("\n".join(_read_lines(path)))
@@ -301,8 +307,8 @@ _SMART_ID = re.compile(r"^\.I(?:\s+(\S+))?\s*$")
 _SMART_FIELD = re.compile(r"^\.([A-Z])\s*(.*)$")
 TOPIC_LAYOUTS = (
     "TREC <top> topics, TREC-COVID <topic number> XML (or a Session Track log's topics), "
-    "JSONL ({id|_id|query_id|qid, title|text|query}), id<TAB>text lines (a header row naming "
-    "the columns is read), "
+    "JSONL ({id|_id|query_id|qid, title|text|query}) or Parquet with those columns (MTEB's "
+    "queries), id<TAB>text lines (a header row naming the columns is read), "
     "or SMART .I/.W records (Cranfield's cran.qry)"
 )
 TOPIC_FIELDS = ("title", "desc", "narr")
@@ -333,6 +339,8 @@ def read_topics(path: Path, notes: list[str] | None = None, field: str = "title"
     """
     if field not in TOPIC_FIELDS:
         raise InputError(f"--topic-field must be one of {', '.join(TOPIC_FIELDS)}, not {field!r}")
+    if _is_parquet(path):
+        return _parquet_topics(path, field)
     lines = _read_lines(path)
     text = "\n".join(lines)
     first = next((line.strip() for line in lines if line.strip()), "")
@@ -424,8 +432,29 @@ def _pick(obj: dict, keys: tuple[str, ...]):
 
 
 def _jsonl_topics(path: Path, field: str) -> dict[str, str]:
+    return _object_topics(_json_lines(path), path, field)
+
+
+def _parquet_topics(path: Path, field: str) -> dict[str, str]:
+    """MTEB's queries as Parquet (``queries/test-00000-of-00001.parquet``: ``_id``, ``text``),
+    read as the JSONL topics are, a row's place standing for its line."""
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except Exception as exc:  # pyarrow raises several types for a damaged file
+        raise InputError(f"cannot read Parquet: {exc}", path=path) from None
+    topics = _object_topics(enumerate(rows, 1), path, field)
+    if not topics:
+        raise InputError(f"no topics with a {field} found; --topics reads {TOPIC_LAYOUTS}",
+                         path=path)  # fmt: skip
+    return topics
+
+
+def _object_topics(rows: Iterable[tuple[int, dict]], path: Path, field: str) -> dict[str, str]:
+    """Topics from objects (JSON lines, Parquet rows): an id key and the field's text key."""
     topics = _Topics(path)
-    for n, obj in _json_lines(path):
+    for n, obj in rows:
         qid, query = _pick(obj, _ID_KEYS), _pick(obj, _TEXT_KEYS[field])
         if qid is None:
             raise InputError("a topic needs an id (id, _id, query_id or qid)", path=path, line=n)
@@ -637,17 +666,18 @@ def read_hf(folder: Path) -> list[GoldQuery]:
 
 # Where a BEIR or MTEB folder keeps its queries and a split's qrels: BEIR's zips and MTEB's
 # older Hugging Face repos (mteb/scifact) have queries.jsonl and qrels/test.tsv or test.jsonl;
-# the Parquet conversions have qrels/test-00000-of-00001.parquet.
-_BEIR_QUERIES = ("queries.jsonl", "queries.jsonl.gz")
+# the Parquet conversions have queries/test-00000-of-00001.parquet (or queries-00000-…) and
+# qrels/test-00000-of-00001.parquet.
+_BEIR_QUERIES = ("queries.jsonl", "queries.jsonl.gz", "queries/{}-*.parquet",
+                 "queries/queries-*.parquet")  # fmt: skip
 _BEIR_QRELS = ("{}.tsv", "{}.tsv.gz", "{}.jsonl", "{}.jsonl.gz", "{}.parquet", "{}-*.parquet")
 
 
 def beir_files(folder: Path, split: str) -> tuple[Path, Path]:
     """A BEIR or MTEB folder's queries file and ``split``'s qrels file, or an InputError saying
     what the folder lacks."""
-    queries = next((folder / n for n in _BEIR_QUERIES if (folder / n).is_file()), None)
-    found = [q for pattern in _BEIR_QRELS for q in sorted((folder / "qrels").glob(
-        pattern.format(glob.escape(split))))]  # fmt: skip
+    queries = next(iter(_globbed(folder, _BEIR_QUERIES, split)), None)
+    found = _globbed(folder / "qrels", _BEIR_QRELS, split)
     if queries is None and not found:
         raise InputError(f"holds no judgments gold import reads: it reads {IMPORT_LAYOUTS}",
                          path=folder)  # fmt: skip
@@ -665,6 +695,12 @@ def beir_files(folder: Path, split: str) -> tuple[Path, Path]:
         raise InputError(f"qrels/ holds {len(found)} files for {split} ({names}): keep one",
                          path=folder)  # fmt: skip
     return queries, found[0]
+
+
+def _globbed(folder: Path, patterns: tuple[str, ...], split: str) -> list[Path]:
+    """The files under ``folder`` each pattern (``{}`` the split) names, in the patterns' order."""
+    named = (sorted(folder.glob(p.format(glob.escape(split)))) for p in patterns)
+    return [path for paths in named for path in paths if path.is_file()]
 
 
 def is_tsv(path: Path) -> bool:

@@ -257,6 +257,23 @@ MTEB_LAYOUTS = {
 }  # fmt: skip
 
 
+def queries_parquet() -> bytes:
+    """MTEB's queries config as Parquet: ``_id`` and ``text``."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"_id": [q for q, _ in QUERIES], "text": [t for _, t in QUERIES]}),
+                   sink)  # fmt: skip
+    return sink.getvalue().to_pybytes()
+
+
+# The MTEB repos converted to Parquet (mteb/CQADupstack*-NL, mteb/GermanDPR): every config a
+# folder of shards, the queries as queries/test-00000-of-00001.parquet.
+MTEB_LAYOUTS["parquet-queries"] = {
+    "queries/test-00000-of-00001.parquet": queries_parquet(),
+    "corpus/test-00000-of-00001.parquet": b"PAR1 not read",
+    "qrels/test-00000-of-00001.parquet": qrels_parquet(LABELS),
+}
+
+
 @pytest.mark.parametrize("layout", sorted(MTEB_LAYOUTS))
 def test_an_mteb_folder_imports_with_its_qrels_as_published(cli, tmp_path, layout) -> None:
     write(tmp_path / "scifact", MTEB_LAYOUTS[layout])
