@@ -188,7 +188,11 @@ GoldFormatOption = Annotated[
 ]
 RunFormatOption = Annotated[
     str | None,
-    typer.Option("--run-format", help="Force the run format: trec, jsonl, csv, parquet, json."),
+    typer.Option(
+        "--run-format",
+        help="Force the run format: trec, jsonl, csv, parquet, json, msmarco "
+        "(qid<TAB>docid<TAB>rank, no header).",
+    ),
 ]
 LabelOption = Annotated[
     str | None,

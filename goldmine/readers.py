@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import polars as pl
 
 GOLD_FORMATS = ("trec", "beir", "jsonl", "json", "parquet")
-RUN_FORMATS = ("trec", "jsonl", "csv", "parquet", "json")
+RUN_FORMATS = ("trec", "jsonl", "csv", "parquet", "json", "msmarco")
 
 # Where a result object (a search service's hit, a vector store's match) keeps its id: its
 # chunk_id (a gold set's ids are chunk ids), else id or _id, else doc_id, each looked for beside
@@ -712,6 +712,8 @@ def detect_run_format(data: bytes, text: str | None) -> str:
     fields = _data_fields(text, _is_run_header)
     if looks_like_trec_run(fields):
         return "trec"
+    if _looks_like_msmarco_run(first):
+        return "msmarco"
     if "," in first or "\t" in first:
         return "csv"
     if len(fields) == 5 and _parses(fields[3]) and _parses(fields[4], float):
@@ -749,7 +751,8 @@ def read_run(path: str | Path, fmt: str | None = None) -> Run:
             raise InputError(f"a Parquet file cannot be read as {fmt}", path=path)
         if not text.strip():
             raise InputError("the run file is empty: it ranks nothing for any query", path=path)
-        readers = {"trec": _run_trec, "jsonl": _run_jsonl, "csv": _run_csv, "json": _run_json}
+        readers = {"trec": _run_trec, "jsonl": _run_jsonl, "csv": _run_csv, "json": _run_json,
+                   "msmarco": _run_msmarco}  # fmt: skip
         if fmt not in readers:
             raise InputError(
                 f"unknown run format {fmt!r}; expected one of {', '.join(RUN_FORMATS)}"
@@ -821,6 +824,24 @@ def _run_trec(text: str, path: Path) -> Run:
         docs.setdefault(qid, []).append(doc)
         scores.setdefault(qid, []).append(score)
     return _finish_scored(docs, scores, "trec", path)
+
+
+def _looks_like_msmarco_run(first: str) -> bool:
+    """MS MARCO's run layout, ``qid<TAB>docid<TAB>rank`` with no header (the leaderboard's
+    script reads it, Pyserini writes it with ``--output-format msmarco``)."""
+    fields = first.strip().split("\t")
+    return len(fields) == 3 and all(fields) and _parses(fields[2].strip())
+
+
+def _run_msmarco(text: str, path: Path) -> Run:
+    rows = []
+    for number, line in _records(text):
+        fields = line.strip().split("\t")
+        if len(fields) != 3:
+            raise InputError(f"an MS MARCO run line is 'qid<TAB>docid<TAB>rank'; this one has "
+                             f"{len(fields)} fields", path=path, line=number)  # fmt: skip
+        rows.append({"qid": fields[0].strip(), "docid": fields[1].strip(), "rank": fields[2]})
+    return _rows_to_run(rows, "qid", "docid", "rank", None, "msmarco", False, path, first_line=1)
 
 
 def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list[float] | None]:
