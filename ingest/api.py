@@ -36,13 +36,14 @@ def _files(
     mapping: Mapping,
     redactor: Redactor,
     options: dict[str, Any],
+    encoding: str | None = None,
     **target_options: Any,
 ) -> ImportResult:
     """Import files with ``module.target``; --map is checked against ``module.ALIASES`` first,
     so a wrong name fails even for a file already imported."""
     fields = _fields(mapping)
     resolve_fields([], module.ALIASES, fields)
-    items = discover(paths, fmt)
+    items = discover(paths, fmt, encoding)
     if module is _corpus and fmt is None:
         items = _corpus.collections(items)
     target = module.target(fields, **target_options)
@@ -58,14 +59,16 @@ def searchlog(
     patterns: list[str] | None = None,
     regions: list[str] | None = None,
     ts_format: str | None = None,
+    encoding: str | None = None,
 ) -> ImportResult:
     """Search logs into ``search_events``; PII redaction only with ``redact``. ``ts_format``
-    (strptime) reads timestamps no built-in layout reads, or settles 03/04/2026."""
+    (strptime) reads timestamps no built-in layout reads, or settles 03/04/2026; ``encoding``
+    reads files whose text is not UTF-8 (cp1252)."""
     redactor = make_redactor(redact, patterns, regions=regions)
     fields = _fields(mapping)
     resolve_fields([], _searchlog.ALIASES, fields)
     options = {"map": fields, "redact": redact, **({"ts_format": ts_format} if ts_format else {})}
-    items = discover(paths, fmt)
+    items = discover(paths, fmt, encoding)
     return _searchlog.run(con, items, fields, redactor, options, ts_format)
 
 
@@ -141,10 +144,13 @@ def corpus(
     fmt: str | None = None,
     mapping: Mapping = None,
     label: str | None = None,
+    encoding: str | None = None,
 ) -> ImportResult:
-    """Chunks into a new corpus snapshot (unless the content equals the current one)."""
+    """Chunks into a new corpus snapshot (unless the content equals the current one);
+    ``encoding`` reads files whose text is not UTF-8 (cp1252)."""
     redactor = make_redactor(False)
-    return _files(con, _corpus, paths, fmt, mapping, redactor, {"label": label}, label=label)
+    return _files(con, _corpus, paths, fmt, mapping, redactor, {"label": label}, encoding,
+                  label=label)  # fmt: skip
 
 
 def ubi(

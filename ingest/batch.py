@@ -202,7 +202,9 @@ def run(
             f"importing {target.source}", total=_UNITS * len(items), percent=True
         ) as advance:
             for item in items:
-                scanning = hasher.submit(scan_file, item.path, item.compression, _lined(item))
+                scanning = hasher.submit(
+                    scan_file, item.path, item.compression, _lined(item), item.encoding
+                )
                 source = file_source(item, scanning)
                 results.append(import_source(con, target, source, redactor, options or {}, advance))
     finally:
@@ -266,7 +268,9 @@ def file_source(item: InputFile, hashing: str | Future[str | FileScan] | None = 
         str(item.path),
         item.label,
         item.path.stat().st_size,
-        scan_file(item.path, item.compression, _lined(item)) if hashing is None else hashing,
+        scan_file(item.path, item.compression, _lined(item), item.encoding)
+        if hashing is None
+        else hashing,
         lambda con: read_raw(con, item),
         item,
     )
@@ -473,21 +477,25 @@ def _stage_checked(con, target: Target, source: Source, redactor: Redactor) -> N
     lines are blank and the line ends plain, and add each bad line as a reject. Odd line ends
     alone matter only where the reader stopped: a CSV's quoted fields may hold a bare LF between
     CRLF records (banking77's do), which DuckDB's CSV reader reads. A scan's error (a compressed
-    stream that ends early) comes before any other."""
-    stopped = False
-    try:
-        _stage(con, target, source, redactor)
-    except InputError:
-        scan = source.scan()
-        if scan is None or not scan.needs_copy:
-            raise
-        stopped = True
+    stream that ends early) comes before any other. A file DuckDB cannot read as it is (a zip
+    archive, text in another encoding: ``InputFile.read_from_copy``) is read from the copy
+    alone, its padding at the end (``FileScan.tail``) left out."""
+    stopped, item = False, source.file
+    direct = item is None or not item.read_from_copy
+    if direct:
+        try:
+            _stage(con, target, source, redactor)
+        except InputError:
+            scan = source.scan()
+            if scan is None or not scan.needs_copy:
+                raise
+            stopped = True
     scan = source.scan()
-    if scan is None or not (scan.bad or (stopped and scan.odd_line_ends)):
+    if direct and (scan is None or not (scan.bad or scan.tail or (stopped and scan.odd_line_ends))):
         return
     folder = con.execute("SELECT current_setting('temp_directory')").fetchall()[0][0]
-    item = source.file
-    copy = blanked_copy(item.path, item.compression, scan, Path(folder or tempfile.gettempdir()))
+    copy = blanked_copy(item.path, item.compression, scan or FileScan(""),
+                        Path(folder or tempfile.gettempdir()), item.encoding)  # fmt: skip
     try:
         clean = InputFile(copy, item.format, "none")
         again = Source(source.path, source.label, source.size, source.hashing,
@@ -498,7 +506,7 @@ def _stage_checked(con, target: Target, source: Source, redactor: Redactor) -> N
         raise InputError(said, path=source.path) from exc
     finally:
         copy.unlink(missing_ok=True)
-    if scan.bad:
+    if scan is not None and scan.bad:
         con.execute(
             "INSERT INTO gm_stage (line, reason) SELECT unnest(?::BIGINT[]), unnest(?::VARCHAR[])",
             [[b.line for b in scan.bad], [b.reason for b in scan.bad]],

@@ -45,6 +45,14 @@ MapOption = Annotated[
         "file lacks is a path into an object column: query=search.query.",
     ),
 ]
+EncodingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--encoding",
+        help="The text encoding of files not in UTF-8, e.g. cp1252 (what Excel on Windows saves "
+        "as CSV in Western Europe); UTF-16 with a byte-order mark is told without it.",
+    ),
+]
 PatternOption = Annotated[
     list[str] | None,
     typer.Option("--redact-pattern", help="NAME=REGEX: also replace matches with <NAME>."),
@@ -220,6 +228,7 @@ def searchlog_cmd(
             "built-in layout reads or whose day/month order the file does not show.",
         ),
     ] = None,
+    encoding: EncodingOption = None,
     engine: EngineOption = "duckdb",
     master: MasterOption = None,
     conf: ConfOption = None,
@@ -235,6 +244,10 @@ def searchlog_cmd(
     if ts_format is not None and (spark is not None or fmt == "ubi"):
         raise InputError("--ts-format is read by the DuckDB engine's search log import only")
     extra = {"ts_format": ts_format} if ts_format is not None else {}
+    if encoding is not None:
+        if spark is not None or fmt == "ubi":
+            raise InputError("--encoding is read by the DuckDB engine's search log import only")
+        extra["encoding"] = encoding
     if fmt == "ubi":
         _ubi(paths, click_action, redact, patterns, db, as_json, allow_empty, spark)
         return
@@ -385,13 +398,15 @@ def corpus_cmd(
     fmt: FormatOption = None,
     mapping: MapOption = None,
     label: Annotated[str | None, typer.Option("--label", help="A name for the snapshot.")] = None,
+    encoding: EncodingOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
 ) -> None:
     """Corpus chunks (JSONL/Parquet, BEIR corpus.jsonl, SMART, TREC SGML, TSV collections, told
     by content): each import is a snapshot."""
-    _import("corpus", db, as_json, allow_empty, paths=paths, fmt=fmt, mapping=mapping, label=label)
+    _import("corpus", db, as_json, allow_empty, paths=paths, fmt=fmt, mapping=mapping, label=label,
+            encoding=encoding)  # fmt: skip
 
 
 def add_cmd(

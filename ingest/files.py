@@ -27,11 +27,18 @@ from goldmine.errors import InputError
 class InputFile:
     path: Path
     format: str
-    compression: str  # none | gzip | zstd
+    compression: str  # none | gzip | zstd | zip (an archive of this one file)
+    encoding: str = "utf-8"  # the text's codec: UTF-16 (a byte-order mark said), or --encoding
 
     @property
     def label(self) -> str:
         return self.format + ("" if self.compression == "none" else f"+{self.compression}")
+
+    @property
+    def read_from_copy(self) -> bool:
+        """Whether DuckDB reads a plain UTF-8 copy instead (``scan.blanked_copy``): it reads
+        neither a zip archive nor text in another encoding."""
+        return self.compression == "zip" or self.encoding != "utf-8"
 
 
 _LINES = """read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0),

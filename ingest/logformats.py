@@ -61,11 +61,15 @@ def sniff(head: bytes, suffix: str) -> str | None:
 
 
 def header(path: Path, compression: str) -> list[str]:
-    """The column names of a delimited file's first line."""
-    from goldmine.ingest.scan import open_compressed
+    """The column names of a delimited file's first line (of UTF-16 text where a byte-order
+    mark says so, as ``formats.detect`` reads it)."""
+    from goldmine.ingest.scan import UTF16_BOMS, open_compressed
 
     with open_compressed(path, compression) as handle:
-        return _header(handle.read(1 << 16))
+        head = handle.read(1 << 16)
+    if head[:2] in UTF16_BOMS:
+        head = head.decode("utf-16", "replace").encode("utf-8")
+    return _header(head)
 
 
 def xml_root(head: bytes) -> str:
@@ -600,7 +604,7 @@ def _read_analytics(
             more["gm_section"] = found or 2**62
         return _analytics_sql(len(header), delim, lines, skip + 1, bool(skip)), more
 
-    _read_split(con, path, compression, "analytics", make, by_line)
+    _read_split(con, path, compression, "analytics", make, by_line, (len(header), delim))
     return _analytics_view(con, header)
 
 
@@ -618,25 +622,100 @@ def _read_split(
     fmt: str,
     make: Callable[[str, dict], tuple[str, dict]],
     by_line: bool = False,
+    fields: tuple[int, str] = (0, "\t"),
 ) -> None:
     """``gm_src`` made by ``make(lines, params)``: the statement (and its parameters) making it
     from ``lines``, SQL of ``line, raw, err`` read with ``params``. Made in the statement that
     reads the lines (a table of the lines between stored each line's text again: a tenth of a
     reader's CPU on 1M rows). A file the reader skipped lines of (invalid UTF-8), or
     ``by_line``, is made from a table of the lines (``read_lines``), which places each such line
-    as a reject."""
+    as a reject; so is one holding a row it could not split (``fields``: how many a row has and
+    the delimiter), whose CSV fields quoted over several lines are then joined
+    (``_join_quoted``)."""
     from goldmine.ingest.files import InputFile, numbered_lines, read_lines, reader_skipped
 
+    quoted = fields[1] != "\t"
     if not by_line:
         params = {"path": str(path), "compression": compression}
         lines = f"(SELECT line, raw, NULL::VARCHAR AS err FROM {numbered_lines()})"
         sql, more = make(lines, params)
         run_sql(con, sql, {**params, **more})
-        if not reader_skipped(con):
+        skipped = reader_skipped(con)
+        if not skipped and not (
+            quoted and _unsplit(con) and _join_quoted(con, lines, params, *fields)
+        ):
             return
+        if not skipped:  # made again from its lines with the quoted fields joined
+            run_sql(con, *make("gm_click_joined", {}))
+            con.execute("DROP TABLE gm_click_joined")
+            return
+        con.execute("DROP TABLE IF EXISTS gm_click_joined")
     read_lines(con, InputFile(path, fmt, compression), (), "gm_click_lines")
-    run_sql(con, *make("gm_click_lines", {}))
-    con.execute("DROP VIEW gm_click_lines")
+    lines = "gm_click_lines"
+    if quoted and _join_quoted(con, lines, {}, *fields):
+        lines = "gm_click_joined"
+    run_sql(con, *make(lines, {}))
+    con.execute("DROP VIEW gm_click_lines; DROP TABLE IF EXISTS gm_click_joined")
+
+
+def _unsplit(con) -> bool:
+    """Whether ``gm_src`` holds a row whose quotes or fields did not split: the first line of a
+    field quoted over several lines is one."""
+    return con.execute(
+        "SELECT count(*) > 0 FROM gm_src "
+        "WHERE err = 'unbalanced quotes' OR starts_with(err, 'expected ')"
+    ).fetchall()[0][0]
+
+
+# The most lines one CSV field is joined over: a query typed into a text box holds a few line
+# breaks; a stray quote must not take the rows after it.
+_JOIN_MAX = 20
+
+# Each line holding an odd number of quotes opens a field that goes on to the next such line
+# (within _JOIN_MAX lines); the lines between them are joined, with a line feed (what Excel
+# writes inside a cell), only where the joined row splits into at most ``$n`` fields with every
+# quote closed, so a stray quote's line stays its own reject.
+_JOIN_QUOTED = r"""
+CREATE OR REPLACE TEMP TABLE gm_click_joined AS
+WITH gm_all AS MATERIALIZED (SELECT line, raw, err FROM {lines}),
+odd AS (
+    SELECT line, row_number() OVER (ORDER BY line) AS k, lead(line) OVER (ORDER BY line) AS ends
+    FROM gm_all
+    WHERE err IS NULL AND (length(raw) - length(replace(raw, '"', ''))) % 2 = 1
+),
+joined AS (
+    SELECT o.line, o.ends, string_agg(l.raw, chr(10) ORDER BY l.line) AS raw
+    FROM odd o JOIN gm_all l ON l.line BETWEEN o.line AND o.ends
+    WHERE o.k % 2 = 1 AND o.ends - o.line <= {join_max}
+    GROUP BY o.line, o.ends
+),
+kept AS (
+    SELECT line, ends, raw FROM (
+        SELECT *, regexp_extract_all(raw, {field}, 1) AS f FROM joined)
+    WHERE len(f) <= $n AND NOT ({quotes_bad})
+)
+SELECT l.line, coalesce(k.raw, l.raw) AS raw, l.err
+FROM gm_all l
+LEFT JOIN kept k ON k.line = l.line
+WHERE NOT EXISTS (SELECT 1 FROM kept j WHERE l.line > j.line AND l.line <= j.ends)
+"""
+
+
+def _join_quoted(con, lines: str, params: dict, n: int, delim: str) -> bool:
+    """``gm_click_joined(line, raw, err)``: ``lines`` (SQL of ``line, raw, err`` read with
+    ``params``) with each CSV field quoted over several lines made one row, at its first line
+    (``_JOIN_QUOTED``); whether any was. Only a file with a row that did not split pays for it
+    (``_unsplit``): its lines are read again."""
+    sql = _JOIN_QUOTED.format(
+        lines=lines, join_max=_JOIN_MAX, field=_csv_field(delim), quotes_bad=_QUOTES_BAD
+    )
+    run_sql(con, sql, {**params, "n": n})
+    joined = con.execute(
+        "SELECT count(*) FILTER (WHERE contains(raw, chr(10))) > 0 FROM gm_click_joined"
+    ).fetchall()[0][0]
+    if not joined:
+        con.execute("DROP TABLE gm_click_joined")
+    return joined
 
 
 def _analytics_view(con, header: list[str]) -> list[str]:
@@ -686,6 +765,7 @@ def _read_clicklog(
         "clicklog",
         lambda lines, _params: _clicklog_sql(header, cols, delim, lines),
         by_line,
+        (len(header), delim),
     )
     con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
 

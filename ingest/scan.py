@@ -13,10 +13,12 @@ line keeps its number) and each one becomes a reject with its line and reason: r
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import hashlib
 import os
 import tempfile
+import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,10 +48,14 @@ class FileScan:
     # Line ends DuckDB's reader stops the whole file at: CRLF and LF mixed, or a CR inside a
     # line. The copy read instead ends every line with LF and makes such a CR a space.
     odd_line_ends: bool = False
+    # The file ends in a DOS Ctrl-Z (0x1A, after the last line or glued to it): the copy read
+    # instead leaves it out; it is no line. (NUL bytes after the last line, as a file cut short
+    # by a crash or preallocated ends, are a bad line: ``padding``.)
+    tail: bool = False
 
     @property
     def needs_copy(self) -> bool:
-        return bool(self.bad) or self.odd_line_ends
+        return bool(self.bad) or self.odd_line_ends or self.tail
 
 
 def too_long(size: int) -> str:
@@ -57,18 +63,33 @@ def too_long(size: int) -> str:
 
 
 BINARY = "binary data (NUL bytes in the line)"
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # little- and big-endian byte-order marks
 
 
-def scan_file(path: Path, compression: str, lines: bool) -> FileScan:
-    """Hash ``path`` as stored; for a line-based file (``lines``) also decompress it and find
-    its bad lines. Raises InputError for a compressed stream that ends early or is damaged."""
+def not_in(encoding: str, at: int, byte: int, path: Path) -> InputError:
+    """The error for a byte that is no character of the file's ``encoding``."""
+    return InputError(
+        f"not {encoding} text: byte {at:,} (0x{byte:02X}) is not a character of it; name the "
+        "file's encoding with --encoding",
+        path=path,
+    )
+
+
+def padding(size: int) -> str:
+    return f"NUL padding at the end of the file ({size:,} bytes): the file may have been cut short"
+
+
+def scan_file(path: Path, compression: str, lines: bool, encoding: str = "utf-8") -> FileScan:
+    """Hash ``path`` as stored; for a line-based file (``lines``) also decompress it, read it
+    as UTF-8 (from ``encoding``) and find its bad lines. Raises InputError for a compressed
+    stream that ends early or is damaged, or text that is not in ``encoding``."""
     if not lines:
         return FileScan(sha256_file(path))
     digest = hashlib.sha256()
     raw = _raw_chunks(path, digest)
     finder = _LineFinder()
-    for chunk in _decompressed(raw, compression, path, finder):
-        if finder.line == 0 and chunk[:2] in (b"\xff\xfe", b"\xfe\xff"):
+    for chunk in _transcoded(_decompressed(raw, compression, path, finder), encoding, path):
+        if finder.line == 0 and encoding == "utf-8" and chunk[:2] in UTF16_BOMS:
             raise InputError(
                 "UTF-16 text: goldmine reads UTF-8 (convert it: iconv -f UTF-16 -t UTF-8)",
                 path=path,
@@ -83,7 +104,8 @@ def scan_file(path: Path, compression: str, lines: bool) -> FileScan:
             path=path,
         )
     mixed = 0 < finder.crlf < finder.line - finder.unterminated
-    return FileScan(digest.hexdigest(), finder.line, finder.bad, mixed or finder.lone_cr)
+    odd = mixed or finder.lone_cr
+    return FileScan(digest.hexdigest(), finder.line, finder.bad, odd, finder.tail)
 
 
 def _raw_chunks(path: Path, digest) -> Iterator[bytes]:
@@ -98,6 +120,13 @@ def _decompressed(
 ) -> Iterator[bytes]:
     if compression == "none":
         yield from raw
+        return
+    if compression == "zip":  # the archive is hashed as stored, then its one file read
+        for _ in raw:
+            pass
+        with open_compressed(path, "zip") as member:
+            while block := member.read(_CHUNK):
+                yield block
         return
     if compression == "gzip":
         # wbits 31: a gzip header; a file may hold several members (``cat a.gz b.gz``).
@@ -114,6 +143,21 @@ def _decompressed(
 # inflates at most 1,032 times (16 KiB -> 16.5 MB); zstd has no such bound (a run-length block of
 # 128 KiB is 4 bytes), so its pieces are 1 KiB (-> 32 MB at worst).
 _PIECE = {"gzip": 1 << 14, "zstd": 1 << 10}
+
+
+def _transcoded(chunks: Iterator[bytes], encoding: str, path: Path) -> Iterator[bytes]:
+    """The text of ``chunks`` in ``encoding`` as UTF-8 (UTF-16's byte-order mark dropped)."""
+    if encoding == "utf-8":
+        yield from chunks
+        return
+    decoder, read = codecs.getincrementaldecoder(encoding)(), 0
+    try:
+        for chunk in chunks:
+            yield decoder.decode(chunk).encode("utf-8")
+            read += len(chunk)
+        yield decoder.decode(b"", final=True).encode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise not_in(encoding, read + exc.start, exc.object[exc.start], path) from exc
 
 
 def _inflate(raw, kind: str, make, damaged: type[Exception], path: Path, finder) -> Iterator[bytes]:
@@ -164,6 +208,9 @@ class _LineFinder:
         self.unterminated = 0  # 1 if the last line has no LF
         self._last = b""  # the previous chunk's last byte (a CRLF may span two chunks)
         self._tail_cr = False  # the unfinished line holds a CR that is no CRLF's
+        self._pad = 0  # bytes of padding (NUL, Ctrl-Z) the stream ends in so far
+        self._pad_nul = False  # that padding holds a NUL
+        self.tail = False  # the stream ends in padding, which is no text (FileScan.tail)
 
     def feed(self, chunk: bytes) -> None:
         pos, end = 0, len(chunk)
@@ -173,6 +220,7 @@ class _LineFinder:
             self.crlf += chunk[:1] == b"\n"
             self._tail_cr = self._tail_cr or chunk[:1] != b"\n"
         self._last = chunk[-1:]
+        self._padding(chunk)
         # Most chunks hold no CR and no NUL: one search each settles it for the whole chunk.
         cr, nul = b"\r" in chunk, b"\0" in chunk
         while pos < end:
@@ -203,6 +251,13 @@ class _LineFinder:
                 self._long = True
                 self._size += window - pos
                 pos = window
+
+    def _padding(self, chunk: bytes) -> None:
+        """Follow the run of NUL and Ctrl-Z bytes the stream ends in (usually none)."""
+        kept = len(chunk.rstrip(b"\0\x1a"))
+        run = chunk[kept:]
+        self._pad_nul = (b"\0" in run) or (self._pad_nul and not kept)
+        self._pad = self._pad + len(chunk) if not kept else len(run)
 
     def _line_ends(self, chunk: bytes, pos: int, nl: int) -> None:
         crlf = chunk.count(b"\r\n", pos, nl + 1)
@@ -235,7 +290,15 @@ class _LineFinder:
 
     def finish(self) -> None:
         """A last line with no newline. A CR in it is odd only in a file of LF lines (a file
-        with CRs and no LF at all is one of old Mac line ends, which DuckDB's reader reads)."""
+        with CRs and no LF at all is one of old Mac line ends, which DuckDB's reader reads).
+        A last line of padding alone (NUL, Ctrl-Z) is none; Ctrl-Z glued to a line's end is
+        left out of it."""
+        if self._size and self._pad >= self._size and self._pad_nul and not self._long:
+            self._close_bad(padding(self._size))  # a word: the writer may have stopped there
+        elif self._size and self._pad >= self._size:
+            self._size, self._nul, self.tail = 0, False, True
+        elif self._size and self._pad and not self._pad_nul and not self._long:
+            self.tail = True
         if self._size and self.line and (self._tail_cr or self._last == b"\r"):
             self.lone_cr = True
         if self._long:
@@ -247,20 +310,27 @@ class _LineFinder:
         self.unterminated = int(self._size > 0 or self._long or self._nul)
 
 
-def blanked_copy(path: Path, compression: str, scan: FileScan, folder: Path) -> Path:
-    """A plain copy of the file with its bad lines left empty (their newline kept), in
+def blanked_copy(
+    path: Path, compression: str, scan: FileScan, folder: Path, encoding: str = "utf-8"
+) -> Path:
+    """A plain UTF-8 copy of the file with its bad lines left empty (their newline kept), in
     ``folder``, for DuckDB to read instead: every other line keeps its number. With odd line
-    ends, every line ends in LF and a CR inside one becomes a space (JSON white space)."""
+    ends, every line ends in LF and a CR inside one becomes a space (JSON white space); the
+    padding a file ends in is left out."""
     folder.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix="gm-lines-", suffix=path.suffix, dir=folder)
+    suffix = "" if compression == "zip" else path.suffix  # a zip's copy is its file, unzipped
+    fd, name = tempfile.mkstemp(prefix="gm-lines-", suffix=suffix, dir=folder)
     lines = {b.line for b in scan.bad}
     try:
         with os.fdopen(fd, "wb") as out, open_compressed(path, compression) as src:
-            for number, line in enumerate(_lines(src), start=1):
+            text = _transcoded(iter(lambda: src.read(_CHUNK), b""), encoding, path)
+            for number, line in enumerate(_lines(text), start=1):
                 if number in lines:
                     line = b"\n"
                 elif scan.odd_line_ends:
                     line = line.rstrip(b"\n").removesuffix(b"\r").replace(b"\r", b" ") + b"\n"
+                if scan.tail and not line.endswith(b"\n"):  # the last line: padding out
+                    line = line.rstrip(b"\0\x1a")
                 out.write(line)
     except BaseException:
         os.unlink(name)
@@ -268,10 +338,11 @@ def blanked_copy(path: Path, compression: str, scan: FileScan, folder: Path) -> 
     return Path(name)
 
 
-def _lines(src) -> Iterator[bytes]:
-    """A binary stream's lines with their newline, a long one read in pieces (never whole)."""
+def _lines(blocks: Iterator[bytes]) -> Iterator[bytes]:
+    """The lines of a stream's blocks with their newline, a long one read in pieces (never
+    whole)."""
     pending = b""
-    while block := src.read(_CHUNK):
+    for block in blocks:
         pending += block
         *whole, pending = pending.split(b"\n")
         for line in whole:
@@ -283,7 +354,10 @@ def _lines(src) -> Iterator[bytes]:
 
 
 def open_compressed(path: Path, compression: str):
-    """The file's decompressed bytes as a binary stream."""
+    """The file's decompressed bytes as a binary stream (of a zip archive, its one file)."""
+    if compression == "zip":
+        with zipfile.ZipFile(path) as archive:  # the member keeps the file open
+            return archive.open(zip_member(archive, path))
     if compression == "gzip":
         return gzip.open(path, "rb")
     if compression == "zstd":
@@ -291,3 +365,24 @@ def open_compressed(path: Path, compression: str):
 
         return zstandard.open(path, "rb")
     return open(path, "rb")
+
+
+def zip_member(archive: zipfile.ZipFile, path: Path) -> str:
+    """The one file a zip archive holds (as mail and BI tools send an export), or an
+    InputError: goldmine reads one file per archive (an Excel workbook is a zip of many)."""
+    names = [
+        i.filename for i in archive.infolist()
+        if not i.is_dir() and not i.filename.startswith("__MACOSX/")
+    ]  # fmt: skip
+    if "xl/workbook.xml" in names:
+        raise InputError(
+            "an Excel workbook (.xlsx): goldmine reads CSV; save the sheet as CSV UTF-8", path=path
+        )
+    if len(names) != 1:
+        shown = ", ".join(names[:5]) + (", …" if len(names) > 5 else "")
+        raise InputError(
+            f"a zip archive of {len(names)} files ({shown}): goldmine reads an archive holding "
+            "one file; unzip it and name the files",
+            path=path,
+        )
+    return names[0]

@@ -8,7 +8,9 @@ traceback; a command that fails on its input leaves no store behind."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from datetime import datetime
 from pathlib import Path
 
@@ -145,7 +147,73 @@ def test_a_search_console_export_in_a_decimal_comma_locale(cli, tmp_path):
     assert got == [("café", 40, 28), ("reset password", 10_000, 10_000 - 1234)]
 
 
-# --- line ends ---------------------------------------------------------------------------------
+# --- encodings ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name,bom,codec",
+    [
+        ("log.txt", b"\xff\xfe", "utf-16-le"),  # Excel: Save as "Unicode Text (*.txt)"
+        ("log.csv", b"\xff\xfe", "utf-16-le"),
+        ("log.csv", b"\xfe\xff", "utf-16-be"),
+    ],
+)
+def test_excel_unicode_text_is_read(cli, tmp_path, name, bom, codec):
+    """UTF-16 with a byte-order mark, tab-separated, CRLF: a .csv ended in a traceback
+    (``_csv.Error``) and a .txt in 'unknown file format'."""
+    data = bom + _log_text("\t").encode(codec)
+    total, db = _stored(cli, tmp_path, name, data)
+    assert (total["stored"], total["rejected"]) == (3, 0)
+    assert _events(db) == EXPECTED
+
+
+def test_excel_unicode_text_analytics_and_corpus(cli, tmp_path):
+    terms = "Search term\tSearches\tClicks\r\ncafé\t12\t3\r\n"
+    total, db = _stored(cli, tmp_path, "terms.txt", b"\xff\xfe" + terms.encode("utf-16-le"))
+    assert total["stored"] == 1
+    assert _read(db, "SELECT norm_query, n_events FROM search_summaries") == [("café", 12)]
+    docs = "id\ttext\r\nd1\tthe café opens at 9\r\n"
+    (tmp_path / "s.duckdb").unlink()
+    total, db = _stored(cli, tmp_path, "docs.csv", b"\xff\xfe" + docs.encode("utf-16-le"),
+                        kind="corpus")  # fmt: skip
+    assert _read(db, "SELECT chunk_id, text FROM chunks") == [("d1", "the café opens at 9")]
+
+
+CP1252 = _log_text(",").encode("cp1252")
+
+
+def test_a_windows_1252_csv_is_one_error_naming_encoding(cli, tmp_path):
+    """Excel's "CSV (Comma delimited)" on Windows writes Windows-1252: ``é`` is 0xE9, ``€``
+    0x80, curly quotes 0x93/0x94. Its rows were each rejected as 'invalid UTF-8' (the first
+    stored), so a file of accented queries lost most of them; no guess is made at the encoding
+    (a wrong one stores mojibake without a word)."""
+    said = _refused(cli, tmp_path, "log.csv", CP1252)
+    assert "not UTF-8" in said and "--encoding cp1252" in said
+    assert "line 3" in said  # the first line that is not UTF-8
+
+
+@pytest.mark.parametrize("encoding", ["cp1252", "windows-1252"])
+def test_encoding_reads_a_windows_1252_csv(cli, tmp_path, encoding):
+    total, db = _stored(cli, tmp_path, "log.csv", CP1252, "--encoding", encoding)
+    assert (total["stored"], total["rejected"]) == (3, 0)
+    assert _events(db) == EXPECTED
+
+
+def test_an_unknown_encoding_is_one_line(cli, tmp_path):
+    said = _refused(cli, tmp_path, "log.csv", CP1252, "--encoding", "klingon")
+    assert "--encoding 'klingon'" in said
+
+
+def test_a_utf8_file_with_one_stray_latin1_line_keeps_its_other_lines(cli, tmp_path):
+    """One damaged line in a UTF-8 file is that line's reject, as before: not a file error."""
+    data = _log_text(",").encode()
+    data = data.replace("café".encode(), b"caf\xe9")
+    total, db = _stored(cli, tmp_path, "log.csv", data)
+    assert (total["stored"], total["rejected"]) == (2, 1)
+    assert _read(db, "SELECT line, reason FROM rejects") == [(3, "invalid UTF-8")]
+
+
+# --- line ends, padding and containers ----------------------------------------------------------
 
 
 def test_old_mac_line_ends(cli, tmp_path):
@@ -165,4 +233,120 @@ def test_old_mac_line_ends_in_an_analytics_export_and_a_corpus(cli, tmp_path):
     total, db = _stored(cli, tmp_path, "docs.csv", b"id,text\rd1,hello\rd2,world\r", kind="corpus")
     assert _read(db, "SELECT chunk_id, text FROM chunks ORDER BY 1") == [
         ("d1", "hello"), ("d2", "world"),
+    ]  # fmt: skip
+
+
+JSONL = "".join(
+    json.dumps({"query": q, "ts": t.replace(" ", "T"), "session_id": s}) + "\n" for q, t, s in ROWS
+).encode()
+
+
+@pytest.mark.parametrize(
+    "data",
+    [JSONL + b"\x1a", JSONL.replace(b"\n", b"\r\n") + b"\x1a", JSONL.rstrip(b"\n") + b"\x1a"],
+    ids=["after the last line", "crlf", "glued to the last record"],
+)
+def test_a_ctrl_z_at_the_end_is_no_record(cli, tmp_path, data):
+    """DOS tools end a text file with Ctrl-Z (0x1A): it was a reject ('malformed JSON'), and
+    glued to the last record it took that record with it."""
+    total, db = _stored(cli, tmp_path, "log.jsonl", data)
+    assert total == {"rows_in": 3, "stored": 3, "rejected": 0, "already_present": 0}
+    assert _events(db) == EXPECTED
+
+
+def test_a_ctrl_z_at_the_end_of_an_analytics_export(cli, tmp_path):
+    """It was a row whose count 'is not a number'."""
+    total, _ = _stored(cli, tmp_path, "t.csv", b"query,searches\r\nreset,10\r\nok,5\r\n\x1a")
+    assert total == {"rows_in": 2, "stored": 2, "rejected": 0, "already_present": 0}
+
+
+@pytest.mark.parametrize("name", ["log.jsonl", "log.csv"])
+def test_nul_padding_after_the_last_line_is_one_reject_saying_so(cli, tmp_path, name):
+    """A file cut short by a crash, or preallocated, ends in NUL bytes: a reject of their own
+    ('binary data (NUL bytes in the line)'), now named for what they are, since the writer may
+    have stopped there; every row before them is stored."""
+    data = (JSONL if name.endswith(".jsonl") else _log_text(",", "\n").encode()) + b"\0" * 4096
+    total, db = _stored(cli, tmp_path, name, data)
+    assert total == {"rows_in": 4, "stored": 3, "rejected": 1, "already_present": 0}
+    assert _events(db) == EXPECTED
+    [(line, reason)] = _read(db, "SELECT line, reason FROM rejects")
+    assert line == (4 if name.endswith(".jsonl") else 5)
+    assert reason.startswith("NUL padding at the end of the file (4,096 bytes)")
+
+
+def _zipped(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("name", ["export.zip", "export.csv.zip", "attachment"])
+def test_a_csv_inside_a_zip_is_read(cli, tmp_path, name):
+    """Mail and BI tools send an export zipped: it was 'unknown file format'."""
+    data = _zipped({"searches_2026-11.csv": _log_text(",").encode()})
+    total, db = _stored(cli, tmp_path, name, data)
+    assert (total["stored"], total["rejected"]) == (3, 0)
+    assert _events(db) == EXPECTED
+    # The same archive again is the same file: nothing added twice.
+    again, _ = _stored(cli, tmp_path, name, data)
+    assert again["already_present"] == 3 and again["stored"] == 0
+
+
+def test_a_zip_of_several_files_is_one_error(cli, tmp_path):
+    data = _zipped({"a.csv": _log_text(",").encode(), "b.csv": _log_text(",").encode()})
+    said = _refused(cli, tmp_path, "export.zip", data)
+    assert "2 files" in said and "a.csv" in said
+
+
+# --- a query typed over several lines --------------------------------------------------------
+
+
+def test_a_multi_line_query_in_an_analytics_export(cli, tmp_path):
+    """A search typed into a textarea holds a newline, quoted as CSV quotes it. The analytics
+    reader reads a row per line: the row's first line was a reject ('unbalanced quotes') and
+    its second stored as a query of its own (``my password"`` searched 10 times)."""
+    data = b'query,searches,clicks\r\n"reset\nmy password",10,2\r\nok,5,1\r\n'
+    total, db = _stored(cli, tmp_path, "t.csv", data)
+    assert total == {"rows_in": 2, "stored": 2, "rejected": 0, "already_present": 0}
+    got = _read(db, "SELECT spellings[1].query, n_events FROM search_summaries ORDER BY 2")
+    assert got == [("ok", 5), ("reset\nmy password", 10)]
+
+
+def test_a_multi_line_query_in_a_click_csv(cli, tmp_path):
+    """A line feed inside the quoted cell, CRLF between rows, as Excel writes them: the query
+    was lost (a reject, and its second line a search by the user 'my password"')."""
+    data = (
+        b"user_id,query,timestamp,clicked_doc\r\n"
+        b'u1,"reset\nmy password",2026-01-01T10:00:00,d1\r\n'
+        b"u2,plain,2026-01-01T10:05:00,d2\r\n"
+    )
+    total, db = _stored(cli, tmp_path, "clicks.csv", data)
+    assert total == {"rows_in": 2, "stored": 2, "rejected": 0, "already_present": 0}
+    got = _read(db, "SELECT query, clicked_ids FROM search_events ORDER BY ts")
+    assert got == [("reset\nmy password", ["d1"]), ("plain", ["d2"])]
+
+
+def test_a_stray_quote_still_swallows_no_row(cli, tmp_path):
+    """Joining a quoted field's lines never takes a row that stands on its own: a quote that
+    does not close within the rows after it stays its own row's reject."""
+    data = b'query,searches\r\n"broken,10\r\nok,5\r\nfine,3\r\n'
+    total, db = _stored(cli, tmp_path, "t.csv", data)
+    assert total == {"rows_in": 3, "stored": 2, "rejected": 1, "already_present": 0}
+    assert _read(db, "SELECT line, reason FROM rejects") == [(2, "unbalanced quotes")]
+
+
+def test_an_excel_workbook_is_one_error_saying_to_save_it_as_csv(cli, tmp_path):
+    """An .xlsx is a zip of many files: not an export goldmine reads, and said so."""
+    data = _zipped({"[Content_Types].xml": b"<Types/>", "xl/workbook.xml": b"<workbook/>"})
+    said = _refused(cli, tmp_path, "searches.xlsx", data)
+    assert "Excel workbook" in said and "CSV" in said
+
+
+def test_a_windows_1252_corpus_with_encoding(cli, tmp_path):
+    data = "id,text\r\nd1,the café opens at 9\r\nd2,“quoted” for €5\r\n".encode("cp1252")
+    _, db = _stored(cli, tmp_path, "docs.csv", data, "--encoding", "cp1252", kind="corpus")
+    assert _read(db, "SELECT chunk_id, text FROM chunks ORDER BY 1") == [
+        ("d1", "the café opens at 9"), ("d2", "“quoted” for €5"),
     ]  # fmt: skip
