@@ -411,7 +411,14 @@ def corpus_cmd(
 
 def add_cmd(
     queries: Annotated[list[str] | None, typer.Argument(help="The queries.")] = None,
-    file: Annotated[Path | None, typer.Option("--file", help="Queries, one a line.")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file",
+            help="Queries, one a line; or a CSV/TSV saved from a sheet whose header names the "
+            "query column (query, question, Search Query …), that column's cells.",
+        ),
+    ] = None,
     source: Annotated[str, typer.Option("--source", help="Who or where from.")] = "manual",
     note: Annotated[str | None, typer.Option("--note", help="A note kept with each.")] = None,
     redact: Annotated[

@@ -7,7 +7,9 @@ into a query or a note): here for ``add``, and through ``text_redactor`` for the
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,10 @@ import duckdb
 from goldmine.config import IngestSettings
 from goldmine.errors import InputError
 from goldmine.ingest.batch import Source
+from goldmine.ingest.fields import column_words
 from goldmine.ingest.files import replace_raw
 from goldmine.ingest.redact import Redactor, configured_patterns, install_macros, make_redactor
+from goldmine.ingest.searchlog import ALIASES
 from goldmine.ingest.target import Target
 
 COLUMNS = ("query_id", "ts", "query", "source", "note")
@@ -87,6 +91,27 @@ def text_redactor(redactor: Redactor) -> Callable[[str], str]:
     return redact
 
 
+# A spreadsheet's name for the column of queries (searchlog's aliases, and a list's own words).
+_QUERY_HEADERS = (*ALIASES["query"], "question", "questions", "queries", "search", "text")
+
+
+def listed_queries(text: str, file: Path) -> list[str]:
+    """The queries of an ``add --file``: one a line, or, for a CSV or TSV saved from a sheet
+    whose header names a query column (``query,owner``; ``Search Query``), that column's cells,
+    read as CSV (quoted cells hold commas and line ends)."""
+    lines = text.splitlines()
+    first = next((line for line in lines if line.strip()), "")
+    delimiter = "\t" if "\t" in first else ","
+    if delimiter not in first and file.suffix.lower() not in (".csv", ".tsv"):
+        return lines
+    rows = list(csv.reader(io.StringIO(text.lstrip("\r\n")), delimiter=delimiter))
+    header = [column_words(cell) for cell in rows[0]] if rows else []
+    column = next((header.index(h) for h in _QUERY_HEADERS if h in header), None)
+    if column is None:
+        return lines
+    return [row[column] for row in rows[1:] if len(row) > column]
+
+
 def source(
     con: duckdb.DuckDBPyConnection,
     queries: list[str],
@@ -103,7 +128,7 @@ def source(
     path = "-"
     if file is not None:
         try:
-            texts += file.read_text(encoding="utf-8-sig").splitlines()  # a BOM is no text
+            texts += listed_queries(file.read_text(encoding="utf-8-sig"), file)  # BOM: no text
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read: {exc}", path=file) from exc
         path = str(file)

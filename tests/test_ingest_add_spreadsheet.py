@@ -1,0 +1,39 @@
+"""``goldmine add --file`` with the list a colleague kept in a spreadsheet.
+
+"Ask five colleagues what they would type" comes back as a CSV or TSV saved from a sheet: a header
+row (``query,owner``) and quoted cells holding commas. Each line was one query, so the header
+became a query called "query", and ``"reset my password, please",alice`` was stored with its
+quotes and the owner's name. A file with such a header gives its query column; a plain list of
+lines is read as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from goldmine.ingest import api
+from goldmine.store import open_store
+
+
+def added(db_path: Path, path: Path) -> list[str]:
+    with open_store(db_path) as con:
+        api.add(con, [], file=path, source="colleague")
+        return sorted(r[0] for r in con.execute("SELECT query FROM manual_queries").fetchall())
+
+
+def test_a_csv_with_a_query_column(tmp_path: Path, db_path: Path) -> None:
+    path = tmp_path / "asked.csv"
+    path.write_text('query,owner\n"reset my password, please",alice\nvpn on linux,bob\n,carol\n')
+    assert added(db_path, path) == ["reset my password, please", "vpn on linux"]
+
+
+def test_a_tsv_saved_from_a_sheet_with_the_column_in_words(tmp_path: Path, db_path: Path) -> None:
+    path = tmp_path / "asked.tsv"
+    path.write_text("Owner\tSearch Query\r\nalice\tinvoice copy\r\nbob\trefund status\r\n")
+    assert added(db_path, path) == ["invoice copy", "refund status"]
+
+
+def test_a_list_of_lines_is_read_as_before(tmp_path: Path, db_path: Path) -> None:
+    path = tmp_path / "asked.txt"
+    path.write_text("query\nhow do I, as an admin, add a user\n")
+    assert added(db_path, path) == ["how do I, as an admin, add a user", "query"]
