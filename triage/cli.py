@@ -205,7 +205,14 @@ def _topic_rows(t: dict) -> list[list[str]]:
 
 @triage_app.command("export")
 def export_cmd(
-    file: Annotated[Path, typer.Argument(help="Output .csv or .parquet", dir_okay=False)],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="Output .parquet (texts exact) or .csv (for a spreadsheet: a text starting "
+            "like a formula, =+-@, gets the text prefix ').",
+            dir_okay=False,
+        ),
+    ],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -234,6 +234,19 @@ EXPORT_COLUMNS = """
 """
 
 
+# A cell a spreadsheet runs as a formula (CSV injection, OWASP): what a search box takes in.
+FORMULA_START = r"^[=+\-@\t\r]"
+
+
+def _no_formula(column: str) -> Any:
+    """A text column for a CSV a person opens in a spreadsheet: a cell starting like a formula
+    gets Excel's text prefix ``'``, shown as the text itself (Parquet keeps the text exact)."""
+    import polars as pl
+
+    col = pl.col(column)
+    return pl.when(col.str.contains(FORMULA_START)).then("'" + col).otherwise(col).alias(column)
+
+
 def export_queries(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     """One row per distinct query to CSV or Parquet (by extension); returns the row count."""
     import polars as pl
@@ -249,7 +262,9 @@ def export_queries(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     )
     if suffix == ".csv":
         rows_df = rows_df.with_columns(
-            pl.col("tags").list.join("|"), pl.col("sources").list.join("|")
+            pl.col("tags").list.join("|"),
+            pl.col("sources").list.join("|"),
+            *(_no_formula(c) for c in ("query", "canonical_query", "cluster_label")),
         )
         rows_df.write_csv(path)
     else:
