@@ -81,12 +81,15 @@ def tickets(
     patterns: list[str] | None = None,
     regions: list[str] | None = None,
     agents: list[str] | None = None,
+    encoding: str | None = None,
 ) -> ImportResult:
     """Support tickets into ``tickets``; PII and @handles redacted unless ``redact=False``, as
-    in chat. ``agents``: the brand's own handles, whose messages are replies, not tickets."""
+    in chat. ``agents``: the brand's own handles, whose messages are replies, not tickets;
+    ``encoding``: that of files whose text is not UTF-8."""
     redactor = make_redactor(redact, patterns, handles=True, regions=regions)
     options = {"redact": redact, **({"agents": sorted(agents)} if agents else {})}
-    result = _files(con, _tickets, paths, fmt, mapping, redactor, options, agents=agents)
+    result = _files(con, _tickets, paths, fmt, mapping, redactor, options, encoding,
+                    agents=agents)  # fmt: skip
     _count_no_question(con, result)
     return result
 
@@ -113,10 +116,12 @@ def chat(
     redact: bool = True,
     patterns: list[str] | None = None,
     regions: list[str] | None = None,
+    encoding: str | None = None,
 ) -> ImportResult:
-    """Chat turns into ``chat_turns``; PII and @handles redacted unless ``redact=False``."""
+    """Chat turns into ``chat_turns``; PII and @handles redacted unless ``redact=False``;
+    ``encoding``: that of files whose text is not UTF-8."""
     redactor = make_redactor(redact, patterns, handles=True, regions=regions)
-    return _files(con, _chat, paths, fmt, mapping, redactor, {"redact": redact})
+    return _files(con, _chat, paths, fmt, mapping, redactor, {"redact": redact}, encoding)
 
 
 def traces(

@@ -335,6 +335,7 @@ def tickets_cmd(
     no_redact: NoRedactOption = False,
     patterns: PatternOption = None,
     agent: AgentOption = None,
+    encoding: EncodingOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
@@ -342,7 +343,7 @@ def tickets_cmd(
     """Support tickets: Zendesk-style JSON export, CSV, or a support-tweet export (customers'
     messages only); question = subject + first question."""
     _text_import("tickets", paths, no_redact, patterns, db, as_json, allow_empty,
-                 fmt=fmt, mapping=mapping, agents=agent or [])  # fmt: skip
+                 fmt=fmt, mapping=mapping, agents=agent or [], encoding=encoding)  # fmt: skip
 
 
 @ingest_app.command("chat")
@@ -352,6 +353,7 @@ def chat_cmd(
     mapping: MapOption = None,
     no_redact: NoRedactOption = False,
     patterns: PatternOption = None,
+    encoding: EncodingOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
@@ -359,7 +361,7 @@ def chat_cmd(
     """Chat: JSONL of turns or conversations, or message CSV with reply-to ids (threads
     rebuilt)."""
     _text_import("chat", paths, no_redact, patterns, db, as_json, allow_empty,
-                 fmt=fmt, mapping=mapping)  # fmt: skip
+                 fmt=fmt, mapping=mapping, encoding=encoding)  # fmt: skip
 
 
 @ingest_app.command("traces")

@@ -84,9 +84,9 @@ def detect(path: Path, forced: str | None = None, encoding: str | None = None) -
             + "|".join(FORMATS),
             path=path,
         )
-    if encoding is None and fmt in _UTF8_ONLY:
-        codec = "utf-8"
-    if encoding is None and fmt != "parquet":
+    if fmt == "parquet" or (encoding is None and fmt in _UTF8_ONLY):
+        codec = "utf-8"  # Parquet holds no text to decode; JSON's is UTF-8 or refused
+    elif encoding is None:  # JSON's lines not in UTF-8 are each a reject, as before
         _refuse_legacy_text(head, path)
     return InputFile(path, fmt, compression, codec)
 

@@ -51,9 +51,11 @@ def _stored(cli, tmp_path: Path, name: str, data: bytes, *args: str, kind: str =
     return total, db
 
 
-def _refused(cli, tmp_path: Path, name: str, data: bytes, *args: str) -> str:
+def _refused(
+    cli, tmp_path: Path, name: str, data: bytes, *args: str, kind: str = "searchlog"
+) -> str:
     """Import a file that must be refused: its one error line (no store left behind)."""
-    proc, db = _ingest(cli, tmp_path, name, data, *args)
+    proc, db = _ingest(cli, tmp_path, name, data, *args, kind=kind)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
@@ -349,4 +351,32 @@ def test_a_windows_1252_corpus_with_encoding(cli, tmp_path):
     _, db = _stored(cli, tmp_path, "docs.csv", data, "--encoding", "cp1252", kind="corpus")
     assert _read(db, "SELECT chunk_id, text FROM chunks ORDER BY 1") == [
         ("d1", "the café opens at 9"), ("d2", "“quoted” for €5"),
+    ]  # fmt: skip
+
+
+def test_a_windows_1252_ticket_export_is_refused_then_read_with_encoding(cli, tmp_path):
+    """Tickets and chat read delimited files as search logs do: the same refusal names an
+    option the command has."""
+    data = (
+        "id,created_at,subject,description\r\n"
+        "t1,2026-11-30 10:00,Café card refused,My “gold” card was refused at €5\r\n"
+        "t2,2026-11-30 11:00,Crème brûlée missing,Where is my order?\r\n"
+    ).encode("cp1252")
+    said = _refused(cli, tmp_path, "tickets.csv", data, kind="tickets")
+    assert "--encoding cp1252" in said
+    _, db = _stored(cli, tmp_path, "tickets.csv", data, "--encoding", "cp1252", kind="tickets")
+    got = _read(db, "SELECT ticket_id, subject FROM tickets ORDER BY 1")
+    assert got == [("t1", "Café card refused"), ("t2", "Crème brûlée missing")]
+
+
+def test_a_json_lines_file_in_windows_1252_keeps_a_reject_per_line(cli, tmp_path):
+    """JSON is UTF-8 by definition: its lines that are not stay each a reject, as before."""
+    text = "".join(
+        json.dumps({"query": q, "ts": t.replace(" ", "T")}, ensure_ascii=False) + "\n"
+        for q, t, _ in ROWS
+    )
+    total, db = _stored(cli, tmp_path, "log.jsonl", text.encode("cp1252"))
+    assert (total["stored"], total["rejected"]) == (1, 2)
+    assert _read(db, "SELECT line, reason FROM rejects ORDER BY 1") == [
+        (2, "invalid UTF-8"), (3, "invalid UTF-8"),
     ]  # fmt: skip
