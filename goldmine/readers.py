@@ -66,6 +66,10 @@ def decode_text(data: bytes, path: Path) -> str:
     if data[:2] in _UTF16_BOMS:
         raise InputError("is UTF-16 text (it starts with a UTF-16 byte order mark): save it as "
                          "UTF-8", path=path)  # fmt: skip
+    head = data[:1024]
+    if head and head.count(0) * 3 >= len(head):  # ASCII in UTF-16: every other byte is NUL
+        raise InputError("holds a NUL byte every other byte: UTF-16 text without its byte order "
+                         "mark? save it as UTF-8", path=path)  # fmt: skip
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -399,6 +399,9 @@ NOT_JUDGMENTS = {
     "comments.qrels": "# judged by team B\n# nothing yet\n",
     "header.qrels": "qid iter docno rel\n",
     "utf16.qrels": "1 0 kb-1 2\n2 0 kb-3 1\n".encode("utf-16"),
+    # UTF-16 without its byte order mark, either way round: the NULs were read as id text.
+    "utf16le.qrels": "1 0 kb-1 2\n2 0 kb-3 1\n".encode("utf-16-le"),
+    "utf16be.qrels": "1 0 kb-1 2\n2 0 kb-3 1\n".encode("utf-16-be"),
 }
 # What each error names: the format it is taken for or the trouble, and what goldmine reads.
 NOT_JUDGMENTS_WORDS = {
@@ -409,6 +412,8 @@ NOT_JUDGMENTS_WORDS = {
     "comments.qrels": ("no judgment",),
     "header.qrels": ("no judgment",),
     "utf16.qrels": ("UTF-16", "UTF-8"),
+    "utf16le.qrels": ("UTF-16", "UTF-8"),
+    "utf16be.qrels": ("UTF-16", "UTF-8"),
 }
 
 
