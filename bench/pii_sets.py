@@ -131,6 +131,7 @@ TUNING = {
         "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw",
     ],
     "WEBHOOK": ["T024BE7LD/B01ABCDEF12/Xk9p2QwErTyUiOp3AsDfGhJk"],
+    "IBAN_WRAPPED": ["DE89 3704 0044\n0532 0130 00", "GB82 WEST 1234 5698\r\n7654 32"],
 }
 TUNING_TEMPLATES = {
     "PHONE": [
@@ -172,6 +173,7 @@ TUNING_TEMPLATES = {
     "EMAIL_SPACED": ["mail {} please", "contact: {}"],
     "SSN_DOTS": ["ssn {}", "social security number: {}"],
     "SECRET_MORE": ["token {} expired", "why is {} rejected", "{} in my .env"],
+    "IBAN_WRAPPED": ["IBAN {}\nDanke", "Bankverbindung:\n{} bitte"],
     "WEBHOOK": [
         "webhook https://hooks.slack.com/services/{} returns 404",
         "POST https://hooks.slack.com/services/{}",
@@ -473,6 +475,7 @@ _KIND = {
     "SSN_DOTS": "SSN",
     "SECRET_MORE": "SECRET",
     "WEBHOOK": "SECRET",
+    "IBAN_WRAPPED": "IBAN",
 }
 
 

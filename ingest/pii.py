@@ -6,10 +6,10 @@ type is matched on token boundaries and then validated: emails by shape (IDN dom
 quoted local part too, an @ with a space beside it when the local part is no word; also
 URL-encoded, ``jane%40example.net``, twice in a nested URL, ``%2540``, or as UTF-8 bytes,
 ``j%C3%BCrgen``; and spelled ``jane [at] example [dot] com``), IPv6/IPv4 by ``ipaddress``, IBANs by
-ISO 7064 mod 97, cards by Luhn *and* an issuer's prefix and length (in groups, also wrapped onto a
-second line), US SSNs by the SSA's ranges (``ddd-dd-dddd``, other layouts, dots too, only after
-"SSN"), UK NI numbers by HMRC's prefixes (in capitals, or after "NI number"), phone numbers by
-Google's libphonenumber metadata (``phonenumbers``): valid for one of the configured regions, or
+ISO 7064 mod 97, cards by Luhn *and* an issuer's prefix and length (both in groups, also wrapped
+onto a second line), US SSNs by the SSA's ranges (``ddd-dd-dddd``, other layouts, dots too, only
+after "SSN"), UK NI numbers by HMRC's prefixes (in capitals, or after "NI number"), phone numbers
+by Google's libphonenumber metadata (``phonenumbers``): valid for one of the configured regions, or
 for any country when written with ``+``, ``%2B``, ``00`` or in a ``wa.me/`` link; an extension
 (``ext. 12``) goes with its number, and a ZIP+4 code is none. A bare run of digits (``4155552671``)
 is only a phone next to a word that says so (tel, call, Handy, appelez, ...); a word such as ISBN
@@ -85,14 +85,16 @@ IPV6 = re.compile(
 )
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 IPV4 = re.compile(rf"(?<![{_W}.])(?:{_OCTET}\.){{3}}{_OCTET}(?![{_W}]|\.\d)")
+# A line break where a ticket's body or a chat client wrapped a card or an IBAN.
+_WRAP = r"[ \t]*\r?\n[ \t]*"
 IBAN = re.compile(
-    rf"(?<![{_W}])[a-z]{{2}}\d{{2}}(?:[ ]?[a-z0-9]{{4}}){{2,7}}(?:[ ]?[a-z0-9]{{1,3}})?"
+    rf"(?<![{_W}])[a-z]{{2}}\d{{2}}(?:(?: |{_WRAP})?[a-z0-9]{{4}}){{2,7}}(?: ?[a-z0-9]{{1,3}})?"
     rf"(?![{_W}])",
     re.IGNORECASE,
 )
 # A card's digits, in groups joined by a space or a dash, or wrapped onto the next line by a chat
 # client or a form ("4111 1111\n1111 1111": then every group must be whole, see card_ok).
-CARD = re.compile(rf"(?<![{_W}+-])\d(?:(?:[ -]|[ -]?[ \t]*\r?\n[ \t]*)?\d){{12,18}}(?![{_W}]|-\d)")
+CARD = re.compile(rf"(?<![{_W}+-])\d(?:(?:[ -]|[ -]?{_WRAP})?\d){{12,18}}(?![{_W}]|-\d)")
 # Digit groups joined by one separator, by a bracket ("+33 (0)1 23", "(415) 555-2671"), or by
 # a spaced slash as German numbers were written ("030 / 123 456").
 _JOIN = r"(?: ?\(|\) ?| / |[ .\-/\u2010-\u2013])"
@@ -457,20 +459,19 @@ def _ibans(text: str):
     """IBAN spans whose mod 97 holds. The pattern may have taken a following 4-character word
     ("... 7034 from"): drop whole trailing groups until the check holds."""
     for m in IBAN.finditer(text):
-        s, end = m.group(), m.end()
-        while len(s.replace(" ", "")) >= 15:
+        s = m.group()
+        while len("".join(s.split())) >= 15:
             if iban_ok(s):
-                yield m.start(), end
+                yield m.start(), m.start() + len(s)
                 break
-            cut = s.rfind(" ")
+            cut = max(s.rfind(" "), s.rfind("\n"))
             if cut < 0:
                 break
-            end -= len(s) - cut
-            s = s[:cut]
+            s = s[:cut].rstrip()
 
 
 def iban_ok(s: str) -> bool:
-    c = s.replace(" ", "").upper()
+    c = "".join(s.split()).upper()
     # ASCII only: IGNORECASE lets [a-z] match the Turkish İ and the Kelvin sign, which
     # upper() keeps and base 36 cannot read.
     if not 15 <= len(c) <= 34 or not c.isascii() or not c[:2].isalpha() or not c.isalnum():

@@ -278,6 +278,9 @@ def test_formats_of_a_hostile_week_are_redacted(text, expected):
         ("mail jane.doe @gmail.com please", "mail <EMAIL> please"),
         ("write to jsmith82 @ yahoo.co.uk", "write to <EMAIL>"),
         ("ssn 123.45.6789", "ssn <SSN>"),
+        # an IBAN wrapped onto a second line in a ticket's body
+        ("IBAN DE89 3704 0044\n0532 0130 00\nDanke", "IBAN <IBAN>\nDanke"),
+        ("Konto:\nDE89 3704 0044 0532\r\n0130 00 bitte", "Konto:\n<IBAN> bitte"),
         ("token glpat-xYz12AbCdEfGhIjKlMn3 expired", "token <SECRET> expired"),
         ("npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 leaked", "<SECRET> leaked"),
         ("HF_TOKEN hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "HF_TOKEN <SECRET>"),
