@@ -1,13 +1,17 @@
 """Readers for gold sets and runs in the formats users already have, detected from content.
 
-Gold: TREC qrels, BEIR qrels TSV, goldmine gold JSONL (including exported versions, whose first
-line is a header), and a plain JSON object mapping a query to its relevant ids (the seed lesson's
-``gold`` dict). Runs: TREC run files, JSONL, CSV/Parquet with ``query_id, doc_id`` and ``rank`` or
-``score``, and a JSON object mapping a query to its ranked ids (the seed's ``runs`` dict).
+Gold: TREC qrels, BEIR qrels (TSV, or JSON lines and Parquet of ``query-id, corpus-id, score`` as
+BEIR's and MTEB's Hugging Face repos serve them), goldmine gold JSONL (including exported
+versions, whose first line is a header), and a plain JSON object mapping a query to its relevant
+ids (the seed lesson's ``gold`` dict). Runs: TREC run files, JSONL, CSV/Parquet with
+``query_id, doc_id`` and ``rank`` or ``score``, and a JSON object mapping a query to its ranked
+ids (the seed's ``runs`` dict).
 
 These readers are pure Python on purpose: at the sizes a gold set and most runs have, the start-up
-of a columnar library costs more than the parse. Large TREC files go to ``goldmine.frames``.
-Every parse error names the file and the line.
+of a columnar library costs more than the parse. Large TREC files go to ``goldmine.frames``, and
+qrels given as records (BEIR's JSON lines, Parquet) are checked column-wise in polars
+(``qrels_frame``, ``judge_frame``), which a Parquet file is read with anyway. Every parse error
+names the file and the line (or a Parquet file's row).
 """
 
 from __future__ import annotations
@@ -208,7 +212,8 @@ def ntcir_level(token: str) -> int | None:
 def foreign_judgments(text: str) -> str | None:
     """What a file is when it holds judgments in a layout no reader here takes (a spreadsheet's
     CSV, a Label Studio export, another JSON array), said so rather than misread; else None."""
-    if text.lstrip().startswith("["):
+    head = text[: 1 << 16]  # the first line is all the CSV test reads
+    if head.lstrip().startswith("["):
         try:
             obj = json.loads(text)
         except ValueError:
@@ -217,7 +222,7 @@ def foreign_judgments(text: str) -> str | None:
         if tasks and ("annotations" in obj[0] or "predictions" in obj[0]):
             return "is a Label Studio export (tasks with annotations), which goldmine does not read"
         return "is a JSON array, which is no judgments layout goldmine reads"
-    first = _first_line(text)
+    first = _first_line(head)
     if first.startswith("{") or "\t" in first:
         return None
     if first.count(",") >= 2 and not _parses(first.split()[-1], float):
