@@ -158,6 +158,7 @@ def test_a_search_console_export_in_a_decimal_comma_locale(cli, tmp_path):
         ("log.txt", b"\xff\xfe", "utf-16-le"),  # Excel: Save as "Unicode Text (*.txt)"
         ("log.csv", b"\xff\xfe", "utf-16-le"),
         ("log.csv", b"\xfe\xff", "utf-16-be"),
+        ("log.csv", b"\xef\xbb\xbf", "utf-8"),  # Excel's "CSV UTF-8": read before, kept so
     ],
 )
 def test_excel_unicode_text_is_read(cli, tmp_path, name, bom, codec):
