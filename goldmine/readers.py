@@ -205,7 +205,8 @@ NTCIR_LEVEL = re.compile(r"L(-?\d+)")
 
 def ntcir_level(token: str) -> int | None:
     """The level an NTCIR grade (``L2``) names, or None for any other token."""
-    found = NTCIR_LEVEL.fullmatch(token.strip())
+    token = token.strip()
+    found = NTCIR_LEVEL.fullmatch(token) if token.startswith("L") else None
     return int(found.group(1)) if found else None
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
-from goldmine.files import json_objects, require_file, unpacked
+from goldmine.files import json_objects, open_unpacked, require_file, unpacked
 from goldmine.gold import GRADE_LIMIT, GoldQuery
 from goldmine.goldset import bulk
 from goldmine.goldset.interop import check_ids
@@ -186,20 +186,31 @@ def detect_format(path: Path) -> str:
 
 
 def _is_parquet(path: Path) -> bool:
+    return _head(path, 4) == b"PAR1"
+
+
+def _head(path: Path, size: int = 1 << 16) -> bytes:
+    """The file's first ``size`` bytes, decompressed; a file that cannot be read gives none
+    (the reader that reads it whole says what is wrong)."""
     try:
-        with path.open("rb") as handle:
-            return handle.read(4) == b"PAR1"
-    except OSError:
-        return False  # the reader says what is wrong with it
+        with open_unpacked(path) as handle:
+            return handle.read(size)
+    except Exception:  # OSError, EOFError, zlib's and lzma's errors for a damaged stream
+        return b""
 
 
 def _refuse_foreign(path: Path) -> None:
     """A file in a layout gold import does not read (Parquet alone, a spreadsheet's CSV, a Label
-    Studio export) is refused saying what it reads, rather than misread as TREC qrels."""
-    if _is_parquet(path):
+    Studio export) is refused saying what it reads, rather than misread as TREC qrels. The
+    first 64 KiB tell, but for a JSON array, which is read whole."""
+    head = _head(path)
+    if head[:4] == b"PAR1":
         raise InputError(f"is a Parquet file: gold import reads Parquet in a folder; it reads "
                          f"{IMPORT_LAYOUTS}", path=path)  # fmt: skip
-    foreign = foreign_judgments("\n".join(_read_lines(path)))
+    text = head.decode("utf-8-sig", errors="replace")  # the readers check the encoding
+    if text.lstrip().startswith("["):
+        text = "\n".join(_read_lines(path))
+    foreign = foreign_judgments(text)
     if foreign:
         raise InputError(f"{foreign}: gold import reads {IMPORT_LAYOUTS}", path=path)
 
@@ -222,7 +233,15 @@ def _grade(value, path: Path, line: int, levels: bool = False) -> int:
     """A grade as every reader reads one (``readers.read_grade``: a whole number within
     GRADE_LIMIT), or, with ``levels`` (a --grade-map to read them), an NTCIR level: L2 is 2."""
     level = ntcir_level(str(value)) if levels else None
-    return read_grade(value if level is None else level, path, line)
+    if level is None:
+        try:
+            level = int(value)  # the common spelling, read once (read_grade tries several)
+        except (TypeError, ValueError):
+            level = value
+        else:
+            if abs(level) <= GRADE_LIMIT:
+                return level
+    return read_grade(level, path, line)
 
 
 def levels_refused(tokens: Iterable[str], path: Path, line: int | None) -> InputError:
@@ -604,7 +623,7 @@ def read_qrels(path: Path, levels: bool = False) -> dict[str, dict[str, int]]:
             qid, doc, grade = parts
         else:
             raise InputError(_columns_problem(parts), path=path, line=n)
-        if not levels and ntcir_level(grade) is not None:  # every level the file has, named
+        if not levels and grade[0] == "L" and ntcir_level(grade) is not None:  # all named
             raise levels_refused((row.split()[-1] for row in lines if row.strip()), path, n)
         judge(qrels.setdefault(qid, {}), qid, doc, _grade(grade, path, n, levels), path=path,
               line=n, lines=lines)  # fmt: skip
