@@ -696,7 +696,7 @@ def beir_files(folder: Path, split: str) -> tuple[Path, Path]:
     """A BEIR or MTEB folder's queries file and ``split``'s qrels file, or an InputError saying
     what the folder lacks."""
     queries = next(iter(_globbed(folder, _BEIR_QUERIES, split)), None)
-    found = _globbed(folder / "qrels", _BEIR_QRELS, split)
+    found = _globbed(folder / "qrels", _BEIR_QRELS, split)  # the TSV first, then conversions
     if queries is None and not found:
         raise InputError(f"holds no judgments gold import reads: it reads {IMPORT_LAYOUTS}",
                          path=folder)  # fmt: skip
@@ -709,7 +709,7 @@ def beir_files(folder: Path, split: str) -> tuple[Path, Path]:
         )
     if queries is None:
         raise InputError("a BEIR folder needs queries.jsonl", path=folder)
-    if len(found) > 1:
+    if len(found) > 1:  # Parquet shards: which rows belong together is not ours to guess
         names = ", ".join(p.name for p in found)
         raise InputError(f"qrels/ holds {len(found)} files for {split} ({names}): keep one",
                          path=folder)  # fmt: skip
@@ -717,9 +717,10 @@ def beir_files(folder: Path, split: str) -> tuple[Path, Path]:
 
 
 def _globbed(folder: Path, patterns: tuple[str, ...], split: str) -> list[Path]:
-    """The files under ``folder`` each pattern (``{}`` the split) names, in the patterns' order."""
+    """The files under ``folder`` that the first pattern naming any (``{}`` the split) names: a
+    repo serving a split in two layouts (test.tsv and its test.jsonl conversion) gives one."""
     named = (sorted(folder.glob(p.format(glob.escape(split)))) for p in patterns)
-    return [path for paths in named for path in paths if path.is_file()]
+    return next((files for paths in named if (files := [f for f in paths if f.is_file()])), [])
 
 
 def is_tsv(path: Path) -> bool:

@@ -265,6 +265,15 @@ def queries_parquet() -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+# A repo serving the split twice, as BEIR's TSV and its JSON lines conversion: the TSV is read.
+MTEB_LAYOUTS["tsv-and-jsonl"] = {
+    "queries.jsonl": queries_jsonl(),
+    "qrels/test.tsv": "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{c}\t{g}\n"
+                                                            for q, c, g in LABELS),
+    "qrels/test.jsonl": qrels_jsonl(LABELS),
+}  # fmt: skip
+
+
 # The MTEB repos converted to Parquet (mteb/CQADupstack*-NL, mteb/GermanDPR): every config a
 # folder of shards, the queries as queries/test-00000-of-00001.parquet.
 MTEB_LAYOUTS["parquet-queries"] = {
