@@ -43,6 +43,7 @@ QUERY = (
     "keywords",
     "query_text",
     "term",
+    "search",  # Algolia's top searches: search, count, nbHits
 )
 COUNT = (
     "count",
@@ -76,6 +77,8 @@ ZERO_RATE = (
     "percent_no_results",
     "no_results_percent",
 )
+# The hits a search found (Algolia's nbHits): 0 means each of its searches found nothing.
+HITS = ("nbhits", "nb_hits")
 CLICKS = ("clicks", "clicked_searches", "searches_with_clicks", "total_clicks")
 CTR = ("ctr", "click_through_rate", "clickthrough_rate", "click_rate", "search_ctr")
 DATE = ("date", "day")
@@ -97,6 +100,7 @@ _PARTS = {
     "count": COUNT,
     "zero": ZERO,
     "zero_rate": ZERO_RATE,
+    "hits": HITS,
     "clicks": CLICKS,
     "ctr": CTR,
     "date": DATE,
@@ -244,7 +248,9 @@ def stage_sql(
 
     # The reader's text columns may be of a decimal-comma export (gm_decimal_comma, per file).
     local = (_LOCAL_COUNT, _LOCAL_RATE) if keys is not None else ("{0}", "{0}")
-    number = {p: _NUMBER.format(local[0].format(f"{p}_text")) for p in ("count", "zero", "clicks")}
+    number = {
+        p: _NUMBER.format(local[0].format(f"{p}_text")) for p in ("count", "zero", "hits", "clicks")
+    }
     rate = {p: _RATE.format(local[1].format(f"{p}_text")) for p in ("zero_rate", "ctr")}
     sql = f"""
         SELECT line, {raw} AS raw, reason, query, day, first_seen, last_seen, n_events,
@@ -267,6 +273,8 @@ def stage_sql(
                  WHEN round(zero) > round(n)
                      THEN 'no results exceed the count: ' || left(zero_text, 40) || ' > '
                           || left(n_text, 40)
+                 WHEN hits_text IS NOT NULL AND (hits_read IS NULL OR hits_read < 0)
+                     THEN 'wrong type: nbHits is not a number: ' || left(hits_text, 40)
                  WHEN clicks_text IS NOT NULL AND (clicks_read IS NULL OR clicks < 0)
                      THEN 'wrong type: clicks is not a number: ' || left(clicks_text, 40)
                  WHEN clicks_text IS NOT NULL AND clicks IS NULL
@@ -286,7 +294,8 @@ def stage_sql(
             coalesce(day::TIMESTAMP, $gm_now) AS first_seen,
             coalesce(day::TIMESTAMP, $gm_now) AS last_seen,
             round(n)::BIGINT AS n_events,
-            least(round(coalesce(zero, zero_rate * n, 0)), round(n))::BIGINT AS n_zero_results,
+            least(round(coalesce(zero, zero_rate * n, CASE WHEN hits_read = 0 THEN n END, 0)),
+                  round(n))::BIGINT AS n_zero_results,
             round(coalesce(clicks, ctr * n))::BIGINT AS clicked
         FROM (
             -- The values as read (*_read) give the reasons; the values used are only those in
@@ -296,14 +305,16 @@ def stage_sql(
                    {_share("ctr_read")} AS ctr
             FROM (
             SELECT line, raw, err, q, count_text AS n_text, {number["count"]} AS n_read, zero_text,
-                   {number["zero"]} AS zero_read, clicks_text, {number["clicks"]} AS clicks_read,
+                   {number["zero"]} AS zero_read, hits_text, {number["hits"]} AS hits_read,
+                   clicks_text, {number["clicks"]} AS clicks_read,
                    zero_rate_text, {rate["zero_rate"]} AS zero_rate_read, ctr_text,
                    {rate["ctr"]} AS ctr_read,
                    date_text, {_day(ts_format)} AS day,
                    CASE WHEN dmy IS NOT NULL THEN gm_dmy_order(dmy) END AS gm_dates{carried}
             FROM (
                 SELECT line, raw, err, {text("query")} AS q, {text("count")} AS count_text,
-                       {text("zero")} AS zero_text, {text("clicks")} AS clicks_text,
+                       {text("zero")} AS zero_text, {text("hits")} AS hits_text,
+                       {text("clicks")} AS clicks_text,
                        {text("zero_rate")} AS zero_rate_text, {text("ctr")} AS ctr_text,
                        {text("date")} AS date_text,
                        {_DMY_PARTS.format(text("date"))} AS dmy{carried}
@@ -380,14 +391,22 @@ def merged(con: duckdb.DuckDBPyConnection, _batch_id: int) -> dict[str, int]:
     return {"merged": n}
 
 
-def target(found: dict[str, str], ts_format: str | None = None, order: str | None = None) -> Target:
+def target(
+    found: dict[str, str],
+    ts_format: str | None = None,
+    order: str | None = None,
+    records: bool = False,
+) -> Target:
+    """The target of an aggregated export; ``records``: its rows are JSON records (Algolia's
+    Analytics API), not a delimited file's."""
     return Target(
         source=SOURCE,
         table="search_summaries",
         key=("source", "day", "norm_query"),
         columns=_COLUMNS,
-        # Its rows are the reader's text columns (logformats._read_analytics), named by keys.
-        stage=lambda keys: stage_sql(found, ts_format, order, keys),
+        # Its rows are the reader's text columns (logformats._read_analytics), named by keys,
+        # or JSON records read by their paths.
+        stage=lambda keys: stage_sql(found, ts_format, order, None if records else keys),
         streaming=False,
         redact=("query",),
         store=store,

@@ -156,6 +156,7 @@ _WRAPPERS = (
     "events",
     "results",
     "rows",
+    "searches",  # Algolia's Analytics API: {"searches": [{"search", "count", "nbHits"}]}
 )
 
 

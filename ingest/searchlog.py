@@ -137,6 +137,9 @@ def stage_sql(
 ) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and "query" not in fields:
+        aggregated = analytics.columns(keys)
+        if aggregated is not None and not mapping:
+            raise AggregatedRecords(aggregated)
         raise InputError(_no_query(keys))
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], _TYPED)
@@ -240,8 +243,21 @@ def run(
             made = _analytics(item, ts_format)
         else:
             made = partial(target, mapping, ts_format=ts_format)
-        files.extend(_dated(con, made, item, redactor, options).files)
+        try:
+            files.extend(_dated(con, made, item, redactor, options).files)
+        except AggregatedRecords as records:  # JSON rows of a query and a count, no events
+            made = _analytics(item, ts_format, records.found)
+            files.extend(_dated(con, made, item, redactor, options).files)
     return ImportResult(files)
+
+
+class AggregatedRecords(InputError):
+    """JSON records that are an aggregated export's rows (a query and a count, Algolia's
+    Analytics API), found when the log's stage looks for a query: read as an export instead."""
+
+    def __init__(self, found: dict[str, str]) -> None:
+        super().__init__("the records are an aggregated export's rows")
+        self.found = found
 
 
 def _dated(
@@ -263,10 +279,13 @@ def _dated(
         return batch.run(con, made(order=found.order), [item], redactor, read)
 
 
-def _analytics(item: InputFile, ts_format: str | None) -> Callable[..., Target]:
+def _analytics(
+    item: InputFile, ts_format: str | None, records: dict[str, str] | None = None
+) -> Callable[..., Target]:
     """An aggregated export: its rows are summaries (ingest.analytics), not events; its dates are
-    settled as a log's are, before its merge count (the batch's summary)."""
-    found = analytics.columns(header(item.path, item.compression))
+    settled as a log's are, before its merge count (the batch's summary). ``records``: the
+    columns found in JSON records, read by their paths rather than as a delimited file."""
+    found = records or analytics.columns(header(item.path, item.compression))
     if found is None:
         raise InputError(
             "not an aggregated search export: its header names no query column and no count "
@@ -275,7 +294,7 @@ def _analytics(item: InputFile, ts_format: str | None) -> Callable[..., Target]:
         )
 
     def made(order: str | None = None) -> Target:
-        read = analytics.target(found, ts_format, order)
+        read = analytics.target(found, ts_format, order, records=records is not None)
         merge = read.summary or (lambda _con, _batch_id: {})
         return replace(read, summary=lambda con, b: {**check_dates(con, b), **merge(con, b)})
 
