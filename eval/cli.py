@@ -35,7 +35,8 @@ GoldOption = Annotated[
     typer.Option(
         "--gold",
         "-g",
-        help="Gold set: a file (TREC qrels, BEIR qrels TSV, goldmine gold JSONL, or a JSON object "
+        help="Gold set: a file (TREC qrels, BEIR qrels as TSV, JSON lines or Parquet, goldmine "
+        "gold JSONL, or a JSON object "
         "of query -> relevant ids), or a published version from the store: v3, latest.",
         show_default=False,
     ),
@@ -184,7 +185,7 @@ KCandidatesOption = Annotated[
 ]
 GoldFormatOption = Annotated[
     str | None,
-    typer.Option("--gold-format", help="Force the gold format: trec, beir, jsonl, json."),
+    typer.Option("--gold-format", help="Force the gold format: trec, beir, jsonl, json, parquet."),
 ]
 RunFormatOption = Annotated[
     str | None,
