@@ -109,7 +109,8 @@ def _scanned(path: Path, module: types.ModuleType | None = None) -> tuple[float,
         typed = read_raw(con, item)
     else:
         typed = module.read(con, item.format, item.path, item.compression)
-        con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+        if not typed:  # a revision whose reader gave JSON objects
+            con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
     if typed:  # records as text columns, which the stage reads as they are
         fields = " + ".join(f"coalesce(strlen(gm_f{i}), 0)" for i in range(1, len(typed) + 1))
         con.execute(f"SELECT count(*), sum({fields}), count(err) FROM gm_src").fetchall()
