@@ -44,6 +44,7 @@ from goldmine.ingest.files import (
 )
 from goldmine.ingest.formats import read_raw
 from goldmine.ingest.logformats import DATE_MACROS
+from goldmine.ingest.pii import SECRET_MARKS
 from goldmine.ingest.redact import Redactor, install_macros
 from goldmine.ingest.scan import FileScan, blanked_copy, scan_file
 from goldmine.ingest.target import Target
@@ -813,14 +814,17 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
 _ID_MAY_MATCH = (
     r"[@:]|[0-9][.][0-9]|(^|[^0-9A-Za-z])[0-9](?:[^0-9A-Za-z]{0,3}[0-9]){6}"
     r"|[A-Za-z]{2}[0-9]{2} ?[A-Za-z0-9]{4}"
-    # an email taken from a URL, a credential (a JWT, a cloud or service key) used as an id
-    r"|%40|eyJ|AKIA|ASIA|gh[pousr]_|xox[abposr]-|sk-|_live_|AIza"
+    # an email taken from a URL (encoded once or twice), and every credential's literal start
+    # (a JWT, a cloud or service key used as an id): the redaction's own list, so a new one
+    # reaches ids too
+    r"|%(?:25)?40|" + SECRET_MARKS
 )
 
 
 def _may_match(redactor: Redactor, col: str) -> str:
     if col.endswith("_id"):
-        return f"regexp_matches({col}, '{_ID_MAY_MATCH}')"
+        pattern = _ID_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
+        return f"regexp_matches({col}, '{pattern}')"
     return redactor.may_match(col)
 
 

@@ -338,3 +338,19 @@ def test_the_weeks_formats_reach_no_table_of_a_redacted_import(tmp_path, db_path
     ]
     needles = ("4111 1111", password, "MIIEvQIBADANBgkq", "jane.doe", "555-2671", "ext. 12")
     assert _leaks(db_path, needles) == []
+
+
+def test_ids_holding_the_newer_tokens_reach_the_checks(tmp_path, db_path):
+    """An id column passes a cheap test before the checks (batch._ID_MAY_MATCH): it knew the
+    older credential prefixes only, so a GitLab, npm, Hugging Face or SendGrid token, or an email
+    encoded twice (``%2540``), used as a user or session id was stored as it was."""
+    tokens = ["glpat-xR4mP9qLw2ZtY7nB3vKd", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+              "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "jane%2540example.net"]  # fmt: skip
+    log = write_jsonl(tmp_path / "log.jsonl", [
+        {"event_id": f"e{i}", "ts": "2026-11-16T07:08:28Z", "session_id": t, "user_id": t,
+         "query": "refund"} for i, t in enumerate(tokens)])  # fmt: skip
+    with open_store(db_path) as con:
+        api.searchlog(con, [log], redact=True)
+        stored = con.execute("SELECT session_id, user_id FROM search_events").fetchall()
+    kept = [v for row in stored for v in row if any(t in (v or "") for t in tokens)]
+    assert kept == [], stored
