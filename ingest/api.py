@@ -28,6 +28,19 @@ def _fields(mapping: Mapping) -> dict[str, str]:
     return mapping if isinstance(mapping, dict) else parse_map(mapping)
 
 
+# A BEIR data set's folder (beir.util.download_and_unzip's): its corpus file beside its queries
+# and qrels, which are gold import's.
+BEIR_CORPUS = ("corpus.jsonl", "corpus.jsonl.gz")
+
+
+def beir_corpus(path: str | Path) -> Path | None:
+    """The corpus file of a BEIR folder given to ``ingest corpus``, else None."""
+    folder = Path(path)
+    if not folder.is_dir() or not (folder / "qrels").is_dir():
+        return None
+    return next((folder / name for name in BEIR_CORPUS if (folder / name).is_file()), None)
+
+
 def _files(
     con: duckdb.DuckDBPyConnection,
     module: Any,
@@ -43,6 +56,8 @@ def _files(
     so a wrong name fails even for a file already imported."""
     fields = _fields(mapping)
     resolve_fields([], module.ALIASES, fields)
+    if module is _corpus:
+        paths = [beir_corpus(p) or p for p in paths]
     items = discover(paths, fmt, encoding)
     if module is _corpus and fmt is None:
         items = _corpus.collections(items)
