@@ -15,7 +15,7 @@ import math
 import numbers
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -130,13 +130,19 @@ def _run_from_mapping(value: Mapping) -> Run:
                 f"run: query {qid!r}: expected {{doc: score}} or a list of ranked ids, "
                 f"got {type(ranked).__name__}"
             )
-        elif _pairs(qid, ranked):
+        elif _pairs(qid, ranked := _reiterable(ranked)):
             results[qid], scores[qid] = _ordered(qid, _first_of_each(ranked))
         else:
             results[qid] = list(map(str, ranked))
             listed = True
     run = Run(results, "dict", None, "dict", scores=scores or None)
     return dedupe(run) if listed else run  # a dict's ids are unique already
+
+
+def _reiterable(ranked: Iterable) -> Iterable:
+    """``ranked`` as something read twice: a generator or ``map`` is read once into a list
+    (``_pairs`` looks at the first item, which a one-shot iterable would lose)."""
+    return ranked if isinstance(ranked, Collection) else list(ranked)
 
 
 def _pairs(qid: str, ranked: Iterable) -> bool:

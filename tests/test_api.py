@@ -142,6 +142,15 @@ def test_a_run_of_pairs_or_a_set_is_read_or_refused_never_scored_wrong() -> None
         goldmine.evaluate(gold, {"q1": [{"id": "d2"}]}, ["mrr"])
 
 
+def test_a_run_given_as_a_generator_keeps_its_first_result() -> None:
+    """A run's ranking may come as any iterable, a generator or ``map`` over the hits too: the
+    check for (id, score) pairs looked at its first item by taking it, so a one-shot iterable
+    lost its best result and the query scored as if it had missed."""
+    gold = {"q1": {"d1": 1}, "q2": {"d3": 1}}
+    run = {"q1": (hit for hit in ["d1", "d2"]), "q2": iter([("d3", 0.7), ("d4", 0.2)])}
+    assert goldmine.evaluate(gold, run, ["mrr"]).mean == {"mrr": 1.0}
+
+
 # --- against pytrec_eval on random cases ----------------------------------------------------------
 
 # goldmine name -> pytrec_eval (trec_eval) measure
