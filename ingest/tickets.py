@@ -16,18 +16,26 @@ from goldmine.ingest.fields import field_access, resolve_fields, typ, val
 from goldmine.ingest.target import Target
 
 ALIASES: dict[str, tuple[str, ...]] = {
-    "ticket_id": ("ticket_id", "id", "ticket", "number", "key", "tweet_id"),
-    "ts": ("created_at", "ts", "timestamp", "created", "date", "time"),
+    # Jira's CSV names a ticket by its "Issue key" (HELP-12)
+    "ticket_id": ("ticket_id", "id", "ticket", "number", "key", "issue_key", "tweet_id"),
+    # Freshdesk's CSV export: "Created time"
+    "ts": ("created_at", "ts", "timestamp", "created", "created_time", "date", "time"),
     "user_id": (
         "requester_id",
+        # Zendesk's CSV export: "Requester" is the requester's name, "Requester id" the id
+        "requester id",
         "user_id",
         "requester",
         "submitter_id",
         "customer_id",
         "author_id",
+        "contact_id",  # Freshdesk's CSV export
+        "reporter",  # Jira's
+        "user",  # GitHub's issues: an object, stored as its id (gm_requester)
     ),
     "subject": ("subject", "title", "summary", "raw_subject"),
-    "body": ("description", "body", "text", "message", "content", "question"),
+    # Freshdesk gives the HTML description and its text: the text is kept for reading
+    "body": ("description_text", "description", "body", "text", "message", "content", "question"),
     "comments": ("comments",),
     "status": ("status", "state"),
     # A support-tweet export has the brand's replies in the same file: inbound = False.
@@ -178,6 +186,9 @@ CREATE OR REPLACE TEMP MACRO gm_no_question(b) AS
     gm_first_question(b) IS NULL AND gm_first_problem(b) IS NULL;
 CREATE OR REPLACE TEMP MACRO gm_ticket_query(b) AS
     coalesce(gm_first_question(b), gm_first_problem(b), gm_first_sentence(b));
+-- Jira's CSV writes its dates as its default display format, dd/MMM/yy h:mm a.
+CREATE OR REPLACE TEMP MACRO gm_ticket_ts(s) AS
+    coalesce(gm_ts(s), try_strptime(s, '%d/%b/%y %I:%M %p')::TIMESTAMP);
 CREATE OR REPLACE TEMP MACRO gm_requester(u) AS CASE
     WHEN left(u, 1) = '{{' AND try_cast(u AS JSON) IS NOT NULL
         THEN list_filter(json_extract_string(u, {_REQUESTER_KEYS}), lambda v: v IS NOT NULL)[1]
@@ -256,7 +267,7 @@ def stage_sql(
                 AND coalesce(gm_no_question(gm_ticket_text(b)), false) AS no_question,
             {val(fields, "status")} AS status,
             {extra} AS extra
-        FROM (SELECT *, {body} AS b, gm_ts({ts}) AS t FROM ({access}))
+        FROM (SELECT *, {body} AS b, gm_ticket_ts({ts}) AS t FROM ({access}))
     """
     if agents:
         params["gm_agents"] = [a.lower().lstrip("@") for a in agents]
