@@ -503,6 +503,8 @@ def _stage_checked(con, target: Target, source: Source, redactor: Redactor) -> N
                        lambda con: read_raw(con, clean), clean)  # fmt: skip
         _stage(con, target, again, redactor)
     except InputError as exc:  # name the user's file, not the copy
+        if type(exc) is not InputError:  # a subclass tells the caller what to do, as it is
+            raise
         said = exc.message.removeprefix(f"{copy}: ").replace(str(copy), source.path)
         raise InputError(said, path=source.path) from exc
     finally:

@@ -10,6 +10,7 @@ searches with no results.
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import duckdb
@@ -55,3 +56,30 @@ def test_a_bad_nbhits_is_a_reject_naming_it(cli, tmp_path: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as con:
         rejects = con.execute("SELECT reason FROM rejects").fetchall()
     assert rejects == [("wrong type: nbHits is not a number: many",)]
+
+
+@pytest.mark.parametrize("kind", ["zip", "ctrl-z"])
+def test_algolia_records_read_from_a_copy_are_an_aggregated_export(
+    cli, tmp_path: Path, kind: str
+) -> None:
+    """A file DuckDB reads from goldmine's plain copy (a zip archive, a DOS Ctrl-Z at the end)
+    had its 'these are an aggregated export's rows' turned into an error line by the copy's
+    error handling, so Algolia's records were refused instead of read."""
+    rows = "".join(json.dumps({"search": q, "count": n, "nbHits": h}) + "\n" for q, n, h in ROWS)
+    path = tmp_path / "searches.jsonl"
+    if kind == "zip":
+        path.write_text(rows)
+        with zipfile.ZipFile(tmp_path / "searches.zip", "w") as archive:
+            archive.write(path, "searches.jsonl")
+        path.unlink()
+        path = tmp_path / "searches.zip"
+    else:
+        path.write_text(rows + "\x1a")
+    db = tmp_path / "a.duckdb"
+    proc = cli("--db", str(db), "ingest", "searchlog", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = con.execute(
+            "SELECT norm_query, n_events, n_zero_results FROM search_summaries ORDER BY 1"
+        ).fetchall()
+    assert stored == [("invoice", 7, 0), ("reset password", 120, 0), ("vpn linux", 40, 40)]
