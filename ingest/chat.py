@@ -100,6 +100,11 @@ def _text_sql(text: str, kind: str, calls: str) -> str:
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and "text" not in fields:
+        if {"source", "conversation_parts"} <= set(keys):
+            raise InputError(
+                "an Intercom conversation (source and conversation_parts) is not read; export "
+                "its turns as JSON lines of conversation_id, role and text"
+            )
         raise InputError(
             "no text field (looked for text, content, message, body); "
             "name it with --map text=COLUMN"

@@ -223,11 +223,26 @@ def agent_sql(fields: dict[str, list[str]], agents: tuple[str, ...]) -> str:
     return " OR ".join(tests) or "false"
 
 
+def _refuse_foreign(keys: list[str]) -> None:
+    """Name a layout whose tickets sit deeper than a record, rather than ask for a field."""
+    if "tickets" in keys:  # Zendesk's incremental export, its pages saved as JSON lines
+        raise InputError(
+            "each record holds a list of tickets under 'tickets' (API pages saved as JSON "
+            "lines): save one page a .json file and import the folder"
+        )
+    if "_embedded" in keys:  # Help Scout's Mailbox API: _embedded.conversations[]._embedded.threads
+        raise InputError(
+            "a Help Scout export (tickets under '_embedded') is not read; export the "
+            "conversations as CSV, or as JSON lines of subject and body"
+        )
+
+
 def stage_sql(
     keys: list[str], mapping: dict[str, str], agents: tuple[str, ...] = ()
 ) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and not ({"subject", "body"} & set(fields)):
+        _refuse_foreign(keys)
         raise InputError(
             "no subject or description field (looked for subject, title, description, body, "
             "text); name one with --map subject=COLUMN or --map body=COLUMN"

@@ -18,6 +18,8 @@ from pathlib import Path
 from goldmine.ingest import api
 from goldmine.store import open_store
 
+from helpers import run_cli, write_jsonl
+
 
 def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
     with path.open("w", newline="", encoding="utf-8") as f:
@@ -118,3 +120,76 @@ def test_github_issues_export_names_its_author(tmp_path, db_path):
         "body": "I'm having a problem with this. Why does it crash on start?",
     }]))  # fmt: skip
     assert [row[2] for row in tickets(path, db_path)] == ["583231"]
+
+
+# One page of Zendesk's incremental export (GET /api/v2/incremental/tickets/cursor.json).
+ZENDESK_PAGE = {
+    "tickets": [{
+        "url": "https://acme.zendesk.com/api/v2/tickets/35436.json", "id": 35436,
+        "via": {"channel": "web"}, "created_at": "2026-07-20T22:55:29Z",
+        "updated_at": "2026-07-21T01:03:11Z", "type": "incident",
+        "subject": "Help, my printer is on fire!", "raw_subject": "Help, my printer is on fire!",
+        "description": "The fire is very colorful. How do I put it out?", "priority": "high",
+        "status": "open", "requester_id": 20978392, "submitter_id": 76872, "tags": [],
+    }],
+    "after_url": "https://acme.zendesk.com/api/v2/incremental/tickets/cursor.json?cursor=MTU3",
+    "after_cursor": "MTU3", "before_url": None, "before_cursor": None, "end_of_stream": True,
+}  # fmt: skip
+
+
+def refused(tmp_path: Path, *args: str) -> str:
+    """Run an import that must fail on its input: exit 2, one error line, no store left."""
+    db = tmp_path / "store.duckdb"
+    result = run_cli("--db", str(db), "ingest", *args)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not db.exists()
+    return result.stderr
+
+
+def test_zendesk_pages_saved_one_a_file_import(tmp_path, db_path):
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for n, ticket_id in enumerate((35436, 35437), 1):
+        ticket = {**ZENDESK_PAGE["tickets"][0], "id": ticket_id}
+        (pages / f"page{n}.json").write_text(json.dumps({**ZENDESK_PAGE, "tickets": [ticket]}))
+    with open_store(db_path) as con:
+        api.tickets(con, [pages], redact=False)
+    assert [row[0] for row in tickets(pages / "page1.json", db_path)] == ["35436", "35437"]
+
+
+def test_zendesk_pages_as_json_lines_are_named_with_the_way_that_reads_them(tmp_path):
+    path = write_jsonl(tmp_path / "zendesk.jsonl", [ZENDESK_PAGE, ZENDESK_PAGE])
+    error = refused(tmp_path, "tickets", str(path))
+    assert "'tickets'" in error and "one page a .json file" in error
+
+
+def test_help_scout_conversation_list_is_named(tmp_path):
+    path = tmp_path / "helpscout.json"
+    path.write_text(json.dumps({
+        "_embedded": {"conversations": [{
+            "id": 10, "number": 12, "subject": "Refund question", "status": "active",
+            "preview": "How long does a refund take?", "createdAt": "2026-07-20T11:00:00Z",
+            "primaryCustomer": {"id": 5, "email": "a@example.com"},
+            "_embedded": {"threads": [{"id": 1, "type": "customer",
+                                       "body": "<p>How long does a refund take?</p>"}]},
+        }]},
+        "page": {"size": 25, "totalElements": 1, "totalPages": 1, "number": 1},
+    }))  # fmt: skip
+    error = refused(tmp_path, "tickets", str(path))
+    assert "_embedded" in error and "not read" in error
+
+
+def test_intercom_conversation_is_named(tmp_path):
+    path = write_jsonl(tmp_path / "intercom.jsonl", [{
+        "type": "conversation", "id": "1911149811", "created_at": 1784900000,
+        "source": {"type": "conversation", "id": "403918396",
+                   "body": "<p>Hi, how do I export my invoices?</p>",
+                   "author": {"type": "user", "id": "5310d8e8"}},
+        "conversation_parts": {"type": "conversation_part.list", "conversation_parts": [
+            {"type": "conversation_part", "id": "4412", "part_type": "comment",
+             "body": "<p>Go to Billing &gt; Invoices.</p>", "created_at": 1784900100,
+             "author": {"type": "admin", "id": "991"}}], "total_count": 1},
+    }])  # fmt: skip
+    error = refused(tmp_path, "chat", str(path))
+    assert "Intercom" in error and "not read" in error
