@@ -152,11 +152,20 @@ def _pairs(qid: str, ranked: Iterable) -> bool:
         raise InputError(f"run: query {qid!r}: a set has no order; give a list of ranked ids "
                          "(best first) or {doc: score}")  # fmt: skip
     first = next(iter(ranked), None)
-    if first is None or isinstance(first, str | numbers.Integral) and not isinstance(first, bool):
-        return False
     if isinstance(first, tuple | list) and len(first) == 2 and not isinstance(first[1], str):
         return True
-    raise InputError(f"run: query {qid!r}: expected (id, score) pairs or ids, got {first!r}")
+    if _no_id(first):
+        raise InputError(f"run: query {qid!r}: expected (id, score) pairs or ids, got {first!r}")
+    return False
+
+
+def _no_id(item: object) -> bool:
+    """Whether a run's item is plainly no id: a record, a list or set, a truth value, a score
+    alone. Any other object (text, a number, a ``uuid.UUID`` as vector stores return ids) is
+    an id, read by its text."""
+    number = isinstance(item, numbers.Number) and not isinstance(item, numbers.Integral)
+    listed = isinstance(item, tuple | list | set | frozenset | Mapping)
+    return number or listed or isinstance(item, bool)
 
 
 def _first_of_each(pairs: Iterable) -> dict[str, object]:

@@ -7,6 +7,7 @@ import json
 import random
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -149,6 +150,15 @@ def test_a_run_given_as_a_generator_keeps_its_first_result() -> None:
     gold = {"q1": {"d1": 1}, "q2": {"d3": 1}}
     run = {"q1": (hit for hit in ["d1", "d2"]), "q2": iter([("d3", 0.7), ("d4", 0.2)])}
     assert goldmine.evaluate(gold, run, ["mrr"]).mean == {"mrr": 1.0}
+
+
+def test_a_run_of_ids_that_are_objects_is_read_by_their_text() -> None:
+    """Vector stores hand ids back as objects (Weaviate's ``uuid.UUID``, MongoDB's ObjectId):
+    a list of them was read by their text until the (id, score) pairs check refused every
+    item that was neither text nor a whole number."""
+    ids = [uuid.UUID(int=n) for n in (7, 8)]
+    gold = {"q1": {str(ids[1]): 1}}
+    assert goldmine.evaluate(gold, {"q1": ids}, ["mrr"]).mean == {"mrr": 0.5}
 
 
 # --- against pytrec_eval on random cases ----------------------------------------------------------
