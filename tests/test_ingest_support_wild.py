@@ -193,3 +193,35 @@ def test_intercom_conversation_is_named(tmp_path):
     }])  # fmt: skip
     error = refused(tmp_path, "chat", str(path))
     assert "Intercom" in error and "not read" in error
+
+
+# Langfuse's blob storage export, enriched observations (observations_v2/*.jsonl): snake_case
+# fields, input and output as JSON text.
+LANGFUSE_BLOB = {
+    "id": "o1", "trace_id": "t1", "project_id": "p1", "environment": "default",
+    "type": "RETRIEVER", "name": "retrieve", "start_time": "2026-07-20 10:00:00.000000",
+    "end_time": "2026-07-20 10:00:01.000000", "parent_observation_id": None,
+    "level": "DEFAULT", "status_message": None,
+    "input": json.dumps({"query": "when are invoices sent"}),
+    "output": json.dumps([{"page_content": "Invoices go out on the 1st.",
+                           "metadata": {"chunk_id": "inv-1"}}]),
+    "session_id": "s1", "user_id": "u1", "trace_name": "rag",
+}  # fmt: skip
+
+
+def test_langfuse_blob_storage_export_is_named_not_read_as_nothing(tmp_path):
+    path = write_jsonl(tmp_path / "observations_v2.jsonl", [LANGFUSE_BLOB])
+    for forced in ((), ("--format", "langfuse")):
+        error = refused(tmp_path, "traces", *forced, str(path))
+        assert "blob storage" in error and "not read" in error
+
+
+def test_langfuse_traces_table_export_is_named(tmp_path):
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps([{
+        "id": "t1", "timestamp": "2026-07-20T10:00:00.000Z", "name": "rag", "userId": "u1",
+        "sessionId": "s1", "input": {"question": "when are invoices sent"},
+        "output": {"answer": "On the 1st."}, "metadata": {}, "tags": [], "latency": 1.2,
+    }]))  # fmt: skip
+    error = refused(tmp_path, "traces", str(path))
+    assert "observations" in error and "traces table" in error

@@ -106,7 +106,27 @@ def detect(keys: list[str]) -> list[str]:
     return found
 
 
+def _refuse_langfuse_tables(k: set[str]) -> None:
+    """Name Langfuse's exports that hold no observation as ``langfuse`` reads it: read as
+    Langfuse, their records would be no row at all, the import storing nothing without a word."""
+    if "observations" in k or "traceId" in k or "run_type" in k:
+        return
+    if {"trace_id", "type", "start_time"} <= k:
+        raise InputError(
+            "Langfuse's blob storage export (observations with trace_id, start_time, input "
+            "and output as text) is not read; export the observations table from the UI as JSON"
+        )
+    if {"timestamp", "input", "output"} <= k and {"sessionId", "userId"} & k:
+        raise InputError(
+            "a Langfuse traces table export holds no observations, so no retrieval; export "
+            "the observations table from the UI as JSON, or the traces with their "
+            "observations (GET /api/public/traces/{id})"
+        )
+
+
 def _choose(keys: list[str], forced: str | None) -> str | None:
+    if forced in (None, "langfuse"):
+        _refuse_langfuse_tables(set(keys))
     if forced:
         return forced
     found = detect(keys)
