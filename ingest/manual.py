@@ -104,11 +104,16 @@ def listed_queries(text: str, file: Path) -> list[str]:
     delimiter = "\t" if "\t" in first else ","
     if delimiter not in first and file.suffix.lower() not in (".csv", ".tsv"):
         return lines
-    rows = list(csv.reader(io.StringIO(text.lstrip("\r\n")), delimiter=delimiter))
-    header = [column_words(cell) for cell in rows[0]] if rows else []
+    # The header alone first: a plain list's text is no CSV (an unclosed quote runs to its end)
+    cells = next(csv.reader([first], delimiter=delimiter), [])
+    header = [column_words(cell) for cell in cells]
     column = next((header.index(h) for h in _QUERY_HEADERS if h in header), None)
     if column is None:
         return lines
+    try:
+        rows = list(csv.reader(io.StringIO(text.lstrip("\r\n")), delimiter=delimiter))
+    except csv.Error as exc:  # a cell past the csv module's field limit
+        raise InputError(f"cannot read as CSV: {exc}", path=file) from exc
     return [row[column] for row in rows[1:] if len(row) > column]
 
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from goldmine.errors import InputError
 from goldmine.ingest import api
 from goldmine.store import open_store
 
@@ -37,3 +40,21 @@ def test_a_list_of_lines_is_read_as_before(tmp_path: Path, db_path: Path) -> Non
     path = tmp_path / "asked.txt"
     path.write_text("query\nhow do I, as an admin, add a user\n")
     assert added(db_path, path) == ["how do I, as an admin, add a user", "query"]
+
+
+def test_a_list_with_an_unclosed_quote_is_read_as_lines(tmp_path: Path, db_path: Path) -> None:
+    """A plain list whose first query holds a comma was parsed whole as CSV before its header
+    was looked at: a query typed with an opening quote alone ('"how to export') made the rest
+    of the file one field, and past 128 KiB Python's csv module ended in a traceback."""
+    queries = ["reset password, android", '"how to export']
+    queries += [f"query number {i} about invoices" for i in range(6000)]
+    path = tmp_path / "asked.txt"
+    path.write_text("\n".join(queries) + "\n")
+    assert added(db_path, path) == sorted(queries)
+
+
+def test_a_sheet_with_an_overlong_cell_is_one_error_line(tmp_path: Path, db_path: Path) -> None:
+    path = tmp_path / "asked.csv"
+    path.write_text('query,owner\n"' + "pasted page " * 12000 + '",alice\n')
+    with pytest.raises(InputError, match="asked.csv: .*field"):
+        added(db_path, path)
