@@ -97,6 +97,18 @@ def _text_sql(text: str, kind: str, calls: str) -> str:
     )
 
 
+def _refuse_slack(keys: list[str], fields: dict[str, list[str]]) -> None:
+    """A Slack export's messages name no conversation or no role: each would be rejected."""
+    if {"type", "user", "text", "ts"} <= set(keys) and not {"conversation_id", "role"} <= set(
+        fields
+    ):
+        raise InputError(
+            "a Slack export (messages of type, user, text and ts) is not read: it names no "
+            "conversation or role; export its turns as JSON lines of conversation_id "
+            "(thread_ts), role and text"
+        )
+
+
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and "text" not in fields:
@@ -109,6 +121,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             "no text field (looked for text, content, message, body); "
             "name it with --map text=COLUMN"
         )
+    _refuse_slack(keys, fields)
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], ("text",))
     text, ts, role = "gm_text", val(fields, "ts"), val(fields, "role")
