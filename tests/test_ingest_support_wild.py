@@ -15,6 +15,8 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from goldmine.ingest import api
 from goldmine.store import open_store
 
@@ -241,3 +243,27 @@ def test_slack_channel_export_is_named_not_rejected_row_by_row(tmp_path):
     ], indent=4))  # fmt: skip
     error = refused(tmp_path, "chat", str(channel))
     assert "Slack" in error and "not read" in error
+
+
+def test_phoenix_spans_dataframe_saved_as_parquet(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame([{
+        "name": "retrieve", "span_kind": "RETRIEVER", "parent_id": "p0",
+        "start_time": pd.Timestamp("2026-07-20T10:00:00Z"),
+        "end_time": pd.Timestamp("2026-07-20T10:00:01Z"), "status_code": "OK",
+        "status_message": "", "events": [], "context.span_id": "s2", "context.trace_id": "t1",
+        "attributes.input.value": "refund time",
+        "attributes.retrieval.documents": [{"document.id": "refund-1", "document.score": 0.91,
+                                            "document.content": "Refunds take 5 days."}],
+        "attributes.session.id": "sess-1", "attributes.openinference.span.kind": "RETRIEVER",
+    }])  # fmt: skip
+    # get_spans_dataframe() is indexed by the span id; saved with or without it
+    frame.to_parquet(tmp_path / "spans.parquet")
+    frame.set_index("context.span_id").to_parquet(tmp_path / "indexed.parquet")
+    for name in ("spans.parquet", "indexed.parquet"):
+        db = tmp_path / f"{name}.duckdb"
+        with open_store(db) as con:
+            api.traces(con, [tmp_path / name], redact=False)
+            assert con.execute(
+                "SELECT event_id, session_id, query, result_ids FROM search_events"
+            ).fetchall() == [("openinference:t1:s2", "sess-1", "refund time", ["refund-1"])]
