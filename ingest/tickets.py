@@ -256,10 +256,15 @@ def stage_sql(
         f"json_extract_string(try_cast({comments} AS JSON), '$[0].body'))"
     )
     content = f"concat_ws(chr(31), {ts}, {val(fields, 'user_id')}, {subject}, b)"
+    # Zendesk lists the comments; GitHub's issues count them.
+    listed = f"try_cast({comments} AS JSON)"
+    count = (
+        f"CASE WHEN json_type({listed}) = 'ARRAY' THEN json_array_length({listed}) "
+        f"WHEN json_type({listed}) IN ('UBIGINT', 'BIGINT') THEN try_cast({comments} AS BIGINT) END"
+    )
     extra = (
         f"CASE WHEN {comments} IS NOT NULL THEN to_json(map_from_entries(["
-        f"('n_comments', json_array_length(try_cast({comments} AS JSON))::VARCHAR::JSON)]))"
-        f"::VARCHAR ELSE x END"
+        f"('n_comments', ({count})::VARCHAR::JSON)]))::VARCHAR ELSE x END"
     )
     sql = f"""
         SELECT line, raw,

@@ -116,12 +116,14 @@ def test_github_issues_export_names_its_author(tmp_path, db_path):
     path.write_text(json.dumps([{
         "url": "https://api.github.com/repos/o/r/issues/1347", "id": 1, "node_id": "MDU6",
         "number": 1347, "title": "Found a bug", "user": {"login": "octocat", "id": 583231},
-        "labels": [{"name": "bug"}], "state": "open", "locked": False, "comments": 0,
+        "labels": [{"name": "bug"}], "state": "open", "locked": False, "comments": 5,
         "created_at": "2026-07-20T20:09:31Z", "updated_at": "2026-07-20T20:09:31Z",
         "author_association": "NONE",
         "body": "I'm having a problem with this. Why does it crash on start?",
     }]))  # fmt: skip
     assert [row[2] for row in tickets(path, db_path)] == ["583231"]
+    with open_store(db_path) as con:  # GitHub counts the comments where Zendesk lists them
+        assert con.execute("SELECT extra FROM tickets").fetchall() == [('{"n_comments":5}',)]
 
 
 # One page of Zendesk's incremental export (GET /api/v2/incremental/tickets/cursor.json).
