@@ -112,7 +112,9 @@ def _refuse_slack(keys: list[str], fields: dict[str, list[str]]) -> None:
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and "text" not in fields:
-        if {"source", "conversation_parts"} <= set(keys):
+        # Intercom's conversation: its first message in source, the rest in conversation_parts
+        # (GET /conversations lists them without their parts, beside their contacts)
+        if "source" in keys and {"conversation_parts", "contacts", "teammates"} & set(keys):
             raise InputError(
                 "an Intercom conversation (source and conversation_parts) is not read; export "
                 "its turns as JSON lines of conversation_id, role and text"

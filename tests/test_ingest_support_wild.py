@@ -199,6 +199,26 @@ def test_intercom_conversation_is_named(tmp_path):
     assert "Intercom" in error and "not read" in error
 
 
+def test_intercom_conversation_list_is_named(tmp_path):
+    # GET /conversations: the conversations without their parts, beside their contacts
+    path = tmp_path / "intercom_list.json"
+    path.write_text(json.dumps({
+        "type": "conversation.list", "total_count": 1,
+        "pages": {"type": "pages", "page": 1, "per_page": 20, "total_pages": 1},
+        "conversations": [{
+            "type": "conversation", "id": "1911149811", "created_at": 1784900000,
+            "source": {"type": "conversation", "id": "403918396",
+                       "body": "<p>Hi, how do I export my invoices?</p>",
+                       "author": {"type": "user", "id": "5310d8e8"}},
+            "contacts": {"type": "contact.list",
+                         "contacts": [{"type": "contact", "id": "5310d8e8"}]},
+            "teammates": None, "state": "open", "open": True,
+        }],
+    }))  # fmt: skip
+    error = refused(tmp_path, "chat", str(path))
+    assert "Intercom" in error and "not read" in error
+
+
 # Langfuse's blob storage export, enriched observations (observations_v2/*.jsonl): snake_case
 # fields, input and output as JSON text.
 LANGFUSE_BLOB = {
