@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from goldmine.ingest import traces as _traces
 from goldmine.ingest import ubi as _ubi
 from goldmine.ingest.batch import ImportResult
 from goldmine.ingest.fields import parse_map, resolve_fields
+from goldmine.ingest.files import InputFile
 from goldmine.ingest.formats import discover
 from goldmine.ingest.redact import Redactor, make_redactor
 
@@ -41,6 +43,15 @@ def beir_corpus(path: str | Path) -> Path | None:
     return next((folder / name for name in BEIR_CORPUS if (folder / name).is_file()), None)
 
 
+def _sheets(items: list[InputFile]) -> list[InputFile]:
+    """For an import of events, tickets or chat: a file told TSV only by a tab in its first line
+    (no suffix says so: Excel's "Unicode Text" is a .txt) is a sheet's export with a header
+    row, read as a delimited file (DuckDB finds the tab). Read as a collection, a header of
+    names no collection uses ("Search Query", "Subject") was a row, the columns id, text,
+    title."""
+    return [replace(item, format="csv") if item.format == "tsv" else item for item in items]
+
+
 def _files(
     con: duckdb.DuckDBPyConnection,
     module: Any,
@@ -61,6 +72,8 @@ def _files(
     items = discover(paths, fmt, encoding)
     if module is _corpus and fmt is None:
         items = _corpus.collections(items)
+    elif fmt is None:
+        items = _sheets(items)
     target = module.target(fields, **target_options)
     return batch.run(con, target, items, redactor, {"map": fields, **options})
 
@@ -84,6 +97,7 @@ def searchlog(
     resolve_fields([], _searchlog.ALIASES, fields)
     options = {"map": fields, "redact": redact, **({"ts_format": ts_format} if ts_format else {})}
     items = discover(paths, fmt, encoding)
+    items = items if fmt is not None else _sheets(items)
     return _searchlog.run(con, items, fields, redactor, options, ts_format)
 
 
