@@ -169,7 +169,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
 # (id, user) are merged into each message, and the message's position is its turn. A record's
 # list is the first of the file's list keys it holds as an array (a file may mix data sets). Its
 # id is the first of _CONVERSATION_IDS it has; a conversation with none (OpenAI's fine-tuning
-# JSONL) is named by a hash of its record, so importing the same file again adds nothing.
+# JSONL) is named by a hash of its record, so importing the same file again adds nothing; keyed
+# when redacting (``batch.content_hash``), so the name confirms no guess of the text.
 _EXPAND_CONVERSATIONS = """
 WITH listed AS (
     SELECT line, raw, err,
@@ -184,7 +185,7 @@ SELECT line,
            json_object('conversation_id', coalesce(
                            list_filter(json_extract_string(raw, $id_paths),
                                        lambda v: v IS NOT NULL AND v <> '')[1],
-                           'md5:' || md5(raw)),
+                           'md5:' || gm_content_hash(raw)),
                        'user_id', raw ->> '$.user_id', 'turn', i - 1),
            msgs[i])::VARCHAR,
        CASE WHEN json_type(msgs[i]) <> 'OBJECT' THEN 'not a JSON object' END

@@ -97,3 +97,21 @@ def test_a_conversation_with_no_id_is_named_by_its_content(tmp_path, db_path):
     assert len({conv for conv, *_ in stored}) == 2
     assert sorted(text for _, _, role, text, _ in stored if role == "user") == [
         "What's the capital of France?", "Who wrote Romeo and Juliet?"]  # fmt: skip
+
+
+def test_a_conversation_named_by_its_content_confirms_no_guess(tmp_path, db_path):
+    """The name made from a conversation's line was md5 of the line as written, before
+    redaction: someone holding the store and a guess of the line (a short chat with an address
+    in it) could confirm the guess, which the redaction's keyed hashes exist to prevent. With
+    redaction on, the name is keyed as every content hash is (``gm_content_hash``)."""
+    row = {"messages": [{"role": "user", "content": "my email is jane.doe@example.org"},
+                        {"role": "assistant", "content": "Noted."}]}  # fmt: skip
+    path = write_jsonl(tmp_path / "finetune.jsonl", [row])
+    line = path.read_text(encoding="utf-8").strip()
+    with open_store(db_path) as con:
+        api.chat(con, [path])
+        unkeyed = con.execute("SELECT 'md5:' || md5(?)", [line]).fetchall()[0][0]
+    stored = {conv for conv, *_ in turns(db_path)}
+    assert len(stored) == 1 and stored.pop().startswith("md5:")
+    assert unkeyed not in {conv for conv, *_ in turns(db_path)}
+    assert all("jane.doe" not in text for *_, text, _ in turns(db_path))
