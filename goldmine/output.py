@@ -217,7 +217,8 @@ def clip(text: str | None, limit: int = CLIP) -> str:
     text = text or ""
     if len(text) <= limit:
         return text
-    return f"{text[:limit].rstrip()}… (+{len(text) - limit:,} characters)"
+    start = text[:limit].rstrip()  # the spaces a cut falls in are left out, and counted
+    return f"{start}… (+{len(text) - len(start):,} characters)"
 
 
 def print_whole(renderable: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from goldmine.output import clip
 from goldmine.store import open_store, transaction
 
 from helpers import build, gold, run_cli
@@ -65,3 +66,13 @@ def test_gold_listings_show_the_start_of_a_long_query(db_path: Path) -> None:
     assert "…" in listed
     items = json.loads(gold(run_cli, db_path, "list", "--json").stdout)
     assert any(i["query"] == LONG.strip() or i["query"] == LONG for i in items)
+
+
+def test_the_count_left_out_counts_what_the_listing_does_not_show() -> None:
+    """A cut falling in a run of spaces drops them from the start shown: they are left out too,
+    so they count (it said 50 where 55 characters were not shown)."""
+    text = "a" * 195 + " " * 10 + "b" * 45
+    shown = clip(text)
+    start = shown.split("…")[0]
+    assert start == "a" * 195
+    assert shown.endswith(f"(+{len(text) - len(start)} characters)")
