@@ -52,12 +52,15 @@ _MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"
 _UTF8_ONLY = ("jsonl", "json", "parquet")
 
 
-def detect(path: Path, forced: str | None = None, encoding: str | None = None) -> InputFile:
+def detect(
+    path: Path, forced: str | None = None, encoding: str | None = None, told_only: bool = False
+) -> InputFile:
     """The file's format: ``forced``, else told by its first bytes (SMART and TREC SGML, which
     ship with no telling suffix: ``cran.all.1400``, ``ap880212``), else by its suffix, else a
     tab in its first line (a TSV collection). A zip archive is read as the one file it holds
     (told by that file's name). Its text's encoding: ``encoding``, else UTF-16 where a
-    byte-order mark says so (Excel's "Unicode Text"), else UTF-8."""
+    byte-order mark says so (Excel's "Unicode Text"), else UTF-8. ``told_only``: the format
+    alone, text in another encoding not refused (a folder's files are chosen by format)."""
     suffixes = [s.lower() for s in path.suffixes]
     compression = "none"
     if suffixes and suffixes[-1] in _COMPRESSION:
@@ -86,7 +89,7 @@ def detect(path: Path, forced: str | None = None, encoding: str | None = None) -
         )
     if fmt == "parquet" or (encoding is None and fmt in _UTF8_ONLY):
         codec = "utf-8"  # Parquet holds no text to decode; JSON's is UTF-8 or refused
-    elif encoding is None:  # JSON's lines not in UTF-8 are each a reject, as before
+    elif encoding is None and not told_only:  # JSON's lines not in UTF-8: each a reject
         _refuse_legacy_text(head, path)
     return InputFile(path, fmt, compression, codec)
 
@@ -229,8 +232,8 @@ def discover(
 def _known(path: Path) -> bool:
     """Whether a file in a folder is taken: a known format, but not a file with no telling name
     that is TSV only by a tab in its first line (a Makefile); such a file is read when named."""
-    try:
-        item = detect(path)
+    try:  # a file of a known format in another encoding is kept: detect then names it
+        item = detect(path, told_only=True)
     except InputError:
         return False
     return item.format != "tsv"
