@@ -97,3 +97,54 @@ def test_a_large_set_runs_the_whole_graph_leiden_at_the_sampled_choice(monkeypat
     assert np.array_equal(big, cluster.leiden_whole(graph, weight, resolution))
     assert adjusted_rand_score(truth, big) >= 0.9
     assert adjusted_rand_score(small, big) >= 0.9, (small_info, info)
+
+
+def _unit_rows(n: int, centres: int, dim: int = 384, seed: int = 2) -> np.ndarray:
+    """Unit rows around seeded centres in the model's 384 dimensions, where a component is
+    ~0.05: the scale an index's 8-bit copy must resolve."""
+    rng = np.random.default_rng(seed)
+    c = rng.normal(size=(centres, dim)).astype(np.float32)
+    x = c[rng.integers(0, centres, n)] + rng.normal(0, 0.6, (n, dim)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _recall(approx: np.ndarray, exact: np.ndarray) -> float:
+    return float((approx[:, :, None] == exact[:, None, :]).any(axis=2).mean())
+
+
+def test_an_8_bit_index_scales_the_rows_to_its_range():
+    """An i8 index gets the rows scaled so their largest component is 127: usearch's own cast
+    (x * 127, truncated) leaves a 384-d unit row a handful of levels per component, and its
+    neighbours lose the order a float copy keeps."""
+    x = _unit_rows(4000, 60)
+    exact, _ = cluster.knn_exact(x, 20)
+    got, _ = cluster.knn_hnsw(x, 20, hnsw=cluster.Hnsw(dtype="i8", candidates=1))
+    _, cast = cluster._hnsw_index(x, cluster.Hnsw(dtype="i8"))
+    rows = cast(x[:100])
+    assert rows.dtype == np.int8 and np.abs(cast(x)).max() == 127
+    assert _recall(got, exact) >= 0.97
+
+
+@pytest.mark.parametrize(
+    "hnsw", [cluster.Hnsw(), cluster.Hnsw(dtype="i8", candidates=3)], ids=["default", "i8-x3"]
+)
+def test_more_candidates_are_reranked_by_exact_cosines(hnsw):
+    """Asked for several candidates per neighbour (as the default is), the index's answer is
+    re-ranked by float32 cosines: k neighbours each, never the row itself, best first with ties
+    by index (exact repeats of a row included), the cosines the rows' own, the same every time,
+    and recall at least that of one candidate per neighbour."""
+    assert cluster.Hnsw().candidates > 1
+    x = _unit_rows(4000, 60)
+    x[3000:3010] = x[5]  # the same text asked ten more times
+    k = 20
+    exact, _ = cluster.knn_exact(x, k)
+    one, _ = cluster.knn_hnsw(x, k, hnsw=cluster.Hnsw(dtype=hnsw.dtype, candidates=1))
+    idx, sims = cluster.knn_hnsw(x, k, hnsw=hnsw)
+    assert np.array_equal(idx, cluster.knn_hnsw(x, k, hnsw=hnsw)[0])
+    assert idx.shape == sims.shape == (len(x), k)
+    assert not (idx == np.arange(len(x))[:, None]).any()
+    np.testing.assert_allclose(sims, np.einsum("ij,ikj->ik", x, x[idx]), atol=1e-6)
+    assert (np.diff(sims, axis=1) <= 0).all()
+    assert set(idx[5, :10]) == set(range(3000, 3010))  # the repeats first
+    assert list(idx[3000, :10]) == [5, *range(3001, 3010)]  # ties by index
+    assert _recall(idx, exact) >= max(_recall(one, exact), 0.99)

@@ -6,10 +6,13 @@ the same clusters) maximising the configuration-model quality with a resolution 
 
 **The graph.** Up to ``BRUTE_MAX`` rows the neighbours are exact (numpy, block by block, so memory
 is one block x n, never n x n); past that an HNSW index (``usearch``, built on one thread, which
-keeps it deterministic) over half-precision copies of the rows answers the k-NN queries. Its
-recall against exact k-NN at k = 20 is measured and printed by ``bench/bench_triage.py`` (0.99+
-on generated traffic). Edges are kept as numpy arrays; an edge seen from both ends keeps the
-larger cosine.
+keeps it deterministic) over bfloat16 copies of the rows is asked for twice the neighbours kept,
+and each row keeps the k of best float32 cosine: the cheap index finds the candidates, the exact
+cosines order them. On 200k embedded real-shaped queries at k = 30 (``bench/bench_knn.py
+--settings f16-c16-a128-s64-x1,bf16-c16-a128-s64-x2``) that is recall@30 0.9927 against exact
+k-NN (the half-precision index asked for k alone: 0.9919) for 0.64x its CPU (116 against 183
+CPU-s; the settings' table is beside ``HNSW_DTYPE``). Edges are kept as numpy arrays; an edge
+seen from both ends keeps the larger cosine.
 
 **The two choices, made without labels.** The neighbour count k and the resolution are chosen over
 the grid ``K_GRID`` x ``RESOLUTIONS`` by the silhouette (cosine, the mean over three seeded samples
@@ -93,13 +96,36 @@ RADIUS_QUANTILE = 0.10
 SMALL_CLUSTER = 5
 SEED = 0
 ROW_BLOCK = 1024
-# HNSW settings: recall@20 against exact k-NN 0.99+ on generated traffic (bench_triage.py).
+# HNSW settings: a bfloat16 index (AVX-512 BF16 dot products), asked for twice the neighbours
+# kept, which are re-ranked by their float32 cosines. On 200k embedded real-shaped queries, k 30
+# (bench/bench_knn.py, one run): recall@30 0.9927 against exact k-NN in 116 CPU-s (build 66.2,
+# search 50.1), where the f16 index asked for k gave 0.9919 in 183 CPU-s (108.2 + 74.9). An i8
+# index (rows scaled to its range) is cheaper still (x2: 0.9924 in 103 CPU-s; x3: 0.9940 in 118)
+# but its coarse distances fail tight clusters in few dimensions: recall@20 0.85 (x2) on the
+# 32-d blobs of tests/test_triage.py, where bf16 x2 gives 0.99 and f16 x1 0.97.
 HNSW_CONNECTIVITY = 16
 HNSW_EXPANSION_ADD = 128
 HNSW_EXPANSION_SEARCH = 64
-# half-precision vectors in the index: on 159k generated queries recall@20 0.9932 against f32's
-# 0.9936 with 178 MB instead of 306 MB (i8: 0.9526), and at 1M queries the f32 copy alone is 1.2 GB
-HNSW_DTYPE = "f16"
+HNSW_DTYPE = "bf16"
+HNSW_CANDIDATES = 2  # neighbours asked of the index per neighbour kept, re-ranked by exact cosine
+
+
+@dataclass(frozen=True)
+class Hnsw:
+    """The settings of one HNSW k-NN (:func:`knn_hnsw`); the module's constants by default.
+
+    ``dtype`` "i8" scales the rows so their largest component is 127 before they are rounded
+    (usearch's own cast truncates x * 127, a handful of levels for a 384-d unit row);
+    ``candidates`` times k neighbours are asked of the index and the k of best float32 cosine
+    kept, which repairs most of what a coarse index misorders."""
+
+    dtype: str = HNSW_DTYPE
+    connectivity: int = HNSW_CONNECTIVITY
+    expansion_add: int = HNSW_EXPANSION_ADD
+    expansion_search: int = HNSW_EXPANSION_SEARCH
+    candidates: int = HNSW_CANDIDATES
+
+
 HNSW_STEP = 8192  # rows per add/search call (one progress step each)
 
 
@@ -147,61 +173,87 @@ def knn_exact(
 
 
 def knn_hnsw(
-    x: np.ndarray, k: int, advance: Callable[[int], None] | None = None
+    x: np.ndarray,
+    k: int,
+    advance: Callable[[int], None] | None = None,
+    hnsw: Hnsw | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Approximate k-NN from a usearch HNSW index (inner product on normalized rows).
 
     The index is built on one thread, in row order: a parallel build depends on thread timing,
     and the clusters must not. The search is parallel (each query's answer does not depend on
-    the others)."""
-    from usearch.index import Index
-
+    the others). Each row's neighbours are ranked by their float32 cosines, not the index's."""
+    hnsw = hnsw or Hnsw()
     n = len(x)
     k = min(k, n - 1)
-    index = Index(
-        ndim=x.shape[1],
-        metric="ip",
-        dtype=HNSW_DTYPE,
-        connectivity=HNSW_CONNECTIVITY,
-        expansion_add=HNSW_EXPANSION_ADD,
-        expansion_search=HNSW_EXPANSION_SEARCH,
-    )
+    index, cast = _hnsw_index(x, hnsw)
     keys = np.arange(n, dtype=np.uint64)
     step = HNSW_STEP
     for start in range(0, n, step):
-        index.add(keys[start : start + step], x[start : start + step], threads=1)
+        index.add(keys[start : start + step], cast(x[start : start + step]), threads=1)
         if advance is not None:
             advance(1)
     idx = np.empty((n, k), dtype=np.int64)
     sims = np.empty((n, k), dtype=np.float32)
+    ask = min(k * hnsw.candidates + 1, n)
     for start in range(0, n, step):
-        found = index.search(x[start : start + step], k + 1, threads=0)
-        got = found.keys.astype(np.int64)
-        rows = np.arange(start, start + len(got))
+        found = index.search(cast(x[start : start + step]), ask, threads=0)
+        rows = np.arange(start, start + len(found.counts))
+        best, cos = _best(x, rows, found.keys.astype(np.int64), found.counts, k)
+        idx[start : start + len(rows)], sims[start : start + len(rows)] = best, cos
         short = found.counts < k + 1  # fewer found than asked: the rest of the row is padding
-        got[np.arange(k + 1)[None, :] >= found.counts[:, None]] = -1
-        # drop the row itself (usually first; anywhere when duplicates tie), keep k
-        is_self = got == rows[:, None]
-        is_self[~is_self.any(axis=1), -1] = True  # no self found: drop the last
-        keep = ~is_self
-        got = got[keep].reshape(len(rows), k)
-        cos = _cosines(x, rows, got)  # the index's half-precision distances are ~1e-3 off
-        order = np.lexsort((got, -cos), axis=1)  # best first, ties by index
-        idx[start : start + len(rows)] = np.take_along_axis(got, order, 1)
-        sims[start : start + len(rows)] = np.take_along_axis(cos, order, 1)
-        if short.any():  # rare (the search explores 64 candidates for 21): exact for those rows
+        if short.any():  # rare (the search explores 64 or more candidates): exact for those rows
             idx[rows[short]], sims[rows[short]] = knn_exact(x, k, rows=rows[short])
         if advance is not None:
             advance(1)
     return idx, sims
 
 
+def _hnsw_index(x: np.ndarray, hnsw: Hnsw) -> tuple[Any, Callable[[np.ndarray], np.ndarray]]:
+    """The empty index, and what turns rows of x into the vectors it is given (i8: scaled so the
+    largest component of x is 127, then rounded: one scale for all rows keeps the order of dot
+    products)."""
+    from usearch.index import Index
+
+    index = Index(
+        ndim=x.shape[1],
+        metric="ip",
+        dtype=hnsw.dtype,
+        connectivity=hnsw.connectivity,
+        expansion_add=hnsw.expansion_add,
+        expansion_search=hnsw.expansion_search,
+    )
+    if hnsw.dtype != "i8":
+        return index, lambda rows: rows
+    top = max(float(np.abs(x[a : a + HNSW_STEP]).max()) for a in range(0, len(x), HNSW_STEP))
+    scale = np.float32(127.0 / max(top, 1e-12))
+    return index, lambda rows: np.rint(rows * scale).astype(np.int8)
+
+
+def _best(
+    x: np.ndarray, rows: np.ndarray, got: np.ndarray, counts: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k candidates of best float32 cosine of each row (ties by index), the row itself left
+    out (usually first; anywhere when duplicates tie) and the index's padding last."""
+    width = got.shape[1]
+    got[np.arange(width)[None, :] >= counts[:, None]] = -1
+    is_self = got == rows[:, None]
+    is_self[~is_self.any(axis=1), -1] = True  # no self found: drop the last
+    got = got[~is_self].reshape(len(rows), width - 1)
+    cos = _cosines(x, rows, got)  # the index's distances are ~1e-3 off (f16) or coarser (i8)
+    cos[got < 0] = -np.inf
+    order = np.lexsort((got, -cos), axis=1)[:, :k]  # best first, ties by index
+    return np.take_along_axis(got, order, 1), np.take_along_axis(cos, order, 1)
+
+
 def _cosines(x: np.ndarray, rows: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
-    """float32 cosine of each row with each of its neighbours (normalized rows), ROW_BLOCK rows
-    at a time (a block's neighbour vectors are ROW_BLOCK x k x dim)."""
+    """float32 cosine of each row with each of its neighbours (normalized rows), a block of rows
+    at a time (a block's neighbour vectors are ROW_BLOCK x 30 x dim, 47 MB at 384-d, whatever
+    the number of neighbours)."""
     out = np.empty(neighbours.shape, dtype=np.float32)
-    for a in range(0, len(rows), ROW_BLOCK):
-        b = a + ROW_BLOCK
+    block = max(1, ROW_BLOCK * 30 // max(neighbours.shape[1], 1))
+    for a in range(0, len(rows), block):
+        b = a + block
         out[a:b] = np.einsum("ij,ikj->ik", x[rows[a:b]], x[neighbours[a:b]])
     return out
 
