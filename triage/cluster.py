@@ -10,9 +10,9 @@ keeps it deterministic) over bfloat16 copies of the rows is asked for twice the 
 and each row keeps the k of best float32 cosine: the cheap index finds the candidates, the exact
 cosines order them. On 200k embedded real-shaped queries at k = 30 (``bench/bench_knn.py
 --settings f16-c16-a128-s64-x1,bf16-c16-a128-s64-x2``) that is recall@30 0.9927 against exact
-k-NN (the half-precision index asked for k alone: 0.9919) for 0.64x its CPU (116 against 183
-CPU-s; the settings' table is beside ``HNSW_DTYPE``). Edges are kept as numpy arrays; an edge
-seen from both ends keeps the larger cosine.
+k-NN (the half-precision index asked for k alone: 0.9919) for 0.78x its CPU (median 116.3
+against 149.4 CPU-s over three runs; the settings' table is beside ``HNSW_DTYPE``). Edges are
+kept as numpy arrays; an edge seen from both ends keeps the larger cosine.
 
 **The two choices, made without labels.** The neighbour count k and the resolution are chosen over
 the grid ``K_GRID`` x ``RESOLUTIONS`` by the silhouette (cosine, the mean over three seeded samples
@@ -98,11 +98,12 @@ SEED = 0
 ROW_BLOCK = 1024
 # HNSW settings: a bfloat16 index (AVX-512 BF16 dot products), asked for twice the neighbours
 # kept, which are re-ranked by their float32 cosines. On 200k embedded real-shaped queries, k 30
-# (bench/bench_knn.py, one run): recall@30 0.9927 against exact k-NN in 116 CPU-s (build 66.2,
-# search 50.1), where the f16 index asked for k gave 0.9919 in 183 CPU-s (108.2 + 74.9). An i8
-# index (rows scaled to its range) is cheaper still (x2: 0.9924 in 103 CPU-s; x3: 0.9940 in 118)
-# but its coarse distances fail tight clusters in few dimensions: recall@20 0.85 (x2) on the
-# 32-d blobs of tests/test_triage.py, where bf16 x2 gives 0.99 and f16 x1 0.97.
+# (bench/bench_knn.py, three runs on a shared machine, CPU-s of build + search): recall@30 0.9927
+# against exact k-NN in 116.3 CPU-s (median of 116.3, 124.1, 112.5), where the f16 index asked
+# for k gave 0.9919 in 149.4 (183.1, 140.8, 149.4): 0.78x. An i8 index (rows scaled to its range)
+# asked for 2k is cheaper still (0.9924 in 103.1 and 92.4 CPU-s, ~0.65x; peak 610 MB against
+# 665) but its coarse distances fail tight clusters in few dimensions: recall@20 0.85 on the 32-d
+# blobs of tests/test_triage.py, where bf16 x2 gives 0.99 and f16 x1 0.97.
 HNSW_CONNECTIVITY = 16
 HNSW_EXPANSION_ADD = 128
 HNSW_EXPANSION_SEARCH = 64
