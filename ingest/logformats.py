@@ -166,6 +166,17 @@ def read(
         _read_clicklog(con, path, compression, _header(head), cols, _delimiter(head))
 
 
+def _number_columns(header: list[str]) -> list[int] | None:
+    """The positions of an aggregated export's number columns (counts and rates), or None."""
+    from goldmine.ingest.analytics import columns
+
+    found = columns(header)
+    if found is None:
+        return None
+    names = [name for part, name in found.items() if part not in ("query", "date")]
+    return [header.index(name) for name in names if name in header]
+
+
 def _number_convention(con: duckdb.DuckDBPyConnection, head: bytes) -> None:
     """Define ``gm_decimal_comma()`` for the analytics stage: whether this export's numbers
     are written with a decimal comma (``analytics.decimal_comma``, from its first rows)."""
@@ -177,6 +188,10 @@ def _number_convention(con: duckdb.DuckDBPyConnection, head: bytes) -> None:
         rows = list(csv.reader([x.decode("utf-8", "replace") for x in lines], delimiter=delim))
     except csv.Error:  # a NUL in a line: its numbers tell nothing
         rows = []
+    # Only the number columns tell: a query may be "2.0", a date "1.12.2026".
+    numbers = _number_columns(_header(head))
+    if numbers is not None:
+        rows = [[r[i] for i in numbers if i < len(r)] for r in rows]
     comma = "true" if decimal_comma(rows, delim) else "false"  # a constant, no user text
     con.execute(f"CREATE OR REPLACE TEMP MACRO gm_decimal_comma() AS {comma}")
 

@@ -149,6 +149,16 @@ def test_a_search_console_export_in_a_decimal_comma_locale(cli, tmp_path):
     assert got == [("café", 40, 28), ("reset password", 10_000, 10_000 - 1234)]
 
 
+def test_a_query_that_looks_like_a_number_tells_nothing_of_the_convention(cli, tmp_path):
+    """The convention was read from every field, the queries' too: a search for ``2.0`` (a
+    version) made a ``;`` export's ``1.234`` searches read as 1. Only the number columns tell."""
+    data = "Search term;Searches;Clicks\r\n2.0;1.234;17\r\nreset password;2.500;1.000\r\n"
+    total, db = _stored(cli, tmp_path, "terms.csv", data.encode())
+    assert (total["stored"], total["rejected"]) == (2, 0)
+    got = _read(db, "SELECT norm_query, n_events FROM search_summaries ORDER BY 1")
+    assert got == [("2 0", 1234), ("reset password", 2500)]
+
+
 # --- encodings ----------------------------------------------------------------------------------
 
 
