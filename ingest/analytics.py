@@ -80,7 +80,8 @@ ZERO_RATE = (
 # The hits a search found (Algolia's nbHits): 0 means each of its searches found nothing.
 HITS = ("nbhits", "nb_hits")
 CLICKS = ("clicks", "clicked_searches", "searches_with_clicks", "total_clicks")
-CTR = ("ctr", "click_through_rate", "clickthrough_rate", "click_rate", "search_ctr")
+CTR = ("ctr", "click_through_rate", "clickthrough_rate", "click_rate", "search_ctr",
+       "clickthroughrate")  # Algolia's clickThroughRate  # fmt: skip
 DATE = ("date", "day")
 # A column an event-level log has and an aggregate has not.
 _EVENT = (

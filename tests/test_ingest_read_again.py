@@ -101,17 +101,30 @@ def test_an_export_whose_every_row_was_rejected_is_read_again(tmp_path, db_path,
         assert con.execute("SELECT count(*) FROM import_batches").fetchall() == [(2,)]
 
 
-def test_an_algolia_export_is_told_to_rename_its_query_column_not_to_map_it(tmp_path, db_path, cli):
-    """Algolia's top searches name the query `search`, which no reader knows: the error says to
-    rename it in the header (as the analytics recipe does), since `--map query=search` reads the
-    file as a log, each row one search and its count lost."""
-    export = tmp_path / "algolia-top-searches.csv"
-    export.write_text(
-        "search,count,clickThroughRate,nbHits\nreturn policy,1080,0.415,12\n", encoding="utf-8"
-    )
+def test_an_export_is_told_to_rename_its_query_column_not_to_map_it(tmp_path, db_path, cli):
+    """A query-and-count export whose query column no reader knows (a German BI tool's
+    `Suchbegriff`): the error says to rename it in the header (as the analytics recipe does),
+    since `--map query=Suchbegriff` reads the file as a log, each row one search and its count
+    lost. (Algolia's `search` was such a column; it is now read: tests/test_ingest_algolia.py.)"""
+    export = tmp_path / "top-searches.csv"
+    export.write_text("Suchbegriff,count\nrückgabe,1080\n", encoding="utf-8")
     result = _ingest(cli, db_path, str(export))
     assert result.returncode == 2
     error = result.stderr.strip()
     assert error.startswith("error: ") and len(error.splitlines()) == 1
     assert "rename" in error and "'count'" in error
     assert "name it with --map query=COLUMN" not in error
+
+
+def test_algolias_camel_case_click_through_rate_is_read(tmp_path, db_path, cli):
+    """Algolia's dashboard writes `clickThroughRate`: its searches without a click count."""
+    export = tmp_path / "algolia-top-searches.csv"
+    export.write_text(
+        "search,count,clickThroughRate,nbHits\nreturn policy,1080,0.415,12\n", encoding="utf-8"
+    )
+    assert _ingest(cli, db_path, str(export)).returncode == 0
+    with open_store(db_path) as con:
+        got = con.execute(
+            "SELECT norm_query, n_events, n_no_click FROM search_summaries"
+        ).fetchall()
+    assert got == [("return policy", 1080, 1080 - 448)]
