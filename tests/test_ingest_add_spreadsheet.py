@@ -58,3 +58,16 @@ def test_a_sheet_with_an_overlong_cell_is_one_error_line(tmp_path: Path, db_path
     path.write_text('query,owner\n"' + "pasted page " * 12000 + '",alice\n')
     with pytest.raises(InputError, match="asked.csv: .*field"):
         added(db_path, path)
+
+
+def test_a_real_sheet_gives_every_row_its_query(shared_dataset, db_path: Path) -> None:
+    """banking77's train.csv as a sheet of queries (``text,category``, quoted cells holding
+    commas): each of its 10,003 rows is one query, none lost, none with its category."""
+    path = shared_dataset("datasets", "banking77", "train.csv")
+    with open_store(db_path) as con:
+        result = api.add(con, [], file=path, source="banking77")
+        texts = [r[0] for r in con.execute("SELECT query FROM manual_queries").fetchall()]
+    assert result.total["rows_in"] == 10_003 and result.total["rejected"] == 0
+    assert len(texts) == 10_003
+    assert "I am still waiting on my card?" in texts
+    assert not any(t.endswith(",card_arrival") for t in texts)
