@@ -151,10 +151,9 @@ def read(
     if fmt == "session_xml":
         _read_session_xml(con, path, compression, xml_root(head))
     elif fmt == "analytics":  # its rows as text columns by the header's names; analytics maps
-        _number_convention(con, head)
-        return _read_analytics(
-            con, path, compression, _header(head), _delimiter(head), preamble(head)
-        )
+        header, delim, skip = _header(head), _delimiter(head), preamble(head)
+        _number_convention(con, head, header, delim, skip)
+        return _read_analytics(con, path, compression, header, delim, skip)
     else:
         cols = clicklog_columns(_header(head))
         if cols is None:
@@ -177,19 +176,21 @@ def _number_columns(header: list[str]) -> list[int] | None:
     return [header.index(name) for name in names if name in header]
 
 
-def _number_convention(con: duckdb.DuckDBPyConnection, head: bytes) -> None:
+def _number_convention(
+    con: duckdb.DuckDBPyConnection, head: bytes, header: list[str], delim: str, skip: int
+) -> None:
     """Define ``gm_decimal_comma()`` for the analytics stage: whether this export's numbers
-    are written with a decimal comma (``analytics.decimal_comma``, from its first rows)."""
+    are written with a decimal comma (``analytics.decimal_comma``, from its first rows below
+    the ``header`` after ``skip`` lines, split by ``delim``)."""
     from goldmine.ingest.analytics import decimal_comma
 
-    skip, delim = preamble(head), _delimiter(head)
     lines = head_lines(head, skip + 201)[skip + 1 : -1]  # the last may be cut short
     try:
         rows = list(csv.reader([x.decode("utf-8", "replace") for x in lines], delimiter=delim))
     except csv.Error:  # a NUL in a line: its numbers tell nothing
         rows = []
     # Only the number columns tell: a query may be "2.0", a date "1.12.2026".
-    numbers = _number_columns(_header(head))
+    numbers = _number_columns(header)
     if numbers is not None:
         rows = [[r[i] for i in numbers if i < len(r)] for r in rows]
     comma = "true" if decimal_comma(rows, delim) else "false"  # a constant, no user text
