@@ -190,24 +190,20 @@ def ingest_time(db: Path, log: Path, module, rules=pii) -> float:
         api.make_redactor, batch.install_macros = saved
 
 
-def speed(before, n: int, repeat: int, out: Path, rules=None, rev: str = BEFORE) -> None:
-    """Today's import against ``before``'s redaction, or, given ``rules``, against today's
-    redaction calling ``rev``'s pii.py."""
-    from goldmine.ingest import redact as today
-
+def speed(earlier: tuple, said: str, n: int, repeat: int, out: Path) -> None:
+    """Today's import against ``earlier``, a redact.py and the pii.py it calls (``BEFORE``'s
+    redaction, or today's calling ``--rules``' pii.py), named ``said``."""
     sys.path.insert(0, str(ROOT / "tests"))
     from helpers import generate_searchlog
 
     log = generate_searchlog(out, n, ("jsonl",))["jsonl"]
-    earlier = (today, rules) if rules else (before, pii)
     times: dict[str, list[float]] = {"today": [], "before": []}
     for r in range(repeat):
-        for name, (module, pii_module) in (("before", earlier), ("today", (today, pii))):
+        for name, (module, pii_module) in (("before", earlier), ("today", (redact, pii))):
             seconds = ingest_time(out / "pii.duckdb", log, module, pii_module)
             times[name].append(seconds)
             print(f"  round {r + 1} {name:<7} {seconds:6.2f} s", flush=True)
     ratios = [t / b for t, b in zip(times["today"], times["before"], strict=True)]
-    said = f"pii.py of {rev}" if rules else rev
     print(f"\n{n:,} events, ingest searchlog --redact, medians of {repeat} rounds")
     print(f"  before ({said}): {statistics.median(times['before']):.2f} s")
     print(f"  today: {statistics.median(times['today']):.2f} s")
@@ -228,13 +224,13 @@ def main() -> None:
         if args.rules:
             rules = load_module(args.rules, "ingest/pii.py", "pii_before", Path(tmp))
             quality_of_rules(rules, args.rules)
+            earlier, said = (redact, rules), f"pii.py of {args.rules}"
         else:
-            rules = None
             before = load_module(BEFORE, "ingest/redact.py", "redact_before", Path(tmp))
             quality(before)
+            earlier, said = (before, pii), BEFORE
         if not args.skip_speed:
-            speed(None if rules else before, args.events, args.repeat, args.out, rules,
-                  args.rules or BEFORE)  # fmt: skip
+            speed(earlier, said, args.events, args.repeat, args.out)
 
 
 if __name__ == "__main__":
