@@ -233,15 +233,17 @@ def _grade(value, path: Path, line: int, levels: bool = False) -> int:
     """A grade as every reader reads one (``readers.read_grade``: a whole number within
     GRADE_LIMIT), or, with ``levels`` (a --grade-map to read them), an NTCIR level: L2 is 2."""
     level = ntcir_level(str(value)) if levels else None
-    if level is None:
-        try:
-            level = int(value)  # the common spelling, read once (read_grade tries several)
-        except (TypeError, ValueError):
-            level = value
+    if level is not None:
+        return read_grade(level, path, line)
+    if isinstance(value, str):  # the common spelling, read once (read_grade tries several);
+        try:  # int() of a float or bool would truncate 2.5 to 2 and take true for 1
+            number = int(value)
+        except ValueError:
+            pass
         else:
-            if abs(level) <= GRADE_LIMIT:
-                return level
-    return read_grade(level, path, line)
+            if abs(number) <= GRADE_LIMIT:
+                return number
+    return read_grade(value, path, line)
 
 
 def levels_refused(tokens: Iterable[str], path: Path, line: int | None) -> InputError:

@@ -430,3 +430,15 @@ def test_ranx_qrels_that_are_not_ranx_are_one_error_line(cli, tmp_path, text, wo
     files = {"qrels.json": text, "t.tsv": "q1\thello\n"}
     args = ("qrels.json", "--format", "ranx", "--topics", "t.tsv")
     assert_one_error_line(imported(cli, tmp_path, files, *args), *words)
+
+
+@pytest.mark.parametrize(
+    ("grade", "words"),
+    [("2.5", ("2.5",)), ("true", ("True",)), ("Infinity", ("inf",))],
+)
+def test_ranx_grades_that_are_no_whole_number_are_refused(cli, tmp_path, grade, words) -> None:
+    """A ranx grade of 2.5 or true is no grade (as a TREC or BEIR file's is): it was read as
+    2 or 1, and Infinity was a traceback."""
+    files = {"qrels.json": f'{{"q1": {{"d1": {grade}}}}}', "t.tsv": "q1\thello\n"}
+    args = ("qrels.json", "--format", "ranx", "--topics", "t.tsv")
+    assert_one_error_line(imported(cli, tmp_path, files, *args), "grade", *words)
