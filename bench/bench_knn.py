@@ -31,6 +31,7 @@ Asserts nothing on time: the machine is shared, read the CPU columns and the rat
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -62,6 +63,7 @@ SETTINGS = (
     "f16-c12-a128-s64-x2",
     "f16-c8-a128-s64-x3",
 )
+PARTS = {"c": "connectivity", "a": "expansion_add", "s": "expansion_search", "x": "candidates"}
 
 
 def distinct_queries(path: Path, n: int) -> list[str]:
@@ -95,15 +97,8 @@ def setting(name: str):
     from goldmine.triage.cluster import Hnsw
 
     dtype, *parts = name.split("-")
-    given = {p[0]: int(p[1:]) for p in parts}
-    base = Hnsw()
-    return Hnsw(
-        dtype,
-        given.get("c", base.connectivity),
-        given.get("a", base.expansion_add),
-        given.get("s", base.expansion_search),
-        given.get("x", base.candidates),
-    )
+    given = {PARTS[p[0]]: int(p[1:]) for p in parts if p[0] in PARTS}
+    return dataclasses.replace(Hnsw(), dtype=dtype, **given)
 
 
 def sample(n: int, rows: int) -> np.ndarray:
