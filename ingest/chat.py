@@ -246,11 +246,10 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
     """Turn conversation records or reply-to messages into turn records, in place."""
     lower = {k.lower(): k for k in keys}
     list_keys = [lower[k] for k in _LISTS if k in lower]
-    list_key = list_keys[0] if list_keys else None
     parent = next((lower[k] for k in _PARENTS if k in lower), None)
-    if list_key or parent:
+    if list_keys or parent:
         check_json(con)
-    if list_key:
+    if list_keys:
         replace_raw(
             con,
             _EXPAND_CONVERSATIONS,
