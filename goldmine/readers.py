@@ -166,7 +166,8 @@ GOLD_LAYOUTS = ("TREC qrels 'qid 0 docid grade', BEIR qrels (TSV, JSON lines or 
 
 
 def detect_gold_format(text: str) -> str:
-    if not _first_line(text):
+    first = _first_line(text)
+    if not first:
         raise InputError("holds no judgment (it is empty, or only # comment lines)")
     foreign = foreign_judgments(text)
     if foreign:
@@ -175,7 +176,6 @@ def detect_gold_format(text: str) -> str:
         if is_qrels_record(_first_object(text)):
             return "jsonl"
         return _json_kind(text, _GOLD_MARKERS)
-    first = _first_line(text)
     fields = _data_fields(text, is_qrels_header)
     if not fields:
         raise InputError("holds no judgment (a header row and nothing after it)")
@@ -395,13 +395,14 @@ def judged_twice(
 QRELS_QUERY_KEYS = ("query-id", "query_id", "qid")
 QRELS_DOC_KEYS = ("corpus-id", "corpus_id", "doc_id", "docid", "docno", "chunk_id")
 QRELS_GRADE_KEYS = ("score", "grade", "relevance", "rel", "label")
+_QRELS_KEYS = (QRELS_QUERY_KEYS, QRELS_DOC_KEYS, QRELS_GRADE_KEYS)
 
 
 def is_qrels_record(obj: dict) -> bool:
     """Whether a JSON object is one judgment (BEIR's ``{"query-id", "corpus-id", "score"}``)
     rather than a gold line listing a query's ``relevant`` chunks."""
     return not ({"relevant", "relevant_ids"} & obj.keys()) and all(
-        any(k in obj for k in keys) for keys in (QRELS_QUERY_KEYS, QRELS_DOC_KEYS, QRELS_GRADE_KEYS)
+        any(k in obj for k in keys) for keys in _QRELS_KEYS
     )
 
 
@@ -426,8 +427,7 @@ def qrels_frame(path: Path, text: str | None = None) -> tuple[pl.DataFrame, str]
                 path=path,
                 line=number,
             )
-        keys = (QRELS_QUERY_KEYS, QRELS_DOC_KEYS, QRELS_GRADE_KEYS)
-        qid, doc, grade = (next(obj[k] for k in names if k in obj) for names in keys)
+        qid, doc, grade = (next(obj[k] for k in names if k in obj) for names in _QRELS_KEYS)
         written = grade if isinstance(grade, str) else json.dumps(grade)  # 2, 2.0, true, null
         rows.append((number, record_id(qid, path, number), record_id(doc, path, number), written))
     schema = {"place": pl.Int64, "qid": pl.String, "doc": pl.String, "grade": pl.String}
@@ -441,8 +441,7 @@ def _parquet_frame(path: Path) -> pl.DataFrame:
         columns = pl.read_parquet_schema(path)
     except Exception as exc:  # polars raises several types for a damaged file
         raise InputError(f"cannot read Parquet: {exc}", path=path) from None
-    names = [_pick(list(columns), keys)
-             for keys in (QRELS_QUERY_KEYS, QRELS_DOC_KEYS, QRELS_GRADE_KEYS)]  # fmt: skip
+    names = [_pick(list(columns), keys) for keys in _QRELS_KEYS]
     if None in names:
         raise InputError(
             f"a Parquet qrels file needs {QRELS_QUERY_KEYS[0]} (or query_id), "
