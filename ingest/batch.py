@@ -50,6 +50,7 @@ from goldmine.ingest.scan import FileScan, blanked_copy, scan_file
 from goldmine.ingest.target import Target
 from goldmine.output import progress
 from goldmine.readers import RESULT_ID_KEYS, RESULT_NESTED
+from goldmine.signals import sql_list
 from goldmine.store import (
     can_release,
     is_released,
@@ -124,8 +125,8 @@ CREATE OR REPLACE TEMP MACRO gm_jtype_of(j) AS (
          WHEN 'n' THEN 'NULL' WHEN 't' THEN 'BOOLEAN' WHEN 'f' THEN 'BOOLEAN'
          ELSE 'DOUBLE' END END
 );
-""".replace("RESULT_ID_PATHS", "[" + ", ".join(f"'{p}'" for p in RESULT_ID_PATHS) + "]").replace(
-    "RESULT_LIST_PATHS", "[" + ", ".join(f"'{p}'" for p in RESULT_LIST_PATHS) + "]"
+""".replace("RESULT_ID_PATHS", sql_list(tuple(RESULT_ID_PATHS))).replace(
+    "RESULT_LIST_PATHS", sql_list(tuple(RESULT_LIST_PATHS))
 )
 
 
