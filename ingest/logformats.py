@@ -155,14 +155,15 @@ def read(
         _number_convention(con, head, header, delim, skip)
         return _read_analytics(con, path, compression, header, delim, skip)
     else:
-        cols = clicklog_columns(_header(head))
+        header = _header(head)
+        cols = clicklog_columns(header)
         if cols is None:
             raise InputError(
                 "not a click-level log: the header names no query column and no clicked "
                 f"document or rank column ({', '.join(CLICK_DOC[:2] + CLICK_RANK[:1])}, …)",
                 path=path,
             )
-        _read_clicklog(con, path, compression, _header(head), cols, _delimiter(head))
+        _read_clicklog(con, path, compression, header, cols, _delimiter(head))
 
 
 def _number_columns(header: list[str]) -> list[int] | None:
