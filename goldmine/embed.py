@@ -30,7 +30,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -379,15 +379,30 @@ class _Lookup:
             )
         self.vectors[np.asarray(rows, dtype=np.int64)] = vectors
 
+    @cached_property
+    def repeats(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of a missing text given again (not encoded twice), and each one's first row,
+        whose vector it takes."""
+        todo = np.flatnonzero(self.missing)
+        if len(todo) == len(self.new_rows):
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        rows = todo[~np.isin(todo, self.new_rows)]
+        first = {self.hashes[i]: i for i in self.new_rows}
+        return rows, np.array([first[self.hashes[i]] for i in rows], dtype=np.int64)
+
+    def fill_repeats(self, start: int, stop: int) -> None:
+        """The repeated texts' rows in [start, stop) get their first row's vector (copy only the
+        repeats: the rest are in place)."""
+        rows, first = self.repeats
+        if len(rows) and self.vectors is not None:
+            inside = (rows >= start) & (rows < stop)
+            self.vectors[rows[inside]] = self.vectors[first[inside]]
+
     def result(self, model: str | None, backend: str | None) -> np.ndarray:
         """Every row's vector: a text given twice gets its first row's vector."""
         if self.vectors is None:  # no texts: the model says the dimension
             return np.empty((len(self.hashes), load_encoder(model, backend).dim), np.float32)
-        todo = np.flatnonzero(self.missing)
-        if len(todo) > len(self.new_rows):  # copy only the repeats: the rest are in place
-            repeats = todo[~np.isin(todo, self.new_rows)]
-            first = {self.hashes[i]: i for i in self.new_rows}
-            self.vectors[repeats] = self.vectors[[first[self.hashes[i]] for i in repeats]]
+        self.fill_repeats(0, len(self.hashes))
         return self.vectors
 
 
@@ -491,19 +506,24 @@ def embed_closed(
     batch_size: int = 64,
     description: str | None = None,
     backend: str | None = None,
+    ready: Callable[[np.ndarray], None] | None = None,
 ) -> Embedded:
     """``embed_texts`` with the store closed while the model works, so other commands can use it.
 
     The store is opened briefly to read the cached vectors, then once per ``chunk`` of new vectors
     to write them (one transaction each): an interrupted run keeps every finished chunk. One
     progress bar (``description``) spans the whole encoding. Past SPILL_BYTES the vectors live in
-    a file mapping beside the store (:func:`row_buffer`).
+    a file mapping beside the store (:func:`row_buffer`). ``ready`` is handed the output's rows
+    in order, a block at a time, as soon as every row of the block is final (the index that
+    triage builds beside the embedding reads them so); together, the blocks are every row.
     """
 
     texts = list(texts)
     store = as_store(db)
     with store.open() as con:
         found = _lookup(con, texts, model, backend, store.path.parent)
+    handed = _Handover(found, ready)
+    handed.upto(found.new_rows[0] if found.new_rows else len(texts))
     label = description or f"embedding with {found.key}"
     with progress(label, total=len(found.new_rows)) as advance:
         for start in range(0, len(found.new_rows), chunk):
@@ -513,9 +533,29 @@ def embed_closed(
             with store.open(wait=WRITE_WAIT_S) as con:
                 _store(con, found.key, [found.hashes[i] for i in rows], vectors)
             found.place(rows, vectors)
+            after = start + chunk
+            handed.upto(found.new_rows[after] if after < len(found.new_rows) else len(texts))
     if not texts and found.key == DEFAULT_MODEL:
         return Embedded(np.empty((0, DEFAULT_DIM), dtype=np.float32), 0, 0)
     return Embedded(found.result(model, backend), len(found.new_rows), found.n_cached)
+
+
+@dataclass
+class _Handover:
+    """embed_closed's ``ready``: the rows before ``stop`` that it was not yet handed. Every row
+    before the first text still to encode is final: cached, encoded, or a repeat of a text
+    whose first row is (new rows are encoded in row order)."""
+
+    found: _Lookup
+    ready: Callable[[np.ndarray], None] | None
+    done: int = 0
+
+    def upto(self, stop: int) -> None:
+        if self.ready is None or stop <= self.done or self.found.vectors is None:
+            return
+        self.found.fill_repeats(self.done, stop)
+        self.ready(self.found.vectors[self.done : stop])
+        self.done = stop
 
 
 def _store(

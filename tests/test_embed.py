@@ -256,3 +256,18 @@ def test_a_big_row_buffer_lives_in_a_file_and_pages_out_without_loss(tmp_path, m
     # a mapping row_buffer did not make (a copy-on-write one would lose its writes) stays
     private = np.memmap(tmp_path / "private.f32", np.float32, "w+", shape=(1000, 384))
     assert not embed.page_out(private)
+
+
+@pytest.mark.slow  # loads the real model
+def test_closed_embedding_hands_over_finished_rows_in_order(db_path):
+    """``ready`` is given every row once, in row order, as soon as every row before it is
+    final: cached rows, encoded ones and a repeated text's (its first row's vector), so a
+    consumer (the index built beside the embedding) sees exactly the vectors returned."""
+    texts = ["pin", "card declined", "pin", "reset password", "top up", "card declined", "fx"]
+    with open_store(db_path) as con:
+        embed.embed_texts(con, ["pin", "top up"], show_progress=False)
+    blocks: list[np.ndarray] = []
+    got = embed.embed_closed(db_path, texts, chunk=2, ready=lambda v: blocks.append(v.copy()))
+    assert (got.n_encoded, got.n_cached) == (3, 3)
+    assert len(blocks) > 1 and all(len(b) for b in blocks)
+    np.testing.assert_array_equal(np.concatenate(blocks), got.vectors)

@@ -611,7 +611,11 @@ def test_knn_switches_to_the_index_past_brute_max(monkeypatch):
     x = _blobs(600, 10)
     monkeypatch.setattr(cluster, "BRUTE_MAX", 500)
     calls = []
-    monkeypatch.setattr(cluster, "knn_hnsw", lambda *a: calls.append(1) or cluster.knn_exact(*a))
+    monkeypatch.setattr(
+        cluster,
+        "knn_hnsw",
+        lambda x, k, advance=None, index=None: calls.append(1) or cluster.knn_exact(x, k, advance),
+    )
     cluster.knn(x, 5)
     assert calls
 
@@ -829,3 +833,28 @@ def test_ctfidf_weights_and_tiny_inputs():
     assert "card delivery" in got[2] or "delivery" in got[2]
     assert ctfidf_terms(np.array([3]), ["the and of"], np.array([1.0])) == {3: []}
     assert ctfidf_terms(np.array([], dtype=int), [], np.array([])) == {}
+
+
+@pytest.mark.slow  # embeds with the real model, twice
+def test_the_index_built_while_embedding_gives_the_same_clusters(tmp_path, monkeypatch):
+    """With a core the embedding leaves idle, a first run builds the k-NN index of every row
+    in a forked process while the rows are embedded; the clusters are those of the index built
+    after the embedding, query for query."""
+    from goldmine.triage import cluster
+    from goldmine.triage.pipeline import run_triage
+
+    texts = [q for qs in TRIAGE_QUERIES.values() for q in qs]
+    monkeypatch.setattr(cluster, "BRUTE_MAX", 5)  # the index past 5 rows, as past 10k
+    got = {}
+    for beside in (True, False):
+        monkeypatch.setattr(cluster, "spare_core", lambda *_, beside=beside: beside)
+        db = tmp_path / f"{beside}.duckdb"
+        with open_store(db) as con:
+            load_queries(con, texts)
+        result = run_triage(db)
+        assert result.cluster["knn_index"] == ("built while embedding" if beside else "built")
+        with open_store(db) as con:
+            got[beside] = con.execute(
+                "SELECT norm_query, cluster_id FROM triage_queries ORDER BY 1"
+            ).fetchall()
+    assert got[True] == got[False]

@@ -148,3 +148,41 @@ def test_more_candidates_are_reranked_by_exact_cosines(hnsw):
     assert set(idx[5, :10]) == set(range(3000, 3010))  # the repeats first
     assert list(idx[3000, :10]) == [5, *range(3001, 3010)]  # ties by index
     assert _recall(idx, exact) >= max(_recall(one, exact), 0.99)
+
+
+def test_an_index_built_beside_the_embedding_answers_as_knn_hnsws_own(tmp_path):
+    """The index a forked process builds while the embedding hands over its rows (in blocks of
+    any size) is the index knn_hnsw builds itself: the same neighbours and the same cosines,
+    so the clusters do not depend on which of the two built it."""
+    x = _unit_rows(3000, 40)
+    builder = cluster.IndexBuilder(folder=tmp_path)
+    for a, b in [(0, 1), (1, 700), (700, 2048), (2048, 3000)]:
+        builder.feed(x[a:b])
+    index = builder.finish()
+    assert index is not None and len(index) == len(x)
+    assert not list(tmp_path.iterdir())  # the saved index leaves no file behind
+    idx, sims = cluster.knn_hnsw(x, 20, index=index)
+    want, want_s = cluster.knn_hnsw(x, 20)
+    assert np.array_equal(idx, want)
+    assert np.array_equal(sims, want_s)
+
+
+def test_a_builder_that_died_or_fell_short_leaves_knn_to_build_its_own(tmp_path):
+    """A builder whose process was killed (out of memory, say) gives no index, and an index of
+    fewer rows than asked about is not used: knn_hnsw builds its own and answers the same."""
+    import os
+    import signal
+
+    x = _unit_rows(1500, 20)
+    dead = cluster.IndexBuilder(folder=tmp_path)
+    dead.feed(x[:100])
+    os.kill(dead.pid, signal.SIGKILL)
+    dead.feed(x[100:])
+    assert dead.finish() is None
+    short = cluster.IndexBuilder(folder=tmp_path)
+    short.feed(x[:1000])
+    index = short.finish()
+    assert index is not None and len(index) == 1000
+    got, _ = cluster.knn_hnsw(x, 10, index=index)
+    assert np.array_equal(got, cluster.knn_hnsw(x, 10)[0])
+    assert not list(tmp_path.iterdir())

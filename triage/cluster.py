@@ -72,6 +72,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -136,12 +137,13 @@ def knn_steps(n: int) -> int:
 
 
 def knn(
-    x: np.ndarray, k: int, advance: Callable[[int], None] | None = None
+    x: np.ndarray, k: int, advance: Callable[[int], None] | None = None, index: Any = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each row's k most similar other rows (by dot product), best first: exact up to BRUTE_MAX
-    rows, an HNSW index past that. ``advance`` is told of each of :func:`knn_steps` steps."""
+    rows, an HNSW index past that (``index``, when it holds every row of x, is used as built).
+    ``advance`` is told of each of :func:`knn_steps` steps."""
     if len(x) > BRUTE_MAX:
-        return knn_hnsw(x, k, advance)
+        return knn_hnsw(x, k, advance, index=index)
     return knn_exact(x, k, advance)
 
 
@@ -178,22 +180,30 @@ def knn_hnsw(
     k: int,
     advance: Callable[[int], None] | None = None,
     hnsw: Hnsw | None = None,
+    index: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Approximate k-NN from a usearch HNSW index (inner product on normalized rows).
 
     The index is built on one thread, in row order: a parallel build depends on thread timing,
-    and the clusters must not. The search is parallel (each query's answer does not depend on
-    the others). Each row's neighbours are ranked by their float32 cosines, not the index's."""
+    and the clusters must not. An ``index`` of every row built so elsewhere (:class:`IndexBuilder`)
+    is the same index and is searched as it is; one of another size is not used. The search is
+    parallel (each query's answer does not depend on the others). Each row's neighbours are
+    ranked by their float32 cosines, not the index's."""
     hnsw = hnsw or Hnsw()
     n = len(x)
     k = min(k, n - 1)
-    index, cast = _hnsw_index(x, hnsw)
-    keys = np.arange(n, dtype=np.uint64)
     step = HNSW_STEP
-    for start in range(0, n, step):
-        index.add(keys[start : start + step], cast(x[start : start + step]), threads=1)
+    cast: Callable[[np.ndarray], np.ndarray] = _as_given
+    if index is not None and len(index) == n and hnsw.dtype != "i8":
         if advance is not None:
-            advance(1)
+            advance(-(-n // step))  # the build's steps, done while the rows were embedded
+    else:
+        index, cast = _hnsw_index(x, hnsw)
+        keys = np.arange(n, dtype=np.uint64)
+        for start in range(0, n, step):
+            index.add(keys[start : start + step], cast(x[start : start + step]), threads=1)
+            if advance is not None:
+                advance(1)
     idx = np.empty((n, k), dtype=np.int64)
     sims = np.empty((n, k), dtype=np.float32)
     ask = min(k * hnsw.candidates + 1, n)
@@ -210,25 +220,169 @@ def knn_hnsw(
     return idx, sims
 
 
-def _hnsw_index(x: np.ndarray, hnsw: Hnsw) -> tuple[Any, Callable[[np.ndarray], np.ndarray]]:
-    """The empty index, and what turns rows of x into the vectors it is given (i8: scaled so the
-    largest component of x is 127, then rounded: one scale for all rows keeps the order of dot
-    products)."""
+def _as_given(rows: np.ndarray) -> np.ndarray:
+    return rows
+
+
+def _empty_index(dim: int, hnsw: Hnsw) -> Any:
     from usearch.index import Index
 
-    index = Index(
-        ndim=x.shape[1],
+    return Index(
+        ndim=dim,
         metric="ip",
         dtype=hnsw.dtype,
         connectivity=hnsw.connectivity,
         expansion_add=hnsw.expansion_add,
         expansion_search=hnsw.expansion_search,
     )
+
+
+def _hnsw_index(x: np.ndarray, hnsw: Hnsw) -> tuple[Any, Callable[[np.ndarray], np.ndarray]]:
+    """The empty index, and what turns rows of x into the vectors it is given (i8: scaled so the
+    largest component of x is 127, then rounded: one scale for all rows keeps the order of dot
+    products)."""
+    index = _empty_index(x.shape[1], hnsw)
     if hnsw.dtype != "i8":
-        return index, lambda rows: rows
+        return index, _as_given
     top = max(float(np.abs(x[a : a + HNSW_STEP]).max()) for a in range(0, len(x), HNSW_STEP))
     scale = np.float32(127.0 / max(top, 1e-12))
     return index, lambda rows: np.rint(rows * scale).astype(np.int8)
+
+
+def spare_core(threads: int) -> bool:
+    """Whether this process may use more cores than the embedding's ``threads``."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (cores or 1) > threads
+
+
+def index_builder(n: int, embed_threads: int, folder: Path | None = None) -> IndexBuilder | None:
+    """An :class:`IndexBuilder` for a first run's n rows where it pays and gives the same index:
+    past BRUTE_MAX rows, a float index (i8 scales by every row's range, known only at the end),
+    a platform that forks, and a core the embedding leaves idle (with none, the build would only
+    slow the embedding down by its own length)."""
+    if n <= BRUTE_MAX or Hnsw().dtype == "i8" or "fork" not in mp.get_all_start_methods():
+        return None
+    return IndexBuilder(folder=folder) if spare_core(embed_threads) else None
+
+
+class IndexBuilder:
+    """The HNSW index of a first run's rows, built in a forked process while the embedding hands
+    them over block by block, on the core the embedding leaves idle: at a million queries the
+    build is most of the cluster step, and here it costs no time after the embedding.
+
+    The rows are added on one thread in row order, as :func:`knn_hnsw` adds them, so the index
+    (and the clusters) are the same. It comes back through a file in ``folder`` (the store's),
+    in usearch's own format, removed once read. A process that died gives no index (the cluster
+    step then builds its own). usearch holds the GIL while it adds, so a thread would stall the
+    embedding; blocks are sent by a thread of this process, so a slow build never blocks it."""
+
+    def __init__(self, hnsw: Hnsw | None = None, folder: Path | None = None) -> None:
+        import queue
+        import tempfile
+        import threading
+
+        self.hnsw = hnsw or Hnsw()
+        self.n = 0
+        self._dim: int | None = None
+        self._dir = Path(tempfile.mkdtemp(prefix="goldmine-index-", dir=folder))
+        self._pending: queue.Queue[int | bytes | None] = queue.Queue()
+        # forked now, before the embedding loads its model and starts its threads
+        ctx = mp.get_context("fork")
+        self._conn, child = ctx.Pipe()
+        args = (child, self._conn, self.hnsw, str(self._dir / "index.usearch"))
+        self._process = ctx.Process(target=_build_index, args=args, daemon=True)
+        self._process.start()
+        child.close()  # the child's death then reads as end of file here
+        self._sender = threading.Thread(target=self._send, daemon=True)
+        self._sender.start()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def feed(self, rows: np.ndarray) -> None:
+        """The next rows of the index, in order (copied: the caller may reuse its buffer)."""
+        if not len(rows):
+            return
+        if self._dim is None:
+            self._dim = int(rows.shape[1])
+            self._pending.put(self._dim)
+        self._pending.put(np.ascontiguousarray(rows, dtype=np.float32).tobytes())
+        self.n += len(rows)
+
+    def _send(self) -> None:
+        """Hands the blocks over in order, then an empty one for the end. Once the builder has
+        died the rest is dropped unsent (finish() then gives no index)."""
+        alive = True
+        while (item := self._pending.get()) is not None:
+            alive = alive and self._put(item)
+        if alive:
+            self._put(b"")
+
+    def _put(self, item: int | bytes) -> bool:
+        try:
+            self._conn.send(item) if isinstance(item, int) else self._conn.send_bytes(item)
+        except OSError:
+            return False
+        return True
+
+    def finish(self) -> Any | None:
+        """The index of every row fed (waits for the build), or None if its process died or
+        was fed nothing."""
+        if not self.n:
+            self.close()
+            return None
+        self._pending.put(None)
+        self._sender.join()
+        try:
+            added = self._conn.recv()
+        except (EOFError, OSError):
+            added = None
+        self._process.join()
+        try:
+            if not self.n or added != self.n or self._process.exitcode != 0:
+                return None
+            from usearch.index import Index
+
+            index = Index.restore(str(self._dir / "index.usearch"))
+            index.expansion_search = self.hnsw.expansion_search
+            return index
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the builder if it still runs and remove its file (an interrupted run's too)."""
+        import shutil
+
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+        if self._sender.is_alive():
+            self._pending.put(None)
+        self._conn.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _build_index(conn: Any, parent_end: Any, hnsw: Hnsw, path: str) -> None:
+    """The builder process: the rows' dimension, then each block of rows added as it comes;
+    then the index saved and the number of rows added sent back. It ends quietly when the
+    parent goes (end of file) and leaves Ctrl-C to the parent, which stops it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent_end.close()  # only the parent's copy stays open, so a parent that died reads as EOF
+    start = 0
+    try:
+        dim = conn.recv()
+        index = _empty_index(dim, hnsw)
+        while block := conn.recv_bytes():
+            rows = np.frombuffer(block, dtype=np.float32).reshape(-1, dim)
+            index.add(np.arange(start, start + len(rows), dtype=np.uint64), rows, threads=1)
+            start += len(rows)
+    except EOFError:
+        return
+    index.save(path)
+    conn.send(start)
 
 
 def _best(
@@ -412,12 +566,14 @@ def _advancing(items, advance):
         yield item
 
 
-def _graphs(x: np.ndarray, ks: list[int], label: str) -> dict[int, tuple[Any, np.ndarray]]:
-    """The k-NN graph of x for each k in ks, from one k-NN search at the largest k. The neighbour
-    arrays (n x k, 360 MB at 1M queries and k = 30) are gone when this returns: Leiden's peak
-    comes after."""
+def _graphs(
+    x: np.ndarray, ks: list[int], label: str, index: Any = None
+) -> dict[int, tuple[Any, np.ndarray]]:
+    """The k-NN graph of x for each k in ks, from one k-NN search at the largest k (``index``: an
+    HNSW index of every row of x, built already). The neighbour arrays (n x k, 360 MB at 1M
+    queries and k = 30) are gone when this returns: Leiden's peak comes after."""
     with progress(label, total=knn_steps(len(x))) as advance:
-        idx, sims = knn(x, max(ks), advance)
+        idx, sims = knn(x, max(ks), advance, index)
     # The graph and Leiden need the room, not the rows (1.5 GB at 1M queries); rows the embedding
     # left in a file mapping leave memory until the centroids read them again.
     page_out(x)
@@ -459,9 +615,11 @@ def cluster_fresh(
     x: np.ndarray,
     k_grid: tuple[int, ...] = K_GRID,
     resolutions: tuple[float, ...] = RESOLUTIONS,
+    index: Any = None,
 ) -> tuple[np.ndarray, dict]:
     """Labels for the rows of x with k and the resolution chosen by silhouette; and what was
-    tried. A single (k, resolution) — as an incremental run passes — skips the choice."""
+    tried. A single (k, resolution) — as an incremental run passes — skips the choice.
+    ``index``: an HNSW index of every row of x, built already (:class:`IndexBuilder`)."""
     n = len(x)
     if n <= 2:
         return np.arange(n, dtype=np.int64), {"k": None, "resolution": None, "tried": {}}
@@ -481,7 +639,7 @@ def cluster_fresh(
         del graphs, xs
     if len(jobs) > 1:
         if sample is None:
-            graphs = _graphs(x, grid, "k-NN graph (row blocks)")
+            graphs = _graphs(x, grid, "k-NN graph (row blocks)", index)
             label = f"Leiden for k in {grid} x {list(resolutions)}"
             runs = _run_grid(x, graphs, jobs, label, silhouette_rows(x))
             del graphs
@@ -492,7 +650,7 @@ def cluster_fresh(
             return labels, {"k": k, "resolution": resolution, "tried": tried}
     else:
         k, resolution = jobs[0]
-    graph, weight = _graphs(x, [k], "k-NN graph (row blocks)")[k]
+    graph, weight = _graphs(x, [k], "k-NN graph (row blocks)", index)[k]
     with progress(f"Leiden, k {k}, resolution {resolution:g}", total=1) as advance:
         labels = leiden_whole(graph, weight, resolution)
         advance(1)
@@ -589,9 +747,11 @@ def cluster_inputs(con: duckdb.DuckDBPyConnection) -> ClusterInputs:
     return ClusterInputs(todo, texts, known, k, next_id, resolution)
 
 
-def plan_clusters(inputs: ClusterInputs, x: np.ndarray) -> ClusterPlan:
+def plan_clusters(inputs: ClusterInputs, x: np.ndarray, index: Any = None) -> ClusterPlan:
     """Give every pending canonical (rows of x) a cluster: join the nearest one whose radius it
-    reaches, else cluster the rest among themselves under new ids. Needs no store."""
+    reaches, else cluster the rest among themselves under new ids. Needs no store. ``index``:
+    the HNSW index of every row of x, built while they were embedded (:func:`index_builder`),
+    used when every row is clustered afresh, as on a first run."""
     import polars as pl
 
     todo, known, next_id = inputs.todo, inputs.known, inputs.next_id
@@ -602,6 +762,7 @@ def plan_clusters(inputs: ClusterInputs, x: np.ndarray) -> ClusterPlan:
         "k": None,
         "resolution": None,
         "tried": {},
+        "knn_index": None,  # exact, built, or built while embedding (the rows' k-NN)
     }
     ids = np.full(len(todo), -1, dtype=np.int64)
     sim = np.full(len(todo), np.nan)
@@ -622,7 +783,9 @@ def plan_clusters(inputs: ClusterInputs, x: np.ndarray) -> ClusterPlan:
             grid, resolutions = (inputs.chosen_k,), (inputs.chosen_resolution,)
         # one copy of the rows at most (none on a first run): at 1M queries a copy is 1.2 GB
         xr = x if len(rest) == len(x) else x[rest]
-        labels, info = cluster_fresh(xr, grid, resolutions)
+        index = index if xr is x and index is not None and len(index) == len(x) else None
+        stats["knn_index"] = _knn_source(len(xr), index)
+        labels, info = cluster_fresh(xr, grid, resolutions, index)
         stats.update(k=info["k"], resolution=info["resolution"], tried=info["tried"])
         ids[rest] = labels + next_id
         cents, radius, counts = centroids(xr, labels)
@@ -649,6 +812,12 @@ def plan_clusters(inputs: ClusterInputs, x: np.ndarray) -> ClusterPlan:
         },
     )
     return plan
+
+
+def _knn_source(n: int, index: Any) -> str:
+    if n <= BRUTE_MAX:
+        return "exact"
+    return "built" if index is None else "built while embedding"
 
 
 def write_clusters(con: duckdb.DuckDBPyConnection, plan: ClusterPlan, run_id: int) -> dict:

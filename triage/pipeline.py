@@ -42,6 +42,9 @@ from goldmine.triage.events import (
 
 if TYPE_CHECKING:
     import duckdb
+    import numpy as np
+
+    from goldmine.triage.cluster import ClusterInputs, ClusterPlan, IndexBuilder
 
 # triage's embedding backend unless told (--backend, [embed] backend): int8 ONNX encodes 2.8x
 # faster than float32 torch on two cores with mean cosine 0.993 to its vectors and banking77 ARI
@@ -194,7 +197,7 @@ def _run_steps(
     window_s: int,
     no_answer_retriever: str,
 ) -> RunResult:
-    from goldmine.embed import WRITE_WAIT_S, embed_closed, release_encoders
+    from goldmine.embed import WRITE_WAIT_S, embed_closed, release_encoders, torch_threads
     from goldmine.triage import cluster, dedupe, labels, tags
 
     steps = _Steps(result)
@@ -223,13 +226,22 @@ def _run_steps(
     result.n_clustered = len(inputs.todo)
     detail = f"{len(inputs.texts):,} texts with {model or 'the bundled MiniLM'}"
     detail += f" ({result.backend})"
-    embedded = steps.run(
-        "embed", embed_closed, store, inputs.texts, model, detail=detail, backend=result.backend
-    )
-    result.n_embedded, result.n_cached = embedded.n_encoded, embedded.n_cached
-    release_encoders()
-    detail = f"{len(inputs.todo):,} queries without a cluster"
-    plan = steps.run("cluster", cluster.plan_clusters, inputs, embedded.vectors, detail=detail)
+    # a first run's k-NN index, built on the core the embedding leaves idle while it embeds
+    builder = None
+    if not inputs.known.height:
+        builder = cluster.index_builder(len(inputs.texts), torch_threads(), store.path.parent)
+    try:
+        embedded = steps.run(
+            "embed", embed_closed, store, inputs.texts, model, detail=detail,
+            backend=result.backend, ready=builder and builder.feed,
+        )  # fmt: skip
+        result.n_embedded, result.n_cached = embedded.n_encoded, embedded.n_cached
+        release_encoders()
+        detail = f"{len(inputs.todo):,} queries without a cluster"
+        plan = steps.run("cluster", _cluster, inputs, embedded.vectors, builder, detail=detail)
+    finally:
+        if builder is not None:
+            builder.close()
     del embedded, inputs  # the vectors (1.2 GB at 1M queries) are not needed by the SQL steps
     with store.open(wait=WRITE_WAIT_S) as con, runs.staged(con):
         with transaction(con):
@@ -242,6 +254,13 @@ def _run_steps(
             runs.publish(con)
             _finish(con, result, window_s)
     return result
+
+
+def _cluster(inputs: ClusterInputs, x: np.ndarray, builder: IndexBuilder | None) -> ClusterPlan:
+    """The cluster step; the wait for the index built beside the embedding is part of it."""
+    from goldmine.triage import cluster
+
+    return cluster.plan_clusters(inputs, x, builder.finish() if builder is not None else None)
 
 
 def _events(con: duckdb.DuckDBPyConnection, since: datetime | None, result: RunResult) -> int:
