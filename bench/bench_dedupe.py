@@ -8,6 +8,7 @@ triage/dedupe.py as it was at git revision REV, on the same generated queries in
     .venv/bin/python bench/bench_dedupe.py --scales 400000 --repeats 1
     .venv/bin/python bench/bench_dedupe.py --scales 50000,100000,200000,400000 --no-before
     .venv/bin/python bench/bench_dedupe.py --no-before --against HEAD~1 --repeats 3
+    .venv/bin/python bench/bench_dedupe.py --no-before --workers 2 --scales 200000,400000
 
 Per scale: the largest block and the sum of squared block sizes per query (what the pairwise
 cdist inside blocks costs; flat is linear), the seconds of ``best_partners`` over every query
@@ -28,6 +29,7 @@ seed), ranked in generation order.
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,6 +56,7 @@ class Variant(NamedTuple):
     module: types.ModuleType  # triage/dedupe.py, today's or a revision's
     split_at: int
     max_checks: int
+    workers: int = 1  # forked processes the queries are dealt out to (parallel_partners)
 
 
 BEFORE = Variant("before", dedupe, UNSPLIT, UNSPLIT)  # whole blocks, every candidate checked
@@ -86,12 +89,23 @@ def partners(texts: list[str], v: Variant) -> tuple[float, float, dict, list, ob
     work = {"work": m.Work()} if hasattr(m, "Work") else {}
     if v.max_checks == UNSPLIT and hasattr(m, "PICKY_AFTER"):
         work["picky_after"] = UNSPLIT  # every candidate checked, however far
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu = time.perf_counter(), time.process_time() + children_cpu()
     blocked = m.block_table(texts, v.split_at)
     every = list(range(len(texts)))
-    best = m.best_partners(every, texts, None, blocked, v.max_checks, **work)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if v.workers > 1:
+        best = m.parallel_partners(every, texts, None, blocked, workers=v.workers, at_least=1)
+        work = {}
+    else:
+        best = m.best_partners(every, texts, None, blocked, v.max_checks, **work)
+    seconds = time.perf_counter() - start
+    cpu = time.process_time() + children_cpu() - cpu
     return seconds, cpu, best, blocked[0], work.get("work")
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's children that ended (the parallel variant's processes)."""
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
 
 
 def block_sizes(blocks: list, n: int) -> str:
@@ -111,10 +125,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--no-before", action="store_true", help="leave the dedupe before out")
     parser.add_argument("--against", metavar="REV", help="also time triage/dedupe.py at REV")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="also time today's with the queries dealt out to this many forked processes "
+        "(parallel_partners, as triage runs past PARALLEL_MIN new queries); its wall time is "
+        "printed against today's in one process",
+    )
     args = parser.parse_args()
     variants = [] if args.no_before else [BEFORE]
     variants += [dedupe_at(args.against)] if args.against else []
     variants.append(TODAY)
+    if args.workers > 1:
+        variants.append(TODAY._replace(name=f"today x{args.workers}", workers=args.workers))
     names = " / ".join(v.name for v in variants)
     print(f"variants: {names}")
     print(f"{'queries':>9} {'largest/sum b2 per q':>24} {'seconds':>18} {'CPU ratio':>9} "
@@ -140,17 +164,23 @@ def row(texts, variants, times, cpus, found, previous) -> str:
     n = len(texts)
     med = {k: statistics.median(t) for k, t in times.items()}
     cpu = {k: statistics.median(t) for k, t in cpus.items()}
-    names = [v.name for v in variants]
+    names = [v.name for v in variants if v.workers == 1]
+    dealt = [v.name for v in variants if v.workers > 1]
     sizes = " -> ".join(dict.fromkeys(block_sizes(found[k][1], n) for k in names))
-    seconds = " / ".join(f"{med[k]:.1f}" for k in names)
+    seconds = " / ".join(f"{med[k]:.1f}" for k in names + dealt)
     ratio = f"{cpu['today'] / cpu[names[0]]:.2f}" if len(names) > 1 else ""
     per_q = " / ".join(f"{cpu[k] / n * 1e6:.0f}" for k in names)
     growth = " / ".join(f"{cpu[k] / previous[k]:.1f}" for k in names if k in previous)
     same = " / ".join(f"{same_partner(found[k][0], found['today'][0]):.4f}" for k in names[:-1])
     work = found["today"][2]
     counts = f"{work.cells / n:.0f}/{work.over / n:.1f}/{work.checks / n:.2f}"
-    return (f"{n:>9,} {sizes:>24} {seconds:>18} {ratio:>9} {per_q:>14} {growth:>12} "
+    line = (f"{n:>9,} {sizes:>24} {seconds:>18} {ratio:>9} {per_q:>14} {growth:>12} "
             f"{same:>15} {counts:>24}")  # fmt: skip
+    for k in dealt:  # the same partners, dealt out: wall and CPU against one process
+        line += (f"\n{'':>9} {k}: wall {med[k] / med['today']:.2f}x, CPU "
+                 f"{cpu[k] / cpu['today']:.2f}x one process's, same partner "
+                 f"{same_partner(found['today'][0], found[k][0]):.4f}")  # fmt: skip
+    return line
 
 
 if __name__ == "__main__":

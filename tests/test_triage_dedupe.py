@@ -89,3 +89,62 @@ def test_a_query_that_failed_its_first_checks_takes_only_close_candidates():
     got = dedupe.best_partners([len(texts) - 1], texts, work=work)
     assert got == {len(texts) - 1: (len(texts) - 2, round(fuzz.ratio(query, close)))}
     assert work.checks == dedupe.PICKY_AFTER + 1  # the failed look-alikes, then the partner
+
+
+def _ranked_banking77(path) -> list[str]:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as f:
+        texts = [normalize_query(row["text"]) for row in csv.DictReader(f)]
+    return list(dict.fromkeys(t for t in texts if t))  # distinct, in the file's order
+
+
+def test_queries_dealt_to_several_processes_find_the_partners_one_finds(shared_dataset):
+    """A query's partner depends on its own candidates and checks alone, so queries dealt out
+    to forked processes (as a big first run's are, one share per core) find what one process
+    finds: the same partner with the same score, a head's crowd of variants included."""
+    texts = _ranked_banking77(shared_dataset("datasets", "banking77", "train.csv"))
+    texts += [t for t in _head_and_variants(3 * dedupe.COLUMN_CHUNK) if t not in set(texts)]
+    queries = list(range(len(texts)))
+    one = dedupe.best_partners(queries, texts)
+    assert len(one) > 300
+    for workers in (2, 3):
+        assert dedupe.parallel_partners(queries, texts, workers=workers, at_least=1) == one
+
+
+def test_a_small_dedupe_stays_in_one_process(monkeypatch):
+    """Below ``at_least`` new queries the matching is not dealt out: a fork costs more."""
+    texts = _head_and_variants(dedupe.COLUMN_CHUNK)
+    monkeypatch.setattr(dedupe, "in_children", lambda *a: (_ for _ in ()).throw(AssertionError))
+    got = dedupe.parallel_partners(list(range(len(texts))), texts, workers=2)
+    assert got == dedupe.best_partners(list(range(len(texts))), texts)
+
+
+def test_a_big_first_run_plans_the_same_canonicals_on_several_cores(
+    shared_dataset, monkeypatch, tmp_path
+):
+    """plan_canonicals past PARALLEL_MIN new queries deals them out from inside its own forked
+    process, and the canonicals and scores are those of one process."""
+    import polars as pl
+
+    texts = _ranked_banking77(shared_dataset("datasets", "banking77", "train.csv"))
+    rows = pl.DataFrame(
+        {"norm_query": texts, "n_events": [1] * len(texts), "canonical_query": [None] * len(texts)},
+        schema={"norm_query": pl.Utf8, "n_events": pl.Int64, "canonical_query": pl.Utf8},
+    )
+    monkeypatch.setattr(dedupe, "usable_cores", lambda: 2)
+    monkeypatch.setattr(dedupe, "PARALLEL_MIN", len(texts) + 1)
+    one = dedupe.plan_canonicals(rows)
+    monkeypatch.setattr(dedupe, "PARALLEL_MIN", 1)
+    log = tmp_path / "forks"  # the share's processes are forked by the plan's, not by this one
+    dealt = dedupe.in_children
+
+    def counted(fn, jobs):
+        with open(log, "a") as f:
+            f.write(f"{len(jobs)}\n")
+        return dealt(fn, jobs)
+
+    monkeypatch.setattr(dedupe, "in_children", counted)
+    assert dedupe.plan_canonicals(rows).equals(one)
+    assert log.read_text().split() == ["1", "2"]  # the plan's own process, then one per share
+    assert (one["canonical_query"] != one["norm_query"]).sum() > 300

@@ -611,8 +611,10 @@ def _plan(
 ) -> tuple[list[str], list[float]]:
     """Each new query's canonical and fuzzy score, in the order of ``new_idx``."""
     known = dict(zip(texts, canonicals, strict=True))
-    with progress(description, total=len(blocks_holding(blocked[1], new_idx))) as advance:
-        best = best_partners([int(i) for i in new_idx], texts, advance, blocked)
+    queries = [int(i) for i in new_idx]
+    shares = _shares(queries, usable_cores())
+    with progress(description, total=len(blocks_holding(blocked[1], shares[0]))) as advance:
+        best = parallel_partners(queries, texts, advance, blocked, shares=shares)
     canonical: list[str] = []
     scores: list[float] = []
     for i in new_idx:
@@ -629,26 +631,77 @@ def _plan(
     return canonical, scores
 
 
-_CALL: tuple | None = None  # what in_child's forked process runs, inherited rather than pickled
+PARALLEL_MIN = 20_000  # new queries below which one process matches them all (a fork costs more)
 
 
-def _call_inherited() -> Any:
-    fn, args = _CALL
-    return fn(*args)
+def usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _shares(queries: list[int], workers: int, at_least: int | None = None) -> list[list[int]]:
+    """The queries dealt out in rank order, one share per worker (one share below
+    ``at_least`` queries, PARALLEL_MIN by default, or without fork): each share holds heads and
+    tails alike."""
+    at_least = PARALLEL_MIN if at_least is None else at_least
+    if workers < 2 or len(queries) < at_least or "fork" not in mp.get_all_start_methods():
+        return [queries]
+    return [queries[w::workers] for w in range(workers)]
+
+
+def parallel_partners(
+    queries: list[int],
+    texts: list[str],
+    advance: Callable[[int], None] | None = None,
+    blocked: tuple[list[np.ndarray], np.ndarray] | None = None,
+    *,
+    workers: int | None = None,
+    at_least: int | None = None,
+    shares: list[list[int]] | None = None,
+) -> dict[int, tuple[int, float]]:
+    """:func:`best_partners`, the queries dealt out to ``workers`` forked processes (default:
+    the cores this process may use), or the ``shares`` given. A query's partner depends on its
+    own candidates, in rank order, and the checks it spent, never on another query's, so the
+    shares find what one process finds; at a million queries one process left a core idle for
+    the whole step. Only the first share's process tells ``advance`` of its blocks."""
+    shares = shares or _shares(queries, workers or usable_cores(), at_least)
+    blocked = blocked or block_table(texts)
+    if len(shares) == 1:
+        return best_partners(shares[0], texts, advance, blocked)
+    jobs = [(share, texts, advance if not w else None, blocked) for w, share in enumerate(shares)]
+    best: dict[int, tuple[int, float]] = {}
+    for found in in_children(best_partners, jobs):
+        best.update(found)
+    return best
+
+
+_CALL: tuple | None = None  # what in_children's forked processes run, inherited, not pickled
+
+
+def _call_inherited(n: int) -> Any:
+    fn, jobs = _CALL
+    return fn(*jobs[n])
 
 
 def in_child(fn: Callable[..., Any], *args: Any) -> Any:
     """fn(*args) in a forked process when the platform forks (its memory is returned when it
     exits; the arguments are inherited, only the result is pickled back), else in this one.
     fn must not use polars: the fork copies no thread of its pool."""
-    global _CALL
-
     if "fork" not in mp.get_all_start_methods():
         return fn(*args)
-    _CALL = (fn, args)
+    return in_children(fn, [args])[0]
+
+
+def in_children(fn: Callable[..., Any], jobs: list[tuple]) -> list[Any]:
+    """fn(*args) for each args of ``jobs``, each in a forked process of its own, all at once;
+    the results in the order of ``jobs`` (as :func:`in_child`)."""
+    global _CALL
+
+    _CALL = (fn, jobs)
     try:
-        with ProcessPoolExecutor(1, mp_context=mp.get_context("fork")) as pool:
-            return pool.submit(_call_inherited).result()
+        with ProcessPoolExecutor(len(jobs), mp_context=mp.get_context("fork")) as pool:
+            return list(pool.map(_call_inherited, range(len(jobs))))
     finally:
         _CALL = None
 
