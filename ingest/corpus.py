@@ -64,6 +64,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], ("text",))
     cid, given, kind = val(fields, "chunk_id"), val(fields, "text"), typ(fields, "text")
+    title = val(fields, "title")
     # A text given as a list of paragraphs (KILT's Wikipedia) is one text, a paragraph a line.
     paragraphs = (
         f"array_to_string(list_transform(from_json({given}, '[\"VARCHAR\"]'), "
@@ -83,19 +84,25 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             CASE WHEN err IS NOT NULL THEN err
                  WHEN {cid} IS NULL OR trim({cid}) = '' THEN 'missing chunk id'
                  WHEN {text} IS NULL OR trim({text}) = '' THEN 'missing text'
-                 WHEN {kind} <> 'VARCHAR' AND NOT gm_paragraphs
+                 WHEN {kind} <> 'VARCHAR' AND NOT gm_paragraphs AND NOT gm_titled
                      THEN 'wrong type: text is ' || gm_jtype({kind})
             END AS reason,
             {cid} AS chunk_id,
             {val(fields, "doc_id")} AS doc_id,
-            {val(fields, "title")} AS title,
+            {title} AS title,
             {val(fields, "url")} AS url,
             {text} AS text,
             sha256({text}) AS text_hash,
             x AS metadata
-        FROM (SELECT *, CASE WHEN gm_paragraphs THEN {paragraphs} ELSE {given} END AS gm_text
+        FROM (SELECT *, CASE WHEN gm_paragraphs THEN {paragraphs}
+                             WHEN gm_titled THEN {title}
+                             ELSE {given} END AS gm_text
               FROM (SELECT *, coalesce(CASE WHEN {kind} = 'ARRAY' THEN {all_text} END, false)
-                              AS gm_paragraphs
+                              AS gm_paragraphs,
+                          -- a paper with a title and no abstract (TREC-COVID's): its title
+                          coalesce(coalesce(trim({given}), '') = '' AND trim({title}) <> ''
+                              AND coalesce({kind}, 'NULL') IN ('VARCHAR', 'NULL'), false)
+                              AS gm_titled
                     FROM ({access}))))
     """
     return sql, params

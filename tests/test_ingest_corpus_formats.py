@@ -211,15 +211,14 @@ def test_smart_other_fields_are_metadata_and_stray_text_a_reject(tmp_path: Path)
         b".K\r\nalgebraic languages\r\n.X\r\n100\t5\t1\r\n101\t5\t1\r\n.I 2\r\n.T\r\nNo words\r\n"
     )
     total = _total(_ingest(tmp_path, str(path)))
-    assert (total["rows_in"], total["stored"], total["rejected"]) == (3, 1, 2)
-    chunk = _chunks(tmp_path)["1"]
-    assert chunk["text"] == "An abstract."
-    assert chunk["metadata"] == {"K": "algebraic languages", "X": "100\t5\t1\n101\t5\t1"}
+    assert (total["rows_in"], total["stored"], total["rejected"]) == (3, 2, 1)
+    chunks = _chunks(tmp_path)
+    assert chunks["1"]["text"] == "An abstract."
+    assert chunks["1"]["metadata"] == {"K": "algebraic languages", "X": "100\t5\t1\n101\t5\t1"}
+    # many of CACM's documents are a title alone, and judged: the title is the text
+    assert chunks["2"]["text"] == chunks["2"]["title"] == "No words"
     rejects = json.loads(run_cli("rejects", "--db", str(tmp_path / "s.duckdb"), "--json").stdout)
-    assert sorted((r["line"], r["reason"]) for r in rejects) == [
-        (1, "text before the first .I line"),
-        (12, "missing text"),
-    ]
+    assert [(r["line"], r["reason"]) for r in rejects] == [(1, "text before the first .I line")]
 
 
 def test_a_line_the_reader_cannot_read_is_a_reject_with_its_line(tmp_path: Path):
