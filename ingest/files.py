@@ -27,7 +27,7 @@ from goldmine.errors import InputError
 class InputFile:
     path: Path
     format: str
-    compression: str  # none | gzip | zstd | zip (an archive of this one file)
+    compression: str  # none | gzip | zstd | bzip2 | xz | zip (an archive of this one file)
     encoding: str = "utf-8"  # the text's codec: UTF-16 (a byte-order mark said), or --encoding
 
     @property
@@ -37,8 +37,8 @@ class InputFile:
     @property
     def read_from_copy(self) -> bool:
         """Whether DuckDB reads a plain UTF-8 copy instead (``scan.blanked_copy``): it reads
-        neither a zip archive nor text in another encoding."""
-        return self.compression == "zip" or self.encoding != "utf-8"
+        neither a zip archive, bzip2 or xz, nor text in another encoding."""
+        return self.compression in ("zip", "bzip2", "xz") or self.encoding != "utf-8"
 
 
 _LINES = """read_csv($path, columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0),

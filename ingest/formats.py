@@ -46,8 +46,22 @@ _SUFFIXES = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
-_COMPRESSION = {".gz": "gzip", ".gzip": "gzip", ".zst": "zstd", ".zstd": "zstd", ".zip": "zip"}
-_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"PK\x03\x04": "zip"}
+_COMPRESSION = {
+    ".gz": "gzip",
+    ".gzip": "gzip",
+    ".zst": "zstd",
+    ".zstd": "zstd",
+    ".zip": "zip",
+    ".bz2": "bzip2",
+    ".xz": "xz",
+}
+_MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"PK\x03\x04": "zip",
+    b"BZh": "bzip2",
+    b"\xfd7zX": "xz",
+}
 # Formats whose text is UTF-8 by definition (JSON's RFC 8259): a UTF-16 one is refused (scan).
 _UTF8_ONLY = ("jsonl", "json", "parquet")
 
@@ -83,7 +97,7 @@ def detect(
         raise InputError(
             "unknown file format: goldmine reads "
             + ", ".join(FORMAT_NAMES.values())
-            + ", each optionally .gz, .zst or .zip; name one with --format "
+            + ", each optionally .gz, .zst, .zip, .bz2 or .xz; name one with --format "
             + "|".join(FORMATS),
             path=path,
         )
@@ -184,7 +198,7 @@ def _first_bytes(path: Path, compression: str, size: int = 65536) -> bytes:
 
 
 def _compression_by_magic(path: Path) -> str:
-    """gzip or zstd by the file's magic number, for a compressed file not named so."""
+    """The compression told by the file's magic number, for a compressed file not named so."""
     try:
         with path.open("rb") as f:
             magic = f.read(4)

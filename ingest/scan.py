@@ -133,10 +133,57 @@ def _decompressed(
         yield from _inflate(raw, "gzip", lambda: zlib.decompressobj(wbits=31), zlib.error,
                             path, finder)  # fmt: skip
         return
+    if compression in _BOUNDED:
+        yield from _inflate_bounded(raw, compression, path, finder)
+        return
     import zstandard
 
     maker = zstandard.ZstdDecompressor()  # a file may hold several frames
     yield from _inflate(raw, "zstd", maker.decompressobj, zstandard.ZstdError, path, finder)
+
+
+def _bz2() -> tuple:
+    import bz2
+
+    return bz2.BZ2Decompressor, OSError
+
+
+def _xz() -> tuple:
+    import lzma
+
+    return lzma.LZMADecompressor, lzma.LZMAError
+
+
+_BOUNDED = {"bzip2": _bz2, "xz": _xz}  # each call's output bounded: no useful ratio bound
+_OUT = 1 << 24  # bytes a bounded decompressor gives per call
+
+
+def _inflate_bounded(raw, kind: str, path: Path, finder) -> Iterator[bytes]:
+    """bzip2 or xz, stream after stream (pbzip2 and xz write several), 16 MB at a time: a bzip2
+    block of one byte repeated inflates ~46 MB from ~40 bytes, so neither has a piece size
+    that bounds what a piece gives, as _inflate's do; an error names where it ended."""
+    make, damaged = _BOUNDED[kind]()
+    inflater, ended, read = make(), True, 0
+    for block in raw:
+        read += len(block)
+        data = block
+        while True:
+            try:
+                out = inflater.decompress(data, max_length=_OUT)
+            except damaged as exc:
+                raise _ended_early(path, kind, read, finder, f"is damaged ({exc})") from exc
+            if out:
+                yield out
+            ended, data = inflater.eof, b""
+            if inflater.eof:
+                data = inflater.unused_data
+                inflater = make()
+                if not data.strip(b"\0"):  # padding after the last stream
+                    break
+            elif inflater.needs_input:
+                break
+    if not ended:
+        raise _ended_early(path, kind, read, finder, "ends early")
 
 
 # Compressed input is fed in pieces, so that what one piece inflates to stays small: deflate
@@ -364,6 +411,14 @@ def open_compressed(path: Path, compression: str):
         import zstandard
 
         return zstandard.open(path, "rb")
+    if compression == "bzip2":
+        import bz2
+
+        return bz2.open(path, "rb")
+    if compression == "xz":
+        import lzma
+
+        return lzma.open(path, "rb")
     return open(path, "rb")
 
 

@@ -391,3 +391,38 @@ def test_a_json_lines_file_in_windows_1252_keeps_a_reject_per_line(cli, tmp_path
     assert _read(db, "SELECT line, reason FROM rejects ORDER BY 1") == [
         (2, "invalid UTF-8"), (3, "invalid UTF-8"),
     ]  # fmt: skip
+
+
+def _packed(kind: str, data: bytes) -> bytes:
+    import bz2
+    import lzma
+
+    return bz2.compress(data) if kind == "bz2" else lzma.compress(data)
+
+
+@pytest.mark.parametrize("kind", ["bz2", "xz"])
+@pytest.mark.parametrize("named", [True, False], ids=["suffix", "magic"])
+def test_a_bzip2_or_xz_file_is_read_as_the_file_it_holds(cli, tmp_path, kind, named):
+    """Dumps and archived exports come as .bz2 or .xz (bzip2 -k, xz -k): each was 'unknown
+    file format', which named the format, not the compression. Read by its suffix or, unnamed,
+    by its magic number; several streams one after another (pbzip2's, xz's) are one file."""
+    text = _log_text(",").encode()
+    half = text.index(b"\r\n", len(text) // 2) + 2
+    data = _packed(kind, text[:half]) + _packed(kind, text[half:])  # two streams
+    total, db = _stored(cli, tmp_path, f"searches.csv.{kind}" if named else "searches.csv", data)
+    assert (total["stored"], total["rejected"]) == (3, 0)
+    assert _events(db) == EXPECTED
+    corpus = tmp_path / f"corpus.jsonl.{kind}"
+    corpus.write_bytes(_packed(kind, b'{"id": "d1", "text": "Aspirin reduces fever."}\n'))
+    out = cli("--db", str(db), "ingest", "corpus", str(corpus), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["total"]["stored"] == 1, out.stderr
+
+
+@pytest.mark.parametrize("kind", ["bz2", "xz"])
+def test_a_truncated_bzip2_or_xz_file_is_one_line_and_stores_nothing(cli, tmp_path, kind):
+    rows = "".join(f'{{"query": "reset password {i}", "ts": "2026-11-30T10:00:00"}}\n'
+                   for i in range(3000))  # fmt: skip
+    data = _packed(kind, rows.encode())
+    said = _refused(cli, tmp_path, f"week.jsonl.{kind}", data[: len(data) * 2 // 3])
+    stream = "bzip2" if kind == "bz2" else "xz"
+    assert f"the {stream} stream ends early" in said and "nothing from it was stored" in said
