@@ -8,7 +8,8 @@ URL-encoded, ``jane%40example.net``, twice in a nested URL, ``%2540``, or as UTF
 ``j%C3%BCrgen``; and spelled ``jane [at] example [dot] com``), IPv6/IPv4 by ``ipaddress``, IBANs by
 ISO 7064 mod 97, cards by Luhn *and* an issuer's prefix and length (both in groups, also wrapped
 onto a second line), US SSNs by the SSA's ranges (``ddd-dd-dddd``, other layouts, dots too, only
-after "SSN"), UK NI numbers by HMRC's prefixes (in capitals, or after "NI number"), phone numbers
+after "SSN"), UK NI numbers by HMRC's prefixes (in capitals, or after "NI number"), the configured
+regions' national identity numbers by python-stdnum's checks (``<NATIONAL_ID>``), phone numbers
 by Google's libphonenumber metadata (``phonenumbers``): valid for one of the configured regions, or
 for any country when written with ``+``, ``%2B``, ``00`` or in a ``wa.me/`` link; an extension
 (``ext. 12``) goes with its number, and a ZIP+4 code is none. A bare run of digits (``4155552671``)
@@ -53,6 +54,8 @@ CANDIDATE = (
     # URL-encoded @ and +, "[at]", a UK NI number, a credential's literal start
     r"|%(?:25)?40|%2[Bb][0-9]|(?i:[\[({]\s*at\s*[\])}])"
     r"|[A-Za-z]{2} ?[0-9]{2} ?[0-9]{2} ?[0-9]{2} ?[A-Da-d]"
+    # an Indian PAN, an Italian codice fiscale (too few digits in a row for the test above)
+    r"|[A-Za-z]{5}[0-9]{4}[A-Za-z]|[A-Z]{6}[0-9LMNP-V]{2}[A-Z]"
     # a fullwidth digit, + or @ (typed with a CJK input method): find() reads them as ASCII
     r"|[\x{FF10}-\x{FF19}\x{FF0B}\x{FF20}]"
     r"|" + SECRET_MARKS
@@ -139,6 +142,76 @@ NINO = re.compile(
     rf"( ?)\d{{2}}\1\d{{2}}\1\d{{2}}\1[A-D](?![{_W}])",
     re.IGNORECASE,
 )
+# National identity numbers of the configured regions (``[ingest] pii_regions``), each checked by
+# python-stdnum (check digits, structure): (stdnum module, pattern, names). A layout distinctive
+# with its check (a spaced Aadhaar, a PAN, a NIR's 15 digits with a key mod 97, a DNI's letter)
+# counts anywhere; one that other numbers share (eleven or nine bare digits, a check of one in
+# ten or eleven) only after one of ``names``, within the 40 characters before it.
+_ID_NAME_TAIL = r"(?:\W+(?:is|es|est|ist|é|number|no|nr|num|nummer|numero|numéro|#))*\W{0,3}$"
+_NATIONAL_IDS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
+    "IN": (
+        ("in_.aadhaar", r"[2-9]\d{3}([ -])\d{4}\1\d{4}", None),
+        ("in_.aadhaar", r"[2-9]\d{11}", r"aadhaar|aadhar|uid|uidai"),
+        ("in_.pan", r"[A-Z]{3}[ABCFGHJLPT][A-Z]\d{4}[A-Z]", None),
+        ("in_.pan", r"(?i:[a-z]{3}[abcfghjlpt][a-z]\d{4}[a-z])", r"pan(?: card)?"),
+    ),
+    "DE": (
+        ("de.idnr", r"[1-9]\d(?: ?\d{3}){3}",
+         r"steuer-?id(?:nr)?|steuer-?identifikationsnummer|identifikationsnummer|idnr|tin"),
+    ),
+    "FR": (
+        ("fr.nir", r"[12] ?\d{2} ?(?:0[1-9]|1[0-2]|[2-9]\d) ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}",
+         None),
+    ),
+    "ES": (
+        ("es.dni", r"\d{8}-?[A-Z]", None),
+        ("es.nie", r"[XYZ]-?\d{7}-?[A-Z]", None),
+    ),
+    "NL": (("nl.bsn", r"\d{9}|\d{4}\.\d{2}\.\d{3}", r"bsn|burgerservicenummer|sofi(?:nummer)?"),),
+    "IT": (
+        ("it.codicefiscale",
+         r"[A-Z]{6}[0-9LMNP-V]{2}[A-EHLMPR-T][0-9LMNP-V]{2}[A-Z][0-9LMNP-V]{3}[A-Z]", None),
+    ),
+    "BR": (
+        ("br.cpf", r"\d{3}\.\d{3}\.\d{3}-\d{2}", None),
+        ("br.cpf", r"\d{11}", r"cpf"),
+    ),
+    "CA": (("ca.sin", r"\d{3}([ -]?)\d{3}\1\d{3}", r"sin|social insurance|nas"),),
+    "AU": (("au.tfn", r"\d{3} ?\d{3} ?\d{2,3}", r"tfn|tax file"),),
+}  # fmt: skip
+
+
+@cache
+def _id_checks(regions: tuple[str, ...]) -> tuple[tuple[re.Pattern, re.Pattern | None, str], ...]:
+    """The configured regions' national-id patterns, compiled once per set of regions."""
+    out = []
+    for region in regions:
+        for module, pattern, names in _NATIONAL_IDS.get(region, ()):
+            found = re.compile(rf"(?<![{_W}]){pattern}(?![{_W}])")
+            named = re.compile(rf"\b(?:{names}){_ID_NAME_TAIL}", re.I) if names else None
+            out.append((found, named, module))
+    return tuple(out)
+
+
+def _national_ids(text: str, regions: tuple[str, ...]):
+    """National-id spans of the regions' numbers whose check python-stdnum accepts."""
+    for found, named, module in _id_checks(regions):
+        for m in found.finditer(text):
+            if (named is None or _named(named, text, m.start())) and _id_valid(module, m.group()):
+                yield m.start(), m.end()
+
+
+@cache
+def _stdnum(module: str):
+    import importlib
+
+    return importlib.import_module(f"stdnum.{module}")
+
+
+def _id_valid(module: str, value: str) -> bool:
+    return bool(_stdnum(module).is_valid(value.upper()))
+
+
 # Credentials pasted into a query or a ticket: the formats that announce themselves by a
 # prefix (AWS key ids, JWTs, GitHub, Slack, Stripe, OpenAI-style and Google API keys), the
 # token after "Bearer", and the value after a name such as api_key= or password:.
@@ -380,6 +453,8 @@ def find(
     for m in NINO.finditer(text):
         if m.group().isupper() or _named(_NINO_WORDS, text, m.start()):
             add(m.start(), m.end(), "NINO")
+    for start, end in _national_ids(text, regions):
+        add(start, end, "NATIONAL_ID")
     for start, end in _phones(text, regions):
         add(start, end, "PHONE")
     if handles:

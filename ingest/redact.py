@@ -1,9 +1,10 @@
 """PII redaction run inside DuckDB, before anything is stored.
 
 Each PII span becomes a typed placeholder (``<EMAIL>``, ``<PHONE>``, ``<CARD>``, ``<IBAN>``,
-``<IPV4>``, ``<IPV6>``, ``<SSN>``, ``<NINO>``, ``<SECRET>``, ``<HANDLE>``). Finding them takes
-validation a regex cannot do (phone numbers by libphonenumber's metadata, cards by Luhn and
-issuer, IBANs by mod 97, addresses by ``ipaddress``, SSNs by their ranges: see
+``<IPV4>``, ``<IPV6>``, ``<SSN>``, ``<NINO>``, ``<NATIONAL_ID>``, ``<SECRET>``, ``<HANDLE>``).
+Finding them takes validation a regex cannot do (phone numbers by libphonenumber's metadata, cards
+by Luhn and issuer, IBANs by mod 97, addresses by ``ipaddress``, SSNs by their ranges, national
+ids by python-stdnum's checks: see
 ``ingest/pii.py``), so it is Python, registered on the connection as an Arrow UDF (``gm_pii``). A
 cheap RE2 test in SQL (``pii.CANDIDATE``: a run of 7+ digits, a dotted quad, an @ or ``%40``, hex
 around colons, a credential's literal start) decides which texts reach it: most texts have none
@@ -169,8 +170,9 @@ def make_redactor(
     regions: list[str] | tuple[str, ...] | None = None,
 ) -> Redactor:
     """The redactor for one import: the built-in types, then ``cli_patterns`` (``NAME=REGEX``;
-    the command puts goldmine.toml's first, see ``configured_patterns``). ``regions``: phone
-    regions (``[ingest] pii_regions``; default US, GB, DE, FR, IN)."""
+    the command puts goldmine.toml's first, see ``configured_patterns``). ``regions``: the
+    regions of phone numbers and national ids (``[ingest] pii_regions``; default US, GB, DE, FR,
+    IN)."""
     patterns = parse_patterns(cli_patterns)
     try:
         where = pii.check_regions(regions) if regions is not None else DEFAULT_REGIONS
