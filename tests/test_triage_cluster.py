@@ -186,3 +186,21 @@ def test_a_builder_that_died_or_fell_short_leaves_knn_to_build_its_own(tmp_path)
     got, _ = cluster.knn_hnsw(x, 10, index=index)
     assert np.array_equal(got, cluster.knn_hnsw(x, 10)[0])
     assert not list(tmp_path.iterdir())
+
+
+def test_no_builder_where_it_cannot_pay_or_cannot_start(tmp_path, monkeypatch):
+    """No builder for few rows, without a spare core, or where its folder cannot be made: the
+    cluster step then builds the index itself, as before."""
+    import os
+
+    cores = len(os.sched_getaffinity(0))
+    assert cluster.spare_core(cores - 1) and not cluster.spare_core(cores)
+    assert cluster.index_builder(cluster.BRUTE_MAX, 1, tmp_path) is None
+    monkeypatch.setattr(cluster, "spare_core", lambda threads: False)
+    assert cluster.index_builder(cluster.BRUTE_MAX + 1, 1, tmp_path) is None
+    monkeypatch.setattr(cluster, "spare_core", lambda threads: True)
+    assert cluster.index_builder(cluster.BRUTE_MAX + 1, 1, tmp_path / "gone" / "deeper") is None
+    builder = cluster.index_builder(cluster.BRUTE_MAX + 1, 1, tmp_path)
+    assert builder is not None
+    builder.close()
+    assert not list(tmp_path.iterdir())

@@ -262,7 +262,12 @@ def index_builder(n: int, embed_threads: int, folder: Path | None = None) -> Ind
     slow the embedding down by its own length)."""
     if n <= BRUTE_MAX or Hnsw().dtype == "i8" or "fork" not in mp.get_all_start_methods():
         return None
-    return IndexBuilder(folder=folder) if spare_core(embed_threads) else None
+    if not spare_core(embed_threads):
+        return None
+    try:
+        return IndexBuilder(folder=folder)
+    except OSError:  # no room for its folder, no process to be had: built after, as before
+        return None
 
 
 class IndexBuilder:
