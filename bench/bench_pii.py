@@ -42,7 +42,19 @@ from goldmine.store import open_store
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 BEFORE = "d1459b9"  # the commit before phonenumbers-backed redaction
-TYPES = ("EMAIL", "PHONE", "CARD", "IBAN", "IPV4", "IPV6", "HANDLE", "SSN", "NINO", "SECRET")
+TYPES = (
+    "EMAIL",
+    "PHONE",
+    "CARD",
+    "IBAN",
+    "IPV4",
+    "IPV6",
+    "HANDLE",
+    "SSN",
+    "NINO",
+    "NATIONAL_ID",
+    "SECRET",
+)
 SLACK = 3  # characters a found span may take beyond the expected one (a bracket, a space)
 
 

@@ -101,6 +101,9 @@ TUNING = {
     "EMAIL_URL": ["jane%40example.net", "jane.doe%2Bnews%40mail.example.org"],
     "SSN": ["123-45-6789", "078-05-1120", "219-09-9999"],
     "NINO": ["AB 12 34 56 C", "CE123456D"],
+    # Added with the national ids of the default regions (IN, DE, FR), with the rules.
+    "NATIONAL_ID": ["2341 2341 2346", "AAPFU0939F", "2 95 10 99 126 111 93"],
+    "NATIONAL_ID_DE": ["36 574 261 809", "36574261809"],
     "SECRET": [
         "AKIAIOSFODNN7EXAMPLE",
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJqYW5lIn0.abcDEF123_-xyz",
@@ -157,6 +160,8 @@ TUNING_TEMPLATES = {
     "EMAIL_URL": ["login?user={}&next=/", "https://x.example/reset?email={}"],
     "SSN": ["my ssn {} please", "SSN: {}", "{} is on the form"],
     "NINO": ["NI number {}", "nino={}&step=2", "{} on my payslip"],
+    "NATIONAL_ID": ["update address for {}", "{} not linked", "my id {} please"],
+    "NATIONAL_ID_DE": ["meine steuer-id {}", "Steuer-IdNr.: {}", "Identifikationsnummer {} falsch"],
     "SECRET": ["key {} denied", "why does {} fail", 'config "token": "{}",'],
     "SECRET_AFTER": ["Authorization: Bearer {}", "api_key={}", "password: {} fails"],
     "CARD_WRAPPED": ["card {} declined", "Kartennummer:\n{}\ndanke"],
@@ -337,6 +342,11 @@ HELDOUT = {
     # SSN's held-out figure is no longer blind.
     "SSN": ["536-22-8817", "401-86-3390", "212-67-4403", "611 48 2207", "287659014"],
     "NINO": ["JG 10 37 35 B", "SN432891D", "PX 10 45 36 A", "yk 48 62 19 a", "WP 75 08 21 C"],
+    # The national ids came later still, written the same way (after the rules, so not blind):
+    # valid numbers made with python-stdnum's own check-digit functions.
+    "NATIONAL_ID": ["7362 4915 0828", "BNZPM2501F", "1 84 07 75 123 456 57", "ACEPT7394K"],
+    "NATIONAL_ID_IN": ["736249150828", "904152637182"],
+    "NATIONAL_ID_DE": ["47193058162", "65 820 471 635"],
     "SECRET": [
         "AKIAJ4ZQ7XH2MPL3RT6B",
         "ghp_R8x2Kq9LmN4vB7cT1zW5yH3jF6dS0aE2pQ8u",
@@ -375,6 +385,13 @@ HELDOUT_TEMPLATES = {
         "ss# {} wrong on paystub",
     ],
     "NINO": ["National Insurance number {}", "my NI no is {} thanks", "NINO: {}"],
+    "NATIONAL_ID": ["KYC failed for {}", "{} is on the form", "wrong number {} on my account"],
+    "NATIONAL_ID_IN": ["Aadhaar {}", "aadhar no. {} updated", "my UID is {}"],
+    "NATIONAL_ID_DE": [
+        "Steuer-ID {}",
+        "steuer-id: {} bitte",
+        "meine Steueridentifikationsnummer ist {}",
+    ],
     "SECRET": [
         "is {} still valid?",
         "export TOKEN={}",
@@ -456,6 +473,9 @@ HELDOUT_LOOKALIKES = [
     "flight BA2490 delayed",
     "invoice INV-2024-000981",
     "tracking 9400 1000 0000 0000 0000 00",
+    "order 736249150828 not shipped",
+    "Rechnung 47193058162",
+    "ref ABCDE1234F",
 ]
 
 
@@ -476,6 +496,8 @@ _KIND = {
     "SECRET_MORE": "SECRET",
     "WEBHOOK": "SECRET",
     "IBAN_WRAPPED": "IBAN",
+    "NATIONAL_ID_DE": "NATIONAL_ID",
+    "NATIONAL_ID_IN": "NATIONAL_ID",
 }
 
 
