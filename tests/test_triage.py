@@ -835,6 +835,30 @@ def test_ctfidf_weights_and_tiny_inputs():
     assert ctfidf_terms(np.array([], dtype=int), [], np.array([])) == {}
 
 
+def test_terms_of_queries_in_other_scripts():
+    """A word starting with a letter past ASCII (Überweisung, пароль) was never a term (the
+    token pattern began [a-zA-Z]), and a Chinese query, written without spaces, gave none: a
+    cluster of such traffic showed no terms. Words of any script are terms now, and a CJK run
+    is read as its bigrams, as BM25 reads it, never as the whole query."""
+    from goldmine.triage.labels import ctfidf_terms
+
+    ids = np.array([1, 1, 2, 2, 3, 3, 3])
+    texts = [
+        "Überweisung storniert",
+        "überweisung dauert lange",
+        "как сбросить пароль",
+        "сбросить пароль не могу",
+        "重置密码怎么办",
+        "忘记密码重置",
+        "密码错误",
+    ]
+    got = ctfidf_terms(ids, texts, np.ones(len(texts)))
+    assert "überweisung" in got[1]
+    assert {"пароль", "сбросить", "сбросить пароль"} & set(got[2])
+    assert "密码" in got[3]
+    assert not set(got[3]) & set(texts)
+
+
 @pytest.mark.slow  # embeds with the real model, twice
 def test_the_index_built_while_embedding_gives_the_same_clusters(tmp_path, monkeypatch):
     """With a core the embedding leaves idle, a first run builds the k-NN index of every row

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from goldmine.retrieval import cjk_bigrams
 from goldmine.store import registered
 from goldmine.triage.events import frame
 from goldmine.triage.queries import CENTRAL_ORDER
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
 
 N_TERMS = 5
 N_CENTRAL = 3
-_TOKEN = r"(?u)\b[a-zA-Z]\w+\b"
+# scikit-learn's word (two or more word characters) that starts with a letter of any script
+# ("Überweisung", "пароль"; not "2fa" or "123"); a CJK run is cut into its bigrams first.
+_TOKEN = r"(?u)\b[^\W\d_]\w+\b"
 # scikit-learn's English stop words (its ``ENGLISH_STOP_WORDS``, BSD-3; tests/test_triage.py checks
 # they are the same), held here because importing scikit-learn for them took 2 s of a labels step
 # that otherwise takes a fraction of that, with the store held.
@@ -105,7 +108,9 @@ def _term_counts(cluster_ids: np.ndarray, texts: Sequence[str], weights: np.ndar
 def _tokens(docs):
     """(doc, c, w, term list) per text, lowercased and cut by _TOKEN as scikit-learn does. Polars
     cuts ASCII texts; Python's ``re`` the others, because the two regex engines' ``\\w`` differ
-    past ASCII (a combining accent, a superscript two, a zero-width joiner)."""
+    past ASCII (a combining accent, a superscript two, a zero-width joiner). A run of Chinese,
+    Japanese or Korean characters, which have no spaces between words, is its bigrams
+    (``retrieval.cjk_bigrams``, as BM25 reads it)."""
     import polars as pl
 
     ascii_only = pl.col("text").str.contains(r"^[\x00-\x7F]*$")
@@ -115,7 +120,9 @@ def _tokens(docs):
     rest = docs.filter(~ascii_only)
     cut = re.compile(_TOKEN)
     rest = rest.select("doc", "c", "w").with_columns(
-        term=pl.Series([cut.findall(t.lower()) for t in rest["text"]], dtype=pl.List(pl.Utf8))
+        term=pl.Series(
+            [cut.findall(cjk_bigrams(t.lower())) for t in rest["text"]], dtype=pl.List(pl.Utf8)
+        )
     )
     return pl.concat([fast, rest]).sort("doc", maintain_order=True)
 
