@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from goldmine.eval.history import gold_changes, metric_value, run_labels
-from goldmine.output import Col, console, print_whole, table
+from goldmine.output import Col, console, count, print_whole, table
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,7 +35,7 @@ def print_outcome(outcome: EvalOutcome, *, per_query: bool = False, verbose: boo
     if gold.source == version.strip():
         version = ""  # a version from the store is its own source
     print(
-        f"gold {gold.source}{version}: {len(gold.queries)} queries, "
+        f"gold {gold.source}{version}: {count(len(gold.queries), 'query')}, "
         f"{result.n_queries} answerable (sha256 {_short(gold.hash)})"
     )
     print(f"run  {outcome.run_source} ({outcome.run_format}, sha256 {_short(outcome.run_hash)})")
@@ -80,7 +80,7 @@ def _print_counts(outcome: EvalOutcome, verbose: bool = False) -> None:
         print(f"{result.n_duplicates} repeated ids within a query counted once, at first rank")
     if result.errors:
         print(
-            f"{len(result.errors)} queries failed to retrieve (scored 0): "
+            f"{count(len(result.errors), 'query')} failed to retrieve (scored 0): "
             + ", ".join(list(result.errors)[:5])
         )
     if result.no_answer:

@@ -19,6 +19,7 @@ from goldmine.eval.scoring import EvalResult, check_overlap, evaluate_run_file
 from goldmine.eval.scoring import evaluate as score
 from goldmine.inputs import GoldLike, RunLike, as_gold, as_run, is_path
 from goldmine.metrics import Metric, parse_metrics
+from goldmine.output import count
 
 if TYPE_CHECKING:
     import polars
@@ -93,7 +94,7 @@ class Evaluation:
 
     def __repr__(self) -> str:
         means = ", ".join(f"{k}={v:.4f}" for k, v in self.mean.items())
-        return f"Evaluation({means}; {self.n_queries} queries)"
+        return f"Evaluation({means}; {count(self.n_queries, 'query')})"
 
     def _repr_html_(self) -> str:
         rows = "".join(
@@ -218,7 +219,7 @@ class Compared:
         )
         caption = html.escape(
             f"{self.comparison.label_a} vs {self.comparison.label_b}, paired on "
-            f"{self.comparison.n_queries} queries"
+            f"{count(self.comparison.n_queries, 'query')}"
         )
         return f"<table><caption>{caption}</caption><tr>{head}</tr>{rows}</table>"
 

@@ -209,6 +209,15 @@ def fit_table(cols: list[Col], rows: list[list[str]], width: int | None = None) 
 # Characters of a query or label a listing shows: traffic holds pasted logs and pages, and one
 # text of ten thousand characters filled the screen of `triage show`. The whole text is in
 # --json and in the query's or cluster's own view.
+def count(n: int, noun: str) -> str:
+    """``n`` and its noun, which agree: "1 query", "0 queries", "12,345 judgments"."""
+    if n == 1:
+        return f"1 {noun}"
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return f"{n:,} {noun[:-1]}ies"
+    return f"{n:,} {noun}{'es' if noun.endswith(('s', 'x', 'ch', 'sh')) else 's'}"
+
+
 CLIP = 200
 
 

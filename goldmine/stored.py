@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from goldmine.gold import Gold
+from goldmine.output import count
 from goldmine.store import Store as CoreStore
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class GoldSet:
 
     def __repr__(self) -> str:
         name = f"v{self.version}" if self.version is not None else self.gold.source
-        return f"GoldSet({name}, {len(self)} queries, hash {self.hash[:12]})"
+        return f"GoldSet({name}, {count(len(self), 'query')}, hash {self.hash[:12]})"
 
 
 class Store(CoreStore):

@@ -33,7 +33,7 @@ from goldmine.goldset.review_tui import run
 from goldmine.goldset.versions import assert_verified, diff_versions, verify_versions
 from goldmine.goldset.versions import publish as do_publish
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
-from goldmine.output import clip, console, info, print_json, table, warn
+from goldmine.output import clip, console, count, info, print_json, table, warn
 from goldmine.store import open_store, transaction
 from goldmine.text import printable
 from goldmine.versions import list_versions, resolve_version, version_header
@@ -227,7 +227,7 @@ def draft(
         print_json(result.__dict__)
         return
     info(
-        f"drafted {result.items} queries with {result.retriever} over snapshot "
+        f"drafted {count(result.items, 'query')} with {result.retriever} over snapshot "
         f"{result.snapshot_id}: {result.drafts} candidate chunks"
     )
 
@@ -604,7 +604,7 @@ def publish(
         print_json({**p.__dict__, "message": message})
     else:
         print(
-            f"published v{p.version}: {p.n_items} queries ({p.n_answerable} answerable, "
+            f"published v{p.version}: {count(p.n_items, 'query')} ({p.n_answerable} answerable, "
             f"{p.n_no_answer} no answer), {p.n_labels} labels, hash {p.content_hash[:12]}"
         )
     if p.n_drifted:
@@ -832,7 +832,8 @@ def _import_source(
         print_json(r.__dict__)
     else:
         print(
-            f"{r.source}: {r.judgments} judgments on {r.queries} queries ({r.matched} matched to "
+            f"{r.source}: {count(r.judgments, 'judgment')} on {count(r.queries, 'query')} "
+            f"({r.matched} matched to "
             f"items by id or text, {r.created} created as candidates), {r.not_in_corpus} on "
             f"chunks not in the corpus, {r.no_answer} no answer; kept beside the gold set, "
             "never gold without a person"
@@ -886,7 +887,7 @@ def stale(
     with _store(db) as con:
         rows = do_stale(con, age, _user(by), dry_run=dry_run)
     verb = "would go back" if dry_run else "sent back"
-    print(f"{len(rows)} queries labelled before {older_than} ago {verb} for a re-read")
+    print(f"{count(len(rows), 'query')} labelled before {older_than} ago {verb} for a re-read")
     for r in rows:
         print(printable(f"{r['query_id']}\t{r['labelled_at'] or r['verified_at']}\t{r['query']}"))
 

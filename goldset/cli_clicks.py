@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from goldmine.output import console, info, print_json, table
+from goldmine.output import console, count, info, print_json, table
 
 if TYPE_CHECKING:
     from goldmine.store import Store
@@ -70,8 +70,9 @@ def draft_clicks(
         return
     t = result.thresholds
     info(
-        f"drafted {result.items} queries from clicks ({_NAMES[model]} over {result.n_events:,} "
-        f"events of {result.n_queries} gold queries, {result.iterations} EM iterations): "
+        f"drafted {count(result.items, 'query')} from clicks ({_NAMES[model]} over "
+        f"{result.n_events:,} "
+        f"events of {count(result.n_queries, 'gold query')}, {result.iterations} EM iterations): "
         f"{result.drafts} candidate chunks, never gold until reviewed"
     )
     info(f"grades: 2 at score >= {t['high']:.3g}, 1 at >= {t['low']:.3g}; {t['why']}")
@@ -83,14 +84,15 @@ def draft_clicks(
     if any(n for n, _ in left):
         info("left alone: " + ", ".join(f"{n} pairs {why}" for n, why in left if n))
     if result.unchanged:
-        info(f"{result.unchanged} queries unchanged: their proposals are the drafts stored")
+        info(f"{count(result.unchanged, 'query')} unchanged: their proposals are the drafts stored")
     if result.kept:
         info(
             f"{result.kept} click drafts of earlier runs kept as they were: this run does not "
             f"score them (shown fewer than {t['min_shown']} times)"
         )
     if result.restored:
-        info(f"{result.restored} queries drafted with nothing to review went back to candidate")
+        restored = count(result.restored, "query")
+        info(f"{restored} drafted with nothing to review went back to candidate")
     if result.agreement:
         _agreement(result)
     else:

@@ -11,7 +11,7 @@ from goldmine.errors import InputError
 from goldmine.goldset.items import default_user
 from goldmine.goldset.next import CLUSTER_METHOD, METHOD, cluster_information, plan_for_compare
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
-from goldmine.output import clip, print_json
+from goldmine.output import clip, count, print_json
 from goldmine.readers import read_run
 from goldmine.store import open_store
 from goldmine.text import printable
@@ -72,7 +72,8 @@ def _print_plan(plan) -> None:
     lo, hi = plan.bounds
     print(f"A  {plan.label_a}\nB  {plan.label_b}")
     print(
-        f"{plan.n_queries} queries in both runs and the gold set; {plan.n_unjudged} unjudged "
+        f"{count(plan.n_queries, 'query')} in both runs and the gold set; "
+        f"{plan.n_unjudged} unjudged "
         f"pairs could change DCG@{plan.k} (B - A)"
     )
     print(

@@ -113,7 +113,7 @@ def test_review_shows_the_click_grade_as_a_suggestion(store: Path, cli) -> None:
 def test_the_text_output_names_the_model_thresholds_and_no_agreement(store: Path, cli) -> None:
     out = cli("--db", str(store), "gold", "draft", "--from", "clicks", "--click-model", "dbn")
     assert out.returncode == 0, out.stderr
-    assert "drafted 1 queries from clicks (DBN over 20 events of 1 gold queries" in out.stderr
+    assert "drafted 1 query from clicks (DBN over 20 events of 1 gold query" in out.stderr
     assert "grades: 2 at score >= 0.5, 1 at >= 0.2; fixed: fewer than 30 labelled" in out.stderr
     assert "no labelled pair is scored by the model yet" in out.stderr
     with open_store(store) as con:
@@ -234,7 +234,7 @@ def test_a_rerun_with_the_same_proposals_changes_nothing(store: Path, cli) -> No
     got = json.loads(again.stdout)
     assert (got["items"], got["drafts"], got["unchanged"]) == (0, 0, 1)
     text = cli("--db", str(store), "gold", "draft", "--from", "clicks")
-    assert "1 queries unchanged" in text.stderr
+    assert "1 query unchanged" in text.stderr
     # New sessions give other scores: a change again, one history row, the version moves.
     with open_store(store) as con, transaction(con):
         _events(con, [("reset password", [Y, X], [X])] * 20, batch=5)
@@ -363,7 +363,7 @@ def test_an_item_left_drafted_with_nothing_goes_back_to_candidate(store: Path, c
         item = show_item(con, "q_vpn")
     assert item["status"] == "candidate"
     assert item["history"][-1]["action"] == "status"
-    assert "1 queries drafted with nothing to review went back to candidate" in out.stderr
+    assert "1 query drafted with nothing to review went back to candidate" in out.stderr
 
 
 def test_auc_and_its_interval_over_queries_match_sklearn() -> None:

@@ -95,7 +95,7 @@ def test_publish_refuses_half_read_items_unless_allowed(cli, store: Path) -> Non
         assert con.execute("SELECT count(*) FROM gold_versions").fetchall() == [(0,)]
 
     skipped = gold(cli, store, "publish", "-m", "v1", "--skip-partial").stdout
-    assert skipped.startswith("published v1: 1 queries")
+    assert skipped.startswith("published v1: 1 query ")
     allowed = gold(cli, store, "publish", "-m", "v2", "--allow-partial").stdout
     assert allowed.startswith("published v2: 2 queries")
     with open_store(store) as con:

@@ -16,7 +16,7 @@ import typer
 from goldmine import signals
 from goldmine.config import settings
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
-from goldmine.output import Col, clip, console, fit_table, info, print_json, table
+from goldmine.output import Col, clip, console, count, fit_table, info, print_json, table
 from goldmine.store import open_store
 from goldmine.triage import runs
 from goldmine.triage.pipeline import run_triage, summary
@@ -224,7 +224,7 @@ def export_cmd(
     if as_json:
         print_json({"path": str(file), "format": file.suffix.lower()[1:], "n_queries": n})
         return
-    info(f"wrote {n} queries to {file}")
+    info(f"wrote {count(n, 'query')} to {file}")
 
 
 _SIGNAL_COLUMNS = ("n_zero_results", "n_no_click", "n_reformulated", "n_negative_feedback",
