@@ -237,9 +237,9 @@ def searchlog_cmd(
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
 ) -> None:
-    """Search logs (JSONL, CSV, Parquet, TREC Session Track XML, click-level logs; gzip/zstd):
-    one row per search as shown, or with --engine spark one row per query and day, summarized
-    where the logs are."""
+    """Search logs (JSONL, CSV, Parquet, TREC Session Track XML, click-level logs; gzip, zstd,
+    bzip2, xz or zip): one row per search as shown, or with --engine spark one row per query and
+    day, summarized where the logs are."""
     spark = _spark_options(engine, master, conf, summary_dir)
     if ts_format is not None and (spark is not None or fmt == "ubi"):
         raise InputError("--ts-format is read by the DuckDB engine's search log import only")
