@@ -251,8 +251,9 @@ def _hnsw_index(x: np.ndarray, hnsw: Hnsw) -> tuple[Any, Callable[[np.ndarray], 
 
 def spare_core(threads: int) -> bool:
     """Whether this process may use more cores than the embedding's ``threads``."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return (cores or 1) > threads
+    from goldmine.triage.dedupe import usable_cores
+
+    return usable_cores() > threads
 
 
 def index_builder(n: int, embed_threads: int, folder: Path | None = None) -> IndexBuilder | None:
@@ -347,7 +348,7 @@ class IndexBuilder:
             added = None
         self._process.join()
         try:
-            if not self.n or added != self.n or self._process.exitcode != 0:
+            if added != self.n or self._process.exitcode != 0:
                 return None
             from usearch.index import Index
 

@@ -635,6 +635,7 @@ PARALLEL_MIN = 20_000  # new queries below which one process matches them all (a
 
 
 def usable_cores() -> int:
+    """The cores this process may run on (its affinity, where the platform tells it)."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
