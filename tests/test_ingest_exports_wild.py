@@ -426,3 +426,24 @@ def test_a_truncated_bzip2_or_xz_file_is_one_line_and_stores_nothing(cli, tmp_pa
     said = _refused(cli, tmp_path, f"week.jsonl.{kind}", data[: len(data) * 2 // 3])
     stream = "bzip2" if kind == "bz2" else "xz"
     assert f"the {stream} stream ends early" in said and "nothing from it was stored" in said
+
+
+@pytest.mark.parametrize("tool", ["bzip2", "xz"])
+def test_a_real_collection_compressed_by_the_tool_reads_as_the_plain_file(
+    cli, tmp_path, shared_dataset, tool
+):
+    """Cranfield's cran.all.1400 compressed by the system's own bzip2 and xz (not by Python):
+    every record is counted as the plain file's are, 1,398 stored and the two empty ones
+    (.I 471 and 995, neither title nor text) rejected."""
+    import shutil
+    import subprocess
+
+    if shutil.which(tool) is None:
+        pytest.skip(f"no {tool} on this machine")
+    plain = shared_dataset("datasets", "cranfield", "cran.all.1400")
+    packed = tmp_path / f"cran.all.1400.{'bz2' if tool == 'bzip2' else 'xz'}"
+    packed.write_bytes(subprocess.run([tool, "-c", str(plain)], capture_output=True,
+                                      check=True).stdout)  # fmt: skip
+    total, db = _stored(cli, tmp_path, packed.name, packed.read_bytes(), kind="corpus")
+    assert (total["rows_in"], total["stored"], total["rejected"]) == (1400, 1398, 2)
+    assert _read(db, "SELECT count(DISTINCT chunk_id) FROM chunks") == [(1398,)]
