@@ -395,6 +395,11 @@ def define_known(con: duckdb.DuckDBPyConnection, target: Target, check: bool = T
     body = f"EXISTS (SELECT 1 FROM {table} gm_t WHERE {match})"
     body = "false" if empty or not check else body
     con.execute(f"CREATE OR REPLACE TEMP MACRO gm_stored({', '.join(args)}) AS {body}")
+    if target.place is not None:
+        known = ", ".join((*target.key, *target.known))
+        where = "" if check else " WHERE false"
+        view = f"SELECT {known} FROM {table}{where}"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW gm_known_rows AS {view}")
     seen = "false"
     if check and not empty and LINE_HASH in target.columns:
         lines = "gm_known_lines" if apart else target.table
@@ -445,7 +450,10 @@ def _stage_apart(con, target: Target, source: Source, redactor: Redactor) -> Non
     except duckdb.CatalogException:
         pass
     finally:
-        con.execute("DROP TABLE IF EXISTS gm_known_keys; DROP TABLE IF EXISTS gm_known_lines")
+        con.execute(
+            "DROP VIEW IF EXISTS gm_known_rows; DROP TABLE IF EXISTS gm_known_keys; "
+            "DROP TABLE IF EXISTS gm_known_lines"
+        )
     define_known(con, target)
     _stage_checked(con, target, source, redactor)
 
@@ -458,7 +466,7 @@ def _store_mark(con) -> tuple:
 def _snapshot_known(con, target: Target) -> None:
     """Copy the stored rows' natural keys and line hashes into temp tables, for
     ``define_known`` to read while the store is let go."""
-    keys = ", ".join(target.key)
+    keys = ", ".join((*target.key, *target.known))
     con.execute(f"CREATE OR REPLACE TEMP TABLE gm_known_keys AS SELECT {keys} FROM {target.table}")
     hashes = (
         f"SELECT {LINE_HASH} FROM {target.table} WHERE {LINE_HASH} IS NOT NULL"
@@ -679,6 +687,8 @@ def _create_stage(
 ) -> None:
     cte = f"WITH gm_rows AS NOT MATERIALIZED ({rows}) " if "gm_columns" in params else ""
     staged = _wrap(stage_sql, target, redactor)
+    if target.place is not None:
+        staged = target.place(staged)
     if target.store is None and not target.marks_present:
         staged = _mark_present(staged, target)
     sql = "CREATE OR REPLACE TEMP TABLE gm_stage AS " + cte + staged

@@ -131,10 +131,6 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
     conv, turn = val(fields, "conversation_id"), val(fields, "turn")
     fb = val(fields, "feedback")
     sql = f"""
-        SELECT * REPLACE (
-            coalesce(turn, row_number() OVER (PARTITION BY conversation_id, reason IS NULL
-                                              ORDER BY ts, line) - 1)::INTEGER AS turn)
-        FROM (
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
                  WHEN {text} IS NULL OR trim({text}) = '' THEN 'missing text'
@@ -160,9 +156,43 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             coalesce(lower({role}) IN {_ASSISTANT} AND regexp_matches({text}, $gm_dont_know),
                      false) AS dont_know,
             x AS extra
-        FROM (SELECT *, gm_ts({ts}) AS gm_t, {given} AS gm_text FROM ({access})))
+        FROM (SELECT *, gm_ts({ts}) AS gm_t, {given} AS gm_text FROM ({access}))
     """
     return sql, {**params, "gm_dont_know": DONT_KNOW}
+
+
+# A turn the file gives no number is numbered here, after redaction, as it will be stored (its
+# conversation id pseudonymized): a turn already stored (the same conversation, time and role, the
+# k-th of its time and role in both) keeps its number; the others follow the conversation's last
+# stored turn, in time order. An export cut by date holds a conversation's later turns alone:
+# numbered from 0 in each file, they took the stored turns' numbers and were lost as present.
+_PLACE = """
+WITH s AS MATERIALIZED ({staged}),
+new AS (
+    SELECT *, row_number() OVER (PARTITION BY conversation_id, ts, role ORDER BY line) AS gm_k
+    FROM s WHERE reason IS NULL AND turn IS NULL
+),
+known AS (
+    SELECT conversation_id, ts, role, turn AS gm_turn,
+           row_number() OVER (PARTITION BY conversation_id, ts, role ORDER BY turn) AS gm_k
+    FROM gm_known_rows WHERE conversation_id IN (SELECT conversation_id FROM new)
+),
+top AS (
+    SELECT conversation_id, max(turn) + 1 AS gm_next FROM gm_known_rows
+    WHERE conversation_id IN (SELECT conversation_id FROM new) GROUP BY conversation_id
+),
+matched AS (
+    SELECT n.*, k.gm_turn FROM new n LEFT JOIN known k
+        ON n.conversation_id = k.conversation_id AND n.ts IS NOT DISTINCT FROM k.ts
+       AND n.role = k.role AND n.gm_k = k.gm_k
+)
+SELECT m.* EXCLUDE (gm_k, gm_turn) REPLACE (coalesce(gm_turn, coalesce(gm_next, 0)
+           + row_number() OVER (PARTITION BY m.conversation_id, gm_turn IS NULL
+                                ORDER BY m.ts, m.line) - 1)::INTEGER AS turn)
+FROM matched m LEFT JOIN top t ON m.conversation_id = t.conversation_id
+UNION ALL BY NAME
+SELECT * FROM s WHERE NOT (reason IS NULL AND turn IS NULL)
+"""
 
 
 # Whole conversations become one record per turn before mapping: the conversation's own fields
@@ -287,4 +317,6 @@ def target(mapping: dict[str, str] | None = None) -> Target:
         # a support chat keyed by the customer's email: kept apart as a session id is
         pseudonymize=("conversation_id",),
         reshape=reshape,
+        place=lambda staged: _PLACE.format(staged=staged),
+        known=("ts", "role"),
     )

@@ -27,7 +27,8 @@ class Target:
     ``field_access``) or over ``gm_raw``; ``ts`` among the columns gives the watermark.
     ``redact`` names the text columns PII redaction applies to; ``pseudonymize`` the id columns
     it applies to that rows are grouped by (a session): see ``_pseudonyms``. ``reshape`` rewrites
-    ``gm_raw`` first (chat threads); ``store`` replaces the anti-join insert (corpus snapshots).
+    ``gm_raw`` first (chat threads); ``store`` replaces the anti-join insert (corpus snapshots);
+    ``place`` completes the staged rows from the stored ones (chat's turn numbers).
     """
 
     source: str
@@ -53,3 +54,9 @@ class Target:
     # rows that need one their line and text (rejects).
     stream: Callable[[duckdb.DuckDBPyConnection, InputFile, list[str]], bool] | None = None
     number: Callable[[duckdb.DuckDBPyConnection, InputFile, Redactor], None] | None = None
+    # ``place(staged)`` wraps the staged rows (redacted, ids pseudonymized, as they are stored)
+    # in SQL that gives them what depends on the stored rows: chat numbers a conversation's new
+    # turns after its stored ones. It reads the stored rows as ``gm_known_rows``: their key and
+    # the ``known`` columns, from the table or, while the store is let go, from a copy.
+    place: Callable[[str], str] | None = None
+    known: tuple[str, ...] = ()

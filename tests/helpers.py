@@ -761,3 +761,13 @@ def wild_store(db: Path) -> str:
         for chunk_id in WILD:
             assert add_draft(con, qid(QUERY_WILD), chunk_id, "test", source="bm25")
     return qid(QUERY_WILD)
+
+
+def stored_turns(db_path: Path, columns: str) -> list[tuple]:
+    """The stored chat turns' ``columns`` (an SQL list), in conversation and turn order."""
+    from goldmine.store import open_store
+
+    with open_store(db_path) as con:
+        return con.execute(
+            f"SELECT {columns} FROM chat_turns ORDER BY conversation_id, turn"
+        ).fetchall()

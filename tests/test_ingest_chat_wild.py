@@ -11,15 +11,11 @@ from __future__ import annotations
 from goldmine.ingest import api
 from goldmine.store import open_store
 
-from helpers import write_jsonl
+from helpers import stored_turns, write_jsonl
 
 
 def turns(db_path) -> list[tuple]:
-    with open_store(db_path) as con:
-        return con.execute(
-            "SELECT conversation_id, turn, role, text, dont_know FROM chat_turns "
-            "ORDER BY conversation_id, turn"
-        ).fetchall()
+    return stored_turns(db_path, "conversation_id, turn, role, text, dont_know")
 
 
 def test_sharegpt_conversations_of_from_and_value(tmp_path, db_path):
