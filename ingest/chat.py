@@ -97,18 +97,6 @@ def _text_sql(text: str, kind: str, calls: str) -> str:
     )
 
 
-def _refuse_slack(keys: list[str], fields: dict[str, list[str]]) -> None:
-    """A Slack export's messages name no conversation or no role: each would be rejected."""
-    if {"type", "user", "text", "ts"} <= set(keys) and not {"conversation_id", "role"} <= set(
-        fields
-    ):
-        raise InputError(
-            "a Slack export (messages of type, user, text and ts) is not read: it names no "
-            "conversation or role; export its turns as JSON lines of conversation_id "
-            "(thread_ts), role and text"
-        )
-
-
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and "text" not in fields:
@@ -123,7 +111,6 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             "no text field (looked for text, content, message, body); "
             "name it with --map text=COLUMN"
         )
-    _refuse_slack(keys, fields)
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], ("text",))
     text, ts, role = "gm_text", val(fields, "ts"), val(fields, "role")
@@ -267,6 +254,78 @@ SELECT line,
 FROM ordered
 """
 
+# A Slack export: a day's messages of a channel. A thread is a conversation (a message with no
+# replies is one alone); the thread's starter (``parent_user_id`` on a reply, whose thread may
+# have begun in an earlier day's file) is the user, and whoever else writes in it answers: a
+# bot, a colleague. Join, leave and topic events are rejected as what they are.
+_SLACK_MESSAGES = "('bot_message', 'thread_broadcast', 'file_share', 'me_message')"
+# mrkdwn as Slack shows it: a link's label (else its address), #channel, @user, @here, then
+# the three entities it escapes (&amp; last, so "&amp;lt;" stays "&lt;").
+_SLACK_MARKUP = (
+    ("<#[A-Z0-9]+\\|([^>]*)>", "#\\1"),
+    ("<@([A-Z0-9]+)(\\|[^>]*)?>", "@\\1"),
+    ("<!(here|channel|everyone)(\\|[^>]*)?>", "@\\1"),
+    ("<!subteam\\^[A-Z0-9]+\\|([^>]*)>", "\\1"),
+    ("<(?:https?|mailto|tel):[^|>]*\\|([^>]*)>", "\\1"),
+    ("<(?:mailto:|tel:)?([^|>]*)>", "\\1"),
+    ("&lt;", "<"),
+    ("&gt;", ">"),
+    ("&amp;", "&"),
+)
+
+
+def _slack_text(text: str) -> str:
+    for pattern, replacement in _SLACK_MARKUP:
+        text = f"regexp_replace({text}, '{pattern}', '{replacement}', 'g')"
+    return text
+
+
+_SLACK_FEEDBACK = """CASE
+    WHEN list_has_any(reactions, ['-1', 'thumbsdown']) THEN 'down'
+    WHEN list_has_any(reactions, ['+1', 'thumbsup']) THEN 'up' END"""
+_SLACK = f"""
+WITH m AS (
+    SELECT line, raw, err,
+           raw ->> '$.ts' AS ts,
+           coalesce(nullif(raw ->> '$.thread_ts', ''), raw ->> '$.ts') AS conv,
+           raw ->> '$.subtype' AS subtype,
+           raw ->> '$.user' AS usr,
+           raw ->> '$.parent_user_id' AS asker,
+           raw ->> '$.bot_id' IS NOT NULL OR raw ->> '$.subtype' = 'bot_message' AS bot,
+           list_transform(CASE WHEN json_type(raw, '$.reactions') = 'ARRAY'
+                              THEN from_json(raw -> '$.reactions', '["JSON"]') END,
+                          lambda r: regexp_replace(r ->> '$.name', '::.*', '')) AS reactions
+    FROM gm_raw WHERE err IS NULL
+),
+roots AS (SELECT conv, any_value(usr) AS starter FROM m WHERE ts = conv GROUP BY conv)
+SELECT line,
+       CASE WHEN subtype IS NULL OR subtype IN {_SLACK_MESSAGES} THEN json_merge_patch(raw,
+           json_object('conversation_id', conv, 'turn_id', ts,
+                       'role', CASE WHEN bot THEN 'assistant'
+                                    WHEN usr = coalesce(asker, starter, usr) THEN 'user'
+                                    ELSE 'assistant' END,
+                       'text', {_slack_text("raw ->> '$.text'")},
+                       'feedback', {_SLACK_FEEDBACK}))::VARCHAR
+            ELSE raw END AS raw,
+       CASE WHEN subtype IS NOT NULL AND subtype NOT IN {_SLACK_MESSAGES}
+            THEN 'not a message: Slack ' || subtype END AS err
+FROM m LEFT JOIN roots USING (conv)
+UNION ALL
+SELECT line, raw, err FROM gm_raw WHERE err IS NOT NULL
+"""
+
+
+def is_slack(keys: list[str]) -> bool:
+    """A Slack export's messages: typed, timed by ``ts``, by a user or a bot, and naming no
+    conversation or role of their own."""
+    lower = {k.lower() for k in keys}
+    return (
+        {"type", "ts", "text"} <= lower
+        and bool({"user", "bot_id"} & lower)
+        and not {"conversation_id", "role"} & lower
+    )
+
+
 _PARENTS = ("in_response_to_tweet_id", "in_response_to", "reply_to", "parent_id", "in_reply_to")
 _IDS = ("tweet_id", "message_id", "id")
 _LISTS = ("messages", "conversations", "turns", "dialog", "conversation")
@@ -277,9 +336,11 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
     lower = {k.lower(): k for k in keys}
     list_keys = [lower[k] for k in _LISTS if k in lower]
     parent = next((lower[k] for k in _PARENTS if k in lower), None)
-    if list_keys or parent:
+    if list_keys or parent or is_slack(keys):
         check_json(con)
-    if list_keys:
+    if is_slack(keys):
+        replace_raw(con, _SLACK)
+    elif list_keys:
         replace_raw(
             con,
             _EXPAND_CONVERSATIONS,

@@ -216,7 +216,9 @@ def discover(
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            inside = sorted(p for p in path.rglob("*") if p.is_file() and _known(p))
+            inside = sorted(
+                p for p in path.rglob("*") if p.is_file() and _known(p) and not _slack_meta(p)
+            )
             if not inside:
                 raise InputError(
                     "folder holds no file in a format goldmine reads (--format to name one)",
@@ -241,6 +243,24 @@ def discover(
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", path=item.path) from exc
     return found
+
+
+# A Slack export's workspace files, beside its folder per channel of messages per day.
+_SLACK_META = frozenset((
+    "users.json", "channels.json", "groups.json", "dms.json", "mpims.json", "org_users.json",
+    "integration_logs.json", "canvases.json", "huddles.json", "file_conversations.json",
+))  # fmt: skip
+
+
+def _slack_meta(path: Path) -> bool:
+    """Whether a file found in a folder is a Slack export's workspace metadata (users,
+    channels, integrations), not messages: it is then left out, as it holds no chat."""
+    folder = path.parent
+    return (
+        path.name in _SLACK_META
+        and (folder / "users.json").is_file()
+        and any((folder / n).is_file() for n in ("channels.json", "groups.json", "dms.json"))
+    )
 
 
 def _known(path: Path) -> bool:

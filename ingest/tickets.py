@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from goldmine.errors import InputError
+from goldmine.ingest.chat import is_slack
 from goldmine.ingest.fields import field_access, resolve_fields, typ, val
 from goldmine.ingest.target import Target
 
@@ -240,6 +241,11 @@ def _refuse_foreign(keys: list[str]) -> None:
 def stage_sql(
     keys: list[str], mapping: dict[str, str], agents: tuple[str, ...] = ()
 ) -> tuple[str, dict[str, Any]]:
+    if is_slack(keys):  # every message, a bot's answer or a join, would be a ticket
+        raise InputError(
+            "a Slack export's messages are chat, not tickets: read it with goldmine ingest chat "
+            "(a thread is a conversation)"
+        )
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and not ({"subject", "body"} & set(fields)):
         _refuse_foreign(keys)

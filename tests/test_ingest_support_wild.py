@@ -4,8 +4,8 @@ Each file is written as its tool writes it: Freshdesk's ticket JSON (``descripti
 ``description_text``) and its CSV export ("Ticket ID", "Created time", "Contact ID", "Full
 name"), Zendesk's CSV export from the UI ("Requester" is the requester's name, "Requester id" the
 id), Jira Service Management's CSV ("Issue key", "Reporter", dates as ``20/Jul/26 10:02 AM``),
-GitHub's issues JSON (``user`` an object) and a Slack channel export (a folder of per-day JSON
-arrays, replies naming their thread by ``thread_ts``).
+GitHub's issues JSON (``user`` an object). A Slack channel export is read: its tests are in
+``test_ingest_chat_slack.py``.
 """
 
 from __future__ import annotations
@@ -249,22 +249,6 @@ def test_langfuse_traces_table_export_is_named(tmp_path):
     }]))  # fmt: skip
     error = refused(tmp_path, "traces", str(path))
     assert "observations" in error and "traces table" in error
-
-
-def test_slack_channel_export_is_named_not_rejected_row_by_row(tmp_path):
-    channel = tmp_path / "general"
-    channel.mkdir()
-    (channel / "2026-07-24.json").write_text(json.dumps([
-        {"type": "message", "user": "U01", "text": "How do I rotate my API key?",
-         "ts": "1784900000.000100", "client_msg_id": "a", "thread_ts": "1784900000.000100",
-         "reply_count": 1},
-        {"type": "message", "user": "U02", "text": "Settings > API > Rotate",
-         "ts": "1784900100.000200", "thread_ts": "1784900000.000100", "parent_user_id": "U01"},
-        {"type": "message", "subtype": "channel_join", "user": "U03",
-         "text": "<@U03> has joined the channel", "ts": "1784900200.000300"},
-    ], indent=4))  # fmt: skip
-    error = refused(tmp_path, "chat", str(channel))
-    assert "Slack" in error and "not read" in error
 
 
 def test_phoenix_spans_dataframe_saved_as_parquet(tmp_path):
