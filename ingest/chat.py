@@ -17,6 +17,7 @@ from goldmine.errors import InputError
 from goldmine.ingest.feedback import DONT_KNOW, thumbs
 from goldmine.ingest.fields import field_access, json_path, resolve_fields, typ, val
 from goldmine.ingest.files import check_json, replace_raw
+from goldmine.ingest.html_text import HTML_MACROS
 from goldmine.ingest.target import Target
 
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -100,13 +101,6 @@ def _text_sql(text: str, kind: str, calls: str) -> str:
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and "text" not in fields:
-        # Intercom's conversation: its first message in source, the rest in conversation_parts
-        # (GET /conversations lists them without their parts, beside their contacts)
-        if "source" in keys and {"conversation_parts", "contacts", "teammates"} & set(keys):
-            raise InputError(
-                "an Intercom conversation (source and conversation_parts) is not read; export "
-                "its turns as JSON lines of conversation_id, role and text"
-            )
         raise InputError(
             "no text field (looked for text, content, message, body); "
             "name it with --map text=COLUMN"
@@ -326,6 +320,64 @@ def is_slack(keys: list[str]) -> bool:
     )
 
 
+# Intercom's conversation (REST API): its first message in ``source`` (``conversation_message``
+# in API 1.0), the rest in ``conversation_parts`` (GET /conversations lists conversations
+# without them). A part is a comment, an internal note (not the customer's to see: rejected), or
+# an event (assignment, open, close, snooze) that carries a reply's body or none (rejected). The
+# customer (user, lead, contact) is the user, the team (admin, bot, team) answers. Bodies are
+# HTML. The conversation's rating (1-5 stars) is feedback on the team's last answer. Only the
+# author's id is kept: never the name or email that come with it.
+_INTERCOM = """
+WITH c AS (
+    SELECT line, raw, err, raw ->> '$.id' AS conv,
+           raw ->> '$.conversation_rating.rating' AS rating,
+           list_prepend(
+               json_merge_patch(json_object('created_at', raw -> '$.created_at',
+                                            'part_type', 'comment'),
+                                coalesce(raw -> '$.source', raw -> '$.conversation_message')),
+               coalesce(from_json(raw -> '$.conversation_parts.conversation_parts', '["JSON"]'),
+                        [])) AS msgs
+    FROM gm_raw WHERE err IS NULL
+),
+parts AS (
+    SELECT line, conv, rating, i, msgs[i] ->> '$.part_type' AS kind,
+           msgs[i] ->> '$.id' AS part_id, msgs[i] ->> '$.created_at' AS ts,
+           msgs[i] ->> '$.author.id' AS author, msgs[i] ->> '$.body' AS body,
+           lower(msgs[i] ->> '$.author.type') IN ('user', 'lead', 'contact') AS customer
+    FROM c, range(1, len(msgs) + 1) r(i)
+),
+placed AS (
+    SELECT *, CASE WHEN kind = 'note' THEN 'internal note, not a message'
+                   WHEN kind <> 'comment' AND nullif(trim(body), '') IS NULL
+                       THEN 'not a message: Intercom ' || kind END AS err,
+              max(CASE WHEN NOT customer AND kind <> 'note' AND nullif(trim(body), '') IS NOT NULL
+                       THEN i END) OVER (PARTITION BY line) AS last_answer
+    FROM parts
+)
+SELECT line,
+       json_object('conversation_id', conv, 'turn', i - 1, 'turn_id', part_id, 'ts', ts,
+                   'role', CASE WHEN customer THEN 'user' ELSE 'assistant' END,
+                   'user_id', author,
+                   'text', trim(regexp_replace(gm_html_text(body), '\n{3,}', '\n\n', 'g'),
+                                chr(9) || chr(10) || chr(13) || ' '),
+                   'feedback', CASE WHEN i = last_answer THEN CASE
+                       WHEN try_cast(rating AS INTEGER) <= 2 THEN 'down'
+                       WHEN try_cast(rating AS INTEGER) >= 4 THEN 'up' END END)::VARCHAR AS raw,
+       err
+FROM placed
+UNION ALL
+SELECT line, raw, err FROM gm_raw WHERE err IS NOT NULL
+"""
+
+
+def is_intercom(keys: list[str]) -> bool:
+    """Intercom's conversations: a first message (``source``, or API 1.0's
+    ``conversation_message``) with its parts, or listed beside its contacts."""
+    have = set(keys)
+    first = bool({"source", "conversation_message"} & have)
+    return first and bool({"conversation_parts", "contacts", "teammates"} & have)
+
+
 _PARENTS = ("in_response_to_tweet_id", "in_response_to", "reply_to", "parent_id", "in_reply_to")
 _IDS = ("tweet_id", "message_id", "id")
 _LISTS = ("messages", "conversations", "turns", "dialog", "conversation")
@@ -336,9 +388,11 @@ def reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
     lower = {k.lower(): k for k in keys}
     list_keys = [lower[k] for k in _LISTS if k in lower]
     parent = next((lower[k] for k in _PARENTS if k in lower), None)
-    if list_keys or parent or is_slack(keys):
+    if list_keys or parent or is_slack(keys) or is_intercom(keys):
         check_json(con)
-    if is_slack(keys):
+    if is_intercom(keys):
+        replace_raw(con, _INTERCOM)
+    elif is_slack(keys):
         replace_raw(con, _SLACK)
     elif list_keys:
         replace_raw(
@@ -378,6 +432,7 @@ def target(mapping: dict[str, str] | None = None) -> Target:
         # a support chat keyed by the customer's email: kept apart as a session id is
         pseudonymize=("conversation_id",),
         reshape=reshape,
+        macros=HTML_MACROS,
         place=lambda staged: _PLACE.format(staged=staged),
         known=("ts", "role"),
     )

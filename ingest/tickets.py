@@ -12,8 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from goldmine.errors import InputError
-from goldmine.ingest.chat import is_slack
+from goldmine.ingest.chat import is_intercom, is_slack
 from goldmine.ingest.fields import field_access, resolve_fields, typ, val
+from goldmine.ingest.html_text import HTML_MACROS
 from goldmine.ingest.target import Target
 
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -115,55 +116,9 @@ def _sql(pattern: str) -> str:
     return "'" + pattern.replace("'", "''") + "'"
 
 
-# A message as HTML (a help desk's description or html_body, an Intercom part) is read as its
-# text: scripts and styles out, a line break or the end of a block a line end, other tags out,
-# then the entities decoded, as is Twitter's text, which escapes & < > as HTML does.
-_HTML_TAG = (
-    r"(?i)</?(p|div|br|span|li|ul|ol|h[1-6]|table|tr|td|th|strong|em|b|i|u|a|font|body|html|"
-    r"head|style|script|img|hr|blockquote|pre|code)\b[^>]*>"
-)
-_BLOCK_END = r"(?i)<br\s*/?>|</(p|div|li|h[1-6]|tr|blockquote|pre)>"
-_ENTITY = r"&#([0-9]{1,8}|[xX][0-9a-fA-F]{1,6});"
-_NAMED = {
-    "&nbsp;": " ", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&apos;": "'", "&mdash;": "\u2014",
-    "&ndash;": "\u2013", "&hellip;": "\u2026", "&rsquo;": "\u2019", "&lsquo;": "\u2018",
-    "&ldquo;": "\u201c", "&rdquo;": "\u201d", "&eacute;": "\u00e9", "&euro;": "\u20ac",
-    "&amp;": "&",  # last: "&amp;lt;" is the text "&lt;"
-}  # fmt: skip
-
-
-def _named(x: str) -> str:
-    """SQL decoding the named entities above in ``x``."""
-    for entity, char in _NAMED.items():
-        x = f"replace({x}, {_sql(entity)}, {_sql(char)})"
-    return x
-
-
-_NUMERIC = (
-    "CASE WHEN contains(y, '&#') THEN array_to_string(list_transform(list_zip("
-    f"string_split_regex(y, {_sql(_ENTITY)}), regexp_extract_all(y, {_sql(_ENTITY)})), "
-    "lambda p: p[1] || coalesce(gm_entity_char(p[2]), '')), '') ELSE y END"
-)
-_STRIPPED = (
-    "regexp_replace(regexp_replace(regexp_replace(regexp_replace(b, "
-    + _sql(r"(?is)<(script|style)\b.*?</(script|style)>")
-    + f", '', 'g'), {_sql(_BLOCK_END)}, chr(10), 'g'), '<[^>]*>', '', 'g'), "
-    + _sql(r"[ \t]+")
-    + ", ' ', 'g')"
-)
-
-MACROS = f"""
--- A numeric entity (``&#39;``, ``&#x1F600;``) as its character; one that names none (``&#0;``,
--- past U+10FFFF, a surrogate) stays as written. Then the named ones, ``&amp;`` last.
-CREATE OR REPLACE TEMP MACRO gm_entity_code(e) AS CASE WHEN e[3] IN ('x', 'X')
-    THEN try_cast('0x' || e[4:-2] AS INTEGER) ELSE try_cast(e[3:-2] AS INTEGER) END;
-CREATE OR REPLACE TEMP MACRO gm_entity_char(e) AS coalesce(
-    CASE WHEN gm_entity_code(e) BETWEEN 1 AND 1114111 THEN try(chr(gm_entity_code(e))) END, e);
-CREATE OR REPLACE TEMP MACRO gm_unescape(y) AS {_named(_NUMERIC)};
-CREATE OR REPLACE TEMP MACRO gm_html_text(b) AS CASE
-    WHEN NOT contains(b, '&') AND NOT contains(b, '<') THEN b
-    WHEN regexp_matches(b, {_sql(_HTML_TAG)}) THEN gm_unescape({_STRIPPED})
-    ELSE gm_unescape(b) END;
+MACROS = (
+    HTML_MACROS
+    + f"""
 CREATE OR REPLACE TEMP MACRO gm_ticket_text(b) AS trim(regexp_replace(regexp_replace(
     regexp_replace(regexp_replace(regexp_replace(chr(10) || gm_html_text(b),
         {_sql(_QUOTED_TAIL)}, ''),
@@ -195,6 +150,7 @@ CREATE OR REPLACE TEMP MACRO gm_requester(u) AS CASE
         THEN list_filter(json_extract_string(u, {_REQUESTER_KEYS}), lambda v: v IS NOT NULL)[1]
     ELSE u END;
 """
+)
 
 
 def question_sql(subject: str, clean: str) -> str:
@@ -241,11 +197,15 @@ def _refuse_foreign(keys: list[str]) -> None:
 def stage_sql(
     keys: list[str], mapping: dict[str, str], agents: tuple[str, ...] = ()
 ) -> tuple[str, dict[str, Any]]:
-    if is_slack(keys):  # every message, a bot's answer or a join, would be a ticket
-        raise InputError(
-            "a Slack export's messages are chat, not tickets: read it with goldmine ingest chat "
-            "(a thread is a conversation)"
-        )
+    # Every Slack message (a bot's answer, a join) would be a ticket; an Intercom conversation
+    # holds its text in parts that no ticket field names.
+    chats = ((is_slack, "a Slack export's messages"), (is_intercom, "Intercom's conversations"))
+    for told, layout in chats:
+        if told(keys):
+            raise InputError(
+                f"{layout} are chat, not tickets: read them with goldmine ingest chat "
+                "(each conversation's turns in order)"
+            )
     fields = resolve_fields(keys, ALIASES, mapping)
     if keys and not ({"subject", "body"} & set(fields)):
         _refuse_foreign(keys)

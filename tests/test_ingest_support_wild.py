@@ -4,8 +4,9 @@ Each file is written as its tool writes it: Freshdesk's ticket JSON (``descripti
 ``description_text``) and its CSV export ("Ticket ID", "Created time", "Contact ID", "Full
 name"), Zendesk's CSV export from the UI ("Requester" is the requester's name, "Requester id" the
 id), Jira Service Management's CSV ("Issue key", "Reporter", dates as ``20/Jul/26 10:02 AM``),
-GitHub's issues JSON (``user`` an object). A Slack channel export is read: its tests are in
-``test_ingest_chat_slack.py``.
+GitHub's issues JSON (``user`` an object). Slack channel exports and Intercom conversations
+are read as chat: their tests are in ``test_ingest_chat_slack.py`` and
+``test_ingest_chat_intercom.py``.
 """
 
 from __future__ import annotations
@@ -182,41 +183,6 @@ def test_help_scout_conversation_list_is_named(tmp_path):
     }))  # fmt: skip
     error = refused(tmp_path, "tickets", str(path))
     assert "_embedded" in error and "not read" in error
-
-
-def test_intercom_conversation_is_named(tmp_path):
-    path = write_jsonl(tmp_path / "intercom.jsonl", [{
-        "type": "conversation", "id": "1911149811", "created_at": 1784900000,
-        "source": {"type": "conversation", "id": "403918396",
-                   "body": "<p>Hi, how do I export my invoices?</p>",
-                   "author": {"type": "user", "id": "5310d8e8"}},
-        "conversation_parts": {"type": "conversation_part.list", "conversation_parts": [
-            {"type": "conversation_part", "id": "4412", "part_type": "comment",
-             "body": "<p>Go to Billing &gt; Invoices.</p>", "created_at": 1784900100,
-             "author": {"type": "admin", "id": "991"}}], "total_count": 1},
-    }])  # fmt: skip
-    error = refused(tmp_path, "chat", str(path))
-    assert "Intercom" in error and "not read" in error
-
-
-def test_intercom_conversation_list_is_named(tmp_path):
-    # GET /conversations: the conversations without their parts, beside their contacts
-    path = tmp_path / "intercom_list.json"
-    path.write_text(json.dumps({
-        "type": "conversation.list", "total_count": 1,
-        "pages": {"type": "pages", "page": 1, "per_page": 20, "total_pages": 1},
-        "conversations": [{
-            "type": "conversation", "id": "1911149811", "created_at": 1784900000,
-            "source": {"type": "conversation", "id": "403918396",
-                       "body": "<p>Hi, how do I export my invoices?</p>",
-                       "author": {"type": "user", "id": "5310d8e8"}},
-            "contacts": {"type": "contact.list",
-                         "contacts": [{"type": "contact", "id": "5310d8e8"}]},
-            "teammates": None, "state": "open", "open": True,
-        }],
-    }))  # fmt: skip
-    error = refused(tmp_path, "chat", str(path))
-    assert "Intercom" in error and "not read" in error
 
 
 # Langfuse's blob storage export, enriched observations (observations_v2/*.jsonl): snake_case
