@@ -80,6 +80,7 @@ import numpy as np
 from goldmine.embed import page_out
 from goldmine.output import progress
 from goldmine.store import registered
+from goldmine.triage.dedupe import can_fork, usable_cores
 from goldmine.triage.events import frame
 
 if TYPE_CHECKING:
@@ -251,17 +252,15 @@ def _hnsw_index(x: np.ndarray, hnsw: Hnsw) -> tuple[Any, Callable[[np.ndarray], 
 
 def spare_core(threads: int) -> bool:
     """Whether this process may use more cores than the embedding's ``threads``."""
-    from goldmine.triage.dedupe import usable_cores
-
     return usable_cores() > threads
 
 
 def index_builder(n: int, embed_threads: int, folder: Path | None = None) -> IndexBuilder | None:
     """An :class:`IndexBuilder` for a first run's n rows where it pays and gives the same index:
     past BRUTE_MAX rows, a float index (i8 scales by every row's range, known only at the end),
-    a platform that forks, and a core the embedding leaves idle (with none, the build would only
+    a process that may fork, and a core the embedding leaves idle (with none, the build would only
     slow the embedding down by its own length)."""
-    if n <= BRUTE_MAX or Hnsw().dtype == "i8" or "fork" not in mp.get_all_start_methods():
+    if n <= BRUTE_MAX or Hnsw().dtype == "i8" or not can_fork():
         return None
     if not spare_core(embed_threads):
         return None
@@ -602,7 +601,7 @@ def _run_grid(
     try:
         workers = min(len(jobs), os.cpu_count() or 1)
         with progress(label, total=len(jobs)) as advance:
-            if workers > 1 and "fork" in mp.get_all_start_methods():
+            if workers > 1 and can_fork():
                 with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
                     return list(_advancing(pool.map(_partition, jobs), advance))
             return list(_advancing(map(_partition, jobs), advance))

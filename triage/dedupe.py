@@ -634,6 +634,13 @@ def _plan(
 PARALLEL_MIN = 20_000  # new queries below which one process matches them all (a fork costs more)
 
 
+def can_fork() -> bool:
+    """Whether this process may fork workers: the platform forks, and the process is no daemon.
+    A pool's worker is one (``multiprocessing.Pool``, a scheduler's task runner) and may not start
+    children: the work then runs in the process itself, with the same result."""
+    return "fork" in mp.get_all_start_methods() and not mp.current_process().daemon
+
+
 def usable_cores() -> int:
     """The cores this process may run on (its affinity, where the platform tells it)."""
     if hasattr(os, "sched_getaffinity"):
@@ -646,7 +653,7 @@ def _shares(queries: list[int], workers: int, at_least: int | None = None) -> li
     ``at_least`` queries, PARALLEL_MIN by default, or without fork): each share holds heads and
     tails alike."""
     at_least = PARALLEL_MIN if at_least is None else at_least
-    if workers < 2 or len(queries) < at_least or "fork" not in mp.get_all_start_methods():
+    if workers < 2 or len(queries) < at_least or not can_fork():
         return [queries]
     return [queries[w::workers] for w in range(workers)]
 
@@ -686,18 +693,20 @@ def _call_inherited(n: int) -> Any:
 
 
 def in_child(fn: Callable[..., Any], *args: Any) -> Any:
-    """fn(*args) in a forked process when the platform forks (its memory is returned when it
+    """fn(*args) in a forked process where this one may fork (its memory is returned when it
     exits; the arguments are inherited, only the result is pickled back), else in this one.
     fn must not use polars: the fork copies no thread of its pool."""
-    if "fork" not in mp.get_all_start_methods():
-        return fn(*args)
     return in_children(fn, [args])[0]
 
 
 def in_children(fn: Callable[..., Any], jobs: list[tuple]) -> list[Any]:
     """fn(*args) for each args of ``jobs``, each in a forked process of its own, all at once;
-    the results in the order of ``jobs`` (as :func:`in_child`)."""
+    the results in the order of ``jobs`` (as :func:`in_child`); one after the other in this
+    process where it may not fork (:func:`can_fork`)."""
     global _CALL
+
+    if not can_fork():
+        return [fn(*args) for args in jobs]
 
     _CALL = (fn, jobs)
     try:
