@@ -70,6 +70,8 @@ def _files(
     if module is _corpus:
         paths = [beir_corpus(p) or p for p in paths]
     items = discover(paths, fmt, encoding)
+    if module is _corpus:
+        target_options["files"] = len(items)
     if module is _corpus and fmt is None:
         items = _corpus.collections(items)
     elif fmt is None:

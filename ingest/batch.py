@@ -209,6 +209,9 @@ def run(
                 )
                 source = file_source(item, scanning)
                 results.append(import_source(con, target, source, redactor, options or {}, advance))
+        if target.finish is not None:
+            with transaction(con):
+                target.finish(con, target, [r for r in results if r.batch_id is not None])
     finally:
         hasher.shutdown(wait=True, cancel_futures=True)
     checkpoint_appends(con)
@@ -313,7 +316,8 @@ def import_source(
 ) -> FileResult:
     """Stage the file in temp tables, then write the batch in one transaction."""
     result = FileResult(source.path, target.source, source.label, None)
-    done = _known_batch(con, target, source) if _may_be_known(con, target, source) else []
+    known = not target.reread and _may_be_known(con, target, source)
+    done = _known_batch(con, target, source) if known else []
     if done:
         # The same rows as then: its rejects are rejected again (the hint names that batch, which
         # lists them), never counted as present; its stored and present rows are present.

@@ -8,6 +8,7 @@ with the highest id.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -109,10 +110,20 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
 
 
 def store_snapshot(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
-    """A new snapshot unless the content equals the current one; returns chunks stored."""
+    """A new snapshot of the file's chunks unless they equal the current one's; returns chunks
+    stored."""
+    return _snapshot_of(con, "(SELECT * FROM gm_stage WHERE reason IS NULL)", "line", batch_id,
+                        target.options.get("label"))  # fmt: skip
+
+
+def _snapshot_of(
+    con: duckdb.DuckDBPyConnection, rows: str, order: str, batch_id: int, label: str | None
+) -> int:
+    """A new snapshot of the chunks ``rows`` (a table or a subquery: this module's own SQL)
+    unless they equal the current one's; returns chunks stored."""
     content_hash, n = con.execute(
         "SELECT sha256(coalesce(string_agg(chunk_id || chr(9) || text_hash, chr(10) "
-        "ORDER BY chunk_id), '')), count(*) FROM gm_stage WHERE reason IS NULL"
+        f"ORDER BY chunk_id), '')), count(*) FROM {rows}"
     ).fetchall()[0]
     current = current_snapshot_id(con)
     if current is not None:
@@ -135,12 +146,11 @@ def store_snapshot(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     con.execute(
         "INSERT INTO corpus_snapshots (snapshot_id, batch_id, created_at, content_hash, n_chunks, "
         "label) SELECT ?, ?, now()::TIMESTAMP, ?, ?, ?",
-        [snapshot_id, batch_id, content_hash, n, target.options.get("label")],
+        [snapshot_id, batch_id, content_hash, n, label],
     )
     cols = ", ".join(COLUMNS)
     con.execute(
-        f"INSERT INTO chunks (snapshot_id, {cols}) SELECT ?, {cols} FROM gm_stage "
-        "WHERE reason IS NULL ORDER BY line",
+        f"INSERT INTO chunks (snapshot_id, {cols}) SELECT ?, {cols} FROM {rows} ORDER BY {order}",
         [snapshot_id],
     )
     con.execute(
@@ -148,6 +158,91 @@ def store_snapshot(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
         [snapshot_id],
     )
     return n
+
+
+# No chunk at all (every row of every file rejected): no snapshot, as for one file.
+_NO_CHUNKS = (
+    "(SELECT NULL::BIGINT AS batch_id, NULL::BIGINT AS line, NULL::VARCHAR AS chunk_id, "
+    "NULL::VARCHAR AS text_hash WHERE false)"
+)
+
+
+class _Gathered:
+    """The chunks of a command's several files, gathered file by file into a temp table and
+    made one snapshot when the last is read (``finish``): a corpus in shards is one corpus.
+    Each file keeps its own batch, rejects and counts."""
+
+    def __init__(self) -> None:
+        # one command's, never reused; not gm_…, the temp tables dropped after each file
+        self.table = f"corpus_files_{uuid.uuid4().hex[:12]}"
+        self.created = False
+
+    def store(self, con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
+        cols = ", ".join(COLUMNS)
+        self.created = True
+        con.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {self.table} AS SELECT NULL::BIGINT AS batch_id, "
+            f"line, {cols} FROM gm_stage WHERE false"
+        )
+        return con.execute(
+            f"INSERT INTO {self.table} SELECT ?, line, {cols} FROM gm_stage WHERE reason IS NULL",
+            [batch_id],
+        ).fetchall()[0][0]
+
+    def finish(self, con: duckdb.DuckDBPyConnection, target: Target, files: list) -> None:
+        """One snapshot of every file's chunks; a chunk id already in an earlier file (or
+        earlier in the same order) is rejected where it repeats; each file's counts follow."""
+        if not files:
+            return
+        repeats: dict[int, int] = {}
+        kept: dict[int, int] = {}
+        try:
+            if self.created:
+                repeats = self._reject_repeats(con)
+                counted = f"SELECT batch_id, count(*) FROM {self.table} GROUP BY ALL"
+                kept = dict(con.execute(counted).fetchall())
+            first = min(f.batch_id for f in files)
+            label = target.options.get("label")
+            _snapshot_of(con, self.table if kept else _NO_CHUNKS, "batch_id, line", first, label)
+            new = con.execute("SELECT new FROM gm_snapshot").fetchall()[0][0]
+            summary = snapshot_summary(con, first)
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {self.table}")
+        for f in files:
+            f.rejected += repeats.get(f.batch_id, 0)
+            f.stored = kept.get(f.batch_id, 0) if new else 0
+            f.already_present = f.rows_in - f.stored - f.rejected
+            f.extra = dict(summary)
+            con.execute(
+                "UPDATE import_batches SET stored = ?, rejected = ?, already_present = ? "
+                "WHERE batch_id = ?",
+                [f.stored, f.rejected, f.already_present, f.batch_id],
+            )
+
+    def _reject_repeats(self, con: duckdb.DuckDBPyConnection) -> dict[int, int]:
+        """Reject each chunk whose id an earlier file gave (a file's own repeats are its
+        stage's); returns rejects per batch."""
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE gm_repeats AS
+            SELECT batch_id, line, chunk_id, title, text, first_batch FROM (
+                SELECT *, row_number() OVER (PARTITION BY chunk_id ORDER BY batch_id, line) AS k,
+                       first_value(batch_id) OVER (PARTITION BY chunk_id ORDER BY batch_id, line)
+                           AS first_batch
+                FROM {self.table})
+            WHERE k > 1""")  # fmt: skip
+        con.execute("""
+            INSERT INTO rejects (batch_id, path, line, reason, raw)
+            SELECT r.batch_id, b.path, r.line,
+                   'duplicate chunk id: ' || r.chunk_id || ' (also in ' || f.path || ')',
+                   json_object('id', r.chunk_id, 'title', r.title, 'text', r.text)::VARCHAR
+            FROM gm_repeats r JOIN import_batches b ON b.batch_id = r.batch_id
+                 JOIN import_batches f ON f.batch_id = r.first_batch
+            ORDER BY r.batch_id, r.line""")  # fmt: skip
+        con.execute(f"DELETE FROM {self.table} t USING gm_repeats r "
+                    "WHERE t.batch_id = r.batch_id AND t.line = r.line")  # fmt: skip
+        counts = con.execute("SELECT batch_id, count(*) FROM gm_repeats GROUP BY ALL").fetchall()
+        con.execute("DROP TABLE gm_repeats")
+        return dict(counts)
 
 
 def snapshot_summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, Any]:
@@ -173,8 +268,14 @@ def snapshot_summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str,
     return out
 
 
-def target(mapping: dict[str, str] | None = None, label: str | None = None) -> Target:
-    return Target(
+def target(
+    mapping: dict[str, str] | None = None, label: str | None = None, files: int = 1
+) -> Target:
+    """The corpus import of ``files`` files: one file makes its snapshot as it is written;
+    several are gathered and make one. A file read before is read again, never skipped by its
+    hash: its chunks would be missing from a snapshot of several files, and an earlier file's
+    chunking read again (A, B, then A) must become the current snapshot, not stay B."""
+    base = Target(
         source="corpus",
         table="chunks",
         key=("chunk_id",),
@@ -184,4 +285,9 @@ def target(mapping: dict[str, str] | None = None, label: str | None = None) -> T
         streaming=False,
         summary=snapshot_summary,
         options={"label": label},
+        reread=True,
     )
+    if files < 2:
+        return base
+    gathered = _Gathered()
+    return replace(base, store=gathered.store, summary=None, finish=gathered.finish)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 if TYPE_CHECKING:
+    from goldmine.ingest.batch import FileResult
     from goldmine.ingest.files import InputFile
     from goldmine.ingest.redact import Redactor
 
@@ -60,3 +61,8 @@ class Target:
     # the ``known`` columns, from the table or, while the store is let go, from a copy.
     place: Callable[[str], str] | None = None
     known: tuple[str, ...] = ()
+    # ``finish(con, target, files)`` runs once after every file is written, in a transaction,
+    # and may change their results (a corpus in several files made one snapshot). ``reread``: a
+    # file read before is read again rather than skipped by its hash.
+    finish: Callable[[duckdb.DuckDBPyConnection, Target, list[FileResult]], None] | None = None
+    reread: bool = False
