@@ -69,7 +69,7 @@ def _files(
     resolve_fields([], module.ALIASES, fields)
     if module is _corpus:
         paths = [beir_corpus(p) or p for p in paths]
-    items = discover(paths, fmt, encoding)
+    items = discover(paths, fmt, encoding, documents=module is _corpus)
     if module is _corpus:
         target_options["files"] = len(items)
     if module is _corpus and fmt is None:

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -511,7 +511,7 @@ def _stage_checked(con, target: Target, source: Source, redactor: Redactor) -> N
     copy = blanked_copy(item.path, item.compression, scan or FileScan(""),
                         Path(folder or tempfile.gettempdir()), item.encoding)  # fmt: skip
     try:
-        clean = InputFile(copy, item.format, "none")
+        clean = replace(item, path=copy, compression="none", encoding="utf-8")
         again = Source(source.path, source.label, source.size, source.hashing,
                        lambda con: read_raw(con, clean), clean)  # fmt: skip
         _stage(con, target, again, redactor)

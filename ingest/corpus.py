@@ -17,6 +17,7 @@ import duckdb
 from goldmine.errors import InputError
 from goldmine.ingest.fields import field_access, resolve_fields, typ, val
 from goldmine.ingest.files import InputFile
+from goldmine.ingest.html_text import HTML_MACROS
 from goldmine.ingest.target import Target
 
 # The text in public corpora's words (arXiv's and PubMed's abstract, MS MARCO v2.1's segment, a
@@ -286,6 +287,7 @@ def target(
         summary=snapshot_summary,
         options={"label": label},
         reread=True,
+        macros=HTML_MACROS,  # an HTML page's text (ingest.documents)
     )
     if files < 2:
         return base

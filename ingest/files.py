@@ -29,6 +29,7 @@ class InputFile:
     format: str
     compression: str  # none | gzip | zstd | bzip2 | xz | zip (an archive of this one file)
     encoding: str = "utf-8"  # the text's codec: UTF-16 (a byte-order mark said), or --encoding
+    name: str | None = None  # a document's id (ingest.documents): its path under the folder named
 
     @property
     def label(self) -> str:

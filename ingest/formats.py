@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import glob
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
 
 from goldmine.errors import InputError
 from goldmine.files import require_file
-from goldmine.ingest import corpus_formats, files, logformats
+from goldmine.ingest import corpus_formats, documents, files, logformats
+from goldmine.ingest.documents import DOCUMENTS
 from goldmine.ingest.files import InputFile
 from goldmine.ingest.scan import UTF16_BOMS, not_in, open_compressed, zip_member
 
 _COLLECTIONS = ("smart", "trec", "tsv")  # IR collections' layouts (ingest.corpus_formats)
 _LOG_LAYOUTS = ("session_xml", "clicklog", "analytics")  # search logs' own (ingest.logformats)
-FORMATS = ("jsonl", "json", "csv", "parquet", *_COLLECTIONS, *_LOG_LAYOUTS)
+FORMATS = ("jsonl", "json", "csv", "parquet", *_COLLECTIONS, *_LOG_LAYOUTS, *DOCUMENTS)
 # What each format is, for the message when a file's format cannot be told.
 FORMAT_NAMES = {
     "jsonl": "JSONL (.jsonl/.ndjson)",
@@ -36,6 +38,8 @@ FORMAT_NAMES = {
     "session_xml": "TREC Session Track XML",
     "clicklog": "click-level logs (a row per click: AnonID, Query, QueryTime, ItemRank, ClickURL)",
     "analytics": "aggregated search analytics (query, count, no results, CTR)",
+    "markdown": "Markdown documents (.md, .mdx: a corpus, a chunk per file)",
+    "html": "HTML pages (.html: a corpus, a chunk per file)",
 }
 _SUFFIXES = {
     ".jsonl": "jsonl",
@@ -45,6 +49,11 @@ _SUFFIXES = {
     ".tsv": "csv",
     ".parquet": "parquet",
     ".pq": "parquet",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".mdx": "markdown",
+    ".html": "html",
+    ".htm": "html",
 }
 _COMPRESSION = {
     ".gz": "gzip",
@@ -208,10 +217,16 @@ def _compression_by_magic(path: Path) -> str:
 
 
 def discover(
-    paths: list[str | Path], forced: str | None = None, encoding: str | None = None
+    paths: list[str | Path],
+    forced: str | None = None,
+    encoding: str | None = None,
+    documents: bool = False,
 ) -> list[InputFile]:
     """Files named, matched by a glob, or found in a folder (recursively, known formats only);
-    ``encoding``: their text's (--encoding), else told per file (``detect``)."""
+    ``encoding``: their text's (--encoding), else told per file (``detect``). ``documents``
+    (``ingest corpus``): Markdown and HTML documents are read, each named by its path under the
+    folder; elsewhere a document is no record (a README beside a log) and is left out of a
+    folder, or refused when named."""
     found: list[InputFile] = []
     for given in paths:
         path = Path(given)
@@ -219,14 +234,18 @@ def discover(
             inside = sorted(
                 p for p in path.rglob("*") if p.is_file() and _known(p) and not _slack_meta(p)
             )
-            if not inside:
+            items = [
+                replace(detect(p, forced, encoding), name=name)
+                for p, name in _of_folder(inside, path, documents)
+            ]
+            if not items:
                 raise InputError(
                     "folder holds no file in a format goldmine reads (--format to name one)",
                     path=path,
                 )
-            found.extend(detect(p, forced, encoding) for p in inside)
+            found.extend(items)
         elif path.is_file():
-            found.append(detect(path, forced, encoding))
+            found.append(_named(detect(path, forced, encoding), path.name, documents))
         elif os.path.lexists(path) or not glob.has_magic(str(given)):
             require_file(path)
             raise InputError("cannot be read", path=given)  # not reached: it says what is wrong
@@ -235,7 +254,8 @@ def discover(
             matched = [p for p in matched if p.is_file()]
             if not matched:
                 raise InputError("no file matches this pattern", path=given)
-            found.extend(detect(p, forced, encoding) for p in matched)
+            found.extend(_named(detect(p, forced, encoding), p.as_posix(), documents)
+                         for p in matched)  # fmt: skip
     for item in found:
         try:
             with item.path.open("rb"):
@@ -263,6 +283,30 @@ def _slack_meta(path: Path) -> bool:
     )
 
 
+def _of_folder(paths: list[Path], folder: Path, documents: bool) -> list[tuple[Path, str | None]]:
+    """A folder's files to read, each with its name if a document (its path under the folder):
+    documents only where documents are read and the folder holds no file of records (a data
+    set's card, README.md, beside its shards is no chunk; nor a README beside a week's logs)."""
+    records = [(p, None) for p in paths if _SUFFIXES.get(p.suffix.lower()) not in DOCUMENTS]
+    if records or not documents:
+        return records
+    return [(p, p.relative_to(folder).as_posix()) for p in paths]
+
+
+def _named(item: InputFile, name: str, documents: bool) -> InputFile:
+    """A file named (or matched by a glob): a document is refused where documents are not read,
+    else named ``name``."""
+    if item.format not in DOCUMENTS:
+        return item
+    if not documents:
+        raise InputError(
+            f"{FORMAT_NAMES[item.format].split(' (')[0]} are read only as a corpus "
+            "(goldmine ingest corpus), a chunk per file",
+            path=item.path,
+        )
+    return replace(item, name=name)
+
+
 def _known(path: Path) -> bool:
     """Whether a file in a folder is taken: a known format, but not a file with no telling name
     that is TSV only by a tab in its first line (a Makefile); such a file is read when named."""
@@ -277,10 +321,14 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> list[str] | Non
     """Make view ``gm_raw(line, raw, err)`` over one file's records, whatever its format.
     Returns the field names when the records are also in ``gm_src`` as text columns
     (``files.typed_rows`` reads them with no JSON between), else None."""
-    if item.format not in _LOG_LAYOUTS + _COLLECTIONS:
+    if item.format not in _LOG_LAYOUTS + _COLLECTIONS + DOCUMENTS:
         files.read_raw(con, item)
         return None
     try:
+        if item.format in DOCUMENTS:
+            keys = documents.read(con, item)
+            files.raw_view(con, keys)
+            return keys
         if item.format in _LOG_LAYOUTS:  # an aggregated export's rows are text columns
             return logformats.read(con, item.path, item.format, item.compression)
         keys = corpus_formats.read(con, item.format, item.path, item.compression)
