@@ -91,22 +91,27 @@ def test_a_document_named_alone_is_a_corpus_of_one(tmp_path, db_path, cli):
     assert [c[:3] for c in _chunks(db_path)] == [("install.md", "install.md", "Installing the CLI")]
 
 
+def _beside_a_readme(folder, name: str, record: dict):
+    """A folder of one JSONL record and a README.md, as a download or an export holds."""
+    folder.mkdir()
+    (folder / "README.md").write_text("# About these files\n\nLicense: CC-BY.\n", encoding="utf-8")
+    write_jsonl(folder / name, [record])
+    return folder
+
+
 def test_a_readme_beside_a_corpus_data_file_is_left_out(tmp_path, db_path):
     """A data set's download holds its card (README.md) beside its shards."""
-    folder = tmp_path / "dataset"
-    folder.mkdir()
-    (folder / "README.md").write_text("# Dataset card\n\nLicense: CC-BY.\n", encoding="utf-8")
-    write_jsonl(folder / "corpus.jsonl", [{"id": "c1", "text": "a passage"}])
+    folder = _beside_a_readme(
+        tmp_path / "dataset", "corpus.jsonl", {"id": "c1", "text": "a passage"}
+    )
     with open_store(db_path) as con:
         api.corpus(con, [folder])
     assert [c[0] for c in _chunks(db_path)] == ["c1"]
 
 
 def test_a_readme_beside_a_search_log_is_no_record(tmp_path, db_path):
-    folder = tmp_path / "logs"
-    folder.mkdir()
-    (folder / "README.md").write_text("# How these logs were exported\n", encoding="utf-8")
-    write_jsonl(folder / "week.jsonl", [{"query": "refund", "ts": "2026-11-30T10:00:00Z"}])
+    event = {"query": "refund", "ts": "2026-11-30T10:00:00Z"}
+    folder = _beside_a_readme(tmp_path / "logs", "week.jsonl", event)
     with open_store(db_path) as con:
         assert api.searchlog(con, [folder]).total["stored"] == 1
     out = run_cli("--db", str(db_path), "ingest", "searchlog", str(folder / "README.md"))
