@@ -540,17 +540,16 @@ def _stage_streaming(con, target: Target, source: Source, redactor: Redactor) ->
     item = source.file
     if item is not None and target.stream is not None:
         return _stage_own_stream(con, target, source, redactor)
-    if (
-        item is None
-        or not target.streaming
-        or target.reshape
-        or item.format not in ("jsonl", "parquet")
-    ):
+    if item is None or not target.streaming or item.format not in ("jsonl", "parquet"):
+        return False
+    if target.reshape and target.reshapes is None:
         return False
     try:
         schema = parquet_schema(con, item) if item.format == "parquet" else None
         keys = list(schema) if schema is not None else sample_keys(con, item)
     except duckdb.Error:
+        return False
+    if target.reshape and target.reshapes(keys):  # records another tool's way: reshaped first
         return False
     stage_sql, params = target.stage(keys)
     if "gm_columns" not in params:

@@ -330,8 +330,21 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
         ).fetchall()[0][0]
         or []
     )
-    wrapper = next((k for k in _WRAPPERS if k in keys), None)
-    con.execute(_READ_JSON, {"path": path, "wrapper": f'$."{wrapper}"' if wrapper else "$.none"})
+    wrapper = next((f'$."{k}"' for k in _WRAPPERS if k in keys), None)
+    if wrapper is None and "_embedded" in keys:  # HAL (Help Scout's API): _embedded's list
+        wrapper = _embedded_list(con, path)
+    con.execute(_READ_JSON, {"path": path, "wrapper": wrapper or "$.none"})
+
+
+def _embedded_list(con: duckdb.DuckDBPyConnection, path: str) -> str | None:
+    """The path of the first list under a HAL document's ``_embedded`` (``conversations``)."""
+    names = con.execute(
+        "SELECT list_filter(json_keys(j, '$._embedded'), lambda k: "
+        "json_type(j -> '$._embedded' -> k) = 'ARRAY') "
+        "FROM (SELECT content::JSON AS j FROM read_text(?))",
+        [path],
+    ).fetchall()[0][0]
+    return f'$."_embedded"."{names[0]}"' if names and '"' not in names[0] else None
 
 
 # A document that is an array of records is read element by element by DuckDB's JSON reader,

@@ -44,6 +44,9 @@ class Target:
     # rejected). Like a record-by-record one, a streamed row with ``err`` must be rejected.
     streaming: bool = True
     reshape: Callable[[duckdb.DuckDBPyConnection, list[str]], None] | None = None
+    # Whether ``reshape`` changes records of these keys (None: always). A file it leaves alone
+    # keeps the streaming path, which a reshaping target otherwise gives up.
+    reshapes: Callable[[list[str]], bool] | None = None
     store: Callable[[duckdb.DuckDBPyConnection, Target, int], int] | None = None
     summary: Callable[[duckdb.DuckDBPyConnection, int], dict[str, Any]] | None = None
     options: dict[str, Any] = field(default_factory=dict)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import duckdb
+
 from goldmine.errors import InputError
 from goldmine.ingest.chat import is_intercom, is_slack
 from goldmine.ingest.fields import field_access, resolve_fields, typ, val
+from goldmine.ingest.files import check_json, replace_raw
 from goldmine.ingest.html_text import HTML_MACROS
 from goldmine.ingest.target import Target
 
@@ -180,6 +183,41 @@ def agent_sql(fields: dict[str, list[str]], agents: tuple[str, ...]) -> str:
     return " OR ".join(tests) or "false"
 
 
+# Help Scout's conversation (Mailbox API 2.0, its threads embedded newest first): the ticket's
+# description is the customer's first message, else the conversation's preview; the requester
+# is the primary customer's id, never the name or email beside it. Notes and the team's replies
+# are no part of it.
+_HELPSCOUT = """
+SELECT line,
+       CASE WHEN err IS NULL THEN json_object(
+           'ticket_id', raw ->> '$.id',
+           'subject', raw ->> '$.subject',
+           'description', coalesce(list_sort(list_transform(list_filter(
+                   coalesce(from_json(raw -> '$._embedded.threads', '["JSON"]'), []),
+                   lambda t: t ->> '$.type' = 'customer' AND t ->> '$.body' IS NOT NULL),
+               lambda t: struct_pack(at := t ->> '$.createdAt', body := t ->> '$.body')))[1].body,
+               raw ->> '$.preview'),
+           'created_at', raw ->> '$.createdAt',
+           'requester_id', coalesce(raw ->> '$.primaryCustomer.id', raw ->> '$.customer.id'),
+           'status', raw ->> '$.status')::VARCHAR ELSE raw END AS raw,
+       err
+FROM gm_raw
+"""
+
+
+def is_helpscout(keys: list[str]) -> bool:
+    """Help Scout's conversations: HAL records of a mailbox's conversations."""
+    have = set(keys)
+    return "_embedded" in have and bool({"preview", "primaryCustomer", "mailboxId"} & have)
+
+
+def reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
+    """Help Scout's conversations become ticket records, in place."""
+    if is_helpscout(keys):
+        check_json(con)
+        replace_raw(con, _HELPSCOUT)
+
+
 def _refuse_foreign(keys: list[str]) -> None:
     """Name a layout whose tickets sit deeper than a record, rather than ask for a field."""
     if "tickets" in keys:  # Zendesk's incremental export, its pages saved as JSON lines
@@ -187,10 +225,10 @@ def _refuse_foreign(keys: list[str]) -> None:
             "each record holds a list of tickets under 'tickets' (API pages saved as JSON "
             "lines): save one page a .json file and import the folder"
         )
-    if "_embedded" in keys:  # Help Scout's Mailbox API: _embedded.conversations[]._embedded.threads
+    if "_embedded" in keys:  # a HAL page saved as a JSON line: its records a level down
         raise InputError(
-            "a Help Scout export (tickets under '_embedded') is not read; export the "
-            "conversations as CSV, or as JSON lines of subject and body"
+            "each record holds its records under '_embedded' (API pages saved as JSON lines): "
+            "save one page a .json file and import the folder"
         )
 
 
@@ -271,4 +309,6 @@ def target(mapping: dict[str, str] | None = None, agents: list[str] | None = Non
         stage=lambda keys: stage_sql(keys, mapping or {}, handles),
         redact=("user_id", "subject", "body", "question", "extra"),
         macros=MACROS,
+        reshape=reshape,
+        reshapes=is_helpscout,
     )

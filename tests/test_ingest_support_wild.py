@@ -4,9 +4,9 @@ Each file is written as its tool writes it: Freshdesk's ticket JSON (``descripti
 ``description_text``) and its CSV export ("Ticket ID", "Created time", "Contact ID", "Full
 name"), Zendesk's CSV export from the UI ("Requester" is the requester's name, "Requester id" the
 id), Jira Service Management's CSV ("Issue key", "Reporter", dates as ``20/Jul/26 10:02 AM``),
-GitHub's issues JSON (``user`` an object). Slack channel exports and Intercom conversations
-are read as chat: their tests are in ``test_ingest_chat_slack.py`` and
-``test_ingest_chat_intercom.py``.
+GitHub's issues JSON (``user`` an object). Help Scout's conversations are read as tickets
+(``test_ingest_tickets_helpscout.py``); Slack channel exports and Intercom conversations as chat
+(``test_ingest_chat_slack.py``, ``test_ingest_chat_intercom.py``).
 """
 
 from __future__ import annotations
@@ -167,22 +167,6 @@ def test_zendesk_pages_as_json_lines_are_named_with_the_way_that_reads_them(tmp_
     path = write_jsonl(tmp_path / "zendesk.jsonl", [ZENDESK_PAGE, ZENDESK_PAGE])
     error = refused(tmp_path, "tickets", str(path))
     assert "'tickets'" in error and "one page a .json file" in error
-
-
-def test_help_scout_conversation_list_is_named(tmp_path):
-    path = tmp_path / "helpscout.json"
-    path.write_text(json.dumps({
-        "_embedded": {"conversations": [{
-            "id": 10, "number": 12, "subject": "Refund question", "status": "active",
-            "preview": "How long does a refund take?", "createdAt": "2026-07-20T11:00:00Z",
-            "primaryCustomer": {"id": 5, "email": "a@example.com"},
-            "_embedded": {"threads": [{"id": 1, "type": "customer",
-                                       "body": "<p>How long does a refund take?</p>"}]},
-        }]},
-        "page": {"size": 25, "totalElements": 1, "totalPages": 1, "number": 1},
-    }))  # fmt: skip
-    error = refused(tmp_path, "tickets", str(path))
-    assert "_embedded" in error and "not read" in error
 
 
 # Langfuse's blob storage export, enriched observations (observations_v2/*.jsonl): snake_case
