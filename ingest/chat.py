@@ -309,15 +309,23 @@ SELECT line, raw, err FROM gm_raw WHERE err IS NOT NULL
 """
 
 
-def is_slack(keys: list[str]) -> bool:
-    """A Slack export's messages: typed, timed by ``ts``, by a user or a bot, and naming no
-    conversation or role of their own."""
+# Keys only Slack's messages carry (a message's id, its thread, its blocks, a bot, an event):
+# a chat log of its own with a type, a user and a ts is not taken for one.
+_SLACK_KEYS = frozenset((
+    "client_msg_id", "thread_ts", "subtype", "bot_id", "blocks", "team", "user_profile",
+    "reply_count", "parent_user_id",
+))  # fmt: skip
+
+
+def is_slack(keys: list[str], mapping: dict[str, str] | None = None) -> bool:
+    """A Slack export's messages: typed, timed by ``ts``, by a user or a bot, with a key only
+    Slack writes, and naming no conversation or no role (by any name goldmine knows, or
+    ``--map``)."""
     lower = {k.lower() for k in keys}
-    return (
-        {"type", "ts", "text"} <= lower
-        and bool({"user", "bot_id"} & lower)
-        and not {"conversation_id", "role"} & lower
-    )
+    if not ({"type", "ts", "text"} <= lower and {"user", "bot_id"} & lower and _SLACK_KEYS & lower):
+        return False
+    fields = resolve_fields(keys, ALIASES, mapping or {})
+    return not {"conversation_id", "role"} <= fields.keys()
 
 
 # Intercom's conversation (REST API): its first message in ``source`` (``conversation_message``
@@ -383,16 +391,19 @@ _IDS = ("tweet_id", "message_id", "id")
 _LISTS = ("messages", "conversations", "turns", "dialog", "conversation")
 
 
-def reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
+def reshape(
+    con: duckdb.DuckDBPyConnection, keys: list[str], mapping: dict[str, str] | None = None
+) -> None:
     """Turn conversation records or reply-to messages into turn records, in place."""
     lower = {k.lower(): k for k in keys}
     list_keys = [lower[k] for k in _LISTS if k in lower]
     parent = next((lower[k] for k in _PARENTS if k in lower), None)
-    if list_keys or parent or is_slack(keys) or is_intercom(keys):
+    slack = is_slack(keys, mapping)
+    if list_keys or parent or slack or is_intercom(keys):
         check_json(con)
     if is_intercom(keys):
         replace_raw(con, _INTERCOM)
-    elif is_slack(keys):
+    elif slack:
         replace_raw(con, _SLACK)
     elif list_keys:
         replace_raw(
@@ -431,7 +442,7 @@ def target(mapping: dict[str, str] | None = None) -> Target:
         redact=("text", "user_id", "feedback", "extra"),
         # a support chat keyed by the customer's email: kept apart as a session id is
         pseudonymize=("conversation_id",),
-        reshape=reshape,
+        reshape=lambda con, keys: reshape(con, keys, mapping),
         macros=HTML_MACROS,
         place=lambda staged: _PLACE.format(staged=staged),
         known=("ts", "role"),

@@ -331,7 +331,9 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
         or []
     )
     wrapper = next((f'$."{k}"' for k in _WRAPPERS if k in keys), None)
-    if wrapper is None and "_embedded" in keys:  # HAL (Help Scout's API): _embedded's list
+    # A HAL page (Help Scout's API): its records are _embedded's list. A record of its own
+    # (one conversation, its threads under _embedded) is read whole.
+    if wrapper is None and "_embedded" in keys and set(keys) <= {"_embedded", "_links", "page"}:
         wrapper = _embedded_list(con, path)
     con.execute(_READ_JSON, {"path": path, "wrapper": wrapper or "$.none"})
 

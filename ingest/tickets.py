@@ -184,19 +184,20 @@ def agent_sql(fields: dict[str, list[str]], agents: tuple[str, ...]) -> str:
 
 
 # Help Scout's conversation (Mailbox API 2.0, its threads embedded newest first): the ticket's
-# description is the customer's first message, else the conversation's preview; the requester
-# is the primary customer's id, never the name or email beside it. Notes and the team's replies
-# are no part of it.
+# description is the customer's first message as text (its HTML read), else the preview; the
+# requester is the primary customer's id, never the name or email beside it. Notes and the
+# team's replies are no part of it.
 _HELPSCOUT = """
 SELECT line,
        CASE WHEN err IS NULL THEN json_object(
            'ticket_id', raw ->> '$.id',
            'subject', raw ->> '$.subject',
-           'description', coalesce(list_sort(list_transform(list_filter(
+           'description', trim(regexp_replace(gm_html_text(coalesce(list_sort(list_transform(
+               list_filter(
                    coalesce(from_json(raw -> '$._embedded.threads', '["JSON"]'), []),
                    lambda t: t ->> '$.type' = 'customer' AND t ->> '$.body' IS NOT NULL),
                lambda t: struct_pack(at := t ->> '$.createdAt', body := t ->> '$.body')))[1].body,
-               raw ->> '$.preview'),
+               raw ->> '$.preview')), '\n{3,}', '\n\n', 'g'), chr(9) || chr(10) || chr(13) || ' '),
            'created_at', raw ->> '$.createdAt',
            'requester_id', coalesce(raw ->> '$.primaryCustomer.id', raw ->> '$.customer.id'),
            'status', raw ->> '$.status')::VARCHAR ELSE raw END AS raw,
@@ -237,14 +238,15 @@ def stage_sql(
 ) -> tuple[str, dict[str, Any]]:
     # Every Slack message (a bot's answer, a join) would be a ticket; an Intercom conversation
     # holds its text in parts that no ticket field names.
-    chats = ((is_slack, "a Slack export's messages"), (is_intercom, "Intercom's conversations"))
+    fields = resolve_fields(keys, ALIASES, mapping)
+    slack = is_slack(keys) and "subject" not in fields  # no Slack message has a subject
+    chats = ((slack, "a Slack export's messages"), (is_intercom(keys), "Intercom's conversations"))
     for told, layout in chats:
-        if told(keys):
+        if told:
             raise InputError(
                 f"{layout} are chat, not tickets: read them with goldmine ingest chat "
                 "(each conversation's turns in order)"
             )
-    fields = resolve_fields(keys, ALIASES, mapping)
     if keys and not ({"subject", "body"} & set(fields)):
         _refuse_foreign(keys)
         raise InputError(

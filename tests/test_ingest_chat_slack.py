@@ -127,3 +127,30 @@ def test_a_slack_export_given_as_tickets_points_to_chat(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "Slack" in result.stderr and "ingest chat" in result.stderr
     assert not db.exists()
+
+
+def test_chat_with_a_type_user_and_ts_of_its_own_is_no_slack_export(tmp_path, db_path):
+    """A chat log whose messages have a type, a user and a ts, its conversation and role under
+    names goldmine knows (thread_id, sender), is read by those names, as before."""
+    path = tmp_path / "chat.jsonl"
+    path.write_text(
+        '{"thread_id":"t1","type":"message","sender":"customer","user":"u42",'
+        '"text":"how do I cancel my plan","ts":"2024-01-01T10:00:00Z"}\n'
+        '{"thread_id":"t1","type":"message","sender":"agent","user":"agent7",'
+        '"text":"go to settings","ts":"2024-01-01T10:01:00Z"}\n',
+        encoding="utf-8",
+    )
+    with open_store(db_path) as con:
+        api.chat(con, [path], redact=False)
+    assert [t[:3] for t in _turns(db_path)] == [("t1", 0, "user"), ("t1", 1, "assistant")]
+
+
+def test_tickets_with_a_type_user_text_and_ts_are_no_slack_export(tmp_path, db_path):
+    path = tmp_path / "tickets.csv"
+    path.write_text(
+        "id,type,user,subject,text,ts\nT1,question,u1,Cannot export,How do I export my data?,"
+        "2024-01-01\n",
+        encoding="utf-8",
+    )
+    with open_store(db_path) as con:
+        assert api.tickets(con, [path]).total["stored"] == 1

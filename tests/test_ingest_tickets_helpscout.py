@@ -78,10 +78,25 @@ def test_a_help_scout_page_of_conversations_is_read_as_tickets(tmp_path, db_path
     assert _tickets(db_path) == EXPECTED
     assert "Lopez" not in stored and "example" not in stored and "VIP" not in stored
     assert "Five working days" not in stored  # the team's reply is no part of the ticket
+    with open_store(db_path) as con:
+        body = con.execute("SELECT body FROM tickets WHERE ticket_id = '10'").fetchall()[0][0]
+    assert body == "Hi,\nHow long does a refund take to reach my card?\n\nThanks, Ana"
 
 
 def test_help_scout_conversations_as_json_lines(tmp_path, db_path):
     path = write_jsonl(tmp_path / "conversations.jsonl", [THREADED, UNTHREADED])
     with open_store(db_path) as con:
         api.tickets(con, [path])
+    assert _tickets(db_path) == EXPECTED
+
+
+def test_one_conversation_saved_as_a_json_file_is_one_ticket(tmp_path, db_path):
+    """GET /v2/conversations/{id}?embed=threads saved as it comes: its own _embedded holds its
+    threads, which are no tickets."""
+    folder = tmp_path / "conversations"
+    folder.mkdir()
+    for conversation in (THREADED, UNTHREADED):
+        (folder / f"{conversation['id']}.json").write_text(json.dumps(conversation))
+    with open_store(db_path) as con:
+        api.tickets(con, [folder])
     assert _tickets(db_path) == EXPECTED
