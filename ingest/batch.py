@@ -400,7 +400,9 @@ def define_known(con: duckdb.DuckDBPyConnection, target: Target, check: bool = T
     body = "false" if empty or not check else body
     con.execute(f"CREATE OR REPLACE TEMP MACRO gm_stored({', '.join(args)}) AS {body}")
     if target.place is not None:
-        known = ", ".join((*target.key, *target.known))
+        # the copy holds the known columns under their names (``expr AS name``)
+        columns = [k.split(" AS ")[-1] for k in target.known] if apart else target.known
+        known = ", ".join((*target.key, *columns))
         where = "" if check else " WHERE false"
         view = f"SELECT {known} FROM {table}{where}"
         con.execute(f"CREATE OR REPLACE TEMP VIEW gm_known_rows AS {view}")

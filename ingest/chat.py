@@ -143,19 +143,24 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
 
 
 # A turn the file gives no number is numbered here, after redaction, as it will be stored (its
-# conversation id pseudonymized): a turn already stored (the same conversation, time and role, the
-# k-th of its time and role in both) keeps its number; the others follow the conversation's last
-# stored turn, in time order. An export cut by date holds a conversation's later turns alone:
-# numbered from 0 in each file, they took the stored turns' numbers and were lost as present.
+# conversation id pseudonymized, its text redacted): a turn already stored (the same
+# conversation, time, role and text, the k-th such in both) keeps its number; the others follow
+# the conversation's last stored turn, in time order. The text tells apart turns of one day or
+# of no time at all, as an export that dates them by the day, or not at all, gives them. An
+# export cut by date holds a conversation's later turns alone: numbered from 0 in each file,
+# they took the stored turns' numbers and were lost as present.
 _PLACE = """
 WITH s AS MATERIALIZED ({staged}),
 new AS (
-    SELECT *, row_number() OVER (PARTITION BY conversation_id, ts, role ORDER BY line) AS gm_k
+    SELECT *, md5(text) AS gm_text_md5,
+           row_number() OVER (PARTITION BY conversation_id, ts, role, md5(text) ORDER BY line)
+               AS gm_k
     FROM s WHERE reason IS NULL AND turn IS NULL
 ),
 known AS (
-    SELECT conversation_id, ts, role, turn AS gm_turn,
-           row_number() OVER (PARTITION BY conversation_id, ts, role ORDER BY turn) AS gm_k
+    SELECT conversation_id, ts, role, gm_text_md5, turn AS gm_turn,
+           row_number() OVER (PARTITION BY conversation_id, ts, role, gm_text_md5 ORDER BY turn)
+               AS gm_k
     FROM gm_known_rows WHERE conversation_id IN (SELECT conversation_id FROM new)
 ),
 top AS (
@@ -165,9 +170,9 @@ top AS (
 matched AS (
     SELECT n.*, k.gm_turn FROM new n LEFT JOIN known k
         ON n.conversation_id = k.conversation_id AND n.ts IS NOT DISTINCT FROM k.ts
-       AND n.role = k.role AND n.gm_k = k.gm_k
+       AND n.role = k.role AND n.gm_text_md5 = k.gm_text_md5 AND n.gm_k = k.gm_k
 )
-SELECT m.* EXCLUDE (gm_k, gm_turn) REPLACE (coalesce(gm_turn, coalesce(gm_next, 0)
+SELECT m.* EXCLUDE (gm_k, gm_turn, gm_text_md5) REPLACE (coalesce(gm_turn, coalesce(gm_next, 0)
            + row_number() OVER (PARTITION BY m.conversation_id, gm_turn IS NULL
                                 ORDER BY m.ts, m.line) - 1)::INTEGER AS turn)
 FROM matched m LEFT JOIN top t ON m.conversation_id = t.conversation_id
@@ -445,5 +450,5 @@ def target(mapping: dict[str, str] | None = None) -> Target:
         reshape=lambda con, keys: reshape(con, keys, mapping),
         macros=HTML_MACROS,
         place=lambda staged: _PLACE.format(staged=staged),
-        known=("ts", "role"),
+        known=("ts", "role", "md5(text) AS gm_text_md5"),
     )

@@ -61,7 +61,8 @@ class Target:
     # ``place(staged)`` wraps the staged rows (redacted, ids pseudonymized, as they are stored)
     # in SQL that gives them what depends on the stored rows: chat numbers a conversation's new
     # turns after its stored ones. It reads the stored rows as ``gm_known_rows``: their key and
-    # the ``known`` columns, from the table or, while the store is let go, from a copy.
+    # the ``known`` columns (a name, or ``expr AS name``), from the table or, while the store is
+    # let go, from a copy.
     place: Callable[[str], str] | None = None
     known: tuple[str, ...] = ()
     # ``finish(con, target, files)`` runs once after every file is written, in a transaction,

@@ -120,3 +120,21 @@ def test_the_command_numbers_the_next_weeks_turns_with_the_store_let_go(tmp_path
     assert [t[1:3] for t in _turns(db_path)] == [
         (0, "user"), (1, "assistant"), (2, "user"), (3, "assistant"),
     ]  # fmt: skip
+
+
+def test_new_turns_of_the_same_day_or_of_no_time_are_not_taken_for_stored_ones(
+    tmp_path, db_path
+):
+    """An export that dates its turns by the day, or not at all: the next file's turns have the
+    same time (or none) and role as stored ones, and their text tells them apart."""
+    for ts in ("2024-01-01", None):
+        conv = f"c-{ts}"
+        first = [_turn(conv, ts, "user", "first question"), _turn(conv, ts, "assistant", "one")]
+        later = [_turn(conv, ts, "user", "second question"), _turn(conv, ts, "assistant", "two")]
+        _import(db_path, write_jsonl(tmp_path / f"a{ts}.jsonl", first))
+        total = _import(db_path, write_jsonl(tmp_path / f"b{ts}.jsonl", later))
+        assert (total["stored"], total["already_present"]) == (2, 0), ts
+        total = _import(db_path, write_jsonl(tmp_path / f"c{ts}.jsonl", later + first))
+        assert (total["stored"], total["already_present"]) == (0, 4), ts
+        texts = [t[3] for t in _turns(db_path) if t[0] == conv]
+        assert texts == ["first question", "one", "second question", "two"], ts
