@@ -12,6 +12,7 @@ leaves nothing behind. A file whose hash a finished batch already has is not rea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -209,13 +210,26 @@ def run(
                 )
                 source = file_source(item, scanning)
                 results.append(import_source(con, target, source, redactor, options or {}, advance))
-        if target.finish is not None:
-            with transaction(con):
-                target.finish(con, target, [r for r in results if r.batch_id is not None])
+        _finish(con, target, results, complete=True)
+    except BaseException:
+        # A command that gathers its files keeps nothing of them when one fails (Ctrl-C too):
+        # its finish undoes the batches written so far. An error in that undoing must not hide
+        # the first one.
+        with contextlib.suppress(Exception):
+            _finish(con, target, results, complete=False)
+        raise
     finally:
         hasher.shutdown(wait=True, cancel_futures=True)
     checkpoint_appends(con)
     return ImportResult(results)
+
+
+def _finish(
+    con: duckdb.DuckDBPyConnection, target: Target, results: list[FileResult], complete: bool
+) -> None:
+    if target.finish is not None:
+        with transaction(con):
+            target.finish(con, target, [r for r in results if r.batch_id is not None], complete)
 
 
 def checkpoint_appends(con: duckdb.DuckDBPyConnection) -> None:

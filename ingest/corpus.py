@@ -190,9 +190,18 @@ class _Gathered:
             [batch_id],
         ).fetchall()[0][0]
 
-    def finish(self, con: duckdb.DuckDBPyConnection, target: Target, files: list) -> None:
+    def finish(
+        self, con: duckdb.DuckDBPyConnection, target: Target, files: list, complete: bool
+    ) -> None:
         """One snapshot of every file's chunks; a chunk id already in an earlier file (or
-        earlier in the same order) is rejected where it repeats; each file's counts follow."""
+        earlier in the same order) is rejected where it repeats; each file's counts follow.
+        Not ``complete`` (a file failed): no snapshot, and the batches written are removed."""
+        if not complete:
+            con.execute(f"DROP TABLE IF EXISTS {self.table}")
+            batches = [f.batch_id for f in files]
+            con.execute("DELETE FROM rejects WHERE list_contains(?, batch_id)", [batches])
+            con.execute("DELETE FROM import_batches WHERE list_contains(?, batch_id)", [batches])
+            return
         if not files:
             return
         repeats: dict[int, int] = {}

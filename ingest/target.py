@@ -65,8 +65,11 @@ class Target:
     # let go, from a copy.
     place: Callable[[str], str] | None = None
     known: tuple[str, ...] = ()
-    # ``finish(con, target, files)`` runs once after every file is written, in a transaction,
-    # and may change their results (a corpus in several files made one snapshot). ``reread``: a
-    # file read before is read again rather than skipped by its hash.
-    finish: Callable[[duckdb.DuckDBPyConnection, Target, list[FileResult]], None] | None = None
+    # ``finish(con, target, files, complete)`` runs once after every file is written, in a
+    # transaction, and may change their results (a corpus in several files made one snapshot);
+    # with ``complete`` false, when a file failed, it undoes what the command wrote. ``reread``:
+    # a file read before is read again rather than skipped by its hash.
+    finish: Callable[[duckdb.DuckDBPyConnection, Target, list[FileResult], bool], None] | None = (
+        None
+    )
     reread: bool = False

@@ -119,3 +119,30 @@ def test_an_earlier_corpus_file_read_again_is_current_again(tmp_path, db_path):
         assert [r[0] for r in _snapshot(con)] == ["a1"]
         # and read once more, it is the current one already: nothing new
         assert api.corpus(con, [a]).files[0].extra["new_snapshot"] is False
+
+
+def test_a_command_that_fails_on_a_later_file_keeps_no_batch_of_it(tmp_path, db_path):
+    """The snapshot is made once every file is read: a file that cannot be read ends the command
+    with nothing of it kept, not with batches that say their chunks were stored."""
+    from goldmine.errors import InputError
+
+    folder = tmp_path / "shards"
+    _shards(folder, {"part-00.jsonl": [("a1", "alpha one")]})
+    write_jsonl(folder / "part-01.jsonl", [{"foo": "x", "bar": "y"}])
+    with open_store(db_path) as con:
+        try:
+            api.corpus(con, [folder])
+        except InputError:
+            pass
+        else:
+            raise AssertionError("the file without ids and texts was read")
+        assert con.execute("SELECT count(*) FROM import_batches").fetchall() == [(0,)]
+        assert current_snapshot_id(con) is None
+        left = con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name LIKE 'corpus_%'"
+        ).fetchall()
+    assert left == [(0,)]
+    # the file mended, the same command reads every file
+    write_jsonl(folder / "part-01.jsonl", [{"id": "b1", "text": "beta one"}])
+    with open_store(db_path) as con:
+        assert api.corpus(con, [folder]).total["stored"] == 2
