@@ -224,9 +224,9 @@ def discover(
 ) -> list[InputFile]:
     """Files named, matched by a glob, or found in a folder (recursively, known formats only);
     ``encoding``: their text's (--encoding), else told per file (``detect``). ``documents``
-    (``ingest corpus``): Markdown and HTML documents are read, each named by its path under the
-    folder; elsewhere a document is no record (a README beside a log) and is left out of a
-    folder, or refused when named."""
+    (``ingest corpus``): Markdown and HTML documents are read, each named by its path as given
+    or found (the same on every route); elsewhere a document is no record (a README beside a
+    log) and is left out of a folder, or refused when named."""
     found: list[InputFile] = []
     for given in paths:
         path = Path(given)
@@ -236,7 +236,7 @@ def discover(
             )
             items = [
                 replace(detect(p, forced, encoding), name=name)
-                for p, name in _of_folder(inside, path, documents)
+                for p, name in _of_folder(inside, documents)
             ]
             if not items:
                 raise InputError(
@@ -245,7 +245,7 @@ def discover(
                 )
             found.extend(items)
         elif path.is_file():
-            found.append(_named(detect(path, forced, encoding), path.name, documents))
+            found.append(_named(detect(path, forced, encoding), path.as_posix(), documents))
         elif os.path.lexists(path) or not glob.has_magic(str(given)):
             require_file(path)
             raise InputError("cannot be read", path=given)  # not reached: it says what is wrong
@@ -283,14 +283,17 @@ def _slack_meta(path: Path) -> bool:
     )
 
 
-def _of_folder(paths: list[Path], folder: Path, documents: bool) -> list[tuple[Path, str | None]]:
-    """A folder's files to read, each with its name if a document (its path under the folder):
-    documents only where documents are read and the folder holds no file of records (a data
-    set's card, README.md, beside its shards is no chunk; nor a README beside a week's logs)."""
-    records = [(p, None) for p in paths if _SUFFIXES.get(p.suffix.lower()) not in DOCUMENTS]
-    if records or not documents:
+def _of_folder(paths: list[Path], documents: bool) -> list[tuple[Path, str | None]]:
+    """A folder's files to read, each with its name if a document (its path): documents only
+    where documents are read (``ingest corpus``) and they outnumber the folder's files of
+    records, else those. A data set's card (README.md) beside its shards is no chunk, nor a
+    README beside a week's logs; a docs site's few config records (Docusaurus's
+    ``_category_.json``, a built MkDocs site's search index) are no chunks either."""
+    docs = [p for p in paths if _SUFFIXES.get(p.suffix.lower()) in DOCUMENTS]
+    records = [(p, None) for p in paths if p not in set(docs)]
+    if not documents or len(docs) <= len(records):
         return records
-    return [(p, p.relative_to(folder).as_posix()) for p in paths]
+    return [(p, p.as_posix()) for p in docs]
 
 
 def _named(item: InputFile, name: str, documents: bool) -> InputFile:

@@ -2,9 +2,9 @@
 
 Many RAG corpora start as a docs site's sources: Markdown (with YAML front matter, as Jekyll,
 Hugo, Docusaurus and MkDocs write it), MDX, or HTML pages. ``ingest corpus docs/`` said the
-folder held no file in a format goldmine reads. Now each document is a chunk: its id the path
-under the folder given (``guide/install.md``, the source path RAG frameworks keep with a
-chunk), its title from the front matter, the first heading or the page's <title>, its text
+folder held no file in a format goldmine reads. Now each document is a chunk: its id its path
+as given or found under the folder given (``docs/guide/install.md``, the source path RAG
+frameworks keep with a chunk), its title from the front matter, the first heading or the page's <title>, its text
 the Markdown as written (front matter out) or the page's text. Only ``ingest corpus`` takes
 them: a README beside a search log, or beside a corpus's data files, is no record.
 """
@@ -56,39 +56,49 @@ def _docs(root):
     return root
 
 
-def _chunks(db_path) -> list[tuple]:
+def _chunks(db_path, current: bool = False) -> list[tuple]:
     with open_store(db_path) as con:
+        where = "WHERE snapshot_id = (SELECT max(snapshot_id) FROM chunks)" if current else ""
         return con.execute(
-            "SELECT chunk_id, doc_id, title, text FROM chunks ORDER BY chunk_id"
+            f"SELECT chunk_id, doc_id, title, text FROM chunks {where} ORDER BY chunk_id"
         ).fetchall()
 
 
-def test_a_folder_of_markdown_and_html_is_a_corpus(tmp_path, db_path):
-    root = _docs(tmp_path / "docs")
+def test_a_folder_of_markdown_and_html_is_a_corpus(tmp_path, db_path, monkeypatch):
+    _docs(tmp_path / "docs")
+    monkeypatch.chdir(tmp_path)
     with open_store(db_path) as con:
-        result = api.corpus(con, [root])
+        result = api.corpus(con, ["docs"])
         reasons = con.execute("SELECT path, reason FROM rejects").fetchall()
     assert (result.total["rows_in"], result.total["stored"], result.total["rejected"]) == (4, 3, 1)
     assert [(p.endswith("empty.md"), r) for p, r in reasons] == [(True, "missing text")]
     chunks = {c[0]: c for c in _chunks(db_path)}
-    assert sorted(chunks) == ["guide/faq.mdx", "guide/install.md", "refunds.html"]
-    _, doc_id, title, text = chunks["guide/install.md"]
-    assert (doc_id, title) == ("guide/install.md", "Installing the CLI")
+    assert sorted(chunks) == ["docs/guide/faq.mdx", "docs/guide/install.md", "docs/refunds.html"]
+    _, doc_id, title, text = chunks["docs/guide/install.md"]
+    assert (doc_id, title) == ("docs/guide/install.md", "Installing the CLI")
     assert text.startswith("Some intro text.") and "sidebar_position" not in text
     assert "# not a heading" in text  # the Markdown as written
-    assert chunks["guide/faq.mdx"][2] == "Can I pay by invoice?"
-    _, _, title, text = chunks["refunds.html"]
+    assert chunks["docs/guide/faq.mdx"][2] == "Can I pay by invoice?"
+    _, _, title, text = chunks["docs/refunds.html"]
     assert title == "Refunds & returns | Acme Help"
     assert text == (
         "Refunds\nRefunds go back to the card within 5 days.\nReturns need the order number."
     )
 
 
-def test_a_document_named_alone_is_a_corpus_of_one(tmp_path, db_path, cli):
-    root = _docs(tmp_path / "docs")
-    out = cli("--db", str(db_path), "ingest", "corpus", str(root / "guide" / "install.md"))
-    assert out.returncode == 0, out.stderr
-    assert [c[:3] for c in _chunks(db_path)] == [("install.md", "install.md", "Installing the CLI")]
+def test_a_document_is_named_the_same_by_every_route(tmp_path, db_path, cli):
+    """Named alone, matched by a glob or found in a folder: its path as given, so two READMEs
+    of two folders never share an id, and the same documents imported another way make the
+    same snapshot."""
+    _docs(tmp_path / "docs")
+    (tmp_path / "docs" / "README.md").write_text("# Docs\n\nThe docs' own README.\n")
+    (tmp_path / "docs" / "guide" / "README.md").write_text("# Guide\n\nThe guide's README.\n")
+    named = ["docs/guide/install.md", "docs/README.md", "docs/guide/README.md"]
+    for paths in (named, ["docs/**/*.md"], ["docs"]):
+        out = cli("--db", str(db_path), "ingest", "corpus", *paths, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        ids = [c[0] for c in _chunks(db_path, current=True)]
+        assert set(named) <= set(ids), paths
 
 
 def _beside_a_readme(folder, name: str, record: dict):
@@ -116,3 +126,47 @@ def test_a_readme_beside_a_search_log_is_no_record(tmp_path, db_path):
         assert api.searchlog(con, [folder]).total["stored"] == 1
     out = run_cli("--db", str(db_path), "ingest", "searchlog", str(folder / "README.md"))
     assert out.returncode == 2 and "ingest corpus" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_docs_folder_with_a_few_config_files_is_read_as_documents(tmp_path, db_path):
+    """Docusaurus keeps a _category_.json beside a section's pages, a built MkDocs site its
+    search index: records of their own, fewer than the documents, left out."""
+    root = _docs(tmp_path / "docs")
+    (root / "guide" / "_category_.json").write_text('{"label": "Guide", "position": 2}')
+    (root / "search").mkdir()
+    (root / "search" / "search_index.json").write_text('{"docs": [{"location": "", "text": ""}]}')
+    with open_store(db_path) as con:
+        api.corpus(con, [root])
+    assert len(_chunks(db_path)) == 3
+
+
+def test_hugo_toml_front_matter_and_a_page_with_body_in_a_comment(tmp_path, db_path):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "hugo.md").write_text(
+        '+++\ntitle = "Rate limits"\ndate = 2026-01-02\n+++\n\nEach key has 100 requests a minute.\n'
+    )
+    (root / "page.html").write_text(
+        '<html><head><title>Keys</title><!-- old: <body class="x"> --></head>\n'
+        '<body><script>var s = "<body>";</script><p>Rotate keys yearly.</p></body></html>'
+    )
+    with open_store(db_path) as con:
+        api.corpus(con, [root])
+    got = {c[0].rsplit("/", 1)[-1]: c[2:] for c in _chunks(db_path)}
+    assert got == {
+        "hugo.md": ("Rate limits", "Each key has 100 requests a minute."),
+        "page.html": ("Keys", "Rotate keys yearly."),
+    }
+
+
+def test_a_document_in_another_encoding_names_the_option(tmp_path, db_path, cli):
+    root = tmp_path / "legacy"
+    root.mkdir()
+    (root / "page.html").write_bytes(
+        "<html><body><p>Caf\u00e9 menu</p></body></html>".encode("cp1252")
+    )
+    out = cli("--db", str(db_path), "ingest", "corpus", str(root))
+    assert out.returncode == 2 and "--encoding" in out.stderr and "Traceback" not in out.stderr
+    out = cli("--db", str(db_path), "ingest", "corpus", str(root), "--encoding", "cp1252")
+    assert out.returncode == 0, out.stderr
+    assert _chunks(db_path)[0][3] == "Caf\u00e9 menu"
