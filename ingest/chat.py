@@ -356,11 +356,13 @@ parts AS (
     SELECT line, conv, rating, i, msgs[i] ->> '$.part_type' AS kind,
            msgs[i] ->> '$.id' AS part_id, msgs[i] ->> '$.created_at' AS ts,
            msgs[i] ->> '$.author.id' AS author, msgs[i] ->> '$.body' AS body,
+           lower(msgs[i] ->> '$.author.type') AS author_type,
            lower(msgs[i] ->> '$.author.type') IN ('user', 'lead', 'contact') AS customer
     FROM c, range(1, len(msgs) + 1) r(i)
 ),
 placed AS (
     SELECT *, CASE WHEN kind = 'note' THEN 'internal note, not a message'
+                   WHEN author_type IS NULL THEN 'not a message: Intercom part with no author'
                    WHEN kind <> 'comment' AND nullif(trim(body), '') IS NULL
                        THEN 'not a message: Intercom ' || kind END AS err,
               max(CASE WHEN NOT customer AND kind <> 'note' AND nullif(trim(body), '') IS NOT NULL

@@ -146,3 +146,17 @@ def test_intercom_conversations_given_as_tickets_point_to_chat(tmp_path):
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "Intercom" in result.stderr and "ingest chat" in result.stderr
     assert not db.exists()
+
+
+def test_a_part_with_no_author_is_not_taken_for_the_teams(tmp_path, db_path):
+    parts = CONVERSATION["conversation_parts"]
+    odd = {**CONVERSATION, "conversation_parts": {**parts, "conversation_parts": [
+        {"type": "conversation_part", "id": "4420", "part_type": "comment",
+         "body": "<p>still broken</p>", "created_at": 1784900400, "author": None},
+    ]}}  # fmt: skip
+    path = write_jsonl(tmp_path / "odd.jsonl", [odd])
+    with open_store(db_path) as con:
+        total = api.chat(con, [path]).total
+        reasons = con.execute("SELECT reason FROM rejects").fetchall()
+    assert (total["stored"], total["rejected"]) == (1, 1)
+    assert reasons == [("not a message: Intercom part with no author",)]
