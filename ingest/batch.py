@@ -487,9 +487,9 @@ def _snapshot_known(con, target: Target) -> None:
     """Copy the stored rows' natural keys and line hashes into temp tables, for
     ``define_known`` to read while the store is let go."""
     keys = ", ".join((*target.key, *target.known))
-    # A target that stores its own way (a corpus snapshot) asks no key: a copy of every stored
-    # chunk id for each file of a sharded corpus would be wasted.
-    none = " WHERE false" if target.store is not None else ""
+    # A target whose stage asks no stored key (a corpus snapshot): a copy of every stored chunk
+    # id for each file of a sharded corpus would be wasted.
+    none = "" if target.asks_stored else " WHERE false"
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE gm_known_keys AS SELECT {keys} FROM {target.table}{none}"
     )

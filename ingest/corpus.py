@@ -296,6 +296,7 @@ def target(
         summary=snapshot_summary,
         options={"label": label},
         reread=True,
+        asks_stored=False,
         macros=HTML_MACROS,  # an HTML page's text (ingest.documents)
     )
     if files < 2:

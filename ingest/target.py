@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 if TYPE_CHECKING:
-    from goldmine.ingest.batch import FileResult
     from goldmine.ingest.files import InputFile
     from goldmine.ingest.redact import Redactor
 
@@ -69,7 +68,8 @@ class Target:
     # transaction, and may change their results (a corpus in several files made one snapshot);
     # with ``complete`` false, when a file failed, it undoes what the command wrote. ``reread``:
     # a file read before is read again rather than skipped by its hash.
-    finish: Callable[[duckdb.DuckDBPyConnection, Target, list[FileResult], bool], None] | None = (
-        None
-    )
+    # (its files are ``batch.FileResult``s, not named here: batch imports this module)
+    finish: Callable[[duckdb.DuckDBPyConnection, Target, list[Any], bool], None] | None = None
     reread: bool = False
+    # Whether the stage asks which keys are stored (``gm_stored``): a corpus snapshot does not.
+    asks_stored: bool = True
