@@ -256,7 +256,10 @@ FROM ordered
 # A Slack export: a day's messages of a channel. A thread is a conversation (a message with no
 # replies is one alone); the thread's starter (``parent_user_id`` on a reply, whose thread may
 # have begun in an earlier day's file) is the user, and whoever else writes in it answers: a
-# bot, a colleague. Join, leave and topic events are rejected as what they are.
+# bot, a colleague. Join, leave and topic events are rejected as what they are. A turn keeps
+# only what it needs, its author by id: Slack writes the author's profile (real name, display
+# name, avatar) beside each message, names no redaction pattern finds, and its blocks (the text
+# again).
 _SLACK_MESSAGES = "('bot_message', 'thread_broadcast', 'file_share', 'me_message')"
 # mrkdwn as Slack shows it: a link's label (else its address), #channel, @user, @here, then
 # the three entities it escapes (&amp; last, so "&amp;lt;" stays "&lt;").
@@ -298,13 +301,13 @@ WITH m AS (
 ),
 roots AS (SELECT conv, any_value(usr) AS starter FROM m WHERE ts = conv GROUP BY conv)
 SELECT line,
-       CASE WHEN subtype IS NULL OR subtype IN {_SLACK_MESSAGES} THEN json_merge_patch(raw,
-           json_object('conversation_id', conv, 'turn_id', ts,
+       CASE WHEN subtype IS NULL OR subtype IN {_SLACK_MESSAGES} THEN
+           json_object('conversation_id', conv, 'turn_id', ts, 'ts', ts, 'user', usr,
                        'role', CASE WHEN bot THEN 'assistant'
                                     WHEN usr = coalesce(asker, starter, usr) THEN 'user'
                                     ELSE 'assistant' END,
                        'text', {_slack_text("raw ->> '$.text'")},
-                       'feedback', {_SLACK_FEEDBACK}))::VARCHAR
+                       'feedback', {_SLACK_FEEDBACK}, 'subtype', subtype)::VARCHAR
             ELSE raw END AS raw,
        CASE WHEN subtype IS NOT NULL AND subtype NOT IN {_SLACK_MESSAGES}
             THEN 'not a message: Slack ' || subtype END AS err

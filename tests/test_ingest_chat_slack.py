@@ -154,3 +154,21 @@ def test_tickets_with_a_type_user_text_and_ts_are_no_slack_export(tmp_path, db_p
     )
     with open_store(db_path) as con:
         assert api.tickets(con, [path]).total["stored"] == 1
+
+
+def test_a_slack_message_keeps_none_of_its_authors_profile(tmp_path, db_path):
+    """Slack writes the author's profile (real name, display name, avatar) and the message's
+    blocks beside each message: names no redaction pattern finds, and the text again. Only the
+    fields a turn needs are kept, the author by their id."""
+    root = _export(tmp_path / "export")
+    day = root / "help" / "2025-11-30.json"
+    messages = json.loads(day.read_text())
+    messages[0]["user_profile"] = {"real_name": "Ana Lopez", "display_name": "ana.l",
+                                   "image_72": "https://avatars.example/ana.png"}  # fmt: skip
+    messages[0]["blocks"] = [{"type": "rich_text", "elements": [{"type": "text", "text": "How"}]}]
+    day.write_text(json.dumps(messages))
+    with open_store(db_path) as con:
+        api.chat(con, [root])
+        stored = json.dumps(con.execute("SELECT * FROM chat_turns").fetchall(), default=str)
+    assert "Lopez" not in stored and "ana.l" not in stored and "avatars" not in stored
+    assert "rich_text" not in stored and "U01ABC" in stored
