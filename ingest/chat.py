@@ -256,10 +256,10 @@ FROM ordered
 # A Slack export: a day's messages of a channel. A thread is a conversation (a message with no
 # replies is one alone); the thread's starter (``parent_user_id`` on a reply, whose thread may
 # have begun in an earlier day's file) is the user, and whoever else writes in it answers: a
-# bot, a colleague. Join, leave and topic events are rejected as what they are. A turn keeps
-# only what it needs, its author by id: Slack writes the author's profile (real name, display
-# name, avatar) beside each message, names no redaction pattern finds, and its blocks (the text
-# again).
+# bot, a colleague. Join, leave and topic events are rejected as what they are. A turn (and a
+# rejected event's record) keeps only what it needs, its author by id: Slack writes the author's
+# profile (real name, display name, avatar) beside each message, names no redaction pattern
+# finds, and its blocks (the text again).
 _SLACK_MESSAGES = "('bot_message', 'thread_broadcast', 'file_share', 'me_message')"
 # mrkdwn as Slack shows it: a link's label (else its address), #channel, @user, @here, then
 # the three entities it escapes (&amp; last, so "&amp;lt;" stays "&lt;").
@@ -308,7 +308,9 @@ SELECT line,
                                     ELSE 'assistant' END,
                        'text', {_slack_text("raw ->> '$.text'")},
                        'feedback', {_SLACK_FEEDBACK}, 'subtype', subtype)::VARCHAR
-            ELSE raw END AS raw,
+            -- an event, rejected: its record for reading, without the author's profile
+            ELSE json_object('type', raw ->> '$.type', 'subtype', subtype, 'ts', ts,
+                             'user', usr, 'text', raw ->> '$.text')::VARCHAR END AS raw,
        CASE WHEN subtype IS NOT NULL AND subtype NOT IN {_SLACK_MESSAGES}
             THEN 'not a message: Slack ' || subtype END AS err
 FROM m LEFT JOIN roots USING (conv)

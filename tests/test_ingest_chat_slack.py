@@ -172,3 +172,17 @@ def test_a_slack_message_keeps_none_of_its_authors_profile(tmp_path, db_path):
         stored = json.dumps(con.execute("SELECT * FROM chat_turns").fetchall(), default=str)
     assert "Lopez" not in stored and "ana.l" not in stored and "avatars" not in stored
     assert "rich_text" not in stored and "U01ABC" in stored
+
+
+def test_a_rejected_slack_event_keeps_none_of_its_authors_profile(tmp_path, db_path):
+    """A join event is rejected, and a reject keeps its record for reading: not the profile
+    Slack writes beside it."""
+    root = _export(tmp_path / "export")
+    day = root / "help" / "2025-11-30.json"
+    messages = json.loads(day.read_text())
+    messages[2]["user_profile"] = {"real_name": "Bo Svensson", "display_name": "bo"}
+    day.write_text(json.dumps(messages))
+    with open_store(db_path) as con:
+        api.chat(con, [root])
+        raws = con.execute("SELECT raw FROM rejects").fetchall()
+    assert len(raws) == 1 and "channel_join" in raws[0][0] and "Svensson" not in raws[0][0]
