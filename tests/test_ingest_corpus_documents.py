@@ -4,9 +4,10 @@ Many RAG corpora start as a docs site's sources: Markdown (with YAML front matte
 Hugo, Docusaurus and MkDocs write it), MDX, or HTML pages. ``ingest corpus docs/`` said the
 folder held no file in a format goldmine reads. Now each document is a chunk: its id its path
 as given or found under the folder given (``docs/guide/install.md``, the source path RAG
-frameworks keep with a chunk), its title from the front matter, the first heading or the page's <title>, its text
-the Markdown as written (front matter out) or the page's text. Only ``ingest corpus`` takes
-them: a README beside a search log, or beside a corpus's data files, is no record.
+frameworks keep with a chunk), its title from the front matter, the first heading or the
+page's <title>, its text the Markdown as written (front matter out) or the page's text. Only
+``ingest corpus`` takes them: a README beside a search log, or beside a corpus's data files, is
+no record.
 """
 
 from __future__ import annotations
@@ -144,7 +145,8 @@ def test_hugo_toml_front_matter_and_a_page_with_body_in_a_comment(tmp_path, db_p
     root = tmp_path / "site"
     root.mkdir()
     (root / "hugo.md").write_text(
-        '+++\ntitle = "Rate limits"\ndate = 2026-01-02\n+++\n\nEach key has 100 requests a minute.\n'
+        '+++\ntitle = "Rate limits"\ndate = 2026-01-02\n+++\n\n'
+        "Each key has 100 requests a minute.\n"
     )
     (root / "page.html").write_text(
         '<html><head><title>Keys</title><!-- old: <body class="x"> --></head>\n'
