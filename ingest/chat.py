@@ -282,9 +282,10 @@ def _slack_text(text: str) -> str:
     return text
 
 
-_SLACK_FEEDBACK = """CASE
-    WHEN list_has_any(reactions, ['-1', 'thumbsdown']) THEN 'down'
-    WHEN list_has_any(reactions, ['+1', 'thumbsup']) THEN 'up' END"""
+# A reaction is read as a verdict in the spellings chat and traces read (``feedback.thumbs``).
+_SLACK_FEEDBACK = f"""CASE
+    WHEN list_contains(list_transform(reactions, lambda r: {thumbs("r")}), 'down') THEN 'down'
+    WHEN list_contains(list_transform(reactions, lambda r: {thumbs("r")}), 'up') THEN 'up' END"""
 _SLACK = f"""
 WITH m AS (
     SELECT line, raw, err,
@@ -378,8 +379,7 @@ SELECT line,
        json_object('conversation_id', conv, 'turn', i - 1, 'turn_id', part_id, 'ts', ts,
                    'role', CASE WHEN customer THEN 'user' ELSE 'assistant' END,
                    'user_id', author,
-                   'text', trim(regexp_replace(gm_html_text(body), '\n{3,}', '\n\n', 'g'),
-                                chr(9) || chr(10) || chr(13) || ' '),
+                   'text', gm_html_block(body),
                    'feedback', CASE WHEN i = last_answer THEN CASE
                        WHEN try_cast(rating AS INTEGER) <= 2 THEN 'down'
                        WHEN try_cast(rating AS INTEGER) >= 4 THEN 'up' END END)::VARCHAR AS raw,
@@ -410,10 +410,10 @@ def reshape(
     lower = {k.lower(): k for k in keys}
     list_keys = [lower[k] for k in _LISTS if k in lower]
     parent = next((lower[k] for k in _PARENTS if k in lower), None)
-    slack = is_slack(keys, mapping)
-    if list_keys or parent or slack or is_intercom(keys):
+    slack, intercom = is_slack(keys, mapping), is_intercom(keys)
+    if list_keys or parent or slack or intercom:
         check_json(con)
-    if is_intercom(keys):
+    if intercom:
         replace_raw(con, _INTERCOM)
     elif slack:
         replace_raw(con, _SLACK)

@@ -29,7 +29,7 @@ class InputFile:
     format: str
     compression: str  # none | gzip | zstd | bzip2 | xz | zip (an archive of this one file)
     encoding: str = "utf-8"  # the text's codec: UTF-16 (a byte-order mark said), or --encoding
-    name: str | None = None  # a document's id (ingest.documents): its path under the folder named
+    name: str | None = None  # a document's id (ingest.documents): its path as named or found
 
     @property
     def label(self) -> str:
@@ -322,31 +322,22 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
     if _starts_with_array(item.path):
         con.execute(_READ_JSON_ARRAY, {"path": path})
         return
-    keys = (
-        con.execute(
-            "SELECT CASE WHEN json_type(j) = 'OBJECT' THEN json_keys(j) END "
-            "FROM (SELECT content::JSON AS j FROM read_text(?))",
-            [path],
-        ).fetchall()[0][0]
-        or []
-    )
-    wrapper = next((f'$."{k}"' for k in _WRAPPERS if k in keys), None)
-    # A HAL page (Help Scout's API): its records are _embedded's list. A record of its own
-    # (one conversation, its threads under _embedded) is read whole.
-    if wrapper is None and "_embedded" in keys and set(keys) <= {"_embedded", "_links", "page"}:
-        wrapper = _embedded_list(con, path)
-    con.execute(_READ_JSON, {"path": path, "wrapper": wrapper or "$.none"})
-
-
-def _embedded_list(con: duckdb.DuckDBPyConnection, path: str) -> str | None:
-    """The path of the first list under a HAL document's ``_embedded`` (``conversations``)."""
-    names = con.execute(
-        "SELECT list_filter(json_keys(j, '$._embedded'), lambda k: "
-        "json_type(j -> '$._embedded' -> k) = 'ARRAY') "
+    # The document's keys, and the lists under its _embedded (a HAL page's records), in one read
+    keys, embedded = con.execute(
+        "SELECT CASE WHEN json_type(j) = 'OBJECT' THEN json_keys(j) END, "
+        "list_filter(json_keys(j, '$._embedded'), "
+        "lambda k: json_type(j -> '$._embedded' -> k) = 'ARRAY') "
         "FROM (SELECT content::JSON AS j FROM read_text(?))",
         [path],
-    ).fetchall()[0][0]
-    return f'$."_embedded"."{names[0]}"' if names and '"' not in names[0] else None
+    ).fetchall()[0]
+    keys = keys or []
+    wrapper = next((f'$."{k}"' for k in _WRAPPERS if k in keys), None)
+    # A HAL page (Help Scout's API): its records are _embedded's first list. A record of its own
+    # (one conversation, its threads under _embedded) is read whole.
+    page = "_embedded" in keys and set(keys) <= {"_embedded", "_links", "page"}
+    if wrapper is None and page and embedded and '"' not in embedded[0]:
+        wrapper = f'$."_embedded"."{embedded[0]}"'
+    con.execute(_READ_JSON, {"path": path, "wrapper": wrapper or "$.none"})
 
 
 # A document that is an array of records is read element by element by DuckDB's JSON reader,

@@ -235,8 +235,8 @@ def discover(
                 p for p in path.rglob("*") if p.is_file() and _known(p) and not _slack_meta(p)
             )
             items = [
-                replace(detect(p, forced, encoding), name=name)
-                for p, name in _of_folder(inside, documents)
+                _named(detect(p, forced, encoding), documents)
+                for p in _of_folder(inside, documents)
             ]
             if not items:
                 raise InputError(
@@ -245,7 +245,7 @@ def discover(
                 )
             found.extend(items)
         elif path.is_file():
-            found.append(_named(detect(path, forced, encoding), path.as_posix(), documents))
+            found.append(_named(detect(path, forced, encoding), documents))
         elif os.path.lexists(path) or not glob.has_magic(str(given)):
             require_file(path)
             raise InputError("cannot be read", path=given)  # not reached: it says what is wrong
@@ -254,8 +254,7 @@ def discover(
             matched = [p for p in matched if p.is_file()]
             if not matched:
                 raise InputError("no file matches this pattern", path=given)
-            found.extend(_named(detect(p, forced, encoding), p.as_posix(), documents)
-                         for p in matched)  # fmt: skip
+            found.extend(_named(detect(p, forced, encoding), documents) for p in matched)
     for item in found:
         try:
             with item.path.open("rb"):
@@ -283,22 +282,22 @@ def _slack_meta(path: Path) -> bool:
     )
 
 
-def _of_folder(paths: list[Path], documents: bool) -> list[tuple[Path, str | None]]:
-    """A folder's files to read, each with its name if a document (its path): documents only
-    where documents are read (``ingest corpus``) and they outnumber the folder's files of
-    records, else those. A data set's card (README.md) beside its shards is no chunk, nor a
-    README beside a week's logs; a docs site's few config records (Docusaurus's
-    ``_category_.json``, a built MkDocs site's search index) are no chunks either."""
-    docs = [p for p in paths if _SUFFIXES.get(p.suffix.lower()) in DOCUMENTS]
-    records = [(p, None) for p in paths if p not in set(docs)]
-    if not documents or len(docs) <= len(records):
-        return records
-    return [(p, p.as_posix()) for p in docs]
+def _of_folder(paths: list[Path], documents: bool) -> list[Path]:
+    """A folder's files to read: its documents only where documents are read (``ingest
+    corpus``) and they outnumber the folder's files of records, else those. A data set's card
+    (README.md) beside its shards is no chunk, nor a README beside a week's logs; a docs site's
+    few config records (Docusaurus's ``_category_.json``, a built MkDocs site's search index)
+    are no chunks either."""
+    docs, records = [], []
+    for p in paths:
+        (docs if _SUFFIXES.get(p.suffix.lower()) in DOCUMENTS else records).append(p)
+    return docs if documents and len(docs) > len(records) else records
 
 
-def _named(item: InputFile, name: str, documents: bool) -> InputFile:
-    """A file named (or matched by a glob): a document is refused where documents are not read,
-    else named ``name``."""
+def _named(item: InputFile, documents: bool) -> InputFile:
+    """A file to read: a document is refused where documents are not read, else named by its
+    path as named or found, the same on every route (a copy read for another encoding keeps
+    it)."""
     if item.format not in DOCUMENTS:
         return item
     if not documents:
@@ -307,7 +306,7 @@ def _named(item: InputFile, name: str, documents: bool) -> InputFile:
             "(goldmine ingest corpus), a chunk per file",
             path=item.path,
         )
-    return replace(item, name=name)
+    return replace(item, name=item.path.as_posix())
 
 
 def _known(path: Path) -> bool:

@@ -61,4 +61,8 @@ CREATE OR REPLACE TEMP MACRO gm_html_text(b) AS CASE
     WHEN NOT contains(b, '&') AND NOT contains(b, '<') THEN b
     WHEN regexp_matches(b, {_sql(_HTML_TAG)}) THEN gm_unescape({_STRIPPED})
     ELSE gm_unescape(b) END;
+-- A message's body as a block of text: no more than one blank line in a row, no white space at
+-- its ends (an Intercom part, a Help Scout thread).
+CREATE OR REPLACE TEMP MACRO gm_html_block(b) AS trim(
+    regexp_replace(gm_html_text(b), '\n{{3,}}', '\n\n', 'g'), chr(9) || chr(10) || chr(13) || ' ');
 """

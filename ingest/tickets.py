@@ -192,12 +192,11 @@ SELECT line,
        CASE WHEN err IS NULL THEN json_object(
            'ticket_id', raw ->> '$.id',
            'subject', raw ->> '$.subject',
-           'description', trim(regexp_replace(gm_html_text(coalesce(list_sort(list_transform(
-               list_filter(
+           'description', gm_html_block(coalesce(list_sort(list_transform(list_filter(
                    coalesce(from_json(raw -> '$._embedded.threads', '["JSON"]'), []),
                    lambda t: t ->> '$.type' = 'customer' AND t ->> '$.body' IS NOT NULL),
                lambda t: struct_pack(at := t ->> '$.createdAt', body := t ->> '$.body')))[1].body,
-               raw ->> '$.preview')), '\n{3,}', '\n\n', 'g'), chr(9) || chr(10) || chr(13) || ' '),
+               raw ->> '$.preview')),
            'created_at', raw ->> '$.createdAt',
            'requester_id', coalesce(raw ->> '$.primaryCustomer.id', raw ->> '$.customer.id'),
            'status', raw ->> '$.status')::VARCHAR ELSE raw END AS raw,

@@ -771,3 +771,14 @@ def stored_turns(db_path: Path, columns: str) -> list[tuple]:
         return con.execute(
             f"SELECT {columns} FROM chat_turns ORDER BY conversation_id, turn"
         ).fetchall()
+
+
+def refused(tmp_path: Path, *args: str) -> str:
+    """Run ``goldmine ingest *args``, which must fail on its input: exit 2, no traceback, no
+    store left; returns stderr."""
+    db = tmp_path / "store.duckdb"
+    result = run_cli("--db", str(db), "ingest", *args)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not db.exists()
+    return result.stderr

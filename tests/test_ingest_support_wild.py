@@ -21,7 +21,7 @@ import pytest
 from goldmine.ingest import api
 from goldmine.store import open_store
 
-from helpers import run_cli, write_jsonl
+from helpers import refused, write_jsonl
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
@@ -140,16 +140,6 @@ ZENDESK_PAGE = {
     "after_url": "https://acme.zendesk.com/api/v2/incremental/tickets/cursor.json?cursor=MTU3",
     "after_cursor": "MTU3", "before_url": None, "before_cursor": None, "end_of_stream": True,
 }  # fmt: skip
-
-
-def refused(tmp_path: Path, *args: str) -> str:
-    """Run an import that must fail on its input: exit 2, one error line, no store left."""
-    db = tmp_path / "store.duckdb"
-    result = run_cli("--db", str(db), "ingest", *args)
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    assert not db.exists()
-    return result.stderr
 
 
 def test_zendesk_pages_saved_one_a_file_import(tmp_path, db_path):
