@@ -42,7 +42,13 @@ _QUERY = ("query", "q", "query_text", "search_term", "search_query", "keywords")
 _TIME = ("querytime", "query_time", "ts", "timestamp", "time", "datetime", "event_time", "date")
 _SESSION_GAP_S = 30 * 60  # the usual web-log session cut: half an hour without a search
 
-_XML_START = re.compile(rb"^\s*(<\?xml[^>]*\?>\s*)?(<!--.*?-->\s*)*<([A-Za-z_][\w.-]*)", re.S)
+# The root element's name, after an XML declaration, comments and a DOCTYPE (with or without
+# an internal subset).
+_XML_START = re.compile(
+    rb"^\s*(<\?xml[^>]*\?>\s*)?(?:<!--.*?-->\s*|<!DOCTYPE[^\[>]*(?:\[.*?\])?\s*>\s*)*"
+    rb"<([A-Za-z_][\w.-]*)",
+    re.S,
+)
 
 
 def sniff(head: bytes, suffix: str) -> str | None:
@@ -74,7 +80,7 @@ def header(path: Path, compression: str) -> list[str]:
 
 def xml_root(head: bytes) -> str:
     found = _XML_START.match(head.removeprefix(b"\xef\xbb\xbf"))
-    return found.group(3).decode("ascii", "replace") if found else "sessions"
+    return found.group(2).decode("ascii", "replace") if found else "sessions"
 
 
 def preamble(head: bytes) -> int:
@@ -212,16 +218,15 @@ FROM gm_log_lines WHERE err IS NOT NULL
 """
 # The markers among the tags, each at the start of its line.
 _XML_MARKED = """
-INSERT INTO gm_xml_tags SELECT line::HUGEINT * 4294967296, line, tag, NULL, NULL, NULL, NULL
+INSERT INTO gm_xml_tags SELECT line::HUGEINT * 4294967296, line, tag, NULL, NULL, NULL, NULL,
+       NULL
 FROM gm_xml_bad
 """
 
 
 def _decoded(text: str) -> str:
-    """SQL: a tag's text with XML's five entities read and spaces trimmed."""
-    return f"""CASE WHEN contains({text}, '&') THEN trim(replace(replace(replace(replace(replace(
-        replace({text}, '&lt;', '<'), '&gt;', '>'), '&quot;', '"'), '&apos;', ''''), '&#39;',
-        ''''), '&amp;', '&')) ELSE trim({text}) END"""
+    """SQL: a tag's text with XML's entities read and spaces trimmed (``gm_xml_text``)."""
+    return f"gm_xml_text({text})"
 
 
 # Each opening tag of interest with its attributes and the text after it, in file order
@@ -237,7 +242,9 @@ SELECT line::HUGEINT * 4294967296 + pos AS ord, line, tag,
        CASE WHEN attrs <> '' THEN regexp_extract(attrs, '\brank\s*=\s*"([^"]*)"', 1) END AS rank,
        CASE WHEN attrs <> '' THEN regexp_extract(attrs, '\bstarttime\s*=\s*"([^"]*)"', 1)
             END AS starttime,
-       {decoded} AS text
+       {decoded} AS text,
+       CASE WHEN attrs <> '' THEN regexp_extract(attrs, '\buserid\s*=\s*"([^"]*)"', 1)
+            END AS userid
 FROM (
     -- Materialized: each piece's tag name is computed once (the filter below, given the
     -- expression, computed it again in each of its tests: 40% of this step).
@@ -270,7 +277,7 @@ _SESSION_ID = "coalesce(nullif(num, ''), '@' || n)"
 # click's time (NULL where the click names none) are then joined on.
 _XML_PLACED = """
 CREATE OR REPLACE TEMP TABLE gm_xml_placed AS
-SELECT t.*, s.num AS s, r.rank AS r_rank, k.starttime AS k_time
+SELECT t.*, s.num AS s, s.userid AS s_user, r.rank AS r_rank, k.starttime AS k_time
 FROM (SELECT *,
           max(CASE WHEN tag IN ('session', 'gm_lost_session') THEN ord END) OVER w AS s_ord,
           max(CASE WHEN tag IN ('interaction', 'currentquery', 'gm_lost', 'gm_lost_session')
@@ -279,8 +286,8 @@ FROM (SELECT *,
           max(CASE WHEN tag = 'click' THEN ord END) OVER w AS k
       FROM gm_xml_tags
       WINDOW w AS (ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) t
-LEFT JOIN (SELECT ord, {session_id} AS num FROM (
-               SELECT ord, tag, num, row_number() OVER (ORDER BY ord) AS n FROM gm_xml_tags
+LEFT JOIN (SELECT ord, {session_id} AS num, userid FROM (
+               SELECT ord, tag, num, userid, row_number() OVER (ORDER BY ord) AS n FROM gm_xml_tags
                WHERE tag IN ('session', 'gm_lost_session'))
            WHERE tag = 'session') s ON s.ord = t.s_ord
 LEFT JOIN (SELECT ord, rank FROM gm_xml_tags WHERE tag = 'result') r ON r.ord = t.r
@@ -304,8 +311,12 @@ _XML_RECORD = """to_json({
         'event_id': $root || '/' || s || '/'
             || CASE WHEN tag = 'currentquery' THEN 'current' ELSE coalesce(num, e::VARCHAR) END,
         'session_id': $root || '/' || s,
+        'user_id': nullif(userid, ''),
         'ts': CASE WHEN clock THEN strftime(($day::DATE + days::INTEGER)
                                             + try_cast(starttime AS TIME), '%Y-%m-%dT%H:%M:%S.%f')
+                   WHEN regexp_full_match(starttime, '[0-9]{1,8}([.][0-9]{1,9})?')
+                       THEN strftime($day::TIMESTAMP + to_microseconds(
+                                round(starttime::DOUBLE * 1e6)::BIGINT), '%Y-%m-%dT%H:%M:%S.%f')
                    ELSE nullif(starttime, '') END,
         'query': q.query,
         'result_ids': CASE WHEN tag = 'interaction' THEN coalesce(shown.ids, []) END,
@@ -314,13 +325,14 @@ _XML_RECORD = """to_json({
         'click_times': clk.times})::VARCHAR AS raw"""
 
 
-# One record per search. The logs give times of day only: they are put on the first day of the
-# year the root element names (sessiontrack2012), and a session that passes midnight goes on to
-# the next day, so that session order and the reformulation window hold.
+# One record per search. The logs give times of day (2011, 2012) or seconds from the session's
+# start (2013, 2014) only: they are put on the first day of the year the root element names
+# (sessiontrack2012), and a session that passes midnight goes on to the next day, so that session
+# order and the reformulation window hold.
 _XML_EVENTS = r"""
 CREATE OR REPLACE TEMP TABLE gm_src AS
 WITH ev AS (
-    SELECT ord AS e, line, s, tag, nullif(num, '') AS num, starttime,
+    SELECT ord AS e, line, s, s_user AS userid, tag, nullif(num, '') AS num, starttime,
            regexp_full_match(starttime, '[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?')
                AND try_cast(starttime AS TIME) IS NOT NULL AS clock
     FROM gm_xml_placed WHERE tag IN ('interaction', 'currentquery')
@@ -338,13 +350,25 @@ res AS (
 ),
 shown AS (SELECT e, list(id ORDER BY rank NULLS LAST, r) AS ids FROM res GROUP BY e),
 -- A click names a rank: the id shown there.
+-- A click's own id (2014's <docno> beside its <rank>) names what its first rank opened.
+docs AS (
+    SELECT k, arg_min(text, ord) AS doc FROM gm_xml_placed
+    WHERE tag NOT IN ('session', 'interaction', 'currentquery', 'query', 'result', 'click',
+                      'rank', 'gm_bad', 'gm_lost', 'gm_lost_session')
+      AND k > e AND (r IS NULL OR r < k)
+    GROUP BY k
+),
 clk AS (
-    SELECT p.e, list(res.id ORDER BY p.ord) FILTER (WHERE res.id IS NOT NULL) AS ids,
+    SELECT p.e, list(p.id ORDER BY p.ord) FILTER (WHERE p.id IS NOT NULL) AS ids,
            list(gm_rank(p.text) ORDER BY p.ord) AS ranks,
            list(p.k_time ORDER BY p.ord) AS times
-    FROM gm_xml_placed p
-    LEFT JOIN res ON res.e = p.e AND res.rank = gm_rank(p.text)
-    WHERE p.tag = 'rank' AND p.k > p.e GROUP BY p.e
+    FROM (SELECT p.*, coalesce(CASE WHEN p.ord = min(p.ord) OVER (PARTITION BY p.k)
+                                    THEN docs.doc END, res.id) AS id
+          FROM gm_xml_placed p
+          LEFT JOIN res ON res.e = p.e AND res.rank = gm_rank(p.text)
+          LEFT JOIN docs ON docs.k = p.k
+          WHERE p.tag = 'rank' AND p.k > p.e) p
+    GROUP BY p.e
 ),
 -- An unreadable line inside a search (after it opened, in its session) makes it a reject, at
 -- the first such line; any other unreadable line is a reject of its own.
@@ -373,9 +397,19 @@ FROM bad_in JOIN gm_xml_bad b USING (line) WHERE bad_in.e IS NULL
 def _read_session_xml(con, path: Path, compression: str, root: str) -> None:
     year = re.search(r"(19|20)[0-9]{2}", root)
     day = f"{year.group(0) if year else '1970'}-01-01"
-    if _read_session_xml_whole(con, path, compression, root, day):
-        con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
-        return
+    if not _read_session_xml_whole(con, path, compression, root, day):
+        _read_session_xml_lines(con, path, compression, root, day)
+    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+    if not con.execute("SELECT count(*) FROM gm_src").fetchall()[0][0]:
+        raise InputError(
+            "no <interaction> or <currentquery> in this Session Track file: goldmine reads the "
+            "2011-2014 layouts (2010's <query> and <reformulation> pairs are not read)",
+            path=path,
+        )
+
+
+def _read_session_xml_lines(con, path: Path, compression: str, root: str, day: str) -> None:
+    """Make ``gm_src`` from the file read line by line (``files.read_lines``)."""
     from goldmine.ingest.files import InputFile, read_lines
 
     read_lines(con, InputFile(path, "session_xml", compression), (), "gm_log_lines")
@@ -387,7 +421,6 @@ def _read_session_xml(con, path: Path, compression: str, root: str) -> None:
     con.execute(_XML_EVENTS, {"root": root, "day": day})
     con.execute("DROP TABLE gm_xml_tags; DROP TABLE gm_xml_placed; DROP TABLE gm_xml_bad")
     con.execute("DROP VIEW gm_log_lines")
-    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
 
 
 # --- Session Track XML read whole: one row per element that opens a block -------------------
@@ -434,6 +467,7 @@ SELECT idx, kind, line, s, e, r, k,
        CASE WHEN odd THEN {_attr("rank", ("result",))} ELSE rank END AS rank,
        CASE WHEN odd THEN {_attr("starttime", ("interaction", "currentquery", "click"))}
             ELSE starttime END AS starttime,
+       CASE WHEN odd THEN {_attr("userid", ("session",))} ELSE userid END AS userid,
        CASE WHEN q.m <> '' THEN {_decoded("q.t")} END AS query,
        CASE WHEN id.m <> '' THEN {_decoded("id.t")} END AS id,
        ranks
@@ -453,14 +487,14 @@ _BLOCK_EVENTS = (
     r"""
 CREATE OR REPLACE TEMP TABLE gm_src AS
 WITH ev AS (
-    SELECT f.idx AS e, f.line, sess.num AS s, f.kind AS tag, nullif(f.num, '') AS num,
+    SELECT f.idx AS e, f.line, sess.num AS s, sess.userid, f.kind AS tag, nullif(f.num, '') AS num,
            f.starttime,
            regexp_full_match(f.starttime, '[0-9]{1,2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?')
                AND try_cast(f.starttime AS TIME) IS NOT NULL AS clock
     FROM gm_xml_found f
-    LEFT JOIN (SELECT idx, {session_id} AS num
-               FROM (SELECT idx, num, row_number() OVER (ORDER BY idx) AS n FROM gm_xml_found
-                     WHERE kind = 'session')) sess ON sess.idx = f.s
+    LEFT JOIN (SELECT idx, {session_id} AS num, userid
+               FROM (SELECT idx, num, userid, row_number() OVER (ORDER BY idx) AS n
+                     FROM gm_xml_found WHERE kind = 'session')) sess ON sess.idx = f.s
     WHERE f.kind IN ('interaction', 'currentquery')
 ),
 {timed}
@@ -479,16 +513,18 @@ shown AS (
     FROM res GROUP BY e
 ),
 -- A click names a rank: the id shown there.
+-- A click's own id (2014's <docno> beside its <rank>) names what its first rank opened.
 clicks AS (
     SELECT f.e, f.idx, nullif(o.starttime, '') AS k_time, unnest(f.ranks) AS text,
-           generate_subscripts(f.ranks, 1) AS pos
+           generate_subscripts(f.ranks, 1) AS pos, CASE WHEN f.idx = f.k THEN f.id END AS doc
     FROM gm_xml_found f JOIN gm_xml_found o ON o.idx = f.k
     WHERE f.ranks IS NOT NULL AND f.k > f.e
 ),
 clk AS (
     SELECT e, [x.id FOR x IN c IF x.id IS NOT NULL] AS ids, [x.rank FOR x IN c] AS ranks,
            [x.k_time FOR x IN c] AS times
-    FROM (SELECT c.e, list_sort(list({'idx': c.idx, 'pos': c.pos, 'id': res.id,
+    FROM (SELECT c.e, list_sort(list({'idx': c.idx, 'pos': c.pos,
+                                      'id': coalesce(CASE WHEN c.pos = 1 THEN c.doc END, res.id),
                                       'rank': gm_rank(c.text), 'k_time': c.k_time}))
                      AS c
           FROM (SELECT * REPLACE ({decoded} AS text) FROM clicks) c
@@ -936,6 +972,23 @@ CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
 -- none (-1, 3.5, a rank past 32 bits), which readers treat as an unreadable rank.
 -- Whether an analytics export's numbers have a decimal comma: its reader says, per file.
 CREATE OR REPLACE TEMP MACRO gm_decimal_comma() AS false;
+-- XML's numeric character references (``caf&#233;``, ``&#x2019;``) read where each names a
+-- character (any other is left as written).
+CREATE OR REPLACE TEMP MACRO gm_xml_code(r) AS CASE WHEN r[3] IN ('x', 'X')
+    THEN try_cast('0x' || r[4:-2] AS INTEGER) ELSE try_cast(r[3:-2] AS INTEGER) END;
+CREATE OR REPLACE TEMP MACRO gm_xml_refs(t) AS CASE WHEN contains(t, '&#') THEN list_reduce(
+    list_filter(regexp_extract_all(t, '&#([0-9]{1,7}|[xX][0-9a-fA-F]{1,6});'), lambda r:
+        gm_xml_code(r) BETWEEN 1 AND 55295 OR gm_xml_code(r) BETWEEN 57344 AND 1114111),
+    lambda acc, r: replace(acc, r, chr(gm_xml_code(r))), t) ELSE t END;
+CREATE OR REPLACE TEMP MACRO gm_xml_once(t) AS gm_xml_refs(replace(replace(replace(replace(
+    replace(replace(t, '&lt;', '<'), '&gt;', '>'), '&quot;', '"'), '&apos;', ''''), '&#39;',
+    ''''), '&amp;', '&'));
+-- A tag's text with XML's entities read and spaces trimmed. The 2012 Session Track file escapes
+-- its ampersands twice (``merck &amp;amp; co.``, typed as ``merck & co.``): an entity left
+-- after the first reading is read again.
+CREATE OR REPLACE TEMP MACRO gm_xml_text(t) AS CASE WHEN contains(t, '&') THEN trim(CASE
+    WHEN regexp_matches(t, '&amp;(amp|lt|gt|quot|apos|#[0-9]+|#[xX][0-9a-fA-F]+);')
+        THEN gm_xml_once(gm_xml_once(t)) ELSE gm_xml_once(t) END) ELSE trim(t) END;
 CREATE OR REPLACE TEMP MACRO gm_rank(s) AS CASE
     WHEN try_cast(s AS INTEGER) >= 0 AND try_cast(s AS DOUBLE) = try_cast(s AS INTEGER)
         THEN try_cast(s AS INTEGER) END;

@@ -4,7 +4,7 @@ search, a result or a click, so every tag in it is placed as its opener is. Cutt
 in SQL (a pattern inserting a marker before each opener, a split of the whole text, running
 maxima over the pieces) was a single-threaded third of the reader; here it is a few passes over
 the bytes, and DuckDB gets the blocks as Arrow slices of them (no copy). The openers'
-attributes (num, rank, starttime) are read here too, where this reading is sure to give what
+attributes (num, rank, starttime, userid) are read here too, where this reading is sure to give what
 ``logformats._attr``'s pattern gives (a pattern per attribute per block was a fifth of the
 reader); an opener it is not sure of is marked odd and SQL reads it with the pattern. Apart
 from ``logformats`` so that telling a file's layout imports neither numpy nor pyarrow.
@@ -27,7 +27,7 @@ _WORD[list(b"0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")] 
 _BLANK = np.zeros(256, bool)  # the pattern's [\t\f ] around '='
 _BLANK[list(b"\t\f ")] = True
 # The attributes read from an opener, and the openers (by number in OPENERS) that carry each.
-ATTRIBUTES = {"num": (1, 2, 3), "rank": (4,), "starttime": (2, 3, 5)}
+ATTRIBUTES = {"num": (1, 2, 3), "rank": (4,), "starttime": (2, 3, 5), "userid": (1,)}
 _PAD = 16  # bytes after the file's end: a name is looked at past it
 
 

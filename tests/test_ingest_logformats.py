@@ -65,8 +65,10 @@ def test_session_track_xml_is_read_as_the_converter_read_it(shared_dataset, tmp_
         sid, num = row["event_id"].split("-")
         session, ts, query, shown, n, clicks, _ = got[f"sessiontrack2012/{sid}/{num}"]
         assert session == f"sessiontrack2012/{sid}"
-        # The search log's stage trims a query, whichever file it came from.
-        assert (query, shown, clicks) == (row["query"].strip(), row["results"], row["clicks"])
+        # The search log's stage trims a query, whichever file it came from; the file escapes
+        # two queries' ampersands twice ("merck &amp;amp; co."), which the converter reads once.
+        typed = row["query"].strip().replace("&amp;", "&")
+        assert (query, shown, clicks) == (typed, row["results"], row["clicks"])
         assert n == len(row["results"])
         assert ts.time() == datetime.fromisoformat(row["timestamp"]).time()
     assert sum(len(v[5]) for v in got.values() if v[5]) == 272
