@@ -124,6 +124,8 @@ def read_trec_qrels(path: Path) -> Gold | None:
     )
     if frame is None or (frame["grade"].abs().max() or 0) > GRADE_LIMIT:
         return None  # the Python reader names the bad line
+    if frame.height and (frame["doc"] == "0").all():
+        return None  # a SMART collection's relevance file (readers.smart_relevance)
     # A judgment repeated with its grade is one; with another grade the Python reader names
     # both lines (goldmine.readers.judge).
     repeated = frame.filter(pl.struct("qid", "doc").is_duplicated())

@@ -22,7 +22,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -114,6 +114,28 @@ def is_qrels_header(fields: list[str]) -> bool:
         and not _parses(fields[0], float)
         and fields[-1].lower() in _GRADE_NAMES
     )
+
+
+SMART_RELEVANCE = (
+    "read as a SMART collection's relevance file (query, document, 0, 0: CISI.REL, CACM's "
+    "qrels.text): each listed document is relevant, grade 1"
+)
+
+
+def smart_relevance(rows: Iterable[list[str]]) -> bool:
+    """Whether four-column judgments are a SMART collection's relevance file (``qid docid 0
+    0.000000``, as CISI.REL and CACM's qrels.text list each query's relevant documents) rather
+    than TREC qrels: the third column, TREC's doc id, is ``0`` on every line and so is the
+    grade, while the second varies. Read as TREC qrels, every query would be a no-answer judged
+    on a document named ``0``."""
+    seconds = set()
+    for fields in rows:
+        if len(fields) != 4 or fields[2] != "0" or not _parses(fields[3], float):
+            return False
+        if float(fields[3]) != 0:
+            return False
+        seconds.add(fields[1])
+    return len(seconds) > 1
 
 
 def _is_run_header(fields: list[str]) -> bool:
@@ -531,10 +553,17 @@ def record_id(value: object, path: Path, place: int) -> str:
 
 def _gold_trec(text: str, path: Path) -> Gold:
     queries: dict[str, GoldQuery] = {}
+    smart = smart_relevance(
+        fields
+        for _, line in _records(text)
+        if (fields := line.split()) and not is_qrels_header(fields)
+    )
     for number, line in _records(text):
         fields = line.split()
         if not queries and is_qrels_header(fields):
             continue
+        if smart:  # query, document, 0, 0: the document is relevant
+            fields = [fields[0], "0", fields[1], "1"]
         if len(fields) != 4:
             raise InputError(
                 f"expected 4 fields 'qid iteration docid grade', got {len(fields)}"

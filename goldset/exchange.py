@@ -45,6 +45,7 @@ from goldmine.goldset.items import (
 from goldmine.goldset.raters import NO_ANSWER, dispute
 from goldmine.goldset.versions import content_hash, dump_line, insert_version_items
 from goldmine.readers import (
+    SMART_RELEVANCE,
     decode_text,
     foreign_judgments,
     is_qrels_header,
@@ -56,6 +57,7 @@ from goldmine.readers import (
     qrels_frame,
     read_grade,
     read_relevant,
+    smart_relevance,
 )
 from goldmine.store import registered, transaction
 from goldmine.text import normalize_query
@@ -606,19 +608,29 @@ def _as_int(value: str | None) -> int | None:
         return None
 
 
-def read_qrels(path: Path, levels: bool = False) -> dict[str, dict[str, int]]:
+def read_qrels(
+    path: Path, levels: bool = False, notes: list[str] | None = None
+) -> dict[str, dict[str, int]]:
     """TREC qrels (``qid iter docid grade``); three columns (``qid docid grade``) also read, as
-    NTCIR's ``topic docid L2`` are (their levels only with ``levels``: a --grade-map given).
+    NTCIR's ``topic docid L2`` are (their levels only with ``levels``: a --grade-map given); a
+    SMART collection's relevance file (``qid docid 0 0``: ``readers.smart_relevance``) as the
+    relevant documents it lists, said in ``notes``.
 
     As trec_eval reads them, a line starting with '#' is a comment; a first line naming the
     columns (``qid iter docno rel``) is skipped, and a judgment given twice with two grades is
     refused (``goldmine.readers.judge``)."""
     qrels: dict[str, dict[str, int]] = {}
     lines = _read_lines(path)
+    rows = [p for line in lines if (p := line.split()) and not p[0].startswith("#")]
+    smart = smart_relevance(p for i, p in enumerate(rows) if i or not is_qrels_header(p))
+    if smart and notes is not None:
+        notes.append(SMART_RELEVANCE)
     for n, line in enumerate(lines, 1):
         parts = line.split()
         if not parts or parts[0].startswith("#") or (not qrels and is_qrels_header(parts)):
             continue
+        if smart:  # query, document, 0, 0: the document is relevant
+            parts = [parts[0], "0", parts[1], "1"]
         if len(parts) == 4:
             qid, _, doc, grade = parts
         elif len(parts) == 3:
@@ -784,16 +796,20 @@ def check_topics(judged: Iterable[str], topics: dict[str, str], path: Path) -> N
 
 
 def _zeros_hint(missing: list[str], topics: dict[str, str]) -> str:
-    """When the topics write the missing ids with leading zeros (001 for 1), say so: ids are
-    compared as text, as trec_eval compares them, so 001 and 1 are two queries."""
+    """When the topics and the qrels write the missing ids with and without leading zeros (001
+    and 1), say which writes them so: ids are compared as text, as trec_eval compares them, so
+    001 and 1 are two queries."""
     unpadded = {t.lstrip("0") or "0": t for t in topics if t.isdigit()}
     pairs = [(unpadded[m.lstrip("0") or "0"], m) for m in missing
              if m.isdigit() and (m.lstrip("0") or "0") in unpadded]  # fmt: skip
     if not pairs:
         return ""
-    padded, plain = pairs[0]
+    theirs, ours = pairs[0]
+    padded, plain, which = (
+        (theirs, ours, "topics") if len(theirs) > len(ours) else (ours, theirs, "qrels")
+    )
     return (
-        f"; the topics write {len(pairs)} of them with leading zeros ({padded} for {plain}), "
+        f"; the {which} write {len(pairs)} of them with leading zeros ({padded} for {plain}), "
         "and ids are compared as text: write the ids alike in the qrels and --topics"
     )
 
@@ -878,7 +894,7 @@ def import_path(
     else:
         texts = qrels_topics(path, fmt, topics, notes, topic_field)
         levels = grade_map is not None
-        qrels = read_ranx(path) if fmt == "ranx" else read_qrels(path, levels)
+        qrels = read_ranx(path) if fmt == "ranx" else read_qrels(path, levels, notes)
         entries = _join(qrels, texts, path, notes)
     if not entries:
         raise InputError("holds no judgment: nothing to import", path=path)

@@ -49,10 +49,12 @@ from goldmine.goldset.exchange import (
 from goldmine.goldset.items import current_snapshot, now
 from goldmine.readers import (
     NTCIR_LEVEL,
+    SMART_RELEVANCE,
     is_qrels_header,
     no_grade,
     qrels_frame,
     refuse_twice,
+    smart_relevance,
 )
 from goldmine.store import registered, transaction
 from goldmine.text import normalize_query
@@ -155,10 +157,10 @@ def _read(
     if fmt == "ranx":  # one JSON document: every judgment is at line 1
         entries = _join(read_ranx(path), texts, path)
         return _entries(entries, [1] * len(entries))
-    return _with_text(_columns(path, tab=False), texts, path)
+    return _with_text(_columns(path, tab=False, notes=notes), texts, path)
 
 
-def _columns(path: Path, *, tab: bool) -> pl.DataFrame:
+def _columns(path: Path, *, tab: bool, notes: list[str] | None = None) -> pl.DataFrame:
     """Qrels lines cut into columns by polars: TREC's ``qid iter doc grade`` (the second column
     is ``0`` or ``Q0``, both in the wild, and never read) or ``qid doc grade``; BEIR's
     tab-separated ``query-id corpus-id score`` after its header row."""
@@ -180,10 +182,16 @@ def _columns(path: Path, *, tab: bool) -> pl.DataFrame:
         shape = "query-id, corpus-id, score" if tab else "query id, iteration, doc id, grade"
         raise InputError(f"expected {shape}, got {bad['n'][0]} columns", path=path,
                          line=int(bad["line"][0]))  # fmt: skip
+    if not tab and smart_relevance(parts["p"].to_list()):  # query, document, 0, 0
+        if notes is not None:
+            notes.append(SMART_RELEVANCE)
+        doc, grade = pl.col("p").list.get(1).str.strip_chars(), pl.lit("1")
+    else:
+        doc, grade = (pl.col("p").list.get(i).str.strip_chars() for i in (-2, -1))
     return parts.select(
         file_qid=pl.col("p").list.get(0).str.strip_chars(),
-        chunk_id=pl.col("p").list.get(-2).str.strip_chars(),
-        raw_grade=pl.col("p").list.get(-1).str.strip_chars(),
+        chunk_id=doc,
+        raw_grade=grade,
         line=pl.col("line").cast(pl.Int64),
     )
 

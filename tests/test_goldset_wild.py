@@ -442,3 +442,51 @@ def test_ranx_grades_that_are_no_whole_number_are_refused(cli, tmp_path, grade, 
     files = {"qrels.json": f'{{"q1": {{"d1": {grade}}}}}', "t.tsv": "q1\thello\n"}
     args = ("qrels.json", "--format", "ranx", "--topics", "t.tsv")
     assert_one_error_line(imported(cli, tmp_path, files, *args), "grade", *words)
+
+
+# SMART collections' relevance files: CISI.REL (``qid docid 0 0.000000``) and CACM's qrels.text
+# (``01 1410  0 0``) list each query's relevant documents, the doc id in the second column.
+CISI_REL = "    1    28  0  0.000000\n    1    35  0  0.000000\n    2    12  0  0.000000\n"
+CISI_QRY = ".I 1\n.W\nWhat problems arise in indexing?\n.I 2\n.W\nHow are libraries run?\n"
+
+
+def test_a_smart_collections_relevance_file_lists_relevant_documents(cli, tmp_path) -> None:
+    """Read as TREC qrels, every query was a verified no-answer with a label on chunk '0': the
+    documents 28, 35 and 12 were gone without a word."""
+    result = imported(cli, tmp_path, {"CISI.REL": CISI_REL, "CISI.QRY": CISI_QRY},
+                      "CISI.REL", "--topics", "CISI.QRY")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    items, labels = stored(tmp_path / "s.duckdb")
+    assert [i[2] for i in items] == [False, False]
+    assert labels == [("1", "28", 1), ("1", "35", 1), ("2", "12", 1)]
+    assert "relevance file" in result.stdout + result.stderr
+
+
+def test_eval_reads_a_smart_relevance_file_as_its_judgments(tmp_path) -> None:
+    from goldmine.readers import read_gold
+
+    path = tmp_path / "CISI.REL"
+    path.write_text(CISI_REL)
+    gold = read_gold(path)
+    assert {q: g.judged for q, g in gold.queries.items()} == {
+        "1": {"28": 1, "35": 1},
+        "2": {"12": 1},
+    }
+
+
+def test_qrels_ids_with_leading_zeros_are_named_the_right_way_round(cli, tmp_path) -> None:
+    """CACM's qrels write ``01`` where its queries write ``.I 1``: the hint said the topics wrote
+    the zeros."""
+    qrels = "01 1410  0 0\n01 1572  0 0\n02 2434  0 0\n"
+    result = imported(cli, tmp_path, {"qrels.text": qrels, "query.text": CISI_QRY},
+                      "qrels.text", "--topics", "query.text")  # fmt: skip
+    assert_one_error_line(result, "the qrels write", "01 for 1")
+
+
+def test_a_smart_relevance_file_as_a_source_names_its_documents(cli, tmp_path) -> None:
+    result = imported(cli, tmp_path, {"CISI.REL": CISI_REL, "CISI.QRY": CISI_QRY},
+                      "CISI.REL", "--topics", "CISI.QRY", "--as-source", "cisi")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert sorted(source_grades(tmp_path / "s.duckdb")) == [
+        ("1", "28", 1), ("1", "35", 1), ("2", "12", 1)
+    ]  # fmt: skip
