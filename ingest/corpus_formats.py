@@ -71,6 +71,7 @@ _KNOWN_COLUMNS = frozenset(
      "contents", "content", "body", "url", "document", "doc", "segment", "headings")
 )  # fmt: skip
 _LOOK_ROWS = 20  # rows after the first whose ids the first row's first field is compared with
+_URL = re.compile(r"https?://\S+$")
 
 
 def tsv_columns(lines: list[str]) -> tuple[list[str], bool]:
@@ -81,7 +82,8 @@ def tsv_columns(lines: list[str]) -> tuple[list[str], bool]:
     or the first field is not shaped like the ids of the rows below it. MS MARCO's first line
     (``0<TAB>The presence of …``) is data, DPR's (``id<TAB>text<TAB>title``) a header, and so
     is neither ``D301595<TAB>photosynthesis`` above ``D1359209<TAB>…``. Without a header the
-    columns are id, text, title, then ``column4`` on.
+    columns are id, text, title, then ``column4`` on; four whose second is a URL on every row
+    looked at are MS MARCO's documents (msmarco-docs.tsv): id, url, title, text.
     """
     fields = lines[0].rstrip("\r\n").split("\t") if lines else [""]
     ids = {_shape(line.split("\t", 1)[0]) for line in lines[1 : _LOOK_ROWS + 1] if line.strip()}
@@ -89,6 +91,12 @@ def tsv_columns(lines: list[str]) -> tuple[list[str], bool]:
         all(f.lower() in _KNOWN_COLUMNS for f in fields) or _shape(fields[0]) not in ids
     ):
         return _unique(fields), True
+    if len(fields) == 4 and all(
+        _URL.match(line.split("\t", 2)[1:2][0])
+        for line in lines[: _LOOK_ROWS + 1]
+        if line.count("\t") >= 2
+    ):
+        return ["id", "url", "title", "text"], False  # MS MARCO's msmarco-docs.tsv
     names = ["id", "text", "title"][: len(fields)]
     return names + [f"column{i}" for i in range(len(names) + 1, len(fields) + 1)], False
 
@@ -335,8 +343,11 @@ def _trec_sql(docs: str, typed: bool = False) -> str:
 _TREC = f"CREATE OR REPLACE TEMP TABLE gm_src AS {_trec_sql(_TREC_LINE_DOCS)}"
 
 # TSV: one record a line, fields split at tabs; a field in CSV quotes (DPR's texts) loses them.
+# A field is in CSV quotes only where every quote inside is doubled: MS MARCO's passages are not
+# quoted, and one that starts and ends with a quote (``"Hello" he said, "bye"``) stays as written.
 _UNQUOTED = (
     "CASE WHEN len(v) > 1 AND starts_with(v, '\"') AND ends_with(v, '\"') "
+    "AND NOT contains(replace(v[2:-2], '\"\"', ''), '\"') "
     "THEN replace(v[2:-2], '\"\"', '\"') ELSE v END"
 )
 

@@ -128,6 +128,43 @@ def test_tsv_collection_without_header(tmp_path: Path):
     assert chunks["1"]["title"] is None
 
 
+def test_tsv_quotes_that_are_no_csv_quoting_stay(tmp_path: Path):
+    """MS MARCO's passages are not CSV-quoted: one that starts and ends with a quote, with lone
+    quotes inside, lost its outer two (``Hello" he said, "bye``)."""
+    path = tmp_path / "collection.tsv"
+    path.write_text('10\t"Hello" he said, "bye"\n11\t"to be" or "not to be"\n12\t"a ""b"" c"\n')
+    assert _total(_ingest(tmp_path, str(path)))["stored"] == 3
+    chunks = _chunks(tmp_path)
+    assert chunks["10"]["text"] == '"Hello" he said, "bye"'
+    assert chunks["11"]["text"] == '"to be" or "not to be"'
+    assert chunks["12"]["text"] == 'a "b" c'  # CSV quoting: read
+
+
+def test_ms_marco_documents_keep_url_title_and_body(tmp_path: Path):
+    """MS MARCO's document collection (msmarco-docs.tsv: docid, url, title, body, no header)
+    stored the url as the text and the body in metadata.column4."""
+    path = tmp_path / "msmarco-docs.tsv"
+    path.write_text(
+        "D1555982\thttps://answers.yahoo.com/question/index?qid=1\tThe hot glowing surfaces"
+        "\tScience & Mathematics Physics The hot glowing surfaces of stars emit energy\n"
+        "D301595\thttp://childparenting.about.com/od/physical/a/bathing.htm\t.\tBathing a "
+        "newborn: how often\n"
+    )
+    assert _total(_ingest(tmp_path, str(path)))["stored"] == 2
+    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    rows = con.execute(
+        "SELECT chunk_id, url, title, text, metadata FROM chunks ORDER BY 1"
+    ).fetchall()
+    con.close()
+    assert rows[0][1:4] == (
+        "https://answers.yahoo.com/question/index?qid=1",
+        "The hot glowing surfaces",
+        "Science & Mathematics Physics The hot glowing surfaces of stars emit energy",
+    )
+    assert rows[1][3] == "Bathing a newborn: how often"
+    assert "column4" not in (rows[0][4] or "")
+
+
 def test_tsv_collection_with_header_and_title(tmp_path: Path):
     # DPR's psgs_w100.tsv: id<TAB>text<TAB>title with a header row, the text CSV-quoted when it
     # holds a quote; CRLF line ends.
