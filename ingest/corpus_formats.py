@@ -243,10 +243,15 @@ SELECT line,
 FROM built LEFT JOIN others USING (rec)
 """
 
-# The tags a TREC document's title is in (AP's HEAD, LA Times' HEADLINE, WSJ's HL, FT's TITLE).
-_TITLE_TAGS = "HEAD|HEADLINE|HL|TITLE"
-# A markup tag inside a field (``<P>``, ``</P>``); a bare ``<`` in the text is no tag.
-_TAG = "</?[A-Za-z][^<>]*>"
+# The tags a TREC document's title is in (AP's HEAD, LA Times' HEADLINE, WSJ's HL, FT's TITLE,
+# FBIS's TI).
+_TITLE_TAGS = "HEAD|HEADLINE|HL|TITLE|TI"
+# The tags its text is in: every TEXT block, after WSJ's lead paragraph (LP) and SJMN's
+# (LEADPARA), in file order, as ir_datasets reads the TREC disks.
+_TEXT_TAGS = "TEXT|LP|LEADPARA"
+# A markup tag inside a field (``<P>``, ``</P>``), or a comment (FR94's ``<!-- PJG ITAG -->``);
+# a bare ``<`` in the text is no tag.
+_TAG = "</?[A-Za-z][^<>]*>|<!--.*?-->"
 
 # A text the two regexes cleaning it would change: one holding a tag's ``<``, a tab or a run of
 # spaces. Most lines of a document hold none, and the test is a third of the regexes' time.
@@ -277,7 +282,7 @@ def _block(x: str, marked: str | None = None) -> str:
 # A text block ends at its ``</TEXT>``, else at ``</DOC>`` or the document's end, with the line
 # ends and spaces before it: they are dropped in the pattern's one pass, as DuckDB's rtrim would
 # read the whole block again (ltrim stops at the first other character).
-_TEXT_END = "[\\n\\r ]*(?:</(?:TEXT|DOC)>.*)?$"
+_TEXT_END = f"[\\n\\r ]*(?:</(?:{_TEXT_TAGS}|DOC)>.*)?$"
 
 # TREC SGML: a record runs from a ``<DOC>`` line to the next. DOCNO ends at its close, a tag or
 # the line's end; every TEXT block runs to its ``</TEXT>``, else to ``</DOC>`` or the record's
@@ -302,7 +307,7 @@ WITH parts AS (
            trim(regexp_extract(doc, '(?i)<DOCNO>\\s*([^<\\n]*)', 1)) AS docno,
            regexp_extract_all(doc, '(?is)<(?:{_TITLE_TAGS})>(.*?)(?:</(?:{_TITLE_TAGS})>|</DOC>|$)',
                               1) AS titles,
-           list_transform(string_split_regex(doc, '(?i)<TEXT>')[2:],
+           list_transform(string_split_regex(doc, '(?i)<(?:{_TEXT_TAGS})>')[2:],
                           lambda t: regexp_replace(t, '(?is){_TEXT_END}', '')) AS texts
     FROM docs
 ),

@@ -325,12 +325,15 @@ class Split:
 # <DOC> that opens a record, as the bytes after their '<'. The patterns match them in any case;
 # none of their letters has a non-ASCII case partner (as K and S have), so comparing the bytes
 # with ASCII capitals made small is exact.
-_DOC, _DOCNO, _TEXT, _TEXT_END, _DOC_END, _TITLE, _TITLE_END = range(1, 8)
+_DOC, _DOCNO, _TEXT, _TEXT_END, _DOC_END, _TITLE, _TITLE_END, _LEAD = range(1, 9)
 _TREC_TAGS = {
     b"doc>": _DOC, b"docno>": _DOCNO, b"text>": _TEXT, b"/text>": _TEXT_END,
     b"/doc>": _DOC_END, b"head>": _TITLE, b"headline>": _TITLE, b"hl>": _TITLE,
-    b"title>": _TITLE, b"/head>": _TITLE_END, b"/headline>": _TITLE_END, b"/hl>": _TITLE_END,
-    b"/title>": _TITLE_END,
+    b"title>": _TITLE, b"ti>": _TITLE, b"/head>": _TITLE_END, b"/headline>": _TITLE_END,
+    b"/hl>": _TITLE_END, b"/title>": _TITLE_END, b"/ti>": _TITLE_END,
+    # A lead paragraph (WSJ's LP, SJMN's LEADPARA) is a text block of its own: a record with
+    # one is read by the patterns.
+    b"lp>": _LEAD, b"leadpara>": _LEAD,
 }  # fmt: skip
 # Each tag by its first 8 bytes after '<', cut after the first '>' among them (sorted).
 _KEYS = sorted((int.from_bytes(name[:8], "little"), name) for name in _TREC_TAGS)
@@ -422,7 +425,7 @@ def _trec_fields(split: Split, tags: Tags, a: np.ndarray, b: np.ndarray):
         """The first of ``where`` (sorted) at or after each ``at``."""
         return np.append(where, _FAR)[np.searchsorted(where, at)]
 
-    usual = np.ones(n, bool)
+    usual = np.bincount(rec[kinds == _LEAD], minlength=n) == 0
     fields = {}
     for name, kind, end, strip in (
         ("T", _TITLE, _TITLE_END, _WHITE),

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from helpers import run_cli
 
@@ -110,6 +111,74 @@ def test_trec_sgml_gzip(tmp_path: Path):
     path = tmp_path / "la010189.gz"
     path.write_bytes(gzip.compress(SGML.encode()))
     _check_sgml(tmp_path, path)
+
+
+# The TREC disks' other sources as they write them: FBIS's title in <TI> inside <H3>, WSJ's and
+# SJMN's lead paragraph in <LP> / <LEADPARA> before <TEXT>, FR94's <!-- PJG --> comments.
+DISKS = """<DOC>
+<DOCNO> FBIS3-1 </DOCNO>
+<HT>    "cr00000011094001" </HT>
+<HEADER>
+<H2>   March Reports </H2>
+<DATE1>  1 March 1994 </DATE1>
+</HEADER>
+<H3> <TI>      FOREIGN MINISTER ON POLICY </TI></H3>
+<TEXT>
+Language: <F P=105> Chinese </F>
+The minister spoke.
+</TEXT>
+</DOC>
+<DOC>
+<DOCNO> WSJ870324-0001 </DOCNO>
+<HL> John Blair Is Near Accord To Sell Unit, Sources Say </HL>
+<LP>
+   John Blair &amp; Co. is close to an agreement to sell its TV station.
+</LP>
+<TEXT>
+   Reliance has owned Blair since 1986.
+</TEXT>
+</DOC>
+<DOC>
+<DOCNO> SJMN91-06010002 </DOCNO>
+<HEADLINE> A HEADLINE </HEADLINE>
+<LEADPARA>
+   The lead paragraph.
+</LEADPARA>
+<TEXT>
+   The rest of the story.
+</TEXT>
+</DOC>
+<DOC>
+<DOCNO> FR940104-0-00001 </DOCNO>
+<PARENT> FR940104-0-00001 </PARENT>
+<TEXT>
+<!-- PJG FTAG 4700 -->
+<!-- PJG STAG 4700 -->
+<!-- PJG ITAG l=90 g=1 f=1 -->
+Federal Register
+<!-- PJG /ITAG -->
+<!-- PJG ITAG l=90 g=1 f=4 -->
+Tuesday, January 4, 1994
+<!-- PJG /ITAG -->
+</TEXT>
+</DOC>
+"""
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_trec_disks_titles_lead_paragraphs_and_comments(tmp_path: Path, gz: bool):
+    path = tmp_path / ("disk4.gz" if gz else "disk4")
+    path.write_bytes(gzip.compress(DISKS.encode()) if gz else DISKS.encode())
+    assert _total(_ingest(tmp_path, str(path)))["stored"] == 4
+    chunks = _chunks(tmp_path)
+    assert chunks["FBIS3-1"]["title"] == "FOREIGN MINISTER ON POLICY"
+    assert chunks["WSJ870324-0001"]["text"] == (
+        "John Blair &amp; Co. is close to an agreement to sell its TV station.\n"
+        "Reliance has owned Blair since 1986."
+    )
+    assert chunks["SJMN91-06010002"]["text"] == "The lead paragraph.\nThe rest of the story."
+    fr = chunks["FR940104-0-00001"]["text"]
+    assert "PJG" not in fr and "Federal Register" in fr and "January 4, 1994" in fr
 
 
 def test_tsv_collection_without_header(tmp_path: Path):
