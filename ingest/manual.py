@@ -109,12 +109,22 @@ def listed_queries(text: str, file: Path) -> list[str]:
     header = [column_words(cell) for cell in cells]
     column = next((header.index(h) for h in _QUERY_HEADERS if h in header), None)
     if column is None:
-        return lines
+        return _id_and_query(lines) if delimiter == "\t" else lines
     try:
         rows = list(csv.reader(io.StringIO(text.lstrip("\r\n")), delimiter=delimiter))
     except csv.Error as exc:  # a cell past the csv module's field limit
         raise InputError(f"cannot read as CSV: {exc}", path=file) from exc
     return [row[column] for row in rows[1:] if len(row) > column]
+
+
+def _id_and_query(lines: list[str]) -> list[str]:
+    """The queries of a topics TSV without a header (TREC's ``qid<TAB>query``, as
+    ``topics.dl20.txt`` is): every line two fields, the first an id (no space in it); else the
+    lines as they are."""
+    rows = [line.split("\t") for line in lines if line.strip()]
+    if rows and all(len(r) == 2 and r[0].strip() and " " not in r[0].strip() for r in rows):
+        return [r[1] for r in rows]
+    return lines
 
 
 def source(

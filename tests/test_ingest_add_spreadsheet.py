@@ -36,6 +36,21 @@ def test_a_tsv_saved_from_a_sheet_with_the_column_in_words(tmp_path: Path, db_pa
     assert added(db_path, path) == ["invoice copy", "refund status"]
 
 
+def test_a_topics_file_of_ids_and_queries_gives_the_queries(tmp_path: Path, db_path: Path) -> None:
+    """TREC's query TSVs (``topics.dl20.txt``: ``qid<TAB>query``, no header, CRLF) were stored
+    a line a query, id and tab inside: ``1030303\twho is aziz hashim`` never joined the item a
+    qrels import made of ``who is aziz hashim``."""
+    path = tmp_path / "topics.dl20.txt"
+    path.write_text("1030303\twho is aziz hashim\r\n1037496\twho is rep scalise?\r\n\r\n")
+    assert added(db_path, path) == ["who is aziz hashim", "who is rep scalise?"]
+
+
+def test_queries_holding_a_tab_are_no_id_column(tmp_path: Path, db_path: Path) -> None:
+    path = tmp_path / "asked.txt"
+    path.write_text("reset password\tandroid\nhow to export\n")
+    assert added(db_path, path) == ["how to export", "reset password\tandroid"]
+
+
 def test_a_list_of_lines_is_read_as_before(tmp_path: Path, db_path: Path) -> None:
     path = tmp_path / "asked.txt"
     path.write_text("query\nhow do I, as an admin, add a user\n")
