@@ -363,6 +363,7 @@ def store(con: duckdb.DuckDBPyConnection, _target: Target, batch_id: int) -> int
         "FROM gm_stage WHERE reason IS NULL"
     )
     fill_non_ascii(con, "gm_summary", "query", "norm_query")
+    undated = "false" if _undated_seen(con) else "day IS NULL"  # a constant, no user text
     # Rows of one day whose queries normalize alike ("Reset Password", "reset password!") are
     # one summary: their counts summed, so its rates are the rows' weighted by their counts.
     stored = con.execute(
@@ -373,13 +374,36 @@ def store(con: duckdb.DuckDBPyConnection, _target: Target, batch_id: int) -> int
                   min(first_seen), max(last_seen), sum(n_events), sum(n_events),
                   sum(n_zero_results), sum(n_no_click), 0, 0, 0, 0, sum(n_failed), 0
            FROM gm_summary s
-           WHERE day IS NULL OR NOT EXISTS (
+           WHERE {undated} OR (day IS NOT NULL AND NOT EXISTS (
                SELECT 1 FROM search_summaries t
-               WHERE t.source = ? AND t.day = s.day AND t.norm_query = s.norm_query)
-           GROUP BY day, norm_query""",
+               WHERE t.source = ? AND t.day = s.day AND t.norm_query = s.norm_query))
+           GROUP BY day, norm_query""".replace("{undated}", undated),
         [batch_id, SOURCE, SOURCE],
     ).fetchall()[0][0]
     return stored
+
+
+def _undated_seen(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the file's undated rows are an earlier import's, summed alike query by query: the
+    same export saved again (CRLF, its rows in another order), which holds no new search. An
+    undated export is dated by its import, so a later one with other counts is new traffic; one
+    whose every summary an earlier batch holds already, and nothing else, is a copy."""
+    found = con.execute(
+        """WITH new AS (
+               SELECT norm_query, sum(n_events)::BIGINT AS n,
+                      sum(n_zero_results)::BIGINT AS z, sum(n_no_click)::BIGINT AS c
+               FROM gm_summary WHERE day IS NULL GROUP BY norm_query),
+           mine AS (SELECT count(*) AS k, bit_xor(hash(norm_query, n, z, c)) AS h FROM new)
+           SELECT count(*) FROM (
+               SELECT batch_id FROM search_summaries WHERE source = ? AND day IS NULL
+               GROUP BY batch_id
+               HAVING count(*) = (SELECT k FROM mine) AND bit_xor(hash(norm_query,
+                   n_events::BIGINT, n_zero_results::BIGINT, n_no_click::BIGINT))
+                   = (SELECT h FROM mine))
+           WHERE (SELECT k FROM mine) > 0""",
+        [SOURCE],
+    ).fetchall()[0][0]
+    return bool(found)
 
 
 def merged(con: duckdb.DuckDBPyConnection, _batch_id: int) -> dict[str, int]:

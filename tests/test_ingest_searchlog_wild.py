@@ -1,0 +1,50 @@
+"""Search logs as other tools write them, each case found by reading files shaped as the real
+exports are: an undated export saved again, Elastic App Search's analytics, a warehouse click
+table's ``rank`` column, the placeholders exports write for a blank query."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from goldmine.store import open_store
+
+
+def _ingest(cli, db: Path, *args: str):
+    return cli("ingest", "searchlog", *args, "--db", str(db), "--json")
+
+
+def _total(result) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["total"]
+
+
+def _summaries(db: Path) -> dict[str, tuple]:
+    with open_store(db) as con:
+        rows = con.execute(
+            "SELECT norm_query, sum(n_events), sum(n_zero_results), sum(n_no_click) "
+            "FROM search_summaries GROUP BY norm_query"
+        ).fetchall()
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
+GSC = "Top queries,Clicks,Impressions,CTR,Position\nreset password,120,1234,9.72%,3.4\nvpn,5,50,10%,7\n"
+
+
+def test_an_undated_export_saved_again_is_not_counted_twice(tmp_path, db_path, cli):
+    """Google Search Console's Queries.csv and Algolia's top searches carry no date: the same
+    export re-saved (CRLF, rows in another order) was stored again, every count doubled."""
+    first = tmp_path / "Queries.csv"
+    first.write_text(GSC)
+    assert _total(_ingest(cli, db_path, str(first)))["stored"] == 2
+    lines = GSC.splitlines()
+    again = tmp_path / "Queries (1).csv"
+    again.write_bytes("\r\n".join([lines[0], lines[2], lines[1]]).encode() + b"\r\n")
+    total = _total(_ingest(cli, db_path, str(again)))
+    assert (total["stored"], total["already_present"]) == (0, 2)
+    assert _summaries(db_path)["reset password"][0] == 1234
+    # Next month's export, with other counts, is new traffic.
+    later = tmp_path / "Queries-december.csv"
+    later.write_text(GSC.replace("120,1234", "80,900"))
+    assert _total(_ingest(cli, db_path, str(later)))["stored"] == 2
+    assert _summaries(db_path)["reset password"][0] == 1234 + 900
