@@ -38,12 +38,12 @@ QUERY = (
     "searchterm",
     "search_query",
     "top_queries",
-    "queries",
     "keyword",
     "keywords",
     "query_text",
     "term",
     "search",  # Algolia's top searches: search, count, nbHits
+    "queries",  # last: Elastic App Search's "queries" is the count beside its "term"
 )
 COUNT = (
     "count",
@@ -58,6 +58,7 @@ COUNT = (
     "frequency",
     "impressions",
     "event_count",  # Google Analytics 4: a search term's view_search_results events
+    "queries",  # Elastic App Search: term, queries, clicks (when it is no query column)
 )
 ZERO = (
     "no_results",
@@ -127,11 +128,13 @@ def _parts_named(header: list[str]) -> dict[str, str] | None:
     names = {column_words(h): h for h in reversed(header)}
     if any(n in names for n in _EVENT):
         return None
-    return {
-        part: next(names[n] for n in options if n in names)
-        for part, options in _PARTS.items()
-        if any(n in names for n in options)
-    }
+    found: dict[str, str] = {}
+    for part, options in _PARTS.items():  # a column is one part's: the query's first
+        column = next((names[n] for n in options if n in names and names[n] not in
+                       found.values()), None)  # fmt: skip
+        if column is not None:
+            found[part] = column
+    return found
 
 
 # Counts as exports write them ("1,080", "1 080", "1_000"), over a trimmed text: the separators

@@ -136,10 +136,13 @@ def stage_sql(
     order: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping)
+    # Records of a query and a count and nothing only an event has are an aggregated export's
+    # (Algolia's {"searches"}, Elastic App Search's {"results": [{"term", "queries"}]}), even
+    # where their query column is also an event's (App Search's "term").
+    aggregated = analytics.columns(keys) if keys and not mapping else None
+    if aggregated is not None:
+        raise AggregatedRecords(aggregated)
     if keys and "query" not in fields:
-        aggregated = analytics.columns(keys)
-        if aggregated is not None and not mapping:
-            raise AggregatedRecords(aggregated)
         raise InputError(_no_query(keys))
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], _TYPED)

@@ -28,7 +28,10 @@ def _summaries(db: Path) -> dict[str, tuple]:
     return {r[0]: tuple(r[1:]) for r in rows}
 
 
-GSC = "Top queries,Clicks,Impressions,CTR,Position\nreset password,120,1234,9.72%,3.4\nvpn,5,50,10%,7\n"
+GSC = (
+    "Top queries,Clicks,Impressions,CTR,Position\n"
+    "reset password,120,1234,9.72%,3.4\nvpn,5,50,10%,7\n"
+)
 
 
 def test_an_undated_export_saved_again_is_not_counted_twice(tmp_path, db_path, cli):
@@ -48,3 +51,23 @@ def test_an_undated_export_saved_again_is_not_counted_twice(tmp_path, db_path, c
     later.write_text(GSC.replace("120,1234", "80,900"))
     assert _total(_ingest(cli, db_path, str(later)))["stored"] == 2
     assert _summaries(db_path)["reset password"][0] == 1234 + 900
+
+
+def test_elastic_app_search_analytics_are_summaries(tmp_path, db_path, cli):
+    """App Search's analytics API (``{"results": [{"term", "clicks", "queries"}]}``) was read as
+    search events, its clicks as document ids, every row a reject; its CSV (``term,queries,
+    clicks``) stored one search a row with the click count as a clicked document."""
+    api = tmp_path / "as_queries.json"
+    api.write_text(json.dumps({"results": [
+        {"term": "everglade", "clicks": 14, "queries": 49},
+        {"term": "", "clicks": 0, "queries": 9},
+        {"term": "old parks", "clicks": 0, "queries": 3},
+    ], "meta": {"page": {"current": 1}}}))  # fmt: skip
+    total = _total(_ingest(cli, db_path, str(api)))
+    assert (total["stored"], total["rejected"]) == (2, 1)
+    assert _summaries(db_path) == {"everglade": (49, 0, 35), "old parks": (3, 0, 3)}
+    other = tmp_path / "other.duckdb"
+    export = tmp_path / "queries.csv"
+    export.write_text("term,queries,clicks\nmount,7,2\nglacier,4,0\n")
+    assert _total(_ingest(cli, other, str(export)))["stored"] == 2
+    assert _summaries(other) == {"mount": (7, 0, 5), "glacier": (4, 0, 4)}
