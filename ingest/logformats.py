@@ -36,6 +36,9 @@ from goldmine.signals import TIME_RANGE
 # tells a click-level export from an event-level log (whose clicks are a list per search).
 CLICK_DOC = ("clickurl", "click_url", "clicked_url", "clicked_doc", "clicked_doc_id", "click_doc")
 CLICK_RANK = ("itemrank", "item_rank", "click_rank", "clicked_rank", "click_position")
+# A rank named plainly: the click's only beside a clicked document (a warehouse click table's
+# ``clicked_doc, rank``); alone it could be anything's.
+_PLAIN_RANK = ("rank", "position", "click_pos", "pos")
 _USER = ("anonid", "user_id", "userid", "user", "uid", "client_id", "visitor_id", "customer_id")
 _SESSION = ("session_id", "sessionid", "session", "sid")
 _QUERY = ("query", "q", "query_text", "search_term", "search_query", "keywords")
@@ -141,6 +144,8 @@ def clicklog_columns(header: list[str]) -> dict[str, int] | None:
     }
     if cols["query"] is None or (cols["doc"] is None and cols["rank"] is None):
         return None
+    if cols["rank"] is None:
+        cols["rank"] = find(_PLAIN_RANK)
     return {k: v for k, v in cols.items() if v is not None}
 
 

@@ -71,3 +71,21 @@ def test_elastic_app_search_analytics_are_summaries(tmp_path, db_path, cli):
     export.write_text("term,queries,clicks\nmount,7,2\nglacier,4,0\n")
     assert _total(_ingest(cli, other, str(export)))["stored"] == 2
     assert _summaries(other) == {"mount": (7, 0, 5), "glacier": (4, 0, 4)}
+
+
+def test_a_click_tables_rank_column_is_the_click_rank(tmp_path, db_path, cli):
+    """A warehouse click table names the rank clicked ``rank`` (or ``position``) beside the
+    clicked document: it went to extra, and the clicks had no ranks."""
+    log = tmp_path / "wh.csv"
+    log.write_text(
+        "user_id,query,ts,clicked_doc,rank\n"
+        "u1,reset password,2026-11-30T14:02:00+01:00,doc-7,2\n"
+        "u1,reset password,2026-11-30T14:02:00+01:00,doc-3,1\n"
+    )
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 1
+    with open_store(db_path) as con:
+        clicked, extra = con.execute("SELECT clicked_ids, extra FROM search_events").fetchall()[0]
+    assert dict(zip(clicked, json.loads(extra)["click_ranks"], strict=True)) == {
+        "doc-7": 2,
+        "doc-3": 1,
+    }
