@@ -266,7 +266,7 @@ def stage_sql(
         FROM (
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
-                 WHEN q IS NULL THEN 'missing query'
+                 WHEN gm_no_query(q) THEN 'missing query'
                  WHEN n_read IS NULL OR n < 0
                      THEN 'wrong type: count is not a number: ' || coalesce(left(n_text, 40), '')
                  WHEN n IS NULL THEN 'wrong type: count is out of range: ' || left(n_text, 40)

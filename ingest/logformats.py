@@ -975,6 +975,10 @@ CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
     t::TIMESTAMP BETWEEN TIMESTAMP '@EARLIEST@' AND TIMESTAMP '@LATEST@';
 -- A rank as a place on a page (0 or 1 first, as the export counts; "3.0" is 3): NULL for what is
 -- none (-1, 3.5, a rank past 32 bits), which readers treat as an unreadable rank.
+-- A query a search log gives as none: empty, or the placeholder an export writes for a search
+-- without one (AOL's "-", Google Analytics' "(not set)").
+CREATE OR REPLACE TEMP MACRO gm_no_query(q) AS
+    q IS NULL OR trim(q) IN ('', '-', '(not set)', '(not provided)');
 -- Whether an analytics export's numbers have a decimal comma: its reader says, per file.
 CREATE OR REPLACE TEMP MACRO gm_decimal_comma() AS false;
 -- XML's numeric character references (``caf&#233;``, ``&#x2019;``) read where each names a

@@ -167,7 +167,7 @@ def stage_sql(
         SELECT line, raw,
             CASE WHEN gm_seen THEN NULL
                  WHEN err IS NOT NULL THEN err
-                 WHEN {q} IS NULL OR trim({q}) = '' THEN 'missing query'
+                 WHEN gm_no_query({q}) THEN 'missing query'
                  WHEN {typ(fields, "query")} <> 'VARCHAR'
                      THEN 'wrong type: query is ' || gm_jtype({typ(fields, "query")})
                  WHEN {ts} IS NOT NULL AND gm_t IS NULL THEN gm_unread_time({ts}, gm_dates)

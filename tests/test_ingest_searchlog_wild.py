@@ -89,3 +89,23 @@ def test_a_click_tables_rank_column_is_the_click_rank(tmp_path, db_path, cli):
         "doc-7": 2,
         "doc-3": 1,
     }
+
+
+def test_the_placeholders_exports_write_for_no_query_are_no_query(tmp_path, db_path, cli):
+    """AOL writes ``-`` for a search with no query and Google Analytics ``(not set)``: both
+    were stored as searches of those texts."""
+    aol = tmp_path / "user-ct-test-collection-01.txt"
+    aol.write_text(
+        "AnonID\tQuery\tQueryTime\tItemRank\tClickURL\n"
+        "142\t-\t2006-03-29 20:46:33\t\t\n"
+        "142\tcheap flights\t2006-03-29 20:47:00\t1\thttp://www.expedia.com\n"
+    )
+    total = _total(_ingest(cli, db_path, str(aol)))
+    assert (total["stored"], total["rejected"]) == (1, 1)
+    ga = tmp_path / "Search_terms.csv"
+    ga.write_text("Search term,Event count\n(not set),10\nrefund,4\n")
+    total = _total(_ingest(cli, db_path, str(ga)))
+    assert (total["stored"], total["rejected"]) == (1, 1)
+    with open_store(db_path) as con:
+        reasons = con.execute("SELECT DISTINCT reason FROM rejects").fetchall()
+    assert reasons == [("missing query",)]
