@@ -6,9 +6,10 @@ Heavy modules (rich, polars, the retrievers) are imported inside the commands.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -34,9 +35,12 @@ from goldmine.goldset.versions import assert_verified, diff_versions, verify_ver
 from goldmine.goldset.versions import publish as do_publish
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
 from goldmine.output import clip, console, count, info, print_json, table, warn
-from goldmine.store import open_store, transaction
+from goldmine.store import open_store, removed_on_input_error, transaction
 from goldmine.text import printable
 from goldmine.versions import list_versions, resolve_version, version_header
+
+if TYPE_CHECKING:
+    import duckdb
 
 ByOption = Annotated[
     str | None,
@@ -63,9 +67,17 @@ def _redaction(flag: bool | None) -> Callable[[str], str]:
     return text_redactor(hand_redactor(flag, settings().ingest))
 
 
-def _store(db, create: bool = True):
-
-    return open_store(db_flag(db), create=create)
+@contextmanager
+def _store(db, create: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The store, opened for a gold command; one the command makes and that it fails on its
+    input before writing anything to (a mistyped path, an empty qrels file) is removed again."""
+    path = db_flag(db)
+    if not create:
+        with open_store(path, create=False) as con:
+            yield con
+        return
+    with removed_on_input_error(path), open_store(path, create=True) as con:
+        yield con
 
 
 def _user(by: str | None) -> str:

@@ -490,3 +490,22 @@ def test_a_smart_relevance_file_as_a_source_names_its_documents(cli, tmp_path) -
     assert sorted(source_grades(tmp_path / "s.duckdb")) == [
         ("1", "28", 1), ("1", "35", 1), ("2", "12", 1)
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "files, args",
+    [
+        ({}, ["/nonexistent/qrels.txt", "--topics", "t.tsv"]),
+        ({"qrels": "", "t.tsv": TOPICS}, ["qrels", "--topics", "t.tsv"]),
+        ({"qrels": QRELS}, ["qrels"]),
+        ({"qrels": "1 0 kb-1 7\n", "t.tsv": TOPICS}, ["qrels", "--topics", "t.tsv"]),
+    ],
+    ids=["missing path", "empty qrels", "no topics", "grade off the scale"],
+)
+def test_an_import_that_fails_on_its_input_leaves_no_store(cli, tmp_path, files, args) -> None:
+    """Every failed ``gold import`` left an empty store (536 KB) and its spill folder behind,
+    as ``ingest`` no longer does."""
+    result = imported(cli, tmp_path, files, *args)
+    assert result.returncode == 2, result.stderr
+    assert not (tmp_path / "s.duckdb").exists()
+    assert not (tmp_path / "s.duckdb.tmp").exists()
