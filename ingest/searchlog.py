@@ -104,6 +104,33 @@ def _unless_known(expr: str) -> str:
     return f"CASE WHEN gm_known THEN NULL ELSE {expr} END"
 
 
+def _unless_seen(expr: str) -> str:
+    # A stored search's clicks (and the extra that holds their ranks and times) are kept from a
+    # changed line: an export made again may hold clicks that came in since (merge_clicks).
+    return f"CASE WHEN gm_seen THEN NULL ELSE {expr} END"
+
+
+def merge_clicks(con: duckdb.DuckDBPyConnection, _batch_id: int) -> dict[str, int]:
+    """Add the clicks a file gives a stored search since: where the file's record of a search
+    already stored holds every click stored and more (a click log exported again after more
+    clicks came in, its searches keyed by user, query and time), the stored clicks and extra
+    become the file's. Anything else about the stored search stays; a record with fewer or
+    other clicks changes nothing."""
+    added = con.execute(
+        """UPDATE search_events e SET clicked_ids = s.clicked_ids, extra = s.extra
+           FROM gm_stage s
+           WHERE s.gm_present AND s.reason IS NULL AND e.event_id = s.event_id
+             AND len(s.clicked_ids) > len(coalesce(e.clicked_ids, []))
+             AND list_has_all(s.clicked_ids, coalesce(e.clicked_ids, []))"""
+    ).fetchall()[0][0]
+    return {"searches_given_clicks": added} if added else {}
+
+
+def _summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, int]:
+    """The batch's summary: its dates settled (``check_dates``), then new clicks merged."""
+    return {**check_dates(con, batch_id), **merge_clicks(con, batch_id)}
+
+
 def _time(ts: str, ts_format: str | None, order: str | None) -> str:
     """SQL reading a timestamp: --ts-format's layout first, then every layout gm_ts knows, then
     a day/month date in the order it shows (or the file's, ``order``)."""
@@ -189,9 +216,9 @@ def stage_sql(
             {_unless_known(f"trim({q})")} AS query,
             {_unless_known(ids(fields, "result_ids"))} AS result_ids,
             {_unless_known(count)} AS num_results,
-            {_unless_known(ids(fields, "clicked_ids"))} AS clicked_ids,
+            {_unless_seen(ids(fields, "clicked_ids"))} AS clicked_ids,
             {_unless_known(val(fields, "feedback"))} AS feedback,
-            {_unless_known("x")} AS extra,
+            {_unless_seen("x")} AS extra,
             gm_line AS {LINE_HASH},
             gm_seen,
             gm_known,
@@ -224,8 +251,9 @@ def target(
         # Ids can be emails or phone numbers; a session id keeps its sessions apart.
         redact=("query", "user_id", "feedback", "extra"),
         pseudonymize=("session_id",),
-        # Ambiguous dates are settled per file, before its batch is kept (logformats).
-        summary=check_dates,
+        # Ambiguous dates are settled per file, before its batch is kept (logformats); a stored
+        # search's new clicks are added.
+        summary=_summary,
     )
 
 

@@ -109,3 +109,34 @@ def test_the_placeholders_exports_write_for_no_query_are_no_query(tmp_path, db_p
     with open_store(db_path) as con:
         reasons = con.execute("SELECT DISTINCT reason FROM rejects").fetchall()
     assert reasons == [("missing query",)]
+
+
+AOL_PART1 = (
+    "AnonID\tQuery\tQueryTime\tItemRank\tClickURL\n"
+    "217\tlottery\t2006-03-01 11:58:51\t1\thttp://www.calottery.com\n"
+    "217\tcalifornia lottery\t2006-03-01 12:10:02\t\t\n"
+)
+AOL_PART2 = AOL_PART1 + (
+    "217\tlottery\t2006-03-01 11:58:51\t3\thttp://www.lottery.com\n"
+    "217\tcalifornia lottery\t2006-03-01 12:10:02\t2\thttp://www.calottery.com\n"
+)
+
+
+def test_an_overlapping_export_adds_its_new_clicks_to_stored_searches(tmp_path, db_path, cli):
+    """A click log exported again with clicks that came in since: each search was already
+    stored, so its new clicks were dropped, and 'california lottery' kept a false no-click."""
+    first, second = tmp_path / "part1.txt", tmp_path / "part2.txt"
+    first.write_text(AOL_PART1)
+    second.write_text(AOL_PART2)
+    assert _total(_ingest(cli, db_path, str(first)))["stored"] == 2
+    result = _ingest(cli, db_path, str(second))
+    total = _total(result)
+    assert (total["stored"], total["already_present"]) == (0, 2)
+    assert json.loads(result.stdout)["files"][0]["searches_given_clicks"] == 2
+    with open_store(db_path) as con:
+        rows = dict(con.execute("SELECT query, clicked_ids FROM search_events").fetchall())
+    assert sorted(rows["lottery"]) == ["http://www.calottery.com", "http://www.lottery.com"]
+    assert rows["california lottery"] == ["http://www.calottery.com"]
+    # The same file again changes nothing.
+    again = _ingest(cli, db_path, str(second))
+    assert json.loads(again.stdout)["files"][0].get("searches_given_clicks", 0) == 0
