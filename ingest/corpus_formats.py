@@ -134,9 +134,13 @@ def first_lines(path: Path, compression: str) -> list[str]:
     return [line.decode("utf-8", "replace") for line in lines]
 
 
-# A line the reader could not read (invalid UTF-8) has no record number: it is a reject of its
-# own, with its line, and the record around it is read without it.
-_LINE_ERR = "min(err)"
+# A line the reader could not read (invalid UTF-8) is placed in the record it is inside
+# (``_place_bad_lines``): that record is a reject, naming the line, rather than stored without
+# it; one before the first record is a reject of its own.
+_LINE_ERR = (
+    "CASE WHEN rec > 0 THEN min(err || ' at line ' || line || ': the record is not read') "
+    "ELSE min(err) END"
+)
 # Running counts over the lines in file order, which the reader streams (no sort).
 _RUNNING = "OVER (ROWS UNBOUNDED PRECEDING)"
 
@@ -222,7 +226,7 @@ others AS (  -- fields of other letters (CACM's .K, .X): metadata under their le
     GROUP BY rec
 ),
 records AS (
-    SELECT rec, min(line) AS line, min(err) AS err,
+    SELECT rec, min(line) AS line, {_LINE_ERR} AS err,
            list_sort(list({{'l': line, 't': t, 'v': v}})) AS s
     FROM lines GROUP BY rec
 ),
@@ -656,6 +660,24 @@ def read(
     return read_by_line(con, fmt, path, compression)
 
 
+def _place_bad_lines(con: duckdb.DuckDBPyConnection) -> None:
+    """Give each line the reader could not read the record of the line before it, so the
+    record holding it is a reject (``_LINE_ERR``). Only a file that has such a line pays: its
+    lines are read into a table once, which ``gm_lined`` then names."""
+    # gm_errs: the lines the reader skipped (files.read_lines), a small table already made
+    if not con.execute("SELECT count(*) FROM gm_errs").fetchall()[0][0]:
+        return
+    con.execute("CREATE OR REPLACE TEMP TABLE gm_lined_bad AS SELECT * FROM gm_lined")
+    con.execute(
+        """UPDATE gm_lined_bad SET rec = p.rec
+           FROM (SELECT b.line, max(g.rec) AS rec FROM gm_lined_bad b
+                 JOIN gm_lined_bad g ON g.line < b.line AND g.err IS NULL
+                 WHERE b.err IS NOT NULL GROUP BY b.line) p
+           WHERE gm_lined_bad.line = p.line AND p.rec > 0"""
+    )
+    con.execute("CREATE OR REPLACE TEMP VIEW gm_lined AS SELECT * FROM gm_lined_bad")
+
+
 def read_by_line(
     con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str
 ) -> list[str] | None:
@@ -667,9 +689,11 @@ def read_by_line(
     item = InputFile(path, fmt, compression)
     if fmt == "smart":
         read_lines(con, item, _SMART_COLUMNS, "gm_lined")
+        _place_bad_lines(con)
         con.execute(_SMART)
     elif fmt == "trec":
         read_lines(con, item, _TREC_COLUMNS, "gm_lined")
+        _place_bad_lines(con)
         con.execute(_TREC)
     else:
         names, header = tsv_columns(first_lines(path, compression))

@@ -327,15 +327,16 @@ def test_smart_other_fields_are_metadata_and_stray_text_a_reject(tmp_path: Path)
     assert [(r["line"], r["reason"]) for r in rejects] == [(1, "text before the first .I line")]
 
 
-def test_a_line_the_reader_cannot_read_is_a_reject_with_its_line(tmp_path: Path):
+def test_a_line_the_reader_cannot_read_rejects_its_record_naming_the_line(tmp_path: Path):
     path = tmp_path / "med.all"
     path.write_bytes(b".I 1\n.W\nfirst abstract\nbad \xff byte\n.I 2\n.W\nsecond abstract\n")
     total = _total(_ingest(tmp_path, str(path)))
-    assert total["rows_in"] == total["stored"] + total["rejected"] + total["already_present"]
-    assert (total["stored"], total["rejected"]) == (2, 1)
-    assert _chunks(tmp_path)["1"]["text"] == "first abstract"
+    assert (total["rows_in"], total["stored"], total["rejected"]) == (2, 1, 1)
+    assert set(_chunks(tmp_path)) == {"2"}
     rejects = json.loads(run_cli("rejects", "--db", str(tmp_path / "s.duckdb"), "--json").stdout)
-    assert [(r["line"], r["reason"]) for r in rejects] == [(4, "invalid UTF-8")]
+    assert [(r["line"], r["reason"]) for r in rejects] == [
+        (1, "invalid UTF-8 at line 4: the record is not read")
+    ]
 
 
 def test_a_folder_takes_collections_told_by_content_but_not_any_file_with_a_tab(tmp_path: Path):
@@ -369,3 +370,32 @@ def test_a_header_of_known_names_is_a_header_whatever_the_ids(tmp_path: Path):
     total = _total(_ingest(tmp_path, str(path)))
     assert (total["rows_in"], total["stored"]) == (2, 2)
     assert _chunks(tmp_path)["id7"]["text"] == "first passage"
+
+
+def _with_bad_line(fmt: str) -> bytes:
+    """1,201 records, the 1,100th holding a Latin-1 byte past the first 64 KiB."""
+    records = []
+    for i in range(1, 1202):
+        body = "first good line\nlast good line"
+        if i == 1100:
+            body = "first good line\nbad \xe9 byte line\nlast good line"
+        if fmt == "trec":
+            records.append(f"<DOC>\n<DOCNO> D{i} </DOCNO>\n<TEXT>\n{body}\n</TEXT>\n</DOC>\n")
+        else:
+            records.append(f".I {i}\n.T\ntitle {i}\n.W\n{body}\n")
+    return "".join(records).encode("latin-1")
+
+
+@pytest.mark.parametrize("fmt", ["trec", "smart"])
+def test_a_damaged_line_rejects_the_record_holding_it(tmp_path: Path, fmt: str):
+    """A line of invalid UTF-8 was a reject of its own, counted beside the records (1,202 in
+    for 1,201 records), and its record was stored without it, silently shorter."""
+    path = tmp_path / f"{fmt}.txt"
+    path.write_bytes(_with_bad_line(fmt))
+    total = _total(_ingest(tmp_path, str(path), "--format", fmt))
+    assert (total["rows_in"], total["stored"], total["rejected"]) == (1201, 1200, 1)
+    chunks = _chunks(tmp_path)
+    assert ("D1100" if fmt == "trec" else "1100") not in chunks
+    rejects = json.loads(run_cli("rejects", "--db", str(tmp_path / "s.duckdb"), "--json").stdout)
+    assert len(rejects) == 1
+    assert rejects[0]["reason"].startswith("invalid UTF-8") and "not read" in rejects[0]["reason"]
