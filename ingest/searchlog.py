@@ -275,11 +275,30 @@ def run(
         else:
             made = partial(target, mapping, ts_format=ts_format)
         try:
-            files.extend(_dated(con, made, item, redactor, options).files)
+            files.extend(_dated(con, made, item, redactor, options, ts_format).files)
         except AggregatedRecords as records:  # JSON rows of a query and a count, no events
             made = _analytics(item, ts_format, records.found)
-            files.extend(_dated(con, made, item, redactor, options).files)
+            files.extend(_dated(con, made, item, redactor, options, ts_format).files)
     return ImportResult(files)
+
+
+def day_first_layout(example: str) -> str:
+    """The strptime layout that reads ``example`` (an ambiguous date, ``03/04/2026`` or
+    ``03.04.2026 10:00:05``) day first: its separator, and a time only where it has one."""
+    import re
+
+    sep = next((c for c in example[:6] if c in "/-."), "/")
+    layout = (
+        f"%d{sep}%m{sep}%Y"
+        if re.match(r"\s*\d{1,2}\D\d{1,2}\D\d{4}", example)
+        else (f"%d{sep}%m{sep}%y")
+    )
+    time = re.search(r"\d[ T](\d{1,2}:\d{2})(:\d{2})?", example)
+    if time:
+        layout += (
+            ("T" if "T" in time.group(0) else " ") + "%H:%M" + (":%S" if time.group(2) else "")
+        )
+    return layout
 
 
 class AggregatedRecords(InputError):
@@ -292,18 +311,28 @@ class AggregatedRecords(InputError):
 
 
 def _dated(
-    con, made: Callable[..., Target], item: InputFile, redactor: Redactor, options: dict[str, Any]
+    con,
+    made: Callable[..., Target],
+    item: InputFile,
+    redactor: Redactor,
+    options: dict[str, Any],
+    ts_format: str | None = None,
 ) -> ImportResult:
     """Import a file whose target ``made(order=...)`` settles its dates (check_dates): staged
-    again in the order its other dates show, an error naming --ts-format when none does."""
+    again in the order its other dates show, an error naming --ts-format when none does (or
+    saying that the one given does not match)."""
     try:
         return batch.run(con, made(), [item], redactor, options)
     except AmbiguousDates as found:
         if found.order is None:
+            said = (
+                f"every date in the file is ambiguous, day/month or month/day ({found.example!r})"
+            )
+            if ts_format:
+                said += f": --ts-format {ts_format!r} does not match it"
             raise InputError(
-                f"every date in the file is ambiguous, day/month or month/day "
-                f"({found.example!r}): name the layout with --ts-format, e.g. "
-                "--ts-format '%d/%m/%Y %H:%M'",
+                f"{said}: name the layout with --ts-format, e.g. --ts-format "
+                f"'{day_first_layout(found.example)}'",
                 path=item.path,
             ) from None
         read = {**options, "date_order": found.order}

@@ -140,3 +140,20 @@ def test_an_overlapping_export_adds_its_new_clicks_to_stored_searches(tmp_path, 
     # The same file again changes nothing.
     again = _ingest(cli, db_path, str(second))
     assert json.loads(again.stdout)["files"][0].get("searches_given_clicks", 0) == 0
+
+
+def test_the_ts_format_hint_fits_the_dates_and_a_wrong_one_is_named(tmp_path, db_path, cli):
+    """The error suggested '%d/%m/%Y %H:%M' for dates with no time, which fails the same way
+    when pasted; and a --ts-format that matches nothing got the same "name the layout" line."""
+    export = tmp_path / "an_amb.csv"
+    export.write_text("date,query,searches\n03/04/2026,foo,10\n05/06/2026,bar,5\n")
+    result = _ingest(cli, db_path, str(export))
+    assert result.returncode == 2
+    assert "--ts-format '%d/%m/%Y'" in result.stderr and "%H" not in result.stderr
+    dashed = tmp_path / "dashed.csv"
+    dashed.write_text("date,query,searches\n03-04-2026 10:00,foo,10\n")
+    assert "--ts-format '%d-%m-%Y %H:%M'" in _ingest(cli, db_path, str(dashed)).stderr
+    wrong = _ingest(cli, db_path, str(export), "--ts-format", "%Y-%m-%d")
+    assert wrong.returncode == 2
+    assert "does not match" in wrong.stderr and "%Y-%m-%d" in wrong.stderr
+    assert _total(_ingest(cli, db_path, str(export), "--ts-format", "%d/%m/%Y"))["stored"] == 2
