@@ -109,10 +109,21 @@ _PARTS = {
 }
 
 
-def columns(header: list[str]) -> dict[str, str] | None:
+# The parts ``--map`` may name beside the query: naming one (``--map count=Suchanfragen``) reads
+# a delimited file as an aggregated export whatever its header's words.
+MAP_PARTS = ("count", "zero", "zero_rate", "hits", "clicks", "ctr")
+
+
+def columns(header: list[str], mapping: dict[str, str] | None = None) -> dict[str, str] | None:
     """The file's column for each part of an aggregate row, or None if the header is not one
-    of an aggregated export (a query and a count, and nothing only an event has)."""
+    of an aggregated export (a query and a count, and nothing only an event has). ``mapping``
+    (``--map part=column``) names parts first, in any case the header writes them."""
     found = _parts_named(header)
+    if mapping:
+        by_lower = {h.lower(): h for h in reversed(header)}
+        named = {part: by_lower.get(col.lower(), col) for part, col in mapping.items()
+                 if part in _PARTS}  # fmt: skip
+        found = {p: c for p, c in (found or {}).items() if c not in named.values()} | named
     return found if found and "query" in found and "count" in found else None
 
 

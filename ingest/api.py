@@ -96,7 +96,14 @@ def searchlog(
     reads files whose text is not UTF-8 (cp1252)."""
     redactor = make_redactor(redact, patterns, regions=regions)
     fields = _fields(mapping)
-    resolve_fields([], _searchlog.ALIASES, fields)
+    events = {k: v for k, v in fields.items() if k not in _searchlog.EXPORT_PARTS}
+    if len(events) < len(fields) and set(events) - {"query"}:
+        raise InputError(
+            "--map names an aggregated export's parts and a search event's together "
+            f"({', '.join(sorted(fields))}): an export's are query, "
+            f"{', '.join(_searchlog.EXPORT_PARTS)}"
+        )
+    resolve_fields([], _searchlog.ALIASES, events)
     options = {"map": fields, "redact": redact, **({"ts_format": ts_format} if ts_format else {})}
     items = discover(paths, fmt, encoding)
     items = items if fmt is not None else _sheets(items)

@@ -29,6 +29,9 @@ from goldmine.ingest.logformats import (
 from goldmine.ingest.redact import Redactor
 from goldmine.ingest.target import Target
 
+# What --map may name beside ALIASES' fields: an aggregated export's columns (ingest.analytics).
+EXPORT_PARTS = analytics.MAP_PARTS
+
 ALIASES: dict[str, tuple[str, ...]] = {
     "event_id": ("event_id", "eventid", "id", "search_id", "request_id", "query_id", "_id"),
     "ts": ("ts", "timestamp", "time", "datetime", "created_at", "event_time", "@timestamp", "date"),
@@ -147,11 +150,13 @@ def _no_query(keys: list[str]) -> str:
     said = f"no query field (looked for {', '.join(ALIASES['query'])}; found {found})"
     count = analytics.count_column(keys)
     if count is None:
-        return f"{said}; name it with --map query=COLUMN"
+        return (
+            f"{said}; name it with --map query=COLUMN (an aggregated export's counts with "
+            "--map count=COLUMN too)"
+        )
     return (
-        f"{said}; with its {count!r} column it is an aggregated export, whose query column is "
-        f"read under one of the names {', '.join(analytics.QUERY)}: rename it in the header "
-        "(--map would read each row as one search, without its count)"
+        f"{said}; with its {count!r} column it is an aggregated export: name its query column "
+        f"with --map query=COLUMN --map count={count}"
     )
 
 
@@ -269,8 +274,21 @@ def run(
     again in their order, one whose every date is ambiguous is an error naming --ts-format."""
     check_ts_format(con, ts_format)
     files = []
+    export = [k for k in mapping if k in analytics.MAP_PARTS]
     for item in items:
-        if item.format == "analytics":
+        if item.format == "csv" and mapping and not export and _mapped_export(item, mapping):
+            item = replace(item, format="analytics")  # --map query=… on a query-and-count file
+            made = _analytics(item, ts_format, mapping=mapping)
+        elif export and item.format in ("csv", "analytics"):  # --map count=…: an export
+            item = replace(item, format="analytics")
+            made = _analytics(item, ts_format, mapping=mapping)
+        elif export:
+            raise InputError(
+                f"--map {export[0]}= names an aggregated export's column, and this file is read "
+                f"as {item.format}: --map it for a CSV or TSV export",
+                path=item.path,
+            )
+        elif item.format == "analytics":
             made = _analytics(item, ts_format)
         else:
             made = partial(target, mapping, ts_format=ts_format)
@@ -339,17 +357,38 @@ def _dated(
         return batch.run(con, made(order=found.order), [item], redactor, read)
 
 
+def _mapped_export(item: InputFile, mapping: dict[str, str]) -> bool:
+    """Whether --map's query column makes a delimited file an aggregated export: its header then
+    names a query and a count, and nothing only an event has."""
+    return (
+        set(mapping) <= {"query"}
+        and analytics.columns(header(item.path, item.compression), mapping) is not None
+    )
+
+
 def _analytics(
-    item: InputFile, ts_format: str | None, records: dict[str, str] | None = None
+    item: InputFile,
+    ts_format: str | None,
+    records: dict[str, str] | None = None,
+    mapping: dict[str, str] | None = None,
 ) -> Callable[..., Target]:
     """An aggregated export: its rows are summaries (ingest.analytics), not events; its dates are
     settled as a log's are, before its merge count (the batch's summary). ``records``: the
-    columns found in JSON records, read by their paths rather than as a delimited file."""
-    found = records or analytics.columns(header(item.path, item.compression))
+    columns found in JSON records, read by their paths rather than as a delimited file;
+    ``mapping``: the columns --map names."""
+    names = header(item.path, item.compression)
+    found = records or analytics.columns(names, mapping)
     if found is None:
         raise InputError(
             "not an aggregated search export: its header names no query column and no count "
-            "(count, searches, impressions, …)",
+            "(count, searches, impressions, …; or name them with --map query=COLUMN "
+            "--map count=COLUMN)",
+            path=item.path,
+        )
+    missing = [c for c in found.values() if records is None and c not in names]
+    if missing:
+        raise InputError(
+            f"--map names a column the header lacks: {missing[0]!r} (found {', '.join(names)})",
             path=item.path,
         )
 

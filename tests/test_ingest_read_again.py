@@ -101,19 +101,24 @@ def test_an_export_whose_every_row_was_rejected_is_read_again(tmp_path, db_path,
         assert con.execute("SELECT count(*) FROM import_batches").fetchall() == [(2,)]
 
 
-def test_an_export_is_told_to_rename_its_query_column_not_to_map_it(tmp_path, db_path, cli):
+def test_an_export_is_told_to_map_its_query_column_and_its_count_is_kept(tmp_path, db_path, cli):
     """A query-and-count export whose query column no reader knows (a German BI tool's
-    `Suchbegriff`): the error says to rename it in the header (as the analytics recipe does),
-    since `--map query=Suchbegriff` reads the file as a log, each row one search and its count
-    lost. (Algolia's `search` was such a column; it is now read: tests/test_ingest_algolia.py.)"""
+    `Suchbegriff`): the error names --map for it, and `--map query=Suchbegriff` reads the file as
+    the export it is, each row its count of searches (it read each row as one search, its count
+    lost, so the error said to rename the column). (Algolia's `search` was such a column; it is
+    now read: tests/test_ingest_algolia.py.)"""
     export = tmp_path / "top-searches.csv"
     export.write_text("Suchbegriff,count\nrückgabe,1080\n", encoding="utf-8")
     result = _ingest(cli, db_path, str(export))
     assert result.returncode == 2
     error = result.stderr.strip()
     assert error.startswith("error: ") and len(error.splitlines()) == 1
-    assert "rename" in error and "'count'" in error
-    assert "name it with --map query=COLUMN" not in error
+    assert "--map query=COLUMN --map count=count" in error
+    mapped = _ingest(cli, db_path, str(export), "--map", "query=Suchbegriff")
+    assert mapped.returncode == 0, mapped.stderr
+    with open_store(db_path) as con:
+        got = con.execute("SELECT norm_query, n_events FROM search_summaries").fetchall()
+    assert got == [("rückgabe", 1080)]
 
 
 def test_algolias_camel_case_click_through_rate_is_read(tmp_path, db_path, cli):

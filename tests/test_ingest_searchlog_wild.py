@@ -157,3 +157,21 @@ def test_the_ts_format_hint_fits_the_dates_and_a_wrong_one_is_named(tmp_path, db
     assert wrong.returncode == 2
     assert "does not match" in wrong.stderr and "%Y-%m-%d" in wrong.stderr
     assert _total(_ingest(cli, db_path, str(export), "--ts-format", "%d/%m/%Y"))["stored"] == 2
+
+
+def test_map_names_an_aggregated_exports_columns(tmp_path, db_path, cli):
+    """An export whose header is in another language: --map query= alone read each row as one
+    search (its count lost in extra), and --map count= was refused as an unknown field."""
+    export = tmp_path / "de.csv"
+    export.write_bytes(
+        "\ufeffSuchbegriff;Suchanfragen;Klicks;CTR\nrechnung herunterladen;1.234;617;50,0 %\n"
+        "passwort;80;0;0 %\n".encode()
+    )
+    result = _ingest(cli, db_path, str(export), "--map", "query=Suchbegriff",
+                     "--map", "count=Suchanfragen", "--map", "clicks=Klicks")  # fmt: skip
+    assert _total(result)["stored"] == 2
+    assert json.loads(result.stdout)["files"][0]["format"] == "analytics"
+    assert _summaries(db_path) == {
+        "rechnung herunterladen": (1234, 0, 617),
+        "passwort": (80, 0, 80),
+    }
