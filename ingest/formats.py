@@ -84,6 +84,7 @@ def detect(
     (told by that file's name). Its text's encoding: ``encoding``, else UTF-16 where a
     byte-order mark says so (Excel's "Unicode Text"), else UTF-8. ``told_only``: the format
     alone, text in another encoding not refused (a folder's files are chosen by format)."""
+    _refuse_unix_compress(path)
     suffixes = [s.lower() for s in path.suffixes]
     compression = "none"
     if suffixes and suffixes[-1] in _COMPRESSION:
@@ -216,6 +217,30 @@ def _compression_by_magic(path: Path) -> str:
     return next((c for m, c in _MAGIC.items() if magic.startswith(m)), "none")
 
 
+_UNIX_COMPRESS = b"\x1f\x9d"  # compress(1)'s .Z, as the TREC disks ship many files
+
+
+def _unix_compressed(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(2) == _UNIX_COMPRESS
+    except OSError:
+        return False
+
+
+def _refuse_unix_compress(path: Path, among: int = 1) -> None:
+    """A file compressed by Unix compress (``.Z``) is an error naming it and what to do: no
+    library at hand reads it, and a folder's such files must not be left out without a word."""
+    if _unix_compressed(path):
+        many = f" (and {among - 1} more in the folder)" if among > 1 else ""
+        raise InputError(
+            f"is compressed by Unix compress (.Z){many}, which goldmine does not read: "
+            "uncompress it first (uncompress FILE, or gzip -d FILE; a folder: find FOLDER "
+            "-name '*.Z' -exec uncompress {} +)",
+            path=path,
+        )
+
+
 def discover(
     paths: list[str | Path],
     forced: str | None = None,
@@ -231,9 +256,11 @@ def discover(
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            inside = sorted(
-                p for p in path.rglob("*") if p.is_file() and _known(p) and not _slack_meta(p)
-            )
+            files = sorted(p for p in path.rglob("*") if p.is_file())
+            packed = [p for p in files if _unix_compressed(p)]
+            if packed:
+                _refuse_unix_compress(packed[0], len(packed))
+            inside = [p for p in files if _known(p) and not _slack_meta(p)]
             items = [
                 _named(detect(p, forced, encoding), documents)
                 for p in _of_folder(inside, documents)

@@ -399,3 +399,20 @@ def test_a_damaged_line_rejects_the_record_holding_it(tmp_path: Path, fmt: str):
     rejects = json.loads(run_cli("rejects", "--db", str(tmp_path / "s.duckdb"), "--json").stdout)
     assert len(rejects) == 1
     assert rejects[0]["reason"].startswith("invalid UTF-8") and "not read" in rejects[0]["reason"]
+
+
+def test_unix_compressed_files_are_named_not_skipped(tmp_path: Path):
+    """The TREC disks ship files compressed by Unix compress (``FT911_1.Z``): in a folder they
+    were left out without a word, named alone they were an "unknown file format"."""
+    folder = tmp_path / "disk4"
+    (folder / "ft" / "ft911").mkdir(parents=True)
+    (folder / "fr940104.0").write_text(SGML, encoding="utf-8")
+    z = folder / "ft" / "ft911" / "FT911_1.Z"
+    z.write_bytes(b"\x1f\x9d\x90<DOC>\n" + bytes(range(40)))
+    for given in (folder, z):
+        result = _ingest(tmp_path, str(given))
+        assert result.returncode == 2, result.stdout
+        error = result.stderr.strip()
+        assert "FT911_1.Z" in error and "Unix compress" in error and "uncompress" in error
+        assert len(error.splitlines()) == 1
+    assert not (tmp_path / "s.duckdb").exists()
