@@ -410,14 +410,20 @@ class _Topics(dict):
 
 def _trec_top_topics(text: str, field: str, path: Path) -> dict[str, str]:
     topics = _Topics(path)
+    held: set[str] = set()
     for block in _TOP.findall(text):
         fields = {
             name.lower(): _TOP_LABEL.sub("", _one_line(value))
             for name, value in _TOP_FIELD.findall(block)
         }
         num, value = fields.get("num", "").split(), fields.get(field)
+        held |= {f for f in TOPIC_FIELDS if fields.get(f)}
         if num and value:
             topics[num[0]] = value
+    if not topics and held:  # TREC-4's topics have no <title>, only <desc>
+        raise InputError(f"its topics have no {field} text; --topic-field "
+                         f"{' or '.join(f for f in TOPIC_FIELDS if f in held)} takes theirs",
+                         path=path)  # fmt: skip
     return topics
 
 

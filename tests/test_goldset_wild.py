@@ -509,3 +509,18 @@ def test_an_import_that_fails_on_its_input_leaves_no_store(cli, tmp_path, files,
     assert result.returncode == 2, result.stderr
     assert not (tmp_path / "s.duckdb").exists()
     assert not (tmp_path / "s.duckdb.tmp").exists()
+
+
+def test_trec_topics_without_a_title_name_the_field_they_have(cli, tmp_path) -> None:
+    """TREC-4's topics (201-250) have no <title>, only <desc>: the error said "no topics with a
+    title found" and not what would read them."""
+    topics = (
+        "<top>\n<num> Number: 201\n<desc> Description:\nRaising the gas tax.\n</top>\n"
+        "<top>\n<num> Number: 202\n<desc> Description:\nNuclear proliferation.\n</top>\n"
+    )
+    qrels = "201 0 FR940104-0-00001 1\n202 0 AP880212-0001 0\n"
+    result = with_topics(cli, tmp_path, qrels, topics)
+    assert_one_error_line(result, "--topic-field desc")
+    again = imported(cli, tmp_path, {}, str(tmp_path / "qrels"), "--topics",
+                     str(tmp_path / "t.tsv"), "--topic-field", "desc")  # fmt: skip
+    assert again.returncode == 0, again.stderr
