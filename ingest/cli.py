@@ -110,11 +110,33 @@ def _import(kind: str, db: Path | None, as_json: bool, allow_empty: bool, **kwar
     # this import made is removed again if the import fails on its input.
     with removed_on_input_error(store), open_store(store, detachable=True) as con:
         result = getattr(api, kind)(con, **kwargs)
+        if not allow_empty:
+            _refuse_no_rows(con, result)
         empty = result.all_rejected and not allow_empty
         reasons = top_reasons(con, result.reject_batches()) if empty else []
     _print_result(result, as_json, store)
     if empty:
         raise _nothing_stored(result, reasons, store)
+
+
+def _refuse_no_rows(con, result) -> None:
+    """An import whose files hold no row at all (empty, or a header alone) fails as one whose
+    every row is rejected does (exit 4), so a script does not go on with an empty week; its
+    empty batches are forgotten, and a store the import made is removed again."""
+    files = result.files
+    # A trace file's spans are read even where none is a retrieval (no row): it held some.
+    if not files or any(f.rows_in or f.skipped or (f.extra or {}).get("spans") for f in files):
+        return
+    ids = [f.batch_id for f in files if f.batch_id is not None]
+    if ids:
+        con.execute("DELETE FROM import_batches WHERE list_contains(?, batch_id)", [ids])
+    named = files[0].path if len(files) == 1 else f"{len(files)} files"
+    error = InputError(
+        f"nothing stored: {named} holds no rows (an empty file, or a header alone); "
+        "--allow-empty to accept an import that stores nothing"
+    )
+    error.exit_code = EXIT_EMPTY
+    raise error
 
 
 def _text_import(

@@ -85,7 +85,9 @@ def tsv_columns(lines: list[str]) -> tuple[list[str], bool]:
     columns are id, text, title, then ``column4`` on; four whose second is a URL on every row
     looked at are MS MARCO's documents (msmarco-docs.tsv): id, url, title, text.
     """
-    fields = lines[0].rstrip("\r\n").split("\t") if lines else [""]
+    if not lines or not lines[0].strip():  # an empty file: no columns to tell, and no rows
+        return ["id", "text"], False
+    fields = lines[0].rstrip("\r\n").split("\t")
     ids = {_shape(line.split("\t", 1)[0]) for line in lines[1 : _LOOK_ROWS + 1] if line.strip()}
     if all(_HEADER_NAME.fullmatch(f) for f in fields) and (
         all(f.lower() in _KNOWN_COLUMNS for f in fields) or _shape(fields[0]) not in ids

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from goldmine.store import open_store
 
 
@@ -175,3 +177,28 @@ def test_map_names_an_aggregated_exports_columns(tmp_path, db_path, cli):
         "rechnung herunterladen": (1234, 0, 617),
         "passwort": (80, 0, 80),
     }
+
+
+@pytest.mark.parametrize(
+    "kind, name, text",
+    [
+        ("searchlog", "empty.csv", ""),
+        ("searchlog", "hdr.csv", "query,timestamp,user_id\n"),
+        ("searchlog", "aol.txt", "AnonID\tQuery\tQueryTime\tItemRank\tClickURL\n"),
+        ("searchlog", "Queries.csv", "Top queries,Clicks,Impressions,CTR,Position\n"),
+        ("corpus", "psgs_w100.tsv", "id\ttext\ttitle\n"),
+        ("corpus", "empty.tsv", ""),
+    ],
+)
+def test_a_file_with_no_rows_stores_nothing_and_says_so(tmp_path, db_path, cli, kind, name, text):
+    """A header-only or empty file gave "rows in 0", exit 0, and a store holding one empty batch,
+    where an import whose every row is rejected exits 4 for a script not to go on with an empty
+    week."""
+    path = tmp_path / name
+    path.write_text(text)
+    result = cli("ingest", kind, str(path), "--db", str(db_path))
+    assert result.returncode == 4, (result.stdout, result.stderr)
+    assert "no rows" in result.stderr and "--allow-empty" in result.stderr
+    assert not db_path.exists()
+    allowed = cli("ingest", kind, str(path), "--db", str(db_path), "--allow-empty")
+    assert allowed.returncode == 0, allowed.stderr
