@@ -933,6 +933,9 @@ FROM sessions
 # --- dates whose day/month order the file must tell -------------------------------------------
 
 # The reason of a row whose date may be either: its file, or --ts-format, must tell.
+# What a search log gives for a search without a query, beside nothing: AOL's "-", Google
+# Analytics' "(not set)" and "(not provided)" (both engines: gm_no_query, spark.translate).
+NO_QUERY = ("", "-", "(not set)", "(not provided)")
 AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layout): "
 
 # d/m/y or m/d/y (with /, - or .; a time and AM/PM may follow): the order is the one where a
@@ -978,7 +981,7 @@ CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
 -- A query a search log gives as none: empty, or the placeholder an export writes for a search
 -- without one (AOL's "-", Google Analytics' "(not set)").
 CREATE OR REPLACE TEMP MACRO gm_no_query(q) AS
-    q IS NULL OR trim(q) IN ('', '-', '(not set)', '(not provided)');
+    q IS NULL OR trim(q) IN (@NO_QUERY@);
 -- Whether an analytics export's numbers have a decimal comma: its reader says, per file.
 CREATE OR REPLACE TEMP MACRO gm_decimal_comma() AS false;
 -- XML's numeric character references (``caf&#233;``, ``&#x2019;``) read where each names a
@@ -1004,6 +1007,7 @@ CREATE OR REPLACE TEMP MACRO gm_rank(s) AS CASE
 """.replace("@EARLIEST@", TIME_RANGE[0])
     .replace("@LATEST@", TIME_RANGE[1])
     .replace("@AMBIGUOUS@", AMBIGUOUS)
+    .replace("@NO_QUERY@", ", ".join(f"'{q}'" for q in NO_QUERY))
 )
 
 

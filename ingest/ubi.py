@@ -78,7 +78,7 @@ qt AS (SELECT *, gm_ts(v[3]) AS t, gm_ids(v[5]) AS shown FROM q
 SELECT q.line, q.raw,
     CASE WHEN q.err IS NOT NULL THEN q.err
          WHEN v[1] IS NULL THEN 'missing query_id'
-         WHEN v[2] IS NULL OR trim(v[2]) = '' THEN 'missing query'
+         WHEN gm_no_query(v[2]) THEN 'missing query'
          WHEN query_type <> 'VARCHAR' THEN 'wrong type: user_query is ' || gm_jtype(query_type)
          WHEN v[3] IS NOT NULL AND t IS NULL
              THEN 'unparseable timestamp: ' || left(v[3], 60)

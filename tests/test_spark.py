@@ -296,6 +296,17 @@ def test_wild_values_reject_alike_in_both_engines(spark_options, tmp_path) -> No
     assert (total["stored"], total["rejected"]) == (2, 3)
 
 
+def test_placeholder_queries_reject_alike_in_both_engines(spark_options, tmp_path) -> None:
+    """AOL's "-" and Google Analytics' "(not set)" are a missing query on both engines."""
+    rows = [
+        {"session_id": "p1", "ts": "2026-11-18T10:00:00", "query": "-"},
+        {"session_id": "p1", "ts": "2026-11-18T10:01:00", "query": " (not set) "},
+        {"session_id": "p1", "ts": "2026-11-18T10:02:00", "query": "good"},
+    ]
+    total = same_in_both_engines(rows, spark_options, tmp_path)
+    assert (total["stored"], total["rejected"]) == (1, 2)
+
+
 def test_a_search_response_stored_whole_reads_alike_in_both_engines(spark_options, tmp_path):
     """Elasticsearch's response kept under ``hits``: its hits.hits are the results on both
     engines; an object holding no list is a reject on both."""
