@@ -49,13 +49,20 @@ _STRIPPED = (
     + ", ' ', 'g')"
 )
 
-HTML_MACROS = f"""
--- A numeric entity (``&#39;``, ``&#x1F600;``) as its character; one that names none (``&#0;``,
--- past U+10FFFF, a surrogate) stays as written. Then the named ones, ``&amp;`` last.
+# A numeric entity (``&#39;``, ``&#x1F600;``) as its character; one that names none (``&#0;``,
+# past U+10FFFF, a surrogate) stays as written. Also read by the Session Track's XML reader
+# (``logformats.DATE_MACROS`` installs these on every import's connection).
+ENTITY_MACROS = """
 CREATE OR REPLACE TEMP MACRO gm_entity_code(e) AS CASE WHEN e[3] IN ('x', 'X')
     THEN try_cast('0x' || e[4:-2] AS INTEGER) ELSE try_cast(e[3:-2] AS INTEGER) END;
 CREATE OR REPLACE TEMP MACRO gm_entity_char(e) AS coalesce(
     CASE WHEN gm_entity_code(e) BETWEEN 1 AND 1114111 THEN try(chr(gm_entity_code(e))) END, e);
+"""
+
+HTML_MACROS = (
+    ENTITY_MACROS
+    + f"""
+-- The numeric entities, then the named ones, ``&amp;`` last.
 CREATE OR REPLACE TEMP MACRO gm_unescape(y) AS {_named(_NUMERIC)};
 CREATE OR REPLACE TEMP MACRO gm_html_text(b) AS CASE
     WHEN NOT contains(b, '&') AND NOT contains(b, '<') THEN b
@@ -66,3 +73,4 @@ CREATE OR REPLACE TEMP MACRO gm_html_text(b) AS CASE
 CREATE OR REPLACE TEMP MACRO gm_html_block(b) AS trim(
     regexp_replace(gm_html_text(b), '\n{{3,}}', '\n\n', 'g'), chr(9) || chr(10) || chr(13) || ' ');
 """
+)

@@ -30,6 +30,7 @@ import duckdb
 
 from goldmine.errors import InputError
 from goldmine.ingest.files import excel_sep, head_lines, run_sql
+from goldmine.ingest.html_text import ENTITY_MACROS
 from goldmine.signals import TIME_RANGE
 
 # Columns that hold one click per row (a clicked document, or the rank clicked): their presence
@@ -942,7 +943,7 @@ AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layou
 # part over 12 can only be the day; a dotted date is day-first (as it is written where dots are
 # used). Both parts 12 or under: 'ambiguous', read in the order ``file_order`` names (the one the
 # file's other dates showed, or --ts-format), else not at all.
-DATE_MACROS = (
+DATE_MACROS = ENTITY_MACROS + (
     r"""
 CREATE OR REPLACE TEMP MACRO gm_dmy_parts(s) AS regexp_extract(trim(s),
     '^([0-9]{1,2})([/.-])([0-9]{1,2})[/.-]([0-9]{4})'
@@ -985,13 +986,10 @@ CREATE OR REPLACE TEMP MACRO gm_no_query(q) AS
 -- Whether an analytics export's numbers have a decimal comma: its reader says, per file.
 CREATE OR REPLACE TEMP MACRO gm_decimal_comma() AS false;
 -- XML's numeric character references (``caf&#233;``, ``&#x2019;``) read where each names a
--- character (any other is left as written).
-CREATE OR REPLACE TEMP MACRO gm_xml_code(r) AS CASE WHEN r[3] IN ('x', 'X')
-    THEN try_cast('0x' || r[4:-2] AS INTEGER) ELSE try_cast(r[3:-2] AS INTEGER) END;
+-- character (html_text's gm_entity_char: any other is left as written).
 CREATE OR REPLACE TEMP MACRO gm_xml_refs(t) AS CASE WHEN contains(t, '&#') THEN list_reduce(
-    list_filter(regexp_extract_all(t, '&#([0-9]{1,7}|[xX][0-9a-fA-F]{1,6});'), lambda r:
-        gm_xml_code(r) BETWEEN 1 AND 55295 OR gm_xml_code(r) BETWEEN 57344 AND 1114111),
-    lambda acc, r: replace(acc, r, chr(gm_xml_code(r))), t) ELSE t END;
+    regexp_extract_all(t, '&#([0-9]{1,8}|[xX][0-9a-fA-F]{1,6});'),
+    lambda acc, r: replace(acc, r, gm_entity_char(r)), t) ELSE t END;
 CREATE OR REPLACE TEMP MACRO gm_xml_once(t) AS gm_xml_refs(replace(replace(replace(replace(
     replace(replace(t, '&lt;', '<'), '&gt;', '>'), '&quot;', '"'), '&apos;', ''''), '&#39;',
     ''''), '&amp;', '&'));
