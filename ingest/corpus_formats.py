@@ -285,6 +285,10 @@ def _block(x: str, marked: str | None = None) -> str:
     )
 
 
+# What of a trecweb page is no text: its head (the title is read from it as a title tag), its
+# scripts and styles, and the ``</DOC>`` that ends it.
+_PAGE_OUT = "(?is)<head\\b.*?</head>|<(script|style)\\b.*?</(script|style)>|[\\n\\r ]*</DOC>\\s*$"
+
 # A text block ends at its ``</TEXT>``, else at ``</DOC>`` or the document's end, with the line
 # ends and spaces before it: they are dropped in the pattern's one pass, as DuckDB's rtrim would
 # read the whole block again (ltrim stops at the first other character).
@@ -317,11 +321,17 @@ WITH parts AS (
                           lambda t: regexp_replace(t, '(?is){_TEXT_END}', '')) AS texts
     FROM docs
 ),
+paged AS (  -- a trecweb page (GOV2): no TEXT, its body the page after the HTTP header
+    SELECT * REPLACE (CASE WHEN len(texts) = 0 AND regexp_matches(doc, '(?i)</DOCHDR>')
+        THEN [regexp_replace(regexp_extract(doc, '(?is)</DOCHDR>(.*)$', 1), '{_PAGE_OUT}', '',
+                             'g')] ELSE texts END AS texts)
+    FROM parts
+),
 blocks AS (
     SELECT rec, line, err, doc, docno,
            trim({_untagged("array_to_string(titles, ' ')", _WHITE)}) AS title,
            list_transform(texts, lambda t: {_block("t")}) AS blocks
-    FROM parts
+    FROM paged
 ),
 clean AS (  -- the blocks' lines: LFs trimmed at the end only if the last block is empty
     SELECT rec, line, err, doc, docno, title,

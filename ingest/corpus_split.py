@@ -331,9 +331,10 @@ _TREC_TAGS = {
     b"/doc>": _DOC_END, b"head>": _TITLE, b"headline>": _TITLE, b"hl>": _TITLE,
     b"title>": _TITLE, b"ti>": _TITLE, b"/head>": _TITLE_END, b"/headline>": _TITLE_END,
     b"/hl>": _TITLE_END, b"/title>": _TITLE_END, b"/ti>": _TITLE_END,
-    # A lead paragraph (WSJ's LP, SJMN's LEADPARA) is a text block of its own: a record with
-    # one is read by the patterns.
-    b"lp>": _LEAD, b"leadpara>": _LEAD,
+    # A lead paragraph (WSJ's LP, SJMN's LEADPARA) is a text block of its own, and a trecweb
+    # page (GOV2) has its text after its HTTP header: a record with either is read by the
+    # patterns.
+    b"lp>": _LEAD, b"leadpara>": _LEAD, b"/dochdr>": _LEAD,
 }  # fmt: skip
 # Each tag by its first 8 bytes after '<', cut after the first '>' among them (sorted).
 _KEYS = sorted((int.from_bytes(name[:8], "little"), name) for name in _TREC_TAGS)

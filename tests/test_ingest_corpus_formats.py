@@ -416,3 +416,42 @@ def test_unix_compressed_files_are_named_not_skipped(tmp_path: Path):
         assert "FT911_1.Z" in error and "Unix compress" in error and "uncompress" in error
         assert len(error.splitlines()) == 1
     assert not (tmp_path / "s.duckdb").exists()
+
+
+# GOV2's (and ClueWeb's trecweb) pages: the HTTP header in <DOCHDR>, then the raw page, no TEXT.
+TRECWEB = """<DOC>
+<DOCNO>GX000-00-0000000</DOCNO>
+<DOCHDR>
+http://sgra.jpl.nasa.gov
+HTTP/1.1 200 OK
+Content-Type: text/html
+</DOCHDR>
+<html><head><title>JPL Galileo Probe</title>
+<style>body { color: red }</style><script>var x = 1;</script></head>
+<body><h1>The probe</h1><p>Galileo's   probe entered Jupiter's atmosphere.</p>
+<!-- a comment --></body></html>
+</DOC>
+<DOC>
+<DOCNO>GX000-00-0000001</DOCNO>
+<DOCHDR>
+http://example.gov/plain
+</DOCHDR>
+A page of plain text with no markup.
+</DOC>
+"""
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_trecweb_pages_are_read_as_their_text(tmp_path: Path, gz: bool):
+    """A page stored with its title as its text, or rejected as missing text: the body after
+    <DOCHDR> was never read."""
+    path = tmp_path / ("00.gz" if gz else "00")
+    path.write_bytes(gzip.compress(TRECWEB.encode()) if gz else TRECWEB.encode())
+    assert _total(_ingest(tmp_path, str(path)))["stored"] == 2
+    chunks = _chunks(tmp_path)
+    page = chunks["GX000-00-0000000"]
+    assert page["title"] == "JPL Galileo Probe"
+    assert "Galileo's probe entered Jupiter's atmosphere." in page["text"]
+    assert "The probe" in page["text"]
+    assert not any(w in page["text"] for w in ("HTTP/1.1", "color", "var x", "comment", "<"))
+    assert chunks["GX000-00-0000001"]["text"] == "A page of plain text with no markup."
