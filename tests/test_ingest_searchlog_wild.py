@@ -202,3 +202,13 @@ def test_a_file_with_no_rows_stores_nothing_and_says_so(tmp_path, db_path, cli, 
     assert not db_path.exists()
     allowed = cli("ingest", kind, str(path), "--db", str(db_path), "--allow-empty")
     assert allowed.returncode == 0, allowed.stderr
+
+
+def test_a_comma_decimal_rate_in_a_comma_separated_export_is_read(tmp_path, db_path, cli):
+    """A Sheets export in a German locale quotes its rates (``"12,5 %"``) in a comma-separated
+    file: every row was a reject ("click-through rate is not a rate"). A percentage with one or
+    two decimals after a comma is no thousands separator."""
+    export = tmp_path / "ctr_comma.csv"
+    export.write_text('query,searches,ctr\nfoo,200,"12,5 %"\nbar,100,"7,25%"\n')
+    assert _total(_ingest(cli, db_path, str(export)))["stored"] == 2
+    assert _summaries(db_path) == {"foo": (200, 0, 175), "bar": (100, 0, 93)}
