@@ -192,7 +192,8 @@ def decimal_comma(rows: list[list[str]], delim: str) -> bool:
 # thousands), as a decimal-comma locale's Sheets export quotes it in a comma-separated file.
 _RATE = (
     "CASE WHEN ends_with({0}, '%') THEN try_cast(CASE "
-    "WHEN regexp_full_match({0}, '-?[0-9]+,[0-9]{{1,2}} ?%') THEN replace(rtrim({0}, '%'), ',', '.') "
+    "WHEN regexp_full_match({0}, '-?[0-9]+,[0-9]{{1,2}} ?%') "
+    "THEN replace(rtrim({0}, '%'), ',', '.') "
     "ELSE rtrim({0}, '%') END AS DOUBLE) / 100 "
     "ELSE CASE WHEN try_cast({0} AS DOUBLE) > 1 THEN try_cast({0} AS DOUBLE) / 100 "
     "ELSE try_cast({0} AS DOUBLE) END END"
