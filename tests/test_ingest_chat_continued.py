@@ -122,9 +122,7 @@ def test_the_command_numbers_the_next_weeks_turns_with_the_store_let_go(tmp_path
     ]  # fmt: skip
 
 
-def test_new_turns_of_the_same_day_or_of_no_time_are_not_taken_for_stored_ones(
-    tmp_path, db_path
-):
+def test_new_turns_of_the_same_day_or_of_no_time_are_not_taken_for_stored_ones(tmp_path, db_path):
     """An export that dates its turns by the day, or not at all: the next file's turns have the
     same time (or none) and role as stored ones, and their text tells them apart."""
     for ts in ("2024-01-01", None):
