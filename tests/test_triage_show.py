@@ -281,3 +281,26 @@ def test_typo_tag_fires_on_a_typists_edit_of_a_more_frequent_word(db_path):
     assert "trasfer to savings" in tagged  # a variant whose differing word is a typo
     wrong = tagged & (set(NOT_TYPOS) | {v for v, _ in NOT_TYPO_VARIANTS} | set(COMMON))
     assert not wrong
+
+
+def test_a_cluster_the_latest_run_made_is_new_whatever_its_dates(db_path, cli):
+    """A week that arrives late (its searches dated before the last run's newest) made clusters
+    that --new left out: new meant first seen after the previous run's watermark only."""
+    with open_store(db_path) as con:
+        triaged(con)
+        con.execute(
+            "INSERT INTO triage_runs (run_id, started_at, finished_at, status, watermark) "
+            "VALUES (2, ?, ?, 'done', ?)",
+            [T0 + timedelta(days=3), T0 + timedelta(days=3), T0 + timedelta(days=1)],
+        )
+        con.execute("INSERT INTO triage_cluster_ids VALUES (7, 2, NULL, 0.5, 1)")
+        con.execute(
+            """INSERT INTO triage_queries (norm_query, query, canonical_query, cluster_id,
+                   n_events, n_sessions, sources, first_seen, last_seen, n_no_click, n_failed,
+                   failure_rate, tags)
+               VALUES ('atm near me', 'atm near me', 'atm near me', 7, 9, 9, ['searchlog'], ?, ?,
+                       9, 9, 1.0, [])""",
+            [T0 - timedelta(days=2), T0 - timedelta(days=2)],
+        )
+        summarize_clusters(con, 2)
+    assert set(shown(cli, db_path, "--new")) == {7}

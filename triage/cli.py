@@ -143,7 +143,12 @@ def show_cmd(
         bool, typer.Option("--uncovered", help="Only clusters no gold item covers.")
     ] = False,
     new: Annotated[
-        bool, typer.Option("--new", help="Only clusters first seen after the previous run.")
+        bool,
+        typer.Option(
+            "--new",
+            help="Only clusters first seen after the previous run, or made by the latest run "
+            "(a late week's new intents too).",
+        ),
     ] = False,
     tag: Annotated[
         str | None, typer.Option("--tag", help="Only clusters with a query so tagged (typo, …).")

@@ -56,7 +56,7 @@ def summarize_clusters(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
         ),
         prev AS (
             SELECT max(watermark) AS watermark FROM triage_runs
-            WHERE status = 'done' AND run_id < ?
+            WHERE status = 'done' AND run_id < $run_id
         ),
         tag_n AS (
             SELECT cluster_id, tag, count(*) AS n FROM
@@ -89,14 +89,17 @@ def summarize_clusters(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
                (SELECT json_group_object(tag, n) FROM tag_n t WHERE t.cluster_id = c.cluster_id)
                    AS tag_counts,
                s.sources,
-               prev.watermark IS NULL OR c.first_seen > prev.watermark AS is_new,
+               -- New: first seen after the previous run, or a cluster this run made (a week
+               -- that arrives late is dated before the previous run's newest search).
+               prev.watermark IS NULL OR c.first_seen > prev.watermark
+                   OR coalesce(k.run_id = $run_id, false) AS is_new,
                k.centroid, k.run_id AS created_run_id
         FROM c CROSS JOIN g CROSS JOIN prev
         LEFT JOIN src s USING (cluster_id)
         LEFT JOIN (SELECT cluster_id, any_value(centroid) AS centroid, min(run_id) AS run_id
                    FROM triage_cluster_ids GROUP BY cluster_id) k USING (cluster_id)
         """,
-        [run_id],
+        {"run_id": run_id},
     )
     return con.execute("SELECT count(*) FROM triage_clusters").fetchall()[0][0]
 
