@@ -84,13 +84,19 @@ CLICKS = ("clicks", "clicked_searches", "searches_with_clicks", "total_clicks")
 CTR = ("ctr", "click_through_rate", "clickthrough_rate", "click_rate", "search_ctr",
        "clickthroughrate")  # Algolia's clickThroughRate  # fmt: skip
 DATE = ("date", "day")
-# A column an event-level log has and an aggregate has not.
+# A column an event-level log has and an aggregate has not: an event's time under each name the
+# search log reads it by (searchlog.ALIASES' ts, but an export's day), its ids and results.
 _EVENT = (
     "session_id",
     "user_id",
     "event_id",
     "timestamp",
     "ts",
+    "time",
+    "datetime",
+    "created_at",
+    "event_time",
+    "@timestamp",
     "results",
     "clicked_ids",
     "result_ids",
@@ -112,6 +118,8 @@ _PARTS = {
 # The parts ``--map`` may name beside the query: naming one (``--map count=Suchanfragen``) reads
 # a delimited file as an aggregated export whatever its header's words.
 MAP_PARTS = ("count", "zero", "zero_rate", "hits", "clicks", "ctr")
+# What else --map may name for an export, beside its query: its day.
+MAP_ALSO = ("date",)
 
 
 def columns(header: list[str], mapping: dict[str, str] | None = None) -> dict[str, str] | None:

@@ -96,8 +96,9 @@ def searchlog(
     reads files whose text is not UTF-8 (cp1252)."""
     redactor = make_redactor(redact, patterns, regions=regions)
     fields = _fields(mapping)
-    events = {k: v for k, v in fields.items() if k not in _searchlog.EXPORT_PARTS}
-    if len(events) < len(fields) and set(events) - {"query"}:
+    export = set(fields) & set(_searchlog.analytics.MAP_PARTS)  # an export's --map
+    events = {k: v for k, v in fields.items() if not export or k not in _searchlog.EXPORT_PARTS}
+    if export and set(events) - {"query"}:
         raise InputError(
             "--map names an aggregated export's parts and a search event's together "
             f"({', '.join(sorted(fields))}): an export's are query, "

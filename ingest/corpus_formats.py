@@ -680,11 +680,13 @@ def _place_bad_lines(con: duckdb.DuckDBPyConnection) -> None:
     if not con.execute("SELECT count(*) FROM gm_errs").fetchall()[0][0]:
         return
     con.execute("CREATE OR REPLACE TEMP TABLE gm_lined_bad AS SELECT * FROM gm_lined")
+    # The last readable line before each: an ASOF join (a join on line < line paired every bad
+    # line with every line before it: 49 s for 10,000 bad lines in 900k).
     con.execute(
         """UPDATE gm_lined_bad SET rec = p.rec
-           FROM (SELECT b.line, max(g.rec) AS rec FROM gm_lined_bad b
-                 JOIN gm_lined_bad g ON g.line < b.line AND g.err IS NULL
-                 WHERE b.err IS NOT NULL GROUP BY b.line) p
+           FROM (SELECT b.line, g.rec FROM (SELECT line FROM gm_lined_bad WHERE err IS NOT NULL) b
+                 ASOF JOIN (SELECT line, rec FROM gm_lined_bad WHERE err IS NULL) g
+                 ON b.line > g.line) p
            WHERE gm_lined_bad.line = p.line AND p.rec > 0"""
     )
     con.execute("CREATE OR REPLACE TEMP VIEW gm_lined AS SELECT * FROM gm_lined_bad")

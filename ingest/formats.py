@@ -257,7 +257,8 @@ def discover(
         path = Path(given)
         if path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.is_file())
-            packed = [p for p in files if _unix_compressed(p)]
+            # by name and bytes both: another file that starts with those two bytes is none
+            packed = [p for p in files if p.suffix in (".Z", ".z") and _unix_compressed(p)]
             if packed:
                 _refuse_unix_compress(packed[0], len(packed))
             inside = [p for p in files if _known(p) and not _slack_meta(p)]

@@ -30,7 +30,7 @@ from goldmine.ingest.redact import Redactor
 from goldmine.ingest.target import Target
 
 # What --map may name beside ALIASES' fields: an aggregated export's columns (ingest.analytics).
-EXPORT_PARTS = analytics.MAP_PARTS
+EXPORT_PARTS = analytics.MAP_PARTS + analytics.MAP_ALSO
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "event_id": ("event_id", "eventid", "id", "search_id", "request_id", "query_id", "_id"),
@@ -108,8 +108,10 @@ def _unless_known(expr: str) -> str:
 
 
 def _unless_seen(expr: str) -> str:
-    # A stored search's clicks (and the extra that holds their ranks and times) are kept from a
-    # changed line: an export made again may hold clicks that came in since (merge_clicks).
+    # A click log's stored search keeps its clicks (and the extra that holds their ranks and
+    # times) from a changed line: an export made again may hold clicks that came in since
+    # (merge_clicks). Only a click log's: elsewhere an already stored row's extra, redacted, cost
+    # a whole import's time on an overlapping file.
     return f"CASE WHEN gm_seen THEN NULL ELSE {expr} END"
 
 
@@ -121,8 +123,9 @@ def merge_clicks(con: duckdb.DuckDBPyConnection, _batch_id: int) -> dict[str, in
     other clicks changes nothing."""
     added = con.execute(
         """UPDATE search_events e SET clicked_ids = s.clicked_ids, extra = s.extra
-           FROM gm_stage s
-           WHERE s.gm_present AND s.reason IS NULL AND e.event_id = s.event_id
+           FROM (SELECT * FROM gm_stage WHERE gm_present AND reason IS NULL
+                 QUALIFY count(*) OVER (PARTITION BY event_id) = 1) s
+           WHERE e.event_id = s.event_id
              AND len(s.clicked_ids) > len(coalesce(e.clicked_ids, []))
              AND list_has_all(s.clicked_ids, coalesce(e.clicked_ids, []))"""
     ).fetchall()[0][0]
@@ -166,7 +169,9 @@ def stage_sql(
     source: str,
     ts_format: str | None = None,
     order: str | None = None,
+    clicks_grow: bool = False,
 ) -> tuple[str, dict[str, Any]]:
+    keep = _unless_seen if clicks_grow else _unless_known
     fields = resolve_fields(keys, ALIASES, mapping)
     # Records of a query and a count and nothing only an event has are an aggregated export's
     # (Algolia's {"searches"}, Elastic App Search's {"results": [{"term", "queries"}]}), even
@@ -221,9 +226,9 @@ def stage_sql(
             {_unless_known(f"trim({q})")} AS query,
             {_unless_known(ids(fields, "result_ids"))} AS result_ids,
             {_unless_known(count)} AS num_results,
-            {_unless_seen(ids(fields, "clicked_ids"))} AS clicked_ids,
+            {keep(ids(fields, "clicked_ids"))} AS clicked_ids,
             {_unless_known(val(fields, "feedback"))} AS feedback,
-            {_unless_seen("x")} AS extra,
+            {keep("x")} AS extra,
             gm_line AS {LINE_HASH},
             gm_seen,
             gm_known,
@@ -244,21 +249,24 @@ def target(
     source: str = "searchlog",
     ts_format: str | None = None,
     order: str | None = None,
+    clicks_grow: bool = False,
 ) -> Target:
+    """``clicks_grow``: a click log's, whose searches (keyed by user, query and time) a later
+    export may give more clicks (merge_clicks)."""
     return Target(
         source=source,
         table="search_events",
         key=("event_id",),
         # A line already stored is known by its hash, unparsed (a weekly file's old half).
         columns=(*COLUMNS, LINE_HASH),
-        stage=lambda keys: stage_sql(keys, mapping or {}, source, ts_format, order),
+        stage=lambda keys: stage_sql(keys, mapping or {}, source, ts_format, order, clicks_grow),
         marks_present=True,
         # Ids can be emails or phone numbers; a session id keeps its sessions apart.
         redact=("query", "user_id", "feedback", "extra"),
         pseudonymize=("session_id",),
         # Ambiguous dates are settled per file, before its batch is kept (logformats); a stored
         # search's new clicks are added.
-        summary=_summary,
+        summary=_summary if clicks_grow else check_dates,
     )
 
 
@@ -291,7 +299,9 @@ def run(
         elif item.format == "analytics":
             made = _analytics(item, ts_format)
         else:
-            made = partial(target, mapping, ts_format=ts_format)
+            made = partial(
+                target, mapping, ts_format=ts_format, clicks_grow=item.format == "clicklog"
+            )
         try:
             files.extend(_dated(con, made, item, redactor, options, ts_format).files)
         except AggregatedRecords as records:  # JSON rows of a query and a count, no events
@@ -311,11 +321,11 @@ def day_first_layout(example: str) -> str:
         if re.match(r"\s*\d{1,2}\D\d{1,2}\D\d{4}", example)
         else (f"%d{sep}%m{sep}%y")
     )
-    time = re.search(r"\d[ T](\d{1,2}:\d{2})(:\d{2})?", example)
+    time = re.search(r"\d[ T](\d{1,2}:\d{2})(:\d{2})?(\s*[AaPp][Mm])?", example)
     if time:
-        layout += (
-            ("T" if "T" in time.group(0) else " ") + "%H:%M" + (":%S" if time.group(2) else "")
-        )
+        hours = "%I" if time.group(3) else "%H"  # a 12-hour clock: 10:00 AM
+        layout += ("T" if "T" in time.group(0) else " ") + hours + ":%M"
+        layout += (":%S" if time.group(2) else "") + (" %p" if time.group(3) else "")
     return layout
 
 

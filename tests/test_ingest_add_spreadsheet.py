@@ -86,3 +86,14 @@ def test_a_real_sheet_gives_every_row_its_query(shared_dataset, db_path: Path) -
     assert len(texts) == 10_003
     assert "I am still waiting on my card?" in texts
     assert not any(t.endswith(",card_arrival") for t in texts)
+
+
+def test_words_and_counts_are_no_topics_file(tmp_path: Path, db_path: Path) -> None:
+    """``vpn<TAB>12``: its first column holds no id, so it is no topics file (its lines are
+    the queries, as before); a topics file's header row is no query."""
+    path = tmp_path / "counts.tsv"
+    path.write_text("vpn\t12\nprinter\t3\n")
+    assert added(db_path, path) == ["printer\t3", "vpn\t12"]
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("qid\ttopic\n101\treset password\n102\tvpn setup\n")
+    assert added(tmp_path / "t.duckdb", topics) == ["reset password", "vpn setup"]

@@ -455,3 +455,11 @@ def test_trecweb_pages_are_read_as_their_text(tmp_path: Path, gz: bool):
     assert "The probe" in page["text"]
     assert not any(w in page["text"] for w in ("HTTP/1.1", "color", "var x", "comment", "<"))
     assert chunks["GX000-00-0000001"]["text"] == "A page of plain text with no markup."
+
+
+def test_a_file_that_only_starts_like_compress_output_does_not_stop_a_folder(tmp_path: Path):
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    (folder / "ap880212").write_text(SGML, encoding="utf-8")
+    (folder / "notes.bin").write_bytes(b"\x1f\x9d" + bytes(range(30)))
+    assert _total(_ingest(tmp_path, str(folder)))["stored"] == 2

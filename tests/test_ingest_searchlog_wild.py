@@ -161,6 +161,12 @@ def test_the_ts_format_hint_fits_the_dates_and_a_wrong_one_is_named(tmp_path, db
     assert _total(_ingest(cli, db_path, str(export), "--ts-format", "%d/%m/%Y"))["stored"] == 2
 
 
+def test_the_ts_format_hint_reads_a_twelve_hour_clock():
+    from goldmine.ingest.searchlog import day_first_layout
+
+    assert day_first_layout("03/04/2026 10:00 AM") == "%d/%m/%Y %I:%M %p"
+
+
 def test_map_names_an_aggregated_exports_columns(tmp_path, db_path, cli):
     """An export whose header is in another language: --map query= alone read each row as one
     search (its count lost in extra), and --map count= was refused as an unknown field."""
@@ -212,3 +218,36 @@ def test_a_comma_decimal_rate_in_a_comma_separated_export_is_read(tmp_path, db_p
     export.write_text('query,searches,ctr\nfoo,200,"12,5 %"\nbar,100,"7,25%"\n')
     assert _total(_ingest(cli, db_path, str(export)))["stored"] == 2
     assert _summaries(db_path) == {"foo": (200, 0, 175), "bar": (100, 0, 93)}
+
+
+def test_an_event_log_with_a_count_like_key_stays_an_event_log(tmp_path, db_path, cli):
+    """Records of a query, a time under another name (time, created_at) and a key an export's
+    count goes by (impressions, volume) were read as an aggregated export: the events lost."""
+    log = tmp_path / "ev.jsonl"
+    log.write_text(
+        '{"query": "reset password", "time": "2024-03-01T10:00:00", "impressions": ["d1", "d2"],'
+        ' "clicks": ["d1"]}\n'
+        '{"query": "vpn", "created_at": "2024-03-01T10:05:00", "volume": 3}\n'
+    )
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
+    with open_store(db_path) as con:
+        assert con.execute("SELECT count(*) FROM search_events").fetchall() == [(2,)]
+        assert con.execute("SELECT count(*) FROM search_summaries").fetchall() == [(0,)]
+    csv_log = tmp_path / "ev.csv"
+    csv_log.write_text("created_at,search_text,hits,count\n2024-03-01T10:00:00,vpn,3,1\n")
+    other = tmp_path / "other.duckdb"
+    result = _ingest(cli, other, str(csv_log), "--map", "query=search_text")
+    assert json.loads(result.stdout)["files"][0]["format"] != "analytics"
+
+
+def test_map_names_an_exports_date_column(tmp_path, db_path, cli):
+    export = tmp_path / "de3.csv"
+    export.write_text(
+        "Datum;Suchbegriff;Suchanfragen\n2026-11-30;rechnung;10\n2026-12-01;rechnung;5\n"
+    )
+    result = _ingest(cli, db_path, str(export), "--map", "query=Suchbegriff",
+                     "--map", "count=Suchanfragen", "--map", "date=Datum")  # fmt: skip
+    assert _total(result)["stored"] == 2
+    with open_store(db_path) as con:
+        days = con.execute("SELECT day FROM search_summaries ORDER BY day").fetchall()
+    assert [str(d[0]) for d in days] == ["2026-11-30", "2026-12-01"]
