@@ -53,3 +53,30 @@ def test_a_new_intent_in_a_later_week_is_a_cluster_of_its_own(db_path, shared_da
     # an old intent's new queries join its clusters, not new ones
     joined = [after[normalize_query(t)] <= max(before.values()) for t in later_old]
     assert sum(joined) >= 0.9 * len(later_old)
+
+
+def test_a_pilot_run_of_a_few_queries_does_not_fix_the_grain(db_path, shared_dataset):
+    """A first run of five queries chose k 4 (its silhouettes all -1), and every later week
+    kept it: the grain of a pilot is no grain. A run too small to choose leaves the choice to the
+    next run that can."""
+    import json
+
+    import polars as pl
+
+    from goldmine.triage.pipeline import run_triage
+
+    rows = pl.read_csv(shared_dataset("datasets", "banking77", "train.csv"))
+    texts = {c: rows.filter(pl.col("category") == c)["text"].to_list() for c in OLD}
+    with open_store(db_path) as con:
+        load_queries(con, texts[OLD[0]][:5])
+    run_triage(db_path, backend="onnx-int8")
+    week = [t for c in OLD for t in texts[c][5:45]]
+    with open_store(db_path) as con:
+        load_queries(con, week, 5)
+    second = run_triage(db_path, backend="onnx-int8")
+    assert second.cluster["tried"], second.cluster  # the grid ran on the week
+    assert second.cluster["k"] >= 10
+    with open_store(db_path) as con:
+        params = [json.loads(p) for (p,) in con.execute(
+            "SELECT params FROM triage_runs ORDER BY run_id").fetchall()]  # fmt: skip
+    assert params[1]["k"] == second.cluster["k"]

@@ -94,6 +94,7 @@ SILHOUETTE_SAMPLE = 4000
 SILHOUETTE_SAMPLES = 3
 SILHOUETTE_TOLERANCE = 0.005
 CHOOSE_SAMPLE = 20_000
+CHOICE_MIN = 100  # queries a run needs for its k and resolution to be the store's (_chosen)
 BRUTE_MAX = 10_000
 LEIDEN_ITERATIONS = 2
 RADIUS_QUANTILE = 0.10
@@ -954,10 +955,15 @@ def write_clusters(con: duckdb.DuckDBPyConnection, plan: ClusterPlan, run_id: in
 
 
 def _chosen(con: duckdb.DuckDBPyConnection) -> tuple[int | None, float]:
-    """The k and resolution the first clustering run chose (resolution 1 for a store that the
-    earlier Louvain clustered: modularity's own)."""
+    """The k and resolution the first clustering run that could choose them chose (resolution 1
+    for a store that the earlier Louvain clustered: modularity's own). A run of fewer than
+    CHOICE_MIN queries cannot: a pilot of five chose k 4 from silhouettes all -1, and every
+    later week kept it; the next run then chooses on its own queries."""
     rows = con.execute(
-        "SELECT params FROM triage_runs WHERE params->>'k' IS NOT NULL ORDER BY run_id LIMIT 1"
+        "SELECT params FROM triage_runs WHERE params->>'k' IS NOT NULL "
+        "AND coalesce(TRY_CAST(params->>'n_todo' AS BIGINT), $least) >= $least "
+        "ORDER BY run_id LIMIT 1",
+        {"least": CHOICE_MIN},
     ).fetchall()
     if not rows:
         return None, 1.0
