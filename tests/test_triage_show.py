@@ -304,3 +304,14 @@ def test_a_cluster_the_latest_run_made_is_new_whatever_its_dates(db_path, cli):
         )
         summarize_clusters(con, 2)
     assert set(shown(cli, db_path, "--new")) == {7}
+
+
+def test_a_label_written_over_lines_is_shown_on_one(db_path, cli):
+    """banking77 holds texts that start with a line end ('\\nWhere can I withdraw money from?'):
+    the table's label cell began with an empty line."""
+    clusters = {1: [("\nWhere can I\twithdraw money from?", 40, 30, ["question"], ["searchlog"])]}
+    with open_store(db_path) as con:
+        triaged(con, clusters)
+    out = show(cli, db_path)
+    assert out.returncode == 0, out.stderr
+    assert "Where can I withdraw money from?" in out.stdout, out.stdout

@@ -42,6 +42,12 @@ triage_app = typer.Typer(
 
 
 @triage_app.command("run")
+def _line(text: str | None) -> str:
+    """A query as a listing shows it: its line ends and runs of white space one space (a text
+    may start with a line end, as some of banking77's do)."""
+    return " ".join((text or "").split())
+
+
 def run_cmd(
     since: Annotated[
         datetime | None,
@@ -123,7 +129,7 @@ def _show_row(r: dict) -> list[str]:
     return [
         str(r["cluster_id"]),
         f"{r['priority']:.1f}",
-        clip(r["label"]) + ("\nterms: " + _terms(r["terms"]) if r.get("terms") else ""),
+        clip(_line(r["label"])) + ("\nterms: " + _terms(r["terms"]) if r.get("terms") else ""),
         str(r["volume"]),
         str(r["n_variants"]),
         _fmt_rate(r["failure_rate"]),
@@ -194,7 +200,8 @@ def _topic_rows(t: dict) -> list[list[str]]:
     head = [
         f"topic {t['topic_id']}",
         f"{t['priority']:.1f}",
-        f"{clip(t['label'])}\n{t['n_clusters']} cluster{'s' if t['n_clusters'] != 1 else ''}",
+        f"{clip(_line(t['label']))}\n{t['n_clusters']} "
+        f"cluster{'s' if t['n_clusters'] != 1 else ''}",
         str(t["volume"]),
         str(sum(c["n_variants"] for c in t["clusters"])),
         _fmt_rate(t["failure_rate"]),
@@ -275,7 +282,8 @@ def cluster_cmd(
         print_json(detail)
         return
     console().print(
-        f"cluster {detail['cluster_id']}: {clip(detail['label'])!r} — volume {detail['volume']}, "
+        f"cluster {detail['cluster_id']}: {clip(_line(detail['label']))!r} — "
+        f"volume {detail['volume']}, "
         f"{_fmt_rate(detail['failure_rate'])} failed, priority {detail['priority']:.1f}, "
         f"covered: {detail['coverage']}"
     )
