@@ -42,12 +42,6 @@ triage_app = typer.Typer(
 
 
 @triage_app.command("run")
-def _line(text: str | None) -> str:
-    """A query as a listing shows it: its line ends and runs of white space one space (a text
-    may start with a line end, as some of banking77's do)."""
-    return " ".join((text or "").split())
-
-
 def run_cmd(
     since: Annotated[
         datetime | None,
@@ -93,6 +87,12 @@ def run_cmd(
         info("timings (s): " + ", ".join(f"{k} {v}" for k, v in result.timings.items()))
     if as_json:
         print_json(result.__dict__)
+
+
+def _line(text: str | None) -> str:
+    """A query as a listing shows it: its line ends and runs of white space one space (a text
+    may start with a line end, as some of banking77's do)."""
+    return " ".join((text or "").split())
 
 
 def _fmt_rate(value: Any) -> str:
