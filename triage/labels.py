@@ -67,6 +67,13 @@ _STOP_WORDS = """
     yourself yourselves
 """
 STOP_WORDS = frozenset(_STOP_WORDS.split())
+# What the token pattern leaves of a contraction ("hasn't": "hasn"; "I've": "ve"), no term that
+# describes a cluster: out of the terms too, not of STOP_WORDS (the other steps' list).
+# ("won't" leaves "won", which is also Korea's currency: it stays a term.)
+_FRAGMENTS = """
+    aren couldn didn doesn don hadn hasn haven isn ll mustn needn shan shouldn ve wasn weren wouldn
+"""
+FRAGMENTS = frozenset(_FRAGMENTS.split())
 
 
 COUNT_CHUNK = 65_536  # texts counted at a time: the exploded words of a million are ~2 GB
@@ -136,7 +143,9 @@ def _chunk_counts(docs):
     words = (
         _tokens(docs)
         .explode("term")
-        .filter(pl.col("term").is_not_null() & ~pl.col("term").is_in(sorted(STOP_WORDS)))
+        .filter(
+            pl.col("term").is_not_null() & ~pl.col("term").is_in(sorted(STOP_WORDS | FRAGMENTS))
+        )
     )
     # a word and the next kept word of the same text (explode keeps the order)
     pairs = words.select(
