@@ -88,9 +88,9 @@ def tsv_columns(lines: list[str]) -> tuple[list[str], bool]:
     if not lines or not lines[0].strip():  # an empty file: no columns to tell, and no rows
         return ["id", "text"], False
     fields = lines[0].rstrip("\r\n").split("\t")
-    ids = {_shape(line.split("\t", 1)[0]) for line in lines[1 : _LOOK_ROWS + 1] if line.strip()}
+    ids = {id_shape(line.split("\t", 1)[0]) for line in lines[1 : _LOOK_ROWS + 1] if line.strip()}
     if all(_HEADER_NAME.fullmatch(f) for f in fields) and (
-        all(f.lower() in _KNOWN_COLUMNS for f in fields) or _shape(fields[0]) not in ids
+        all(f.lower() in _KNOWN_COLUMNS for f in fields) or id_shape(fields[0]) not in ids
     ):
         return _unique(fields), True
     if len(fields) == 4 and all(
@@ -120,8 +120,9 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def _shape(field: str) -> str:
-    """An id's shape: its runs of letters as ``a`` and of digits as ``9`` (D301595 -> a9)."""
+def id_shape(field: str) -> str:
+    """An id's shape: its runs of letters as ``a`` and of digits as ``9`` (D301595 -> a9); also
+    how ``add --file`` tells a topics file's ids (``manual._id_and_query``)."""
     return re.sub(r"[0-9]+", "9", re.sub(r"[A-Za-z]+", "a", field.strip()))
 
 

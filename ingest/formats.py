@@ -70,6 +70,7 @@ _MAGIC = {
     b"PK\x03\x04": "zip",
     b"BZh": "bzip2",
     b"\xfd7zX": "xz",
+    b"\x1f\x9d": "compress",  # compress(1)'s .Z, as the TREC disks ship many: refused (detect)
 }
 # Formats whose text is UTF-8 by definition (JSON's RFC 8259): a UTF-16 one is refused (scan).
 _UTF8_ONLY = ("jsonl", "json", "parquet")
@@ -217,15 +218,8 @@ def _compression_by_magic(path: Path) -> str:
     return next((c for m, c in _MAGIC.items() if magic.startswith(m)), "none")
 
 
-_UNIX_COMPRESS = b"\x1f\x9d"  # compress(1)'s .Z, as the TREC disks ship many files
-
-
 def _unix_compressed(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(2) == _UNIX_COMPRESS
-    except OSError:
-        return False
+    return _compression_by_magic(path) == "compress"
 
 
 def _refuse_unix_compress(path: Path, among: int = 1) -> None:

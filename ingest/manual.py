@@ -122,12 +122,12 @@ def _id_and_query(lines: list[str]) -> list[str]:
     every line two fields, the first an id, each of one shape holding a digit (``1030303``,
     ``q12``; ``vpn<TAB>12`` is no such file), a first line of names (``qid<TAB>topic``) a
     header; else the lines as they are."""
-    import re
+    from goldmine.ingest.corpus_formats import id_shape
 
     rows = [line.split("\t") for line in lines if line.strip()]
-    if rows and not re.search(r"\d", rows[0][0]):
+    if rows and "9" not in id_shape(rows[0][0]):
         rows = rows[1:]  # a header row, whose names hold no digit
-    shapes = {re.sub(r"[0-9]+", "9", re.sub(r"[A-Za-z]+", "a", r[0].strip())) for r in rows}
+    shapes = {id_shape(r[0]) for r in rows}
     if rows and len(shapes) == 1 and "9" in next(iter(shapes)) and all(len(r) == 2 for r in rows):
         return [r[1] for r in rows]
     return lines

@@ -284,10 +284,10 @@ def run(
     files = []
     export = [k for k in mapping if k in analytics.MAP_PARTS]
     for item in items:
-        if item.format == "csv" and mapping and not export and _mapped_export(item, mapping):
-            item = replace(item, format="analytics")  # --map query=… on a query-and-count file
-            made = _analytics(item, ts_format, mapping=mapping)
-        elif export and item.format in ("csv", "analytics"):  # --map count=…: an export
+        # --map count=… names an export; --map query=… alone does on a query-and-count file
+        if (export and item.format in ("csv", "analytics")) or (
+            item.format == "csv" and mapping and not export and _mapped_export(item, mapping)
+        ):
             item = replace(item, format="analytics")
             made = _analytics(item, ts_format, mapping=mapping)
         elif export:

@@ -97,3 +97,13 @@ def test_words_and_counts_are_no_topics_file(tmp_path: Path, db_path: Path) -> N
     topics = tmp_path / "topics.tsv"
     topics.write_text("qid\ttopic\n101\treset password\n102\tvpn setup\n")
     assert added(tmp_path / "t.duckdb", topics) == ["reset password", "vpn setup"]
+
+
+def test_the_real_dl20_topics_file_gives_every_query(db_path: Path, shared_dataset) -> None:
+    """TREC DL 2020's own topics file (CRLF, no header): each of its 200 lines is one query,
+    its text alone; none is lost and no id is left inside a query."""
+    path = shared_dataset("datasets", "trec_topics", "topics.dl20.txt")
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    got = added(db_path, path)
+    assert len(got) == len(lines) == 200
+    assert sorted(got) == sorted(line.split("\t")[1].strip() for line in lines)
