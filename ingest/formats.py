@@ -176,11 +176,14 @@ def _refuse_legacy_text(head: bytes, path: Path) -> None:
     if len(bad) < 2 or any(not line.isascii() and _is_utf8(line) for line in lines):
         return
     line = lines[bad[0] - 1]
-    byte = next(b for b in line if b >= 0x80)
+    # The byte and the letter it is in Windows-1252, never the line's text: this is said
+    # before anything is redacted, and the line may be a customer's message.
+    column, byte = next((i, b) for i, b in enumerate(line, start=1) if b >= 0x80)
+    letter = bytes([byte]).decode("cp1252", "replace")
     raise InputError(
-        f"not UTF-8: line {bad[0]} holds byte 0x{byte:02X} "
-        f"({line[:60].decode('cp1252', 'replace')!r} as Windows-1252); {_LEGACY_HINT}: read "
-        "it with --encoding cp1252, or the encoding it was saved in",
+        f"not UTF-8: line {bad[0]}, column {column} holds byte 0x{byte:02X} ({letter!r} in "
+        f"Windows-1252); {_LEGACY_HINT}: read it with --encoding cp1252, or the encoding it "
+        "was saved in",
         path=path,
     )
 

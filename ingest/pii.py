@@ -42,13 +42,34 @@ SECRET_MARKS = (
     r"|glpat-|npm_|hf_|SG\.|[0-9]:AA|hooks\.slack\.com/|/api/webhooks/"
     r"|(?i:basic)\s+[A-Za-z0-9+/]{4,}[0-9+/=]"
     r"|(?i:bearer\s|(?:key|secret|token|passw(?:or)?d|pwd)[\"']?\s*[:=])"
+    r"|(?i:\b(?:passw(?:or)?d|pwd)\s+(?:is|was)\s)"
     r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY"
 )
+# The zero of each run of ten decimal digits past ASCII (Unicode category Nd, as Python 3.11's
+# unicodedata lists them; a test checks the list against it): scanning every code point at
+# import took 0.1 s of each command.
+_DIGIT_ZEROS = (
+    0x660, 0x6F0, 0x7C0, 0x966, 0x9E6, 0xA66, 0xAE6, 0xB66, 0xBE6, 0xC66, 0xCE6, 0xD66, 0xDE6,
+    0xE50, 0xED0, 0xF20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90,
+    0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0,
+    0xFF10, 0x104A0, 0x10D30, 0x11066, 0x110F0, 0x11136, 0x111D0, 0x112F0, 0x11450, 0x114D0,
+    0x11650, 0x116C0, 0x11730, 0x118E0, 0x11950, 0x11C50, 0x11D50, 0x11DA0, 0x16A60, 0x16AC0,
+    0x16B50, 0x1D7CE, 0x1D7D8, 0x1D7E2, 0x1D7EC, 0x1D7F6, 0x1E140, 0x1E2F0, 0x1E950, 0x1FBF0,
+)  # fmt: skip
+_OTHER_DIGITS = tuple((chr(zero + d), d) for zero in _DIGIT_ZEROS for d in range(10))
+
+
+def _ranges(zeros: tuple[int, ...]) -> str:
+    """An RE2 character class body of the ten digits from each of ``zeros``."""
+    return "".join(f"\\x{{{z:04X}}}-\\x{{{z + 9:04X}}}" for z in zeros)
+
+
 # RE2 (DuckDB) and Python read this the same: whether a text may hold anything below. A run of
 # 7+ digits (phones, cards, IBANs, SSNs), a dotted quad, an @, hex around two colons, and the
 # literal starts of the rest; a plain word such as "key" or "token" alone is not enough.
 CANDIDATE = (
-    r"@|[0-9](?:[ ./()\-\x{00A0}\x{2010}-\x{2013}\x{2007}\x{2009}\x{202F}]{0,3}[0-9]){6,}"
+    r"@|[0-9](?:[ ./()\-\x{00A0}\x{2010}-\x{2013}\x{2007}\x{2009}\x{202F}"
+    r"\x{00AD}\x{200B}-\x{200F}\x{2060}\x{FEFF}]{0,3}[0-9]){6,}"
     r"|[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]"
     r"|[0-9A-Fa-f]:[0-9A-Fa-f]{0,4}:|::[0-9A-Fa-f]"
     # URL-encoded @ and +, "[at]", a UK NI number, a credential's literal start
@@ -58,10 +79,16 @@ CANDIDATE = (
     r"|[A-Za-z]{5}[0-9]{4}[A-Za-z]|[A-Z]{6}[0-9LMNP-V]{2}[A-Z]"
     # a fullwidth digit, + or @ (typed with a CJK input method): find() reads them as ASCII
     r"|[\x{FF10}-\x{FF19}\x{FF0B}\x{FF20}]"
-    r"|" + SECRET_MARKS
+    # a digit of another script (find() reads it as ASCII too); an address spelled in words
+    + "|["
+    + _ranges(_DIGIT_ZEROS)
+    + "]"
+    + r"|(?i:\sat\s+[a-z0-9-]+\s+dot\s)"
+    + r"|"
+    + SECRET_MARKS
 )
 # Python's re spells RE2's \x{…} as the character itself.
-_CANDIDATE = re.compile(re.sub(r"\\x\{([0-9A-F]{4})\}", lambda m: chr(int(m[1], 16)), CANDIDATE))
+_CANDIDATE = re.compile(re.sub(r"\\x\{([0-9A-F]{4,5})\}", lambda m: chr(int(m[1], 16)), CANDIDATE))
 # Read as ASCII, one character for one so that spans stay the text's: the fullwidth forms
 # (U+FF01-FF5E, "０９０-１２３４", "jane＠example.com"), the ideographic space, the no-break space
 # of text copied from a web page ("4111 1111 1111 1111"), and the figure, thin and narrow
@@ -69,7 +96,15 @@ _CANDIDATE = re.compile(re.sub(r"\\x\{([0-9A-F]{4})\}", lambda m: chr(int(m[1], 
 _FOLD = {
     **{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)},
     **{c: " " for c in (0x00A0, 0x3000, 0x2007, 0x2009, 0x202F)},
+    # Digits of other scripts (Arabic-Indic "٠٧٩١١", Persian, Devanagari, mathematical bold):
+    # phonenumbers, Luhn and mod 97 read them as the digits they are.
+    **{ord(c): ord("0") + int(d) for c, d in _OTHER_DIGITS},
 }
+# Characters that show nothing, typed or pasted inside an address or a number to slip past a
+# filter ("john\u200b@example.com"): a soft hyphen, the zero-width space, joiners and marks,
+# the word joiner and its kin, a BOM. They are looked through, and the span keeps them.
+INVISIBLE = "\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff"
+_INVISIBLE = re.compile(f"[{INVISIBLE}]")
 
 # ASCII word characters bound the digit-based types, as RE2's \b did: "é4111…" is a card.
 _W = r"A-Za-z0-9_"
@@ -91,13 +126,13 @@ IPV4 = re.compile(rf"(?<![{_W}.])(?:{_OCTET}\.){{3}}{_OCTET}(?![{_W}]|\.\d)")
 # A line break where a ticket's body or a chat client wrapped a card or an IBAN.
 _WRAP = r"[ \t]*\r?\n[ \t]*"
 IBAN = re.compile(
-    rf"(?<![{_W}])[a-z]{{2}}\d{{2}}(?:(?: |{_WRAP})?[a-z0-9]{{4}}){{2,7}}(?: ?[a-z0-9]{{1,3}})?"
+    rf"(?<![{_W}])[a-z]{{2}} ?\d{{2}}(?:(?: |{_WRAP})?[a-z0-9]{{4}}){{2,7}}(?: ?[a-z0-9]{{1,3}})?"
     rf"(?![{_W}])",
     re.IGNORECASE,
 )
 # A card's digits, in groups joined by a space or a dash, or wrapped onto the next line by a chat
 # client or a form ("4111 1111\n1111 1111": then every group must be whole, see card_ok).
-CARD = re.compile(rf"(?<![{_W}+-])\d(?:(?:[ -]|[ -]?{_WRAP})?\d){{12,18}}(?![{_W}]|-\d)")
+CARD = re.compile(rf"(?<![{_W}+.-])\d(?:(?:[ .-]|[ -]?{_WRAP})?\d){{12,18}}(?![{_W}]|[.-]\d)")
 # Digit groups joined by one separator, by a bracket ("+33 (0)1 23", "(415) 555-2671"), or by
 # a spaced slash as German numbers were written ("030 / 123 456").
 _JOIN = r"(?: ?\(|\) ?| / |[ .\-/\u2010-\u2013])"
@@ -108,7 +143,105 @@ PHONE = re.compile(
     rf"(?:(?<![{_W}+(])(?:{_PLUS}|\()?|(?<=\(){_PLUS})\d+(?:{_JOIN}\d+)*(?![{_W}]|[.,]\d)",
     re.IGNORECASE,
 )
-HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_]{1,30}(?![A-Za-z0-9_])")
+# Not an npm scope ("@types/node"): a handle is followed by no slash.
+HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_]{1,30}(?![A-Za-z0-9_/])")
+# Decorators, annotations and CSS at-rules that a ticket about code quotes ("@Override",
+# "@dataclass", "@media"): no person's handle (lowercase).
+CODE_AT_WORDS = frozenset(
+    [
+        "override",
+        "dataclass",
+        "property",
+        "staticmethod",
+        "classmethod",
+        "abstractmethod",
+        "cached_property",
+        "functools",
+        "lru_cache",
+        "media",
+        "import",
+        "keyframes",
+        "supports",
+        "charset",
+        "namespace",
+        "font",
+        "layer",
+        "apply",
+        "tailwind",
+        "container",
+        "mixin",
+        "include",
+        "extend",
+        "use",
+        "forward",
+        "input",
+        "output",
+        "component",
+        "injectable",
+        "directive",
+        "pipe",
+        "ngmodule",
+        "hostlistener",
+        "viewchild",
+        "test",
+        "before",
+        "after",
+        "beforeeach",
+        "aftereach",
+        "beforeall",
+        "afterall",
+        "autowired",
+        "bean",
+        "service",
+        "controller",
+        "restcontroller",
+        "repository",
+        "entity",
+        "table",
+        "column",
+        "transactional",
+        "configuration",
+        "value",
+        "deprecated",
+        "suppresswarnings",
+        "nullable",
+        "nonnull",
+        "notnull",
+        "functionalinterface",
+        "param",
+        "params",
+        "return",
+        "returns",
+        "throws",
+        "see",
+        "since",
+        "author",
+        "version",
+        "todo",
+        "fixme",
+        "typedef",
+        "template",
+        "pytest",
+        "fixture",
+        "mark",
+        "app",
+        "route",
+        "get",
+        "post",
+        "put",
+        "patch",
+        "delete",
+        "requestmapping",
+        "getmapping",
+        "postmapping",
+        "jsonproperty",
+        "builder",
+        "data",
+        "getter",
+        "setter",
+        "slf4j",
+    ]
+)
 # "%40" is an @ in a URL's query string, "%2540" one in a URL encoded into another's ("next=
 # %2Faccount%3Femail%3Djane%2540example.com"); a letter beyond ASCII is its UTF-8 bytes
 # encoded ("j%C3%BCrgen"). The address starts after an encoded = & / : (a byte below %80).
@@ -121,6 +254,160 @@ EMAIL_URL = re.compile(
     r"(?![\w-])",
     re.IGNORECASE,
 )
+# An address in words ("john.doe at example dot com"): a top-level domain people write so, and
+# a name before "at" that is no word of a sentence ("look at google dot com").
+_WORDS_AT = re.compile(r"\sat\s+[a-z0-9-]+\s+dot\s", re.IGNORECASE)
+EMAIL_WORDS = re.compile(
+    r"(?<![\w.+-])([\w.+-]*\w)\s+(?:at|AT)\s+(?:[^\W_][\w-]*\s+(?:dot|DOT)\s+)+"
+    r"(?:com|org|net|edu|gov|mil|int|info|biz|io|co|me|uk|us|ca|au|de|fr|es|it|nl|be|ch|at"
+    r"|se|no|dk|fi|pl|ie|pt|br|mx|ar|in|jp|cn|ru|nz|za)(?![\w-])",
+    re.IGNORECASE,
+)
+_PROSE_BEFORE_AT = frozenset(
+    [
+        "look",
+        "looks",
+        "looked",
+        "looking",
+        "arrive",
+        "arrives",
+        "arrived",
+        "stay",
+        "stays",
+        "stayed",
+        "meet",
+        "meets",
+        "met",
+        "live",
+        "lives",
+        "lived",
+        "work",
+        "works",
+        "worked",
+        "working",
+        "be",
+        "is",
+        "are",
+        "was",
+        "were",
+        "am",
+        "been",
+        "being",
+        "me",
+        "us",
+        "you",
+        "him",
+        "her",
+        "them",
+        "it",
+        "we",
+        "i",
+        "they",
+        "he",
+        "she",
+        "this",
+        "that",
+        "here",
+        "there",
+        "only",
+        "even",
+        "just",
+        "not",
+        "now",
+        "and",
+        "or",
+        "but",
+        "then",
+        "available",
+        "located",
+        "found",
+        "find",
+        "check",
+        "checked",
+        "visit",
+        "visited",
+        "shop",
+        "shopped",
+        "buy",
+        "bought",
+        "sell",
+        "sold",
+        "sign",
+        "signed",
+        "log",
+        "logged",
+        "hosted",
+        "online",
+        "people",
+        "someone",
+        "anyone",
+        "everyone",
+        "nobody",
+        "one",
+        "all",
+        "search",
+        "searched",
+        "click",
+        "clicked",
+        "go",
+        "went",
+        "going",
+        "get",
+        "got",
+    ]
+)
+# Where an address's domain is a file's name ("image@2x.png", retina assets) and an scp-style
+# remote ("git@github.com:acme/app.git"): no one's address.
+_FILE_SUFFIXES = frozenset(
+    [
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "svg",
+        "webp",
+        "bmp",
+        "ico",
+        "tif",
+        "tiff",
+        "pdf",
+        "js",
+        "mjs",
+        "css",
+        "scss",
+        "json",
+        "html",
+        "htm",
+        "txt",
+        "csv",
+        "tsv",
+        "xml",
+        "yaml",
+        "yml",
+        "gz",
+        "tgz",
+        "tar",
+        "mp3",
+        "mp4",
+        "wav",
+        "mov",
+        "avi",
+        "woff",
+        "woff2",
+        "ttf",
+        "otf",
+    ]
+)
+_REMOTE_AFTER = re.compile(r":[\w~./-]")
+
+
+def _email_ok(text: str, m: re.Match) -> bool:
+    """Whether an address ``EMAIL`` found is a person's: not a file's name, not a remote."""
+    if m.group().rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES:
+        return False
+    return not _REMOTE_AFTER.match(text, m.end())
+
+
 _AT, _DOT = r"\s*[\[({]\s*at\s*[\])}]\s*", r"(?:\s*[\[({]\s*dot\s*[\])}]\s*|\.)"
 _SPELLED_AT = re.compile(r"[\[({]\s*at\s*[\])}]", re.IGNORECASE)
 EMAIL_SPELLED = re.compile(
@@ -194,9 +481,12 @@ def _id_checks(regions: tuple[str, ...]) -> tuple[tuple[re.Pattern, re.Pattern |
 
 
 def _national_ids(text: str, regions: tuple[str, ...]):
-    """National-id spans of the regions' numbers whose check python-stdnum accepts."""
+    """National-id spans of the regions' numbers whose check python-stdnum accepts; not after
+    a word that names a parcel's number ("fedex 7749 1234 5678" passes Aadhaar's check)."""
     for found, named, module in _id_checks(regions):
         for m in found.finditer(text):
+            if named is None and _named(_PARCEL_WORDS, text, m.start()):
+                continue
             if (named is None or _named(named, text, m.start())) and _id_valid(module, m.group()):
                 yield m.start(), m.end()
 
@@ -253,11 +543,26 @@ _NAMED_SECRET = re.compile(
     r"(?i:\b[a-z_.-]*(?:key|secret|token|passw(?:or)?d|pwd))[\"']?(\s*[:=]\s*)[\"']?"
     r"([^\s\"'&,;<>]{6,})"
 )
+# A password said in prose ("password: Tr0ub4dor&3", "my password is hunter2"): the value runs
+# to the next space (a URL's "&" ends the one above), less a closing stop.
+_SAID_PASSWORD = re.compile(
+    r"(?i:\b(?:passw(?:or)?d|pwd))(?:\s*:\s+|\s+(?:is|was)\s+)[\"']?([^\s\"']{4,}?)[\"'.,;!?)]*(?=\s|$)"
+)
 
 # An ISO date anywhere in a run ("2017-10-20 10"), or a whole run that is a day-month-year. The
 # year and month are a year's and a month's: "0049-30-123456" is a German number.
 _ISO_DATE = re.compile(r"(?<!\d)(?:1[89]|20)\d\d([-/.])(?:0?[1-9]|1[0-2])\1\d{1,2}(?!\d)")
 _DATE = re.compile(r"\d{1,2}([-/.])\d{1,2}\1\d{2,4}")
+# A UPS tracking number: 1Z, the shipper's six characters, the service's two, eight digits.
+_UPS = re.compile(
+    r"(?<![A-Za-z0-9])1Z ?[0-9A-Z]{3} ?[0-9A-Z]{3} ?[0-9A-Z]{2} ?[0-9]{4} ?[0-9]{4}(?![A-Za-z0-9])"
+)
+# Words before a parcel's number, which a national id's check may pass.
+_PARCEL_WORDS = re.compile(
+    r"\b(?:fedex|ups|usps|dhl|tnt|tracking|awb|shipment|parcel|package|consignment)"
+    r"(?:\W+(?:number|no|nr|id|#|is))*\W{0,3}$",
+    re.IGNORECASE,
+)
 # A US ZIP+4 code ("78701-4512"), which would be a French mobile written without its 0.
 _ZIP4 = re.compile(r"\d{5}-\d{4}")
 # A phone's extension, which goes with it: "ext. 12", "x 204", "extension 3", RFC 3966's ";ext=".
@@ -382,6 +687,22 @@ NOT_PHONE_WORDS = frozenset(
         "epoch",
         "timestamp",
         "ts",
+        # sizes, customs codes, draws and parcels come in groups of digits too
+        "size",
+        "sizes",
+        "hs",
+        "hts",
+        "tariff",
+        "lottery",
+        "lotto",
+        "numbers",
+        "fedex",
+        "ups",
+        "usps",
+        "dhl",
+        "awb",
+        "shipment",
+        "parcel",
     ]
 )
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)?")
@@ -405,7 +726,18 @@ def find(
 ) -> list[tuple[int, int, str]]:
     """The PII spans of ``text`` as (start, end, type), in order. Types are tried in turn
     (an email before a handle, an IPv6 before the IPv4 it may end with, a card before a phone);
-    a span overlapping one already taken is dropped."""
+    a span overlapping one already taken is dropped. Invisible characters (``INVISIBLE``) are
+    looked through: a span holds those inside it."""
+    if not _INVISIBLE.search(text):
+        return _find(text, regions, handles)
+    kept = [i for i, c in enumerate(text) if not _INVISIBLE.match(c)]
+    seen = "".join(text[i] for i in kept)
+    return [
+        (kept[start], kept[end - 1] + 1, kind) for start, end, kind in _find(seen, regions, handles)
+    ]
+
+
+def _find(text: str, regions: tuple[str, ...], handles: bool) -> list[tuple[int, int, str]]:
     taken: list[tuple[int, int, str]] = []
     text = text.translate(_FOLD)
 
@@ -413,6 +745,9 @@ def find(
         if all(end <= s or start >= e for s, e, _ in taken):
             taken.append((start, end, kind))
 
+    # A UPS tracking number ("1Z 999 AA1 01 2345 6784") holds what reads as a French number.
+    for m in _UPS.finditer(text):
+        add(m.start(), m.end(), "")
     # The rarer forms are looked for only where their mark is (most texts get here for digits).
     # A URL's password before the emails, which would take "s3cret@db.example.com".
     if "://" in text:
@@ -422,7 +757,8 @@ def find(
         for m in EMAIL_QUOTED.finditer(text):
             add(m.start(), m.end(), "EMAIL")
     for m in EMAIL.finditer(text):
-        add(m.start(), m.end(), "EMAIL")
+        if _email_ok(text, m):
+            add(m.start(), m.end(), "EMAIL")
     if " @" in text or "@ " in text:
         for m in EMAIL_SPACED.finditer(text):
             if _NOT_A_WORD.search(m.group(1)):
@@ -433,6 +769,10 @@ def find(
     if _SPELLED_AT.search(text):
         for m in EMAIL_SPELLED.finditer(text):
             add(m.start(), m.end(), "EMAIL")
+    if _WORDS_AT.search(text):
+        for m in EMAIL_WORDS.finditer(text):
+            if m.group(1).lower() not in _PROSE_BEFORE_AT:
+                add(m.start(), m.end(), "EMAIL")
     if _SECRET_HINT.search(text):
         for start, end in _secrets(text):
             add(start, end, "SECRET")
@@ -440,7 +780,7 @@ def find(
         if _ipv6_ok(m.group()):
             add(m.start(), m.end(), "IPV6")
     for m in IPV4.finditer(text):
-        if not _VERSION_WORDS.search(text, 0, m.start()):
+        if _ipv4_ok(m.group()) and not _is_version(text, m.start()):
             add(m.start(), m.end(), "IPV4")
     for start, end in _ibans(text):
         add(start, end, "IBAN")
@@ -459,8 +799,9 @@ def find(
         add(start, end, "PHONE")
     if handles:
         for m in HANDLE.finditer(text):
-            add(m.start(), m.end(), "HANDLE")
-    return sorted(taken)
+            if m.group()[1:].lower() not in CODE_AT_WORDS:
+                add(m.start(), m.end(), "HANDLE")
+    return sorted(span for span in taken if span[2])
 
 
 def _secrets(text: str):
@@ -484,6 +825,10 @@ def _secrets(text: str):
             yield m.start(1), m.end(1)
     for m in _BASIC.finditer(text):
         if _basic_ok(m.group(1)):
+            yield m.start(1), m.end(1)
+    for m in _SAID_PASSWORD.finditer(text):
+        value = m.group(1)
+        if _has_digit(value) and any(c.isalpha() for c in value):
             yield m.start(1), m.end(1)
     for m in _NAMED_SECRET.finditer(text):
         value, spaced = m.group(2), m.group(1).strip() != m.group(1)
@@ -517,6 +862,29 @@ def _ssn_ok(m: re.Match) -> bool:
     # The SSA never issues area 000, 666 or 900-999, group 00 or serial 0000.
     area, group, serial = m.group(1), m.group(3), m.group(4)
     return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+
+
+def _ipv4_ok(s: str) -> bool:
+    """Whether a dotted quad may be someone's address: any but this machine's (127.0.0.1,
+    0.0.0.0). A private one (10.0.0.12) names a person's machine inside a company, and
+    examples of a public one are written in the ranges kept for documentation (203.0.113.45)."""
+    ip = ipaddress.IPv4Address(s)
+    return not (ip.is_loopback or ip.is_unspecified)
+
+
+# A version's number after "version" or "v", or in an upgrade ("upgrade from 1.2.3.4 to").
+_UPGRADE_WORDS = re.compile(
+    r"\b(?:upgrad|updat|downgrad|migrat|bump|rollback|roll back)\w*"
+    r"(?:\s+(?:from|to)\s+v?|\s+(?:from\s+)?v?[0-9][0-9.]*\s+to\s+v?)$",
+    re.IGNORECASE,
+)
+
+
+def _is_version(text: str, start: int) -> bool:
+    before = max(0, start - 60)
+    return bool(
+        _VERSION_WORDS.search(text, before, start) or _UPGRADE_WORDS.search(text, before, start)
+    )
 
 
 def _ipv6_ok(s: str) -> bool:
@@ -560,6 +928,9 @@ def card_ok(s: str) -> bool:
     # Wrapped onto another line, a card's groups stay whole (4 digits; Amex 6 and 5; a last
     # 3): a column of short numbers is a list.
     if "\n" in s and min(len(g) for g in groups) < 3:
+        return False
+    # Dotted, only in a card's own groups ("4111.1111.1111.1111"): 3.14159265358979 is a number.
+    if "." in s and not re.fullmatch(r"\d{4}(?:\.\d{4}){2,3}(?:\.\d{1,3})?|\d{4}\.\d{6}\.\d{5}", s):
         return False
     return 13 <= len(d) <= 19 and len(set(d)) > 1 and _issuer_ok(d) and _luhn(d)
 
@@ -623,14 +994,19 @@ def _phone_span(text: str, start: int, s: str, regions: tuple[str, ...]):
             lo = groups[drop_start][0] if drop_start else 0
             lo -= 1 if lo and s[lo - 1] == "(" else 0
             sub = s[lo:hi]
-            if sum(c.isdigit() for c in sub) >= 7 and is_phone(text, start + lo, sub, regions):
+            whole = not drop_start and not drop_end
+            if sum(c.isdigit() for c in sub) >= 7 and is_phone(
+                text, start + lo, sub, regions, whole
+            ):
                 return start + lo, start + hi
     return None
 
 
-def is_phone(text: str, start: int, s: str, regions: tuple[str, ...]) -> bool:
+def is_phone(text: str, start: int, s: str, regions: tuple[str, ...], whole: bool = True) -> bool:
     """Whether ``s`` (found at ``start`` of ``text``) is a phone number: see the module's
-    docstring for the rules."""
+    docstring for the rules. A word that says otherwise ("order", "card") does not outweigh a
+    number written as phones are (``_written_as_phone``) and ``whole``: the run of digit groups
+    it was found in, none left out."""
     digits = "".join(c for c in s if c.isdigit())
     if not 7 <= len(digits) <= 15 or _DATE.fullmatch(s) or _ISO_DATE.search(s):
         return False
@@ -639,7 +1015,9 @@ def is_phone(text: str, start: int, s: str, regions: tuple[str, ...]) -> bool:
     if international:
         number = "+" + digits[2:] if s.startswith("00") else s
         return _valid_anywhere(number) or (context is True and _possible_anywhere(number))
-    if context is False or not _plausible_layout(s):
+    if context is False and not (whole and _written_as_phone(s, regions)):
+        return False
+    if not _plausible_layout(s):
         return False
     if context is not True and _ZIP4.fullmatch(s):
         return False
@@ -650,6 +1028,34 @@ def is_phone(text: str, start: int, s: str, regions: tuple[str, ...]) -> bool:
         return True
     nanp = _NANP_LAYOUT.fullmatch(s) or (context is True and len(digits) == 10)
     return bool(nanp) and any(_possible_in(s, r) for r in regions if _calling_code(r) == 1)
+
+
+def _written_as_phone(s: str, regions: tuple[str, ...]) -> bool:
+    """Whether ``s`` is written as a phone number and nothing else: valid in one of the regions,
+    and in one region's own groups with its trunk prefix ("07911 123456", "030 12345678",
+    "(415) 555-2671", as libphonenumber formats a national number). "04 12 23 35 41 49" is
+    valid in Germany, written as Germany writes none."""
+    if s.isdigit() or not any(_valid_in(s, r) for r in regions):
+        return False
+    groups = tuple(len(g) for g in re.findall(r"\d+", s))
+    bare = s.lstrip("(")
+    return any(
+        (_calling_code(r) == 1 or bare.startswith(_national_prefix(r) or "\0"))
+        and _national_groups(s, r) == groups
+        for r in regions
+    )
+
+
+@lru_cache(maxsize=4096)
+def _national_groups(s: str, region: str) -> tuple[int, ...] | None:
+    """The digit groups of ``s`` as libphonenumber writes it in ``region``, if possible there."""
+    import phonenumbers
+
+    number = _parse(s, region)
+    if number is None or not phonenumbers.is_possible_number(number):
+        return None
+    national = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
+    return tuple(len(g) for g in re.findall(r"\d+", national))
 
 
 def _plausible_layout(s: str) -> bool:

@@ -121,8 +121,22 @@ def parse_patterns(specs: list[str] | dict[str, str] | None) -> tuple[tuple[str,
             re.compile(pattern)
         except re.error as exc:
             raise InputError(f"redact pattern {name}: not a valid regex: {exc}") from exc
+        _check_re2(name, str(pattern))
         out.append((name, str(pattern)))
     return tuple(out)
+
+
+def _check_re2(name: str, pattern: str) -> None:
+    """Refuse a pattern DuckDB's engine (RE2) cannot run, which Python's ``re`` reads: a
+    look-behind or look-ahead, a back-reference. It failed mid-import, with a traceback."""
+    try:
+        duckdb.connect().execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
+    except duckdb.Error as exc:
+        said = str(exc).split("\n")[0].removeprefix("Invalid Input Error: ")
+        raise InputError(
+            f"redact pattern {name}: {said}. Patterns run in RE2, which has no look-behind, "
+            "look-ahead or back-reference: match the text itself (CUST=cust-[0-9]+)"
+        ) from exc
 
 
 def _split(spec: str) -> tuple[str, str]:

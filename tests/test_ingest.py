@@ -894,3 +894,17 @@ def test_a_store_with_the_64_bit_line_hash_column_gets_the_128_bit_one(tmp_path,
             "WHERE table_name = 'search_events' AND column_name = 'line_hash'"
         ).fetchall()
     assert kind == [("UHUGEINT",)]
+
+
+@pytest.mark.parametrize("pattern", [r"CUST=(?<=cust-)\d+", r"REF=(\w)\1"])
+def test_a_pattern_python_reads_but_duckdb_does_not_is_one_error(tmp_path, db_path, pattern):
+    """Patterns run in DuckDB's regex engine (RE2), which has no look-behind or
+    back-reference: Python's ``re`` accepted them, then the import died with a traceback and
+    left an empty store."""
+    log = write_jsonl(tmp_path / "log.jsonl", [event(1, query="cust-123 refund")])
+    done = run_cli("ingest", "searchlog", str(log), "--redact", "--redact-pattern", pattern,
+                   "--db", str(db_path))  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and pattern.split("=")[0] in done.stderr
+    assert "RE2" in done.stderr
+    assert not db_path.exists()

@@ -447,3 +447,18 @@ def test_a_real_collection_compressed_by_the_tool_reads_as_the_plain_file(
     total, db = _stored(cli, tmp_path, packed.name, packed.read_bytes(), kind="corpus")
     assert (total["rows_in"], total["stored"], total["rejected"]) == (1400, 1398, 2)
     assert _read(db, "SELECT count(DISTINCT chunk_id) FROM chunks") == [(1398,)]
+
+
+def test_the_encoding_refusal_quotes_no_text_of_the_line(cli, tmp_path):
+    """The refusal is printed before anything is redacted: it names the line, the column and
+    the byte (and the letter it is in Windows-1252), never the line's text, which held a
+    customer's email and phone number."""
+    data = (
+        "Subject,Description,Created at\r\n"
+        '"Refund grüße helga@example.com","Tel 0171 1234567 Müller",2026-01-05\r\n'
+        '"Änderung","x",2026-01-05\r\n'
+    ).encode("cp1252")
+    said = _refused(cli, tmp_path, "tickets.csv", data, kind="tickets")
+    assert "line 2" in said and "0xFC" in said and "--encoding cp1252" in said
+    for secret in ("helga", "example.com", "1234567", "Müller", "Refund"):
+        assert secret not in said

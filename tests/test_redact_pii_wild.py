@@ -260,7 +260,7 @@ PEM_BODY = (
          "connect postgres://user:<SECRET>@localhost/db fails"),
         ("DATABASE_URL=postgres://admin:s3cr3tPass@db.example.com:5432/prod",
          "DATABASE_URL=postgres://admin:<SECRET>@db.example.com:5432/prod"),
-        ("mysql://root:password@127.0.0.1:3306/shop", "mysql://root:<SECRET>@<IPV4>:3306/shop"),
+        ("mysql://root:password@127.0.0.1:3306/shop", "mysql://root:<SECRET>@127.0.0.1:3306/shop"),
         ("redis://:p4ssw0rd@cache.internal:6379/0", "redis://:<SECRET>@cache.internal:6379/0"),
         ("mongodb+srv://app:Xk8%40mPq@cluster0.ab1cd.mongodb.net/test",
          "mongodb+srv://app:<SECRET>@cluster0.ab1cd.mongodb.net/test"),
@@ -317,7 +317,7 @@ def test_the_weeks_formats_reach_no_table_of_a_redacted_import(tmp_path, db_path
         csv.writer(out).writerows([
             ["event_id", "ts", "query"],
             ["c1", "2026-11-16T07:08:28Z", f"refund to card {card}"],
-            ["c2", "2026-11-16T07:09:28Z", f"mysql://root:{password}@127.0.0.1/shop down"],
+            ["c2", "2026-11-16T07:09:28Z", f"mysql://root:{password}@10.1.2.3/shop down"],
         ])  # fmt: skip
     with open_store(db_path) as con:
         api.tickets(con, [tickets])
