@@ -164,8 +164,8 @@ RelLevelOption = Annotated[
     typer.Option(
         "--rel-level",
         "-l",
-        help="A chunk is relevant when its grade is at least this (trec_eval -l). "
-        "nDCG uses the grade as gain whatever the level.",
+        help="A chunk is relevant when its grade is at least this (trec_eval -l); a chunk "
+        "nobody judged never is. nDCG uses the grade as gain whatever the level.",
     ),
 ]
 KPromptOption = Annotated[

@@ -120,7 +120,10 @@ def score_frame(
     hits = hits.sort(["qid", "rank"]).with_columns(
         relcount=(pl.col("grade") >= rel_level).cast(pl.Int64).cum_sum().over("qid")
     )
-    hits = hits.join(n_rel, on="qid", how="inner").join(
+    # A query with answers below the level has none relevant at it (n_rel 0), and is scored:
+    # its binary metrics are 0 and its nDCG is its grades' (trec_eval's -l).
+    hits = hits.join(n_rel, on="qid", how="left").with_columns(pl.col("n_rel").fill_null(0))
+    hits = hits.join(
         _ideal_dcg(qrels, metrics), on="qid", how="left"
     )
     names = [m.name for m in metrics]

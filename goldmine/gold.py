@@ -26,7 +26,7 @@ GRADE_LIMIT = 2**31 - 1
 
 @dataclass
 class GoldQuery:
-    """One gold query. ``judged`` maps chunk id -> grade; none >= rel_level means "no answer"."""
+    """One gold query. ``judged`` maps chunk id -> grade; none >= 1 means "no answer"."""
 
     query_id: str
     query: str | None
@@ -37,7 +37,12 @@ class GoldQuery:
         return {doc: g for doc, g in self.judged.items() if g >= rel_level}
 
     def answerable(self, rel_level: int = 1) -> bool:
-        return any(g >= rel_level for g in self.judged.values())
+        """Whether the corpus answers it: a chunk graded 1 or more, or at ``rel_level`` when that
+        is lower (trec_eval's ``-l 0`` takes a judged 0 as relevant). A higher level makes no
+        query unanswerable: one whose best grade is under it is scored, 0 on the binary
+        metrics and its grades' nDCG, as trec_eval scores it."""
+        floor = min(rel_level, 1)
+        return any(g >= floor for g in self.judged.values())
 
 
 @dataclass

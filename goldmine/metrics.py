@@ -34,6 +34,11 @@ Ranked = Sequence[str]
 Judged = Mapping[str, int]
 
 
+# The grade of a document nobody judged: under every level, -l 0 and below included (trec_eval
+# counts a judged 0 relevant at -l 0, an unjudged document never).
+_UNJUDGED = -math.inf
+
+
 def _n_relevant(judged: Judged, rel_level: int) -> int:
     return sum(1 for grade in judged.values() if grade >= rel_level)
 
@@ -44,7 +49,7 @@ def _top(ranked: Ranked, k: int | None) -> Ranked:
 
 def recall(ranked: Ranked, judged: Judged, k: int | None = None, rel_level: int = 1) -> float:
     """1.0 when at least one relevant doc is in the top k (trec_eval ``success_k``)."""
-    return float(any(judged.get(doc, 0) >= rel_level for doc in _top(ranked, k)))
+    return float(any(judged.get(doc, _UNJUDGED) >= rel_level for doc in _top(ranked, k)))
 
 
 def frac_recall(ranked: Ranked, judged: Judged, k: int | None = None, rel_level: int = 1) -> float:
@@ -52,7 +57,7 @@ def frac_recall(ranked: Ranked, judged: Judged, k: int | None = None, rel_level:
     n_rel = _n_relevant(judged, rel_level)
     if n_rel == 0:
         return 0.0
-    found = sum(1 for doc in _top(ranked, k) if judged.get(doc, 0) >= rel_level)
+    found = sum(1 for doc in _top(ranked, k) if judged.get(doc, _UNJUDGED) >= rel_level)
     return found / n_rel
 
 
@@ -73,7 +78,7 @@ def precision(ranked: Ranked, judged: Judged, k: int | None = None, rel_level: i
     denominator = k if k is not None else len(ranked)
     if denominator == 0:
         return 0.0
-    return sum(1 for doc in top if judged.get(doc, 0) >= rel_level) / denominator
+    return sum(1 for doc in top if judged.get(doc, _UNJUDGED) >= rel_level) / denominator
 
 
 def average_precision(
@@ -86,7 +91,7 @@ def average_precision(
     found = 0
     total = 0.0
     for rank, doc in enumerate(_top(ranked, k), start=1):
-        if judged.get(doc, 0) >= rel_level:
+        if judged.get(doc, _UNJUDGED) >= rel_level:
             found += 1
             total += found / rank
     return total / n_rel
@@ -97,7 +102,7 @@ def r_precision(ranked: Ranked, judged: Judged, k: int | None = None, rel_level:
     n_rel = _n_relevant(judged, rel_level)
     if n_rel == 0:
         return 0.0
-    return sum(1 for doc in ranked[:n_rel] if judged.get(doc, 0) >= rel_level) / n_rel
+    return sum(1 for doc in ranked[:n_rel] if judged.get(doc, _UNJUDGED) >= rel_level) / n_rel
 
 
 def _discount(rank: int) -> float:
