@@ -783,6 +783,15 @@ def import_(
             "same NAME again replaces that source's judgments.",
         ),
     ] = None,
+    id_prefix: Annotated[
+        str | None,
+        typer.Option(
+            "--id-prefix",
+            help="Put this before each of the file's query ids (b-: topic 1 is b-1), for a "
+            "team whose ids are another numbering than the set's: an id the set gives another "
+            "text is refused without it. Queries still join the set's by text.",
+        ),
+    ] = None,
     by: ByOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -796,7 +805,7 @@ def import_(
 
     if as_source is not None:
         _import_source(path, as_source, fmt, topics, topic_field, parse_grade_map(grade_map),
-                       split, _user(by), db, as_json)  # fmt: skip
+                       split, _user(by), db, as_json, id_prefix)  # fmt: skip
         return
     with _store(db) as con:
         r = import_path(
@@ -808,6 +817,7 @@ def import_(
             grade_map=parse_grade_map(grade_map),
             split=split,
             topic_field=topic_field,
+            id_prefix=id_prefix,
         )
     if as_json:
         print_json(r.__dict__)
@@ -831,13 +841,14 @@ def import_(
 def _import_source(
     path: Path, name: str, fmt: str, topics: Path | None, topic_field: str,
     grade_map: dict[int, int] | None, split: str, by: str, db: Path | None, as_json: bool,
+    id_prefix: str | None = None,
 ) -> None:  # fmt: skip
     """``gold import --as-source NAME``: goldset/source_import.py."""
     from goldmine.goldset.source_import import import_source
 
     with _store(db) as con:
         r = import_source(con, path, name, by=by, fmt=fmt, topics=topics, grade_map=grade_map,
-                          split=split, topic_field=topic_field)  # fmt: skip
+                          split=split, topic_field=topic_field, id_prefix=id_prefix)  # fmt: skip
     if r.replaced:
         info(f"replaced the {r.replaced} rows {r.source} had (the same name imported before)")
     if as_json:

@@ -884,6 +884,7 @@ def import_path(
     grade_map: dict[int, int] | None = None,
     split: str = "test",
     topic_field: str = "title",
+    id_prefix: str | None = None,
 ) -> Imported:
     if fmt not in IMPORT_FORMATS:
         raise InputError(f"--format must be one of {', '.join(IMPORT_FORMATS)}, not {fmt!r}")
@@ -904,6 +905,7 @@ def import_path(
         entries = _join(qrels, texts, path, notes)
     if not entries:
         raise InputError("holds no judgment: nothing to import", path=path)
+    entries = prefix_ids(entries, id_prefix)
     if grade_map is not None:
         entries = [_map_grades(e, grade_map, path) for e in entries]
         notes += _off_scale(entries)
@@ -990,7 +992,7 @@ def add_entries(
     snapshot_id, _ = current_snapshot(con)
     at = now()
     with transaction(con):
-        matches = _match(con, entries)
+        matches = _match(con, entries, path)
         fresh, seen = [], set(matches)
         for e in entries:
             if e.query_id in seen:
@@ -1012,9 +1014,14 @@ def add_entries(
     return result
 
 
-def _match(con: duckdb.DuckDBPyConnection, entries: list[GoldQuery]) -> dict[str, str]:
-    """Entry query id -> the item it joins: the item with that id, else the first (by position)
-    with the same normalized text, so a query typed in by hand and the file's are one item."""
+def _match(
+    con: duckdb.DuckDBPyConnection, entries: list[GoldQuery], path: Path | None = None
+) -> dict[str, str]:
+    """Entry query id -> the item it joins: the first item (by position) with the same
+    normalized text, so a query typed in by hand and the file's are one item; else the item
+    with that id, when it has the same text or either has none. An id the set gives another
+    text is another team's numbering (its topic 1 is not ours): an InputError naming both texts
+    and ``--id-prefix``, never labels on the wrong query."""
     import polars as pl
 
     if not entries:
@@ -1022,13 +1029,17 @@ def _match(con: duckdb.DuckDBPyConnection, entries: list[GoldQuery]) -> dict[str
     frame = pl.DataFrame(
         {
             "query_id": [e.query_id for e in entries],
-            "norm_query": [normalize_query(e.query) for e in entries],
+            "norm_query": [normalize_query(e.query) if e.query else None for e in entries],
+            "query": [e.query for e in entries],
         },
-        schema={"query_id": pl.Utf8, "norm_query": pl.Utf8},
+        schema={"query_id": pl.Utf8, "norm_query": pl.Utf8, "query": pl.Utf8},
     )
     with registered(con, gold_import_entries=frame):
         rows = con.execute(
-            """SELECT e.query_id, coalesce(i.query_id, t.query_id)
+            """SELECT e.query_id, t.query_id, i.query_id,
+                      coalesce(e.norm_query, '') = '' OR coalesce(i.norm_query, '') = ''
+                          OR i.norm_query = e.norm_query,
+                      i.query, e.query
                FROM gold_import_entries e
                LEFT JOIN gold_items i ON i.query_id = e.query_id
                LEFT JOIN (SELECT norm_query, arg_min(query_id, position) AS query_id
@@ -1036,7 +1047,30 @@ def _match(con: duckdb.DuckDBPyConnection, entries: list[GoldQuery]) -> dict[str
                  ON t.norm_query = e.norm_query
                WHERE i.query_id IS NOT NULL OR t.query_id IS NOT NULL"""
         ).fetchall()
-    return dict(rows)
+    clashes = [(qid, ours, theirs) for qid, by_text, _, same, ours, theirs in rows
+               if by_text is None and not same]  # fmt: skip
+    if clashes:
+        raise _id_clash(clashes, path)
+    return {qid: by_text or by_id for qid, by_text, by_id, *_ in rows}
+
+
+def _id_clash(clashes: list[tuple[str, str, str]], path: Path | None) -> InputError:
+    qid, ours, theirs = clashes[0]
+    more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
+    stem = re.sub(r"[^A-Za-z0-9]+", "-", path.name.split(".")[0]).strip("-") if path else ""
+    return InputError(
+        f"query id {qid} is {ours!r} in the gold set but {theirs!r} in this file{more}: the "
+        "ids are another numbering. Give the file's ids a prefix of their own with --id-prefix "
+        f"{stem or 'b'}- (its queries join the set's by text still)",
+        path=path,
+    )
+
+
+def prefix_ids(entries: list[GoldQuery], prefix: str | None) -> list[GoldQuery]:
+    """The entries with ``--id-prefix`` before each query id."""
+    if not prefix:
+        return entries
+    return [GoldQuery(prefix + e.query_id, e.query, e.judged, e.context) for e in entries]
 
 
 @dataclass

@@ -106,8 +106,10 @@ def import_source(
     grade_map: dict[int, int] | None = None,
     split: str = "test",
     topic_field: str = "title",
+    id_prefix: str | None = None,
 ) -> SourceImported:
-    """Store ``path``'s judgments as source ``import:NAME`` (see the module's docstring)."""
+    """Store ``path``'s judgments as source ``import:NAME`` (see the module's docstring);
+    ``id_prefix`` goes before each of the file's query ids."""
     source = source_name(name)
     fmt = file_format(path, fmt)
     if fmt == "goldmine":
@@ -120,6 +122,9 @@ def import_source(
     judgments, texts = _read(path, fmt, topics, split, topic_field, notes)
     if not judgments.height:  # else the source's judgments would be replaced by none
         raise InputError("holds no judgment: nothing to import", path=path)
+    if id_prefix:
+        judgments = judgments.with_columns(file_qid=pl.lit(id_prefix) + pl.col("file_qid"))
+        texts = {id_prefix + q: t for q, t in texts.items()}
     judgments = _graded(judgments, grade_map, _judged_file(path, fmt, split))
     result = SourceImported(source=source, path=str(path), format=fmt, notes=notes)
     with transaction(con):
@@ -287,7 +292,7 @@ def _items_for(
     """File query id -> the item it joins: the one ``_match`` finds, else a candidate made for
     the first of the file's queries with its normalized text."""
     entries = [GoldQuery(q, t or "", {}) for q, t in texts.items()]
-    matches = _match(con, entries)
+    matches = _match(con, entries, path)
     result.queries, result.matched = len(texts), len(matches)
     created: dict[str, str] = {}  # normalized text -> the item made for it
     new: list[dict] = []

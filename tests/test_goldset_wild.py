@@ -524,3 +524,43 @@ def test_trec_topics_without_a_title_name_the_field_they_have(cli, tmp_path) -> 
     again = imported(cli, tmp_path, {}, str(tmp_path / "qrels"), "--topics",
                      str(tmp_path / "t.tsv"), "--topic-field", "desc")  # fmt: skip
     assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.parametrize("as_source", [False, True])
+def test_a_query_id_the_set_gives_another_text_is_refused(cli, tmp_path, as_source) -> None:
+    """Another team numbers its topics 1..N too: its topic 1 ("cheapest flights to lisbon")
+    joined the set's item 1 ("reset my password") by id alone, and its labels landed on the
+    wrong query without a word."""
+    assert with_topics(cli, tmp_path, QRELS, TOPICS).returncode == 0
+    before = stored(tmp_path / "s.duckdb")
+    files = {"b.qrels": "1 0 fl-7 2\n", "b.tsv": "1\tcheapest flights to lisbon\n"}
+    extra = ["--as-source", "teamb"] if as_source else []
+    result = imported(cli, tmp_path, files, "b.qrels", "--topics", "b.tsv", *extra)
+    assert_one_error_line(result, "1", "reset my password", "cheapest flights to lisbon",
+                          "--id-prefix")  # fmt: skip
+    assert stored(tmp_path / "s.duckdb") == before
+    # With a prefix the file's ids are its own: a new item, the set's untouched.
+    result = imported(cli, tmp_path, files, "b.qrels", "--topics", "b.tsv", *extra,
+                      "--id-prefix", "b-")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    if as_source:
+        assert ("b-1", "fl-7", 2) in source_grades(tmp_path / "s.duckdb")
+    else:
+        items, labels = stored(tmp_path / "s.duckdb")
+        assert ("b-1", "cheapest flights to lisbon", False) in items and (
+            "b-1",
+            "fl-7",
+            2,
+        ) in labels
+        assert set(before[1]) < set(labels)
+
+
+def test_a_query_id_naming_one_item_and_text_naming_another_joins_the_text(cli, tmp_path) -> None:
+    """The file's id 1 is the set's item 1, but its text is the set's item 2's: the text says
+    which query was judged."""
+    assert with_topics(cli, tmp_path, QRELS, TOPICS).returncode == 0
+    files = {"b.qrels": "1 0 kb-9 2\n", "b.tsv": "1\tVPN setup?\n"}
+    result = imported(cli, tmp_path, files, "b.qrels", "--topics", "b.tsv")
+    assert result.returncode == 0, result.stderr
+    _, labels = stored(tmp_path / "s.duckdb")
+    assert ("2", "kb-9", 2) in labels and ("1", "kb-9", 2) not in labels
