@@ -15,6 +15,7 @@ import math
 import numbers
 import os
 import re
+import sys
 from collections.abc import Callable, Collection, Iterable, Mapping
 from operator import itemgetter
 from pathlib import Path
@@ -67,11 +68,18 @@ def as_gold(value: Any) -> Gold:
 
 
 def _grade(qid: str, doc: str, value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and value.is_integer():
+    # numbers' classes, not int and float: a grade from a numpy array is an np.int64
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool | np_bool()):
+        return int(value)
+    if isinstance(value, numbers.Real) and float(value).is_integer():
         return int(value)
     raise InputError(f"gold: query {qid!r}, doc {doc!r}: a grade is an integer, got {value!r}")
+
+
+def np_bool() -> type:
+    """numpy's bool, if numpy is loaded (it is never imported here for it)."""
+    numpy = sys.modules.get("numpy")
+    return numpy.bool_ if numpy is not None else bool
 
 
 def _judged(qid: str, value: object) -> dict[str, int]:
@@ -109,6 +117,8 @@ def as_run(value: Any) -> Run:
 
 
 def _converted(value: Any, from_mapping: Callable, from_frame: Callable, expected: str) -> Any:
+    if type(value).__module__.split(".")[0] == "ranx" and hasattr(value, "to_dict"):
+        value = value.to_dict()  # ranx's Qrels and Run, as pytrec_eval-shaped dicts
     if isinstance(value, Mapping):
         return from_mapping(value)
     frame = as_polars(value)
@@ -239,6 +249,8 @@ def _gold_from_frame(frame: polars.DataFrame) -> Gold:
         raise InputError(f"gold: column {grade!r} must hold integer grades") from None
     table = pl.DataFrame({"qid": frame[qid].cast(pl.String), "doc": frame[doc].cast(pl.String),
                           "grade": grades})  # fmt: skip
+    _refuse_gaps(table, {"qid": qid, "doc": doc, "grade": grade})
+    _refuse_two_grades(table)
     grouped = table.group_by("qid", maintain_order=True).agg("doc", "grade")
     queries = {
         q: GoldQuery(q, None, dict(zip(docs, gs, strict=True)))
@@ -247,6 +259,34 @@ def _gold_from_frame(frame: polars.DataFrame) -> Gold:
     if not queries:
         raise InputError("gold: the frame is empty")
     return Gold(queries, "DataFrame", _digest(queries), "frame")
+
+
+def _refuse_gaps(table: polars.DataFrame, names: dict[str, str]) -> None:
+    """A row missing its query, doc or grade (None, or NaN from pandas) is an InputError."""
+    for column, name in names.items():
+        nulls = table[column].is_null()
+        if nulls.any():
+            row = int(nulls.arg_max() or 0) + 1
+            raise InputError(f"gold: row {row} of the frame is missing its {name!r}")
+
+
+def _refuse_two_grades(table: polars.DataFrame) -> None:
+    """A judgment given twice with two grades is refused, as in a qrels file."""
+    import polars as pl
+
+    rows = table.with_row_index("row", offset=1)
+    twice = (
+        rows.group_by("qid", "doc", maintain_order=True)
+        .agg(pl.col("grade").n_unique().alias("n"), "row", "grade")
+        .filter(pl.col("n") > 1)
+    )
+    if twice.height:
+        qid, doc, _, at, grades = twice.row(0)
+        other = next(i for i, g in enumerate(grades) if g != grades[0])
+        raise InputError(
+            f"gold: query {qid!r}: {doc} is judged twice with two grades ({grades[0]} and "
+            f"{grades[other]}, rows {at[0]} and {at[other]}); keep one"
+        )
 
 
 def _run_from_frame(frame: polars.DataFrame) -> Run:

@@ -1,0 +1,60 @@
+"""What a notebook hands ``goldmine.evaluate``, found by a probe as an ML engineer would write
+it: grades from a numpy array, a frame with a missing grade or a judgment given twice, ranx's
+own Qrels and Run objects. Each is read, or refused with an InputError that says what."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pytest
+
+import goldmine
+from goldmine.errors import InputError
+
+RUN = {"q1": {"d1": 0.9, "d2": 0.5}, "q2": {"d3": 0.8, "d4": 0.1}}
+
+
+@pytest.mark.parametrize("kind", [np.int64, np.int32, np.int8, np.uint8, np.float64])
+def test_numpy_grades_are_grades(kind) -> None:
+    gold = {"q1": {"d1": kind(2)}, "q2": {"d4": kind(1)}}
+    result = goldmine.evaluate(gold, RUN, metrics="mrr")
+    assert result.mean["mrr"] == pytest.approx((1 + 1 / 2) / 2)
+
+
+def test_grades_from_an_array_zipped_with_ids() -> None:
+    labels = np.array([2, 0])
+    gold = {"q1": dict(zip(["d1", "d2"], labels, strict=True)), "q2": {"d4": 1}}
+    assert goldmine.evaluate(gold, RUN, metrics="mrr").mean["mrr"] == pytest.approx(0.75)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        pl.DataFrame({"qid": ["q1", "q1"], "docid": ["d1", "d2"], "rel": [1, None]}),
+        pd.DataFrame({"qid": ["q1", "q1"], "docid": ["d1", "d2"], "rel": [1.0, float("nan")]}),
+        pl.DataFrame({"qid": ["q1", None], "docid": ["d1", "d2"], "rel": [1, 1]}),
+        pl.DataFrame({"qid": ["q1", "q1"], "docid": ["d1", None], "rel": [1, 1]}),
+    ],
+)
+def test_a_missing_value_in_a_gold_frame_is_an_input_error(frame) -> None:
+    with pytest.raises(InputError, match="missing"):
+        goldmine.evaluate(frame, RUN)
+
+
+def test_a_judgment_given_twice_with_two_grades_in_a_frame_is_refused() -> None:
+    """As in a qrels file: never a silent choice of the last grade."""
+    frame = pd.DataFrame({"qid": ["q1", "q1", "q2"], "docid": ["d1", "d1", "d4"], "rel": [2, 0, 1]})
+    with pytest.raises(InputError, match=r"d1.*twice.*rows 1 and 2"):
+        goldmine.evaluate(frame, RUN)
+    same = pd.DataFrame({"qid": ["q1", "q1", "q2"], "docid": ["d1", "d1", "d4"], "rel": [2, 2, 1]})
+    assert goldmine.evaluate(same, RUN, metrics="mrr").mean["mrr"] == pytest.approx(0.75)
+
+
+def test_ranx_qrels_and_run_objects_are_read() -> None:
+    ranx = pytest.importorskip("ranx")
+    qrels = ranx.Qrels({"q1": {"d1": 2}, "q2": {"d4": 1}})
+    run = ranx.Run(RUN)
+    got = goldmine.evaluate(qrels, run, metrics=["mrr", "ndcg@10"]).mean
+    assert got == goldmine.evaluate({"q1": {"d1": 2}, "q2": {"d4": 1}}, RUN,
+                                    metrics=["mrr", "ndcg@10"]).mean  # fmt: skip
