@@ -717,7 +717,7 @@ def _create_stage(
         staged = _mark_present(staged, target)
     sql = "CREATE OR REPLACE TEMP TABLE gm_stage AS " + cte + staged
     keyed = {**params, **redactor.sql_params()}
-    if redactor.enabled and target.pseudonymize:
+    if redactor.enabled and (target.pseudonymize or target.pseudonymize_lists):
         keyed["gm_pseudonym_key"] = pseudonym_key(con)
     _execute(con, sql, keyed, path)
 
@@ -822,11 +822,14 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
     sql = f"SELECT * REPLACE (CASE WHEN reason IS NOT NULL THEN raw END AS raw) FROM ({stage_sql})"
     if not redactor.enabled:
         return sql
-    ids = target.pseudonymize
+    ids, lists = target.pseudonymize, target.pseudonymize_lists
     # A reject's reason may quote the value it could not read ("unparseable timestamp: …").
-    cols = (*target.redact, *ids, "raw", "reason")
-    if ids:  # the ids as they came, for their pseudonyms
-        sql = f"SELECT *, {', '.join(f'{c} AS gm_orig_{c}' for c in ids)} FROM ({sql})"
+    cols = (*target.redact, *ids, *lists, "raw", "reason")
+    if ids or lists:  # the ids as they came, for their pseudonyms
+        sql = f"SELECT *, {', '.join(f'{c} AS gm_orig_{c}' for c in (*ids, *lists))} FROM ({sql})"
+    if lists:  # a list of ids redacted as one text, split again below
+        joined = ", ".join(f"{_joined_ids(c)} AS {c}" for c in lists)
+        sql = f"SELECT * REPLACE ({joined}) FROM ({sql})"
     # Whether each text may hold what a built-in pattern matches, tested once, before the steps.
     flags = [f"gm_may_{c}" for c in cols]
     tests = ", ".join(f"{_may_match(redactor, c)} AS {f}" for c, f in zip(cols, flags, strict=True))
@@ -839,7 +842,9 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
         sql = f"SELECT * REPLACE ({replaced}) FROM ({sql})"
     if ids:
         sql = f"SELECT * REPLACE ({_pseudonyms(ids)}) FROM ({sql})"
-    helpers = [*flags, *(f"gm_orig_{c}" for c in ids)]
+    if lists:
+        sql = f"SELECT * REPLACE ({', '.join(_pseudonym_list(c) for c in lists)}) FROM ({sql})"
+    helpers = [*flags, *(f"gm_orig_{c}" for c in (*ids, *lists))]
     return f"SELECT * EXCLUDE ({', '.join(helpers)}) FROM ({sql})"
 
 
@@ -859,7 +864,7 @@ _ID_MAY_MATCH = (
 
 
 def _may_match(redactor: Redactor, col: str) -> str:
-    if col.endswith("_id"):
+    if col.endswith(("_id", "_ids")):
         pattern = _ID_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
         return f"regexp_matches({col}, '{pattern}')"
     return redactor.may_match(col)
@@ -921,6 +926,30 @@ def _pseudonyms(ids: tuple[str, ...]) -> str:
         f"CASE WHEN {c} IS DISTINCT FROM gm_orig_{c} THEN {c} || '~' || "
         f"left(sha256($gm_pseudonym_key || gm_orig_{c}), 16) ELSE {c} END AS {c}"
         for c in ids
+    )
+
+
+def _joined_ids(col: str) -> str:
+    """A list of ids as one text, each apart by chr(31) (no pattern matches across it; a NULL
+    id as '', to keep the places)."""
+    return f"array_to_string(list_transform({col}, lambda x: coalesce(x, '')), chr(31))"
+
+
+def _pseudonym_list(col: str) -> str:
+    """The list of ids again, each the redaction changed a pseudonym as ``_pseudonyms`` makes
+    one (a click's id and the result's it opened stay equal); a list none changed as it came.
+    A user's pattern that took a separator leaves one pseudonym of the whole."""
+    orig, parts = f"gm_orig_{col}", f"string_split({col}, chr(31))"
+    one = (
+        "CASE WHEN p[2] IS NULL OR p[1] IS NOT DISTINCT FROM p[2] THEN p[2] "
+        "ELSE p[1] || '~' || left(sha256($gm_pseudonym_key || p[2]), 16) END"
+    )
+    return (
+        f"CASE WHEN {orig} IS NULL OR {col} IS NOT DISTINCT FROM {_joined_ids(orig)} THEN {orig} "
+        f"WHEN len({parts}) = len({orig}) "
+        f"THEN list_transform(list_zip({parts}, {orig}), lambda p: {one}) "
+        f"ELSE [{col} || '~' || left(sha256($gm_pseudonym_key || {_joined_ids(orig)}), 16)] "
+        f"END AS {col}"
     )
 
 

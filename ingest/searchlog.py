@@ -264,6 +264,7 @@ def target(
         # Ids can be emails or phone numbers; a session id keeps its sessions apart.
         redact=("query", "user_id", "feedback", "extra"),
         pseudonymize=("session_id",),
+        pseudonymize_lists=("result_ids", "clicked_ids"),
         # Ambiguous dates are settled per file, before its batch is kept (logformats); a stored
         # search's new clicks are added.
         summary=_summary if clicks_grow else check_dates,

@@ -38,6 +38,9 @@ class Target:
     stage: Callable[[list[str]], tuple[str, dict[str, Any]]]
     redact: tuple[str, ...] = ()
     pseudonymize: tuple[str, ...] = ()
+    # Lists of ids (the results shown, the clicks) an id of which may hold PII: a clicked URL's
+    # "?email=…". Each id the redaction changes becomes a pseudonym, as ``pseudonymize``'s.
+    pseudonymize_lists: tuple[str, ...] = ()
     macros: str = ""
     # False when the stage SQL needs every row's line number (a streamed row has it only when
     # rejected). Like a record-by-record one, a streamed row with ``err`` must be rejected.

@@ -129,6 +129,7 @@ def target(click_actions: list[str], events_path: str, redactor: Redactor) -> Ta
         stage=lambda keys: (_STAGE, {"click_actions": actions}),
         redact=("query", "user_id", "feedback", "extra"),
         pseudonymize=("session_id",),
+        pseudonymize_lists=("result_ids", "clicked_ids"),
         summary=summary,
     )
 

@@ -124,3 +124,42 @@ def test_the_digits_of_other_scripts_are_unicodes():
     assert ours <= known
     if unicodedata.unidata_version == "14.0.0":  # Python 3.11's; a later one adds scripts
         assert ours == known
+
+
+def test_result_and_click_ids_holding_an_address_are_pseudonymized(tmp_path, db_path):
+    """A click log stores the clicked URL, and URLs carry emails ("profile?email=…"): the ids
+    of the results and clicks went in whole. They now become the redacted text and a keyed
+    hash, the same in results and clicks, so a click still names the result it opened."""
+    from goldmine.ingest import api
+    from goldmine.store import open_store
+
+    from helpers import write_jsonl
+
+    url = "https://help.example.com/profile?email=kate@example.com"
+    log = write_jsonl(tmp_path / "log.jsonl", [
+        {"event_id": "e1", "ts": "2026-11-16T07:08:28Z", "query": "reset password",
+         "result_ids": ["kb-1", url, "kb/users/walt@example.com/profile"], "clicked_ids": [url]},
+        {"event_id": "e2", "ts": "2026-11-16T07:09:28Z", "query": "vpn", "result_ids": ["kb-2"],
+         "clicked_ids": []},
+    ])  # fmt: skip
+    aol = tmp_path / "aol.txt"
+    aol.write_text(
+        "AnonID\tQuery\tQueryTime\tItemRank\tClickURL\n"
+        "142\tlogin help\t2006-03-01 07:17:12\t1\thttp://www.example.com/u?email=lee@example.com\n"
+        "142\tvpn\t2006-03-01 07:18:12\t\t\n"
+    )
+    with open_store(db_path) as con:
+        api.searchlog(con, [log, aol], redact=True)
+        rows = con.execute(
+            "SELECT event_id, result_ids, clicked_ids FROM search_events ORDER BY ts"
+        ).fetchall()
+    text = repr(rows)
+    for secret in ("kate@", "walt@", "lee@"):
+        assert secret not in text
+    by_id = {r[0]: r for r in rows}
+    results, clicks = by_id["e1"][1], by_id["e1"][2]
+    assert results[0] == "kb-1" and results[1].startswith(
+        "https://help.example.com/profile?email=<EMAIL>~"
+    )
+    assert clicks == [results[1]]
+    assert by_id["e2"][1:] == (["kb-2"], [])

@@ -233,6 +233,8 @@ def target(trace_format: str | None = None, doc_id: str | None = None) -> Target
         stage=lambda keys: stage_sql(state),
         redact=("query", "answer", "user_id"),
         pseudonymize=("session_id",),
+        # A retrieved document's id may be a path holding a user's address.
+        pseudonymize_lists=("result_ids",),
         streaming=False,
         reshape=lambda con, keys: reshape(con, keys, state),
         stream=lambda con, item, keys: stream(con, item, keys, state),
