@@ -15,7 +15,7 @@ import duckdb
 
 from goldmine.errors import InputError
 from goldmine.ingest.chat import is_intercom, is_slack
-from goldmine.ingest.fields import field_access, resolve_fields, typ, val
+from goldmine.ingest.fields import column_words, field_access, resolve_fields, typ, val
 from goldmine.ingest.files import check_json, replace_raw
 from goldmine.ingest.html_text import HTML_MACROS
 from goldmine.ingest.target import Target
@@ -35,7 +35,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "customer_id",
         "author_id",
         "contact_id",  # Freshdesk's CSV export
-        "reporter",  # Jira's
+        "reporter_id",  # Jira's, beside the reporter's display name
+        "reporter",  # Jira's older CSV: a display name (NAME_COLUMNS)
         "user",  # GitHub's issues: an object, stored as its id (gm_requester)
     ),
     "subject": ("subject", "title", "summary", "raw_subject"),
@@ -108,6 +109,15 @@ _SETTLED = (
 )
 
 
+# Columns that hold a person's name, which no pattern finds: never an extra, and as the only
+# user column (Jira's "Reporter", Zendesk's CSV "Requester") a keyed hash of the name.
+NAME_COLUMNS = frozenset(
+    ["name", "full_name", "first_name", "last_name", "display_name", "contact_name",
+     "contact", "customer_name", "requester_name", "requester", "reporter", "reporter_name",
+     "submitter_name", "author_name", "assignee", "assignee_name", "agent_name", "cc", "ccs"]
+)  # fmt: skip
+
+
 # A requester given as an object (a Zendesk export's ``requester``: name, email, phone) is
 # stored as its first key here, never whole: the name is PII no pattern finds, and an email or
 # phone is then redacted like any user id.
@@ -154,6 +164,30 @@ CREATE OR REPLACE TEMP MACRO gm_requester(u) AS CASE
     ELSE u END;
 """
 )
+
+
+def _name_user(fields: dict[str, list]) -> bool:
+    """Leave a name column out of the user's columns when another names the user; True when
+    only names do (the user is then a keyed hash of the name, ``_user_sql``)."""
+    columns = fields.get("user_id", [])
+    names = [k for k in columns if isinstance(k, str) and column_words(k) in NAME_COLUMNS]
+    if names and len(names) < len(columns):
+        fields["user_id"] = [k for k in columns if k not in names]
+    return bool(names) and len(names) == len(columns)
+
+
+def _user_sql(fields: dict[str, list], named: bool) -> str:
+    """The user: a requester object's id (``gm_requester``), a login, else a name's keyed
+    hash."""
+    user = val(fields, "user_id")
+    if not named:
+        return f"gm_requester({user})"
+    # A login ("jdoe", as Jira Service Management writes its reporter) is kept as an id is.
+    return (
+        f"CASE WHEN left({user}, 1) = '{{' THEN gm_requester({user}) "
+        f"WHEN NOT regexp_matches(trim({user}), '\\s') THEN trim({user}) "
+        f"ELSE 'user-' || left(gm_content_hash({user}), 16) END"
+    )
 
 
 def question_sql(subject: str, clean: str) -> str:
@@ -253,7 +287,9 @@ def stage_sql(
             "text); name one with --map subject=COLUMN or --map body=COLUMN"
         )
     known = {k for names in fields.values() for k in names}
-    access, params = field_access(fields, [k for k in keys if k not in known], ("subject",))
+    named = _name_user(fields)
+    extras = [k for k in keys if k not in known and column_words(k) not in NAME_COLUMNS]
+    access, params = field_access(fields, extras, ("subject",))
     subject, ts = val(fields, "subject"), val(fields, "ts")
     comments = val(fields, "comments")
     body = (
@@ -267,9 +303,12 @@ def stage_sql(
         f"CASE WHEN json_type({listed}) = 'ARRAY' THEN json_array_length({listed}) "
         f"WHEN json_type({listed}) IN ('UBIGINT', 'BIGINT') THEN try_cast({comments} AS BIGINT) END"
     )
+    # Zendesk's "via" names the sender (source.from.name and address): its channel is kept.
+    x = "json_merge_patch(x, json_object('via', json_extract(x, '$.via.channel')))"
+    x = x if "via" in extras else "x"
     extra = (
         f"CASE WHEN {comments} IS NOT NULL THEN to_json(map_from_entries(["
-        f"('n_comments', ({count})::VARCHAR::JSON)]))::VARCHAR ELSE x END"
+        f"('n_comments', ({count})::VARCHAR::JSON)]))::VARCHAR ELSE {x} END"
     )
     sql = f"""
         SELECT line, raw,
@@ -284,7 +323,7 @@ def stage_sql(
             END AS reason,
             coalesce({val(fields, "ticket_id")}, 'h-' || gm_content_hash({content})) AS ticket_id,
             t AS ts,
-            gm_requester({val(fields, "user_id")}) AS user_id,
+            {_user_sql(fields, named)} AS user_id,
             trim({subject}) AS subject,
             b AS body,
             {question_sql(subject, "gm_ticket_text(b)")} AS question,

@@ -304,3 +304,36 @@ def test_a_redacted_event_without_an_id_gets_a_key_no_guess_can_confirm(tmp_path
     content = ["2026-11-20T09:00:00Z", "s-0042", ALICE, "refund policy", '["d1","d2"]', ""]
     guess = hashlib.md5("\x1f".join(content).encode()).hexdigest()
     assert key.startswith("h-") and key != "h-" + guess
+
+
+def test_a_persons_name_in_a_ticket_export_is_never_stored(tmp_path, db_path, cli):
+    """Names no pattern finds: Zendesk's ``via.source.from.name``, Freshdesk's "Full name"
+    column, Jira's "Reporter" (a display name, used as the user). A name column is left out of
+    the extras; a name that is the only user column becomes a keyed hash."""
+    zendesk = tmp_path / "zd.json"
+    zendesk.write_text(json.dumps({"tickets": [{
+        "id": 501, "created_at": "2026-01-10T09:14:57Z", "subject": "Delivery question",
+        "description": "When will it arrive?", "status": "open", "requester_id": 77,
+        "via": {"channel": "email", "source": {"from": {"name": "Quinn Doe",
+                                                        "address": "quinn@example.com"}}},
+    }]}))  # fmt: skip
+    freshdesk = tmp_path / "fd.csv"
+    freshdesk.write_text(
+        "Ticket ID,Subject,Description,Status,Created time,Contact ID,Full name,Email\n"
+        "9,Refund?,Where is my refund?,Open,2026-01-10 09:00:00,55,Tina Turner,t@example.com\n"
+    )
+    jira = tmp_path / "jira.csv"
+    jira.write_text(
+        "Summary,Issue key,Status,Reporter,Created,Description\n"
+        "VPN down?,HELP-1,Open,Yolanda Ruiz,2026-01-10 09:00,Why is the VPN down?\n"
+        "VPN again?,HELP-2,Open,Yolanda Ruiz,2026-01-11 09:00,Is the VPN down again?\n"
+    )
+    for path in (zendesk, freshdesk, jira):
+        done = cli("ingest", "tickets", str(path), "--db", str(db_path))
+        assert done.returncode == 0, done.stderr
+    text = everything(db_path, "tickets")
+    for name in ("Quinn", "Tina", "Turner", "Yolanda", "Ruiz"):
+        assert name not in text
+    users = rows(db_path, "SELECT user_id FROM tickets WHERE ticket_id LIKE 'HELP-%'")
+    assert len({u for (u,) in users}) == 1 and users[0][0]  # one reporter, one user
+    assert '"via":"email"' in text.replace(" ", "")  # the channel kept
