@@ -745,7 +745,12 @@ def import_(
         ),
     ],
     fmt: Annotated[
-        str, typer.Option("--format", help="auto, goldmine, jsonl, trec, beir, ranx or hf.")
+        str,
+        typer.Option(
+            "--format",
+            help="auto, goldmine, jsonl, trec, qrels_jsonl (a judgment a JSON line, as "
+            "ir_datasets exports qrels), beir, ranx or hf.",
+        ),
     ] = "auto",
     topics: Annotated[
         Path | None,

@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     import duckdb
 
 EXPORT_FORMATS = ("jsonl", "trec", "beir", "ranx", "ir_measures", "hf")
-IMPORT_FORMATS = ("auto", "goldmine", "jsonl", "trec", "beir", "ranx", "hf")
+IMPORT_FORMATS = ("auto", "goldmine", "jsonl", "trec", "qrels_jsonl", "beir", "ranx", "hf")
 
 
 # --- export ------------------------------------------------------------------------------------
@@ -163,7 +163,9 @@ def _suffix(path: Path) -> str:
 
 # What gold import reads, for the errors that say so.
 IMPORT_LAYOUTS = (
-    "TREC qrels ('qid 0 docid grade', with --topics), a BEIR or MTEB folder (queries.jsonl and "
+    "TREC qrels ('qid 0 docid grade', with --topics), JSON lines qrels ({query_id, doc_id, "
+    "relevance} a line, as ir_datasets exports them, with --topics), a BEIR or MTEB folder "
+    "(queries.jsonl and "
     "qrels/test.tsv, .jsonl or .parquet), gold JSONL ({query_id, query, relevant}), a goldmine "
     "version file, ranx's qrels JSON or what gold export --format hf writes (a folder of "
     "queries.parquet and judgments.parquet)"
@@ -180,9 +182,8 @@ def detect_format(path: Path) -> str:
         if _suffix(path) == ".json" and _one_document(lines):
             return "ranx"
         first = next((obj for _, obj in json_objects(lines, path)[:1]), {})
-        if is_qrels_record(first):
-            raise InputError("is BEIR qrels as JSON lines: pass the folder that holds it "
-                             "(queries.jsonl beside qrels/)", path=path)  # fmt: skip
+        if is_qrels_record(first):  # ir_datasets' export, a BEIR qrels file out of its folder
+            return "qrels_jsonl"
         return "goldmine" if _is_header(first) and first.get("format") == FORMAT else "jsonl"
     return "trec"
 
@@ -665,8 +666,13 @@ def qrels_topics(
     """The query texts for TREC or ranx qrels at ``path``, read from ``topics``: qrels carry none,
     so a missing --topics is an InputError saying so."""
     if topics is None:
-        what = "ranx qrels" if fmt == "ranx" else "TREC qrels"
-        raise InputError(f"{what} carry no query text: pass --topics FILE", path=path)
+        what = {"ranx": "ranx qrels", "qrels_jsonl": "JSON lines qrels"}.get(fmt, "TREC qrels")
+        folder = (
+            ", or import the BEIR folder that holds them (queries.jsonl beside qrels/)"
+            if fmt == "qrels_jsonl"
+            else ""
+        )
+        raise InputError(f"{what} carry no query text: pass --topics FILE{folder}", path=path)
     return read_topics(topics, notes, field)
 
 
@@ -901,7 +907,12 @@ def import_path(
     else:
         texts = qrels_topics(path, fmt, topics, notes, topic_field)
         levels = grade_map is not None
-        qrels = read_ranx(path) if fmt == "ranx" else read_qrels(path, levels, notes)
+        if fmt == "ranx":
+            qrels = read_ranx(path)
+        elif fmt == "qrels_jsonl":
+            qrels = judge_frame(qrels_frame(path)[0], path, "line")
+        else:
+            qrels = read_qrels(path, levels, notes)
         entries = _join(qrels, texts, path, notes)
     if not entries:
         raise InputError("holds no judgment: nothing to import", path=path)

@@ -156,9 +156,13 @@ def _read(
     if fmt == "hf":  # what gold export --format hf writes: the texts are in it
         entries = read_hf(path)
         return _entries(entries, [1] * len(entries))  # Parquet rows have no line
-    if fmt not in ("trec", "ranx"):
-        raise InputError(f"--format for --as-source is trec, beir, jsonl, ranx or hf, not {fmt!r}")
+    if fmt not in ("trec", "ranx", "qrels_jsonl"):
+        raise InputError(
+            f"--format for --as-source is trec, qrels_jsonl, beir, jsonl, ranx or hf, not {fmt!r}"
+        )
     texts = qrels_topics(path, fmt, topics, notes, field_)
+    if fmt == "qrels_jsonl":  # ir_datasets' export: a judgment a line
+        return _with_text(_records(path), texts, path)
     if fmt == "ranx":  # one JSON document: every judgment is at line 1
         entries = _join(read_ranx(path), texts, path)
         return _entries(entries, [1] * len(entries))

@@ -564,3 +564,31 @@ def test_a_query_id_naming_one_item_and_text_naming_another_joins_the_text(cli, 
     assert result.returncode == 0, result.stderr
     _, labels = stored(tmp_path / "s.duckdb")
     assert ("2", "kb-9", 2) in labels and ("1", "kb-9", 2) not in labels
+
+
+IRDS = (
+    '{"query_id": "1", "doc_id": "kb-1", "relevance": 2, "iteration": "0"}\n'
+    '{"query_id": "1", "doc_id": "kb-2", "relevance": 0, "iteration": "0"}\n'
+    '{"query_id": "2", "doc_id": "kb-3", "relevance": 1, "iteration": "0"}\n'
+    '{"query_id": "3", "doc_id": "kb-4", "relevance": 0, "iteration": "0"}\n'
+)
+
+
+@pytest.mark.parametrize("as_source", [False, True])
+def test_json_lines_qrels_with_topics_import_as_trec_qrels_do(cli, tmp_path, as_source) -> None:
+    """``ir_datasets export … qrels --format jsonl`` (and a BEIR qrels file taken out of its
+    folder) are judgments a line: with --topics they read as the same TREC qrels do. They were
+    told to be a BEIR folder the user does not have."""
+    extra = ["--as-source", "irds"] if as_source else []
+    result = imported(cli, tmp_path, {"q.jsonl": IRDS, "t.tsv": TOPICS}, "q.jsonl", "--topics",
+                      "t.tsv", *extra)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    if as_source:
+        assert source_grades(tmp_path / "s.duckdb") == LABELS
+    else:
+        assert stored(tmp_path / "s.duckdb") == (ITEMS, LABELS)
+
+
+def test_json_lines_qrels_without_topics_ask_for_them(cli, tmp_path) -> None:
+    result = imported(cli, tmp_path, {"q.jsonl": IRDS}, "q.jsonl")
+    assert_one_error_line(result, "--topics", "BEIR folder")
