@@ -141,11 +141,13 @@ def _candidates(con, qid: str) -> list[str]:
 
 
 def rater_done(con, qid: str, rater: str) -> bool:
+    """Done when the rater said "no answer", or graded every candidate and one answers: all
+    0s wait for "no answer", as plain review waits (its ``a`` would else mark the next item)."""
     mine = ratings_of(con, qid, rater)
     if None in mine:
         return True
     candidates = _candidates(con, qid)
-    return bool(candidates) and all(c in mine for c in candidates)
+    return bool(candidates) and all(c in mine for c in candidates) and any(mine.values())
 
 
 def rate(con, qid: str, chunk_id: str | None, grade: int, rater: str) -> None:

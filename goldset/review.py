@@ -77,7 +77,8 @@ _RATERS = """
     rated AS (SELECT i.query_id FROM gold_items i
               WHERE EXISTS (SELECT 1 FROM gold_ratings r WHERE r.query_id = i.query_id
                             AND r.rater = $by AND r.no_answer)
-                 OR (EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = i.query_id)
+                 OR (EXISTS (SELECT 1 FROM gold_ratings r WHERE r.query_id = i.query_id
+                                AND r.rater = $by AND r.grade > 0)
                      AND NOT EXISTS (SELECT 1 FROM gold_labels l WHERE l.query_id = i.query_id
                                      AND NOT EXISTS (SELECT 1 FROM gold_ratings r
                                                      WHERE r.query_id = l.query_id

@@ -68,8 +68,9 @@ def test_blind_double_labels_that_agree_become_gold(cli, store: Path) -> None:
 def test_a_disagreement_blocks_publish_until_adjudicated(cli, store: Path) -> None:
     gold(cli, store, "assign", "--raters", "ana,ben", "--overlap", "1")
     gold(cli, store, "review", "--by", "ana", input="20" + "2x" + "aq")
-    gold(cli, store, "review", "--by", "ben", input="00" + "2x" + "aq")
-    # vpn setup and download invoice agreed; reset password did not (ana 2/0, ben 0/0).
+    # ben's 0s wait for "no answer" (a), as plain review's do.
+    gold(cli, store, "review", "--by", "ben", input="00a" + "2x" + "aq")
+    # vpn setup and download invoice agreed; reset password did not (ana 2/0, ben none).
     assert shown(cli, store, "vpn setup")["status"] == "verified"
     refused = gold(cli, store, "publish", "-m", "v1", ok=False)
     assert refused.returncode == 2
@@ -77,7 +78,7 @@ def test_a_disagreement_blocks_publish_until_adjudicated(cli, store: Path) -> No
     assert "goldmine gold review --adjudicate" in refused.stderr
 
     seen = gold(cli, store, "review", "--adjudicate", "--by", "chen", input="20q").stdout
-    assert "ana: kb-reset-1=2, kb-reset-2=0" in seen and "ben: kb-reset-1=0, kb-reset-2=0" in seen
+    assert "ana: kb-reset-1=2, kb-reset-2=0" in seen and "ben: no answer" in seen
     item = shown(cli, store, "reset password")
     assert item["status"] == "verified" and item["verified_by"] == "chen"
     assert gold(cli, store, "publish", "-m", "v1").stdout.startswith("published v1: 3 queries")
@@ -144,3 +145,31 @@ def test_the_queue_filters_by_assignee(cli, store: Path) -> None:
     assert mine is not None and mine.item["query"] == "reset password"
     nobody = ReviewSession(store, "lead", QueueFilter(assignee="zoe")).view()
     assert nobody is None
+
+
+def test_blind_review_closes_an_item_as_plain_review_does(cli, store: Path) -> None:
+    """``x`` grades the rest 0; plain review then waits for ``a`` (no answer), and so does a
+    blind item now: it ended the rater's item at once, so the ``a`` that followed marked the
+    next query, unseen, "no answer". All 0s and "no answer" are one decision, not a dispute."""
+    gold(cli, store, "assign", "--raters", "ana,ben", "--overlap", "1")
+    gold(cli, store, "review", "--by", "ana", input="xaq")
+    with open_store(store) as con:
+        ana = {q: raters.ratings_of(con, qid(q), "ana") for q in QUERIES}
+    assert ana["reset password"] == {None: 0}  # no answer
+    assert ana["vpn setup"] == {} and ana["download invoice"] == {}
+    gold(cli, store, "review", "--by", "ben", input="aq")
+    item = shown(cli, store, "reset password")
+    assert item["status"] == "verified" and item["no_answer"]
+    with open_store(store) as con:
+        assert not con.execute("SELECT count(*) FROM gold_disagreements").fetchall()[0][0]
+
+
+def test_all_zeros_and_no_answer_from_two_raters_agree(cli, store: Path) -> None:
+    gold(cli, store, "assign", "--raters", "ana,ben", "--overlap", "1")
+    with open_store(store) as con, transaction(con):
+        for chunk in raters._candidates(con, qid("vpn setup")):
+            raters.rate(con, qid("vpn setup"), chunk, 0, "ana")
+        raters.rate(con, qid("vpn setup"), None, 0, "ana")
+        raters.rate(con, qid("vpn setup"), None, 0, "ben")
+    item = shown(cli, store, "vpn setup")
+    assert item["status"] == "verified" and item["no_answer"]
