@@ -68,17 +68,32 @@ def clean(text: str | None) -> str:
     return printable(text)
 
 
-def highlight(text: str | None, query: str) -> Any:
+# The most of a passage the page shows: a chunk that is a whole document (2.6 MB, 120,000
+# marks) made a page the browser did not draw in minutes, and the queue stood behind it. The
+# terminal shows 900 characters; a reviewer reads a passage, never a book.
+PAGE_PASSAGE_CHARS = 20_000
+
+
+def highlight(text: str | None, query: str, limit: int | None = None) -> Any:
     """Escaped text with the query's words marked (``textmatch.marked_words``, as the terminal
-    marks them); the only markup the page adds to user text."""
+    marks them); the only markup the page adds to user text. Past ``limit`` characters it is
+    cut, saying how many are left out."""
     from markupsafe import Markup, escape
 
     text = clean(text)
+    left = len(text) - limit if limit is not None and len(text) > limit else 0
+    if left:
+        text = text[:limit]
     out, at = [], 0
     for start, end in marked_words(text, query):
         out += [str(escape(text[at:start])), "<mark>", str(escape(text[start:end])), "</mark>"]
         at = end
     out.append(str(escape(text[at:])))
+    if left:
+        out.append(
+            f' <span class="muted">… {left:,} more characters (the chunk holds '
+            f"{len(text) + left:,}: a whole document taken as one chunk?)</span>"
+        )
     return Markup("".join(out))
 
 
@@ -373,6 +388,7 @@ def _environment() -> Environment:
     )
     templates.filters["clean"] = clean
     templates.globals["highlight"] = highlight
+    templates.globals["page_passage_chars"] = PAGE_PASSAGE_CHARS
     templates.globals["drafted_how"] = drafted_how
     templates.globals["suggester"] = suggester
     templates.globals["grades_text"] = grades_text

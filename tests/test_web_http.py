@@ -230,3 +230,29 @@ def test_static_files_need_the_token(client, path) -> None:
 def test_a_cluster_id_past_bigint_in_the_url_is_no_server_error(client, cluster) -> None:
     got = client.get(f"/review?cluster={cluster}", headers={"Cookie": f"goldmine_token={TOKEN}"})
     assert got.status_code == 200, got.text[:300]
+
+
+def test_a_chunk_the_size_of_a_book_is_cut_on_the_page(store_copy) -> None:
+    """A 2.6 MB chunk (a whole document taken as one) made a 4 MB page of 120,000 marks that
+    Chromium did not draw in three minutes, and the queue stood behind it. The page shows its
+    start, as the terminal does, and says how much is left out."""
+    from starlette.testclient import TestClient
+
+    from goldmine.goldset.web import PAGE_PASSAGE_CHARS, WebReview, create_app
+
+    from helpers import CHUNKS
+
+    book = " ".join(f"Section {i}: reset your password in the settings." for i in range(50_000))
+
+    def drafted(db: Path) -> None:
+        build(db, {**CHUNKS, "kb-reset-1": ("Reset password", book)})
+        gold(run_cli, db, "add-query", "reset password")
+        gold(run_cli, db, "draft", "-k", "2")
+
+    db = store_copy("web_book", drafted)
+    app = create_app(WebReview(db, "ana", token=TOKEN))
+    with TestClient(app, base_url=BASE) as client:
+        html = client.get("/review", headers={"Cookie": f"goldmine_token={TOKEN}"}).text
+    assert "Section 0: " in html and "Section 49999" not in html
+    assert len(html) < PAGE_PASSAGE_CHARS * 3 + 60_000
+    assert f"{len(book) - PAGE_PASSAGE_CHARS:,} more characters" in html
