@@ -97,7 +97,12 @@ class Keys:
                     break
                 data += chunk
             return data.decode("utf-8", "replace").strip()
-        return (self.stream.readline() or "").strip()
+        # A script writes the key and its text on two lines ("s", then the words): the rest of
+        # the key's line is no answer, the next line is.
+        while True:
+            text = self.stream.readline()
+            if not text or text.strip():
+                return text.strip()
 
 
 def _render(console, view: View, message: str, alert: bool = False) -> None:

@@ -234,3 +234,21 @@ def test_the_terminal_marks_whole_content_words_only() -> None:
     )
     marked = [text.plain[s.start : s.end] for s in text.spans]
     assert marked == ["theory", "theory", "flutter"]
+
+
+def test_a_pipe_gives_the_search_and_the_note_their_own_lines(cli, db_path: Path) -> None:
+    """``s``, then the words on the next line, as a script writes them: the prompt took the
+    newline after ``s`` for an empty search, and the words ran as keys (``r`` rejected the
+    item, ``n`` noted the rest)."""
+    build(db_path)
+    assert cli("--db", str(db_path), "gold", "add-query", "vpn setup").returncode == 0
+    assert cli("--db", str(db_path), "gold", "draft", "-k", "1").returncode == 0
+    # s, its words, 1 adds the first hit; n, its text; q.
+    result = cli("--db", str(db_path), "gold", "review", "--by", "script",
+                 input="s\nreset your password\n1\nn\nasked twice\nq\n")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "no chunk matches ''" not in result.stdout
+    shown = json.loads(cli("--db", str(db_path), "gold", "show", qid("vpn setup"), "--json").stdout)
+    assert shown["status"] != "rejected"
+    assert "candidate 1 of 2  kb-reset-1  (search)" in result.stdout  # the hit was added
+    assert shown["notes"] == ["asked twice"]
