@@ -93,7 +93,7 @@ def _text_sql(text: str, kind: str, calls: str) -> str:
     )
     return (
         f"CASE WHEN {kind} = 'ARRAY' THEN nullif({parts}, '') "
-        f"WHEN ({text} IS NULL OR trim({text}) = '') AND json_valid({calls}) "
+        f"WHEN gm_blank({text}) AND json_valid({calls}) "
         f"AND {calls} NOT IN ('[]', 'null') THEN {listed} ELSE {text} END"
     )
 
@@ -114,7 +114,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
     sql = f"""
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
-                 WHEN {text} IS NULL OR trim({text}) = '' THEN 'missing text'
+                 WHEN gm_blank({text}) THEN 'missing text'
                  WHEN {typ(fields, "text")} NOT IN ('VARCHAR', 'ARRAY', 'NULL')
                      THEN 'wrong type: text is ' || gm_jtype({typ(fields, "text")})
                  WHEN {conv} IS NULL THEN 'missing conversation_id'

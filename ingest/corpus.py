@@ -84,8 +84,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         FROM (
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
-                 WHEN {cid} IS NULL OR trim({cid}) = '' THEN 'missing chunk id'
-                 WHEN {text} IS NULL OR trim({text}) = '' THEN 'missing text'
+                 WHEN gm_blank({cid}) THEN 'missing chunk id'
+                 WHEN gm_blank({text}) THEN 'missing text'
                  WHEN {kind} <> 'VARCHAR' AND NOT gm_paragraphs AND NOT gm_titled
                      THEN 'wrong type: text is ' || gm_jtype({kind})
             END AS reason,
@@ -102,7 +102,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
               FROM (SELECT *, coalesce(CASE WHEN {kind} = 'ARRAY' THEN {all_text} END, false)
                               AS gm_paragraphs,
                           -- a paper with a title and no abstract (TREC-COVID's): its title
-                          coalesce(coalesce(trim({given}), '') = '' AND trim({title}) <> ''
+                          coalesce(gm_blank({given}) AND NOT gm_blank({title})
                               AND coalesce({kind}, 'NULL') IN ('VARCHAR', 'NULL'), false)
                               AS gm_titled
                     FROM ({access}))))

@@ -937,6 +937,12 @@ FROM sessions
 # What a search log gives for a search without a query, beside nothing: AOL's "-", Google
 # Analytics' "(not set)" and "(not provided)" (both engines: gm_no_query, spark.translate).
 NO_QUERY = ("", "-", "(not set)", "(not provided)")
+# White space of any kind (RE2; Spark's translate reads it too): ASCII's, the no-break and
+# typographic spaces, the line and paragraph separators, and the zero-width ones.
+BLANK = (
+    r"[\s\x{000B}\x{0085}\x{00A0}\x{1680}\x{2000}-\x{200D}\x{2028}\x{2029}\x{202F}"
+    r"\x{205F}\x{2060}\x{3000}\x{FEFF}]*"
+)
 AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layout): "
 
 # d/m/y or m/d/y (with /, - or .; a time and AM/PM may follow): the order is the one where a
@@ -981,8 +987,11 @@ CREATE OR REPLACE TEMP MACRO gm_in_time(t) AS
 -- none (-1, 3.5, a rank past 32 bits), which readers treat as an unreadable rank.
 -- A query a search log gives as none: empty, or the placeholder an export writes for a search
 -- without one (AOL's "-", Google Analytics' "(not set)").
+-- Nothing but white space, of any kind: trim() takes spaces alone, so a query or a text of a
+-- newline and a tab was stored (and a zero-width space shows nothing either).
+CREATE OR REPLACE TEMP MACRO gm_blank(s) AS s IS NULL OR regexp_full_match(s, '@BLANK@');
 CREATE OR REPLACE TEMP MACRO gm_no_query(q) AS
-    q IS NULL OR trim(q) IN (@NO_QUERY@);
+    gm_blank(q) OR trim(q) IN (@NO_QUERY@);
 -- Whether an analytics export's numbers have a decimal comma: its reader says, per file.
 CREATE OR REPLACE TEMP MACRO gm_decimal_comma() AS false;
 -- XML's numeric character references (``caf&#233;``, ``&#x2019;``) read where each names a
@@ -1006,6 +1015,7 @@ CREATE OR REPLACE TEMP MACRO gm_rank(s) AS CASE
     .replace("@LATEST@", TIME_RANGE[1])
     .replace("@AMBIGUOUS@", AMBIGUOUS)
     .replace("@NO_QUERY@", ", ".join(f"'{q}'" for q in NO_QUERY))
+    .replace("@BLANK@", BLANK)
 )
 
 

@@ -32,7 +32,7 @@ def stage_sql(keys: list[str]) -> tuple[str, dict[str, Any]]:
     sql = """
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
-                 WHEN nullif(trim(raw ->> '$.query'), '') IS NULL THEN 'missing query' END
+                 WHEN gm_blank(raw ->> '$.query') THEN 'missing query' END
                 AS reason,
             'm-' || left(md5(lower(trim(raw ->> '$.query')) || chr(31) || (raw ->> '$.source')), 16)
                 AS query_id,

@@ -314,7 +314,7 @@ def stage_sql(
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
                  WHEN coalesce({agent_sql(fields, agents)}, false) THEN '{AGENT_REASON}'
-                 WHEN nullif(trim({subject}), '') IS NULL AND nullif(trim(b), '') IS NULL
+                 WHEN gm_blank({subject}) AND gm_blank(b)
                      THEN 'missing subject and description'
                  WHEN {typ(fields, "subject")} NOT IN ('VARCHAR', 'NULL')
                      THEN 'wrong type: subject is ' || gm_jtype({typ(fields, "subject")})

@@ -230,3 +230,59 @@ def test_a_zero_based_click_export_keeps_its_ranks(cli, tmp_path: Path):
     [(clicked, extra)] = _read(db, "SELECT clicked_ids, extra FROM search_events")
     assert clicked == ["http://a", "http://b", "http://c"]
     assert json.loads(extra)["click_ranks"] == [0, 1, 2]
+
+
+BLANKS = ["\n\t ", "\u00a0", " \r\n ", "\u3000", "\u200b"]
+
+
+def _read(db: Path, sql: str) -> list[tuple]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+@pytest.mark.parametrize("blank", BLANKS)
+def test_a_query_of_white_space_alone_is_missing(cli, tmp_path: Path, blank: str):
+    """DuckDB's trim() takes spaces alone: a query of a newline and a tab was stored as a
+    search, and triage counted it."""
+    db, total = _jsonl_log(cli, tmp_path, [
+        {"event_id": "a", "ts": "2026-11-30T10:00:00", "query": blank},
+        {"event_id": "b", "ts": "2026-11-30T10:00:00", "query": "vpn"},
+    ])  # fmt: skip
+    assert (total["stored"], total["rejected"]) == (1, 1)
+    assert _read(db, "SELECT reason FROM rejects") == [("missing query",)]
+
+
+def test_a_chunk_of_white_space_is_missing_or_its_title(cli, tmp_path: Path):
+    path = tmp_path / "docs.jsonl"
+    rows = [
+        {"id": "ws-1", "title": "Whitespace", "text": "   \n\t  "},
+        {"id": "n3", "title": "  ", "text": "\n\t"},
+        {"id": "ok", "text": "fine text"},
+        {"id": "\n", "text": "no id"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "s.duckdb"
+    total = _ingest(cli, db, path, "corpus")
+    assert (total["stored"], total["rejected"]) == (2, 2)
+    assert _read(db, "SELECT chunk_id, text FROM chunks ORDER BY 1") == [
+        ("ok", "fine text"), ("ws-1", "Whitespace")]  # fmt: skip
+    assert sorted(_read(db, "SELECT reason FROM rejects")) == [
+        ("missing chunk id",), ("missing text",)]  # fmt: skip
+
+
+def test_chat_and_tickets_of_white_space_are_missing(cli, tmp_path: Path):
+    chat = tmp_path / "chat.jsonl"
+    turns = [{"conversation_id": "c1", "turn": 0, "role": "user", "text": "\n\t",
+              "ts": "2026-11-30T10:00:00"},
+             {"conversation_id": "c2", "turn": 0, "role": "user", "text": "where is my order?",
+              "ts": "2026-11-30T10:00:00"}]  # fmt: skip
+    chat.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    db = tmp_path / "s.duckdb"
+    assert _ingest(cli, db, chat, "chat")["rejected"] == 1
+    tickets = tmp_path / "t.json"
+    tickets.write_text(json.dumps({"tickets": [
+        {"id": 1, "created_at": "2026-11-30T10:00:00Z", "subject": "\n", "description": " \t"},
+        {"id": 2, "created_at": "2026-11-30T10:00:00Z", "subject": "Refund?", "description": "x"},
+    ]}))  # fmt: skip
+    total = _ingest(cli, db, tickets, "tickets")
+    assert (total["stored"], total["rejected"]) == (1, 1)

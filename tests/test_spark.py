@@ -301,10 +301,11 @@ def test_placeholder_queries_reject_alike_in_both_engines(spark_options, tmp_pat
     rows = [
         {"session_id": "p1", "ts": "2026-11-18T10:00:00", "query": "-"},
         {"session_id": "p1", "ts": "2026-11-18T10:01:00", "query": " (not set) "},
+        {"session_id": "p1", "ts": "2026-11-18T10:01:30", "query": "\n\t\u200b"},
         {"session_id": "p1", "ts": "2026-11-18T10:02:00", "query": "good"},
     ]
     total = same_in_both_engines(rows, spark_options, tmp_path)
-    assert (total["stored"], total["rejected"]) == (1, 2)
+    assert (total["stored"], total["rejected"]) == (1, 3)
 
 
 def test_a_search_response_stored_whole_reads_alike_in_both_engines(spark_options, tmp_path):

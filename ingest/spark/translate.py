@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from goldmine import signals
 from goldmine.errors import InputError
 from goldmine.ingest.fields import NestedKey, resolve_fields
-from goldmine.ingest.logformats import NO_QUERY
+from goldmine.ingest.logformats import BLANK, NO_QUERY
 from goldmine.ingest.redact import Redactor
 from goldmine.ingest.searchlog import ALIASES
 from goldmine.ingest.spark import read
@@ -162,8 +162,13 @@ def _query_checks(name: str) -> list[tuple[Column, Column]]:
     from pyspark.sql import functions as F
 
     return [
-        # As the DuckDB engine's gm_no_query: empty, or an export's placeholder for none.
-        (F.col("gm_query").isNull() | F.trim("gm_query").isin(*NO_QUERY), F.lit("missing query")),
+        # As the DuckDB engine's gm_no_query: white space alone, or an export's placeholder.
+        (
+            F.col("gm_query").isNull()
+            | F.col("gm_query").rlike(f"^{BLANK}$")
+            | F.trim("gm_query").isin(*NO_QUERY),
+            F.lit("missing query"),
+        ),
         (
             F.col("gm_k_query") != "VARCHAR",
             F.concat(F.lit(f"wrong type: {name} is "), _jtype(F.col("gm_k_query"))),

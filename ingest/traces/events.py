@@ -193,7 +193,7 @@ def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
              WHEN span_id IS NULL THEN 'missing span id'
              WHEN failed THEN 'retrieval failed: ' || coalesce(nullif(trim(status_msg), ''),
                                                                'error status')
-             WHEN query IS NULL OR trim(query) = '' THEN 'missing query (span ' || span_id || ')'
+             WHEN gm_blank(query) THEN 'missing query (span ' || span_id || ')'
              WHEN ts_text IS NOT NULL AND ts IS NULL
                  THEN 'unparseable timestamp: ' || left(ts_text, 60)
         END AS reason,
