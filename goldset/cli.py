@@ -598,6 +598,14 @@ def publish(
             "--skip-partial", help="Leave items with candidates not graded yet out of the version."
         ),
     ] = False,
+    allow_unchanged: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unchanged",
+            help="Nothing changed since the latest version: say so and exit 0, making no version "
+            "(for a job that publishes whatever changed). Without it, exit 2.",
+        ),
+    ] = False,
     by: ByOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
@@ -607,11 +615,21 @@ def publish(
     Items with candidates not graded yet refuse the publish (exit 2, listed) unless
     --allow-partial or --skip-partial says what to do with them.
     """
+    from goldmine.goldset.versions import Unchanged
 
     with _store(db) as con:
-        p = do_publish(
-            con, message, _user(by), allow_partial=allow_partial, skip_partial=skip_partial
-        )
+        try:
+            p = do_publish(
+                con, message, _user(by), allow_partial=allow_partial, skip_partial=skip_partial
+            )
+        except Unchanged as unchanged:
+            if not allow_unchanged:
+                raise
+            if as_json:
+                print_json({"published": False, "version": unchanged.version, "message": message})
+            else:
+                info(f"nothing changed since v{unchanged.version}: no version made")
+            return
     if as_json:
         print_json({**p.__dict__, "message": message})
     else:

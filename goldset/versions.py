@@ -171,6 +171,17 @@ def _refuse_partial(partial: list[dict]) -> None:
     )
 
 
+class Unchanged(InputError):
+    """Publish found the working set as the latest version froze it: no copy is made."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(
+            f"nothing changed since v{version}: not publishing a copy (--allow-unchanged "
+            "makes this exit 0, for a job that publishes whatever changed)"
+        )
+        self.version = version
+
+
 def publish(
     con: duckdb.DuckDBPyConnection,
     message: str,
@@ -201,7 +212,7 @@ def publish(
             "SELECT version, content_hash FROM gold_versions ORDER BY version DESC LIMIT 1"
         ).fetchall()
         if latest and latest[0][1] == digest:
-            raise InputError(f"nothing changed since v{latest[0][0]}: not publishing a copy")
+            raise Unchanged(latest[0][0])
         version = latest[0][0] + 1 if latest else 1
         snapshot_id, snapshot_hash = current_snapshot(con)
         n_no_answer = sum(1 for r in records if not r["relevant"])

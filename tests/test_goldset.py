@@ -589,3 +589,18 @@ def test_a_second_place_in_a_cluster_goes_to_its_most_different_query() -> None:
     ]
     picks = [p.query["norm_query"] for p in choose(queries, 2, set(), set(), set())]
     assert picks == [texts[0], texts[3]]
+
+
+def test_publish_with_nothing_changed_can_be_told_that_is_fine(cli, store) -> None:
+    """A weekly job publishes whatever changed: nothing new is exit 2 (an error), unless
+    --allow-unchanged says an unchanged set is fine (exit 0, no version made)."""
+    add(cli, store, "vpn setup")
+    gold(cli, store, "label", qid("vpn setup"), "--chunk", "kb-vpn-1=2")
+    gold(cli, store, "publish", "-m", "first")
+    again = gold(cli, store, "publish", "-m", "weekly", "--allow-unchanged", "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == {"published": False, "version": 1, "message": "weekly"}
+    said = gold(cli, store, "publish", "-m", "weekly", "--allow-unchanged")
+    assert said.returncode == 0 and "nothing changed since v1" in said.stderr
+    refused = gold(cli, store, "publish", "-m", "weekly", ok=False)
+    assert refused.returncode == 2 and "--allow-unchanged" in refused.stderr
