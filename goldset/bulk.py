@@ -65,6 +65,8 @@ HISTORY_SCHEMA: dict[str, Any] = {
 def item_row(**values: Any) -> dict[str, Any]:
     """One row of ITEM_SCHEMA: the values given, the lists empty and the rest NULL otherwise."""
     lists = {k: [] for k, t in ITEM_SCHEMA.items() if isinstance(t, pl.List)}
+    if isinstance(values.get("query"), str):  # as add_item stores it: no white space around
+        values = {**values, "query": values["query"].strip()}
     row = {k: None for k in ITEM_SCHEMA} | lists | values
     unknown = set(row) - set(ITEM_SCHEMA)
     if unknown:

@@ -139,6 +139,7 @@ def add_item(
     """Add a candidate; returns its id, or None when the query (id or text) is already there."""
     if not query or not query.strip():
         raise InputError("an empty query cannot be a gold item")
+    query = query.strip()  # a line break around it ("\nDo I need…") shows as an empty line
     norm = normalize_query(query)
     qid = query_id or query_id_for(norm)
     exists = con.execute(

@@ -308,7 +308,7 @@ def _items_for(
         norm = normalize_query(text)
         if norm not in created:
             created[norm] = q
-            new.append({"query_id": q, "query": text, "norm_query": norm})
+            new.append({"query_id": q, "query": text.strip(), "norm_query": norm})
         matches[q] = created[norm]
     _add_candidates(con, new, source, by, path)
     result.created = len(new)

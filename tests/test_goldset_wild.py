@@ -592,3 +592,19 @@ def test_json_lines_qrels_with_topics_import_as_trec_qrels_do(cli, tmp_path, as_
 def test_json_lines_qrels_without_topics_ask_for_them(cli, tmp_path) -> None:
     result = imported(cli, tmp_path, {"q.jsonl": IRDS}, "q.jsonl")
     assert_one_error_line(result, "--topics", "BEIR folder")
+
+
+def test_a_query_text_is_stored_without_the_white_space_around_it(cli, tmp_path) -> None:
+    """banking77's "\\nDo I need to go to a physical bank…" kept its line break as the item's
+    query, shown as an empty first line in every table and export."""
+    topics = "".join(
+        json.dumps({"id": i, "title": t}) + "\n"
+        for i, t in (("1", "\nreset my password "), ("2", "vpn setup"), ("3", "refund in bitcoin"))
+    )
+    files = {"qrels": QRELS, "t.jsonl": topics}
+    assert imported(cli, tmp_path, files, "qrels", "--topics", "t.jsonl").returncode == 0
+    db = tmp_path / "s.duckdb"
+    cli("--db", str(db), "gold", "add-query", "\n  dark mode\t", "--by", "ana")
+    with open_store(db) as con:
+        texts = {q for (q,) in con.execute("SELECT query FROM gold_items").fetchall()}
+    assert texts == {"reset my password", "vpn setup", "refund in bitcoin", "dark mode"}
