@@ -104,7 +104,7 @@ def print_figures(r: dict[str, Any], relevant_from: int = 1) -> None:
     )  # fmt: skip
     print_confusion(r["confusion"])
     ans = r["answerable"]
-    one_sided = ans["n"] >= 10 and {0, ans["n"]} & {ans["answerable_a"], ans["answerable_b"]}
+    one_sided = {0, ans["n"]} & {ans["answerable_a"], ans["answerable_b"]}
     print(
         f"  answerable or not: {ans['n']} queries, both answerable {ans['both_answerable']}, "
         f"both no answer {ans['both_no_answer']}; "

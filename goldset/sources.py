@@ -88,10 +88,13 @@ def sources(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def parse(spec: str) -> Source:
-    """A spec as written on the command line; bad syntax is an ``InputError``."""
+    """A spec as written on the command line (a bare name is a rater: ``ana`` is
+    ``rater:ana``); bad syntax is an ``InputError``."""
     text = spec.strip()
     if text == "gold":
         return Source("gold")
+    if text and ":" not in text and "+" not in text:
+        return Source("rater", text)
     kind, sep, name = text.partition(":")
     if not sep or kind not in KINDS or not name:
         raise InputError(f"a source is one of {SPEC_HELP}; not {spec!r}")
@@ -109,7 +112,10 @@ def resolve(con: duckdb.DuckDBPyConnection, spec: str) -> list[Source]:
         found = [wanted] if str(wanted) in have else []
     if not found:
         listing = ", ".join(have) if have else "none yet"
-        raise InputError(f"no source {spec} in this store; the sources it has: {listing}")
+        raise InputError(
+            f"no source {wanted} in this store (a source is {SPEC_HELP}; a bare name is a "
+            f"rater's); the sources it has: {listing}"
+        )
     return found
 
 

@@ -467,3 +467,28 @@ def test_two_qrels_files_on_different_scales_imported_and_compared(cli, db_path,
         cohen_kappa_score([g > 0 for g in a], [g > 0 for g in b])
     )
     assert out["confusion"]["more_lenient"] == "import:team"  # 0-1's 1 maps to 2
+
+
+def test_a_bare_name_between_is_a_rater(cli, db_path) -> None:
+    """``--between ana ben`` was refused: a source had to be written rater:ana."""
+    _items(db_path, 2)
+    _rate(db_path, "ana", {("q0", "c0_0"): 2, ("q1", "c1_0"): 0})
+    _rate(db_path, "ben", {("q0", "c0_0"): 2, ("q1", "c1_0"): 1})
+    bare = json.loads(gold(cli, db_path, "agreement", "--between", "ana", "ben", "--json").stdout)
+    full = json.loads(
+        gold(cli, db_path, "agreement", "--between", "rater:ana", "rater:ben", "--json").stdout
+    )
+    assert bare == full
+
+
+def test_the_answerable_kappa_of_one_sided_answers_is_not_a_number(cli, db_path) -> None:
+    """One side calls every query answerable: kappa is 0 by its formula (scikit-learn's too),
+    which says nothing; the report says the decision's agreement cannot be measured, at any
+    number of queries, not 0.00 [0.00, 0.00]."""
+    _items(db_path, 4)
+    _rate(db_path, "ana", {(f"q{i}", f"c{i}_0"): 2 for i in range(4)})
+    _rate(db_path, "ben", {(f"q{i}", f"c{i}_0"): 2 for i in range(3)}, no_answer=["q3"])
+    (pair,) = json.loads(gold(cli, db_path, "agreement", "--json").stdout)["pairs"]
+    assert pair["answerable"]["kappa"] == pytest.approx(0.0)
+    text = gold(cli, db_path, "agreement").stdout.split("answerable or not")[1].splitlines()[0]
+    assert "one side takes every query alike" in text and "[0.00, 0.00]" not in text
