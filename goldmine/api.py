@@ -30,6 +30,21 @@ if TYPE_CHECKING:
 DEFAULT_METRICS = ("recall@5", "mrr", "ndcg@10")
 
 
+class Means(dict):
+    """Metric -> mean, keyed by goldmine's names and read by any spelling ``metrics`` takes:
+    ``mean["P_10"]`` is ``mean["precision@10"]``."""
+
+    def __missing__(self, key: object) -> float:
+        if isinstance(key, str):
+            try:
+                names = [m.name for m in parse_metrics(key)]
+            except Exception:  # an unknown name: the KeyError below says what there is
+                names = []
+            if len(names) == 1 and names[0] != key and names[0] in self:
+                return self[names[0]]
+        raise KeyError(f"{key!r} was not scored; the metrics are {', '.join(self)}")
+
+
 @dataclass
 class Evaluation:
     """One run scored on one gold set: means, per-query scores and what was left out.
@@ -47,22 +62,28 @@ class Evaluation:
 
     @property
     def mean(self) -> dict[str, float]:
-        return dict(self.result.summary)
+        """Metric -> its mean over the answerable gold queries; a trec_eval or ranx spelling
+        reads the same value (``mean["P_10"]``)."""
+        return Means(self.result.summary)
 
     @property
     def metrics(self) -> list[str]:
+        """The metrics scored, by goldmine's names, in the order asked."""
         return [m.name for m in self.result.metrics]
 
     @property
     def missing(self) -> list[str]:
+        """Answerable gold queries the run lacks (each scored 0, as trec_eval ``-c``)."""
         return list(self.result.missing)
 
     @property
     def ignored(self) -> list[str]:
+        """The run's queries the gold set does not have."""
         return list(self.result.ignored)
 
     @property
     def n_queries(self) -> int:
+        """How many answerable gold queries the means are over."""
         return self.result.n_queries
 
     @property
@@ -154,7 +175,7 @@ def _score(
     gold: Gold, run: RunLike, metrics: list[Metric], rel_level: int, abstain_below: float | None
 ) -> tuple[EvalResult, str]:
     if is_path(run):
-        path = Path(run)  # type: ignore[arg-type]
+        path = Path(run).expanduser()  # type: ignore[arg-type]
         result, _ = evaluate_run_file(gold, path, metrics, rel_level, abstain_below=abstain_below)
         return result, str(path)
     ranked = as_run(run)
@@ -180,10 +201,12 @@ class Compared:
 
     @property
     def metrics(self) -> list[MetricComparison]:
+        """Each metric's comparison: both means, the difference, its interval and p-value."""
         return list(self.comparison.metrics)
 
     @property
     def verdicts(self) -> dict[str, str]:
+        """Metric -> "better", "worse" or "inside the noise" (B against A)."""
         return {m.metric: m.verdict for m in self.comparison.metrics}
 
     def metric(self, name: str) -> MetricComparison:

@@ -315,15 +315,16 @@ def resolve_db_path(flag: str | Path | None = None) -> Path:
     A relative path in goldmine.toml is taken relative to the toml file, so it means the same
     from any subfolder.
     """
+    # "~/g.duckdb" as a shell would read it: from Python, or an env var set in quotes.
     if flag:
-        return Path(flag)
+        return Path(flag).expanduser()
     env = os.environ.get(DB_ENV)
     if env:
-        return Path(env)
+        return Path(env).expanduser()
     config = load_config()
     configured = config.settings.store.db
     if configured:
-        path = Path(configured)
+        path = Path(configured).expanduser()
         if not path.is_absolute() and config.path is not None:
             path = config.path.parent / path
         return path

@@ -38,8 +38,10 @@ RunLike = Run | Mapping[str, Mapping[str, float]] | Mapping[str, Iterable[str]] 
 _VERSION = re.compile(r"^(v?\d+|latest)$", re.IGNORECASE)  # as `eval run --gold` takes them
 
 # Column names for the TREC fields, in the spellings of trec_eval, BEIR, ranx and ir_measures.
-QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id", "query")
-DOC_COLUMNS = ("doc_id", "docid", "docno", "chunk_id", "corpus-id", "corpus_id", "doc")
+QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id", "topic_id", "topic", "query")
+# MS MARCO's passage runs name a passage "pid".
+DOC_COLUMNS = ("doc_id", "docid", "docno", "chunk_id", "corpus-id", "corpus_id", "pid",
+               "passage_id", "doc")  # fmt: skip
 GRADE_COLUMNS = ("relevance", "grade", "rel", "label", "score")
 SCORE_COLUMNS = ("score", "sim", "similarity")
 
@@ -61,7 +63,7 @@ def as_gold(value: Any) -> Gold:
                 f"gold: {value!r} is no file; a published version is read from its store: "
                 f"goldmine.Store('goldmine.duckdb').gold({value!r})"
             )
-        return read_gold(Path(value))
+        return read_gold(Path(value).expanduser())
     return _converted(value, _gold_from_mapping, _gold_from_frame,
                       "gold: expected a dict {qid: {doc: grade}} or {qid: [ids]}, a DataFrame, "
                       "a path or a published version")  # fmt: skip
@@ -296,7 +298,12 @@ def _run_from_frame(frame: polars.DataFrame) -> Run:
     qid = _column(frame, QUERY_COLUMNS, "run")
     doc = _column(frame, DOC_COLUMNS, "run", skip=(qid,))
     score = _column(frame, SCORE_COLUMNS, "", skip=(qid, doc))
-    rank = None if score else _column(frame, ("rank",), "run", skip=(qid, doc))
+    rank = None if score else _column(frame, ("rank",), "", skip=(qid, doc))
+    if score is None and rank is None:
+        raise InputError(
+            f"run: the frame has no score column (any of {', '.join(SCORE_COLUMNS)}) and no "
+            f"rank column to order it by; it has {', '.join(frame.columns)}"
+        )
     key = pl.col(score).cast(pl.Float64) if score else -pl.col(rank).cast(pl.Float64)
     table = frame.select(qid=pl.col(qid).cast(pl.String), doc=pl.col(doc).cast(pl.String),
                          score=key)  # fmt: skip

@@ -37,10 +37,12 @@ class GoldSet:
 
     @property
     def hash(self) -> str:
+        """The version's content hash, as ``gold verify`` checks it."""
         return self.gold.hash
 
     @property
     def version(self) -> int | None:
+        """The version's number (1 for v1)."""
         return self.gold.version
 
     @property

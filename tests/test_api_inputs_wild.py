@@ -58,3 +58,33 @@ def test_ranx_qrels_and_run_objects_are_read() -> None:
     got = goldmine.evaluate(qrels, run, metrics=["mrr", "ndcg@10"]).mean
     assert got == goldmine.evaluate({"q1": {"d1": 2}, "q2": {"d4": 1}}, RUN,
                                     metrics=["mrr", "ndcg@10"]).mean  # fmt: skip
+
+
+def test_a_mean_is_read_by_any_spelling_the_metrics_take() -> None:
+    result = goldmine.evaluate({"q1": {"d1": 2}}, RUN, metrics=["P_1", "recip_rank"])
+    assert result.mean["P_1"] == result.mean["precision@1"] == 1.0
+    assert result.mean["recip_rank"] == result.mean["mrr"]
+    with pytest.raises(KeyError, match="was not scored"):
+        result.mean["ndcg@10"]
+    assert dict(result.mean) == {"precision@1": 1.0, "mrr": 1.0}
+
+
+def test_frames_named_as_ms_marco_and_trec_topics_name_them() -> None:
+    gold = pd.DataFrame({"topic": ["q1", "q2"], "pid": ["d1", "d4"], "rel": [2, 1]})
+    run = pd.DataFrame({"topic_id": ["q1", "q2"], "passage_id": ["d1", "d4"], "score": [1.0, 0.5]})
+    assert goldmine.evaluate(gold, run, metrics="mrr").mean["mrr"] == 1.0
+
+
+def test_a_run_frame_with_no_score_or_rank_names_both() -> None:
+    run = pd.DataFrame({"qid": ["q1"], "docid": ["d1"], "value": [1.0]})
+    with pytest.raises(InputError, match=r"no score column \(any of score, sim, similarity\)"):
+        goldmine.evaluate({"q1": {"d1": 1}}, run)
+
+
+def test_a_path_from_home_is_read_as_the_shell_reads_it(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "g.qrels").write_text("q1 0 d1 2\n")
+    (tmp_path / "r.trec").write_text("q1 Q0 d1 1 1.0 r\n")
+    assert goldmine.evaluate("~/g.qrels", "~/r.trec", metrics="mrr").mean["mrr"] == 1.0
+    with pytest.raises(goldmine.errors.NotFoundError, match=str(tmp_path)):
+        goldmine.Store("~/missing.duckdb").versions()
