@@ -1000,6 +1000,7 @@ def add_entries(
     for e in entries:
         if not e.query:
             raise InputError(f"query {e.query_id!r} has no text", path=path)
+    entries = _one_per_text(entries, path, result.notes)
     snapshot_id, _ = current_snapshot(con)
     at = now()
     with transaction(con):
@@ -1023,6 +1024,36 @@ def add_entries(
             " `gold drift` lists them"
         )
     return result
+
+
+def _one_per_text(entries: list[GoldQuery], path: Path, notes: list[str]) -> list[GoldQuery]:
+    """A file's queries of one normalized text as one (the first's id, every judgment): two
+    verified items would share a text. A chunk they grade two ways is an InputError."""
+    first: dict[str, GoldQuery] = {}
+    merged: list[tuple[str, str]] = []
+    for e in entries:
+        norm = normalize_query(e.query)
+        held = first.get(norm)
+        if held is None:
+            first[norm] = GoldQuery(e.query_id, e.query, dict(e.judged), e.context)
+            continue
+        for chunk, grade in e.judged.items():
+            if held.judged.get(chunk, grade) != grade:
+                raise InputError(
+                    f"queries {held.query_id} and {e.query_id} are one query ({held.query!r}) and "
+                    f"grade {chunk} {held.judged[chunk]} and {grade}: keep one grade",
+                    path=path,
+                )
+            held.judged[chunk] = grade
+        merged.append((held.query_id, e.query_id))
+    if merged:
+        pairs = ", ".join(f"{a} and {b}" for a, b in merged[:3])
+        more = f" (and {len(merged) - 3} more)" if len(merged) > 3 else ""
+        notes.append(
+            f"queries {pairs}{more} are one query (the same text but for case, punctuation "
+            "and spacing): imported as one item, under the first's id, with both's judgments"
+        )
+    return list(first.values())
 
 
 def _match(

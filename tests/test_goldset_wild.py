@@ -608,3 +608,22 @@ def test_a_query_text_is_stored_without_the_white_space_around_it(cli, tmp_path)
     with open_store(db) as con:
         texts = {q for (q,) in con.execute("SELECT query FROM gold_items").fetchall()}
     assert texts == {"reset my password", "vpn setup", "refund in bitcoin", "dark mode"}
+
+
+def test_two_topics_of_one_text_in_a_file_are_one_item(cli, tmp_path) -> None:
+    """``1 what is alpha`` and ``2 What is alpha?`` normalize alike: they were two verified
+    items, which the set promises never to hold."""
+    topics = "1\twhat is alpha\n2\tWhat is alpha?\n3\tvpn setup\n"
+    qrels = "1 0 d1 2\n1 0 d2 1\n2 0 d1 2\n2 0 d3 2\n3 0 d4 1\n"
+    result = with_topics(cli, tmp_path, qrels, topics)
+    assert result.returncode == 0, result.stderr
+    assert "1 and 2" in result.stderr  # the note says which topics were one
+    items, labels = stored(tmp_path / "s.duckdb")
+    assert [i[:2] for i in items] == [("1", "what is alpha"), ("3", "vpn setup")]
+    assert labels == [("1", "d1", 2), ("1", "d2", 1), ("1", "d3", 2), ("3", "d4", 1)]
+
+
+def test_two_topics_of_one_text_judging_a_chunk_two_ways_are_refused(cli, tmp_path) -> None:
+    topics = "1\twhat is alpha\n2\tWhat is alpha?\n"
+    result = with_topics(cli, tmp_path, "1 0 d1 2\n2 0 d1 0\n", topics)
+    assert_one_error_line(result, "1", "2", "d1", "what is alpha")
