@@ -897,3 +897,37 @@ def test_the_index_built_while_embedding_gives_the_same_clusters(tmp_path, monke
                 "SELECT norm_query, cluster_id FROM triage_queries ORDER BY 1"
             ).fetchall()
     assert got[True] == got[False]
+
+
+def test_a_query_whose_words_stand_together_in_a_chunk_is_not_no_answer_likely(db_path):
+    """ "refund policy" in fifty chunks: BM25 weighs its common words low, under the random
+    word pairs the threshold is drawn from, and the most answerable query was tagged
+    no-answer-likely. A best chunk that holds every content word of the query answers it."""
+    from goldmine.triage.tags import tag_queries
+
+    rng = random.Random(3)
+    vocabulary = [f"{a}{b}" for a in ("zor", "quil", "vex", "mard", "plin", "trov", "skal")
+                  for b in ("ax", "ine", "ode", "um", "esk", "ith", "orp")]  # fmt: skip
+    texts = [f"Our refund policy covers item {i}. " + " ".join(rng.sample(vocabulary, 12))
+             for i in range(50)]  # fmt: skip
+    texts += [" ".join(rng.sample(vocabulary, 15)) for _ in range(150)]
+    with open_store(db_path) as con:
+        con.execute("INSERT INTO corpus_snapshots VALUES (1, 1, now(), 'h', ?, NULL)", [len(texts)])
+        con.executemany(
+            "INSERT INTO chunks (snapshot_id, chunk_id, title, text, text_hash) "
+            "VALUES (1, ?, NULL, ?, 'h')",
+            [(f"c{i}", t) for i, t in enumerate(texts)],
+        )
+        load_queries(con, ["refund policy", "sourdough bread recipe"])
+        with transaction(con):
+            build_events(con)
+            aggregate_queries(con)
+            con.execute("UPDATE triage_queries SET canonical_query = norm_query")
+            tag_queries(con)
+        tagged = {
+            q for (q,) in con.execute(
+                "SELECT norm_query FROM triage_queries "
+                "WHERE list_contains(tags, 'no-answer-likely')"
+            ).fetchall()
+        }  # fmt: skip
+    assert tagged == {"sourdough bread recipe"}

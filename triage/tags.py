@@ -18,7 +18,8 @@
   ``certain``) and numbers never are.
 - ``no-answer-likely``: the best corpus chunk for the query scores under a threshold calibrated on
   the corpus, per number of content words n: the 90th percentile of the best scores of n words
-  drawn from n different chunks (words that do not belong together). Built-in retriever
+  drawn from n different chunks (words that do not belong together), and does not hold every
+  content word of the query (common words score low together). Built-in retriever
   ``[triage] no_answer_retriever`` (``bm25`` by default). Skipped when there is no corpus.
 """
 
@@ -261,8 +262,10 @@ def content_words(text: str) -> list[str]:
 
 def no_answer_scores(
     con: duckdb.DuckDBPyConnection, kind: str
-) -> tuple[dict[str, float], dict[int, float]] | None:
-    """Each canonical query's best score and the per-length thresholds; None without a corpus.
+) -> tuple[dict[str, float], dict[int, float], set[str]] | None:
+    """Each canonical query's best score, the per-length thresholds, and the queries under
+    theirs whose best chunk holds every content word (``_together``: never no-answer-likely);
+    None without a corpus.
 
     The threshold for queries of n content words is the 90th percentile of the best scores of
     n corpus words drawn from n different chunks of a seeded sample: words that do not belong
@@ -300,7 +303,32 @@ def no_answer_scores(
     for n in sorted({min(len(content_words(q)), MAX_WORDS) for q in queries} - {0}):
         across = [" ".join(rng.choice(rng.choice(sample)) for _ in range(n)) for _ in sample]
         thresholds[n] = float(np.quantile(best_scores(retriever, across), NO_ANSWER_QUANTILE))
-    return scores, thresholds
+    low = [q for q in queries if scores[q] < thresholds.get(min(len(content_words(q)), MAX_WORDS),
+                                                            -np.inf)]  # fmt: skip
+    return scores, thresholds, _together(con, retriever, low, snapshot)
+
+
+def _together(con: duckdb.DuckDBPyConnection, retriever, queries: list[str], snapshot) -> set[str]:
+    """The queries whose best chunk holds every one of their content words. Words common in
+    the corpus ("refund policy" in fifty chunks) weigh little in BM25, under the random word
+    pairs the threshold is drawn from: a score alone called the most answerable query unlikely
+    to have an answer."""
+    if not queries:
+        return set()
+    best = {q: hits[0][0] for q, hits in zip(queries, retriever.search(queries, 1), strict=True)
+            if hits}  # fmt: skip
+    if not best:
+        return set()
+    rows = con.execute(
+        f"SELECT chunk_id, {norm_sql('text')} FROM chunks WHERE snapshot_id = ? "
+        "AND list_contains(?, chunk_id)",
+        [snapshot, sorted(set(best.values()))],
+    ).fetchall()
+    words = {cid: set((text or "").split()) for cid, text in rows}
+    return {
+        q for q, cid in best.items()
+        if (wanted := content_words(q)) and set(wanted) <= words.get(cid, set())
+    }  # fmt: skip
 
 
 def tag_queries(con: duckdb.DuckDBPyConnection, no_answer_retriever: str = "bm25") -> dict:
@@ -317,8 +345,8 @@ def tag_queries(con: duckdb.DuckDBPyConnection, no_answer_retriever: str = "bm25
         answer = None
     if answer is None:
         info("no corpus (or no retriever): the no-answer-likely tag is skipped")
-        answer = ({}, {})
-    scores, thresholds = answer
+        answer = ({}, {}, set())
+    scores, thresholds, together = answer
     acronyms = sorted(acronym_queries(con, snapshot))
     typos = sorted(typo_queries(con, snapshot))
     flags = pl.DataFrame(
@@ -331,7 +359,10 @@ def tag_queries(con: duckdb.DuckDBPyConnection, no_answer_retriever: str = "bm25
         {
             "canonical_query": list(scores),
             "best_score": list(scores.values()),
-            "threshold": [thresholds.get(min(len(content_words(q)), MAX_WORDS)) for q in scores],
+            "threshold": [
+                None if q in together else thresholds.get(min(len(content_words(q)), MAX_WORDS))
+                for q in scores
+            ],
         },
         schema={"canonical_query": pl.Utf8, "best_score": pl.Float64, "threshold": pl.Float64},
     )
