@@ -300,10 +300,23 @@ def _claim(path: Path) -> None:
     _write_holder(path)
 
 
+def _command() -> str:
+    """This process's command as the busy error names it: ``goldmine …`` for the command line,
+    else the Python program (a notebook's kernel, a test run), never a goldmine command."""
+    if not sys.argv or not sys.argv[0]:
+        return "python"
+    program = Path(sys.argv[0])
+    if program.name == "goldmine" or (
+        program.name == "__main__.py" and program.parent.name == "goldmine"
+    ):
+        return " ".join(["goldmine", *sys.argv[1:]])
+    return " ".join(["python", program.name, *sys.argv[1:]])
+
+
 def _write_holder(path: Path) -> None:
     record = {
         "pid": os.getpid(),
-        "command": " ".join(["goldmine", *sys.argv[1:]]) if sys.argv else "goldmine",
+        "command": _command(),
         "started": _STARTED,
         "opened": time.time(),
     }
@@ -441,9 +454,11 @@ def spill_folder(path: Path) -> Path | None:
 
 
 def _drop_own_spill(path: Path) -> None:
-    """This process's spill folder, once DuckDB has removed its files (it does on close)."""
+    """This process's spill folder, once DuckDB has removed its files (it does on close), and
+    the root when no other process has one there: a read leaves nothing beside the store."""
     with suppress(OSError):
         _own_spill(path).rmdir()
+        spill_root(path).rmdir()
 
 
 def out_of_memory(exc: BaseException) -> StoreError | None:

@@ -312,3 +312,43 @@ def test_another_duckdb_database_is_refused_and_left_as_it_was(cli, tmp_path: Pa
     empty = tmp_path / "empty.duckdb"
     duckdb.connect(str(empty)).close()
     assert cli("add", "hello", "--db", str(empty)).returncode == 0
+
+
+def test_reading_a_store_leaves_no_folder_beside_it(db_path: Path) -> None:
+    """The spill folder (``<store>.tmp``) is made for each open; a read from Python left it
+    behind, empty, beside a file the read never changed."""
+    import goldmine
+    from goldmine.store import spill_root
+
+    with open_store(db_path):
+        pass
+    assert not spill_root(db_path).exists()
+    assert goldmine.Store(db_path).versions() is not None
+    assert not spill_root(db_path).exists()
+
+
+def test_the_holder_of_a_python_process_is_named_as_python(db_path: Path) -> None:
+    """A notebook holding the store was named "goldmine -f kernel.json", a command nobody ran."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time
+            sys.argv = ["/srv/ipykernel_launcher.py", "-f", "kernel-1.json"]
+            from goldmine.store import open_store
+            with open_store({str(db_path)!r}):
+                print("ready", flush=True)
+                time.sleep(30)
+            """)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreBusyError) as caught:
+            open_store(db_path).__enter__()
+        said = str(caught.value)
+        assert (
+            "python ipykernel_launcher.py -f kernel-1.json" in said and "`goldmine -f" not in said
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.1)
