@@ -140,6 +140,10 @@ def units_needed(width: float = 0.2, ci: list[float] | None = None, n: int = 0, 
     return ceil((2 * 1.96 / width) ** 2 * observed * (1 - observed) / (1 - chance) ** 2)
 
 
+# The mean grade gap under which neither side is called the more lenient.
+LENIENT_GAP = 0.05
+
+
 def confusion(per_query: np.ndarray, rows: str, columns: str) -> dict[str, Any]:
     """The matrix with its sides named, each grade's share on each side, and which side grades
     higher on the same units (the more lenient)."""
@@ -149,7 +153,9 @@ def confusion(per_query: np.ndarray, rows: str, columns: str) -> dict[str, Any]:
     share_cols = (total.sum(0) / n).tolist() if n else [0.0] * 3
     mean_rows = sum(g * s for g, s in enumerate(share_rows))
     mean_cols = sum(g * s for g, s in enumerate(share_cols))
-    lenient = None if abs(mean_rows - mean_cols) < 1e-9 else (
+    # A twentieth of a grade apart on average, at least: one unit apart in 150 (the same
+    # shares to the percent) was called "the more lenient".
+    lenient = None if abs(mean_rows - mean_cols) < LENIENT_GAP else (
         rows if mean_rows > mean_cols else columns)  # fmt: skip
     return {
         "rows": rows,

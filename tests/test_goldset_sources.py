@@ -492,3 +492,13 @@ def test_the_answerable_kappa_of_one_sided_answers_is_not_a_number(cli, db_path)
     assert pair["answerable"]["kappa"] == pytest.approx(0.0)
     text = gold(cli, db_path, "agreement").stdout.split("answerable or not")[1].splitlines()[0]
     assert "one side takes every query alike" in text and "[0.00, 0.00]" not in text
+
+
+def test_a_side_is_more_lenient_only_by_a_twentieth_of_a_grade() -> None:
+    """Identical shares but one unit apart in 150 was called "the more lenient": a side is
+    only when its mean grade is a twentieth of a grade higher or more."""
+    per_query = np.zeros((1, 3, 3), dtype=np.int64)
+    per_query[0] = [[130, 0, 0], [1, 10, 0], [0, 0, 9]]  # one unit: rows 1, columns 0
+    assert kappa.confusion(per_query, "rater:ana", "rater:ben")["more_lenient"] is None
+    per_query[0] = [[100, 0, 0], [12, 20, 0], [3, 0, 15]]  # 15 units higher on the rows' side
+    assert kappa.confusion(per_query, "rater:ana", "rater:ben")["more_lenient"] == "rater:ana"
