@@ -159,6 +159,8 @@ def starter(
     if not picks:
         info("nothing new to propose: every query triage knows is already in the set")
         return
+    if len(picks) < n:
+        info(f"{len(picks)} of the {n} asked: every other query triage knows is in the set")
     _table(
         "composition: the set beside the traffic",
         ["by", "value", "picks", "set", "traffic"],

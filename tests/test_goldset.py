@@ -102,6 +102,12 @@ def test_rerunning_starter_proposes_only_what_is_new(cli, store: Path) -> None:
     assert picks("50") == []
 
 
+def test_starter_asked_for_more_than_there_is_says_how_many(cli, store: Path) -> None:
+    """--n 500 on fewer queries gave what there was without a word."""
+    said = gold(cli, store, "starter", "--n", "500")
+    assert f"{len(QUERIES)} of the 500 asked" in said.stderr
+
+
 def test_add_query_by_text_and_cluster_keeps_provenance(cli, store: Path) -> None:
     out = gold(cli, store, "add-query", "Pasword reset!", "--cluster", "2").stdout
     assert "added" in out
