@@ -467,7 +467,8 @@ def add_cmd(
 
 
 def status_cmd(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """What is in the store: rows per table and source, the corpus snapshot, the last batches."""
+    """What is in the store: rows per table and source, the corpus snapshot, the latest triage
+    run, the gold set's items by status and its latest version, the last batches."""
     from goldmine.ingest.status import status
     from goldmine.triage.runs import warn_unfinished
 
@@ -563,6 +564,24 @@ def _print_result(result, as_json: bool, store: Path | None = None) -> None:
         info(f"see the rejected rows with: {_rejects_command(result, store)}")
 
 
+def _triage_line(run: dict | None) -> str:
+    if run is None:
+        return "triage: not run yet"
+    return (f"triage: run {run['run_id']} {run['status']}, {run['n_queries'] or 0:,} queries in "
+            f"{run['n_clusters'] or 0:,} clusters")  # fmt: skip
+
+
+def _gold_line(gold: dict) -> str:
+    items = gold["items"]
+    if not items:
+        return "gold set: no items yet"
+    n = sum(items.values())
+    parts = ", ".join(f"{count:,} {status}" for status, count in items.items())
+    latest = gold["latest_version"]
+    published = f"latest version v{latest['version']}" if latest else "nothing published yet"
+    return f"gold set: {n:,} items ({parts}); {published}"
+
+
 def _print_status(data) -> None:
 
     out = console()
@@ -579,6 +598,8 @@ def _print_status(data) -> None:
         if corpus
         else "corpus: none imported"
     )
+    out.print(_triage_line(data["triage"]), markup=False)
+    out.print(_gold_line(data["gold"]), markup=False)
     cols = (
         "batch_id",
         "source",

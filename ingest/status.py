@@ -47,6 +47,8 @@ def status(con: duckdb.DuckDBPyConnection, last: int = 10) -> dict[str, Any]:
     )
     return {
         "counts": counts,
+        "triage": _triage(con),
+        "gold": _gold(con),
         "corpus": dict(
             zip(("snapshot_id", "n_chunks", "content_hash", "created_at"), snapshot[0], strict=True)
         )
@@ -92,3 +94,29 @@ def top_reasons(
         GROUP BY kind ORDER BY n DESC, kind LIMIT ?""",
         [ids, paths, n],
     ).fetchall()
+
+
+def _triage(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    """The latest triage run: when, its status, queries and clusters (None before the first)."""
+    runs = fetch_dicts(
+        con,
+        "SELECT run_id, status, finished_at, n_queries, n_clusters FROM triage_runs "
+        "ORDER BY run_id DESC LIMIT 1",
+    )
+    return runs[0] if runs else None
+
+
+def _gold(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The gold set's items by status and its latest published version: the labelling day's
+    progress."""
+    items = dict(
+        con.execute(
+            "SELECT status, count(*) FROM gold_items GROUP BY status ORDER BY status"
+        ).fetchall()
+    )
+    latest = fetch_dicts(
+        con,
+        "SELECT version, published_at, n_items, n_answerable, n_labels FROM gold_versions "
+        "ORDER BY version DESC LIMIT 1",
+    )
+    return {"items": items, "latest_version": latest[0] if latest else None}

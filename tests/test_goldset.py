@@ -610,3 +610,18 @@ def test_publish_with_nothing_changed_can_be_told_that_is_fine(cli, store) -> No
     assert said.returncode == 0 and "nothing changed since v1" in said.stderr
     refused = gold(cli, store, "publish", "-m", "weekly", ok=False)
     assert refused.returncode == 2 and "--allow-unchanged" in refused.stderr
+
+
+def test_status_shows_the_labelling_day(cli, store: Path) -> None:
+    """status showed the imports alone: after triage, starter, review and publish it read the
+    same, no use for checking the day's progress."""
+    add(cli, store, "vpn setup", "dark mode")
+    gold(cli, store, "label", qid("vpn setup"), "--chunk", "kb-vpn-1=2")
+    gold(cli, store, "publish", "-m", "first")
+    data = json.loads(cli("--db", str(store), "status", "--json").stdout)
+    assert data["gold"]["items"] == {"candidate": 1, "verified": 1}
+    assert data["gold"]["latest_version"]["version"] == 1
+    assert data["gold"]["latest_version"]["n_items"] == 1
+    assert "triage" in data  # the latest run (none in this store: null)
+    text = cli("--db", str(store), "status").stdout
+    assert "gold set: 2 items (1 candidate, 1 verified); latest version v1" in text
