@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from goldmine.eval.history import gold_changes, metric_value, run_labels
+from goldmine.eval.scoring import duplicates_warning
 from goldmine.output import Col, console, count, print_whole, table
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def _print_counts(outcome: EvalOutcome, verbose: bool = False) -> None:
     if result.ignored:
         print(f"{len(result.ignored)} run queries have no gold and were ignored")
     if result.n_duplicates:
-        print(f"{result.n_duplicates} repeated ids within a query counted once, at first rank")
+        print(duplicates_warning(result))
     if result.errors:
         print(
             f"{count(len(result.errors), 'query')} failed to retrieve (scored 0): "

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from goldmine.errors import InputError
 from goldmine.eval.history import append_history, check_history, git_commit, history_row
 from goldmine.eval.result import EvalOutcome, EvalResult
-from goldmine.eval.scoring import check_overlap, evaluate, evaluate_run_file
+from goldmine.eval.scoring import check_overlap, duplicates_warning, evaluate, evaluate_run_file
 from goldmine.files import require_file
 from goldmine.gold import Gold, Run
 from goldmine.metrics import Metric, parse_metrics
@@ -273,6 +273,9 @@ def run_eval(
             from goldmine.eval.sources import write_run_file
 
             write_run_file(run, save_run)
+    repeated = duplicates_warning(outcome.result)
+    if repeated is not None:  # printed with the report; in --json's warnings too
+        outcome.warnings.append(repeated)
     outcome.reranker = _reranker_report(outcome.result, reranker)
     _strip(outcome.result, extras)
     keep(outcome, history=history, store=store, keep_run=keep_run)

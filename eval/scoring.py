@@ -79,6 +79,13 @@ def evaluate(
     )
 
 
+def duplicates_warning(result: EvalResult) -> str | None:
+    """What a run that repeats an id within a query is told (counted once, at its first rank),
+    as a warning a script reads too (``--json``'s ``warnings``, ``Evaluation.warnings``)."""
+    n = result.n_duplicates
+    return f"{n} repeated ids within a query counted once, at first rank" if n else None
+
+
 def check_overlap(result: EvalResult, gold: Gold) -> str | None:
     """Whether the run was made for this gold set: its query ids must match the gold's.
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.eval.scoring import EvalResult, check_overlap, evaluate_run_file
+from goldmine.eval.scoring import EvalResult, check_overlap, duplicates_warning, evaluate_run_file
 from goldmine.eval.scoring import evaluate as score
 from goldmine.inputs import GoldLike, RunLike, as_gold, as_run, is_path
 from goldmine.metrics import Metric, parse_metrics
@@ -164,11 +164,8 @@ def evaluate(
     parsed = parse_metrics(list(metrics) if not isinstance(metrics, str) else metrics)
     gold_set = as_gold(gold)
     result, source = _score(gold_set, run, parsed, rel_level, abstain_below)
-    warnings = []
-    warning = check_overlap(result, gold_set)
-    if warning is not None:
-        warnings.append(warning)
-    return Evaluation(result, gold_set, source, warnings)
+    found = (check_overlap(result, gold_set), duplicates_warning(result))
+    return Evaluation(result, gold_set, source, [w for w in found if w is not None])
 
 
 def _score(

@@ -88,3 +88,19 @@ def test_a_path_from_home_is_read_as_the_shell_reads_it(tmp_path, monkeypatch) -
     assert goldmine.evaluate("~/g.qrels", "~/r.trec", metrics="mrr").mean["mrr"] == 1.0
     with pytest.raises(goldmine.errors.NotFoundError, match=str(tmp_path)):
         goldmine.Store("~/missing.duckdb").versions()
+
+
+def test_a_repeated_id_is_a_warning_in_python_and_in_json(cli, tmp_path) -> None:
+    """eval.md promises a warning with the count; Evaluation.warnings and --json's were []."""
+    run = {"q1": ["d1", "d1", "d2"]}
+    result = goldmine.evaluate({"q1": {"d1": 1}}, run, metrics="mrr")
+    assert result.warnings == ["1 repeated ids within a query counted once, at first rank"]
+    (tmp_path / "g.qrels").write_text("q1 0 d1 1\n")
+    (tmp_path / "r.trec").write_text("q1 Q0 d1 1 3 r\nq1 Q0 d1 2 2 r\nq1 Q0 d2 3 1 r\n")
+    out = cli("eval", "run", "--gold", str(tmp_path / "g.qrels"), "--run",
+              str(tmp_path / "r.trec"), "--json", "--db", str(tmp_path / "s.duckdb"))  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert (
+        "1 repeated ids within a query counted once, at first rank"
+        in __import__("json").loads(out.stdout)["warnings"]
+    )
