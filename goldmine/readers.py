@@ -246,10 +246,43 @@ def foreign_judgments(text: str) -> str | None:
             return "is a Label Studio export (tasks with annotations), which goldmine does not read"
         return "is a JSON array, which is no judgments layout goldmine reads"
     first = _first_line(head)
+    other = _not_judgments(head, first)
+    if other:
+        return other
     if first.startswith("{") or "\t" in first:
         return None
-    if first.count(",") >= 2 and not _parses(first.split()[-1], float):
+    # "text,category" too (banking77's header): qrels have four fields and no comma
+    if (first.count(",") >= 2 and not _parses(first.split()[-1], float)) or (
+        "," in first and len(first.split()) < 3
+    ):
         return "looks comma-separated (a spreadsheet's CSV), which goldmine does not read"
+    return None
+
+
+_SMART_FIELD = re.compile(r"^\.I\s+\d+\s*$")
+
+
+def _not_judgments(head: str, first: str) -> str | None:
+    """A collection's documents or its topics, given where judgments go: what it is and where
+    it goes. They were read as TREC qrels, then "expected 4 columns"."""
+    if first.startswith(("{", "[")):  # JSON: its texts may hold anything
+        return None
+    if _SMART_FIELD.match(first):
+        return ("is a SMART collection's documents or queries (.I/.W fields), not judgments: "
+                "documents go to goldmine ingest corpus, queries to gold import's --topics; the "
+                "judgments are the relevance file (Cranfield's cranqrel)")  # fmt: skip
+    lowered = head[:4096].lower()
+    if "<doc>" in lowered and "<docno>" in lowered:
+        return "is a TREC document collection, not judgments: goldmine ingest corpus reads it"
+    if "<top>" in lowered or "<topic " in lowered or "<topics" in lowered:
+        return "is a topics file, not judgments: gold import takes it as --topics, beside the qrels"
+    fields = first.split("\t")
+    words = fields[-1].split()
+    # an id, then words that end in no grade (qrels with a tab between "1 0" and "d1 2" are not)
+    if (len(fields) == 2 and len(fields[0].split()) == 1 and len(words) >= 2
+            and not _parses(words[-1], float)):  # fmt: skip
+        return ("looks like topics (id<TAB>text), not judgments: gold import takes it as "
+                "--topics, beside the qrels")  # fmt: skip
     return None
 
 

@@ -627,3 +627,26 @@ def test_two_topics_of_one_text_judging_a_chunk_two_ways_are_refused(cli, tmp_pa
     topics = "1\twhat is alpha\n2\tWhat is alpha?\n"
     result = with_topics(cli, tmp_path, "1 0 d1 2\n2 0 d1 0\n", topics)
     assert_one_error_line(result, "1", "2", "d1", "what is alpha")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        ("cran.all.1400", ".I 1\n.T\nexperimental investigation\n.W\nthe aerodynamics\n",
+         ("SMART", "ingest corpus", "--topics")),
+        ("topics.tsv", "1030303\twho is aziz hashim\n1037496\twho is rep scalise\n",
+         ("topics", "--topics")),
+        ("topics.trec", "<top>\n<num> Number: 301\n<title> International Organized Crime\n</top>\n",
+         ("topics", "--topics")),
+        ("train.csv", "text,category\nI am still waiting on my card?,card_arrival\n",
+         ("comma-separated",)),
+        ("disk4.trec", "<DOC>\n<DOCNO> FBIS3-1 </DOCNO>\n<TEXT>\nsome text\n</TEXT>\n</DOC>\n",
+         ("document", "ingest corpus")),
+    ],
+)  # fmt: skip
+def test_a_file_that_is_no_judgments_is_named_for_what_it_is(cli, tmp_path, name, text, words):
+    """Cranfield's documents, a topics file or banking77's CSV given to gold import said "TREC
+    qrels carry no query text: pass --topics", then "expected 4 columns"."""
+    for args in ([name], [name, "--topics", "t.tsv"]):
+        result = imported(cli, tmp_path, {name: text, "t.tsv": TOPICS}, *args)
+        assert_one_error_line(result, *words)
