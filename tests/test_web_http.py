@@ -256,3 +256,18 @@ def test_a_chunk_the_size_of_a_book_is_cut_on_the_page(store_copy) -> None:
     assert "Section 0: " in html and "Section 49999" not in html
     assert len(html) < PAGE_PASSAGE_CHARS * 3 + 60_000
     assert f"{len(book) - PAGE_PASSAGE_CHARS:,} more characters" in html
+
+
+def test_a_blind_page_does_not_show_the_other_raters_progress(store, cli) -> None:
+    """ben's page on a double item showed "ana: 2 grades, 1 queries": that ana had rated it."""
+    from starlette.testclient import TestClient
+
+    from goldmine.goldset.web import WebReview, create_app
+
+    gold(cli, store, "assign", "--raters", "ana,ben", "--overlap", "1")
+    gold(cli, store, "review", "--by", "ana", input="20q")
+    app = create_app(WebReview(store, "ben", token=TOKEN))
+    with TestClient(app, base_url=BASE) as client:
+        html = client.get("/review", headers={"Cookie": f"goldmine_token={TOKEN}"}).text
+    assert "double-labelled" in html or "blind" in html
+    assert "ana:" not in html
