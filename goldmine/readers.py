@@ -796,7 +796,7 @@ def detect_run_format(data: bytes, text: str | None) -> str:
     if len(qrels) == 4 and _parses(qrels[3], float):
         raise InputError(
             "this is TREC qrels ('qid 0 docid grade'), judgments rather than a ranking: pass it "
-            "as --gold and the run as --run"
+            "as --gold and the run as --run (in Python: evaluate(gold, run), gold first)"
         )
     raise InputError(
         "cannot tell the run format (expected a TREC run 'qid Q0 docid rank score tag', JSONL, "

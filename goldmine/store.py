@@ -141,7 +141,8 @@ def _refuse_foreign(con: duckdb.DuckDBPyConnection) -> None:
         more = f" and {len(theirs) - 3} more" if len(theirs) > 3 else ""
         raise InputError(
             f"{path} is a DuckDB database but not a goldmine store (it holds "
-            f"{', '.join(theirs[:3])}{more}): point --db at a goldmine store or a new file"
+            f"{', '.join(theirs[:3])}{more}): point --db (goldmine.Store(path) in Python) at a "
+            "goldmine store or a new file"
         )
 
 
@@ -195,7 +196,7 @@ _STARTED = time.time()
 def missing_store(path: Path) -> NotFoundError:
     return NotFoundError(
         f"no goldmine store at {path} (create one with goldmine ingest searchlog|tickets|chat|"
-        "corpus FILE, or point --db at an existing store)"
+        "corpus FILE, or point --db, or goldmine.Store(path) in Python, at an existing store)"
     )
 
 
@@ -270,7 +271,7 @@ def _busy_error(path: Path, exc: Exception, waited: float) -> StoreBusyError:
         )
     return StoreBusyError(
         f"database is in use by another goldmine process{who}: {path}; waited {waited:.1f} s. "
-        "Wait for it to finish, or point --db at another file."
+        "Wait for it to finish, or point --db (goldmine.Store(path) in Python) at another file."
     )
 
 
