@@ -123,9 +123,7 @@ def score_frame(
     # A query with answers below the level has none relevant at it (n_rel 0), and is scored:
     # its binary metrics are 0 and its nDCG is its grades' (trec_eval's -l).
     hits = hits.join(n_rel, on="qid", how="left").with_columns(pl.col("n_rel").fill_null(0))
-    hits = hits.join(
-        _ideal_dcg(qrels, metrics), on="qid", how="left"
-    )
+    hits = hits.join(_ideal_dcg(qrels, metrics), on="qid", how="left")
     names = [m.name for m in metrics]
     per = hits.group_by("qid").agg(_metric_exprs(metrics, rel_level))
     base = pl.DataFrame({"qid": answerable}, schema={"qid": pl.String})
