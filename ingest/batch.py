@@ -863,8 +863,17 @@ _ID_MAY_MATCH = (
 )
 
 
+# A list of ids (results, clicks) is read for an address or a credential only: a document's
+# id holds dotted numbers and long digit runs ("doc-192.168.1.1.pdf", "release-2.4.1.0") that
+# the other types would take, and a changed id no longer names its chunk.
+_IDS_MAY_MATCH = r"@|%(?:25)?40|" + SECRET_MARKS
+
+
 def _may_match(redactor: Redactor, col: str) -> str:
-    if col.endswith(("_id", "_ids")):
+    if col.endswith("_ids"):
+        pattern = _IDS_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
+        return f"regexp_matches({col}, '{pattern}')"
+    if col.endswith("_id"):
         pattern = _ID_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
         return f"regexp_matches({col}, '{pattern}')"
     return redactor.may_match(col)

@@ -191,7 +191,6 @@ CODE_AT_WORDS = frozenset(
         "beforeall",
         "afterall",
         "autowired",
-        "bean",
         "service",
         "controller",
         "restcontroller",
@@ -223,7 +222,6 @@ CODE_AT_WORDS = frozenset(
         "template",
         "pytest",
         "fixture",
-        "mark",
         "app",
         "route",
         "get",
@@ -398,14 +396,29 @@ _FILE_SUFFIXES = frozenset(
         "otf",
     ]
 )
+# An scp-style remote is a version-control host's user ("git@github.com:acme/app.git"); any
+# other address before a colon is an address ("jane@gmail.com:hunter22", a leaked login list).
+_REMOTE_USERS = frozenset(["git", "hg", "svn", "gitlab", "bitbucket"])
 _REMOTE_AFTER = re.compile(r":[\w~./-]")
+
+
+def _words_email_ok(m: re.Match) -> bool:
+    """An address in words is one when its name is no word of a sentence and holds a dot, a
+    digit, _ or + ("john.doe at example dot com"), or "AT" and "DOT" are written in capitals:
+    "jobs at amazon dot com" and "the crash at the dot com bubble" are prose."""
+    local = m.group(1)
+    if local.lower() in _PROSE_BEFORE_AT:
+        return False
+    capitals = " AT " in m.group() and " DOT " in m.group()
+    return capitals or bool(_NOT_A_WORD.search(local))
 
 
 def _email_ok(text: str, m: re.Match) -> bool:
     """Whether an address ``EMAIL`` found is a person's: not a file's name, not a remote."""
     if m.group().rsplit(".", 1)[-1].lower() in _FILE_SUFFIXES:
         return False
-    return not _REMOTE_AFTER.match(text, m.end())
+    local = m.group().split("@", 1)[0].lower()
+    return not (local in _REMOTE_USERS and _REMOTE_AFTER.match(text, m.end()))
 
 
 _AT, _DOT = r"\s*[\[({]\s*at\s*[\])}]\s*", r"(?:\s*[\[({]\s*dot\s*[\])}]\s*|\.)"
@@ -543,6 +556,11 @@ _NAMED_SECRET = re.compile(
     r"(?i:\b[a-z_.-]*(?:key|secret|token|passw(?:or)?d|pwd))[\"']?(\s*[:=]\s*)[\"']?"
     r"([^\s\"'&,;<>]{6,})"
 )
+# What a password "is" that names how it is kept, not the password ("password is sha256 hashed").
+_SCHEMES = frozenset(
+    ["sha1", "sha256", "sha512", "md5", "base64", "aes128", "aes256", "wpa2", "wpa3", "utf8",
+     "pbkdf2", "argon2", "argon2id", "bcrypt", "scrypt", "rot13", "ntlmv2", "3des"]
+)  # fmt: skip
 # A password said in prose ("password: Tr0ub4dor&3", "my password is hunter2"): the value runs
 # to the next space (a URL's "&" ends the one above), less a closing stop.
 _SAID_PASSWORD = re.compile(
@@ -695,9 +713,7 @@ NOT_PHONE_WORDS = frozenset(
         "tariff",
         "lottery",
         "lotto",
-        "numbers",
         "fedex",
-        "ups",
         "usps",
         "dhl",
         "awb",
@@ -771,7 +787,7 @@ def _find(text: str, regions: tuple[str, ...], handles: bool) -> list[tuple[int,
             add(m.start(), m.end(), "EMAIL")
     if _WORDS_AT.search(text):
         for m in EMAIL_WORDS.finditer(text):
-            if m.group(1).lower() not in _PROSE_BEFORE_AT:
+            if _words_email_ok(m):
                 add(m.start(), m.end(), "EMAIL")
     if _SECRET_HINT.search(text):
         for start, end in _secrets(text):
@@ -780,7 +796,7 @@ def _find(text: str, regions: tuple[str, ...], handles: bool) -> list[tuple[int,
         if _ipv6_ok(m.group()):
             add(m.start(), m.end(), "IPV6")
     for m in IPV4.finditer(text):
-        if _ipv4_ok(m.group()) and not _is_version(text, m.start()):
+        if _ipv4_ok(m.group()) and not _VERSION_WORDS.search(text, 0, m.start()):
             add(m.start(), m.end(), "IPV4")
     for start, end in _ibans(text):
         add(start, end, "IBAN")
@@ -828,7 +844,8 @@ def _secrets(text: str):
             yield m.start(1), m.end(1)
     for m in _SAID_PASSWORD.finditer(text):
         value = m.group(1)
-        if _has_digit(value) and any(c.isalpha() for c in value):
+        if (_has_digit(value) and any(c.isalpha() for c in value)
+                and value.lower() not in _SCHEMES):  # fmt: skip
             yield m.start(1), m.end(1)
     for m in _NAMED_SECRET.finditer(text):
         value, spaced = m.group(2), m.group(1).strip() != m.group(1)
@@ -870,21 +887,6 @@ def _ipv4_ok(s: str) -> bool:
     examples of a public one are written in the ranges kept for documentation (203.0.113.45)."""
     ip = ipaddress.IPv4Address(s)
     return not (ip.is_loopback or ip.is_unspecified)
-
-
-# A version's number after "version" or "v", or in an upgrade ("upgrade from 1.2.3.4 to").
-_UPGRADE_WORDS = re.compile(
-    r"\b(?:upgrad|updat|downgrad|migrat|bump|rollback|roll back)\w*"
-    r"(?:\s+(?:from|to)\s+v?|\s+(?:from\s+)?v?[0-9][0-9.]*\s+to\s+v?)$",
-    re.IGNORECASE,
-)
-
-
-def _is_version(text: str, start: int) -> bool:
-    before = max(0, start - 60)
-    return bool(
-        _VERSION_WORDS.search(text, before, start) or _UPGRADE_WORDS.search(text, before, start)
-    )
 
 
 def _ipv6_ok(s: str) -> bool:

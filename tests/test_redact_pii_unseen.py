@@ -54,6 +54,14 @@ def redacted(text: str, handles: bool = True) -> str:
         ("login ?user=x&password=s3cret&next=/", "login ?user=x&password=<SECRET>&next=/"),
         ("write to john.doe at example dot com", "write to <EMAIL>"),
         ("john AT example DOT com", "<EMAIL>"),
+        # Found by the change's review: what the look-alike rules first let through.
+        ("jane@gmail.com:hunter22", "<EMAIL>:hunter22"),
+        ("login jane.doe@gmail.com:Passw0rd!", "login <EMAIL>:Passw0rd!"),
+        ("contact numbers 9876543210", "contact numbers <PHONE>"),
+        ("my phone numbers 4155552671", "my phone numbers <PHONE>"),
+        ("updated from 192.168.0.1 to 192.168.1.1", "updated from <IPV4> to <IPV4>"),
+        ("migrate to 172.16.0.4", "migrate to <IPV4>"),
+        ("cc @mark and @anna", "cc <HANDLE> and <HANDLE>"),
     ],
 )  # fmt: skip
 def test_pii_the_probe_found_is_redacted(text, expected):
@@ -69,6 +77,10 @@ def test_pii_the_probe_found_is_redacted(text, expected):
         "isbn 0306406152",
         # Lottery numbers: a phone only if some of the groups are left out.
         "lottery numbers 04 12 23 35 41 49",
+        "jobs at amazon dot com",
+        "the crash at the dot com bubble",
+        "wifi password is WPA2",
+        "password is sha256 hashed",
         "sizes 36 38 40 42 44 46",
         "hs code 8471 30 0000",
         "tariff 8471.30.0100",
@@ -77,7 +89,7 @@ def test_pii_the_probe_found_is_redacted(text, expected):
         # This machine's addresses belong to no person.
         "127.0.0.1 refused",
         "bind 0.0.0.0:8080 fails",
-        "upgrade from 1.2.3.4 to 1.2.3.5",
+        "upgrade to version 1.2.3.4",
         # Code and file names.
         "@types/node 20 breaks build",
         "@Override annotation missing",
@@ -163,3 +175,23 @@ def test_result_and_click_ids_holding_an_address_are_pseudonymized(tmp_path, db_
     )
     assert clicks == [results[1]]
     assert by_id["e2"][1:] == (["kb-2"], [])
+
+
+def test_document_ids_that_look_like_numbers_are_kept(tmp_path, db_path):
+    """A result list of plain document ids ("doc-192.168.1.1.pdf", "release-2.4.1.0", a
+    16-digit number) was pseudonymized, and no longer matched its corpus chunks: an id list
+    is read for addresses and credentials only."""
+    from goldmine.ingest import api
+    from goldmine.store import open_store
+
+    from helpers import write_jsonl
+
+    ids = ["doc-192.168.1.1.pdf", "release-2.4.1.0", "4111111111111111", "kb-07911123456"]
+    log = write_jsonl(tmp_path / "log.jsonl", [
+        {"event_id": "e1", "ts": "2026-11-16T07:08:28Z", "query": "manual", "result_ids": ids,
+         "clicked_ids": ids[:1]},
+    ])  # fmt: skip
+    with open_store(db_path) as con:
+        api.searchlog(con, [log], redact=True)
+        stored = con.execute("SELECT result_ids, clicked_ids FROM search_events").fetchall()
+    assert stored == [(ids, ids[:1])]
