@@ -940,7 +940,7 @@ NO_QUERY = ("", "-", "(not set)", "(not provided)")
 # White space of any kind (RE2; Spark's translate reads it too): ASCII's, the no-break and
 # typographic spaces, the line and paragraph separators, and the zero-width ones.
 BLANK = (
-    r"[\s\x{000B}\x{0085}\x{00A0}\x{1680}\x{2000}-\x{200D}\x{2028}\x{2029}\x{202F}"
+    r"[\s\x{000B}\x{0085}\x{00A0}\x{00AD}\x{1680}\x{180E}\x{2000}-\x{200D}\x{2028}\x{2029}\x{202F}"
     r"\x{205F}\x{2060}\x{3000}\x{FEFF}]*"
 )
 AMBIGUOUS = "ambiguous date (day/month or month/day? --ts-format names the layout): "

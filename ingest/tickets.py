@@ -176,6 +176,10 @@ def _name_user(fields: dict[str, list]) -> bool:
     return bool(names) and len(names) == len(columns)
 
 
+# A space of any kind between a name's words (a no-break space too): RE2's \s is ASCII's.
+_SPACE = r"[\s\x{00A0}\x{2000}-\x{200B}\x{202F}\x{3000}]"
+
+
 def _user_sql(fields: dict[str, list], named: bool) -> str:
     """The user: a requester object's id (``gm_requester``), a login, else a name's keyed
     hash."""
@@ -185,7 +189,7 @@ def _user_sql(fields: dict[str, list], named: bool) -> str:
     # A login ("jdoe", as Jira Service Management writes its reporter) is kept as an id is.
     return (
         f"CASE WHEN left({user}, 1) = '{{' THEN gm_requester({user}) "
-        f"WHEN NOT regexp_matches(trim({user}), '\\s') THEN trim({user}) "
+        f"WHEN NOT regexp_matches(trim({user}), '{_SPACE}') THEN trim({user}) "
         f"ELSE 'user-' || left(gm_content_hash({user}), 16) END"
     )
 
