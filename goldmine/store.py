@@ -444,14 +444,21 @@ def sweep_spill(path: Path, exclusive: bool = False) -> None:
 def spill_folder(path: Path) -> Path | None:
     """This process's private spill folder for the store, made after removing stale ones; None
     when it cannot be made (a read-only folder: DuckDB then keeps its default)."""
-    try:
-        _private_folder(spill_root(path))
-        sweep_spill(path)
-        own = _own_spill(path)
-        _private_folder(own)
-    except OSError:
-        return None
-    return own
+    own = _own_spill(path)
+    # Another process closing the store removes an empty root (_drop_own_spill): made again
+    # when it went between the two mkdirs, never left to DuckDB's shared default folder.
+    for attempt in range(5):
+        try:
+            _private_folder(spill_root(path))
+            if attempt == 0:
+                sweep_spill(path)
+            _private_folder(own)
+            return own
+        except (FileNotFoundError, FileExistsError):  # the root went, or came back, meanwhile
+            continue
+        except OSError:
+            return None
+    return None
 
 
 def _drop_own_spill(path: Path) -> None:
