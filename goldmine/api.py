@@ -44,6 +44,18 @@ class Means(dict):
                 return self[names[0]]
         raise KeyError(f"{key!r} was not scored; the metrics are {', '.join(self)}")
 
+    def get(self, key: object, default: object = None) -> object:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _ABSENT) is not _ABSENT
+
+
+_ABSENT = object()
+
 
 @dataclass
 class Evaluation:

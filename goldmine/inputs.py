@@ -70,10 +70,12 @@ def as_gold(value: Any) -> Gold:
 
 
 def _grade(qid: str, doc: str, value: object) -> int:
-    # numbers' classes, not int and float: a grade from a numpy array is an np.int64
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool | np_bool()):
-        return int(value)
-    if isinstance(value, numbers.Real) and float(value).is_integer():
+    # numbers' classes, not int and float: a grade from a numpy array is an np.int64; a bool
+    # is no grade (True would read as 1)
+    whole = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and float(value).is_integer()
+    )
+    if whole and not isinstance(value, bool | np_bool()):
         return int(value)
     raise InputError(f"gold: query {qid!r}, doc {doc!r}: a grade is an integer, got {value!r}")
 

@@ -633,7 +633,7 @@ def publish(
                 info(f"nothing changed since v{unchanged.version}: no version made")
             return
     if as_json:
-        print_json({**p.__dict__, "message": message})
+        print_json({"published": True, **p.__dict__, "message": message})
     else:
         print(
             f"published v{p.version}: {count(p.n_items, 'query')} ({p.n_answerable} answerable, "

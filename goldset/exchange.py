@@ -896,6 +896,12 @@ def import_path(
         raise InputError(f"--format must be one of {', '.join(IMPORT_FORMATS)}, not {fmt!r}")
     fmt = file_format(path, fmt)
     if fmt == "goldmine":
+        if id_prefix:
+            raise InputError(
+                "--id-prefix is for another team's judgments; a goldmine version file restores "
+                "the set as it was published, its own ids",
+                path=path,
+            )
         return restore_version(con, path)
     notes: list[str] = []
     if fmt == "beir":

@@ -67,6 +67,7 @@ def test_a_mean_is_read_by_any_spelling_the_metrics_take() -> None:
     with pytest.raises(KeyError, match="was not scored"):
         result.mean["ndcg@10"]
     assert dict(result.mean) == {"precision@1": 1.0, "mrr": 1.0}
+    assert result.mean.get("P_1") == 1.0 and "P_1" in result.mean and "ndcg" not in result.mean
 
 
 def test_frames_named_as_ms_marco_and_trec_topics_name_them() -> None:
@@ -104,3 +105,9 @@ def test_a_repeated_id_is_a_warning_in_python_and_in_json(cli, tmp_path) -> None
         "1 repeated ids within a query counted once, at first rank"
         in __import__("json").loads(out.stdout)["warnings"]
     )
+
+
+@pytest.mark.parametrize("grade", [True, False, np.True_])
+def test_a_bool_is_no_grade(grade) -> None:
+    with pytest.raises(InputError, match="a grade is an integer"):
+        goldmine.evaluate({"q1": {"d1": grade}}, RUN)

@@ -908,8 +908,9 @@ def test_a_query_whose_words_stand_together_in_a_chunk_is_not_no_answer_likely(d
     rng = random.Random(3)
     vocabulary = [f"{a}{b}" for a in ("zor", "quil", "vex", "mard", "plin", "trov", "skal")
                   for b in ("ax", "ine", "ode", "um", "esk", "ith", "orp")]  # fmt: skip
-    texts = [f"Our refund policy covers item {i}. " + " ".join(rng.sample(vocabulary, 12))
-             for i in range(50)]  # fmt: skip
+    # a curly quote in each: the chunk's words are read past ASCII too
+    texts = [f"Our refund policy covers item {i} – “terms” apply. "
+             + " ".join(rng.sample(vocabulary, 12)) for i in range(50)]  # fmt: skip
     texts += [" ".join(rng.sample(vocabulary, 15)) for _ in range(150)]
     with open_store(db_path) as con:
         con.execute("INSERT INTO corpus_snapshots VALUES (1, 1, now(), 'h', ?, NULL)", [len(texts)])

@@ -319,12 +319,14 @@ def _together(con: duckdb.DuckDBPyConnection, retriever, queries: list[str], sna
             if hits}  # fmt: skip
     if not best:
         return set()
+    from goldmine.text import normalize_query
+
     rows = con.execute(
-        f"SELECT chunk_id, {norm_sql('text')} FROM chunks WHERE snapshot_id = ? "
-        "AND list_contains(?, chunk_id)",
+        "SELECT chunk_id, text FROM chunks WHERE snapshot_id = ? AND list_contains(?, chunk_id)",
         [snapshot, sorted(set(best.values()))],
     ).fetchall()
-    words = {cid: set((text or "").split()) for cid, text in rows}
+    # normalized in Python: the SQL form gives NULL past ASCII (a curly quote, an umlaut)
+    words = {cid: set(normalize_query(text or "").split()) for cid, text in rows}
     return {
         q for q, cid in best.items()
         if (wanted := content_words(q)) and set(wanted) <= words.get(cid, set())
