@@ -87,8 +87,21 @@ CANDIDATE = (
     + r"|"
     + SECRET_MARKS
 )
-# Python's re spells RE2's \x{…} as the character itself.
-_CANDIDATE = re.compile(re.sub(r"\\x\{([0-9A-F]{4,5})\}", lambda m: chr(int(m[1], 16)), CANDIDATE))
+
+
+def _python(pattern: str) -> re.Pattern:
+    """An RE2 pattern in Python's re, which spells RE2's backslash-x{…} as the character."""
+    return re.compile(re.sub(r"\\x\{([0-9A-F]{4,5})\}", lambda m: chr(int(m[1], 16)), pattern))
+
+
+_CANDIDATE = _python(CANDIDATE)
+# For an ASCII text (most queries: str.isascii is a flag CPython keeps), the test without the
+# classes of characters past ASCII; the other scripts' digits cost a quarter of the test.
+_CANDIDATE_ASCII = _python(
+    CANDIDATE.replace("|[" + _ranges(_DIGIT_ZEROS) + "]", "").replace(
+        r"|[\x{FF10}-\x{FF19}\x{FF0B}\x{FF20}]", ""
+    )
+)
 # Read as ASCII, one character for one so that spans stay the text's: the fullwidth forms
 # (U+FF01-FF5E, "０９０-１２３４", "jane＠example.com"), the ideographic space, the no-break space
 # of text copied from a web page ("4111 1111 1111 1111"), and the figure, thin and narrow
@@ -726,7 +739,7 @@ _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)?")
 
 def redact(text: str, regions: tuple[str, ...] = DEFAULT_REGIONS, handles: bool = False) -> str:
     """``text`` with each PII span replaced by its ``<TYPE>`` placeholder."""
-    if not _CANDIDATE.search(text):
+    if not (_CANDIDATE_ASCII if text.isascii() else _CANDIDATE).search(text):
         return text
     out, last = [], 0
     for start, end, kind in find(text, regions, handles):
