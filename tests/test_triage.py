@@ -932,3 +932,34 @@ def test_a_query_whose_words_stand_together_in_a_chunk_is_not_no_answer_likely(d
             ).fetchall()
         }  # fmt: skip
     assert tagged == {"sourdough bread recipe"}
+
+
+def test_a_corpus_past_ascii_calibrates_no_answer_likely(db_path):
+    """Every chunk with a curly quote or an accent: the calibration read the chunks through
+    the ASCII-only SQL normalization, found none, and the tag was skipped for the whole run."""
+    from goldmine.triage.tags import tag_queries
+
+    rng = random.Random(5)
+    vocabulary = [f"{a}{b}" for a in ("zor", "quil", "vex", "mard", "plin", "trov", "skal")
+                  for b in ("ax", "ine", "ode", "um", "esk", "ith", "orp")]  # fmt: skip
+    texts = [f"L’équipe’s note {i}: " + " ".join(rng.sample(vocabulary, 12)) for i in range(120)]
+    with open_store(db_path) as con:
+        con.execute("INSERT INTO corpus_snapshots VALUES (1, 1, now(), 'h', ?, NULL)", [len(texts)])
+        con.executemany(
+            "INSERT INTO chunks (snapshot_id, chunk_id, title, text, text_hash) "
+            "VALUES (1, ?, NULL, ?, 'h')",
+            [(f"c{i}", t) for i, t in enumerate(texts)],
+        )
+        load_queries(con, ["sourdough bread recipe", "zorax quilode"])
+        with transaction(con):
+            build_events(con)
+            aggregate_queries(con)
+            con.execute("UPDATE triage_queries SET canonical_query = norm_query")
+            tag_queries(con)
+        tagged = {
+            q for (q,) in con.execute(
+                "SELECT norm_query FROM triage_queries "
+                "WHERE list_contains(tags, 'no-answer-likely')"
+            ).fetchall()
+        }  # fmt: skip
+    assert tagged == {"sourdough bread recipe"}

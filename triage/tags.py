@@ -178,7 +178,7 @@ def _vocab(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> tuple[dict, 
         corpus = {
             r[0]
             for r in con.execute(
-                f"""SELECT w FROM (SELECT unnest(string_split({norm_sql("text")}, ' ')) AS w
+                f"""SELECT w FROM (SELECT unnest(string_split({words_sql("text")}, ' ')) AS w
                 FROM chunks WHERE snapshot_id = ?) WHERE regexp_matches(w, '^[a-z]+$')
                 GROUP BY w HAVING count(*) >= 2""",
                 [snapshot],
@@ -256,6 +256,17 @@ def has_acronym(raw: str) -> bool:
     return any(m.group(0).upper() not in NOT_ACRONYMS for m in ACRONYM.finditer(raw))
 
 
+def words_sql(column: str) -> str:
+    """SQL: a chunk's words for the corpus vocabulary and the calibration, past ASCII too:
+    ``norm_sql`` is NULL there (a curly quote, an accent), which left such chunks out, and a
+    corpus of them skipped the no-answer-likely tag whole. Accents are stripped, and anything
+    but a letter or a digit parts words, as the normalization parts them."""
+    return (
+        f"coalesce({norm_sql(column)}, trim(regexp_replace(regexp_replace("
+        f"lower(strip_accents({column})), '[^a-z0-9]', ' ', 'g'), ' +', ' ', 'g')))"
+    )
+
+
 def content_words(text: str) -> list[str]:
     return [w for w in text.split() if len(w) >= 3 and w.isalpha() and w not in FUNCTION_WORDS]
 
@@ -290,7 +301,7 @@ def no_answer_scores(
     chunks = [
         words
         for (text,) in con.execute(
-            f"SELECT {norm_sql('text')} FROM chunks WHERE snapshot_id = ? ORDER BY chunk_id",
+            f"SELECT {words_sql('text')} FROM chunks WHERE snapshot_id = ? ORDER BY chunk_id",
             [snapshot],
         ).fetchall()
         if text and (words := content_words(text))
