@@ -899,19 +899,15 @@ def test_the_index_built_while_embedding_gives_the_same_clusters(tmp_path, monke
     assert got[True] == got[False]
 
 
-def test_a_query_whose_words_stand_together_in_a_chunk_is_not_no_answer_likely(db_path):
-    """ "refund policy" in fifty chunks: BM25 weighs its common words low, under the random
-    word pairs the threshold is drawn from, and the most answerable query was tagged
-    no-answer-likely. A best chunk that holds every content word of the query answers it."""
+# Made-up words for a corpus, so that no real query shares one by chance.
+MADE_UP = [f"{a}{b}" for a in ("zor", "quil", "vex", "mard", "plin", "trov", "skal")
+           for b in ("ax", "ine", "ode", "um", "esk", "ith", "orp")]  # fmt: skip
+
+
+def _no_answer_likely(db_path, texts: list[str], queries: list[str]) -> set[str]:
+    """The queries tagged no-answer-likely against a corpus of ``texts``."""
     from goldmine.triage.tags import tag_queries
 
-    rng = random.Random(3)
-    vocabulary = [f"{a}{b}" for a in ("zor", "quil", "vex", "mard", "plin", "trov", "skal")
-                  for b in ("ax", "ine", "ode", "um", "esk", "ith", "orp")]  # fmt: skip
-    # a curly quote in each: the chunk's words are read past ASCII too
-    texts = [f"Our refund policy covers item {i} – “terms” apply. "
-             + " ".join(rng.sample(vocabulary, 12)) for i in range(50)]  # fmt: skip
-    texts += [" ".join(rng.sample(vocabulary, 15)) for _ in range(150)]
     with open_store(db_path) as con:
         con.execute("INSERT INTO corpus_snapshots VALUES (1, 1, now(), 'h', ?, NULL)", [len(texts)])
         con.executemany(
@@ -919,47 +915,37 @@ def test_a_query_whose_words_stand_together_in_a_chunk_is_not_no_answer_likely(d
             "VALUES (1, ?, NULL, ?, 'h')",
             [(f"c{i}", t) for i, t in enumerate(texts)],
         )
-        load_queries(con, ["refund policy", "sourdough bread recipe"])
+        load_queries(con, queries)
         with transaction(con):
             build_events(con)
             aggregate_queries(con)
             con.execute("UPDATE triage_queries SET canonical_query = norm_query")
             tag_queries(con)
-        tagged = {
+        return {
             q for (q,) in con.execute(
                 "SELECT norm_query FROM triage_queries "
                 "WHERE list_contains(tags, 'no-answer-likely')"
             ).fetchall()
         }  # fmt: skip
+
+
+def test_a_query_whose_words_stand_together_in_a_chunk_is_not_no_answer_likely(db_path):
+    """ "refund policy" in fifty chunks: BM25 weighs its common words low, under the random
+    word pairs the threshold is drawn from, and the most answerable query was tagged
+    no-answer-likely. A best chunk that holds every content word of the query answers it."""
+    rng = random.Random(3)
+    # a curly quote in each: the chunk's words are read past ASCII too
+    texts = [f"Our refund policy covers item {i} – “terms” apply. "
+             + " ".join(rng.sample(MADE_UP, 12)) for i in range(50)]  # fmt: skip
+    texts += [" ".join(rng.sample(MADE_UP, 15)) for _ in range(150)]
+    tagged = _no_answer_likely(db_path, texts, ["refund policy", "sourdough bread recipe"])
     assert tagged == {"sourdough bread recipe"}
 
 
 def test_a_corpus_past_ascii_calibrates_no_answer_likely(db_path):
     """Every chunk with a curly quote or an accent: the calibration read the chunks through
     the ASCII-only SQL normalization, found none, and the tag was skipped for the whole run."""
-    from goldmine.triage.tags import tag_queries
-
     rng = random.Random(5)
-    vocabulary = [f"{a}{b}" for a in ("zor", "quil", "vex", "mard", "plin", "trov", "skal")
-                  for b in ("ax", "ine", "ode", "um", "esk", "ith", "orp")]  # fmt: skip
-    texts = [f"L’équipe’s note {i}: " + " ".join(rng.sample(vocabulary, 12)) for i in range(120)]
-    with open_store(db_path) as con:
-        con.execute("INSERT INTO corpus_snapshots VALUES (1, 1, now(), 'h', ?, NULL)", [len(texts)])
-        con.executemany(
-            "INSERT INTO chunks (snapshot_id, chunk_id, title, text, text_hash) "
-            "VALUES (1, ?, NULL, ?, 'h')",
-            [(f"c{i}", t) for i, t in enumerate(texts)],
-        )
-        load_queries(con, ["sourdough bread recipe", "zorax quilode"])
-        with transaction(con):
-            build_events(con)
-            aggregate_queries(con)
-            con.execute("UPDATE triage_queries SET canonical_query = norm_query")
-            tag_queries(con)
-        tagged = {
-            q for (q,) in con.execute(
-                "SELECT norm_query FROM triage_queries "
-                "WHERE list_contains(tags, 'no-answer-likely')"
-            ).fetchall()
-        }  # fmt: skip
+    texts = [f"L’équipe’s note {i}: " + " ".join(rng.sample(MADE_UP, 12)) for i in range(120)]
+    tagged = _no_answer_likely(db_path, texts, ["sourdough bread recipe", "zorax quilode"])
     assert tagged == {"sourdough bread recipe"}
