@@ -447,7 +447,7 @@ def spill_folder(path: Path) -> Path | None:
     own = _own_spill(path)
     # Another process closing the store removes an empty root (_drop_own_spill): made again
     # when it went between the two mkdirs, never left to DuckDB's shared default folder.
-    for attempt in range(5):
+    for attempt in range(100):  # each a few syscalls; three processes racing need under ten
         try:
             _private_folder(spill_root(path))
             if attempt == 0:
