@@ -369,9 +369,9 @@ parts AS (
 placed AS (
     SELECT *, CASE WHEN kind = 'note' THEN 'internal note, not a message'
                    WHEN author_type IS NULL THEN 'not a message: Intercom part with no author'
-                   WHEN kind <> 'comment' AND nullif(trim(body), '') IS NULL
+                   WHEN kind <> 'comment' AND gm_blank(body)
                        THEN 'not a message: Intercom ' || kind END AS err,
-              max(CASE WHEN NOT customer AND kind <> 'note' AND nullif(trim(body), '') IS NOT NULL
+              max(CASE WHEN NOT customer AND kind <> 'note' AND NOT gm_blank(body)
                        THEN i END) OVER (PARTITION BY line) AS last_answer
     FROM parts
 )

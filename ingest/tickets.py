@@ -199,7 +199,7 @@ def question_sql(subject: str, clean: str) -> str:
     the first question, else the first sentence that states a problem, else the first sentence."""
     question = f"gm_first_question({clean})"
     return (
-        f"CASE WHEN nullif(trim({subject}), '') IS NULL THEN gm_ticket_query({clean})"
+        f"CASE WHEN gm_blank({subject}) THEN gm_ticket_query({clean})"
         f" WHEN {question} IS NULL THEN trim({subject})"
         f" ELSE trim({subject}) || ': ' || {question} END"
     )
@@ -331,7 +331,7 @@ def stage_sql(
             trim({subject}) AS subject,
             b AS body,
             {question_sql(subject, "gm_ticket_text(b)")} AS question,
-            nullif(trim({subject}), '') IS NULL
+            gm_blank({subject})
                 AND coalesce(gm_no_question(gm_ticket_text(b)), false) AS no_question,
             {val(fields, "status")} AS status,
             {extra} AS extra

@@ -286,3 +286,16 @@ def test_chat_and_tickets_of_white_space_are_missing(cli, tmp_path: Path):
     ]}))  # fmt: skip
     total = _ingest(cli, db, tickets, "tickets")
     assert (total["stored"], total["rejected"]) == (1, 1)
+
+
+def test_a_ticket_subject_of_white_space_leaves_its_question_to_the_body(cli, tmp_path: Path):
+    """The subject test the reject uses (gm_blank) decides the question too: a subject of a
+    line break was the ticket's question, shown as an empty line."""
+    tickets = tmp_path / "t.json"
+    tickets.write_text(json.dumps({"tickets": [
+        {"id": 1, "created_at": "2026-11-30T10:00:00Z", "subject": "\n\t",
+         "description": "Hello. Where is my order?"},
+    ]}))  # fmt: skip
+    db = tmp_path / "s.duckdb"
+    assert _ingest(cli, db, tickets, "tickets")["stored"] == 1
+    assert _read(db, "SELECT question FROM tickets") == [("Where is my order?",)]
