@@ -18,6 +18,7 @@ from goldmine.ingest.chat import is_intercom, is_slack
 from goldmine.ingest.fields import column_words, field_access, resolve_fields, typ, val
 from goldmine.ingest.files import check_json, replace_raw
 from goldmine.ingest.html_text import HTML_MACROS
+from goldmine.ingest.logformats import BLANK
 from goldmine.ingest.target import Target
 
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -177,7 +178,8 @@ def _name_user(fields: dict[str, list]) -> bool:
 
 
 # A space of any kind between a name's words (a no-break space too): RE2's \s is ASCII's.
-_SPACE = r"[\s\x{00A0}\x{2000}-\x{200B}\x{202F}\x{3000}]"
+# One of gm_blank's characters (logformats.BLANK is a run of them).
+_SPACE = BLANK.removesuffix("*")
 
 
 def _user_sql(fields: dict[str, list], named: bool) -> str:
