@@ -268,3 +268,49 @@ def test_a_query_a_person_rejected_stays_rejected(tmp_path: Path) -> None:
         assert any("rejected" in note for note in result.notes)
         assert gi.get_item(con, spam)["status"] == "rejected"
         assert gi.labels_of(con, spam) == []
+
+
+def test_dl20_qrels_as_ir_datasets_exports_them_import_as_the_trec_file(
+    cli, shared_dataset, tmp_path: Path
+) -> None:
+    """The JSON-lines qrels reader on real judgments: DL20's 11,386, written as
+    ``ir_datasets export msmarco-passage/trec-dl-2020 qrels --format jsonl`` writes them, import
+    as the TREC file does, every line counted."""
+    folder = shared_dataset("datasets", "trec_topics")
+    lines = (folder / "qrels.dl20-passage.txt").read_text().split("\n")
+    rows = [line.split() for line in lines if line.strip()]
+    jsonl = tmp_path / "dl20-qrels.jsonl"
+    jsonl.write_text("".join(
+        json.dumps({"query_id": q, "doc_id": d, "relevance": int(g), "iteration": i}) + "\n"
+        for q, i, d, g in rows
+    ))  # fmt: skip
+    topics = folder / "topics.dl20.txt"
+    reports = [
+        json.loads(gold(cli, tmp_path / f"{name}.duckdb", "import", str(path), "--topics",
+                        str(topics), "--grade-map", "3=2,2=2,1=1,0=0", "--json").stdout)
+        for name, path in (("trec", folder / "qrels.dl20-passage.txt"), ("jsonl", jsonl))
+    ]  # fmt: skip
+    assert reports[1]["format"] == "qrels_jsonl" and reports[0]["format"] == "trec"
+    assert len(rows) == reports[1]["labels"] == reports[0]["labels"] == 11386
+    assert reports[1]["added"] == reports[0]["added"] == 54
+
+
+@pytest.mark.parametrize(
+    ("parts", "words"),
+    [
+        (("cranfield", "cran.all.1400"), ("SMART", "ingest corpus")),
+        (("cranfield", "cran.qry"), ("SMART", "--topics")),
+        (("trec_topics", "topics.robust04.txt"), ("topics file", "--topics")),
+        (("trec_topics", "topics.covid-round5.xml"), ("topics file", "--topics")),
+        (("trec_topics", "topics.dl20.txt"), ("topics", "--topics")),
+        (("banking77", "train.csv"), ("comma-separated",)),
+    ],
+)
+def test_real_files_that_are_no_judgments_are_named(cli, shared_dataset, tmp_path, parts, words):
+    """The public files a user might hand gold import by mistake, each named for what it is."""
+    path = shared_dataset("datasets", *parts)
+    result = gold(cli, tmp_path / "s.duckdb", "import", str(path), ok=False)
+    assert result.returncode == 2 and "\n" not in result.stderr.strip()
+    for word in words:
+        assert word in result.stderr
+    assert not (tmp_path / "s.duckdb").exists()
