@@ -870,11 +870,9 @@ _IDS_MAY_MATCH = r"@|%(?:25)?40|" + SECRET_MARKS
 
 
 def _may_match(redactor: Redactor, col: str) -> str:
-    if col.endswith("_ids"):
-        pattern = _IDS_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
-        return f"regexp_matches({col}, '{pattern}')"
-    if col.endswith("_id"):
-        pattern = _ID_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
+    if col.endswith(("_id", "_ids")):
+        constant = _IDS_MAY_MATCH if col.endswith("_ids") else _ID_MAY_MATCH
+        pattern = constant.replace("'", "''")  # a constant, not a user's value
         return f"regexp_matches({col}, '{pattern}')"
     return redactor.may_match(col)
 
@@ -932,10 +930,15 @@ def _pseudonyms(ids: tuple[str, ...]) -> str:
     two, which the session rules (reformulation, follow-up, n_sessions) partition by. An id the
     redaction left alone is kept as it is."""
     return ", ".join(
-        f"CASE WHEN {c} IS DISTINCT FROM gm_orig_{c} THEN {c} || '~' || "
-        f"left(sha256($gm_pseudonym_key || gm_orig_{c}), 16) ELSE {c} END AS {c}"
+        f"CASE WHEN {c} IS DISTINCT FROM gm_orig_{c} THEN {_pseudonym(c, f'gm_orig_{c}')} "
+        f"ELSE {c} END AS {c}"
         for c in ids
     )
+
+
+def _pseudonym(redacted: str, original: str) -> str:
+    """SQL: the redacted text and a keyed hash of the original (``<EMAIL>~1f0c…``)."""
+    return f"{redacted} || '~' || left(sha256($gm_pseudonym_key || {original}), 16)"
 
 
 def _joined_ids(col: str) -> str:
@@ -951,13 +954,13 @@ def _pseudonym_list(col: str) -> str:
     orig, parts = f"gm_orig_{col}", f"string_split({col}, chr(31))"
     one = (
         "CASE WHEN p[2] IS NULL OR p[1] IS NOT DISTINCT FROM p[2] THEN p[2] "
-        "ELSE p[1] || '~' || left(sha256($gm_pseudonym_key || p[2]), 16) END"
+        f"ELSE {_pseudonym('p[1]', 'p[2]')} END"
     )
     return (
         f"CASE WHEN {orig} IS NULL OR {col} IS NOT DISTINCT FROM {_joined_ids(orig)} THEN {orig} "
         f"WHEN len({parts}) = len({orig}) "
         f"THEN list_transform(list_zip({parts}, {orig}), lambda p: {one}) "
-        f"ELSE [{col} || '~' || left(sha256($gm_pseudonym_key || {_joined_ids(orig)}), 16)] "
+        f"ELSE [{_pseudonym(col, _joined_ids(orig))}] "
         f"END AS {col}"
     )
 
