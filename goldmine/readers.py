@@ -95,7 +95,7 @@ def _records(text: str):
     return ((number, line) for number, line in _lines(text) if not line.startswith("#"))
 
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
     return next((line for _, line in _records(text)), "")
 
 
@@ -165,7 +165,7 @@ def _looks_like_json_object(text: str) -> bool:
 
 def _json_kind(text: str, markers: frozenset[str]) -> str:
     """'jsonl' (one object a line) or 'json' (one document, e.g. a dict of query -> ids)."""
-    first = _first_line(text)
+    first = first_line(text)
     try:
         obj = json.loads(first)
     except ValueError:
@@ -188,7 +188,7 @@ GOLD_LAYOUTS = ("TREC qrels 'qid 0 docid grade', BEIR qrels (TSV, JSON lines or 
 
 
 def detect_gold_format(text: str) -> str:
-    first = _first_line(text)
+    first = first_line(text)
     if not first:
         raise InputError("holds no judgment (it is empty, or only # comment lines)")
     foreign = foreign_judgments(text)
@@ -245,18 +245,28 @@ def foreign_judgments(text: str) -> str | None:
         if tasks and ("annotations" in obj[0] or "predictions" in obj[0]):
             return "is a Label Studio export (tasks with annotations), which goldmine does not read"
         return "is a JSON array, which is no judgments layout goldmine reads"
-    first = _first_line(head)
+    first = first_line(head)
     other = _not_judgments(head, first)
     if other:
         return other
     if first.startswith("{") or "\t" in first:
         return None
-    # "text,category" too (banking77's header): qrels have four fields and no comma
-    if (first.count(",") >= 2 and not _parses(first.split()[-1], float)) or (
-        "," in first and len(first.split()) < 3
-    ):
-        return "looks comma-separated (a spreadsheet's CSV), which goldmine does not read"
+    if is_delimited(first):
+        return (
+            "looks comma-separated (a spreadsheet's CSV): gold import reads one whose header "
+            "names the query, the document and its grade, then eval scores the set"
+        )
     return None
+
+
+def is_delimited(first: str, cut: str = ",") -> bool:
+    """Whether a file's first line is cut by ``cut`` into a spreadsheet's cells ("text,category"
+    too, banking77's header) rather than by spaces into qrels' columns, whose doc id may hold a
+    comma."""
+    words = first.split()
+    return (first.count(cut) >= 2 and not _parses(words[-1], float)) or (
+        cut in first and len(words) < 3
+    )
 
 
 _SMART_FIELD = re.compile(r"^\.I\s+\d+\s*$")
@@ -288,7 +298,7 @@ def _not_judgments(head: str, first: str) -> str | None:
 
 def _first_object(text: str) -> dict:
     try:
-        obj = json.loads(_first_line(text))
+        obj = json.loads(first_line(text))
     except ValueError:
         return {}
     return obj if isinstance(obj, dict) else {}
@@ -779,7 +789,7 @@ def detect_run_format(data: bytes, text: str | None) -> str:
         raise InputError("the run file is empty: it ranks nothing for any query")
     if _looks_like_json_object(text):
         return _json_kind(text, _RUN_MARKERS)
-    first = _first_line(text)
+    first = first_line(text)
     fields = _data_fields(text, _is_run_header)
     if looks_like_trec_run(fields):
         return "trec"

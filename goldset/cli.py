@@ -760,8 +760,8 @@ def import_(
         Path,
         typer.Argument(
             help="A version file, gold JSONL, TREC qrels, a BEIR or MTEB folder (qrels as TSV, "
-            "JSON lines or Parquet), or what gold export wrote for ranx (.json) or Hugging Face "
-            "(a folder); gzip, bz2 or xz read too."
+            "JSON lines or Parquet), what gold export wrote for ranx (.json) or Hugging Face "
+            "(a folder), or a spreadsheet's CSV; gzip, bz2 or xz read too."
         ),
     ],
     fmt: Annotated[
@@ -769,7 +769,8 @@ def import_(
         typer.Option(
             "--format",
             help="auto, goldmine, jsonl, trec, qrels_jsonl (a judgment a JSON line, as "
-            "ir_datasets exports qrels), beir, ranx or hf.",
+            "ir_datasets exports qrels), beir, ranx, hf or csv (a spreadsheet: a header row "
+            "naming query or query_id, doc_id and grade or label; comma, semicolon or tab).",
         ),
     ] = "auto",
     topics: Annotated[
@@ -794,8 +795,9 @@ def import_(
         typer.Option(
             "--grade-map",
             help="How the file's grades read on goldmine's 0-2 scale, one entry per grade, e.g. "
-            "1=2,2=2,3=1,4=1,-1=0 (Cranfield) or L0=0,L1=1,L2=2,L3=2 (NTCIR's levels). Needed "
-            "when a grade is outside 0-2.",
+            "1=2,2=2,3=1,4=1,-1=0 (Cranfield), L0=0,L1=1,L2=2,L3=2 (NTCIR's levels) or, for a "
+            "spreadsheet that grades in words, \"not relevant=0,partially relevant=1,highly "
+            "relevant=2\" (any case). Needed when a grade is outside 0-2 or a word.",
         ),
     ] = None,
     split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
@@ -865,7 +867,7 @@ def import_(
 
 def _import_source(
     path: Path, name: str, fmt: str, topics: Path | None, topic_field: str,
-    grade_map: dict[int, int] | None, split: str, by: str, db: Path | None, as_json: bool,
+    grade_map: dict[int | str, int] | None, split: str, by: str, db: Path | None, as_json: bool,
     id_prefix: str | None = None,
 ) -> None:  # fmt: skip
     """``gold import --as-source NAME``: goldset/source_import.py."""

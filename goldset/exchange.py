@@ -43,11 +43,21 @@ from goldmine.goldset.items import (
     settle,
 )
 from goldmine.goldset.raters import NO_ANSWER, dispute
+from goldmine.goldset.sheets import (
+    WANTED,
+    Sheet,
+    delimiter_of,
+    label_key,
+    names_query_text,
+    read_sheet,
+)
 from goldmine.goldset.versions import content_hash, dump_line, insert_version_items
 from goldmine.readers import (
     SMART_RELEVANCE,
     decode_text,
+    first_line,
     foreign_judgments,
+    is_delimited,
     is_qrels_header,
     is_qrels_record,
     judge,
@@ -74,7 +84,7 @@ if TYPE_CHECKING:
     import duckdb
 
 EXPORT_FORMATS = ("jsonl", "trec", "beir", "ranx", "ir_measures", "hf")
-IMPORT_FORMATS = ("auto", "goldmine", "jsonl", "trec", "qrels_jsonl", "beir", "ranx", "hf")
+IMPORT_FORMATS = ("auto", "goldmine", "jsonl", "trec", "qrels_jsonl", "beir", "ranx", "hf", "csv")
 
 
 # --- export ------------------------------------------------------------------------------------
@@ -167,8 +177,9 @@ IMPORT_LAYOUTS = (
     "relevance} a line, as ir_datasets exports them, with --topics), a BEIR or MTEB folder "
     "(queries.jsonl and "
     "qrels/test.tsv, .jsonl or .parquet), gold JSONL ({query_id, query, relevant}), a goldmine "
-    "version file, ranx's qrels JSON or what gold export --format hf writes (a folder of "
-    "queries.parquet and judgments.parquet)"
+    "version file, ranx's qrels JSON, what gold export --format hf writes (a folder of "
+    "queries.parquet and judgments.parquet) or a spreadsheet's CSV whose header names "
+    f"{WANTED}"
 )
 
 
@@ -176,6 +187,8 @@ def detect_format(path: Path) -> str:
     if path.is_dir():
         hf = (path / "queries.parquet").is_file() and (path / "judgments.parquet").is_file()
         return "hf" if hf else "beir"
+    if _is_sheet(path):
+        return "csv"
     _refuse_foreign(path)
     if _suffix(path) in (".jsonl", ".json", ".ndjson"):
         lines = _read_lines(path)
@@ -186,6 +199,17 @@ def detect_format(path: Path) -> str:
             return "qrels_jsonl"
         return "goldmine" if _is_header(first) and first.get("format") == FORMAT else "jsonl"
     return "trec"
+
+
+def _is_sheet(path: Path) -> bool:
+    """A spreadsheet's CSV: comma- or semicolon-separated (``readers.is_delimited``), or a TSV
+    whose header names a query text column (TREC's and BEIR's qrels carry no text)."""
+    first = first_line(_head(path).decode("utf-8-sig", errors="replace"))
+    if first.startswith(("{", "[", "<")):
+        return False
+    if "\t" in first:
+        return names_query_text(first)
+    return is_delimited(first, delimiter_of(first))
 
 
 def _is_parquet(path: Path) -> bool:
@@ -207,6 +231,15 @@ def _refuse_foreign(path: Path) -> None:
     Studio export) is refused saying what it reads, rather than misread as TREC qrels. The
     first 64 KiB tell, but for a JSON array, which is read whole."""
     head = _head(path)
+    if head[:4] == b"PK\x03\x04":
+        book = b"xl/" in head or b"opendocument.spreadsheet" in head
+        raise InputError(
+            "is an Excel or OpenDocument workbook: save the sheet as CSV (CSV UTF-8) and import "
+            "that"
+            if book
+            else "is a zip archive: unpack it and import the judgments inside",
+            path=path,
+        )
     if head[:4] == b"PAR1":
         raise InputError(f"is a Parquet file: gold import reads Parquet in a folder; it reads "
                          f"{IMPORT_LAYOUTS}", path=path)  # fmt: skip
@@ -826,28 +859,88 @@ def _zeros_hint(missing: list[str], topics: dict[str, str]) -> str:
     )
 
 
-def parse_grade_map(text: str | None) -> dict[int, int] | None:
+def parse_grade_map(text: str | None) -> dict[int | str, int] | None:
     """``"1=2,2=2,3=1,4=1,-1=0"`` -> {1: 2, 2: 2, 3: 1, 4: 1, -1: 0}. A grade may be an NTCIR
-    level (``L2=2``: the level's number). Each side is a grade within GRADE_LIMIT, as a file's
-    grade is: a map cannot make a grade no scale has readable."""
+    level (``L2=2``: the level's number), or a spreadsheet's word label (``partially
+    relevant=1``: its ``sheets.label_key``). Each value, and a number on the left, is a grade
+    within GRADE_LIMIT, as a file's grade is: a map cannot make a grade no scale has readable."""
     if not text:
         return None
-    mapping = {}
+    mapping: dict[int | str, int] = {}
     for part in text.split(","):
         src, sep, dst = part.partition("=")
-        level = ntcir_level(src)
+        level = ntcir_level(src.strip())
         try:
-            key, value = (level if level is not None else int(src)), int(dst)
+            value = int(dst)
+            key: int | str = level if level is not None else int(src)
         except ValueError:
-            sep = ""
+            key = label_key(src)
+            sep = sep if re.search(r"[^\W\d_]", key) and re.fullmatch(r"\s*-?\d+\s*", dst) else ""
         if not sep:
-            raise InputError(f"--grade-map is written like 1=2,2=1,3=0; could not read {part!r}")
-        past = [g for g in (key, value) if abs(g) > GRADE_LIMIT]
+            raise InputError(f"--grade-map is written like 1=2,2=1,3=0 (or, for word labels, "
+                             f"not relevant=0,relevant=1); could not read {part!r}")  # fmt: skip
+        past = [g for g in (key, value) if isinstance(g, int) and abs(g) > GRADE_LIMIT]
         if past:
             raise InputError(f"--grade-map {part.strip()}: {past[0]} is past any scale (at most "
                              f"{GRADE_LIMIT:,} either way)")  # fmt: skip
         mapping[key] = value
     return mapping
+
+
+def numbered(grade_map: dict[int | str, int] | None, fmt: str) -> dict[int, int] | None:
+    """The map for a file whose grades are numbers: word labels in it are an InputError (only a
+    spreadsheet grades in words)."""
+    if grade_map is None:
+        return None
+    words = [k for k in grade_map if isinstance(k, str)]
+    if words:
+        raise InputError(f"--grade-map names word labels ({', '.join(words[:3])}), but {fmt} "
+                         "grades are numbers: map the numbers the file writes")  # fmt: skip
+    return {int(k): v for k, v in grade_map.items()}
+
+
+def sheet_judgments(
+    path: Path,
+    grade_map: dict[int | str, int] | None,
+    topics: Path | None,
+    notes: list[str],
+    field: str,
+) -> tuple[Sheet, dict[int, int] | None]:
+    """A spreadsheet's judgments (``sheets.read_sheet``) with every query's text (the sheet's,
+    else ``topics``'), and the map still to apply to their grades: none left for words, which
+    the sheet read through their labels (the identity over the grades they became, so a grade
+    put off the scale is said as a map's is)."""
+    sheet = read_sheet(path, "\n".join(_read_lines(path)), grade_map)
+    if not sheet.rows:
+        said = f": {'; '.join(sheet.notes)}" if sheet.notes else ""
+        raise InputError(f"holds no graded judgment{said}", path=path)
+    notes += sheet.notes
+    missing = [q for q, text in sheet.texts.items() if text is None]
+    if missing and topics is None:
+        raise InputError(
+            f"the sheet names {len(missing)} queries by id alone (e.g. {missing[0]}): pass "
+            "--topics FILE with their texts, or give the sheet a query column",
+            path=path,
+        )
+    if missing:
+        texts = read_topics(topics, notes, field)
+        check_topics(missing, texts, path)
+        sheet.texts.update({q: texts[q] for q in missing})
+    elif topics is not None:
+        notes.append(f"{topics.name} was not read: the sheet gives every query's text")
+    if sheet.labelled:
+        return sheet, {int(g): int(g) for _, _, g, _ in sheet.rows}
+    return sheet, numbered(grade_map, "csv")
+
+
+def _sheet_entries(sheet: Sheet, path: Path, *, levels: bool) -> list[GoldQuery]:
+    """The sheet's judgments by query; NTCIR levels read only with a map, as in qrels."""
+    judged: dict[str, dict[str, int]] = {}
+    for qid, doc, grade, line in sheet.rows:
+        if not levels and ntcir_level(grade) is not None:
+            raise levels_refused((row[2] for row in sheet.rows), path, line)
+        judged.setdefault(qid, {})[doc] = _grade(grade, path, line, levels=True)
+    return [GoldQuery(q, sheet.texts[q], docs) for q, docs in judged.items()]
 
 
 # --- import ------------------------------------------------------------------------------------
@@ -887,7 +980,7 @@ def import_path(
     by: str,
     fmt: str = "auto",
     topics: Path | None = None,
-    grade_map: dict[int, int] | None = None,
+    grade_map: dict[int | str, int] | None = None,
     split: str = "test",
     topic_field: str = "title",
     id_prefix: str | None = None,
@@ -904,33 +997,48 @@ def import_path(
             )
         return restore_version(con, path)
     notes: list[str] = []
-    if fmt == "beir":
-        entries = read_beir(path, split, notes)
-    elif fmt == "hf":
-        entries = read_hf(path)
-    elif fmt == "jsonl":
-        entries = read_minimal_jsonl(path)
-    else:
-        texts = qrels_topics(path, fmt, topics, notes, topic_field)
-        levels = grade_map is not None
-        if fmt == "ranx":
-            qrels = read_ranx(path)
-        elif fmt == "qrels_jsonl":
-            qrels = judge_frame(qrels_frame(path)[0], path, "line")
-        else:
-            qrels = read_qrels(path, levels, notes)
-        entries = _join(qrels, texts, path, notes)
+    entries, numbers = _read_entries(path, fmt, topics, grade_map, split, topic_field, notes)
     if not entries:
         raise InputError("holds no judgment: nothing to import", path=path)
     entries = prefix_ids(entries, id_prefix)
-    if grade_map is not None:
-        entries = [_map_grades(e, grade_map, path) for e in entries]
+    if numbers is not None:
+        entries = [_map_grades(e, numbers, path) for e in entries]
         notes += _off_scale(entries)
     else:
         check_scale(entries, path)
     result = add_entries(con, entries, origin=f"import:{path.name}", by=by, fmt=fmt, path=path)
     result.notes[:0] = notes
     return result
+
+
+def _read_entries(
+    path: Path,
+    fmt: str,
+    topics: Path | None,
+    grade_map: dict[int | str, int] | None,
+    split: str,
+    field: str,
+    notes: list[str],
+) -> tuple[list[GoldQuery], dict[int, int] | None]:
+    """The file's judged queries, and the map still to apply to their grades."""
+    if fmt == "csv":
+        sheet, numbers = sheet_judgments(path, grade_map, topics, notes, field)
+        return _sheet_entries(sheet, path, levels=numbers is not None), numbers
+    numbers = numbered(grade_map, fmt)
+    if fmt == "beir":
+        return read_beir(path, split, notes), numbers
+    if fmt == "hf":
+        return read_hf(path), numbers
+    if fmt == "jsonl":
+        return read_minimal_jsonl(path), numbers
+    texts = qrels_topics(path, fmt, topics, notes, field)
+    if fmt == "ranx":
+        qrels = read_ranx(path)
+    elif fmt == "qrels_jsonl":
+        qrels = judge_frame(qrels_frame(path)[0], path, "line")
+    else:
+        qrels = read_qrels(path, numbers is not None, notes)
+    return _join(qrels, texts, path, notes), numbers
 
 
 GRADES = (0, 1, 2)

@@ -40,11 +40,13 @@ from goldmine.goldset.exchange import (
     file_format,
     is_tsv,
     levels_refused,
+    numbered,
     qrels_topics,
     read_hf,
     read_minimal_jsonl,
     read_ranx,
     read_topics,
+    sheet_judgments,
 )
 from goldmine.goldset.items import current_snapshot, now
 from goldmine.readers import (
@@ -103,7 +105,7 @@ def import_source(
     by: str,
     fmt: str = "auto",
     topics: Path | None = None,
-    grade_map: dict[int, int] | None = None,
+    grade_map: dict[int | str, int] | None = None,
     split: str = "test",
     topic_field: str = "title",
     id_prefix: str | None = None,
@@ -119,13 +121,19 @@ def import_source(
             path=path,
         )
     notes: list[str] = []
-    judgments, texts = _read(path, fmt, topics, split, topic_field, notes)
+    if fmt == "csv":  # a sheet's words are read through the map's labels as it is read
+        sheet, numbers = sheet_judgments(path, grade_map, topics, notes, topic_field)
+        judgments = pl.DataFrame(sheet.rows, schema=_JUDGMENT, orient="row")
+        texts = sheet.texts
+    else:
+        numbers = numbered(grade_map, fmt)
+        judgments, texts = _read(path, fmt, topics, split, topic_field, notes)
     if not judgments.height:  # else the source's judgments would be replaced by none
         raise InputError("holds no judgment: nothing to import", path=path)
     if id_prefix:
         judgments = judgments.with_columns(file_qid=pl.lit(id_prefix) + pl.col("file_qid"))
         texts = {id_prefix + q: t for q, t in texts.items()}
-    judgments = _graded(judgments, grade_map, _judged_file(path, fmt, split))
+    judgments = _graded(judgments, numbers, _judged_file(path, fmt, split))
     result = SourceImported(source=source, path=str(path), format=fmt, notes=notes)
     with transaction(con):
         mapping = _items_for(con, texts, source, by, path, result)
@@ -158,7 +166,8 @@ def _read(
         return _entries(entries, [1] * len(entries))  # Parquet rows have no line
     if fmt not in ("trec", "ranx", "qrels_jsonl"):
         raise InputError(
-            f"--format for --as-source is trec, qrels_jsonl, beir, jsonl, ranx or hf, not {fmt!r}"
+            f"--format for --as-source is trec, qrels_jsonl, beir, jsonl, ranx, hf or csv, not "
+            f"{fmt!r}"
         )
     texts = qrels_topics(path, fmt, topics, notes, field_)
     if fmt == "qrels_jsonl":  # ir_datasets' export: a judgment a line

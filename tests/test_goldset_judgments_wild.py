@@ -2,8 +2,8 @@
 ``eval run --gold``: NTCIR's graded levels (``L0``..``L3``), MTEB's and BEIR's Hugging Face
 folders (qrels as JSON lines or Parquet with ``query-id``, ``corpus-id``, ``score``; ids written
 as JSON numbers), MS MARCO's and TREC's qrels in their own spacing, and the shapes that must stop
-with one ``error:`` line (a spreadsheet's CSV, a Label Studio export, an empty or UTF-16 file,
-an empty folder). Each file is written as the public one is laid out."""
+with one ``error:`` line (a spreadsheet's CSV naming no grade, a Label Studio export, an empty or
+UTF-16 file, an empty folder). Each file is written as the public one is laid out."""
 
 from __future__ import annotations
 
@@ -401,8 +401,9 @@ LABEL_STUDIO = json.dumps([{
 }], indent=2)  # fmt: skip
 
 NOT_JUDGMENTS = {
-    "spreadsheet.csv": "query,doc_id,grade\nreset my password,kb-1,2\nvpn setup,kb-3,1\n",
-    "judgments.txt": "query,doc_id,grade\nreset my password,kb-1,2\nvpn setup,kb-3,1\n",
+    # a sheet of queries and documents with no grade column (gold import reads one with it)
+    "spreadsheet.csv": "query,doc_id\nreset my password,kb-1\nvpn setup,kb-3\n",
+    "judgments.txt": "query,doc_id\nreset my password,kb-1\nvpn setup,kb-3\n",
     "label-studio.json": LABEL_STUDIO,
     "empty.qrels": "",
     "comments.qrels": "# judged by team B\n# nothing yet\n",
@@ -414,8 +415,8 @@ NOT_JUDGMENTS = {
 }
 # What each error names: the format it is taken for or the trouble, and what goldmine reads.
 NOT_JUDGMENTS_WORDS = {
-    "spreadsheet.csv": ("comma-separated", "TREC qrels"),
-    "judgments.txt": ("comma-separated", "TREC qrels"),
+    "spreadsheet.csv": ("comma-separated", "grade"),
+    "judgments.txt": ("comma-separated", "grade"),
     "label-studio.json": ("Label Studio", "gold JSONL"),
     "empty.qrels": ("no judgment",),
     "comments.qrels": ("no judgment",),
