@@ -796,8 +796,8 @@ def import_(
             "--grade-map",
             help="How the file's grades read on goldmine's 0-2 scale, one entry per grade, e.g. "
             "1=2,2=2,3=1,4=1,-1=0 (Cranfield), L0=0,L1=1,L2=2,L3=2 (NTCIR's levels) or, for a "
-            "spreadsheet that grades in words, \"not relevant=0,partially relevant=1,highly "
-            "relevant=2\" (any case). Needed when a grade is outside 0-2 or a word.",
+            'spreadsheet that grades in words, "not relevant=0,partially relevant=1,highly '
+            'relevant=2" (any case). Needed when a grade is outside 0-2 or a word.',
         ),
     ] = None,
     split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
