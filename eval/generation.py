@@ -269,7 +269,7 @@ def export_generation(
     ranked: dict[str, list[str]] = {}
     if run is not None:
         matched, _ = match_run_to_gold(gold, run)
-        ranked = {qid: run.results[key][:k] for key, qid in matched.items()}
+        ranked = {qid: run.results[key][:k] for qid, key in matched.items()}
     wanted = {c for q in answerable for c in q.relevant(rel_level)}
     wanted.update(c for ids in ranked.values() for c in ids)
     texts = chunk_texts(con, snapshot, sorted(wanted))

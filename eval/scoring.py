@@ -21,21 +21,33 @@ from goldmine.text import normalize_query
 
 
 def match_run_to_gold(gold: Gold, run: Run) -> tuple[dict[str, str], list[str]]:
-    """Run key -> gold query id, and the run keys that match no gold query.
+    """Gold query id -> the run key that ranks for it, and the run keys that match no gold query.
 
-    Keys match by id; where either side keys queries by their text, by normalized text too.
+    Keys match by id; where either side keys queries by their text, by text too: the exact text
+    first, then the normalized one for a query no exact text took ("Reset password" and "reset
+    password!" are two queries, each with its own ranking). A text two gold queries share ranks
+    for both.
     """
-    by_text = gold.text_index() if (run.keyed_by == "text" or gold.keyed_by_text) else {}
-    matched: dict[str, str] = {}
+    by_text = run.keyed_by == "text" or gold.keyed_by_text
+    exact, normalized = gold.text_index() if by_text else ({}, {})
+    ranks: dict[str, str] = {}
     ignored: list[str] = []
+    loose: list[str] = []
     for key in run.results:
         if key in gold.queries:
-            matched[key] = key
-        elif by_text and (qid := by_text.get(normalize_query(key))) is not None:
-            matched[key] = qid
+            ranks.setdefault(key, key)
+        elif key.strip() in exact:
+            for qid in exact[key.strip()]:
+                ranks.setdefault(qid, key)
         else:
+            loose.append(key)
+    for key in loose:
+        qids = normalized.get(normalize_query(key), [])
+        for qid in qids:
+            ranks.setdefault(qid, key)
+        if not qids:
             ignored.append(key)
-    return matched, ignored
+    return ranks, ignored
 
 
 def evaluate(
@@ -46,9 +58,11 @@ def evaluate(
     abstain_below: float | None = None,
 ) -> EvalResult:
     matched, ignored = match_run_to_gold(gold, run)
-    ranked_for = {qid: run.results[key] for key, qid in matched.items()}
-    scores_for = {qid: (run.scores or {}).get(key) for key, qid in matched.items()}
-    errors = {matched.get(key, key): msg for key, msg in run.errors.items()}
+    ranked_for = {qid: run.results[key] for qid, key in matched.items()}
+    scores_for = {qid: (run.scores or {}).get(key) for qid, key in matched.items()}
+    errors = {qid: run.errors[key] for qid, key in matched.items() if key in run.errors}
+    taken = set(matched.values())
+    errors.update({key: msg for key, msg in run.errors.items() if key not in taken})
 
     per_query: dict[str, dict[str, float]] = {}
     missing: list[str] = []

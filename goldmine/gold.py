@@ -61,14 +61,16 @@ class Gold:
     # column-wise; the columnar engine uses it instead of rebuilding it from ``queries``.
     frame: Any = None
 
-    def text_index(self) -> dict[str, str]:
-        """Query text (normalized) -> query id, for runs that carry text but no ids."""
-
-        index: dict[str, str] = {}
+    def text_index(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+        """Query text -> the ids of the queries that have it, exactly (trimmed) and normalized,
+        for runs that carry text but no ids."""
+        exact: dict[str, list[str]] = {}
+        normalized: dict[str, list[str]] = {}
         for q in self.queries.values():
             if q.query:
-                index.setdefault(normalize_query(q.query), q.query_id)
-        return index
+                exact.setdefault(q.query.strip(), []).append(q.query_id)
+                normalized.setdefault(normalize_query(q.query), []).append(q.query_id)
+        return exact, normalized
 
 
 @dataclass
