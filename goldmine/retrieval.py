@@ -27,13 +27,16 @@ embedded the queries itself (``gold draft``, through the cache) passes their ``v
 
 from __future__ import annotations
 
+import functools
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from goldmine.errors import InputError, NotFoundError
+from goldmine.text import ARABIC_OPTIONAL
 
 if TYPE_CHECKING:
     import duckdb
@@ -108,8 +111,33 @@ _CJK = (
     "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
 )
 CJK_RUN = re.compile(f"[{_CJK}]+")
-# bm25s's default words of two or more word characters, and one CJK character alone.
-TOKEN_PATTERN = f"(?u)\\b\\w\\w+\\b|[{_CJK}]"
+
+
+@functools.cache
+def token_pattern() -> str:
+    """bm25s's default words (``\\b\\w\\w+\\b``, two or more word characters) with combining marks
+    as word characters, or one CJK character alone. Hindi, Thai and Hebrew write vowels as marks,
+    which ``\\w`` is not, so "किताब" was cut into pieces at each; in text without marks a run of
+    two or more is what ``\\b\\w\\w+\\b`` matches. The marks' ranges are read from unicodedata
+    once (~25 ms)."""
+    ranges, start = [], None
+    for code in range(0x300, 0x20000):
+        mark = unicodedata.category(chr(code))[0] == "M"
+        if mark and start is None:
+            start = code
+        elif not mark and start is not None:
+            ranges.append(f"{chr(start)}-{chr(code - 1)}")
+            start = None
+    return f"(?u)[\\w{''.join(ranges)}]{{2,}}|[{_CJK}]"
+
+
+def fold(text: str) -> str:
+    """Text as BM25 reads it: NFKC (full- and half-width forms, decomposed accents as one letter)
+    and without Arabic's optional vowel marks (``text.ARABIC_OPTIONAL``), which people leave out
+    of a query a text writes them in. ASCII text is as it is."""
+    if text.isascii():
+        return text
+    return ARABIC_OPTIONAL.sub("", unicodedata.normalize("NFKC", text))
 
 
 def cjk_bigrams(text: str) -> str:
@@ -162,12 +190,13 @@ class BM25Retriever(Retriever):
         return [self._index.get_tokens_ids([t for t in query if t]) for query in tokens]
 
     def _tokenize(self, texts: list[str], **how: Any) -> Any:
-        """bm25s's tokens of texts with their CJK runs cut into bigrams (:func:`cjk_bigrams`)."""
+        """bm25s's tokens of texts folded (:func:`fold`), their CJK runs cut into bigrams
+        (:func:`cjk_bigrams`), combining marks in their words (:func:`token_pattern`)."""
         return self._bm25s.tokenize(
-            [cjk_bigrams(t) for t in texts],
+            [cjk_bigrams(fold(t)) for t in texts],
             stopwords="en",
             stemmer=self._stemmer,
-            token_pattern=TOKEN_PATTERN,
+            token_pattern=token_pattern(),
             show_progress=False,
             **how,
         )

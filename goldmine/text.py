@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     import duckdb
 
 _PUNCT = re.compile(r"[^\w\s]|_", re.UNICODE)
+# Arabic's optional vowel marks (tashkeel, U+064B-U+065F and the superscript alef U+0670) and the
+# tatweel that stretches a word (U+0640): dropped, as Lucene's Arabic normalizer drops them, since
+# people type a word without them that a text writes with them.
+ARABIC_OPTIONAL = re.compile("[\u0640\u064b-\u065f\u0670]")
 _SPACE = re.compile(r"\s+", re.UNICODE)
 _WS = r"\t\n\x0B\x0C\r\x1C-\x1F "  # what Python's str.isspace() calls whitespace in ASCII
 # C0 and C1 controls but tab and line ends: a terminal acts on them (ESC starts a sequence that
@@ -48,10 +52,24 @@ def sha256_file(path, chunk_size: int = 1 << 20) -> str:
 
 
 def normalize_query(text: str) -> str:
-    """NFKC, case fold, punctuation to spaces, whitespace collapsed and trimmed."""
+    """NFKC, case fold, punctuation to spaces, whitespace collapsed and trimmed.
+
+    A combining mark is part of its word, not punctuation: Hindi, Thai and Hebrew write vowels
+    and points as marks ("दिन" and "दान" are two words). Arabic's optional vowel marks are
+    dropped (``ARABIC_OPTIONAL``), and case folding's dotted i (İ folds to i and a combining dot)
+    is an i."""
     text = unicodedata.normalize("NFKC", text).casefold()
-    text = _PUNCT.sub(" ", text)
+    if text.isascii():
+        text = _PUNCT.sub(" ", text)
+    else:
+        text = ARABIC_OPTIONAL.sub("", text.replace("i\u0307", "i"))
+        text = _PUNCT.sub(_mark_or_space, text)
     return _SPACE.sub(" ", text).strip()
+
+
+def _mark_or_space(found: re.Match[str]) -> str:
+    char = found.group()
+    return char if unicodedata.category(char)[0] == "M" else " "
 
 
 def norm_sql(column: str) -> str:

@@ -1,0 +1,54 @@
+"""Query normalization and BM25's words in scripts that write vowels as combining marks (Hindi,
+Thai, Arabic's optional vowel marks), in full- and half-width forms, and decomposed (NFD).
+
+Normalization replaced every character that is no word character with a space, and combining
+marks are none: "नमस्ते" became "नमस त", "दिन" (day) and "दान" (donation) were one query, and
+Arabic with its vowel marks was cut into letters. BM25's word pattern dropped them alike, so a
+Hindi query found no Hindi chunk."""
+
+from __future__ import annotations
+
+import pytest
+
+from goldmine.retrieval import build_retriever_from_chunks
+from goldmine.text import normalize_query
+
+
+@pytest.mark.parametrize(
+    ("text", "norm"),
+    [
+        ("नमस्ते दुनिया", "नमस्ते दुनिया"),
+        ("สวัสดีครับ", "สวัสดีครับ"),
+        # Arabic's optional vowel marks (tashkeel) and the stretching tatweel go, as Lucene's
+        # Arabic normalizer drops them: people type the words without them
+        ("مَرْحَبًا بِكُمْ", "مرحبا بكم"),
+        ("مرحـــبا", "مرحبا"),
+        ("İstanbul", "istanbul"),  # case folding writes İ as i and a combining dot
+        ("שָׁלוֹם", "שָׁלוֹם"),  # Hebrew's points stay: they tell words apart
+        ("Where's my CARD?!", "where s my card"),
+        ("e\u0301te\u0301", "été"),
+        ("emoji 👍 ok", "emoji ok"),
+        ("ｐａｓｓｗｏｒｄ", "password"),
+    ],
+)
+def test_combining_marks_stay_in_their_word(text: str, norm: str) -> None:
+    assert normalize_query(text) == norm
+
+
+def test_two_hindi_words_one_vowel_apart_stay_two() -> None:
+    assert normalize_query("दिन") != normalize_query("दान")
+
+
+def test_bm25_finds_words_written_with_marks_widths_and_decomposed() -> None:
+    ids = ["hi", "ar", "en", "vi", "ja"]
+    texts = [
+        "मुझे अपनी किताब वापस चाहिए",
+        "هٰذَا كِتَابٌ جَدِيدٌ",
+        "Reset your password under Settings.",
+        "Chính sách hoàn tiền",  # composed (NFC)
+        "パスワードを再設定する",
+    ]
+    retriever = build_retriever_from_chunks(ids, texts, "bm25")
+    queries = ["किताब", "كتاب", "ｐａｓｓｗｏｒｄ", "hoa\u0300n tie\u0302\u0300n", "ﾊﾟｽﾜｰﾄﾞ"]
+    hits = retriever.search(queries, 1)
+    assert [h[0][0] if h else None for h in hits] == ids
