@@ -31,6 +31,8 @@ from typing import BinaryIO, TypeVar
 
 import duckdb
 
+from goldmine.errors import InputError
+
 # Field letters with the names ir_datasets gives them; other letters keep their own.
 SMART_FIELDS = {"I": "id", "T": "title", "W": "text", "A": "author", "B": "bib"}
 # A record's keys in the order of its JSON object (``gm_raw``), and of its text columns when the
@@ -129,10 +131,9 @@ def id_shape(field: str) -> str:
 def first_lines(path: Path, compression: str) -> list[str]:
     """The first lines of the file (from its first MiB; a line cut there is only compared by
     its first field)."""
-    from goldmine.ingest.scan import open_compressed
+    from goldmine.ingest.scan import read_head
 
-    with open_compressed(path, compression) as handle:
-        head = handle.read(1 << 20)
+    head = read_head(path, compression, 1 << 20)
     lines = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", _LOOK_ROWS + 1)[: _LOOK_ROWS + 1]
     return [line.decode("utf-8", "replace") for line in lines]
 
@@ -583,21 +584,30 @@ def read_split(
 def _read_split(
     con: duckdb.DuckDBPyConnection, fmt: str, path: Path, compression: str, block: int, typed: bool
 ) -> list[str] | None:
-    from goldmine.ingest.scan import open_compressed
+    from goldmine.ingest.scan import open_compressed, stream_errors
 
     keys = list(SMART_KEYS if fmt == "smart" else TREC_KEYS) if typed else []
     columns = "".join(f", gm_f{i} VARCHAR" for i in range(1, len(keys) + 1))
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE gm_src (line BIGINT, raw VARCHAR, err VARCHAR{columns})"
     )
-    with open_compressed(path, compression) as handle:
-        for statements in _prefetched(_blocks(handle, fmt, block, typed)):
-            for sql, table, params in statements:
-                con.register("gm_chunk", table)
-                try:
-                    con.execute(sql, params)
-                finally:
-                    con.unregister("gm_chunk")
+    try:
+        with open_compressed(path, compression) as handle:
+            for statements in _prefetched(_blocks(handle, fmt, block, typed)):
+                for sql, table, params in statements:
+                    con.register("gm_chunk", table)
+                    try:
+                        con.execute(sql, params)
+                    finally:
+                        con.unregister("gm_chunk")
+    except stream_errors() as exc:  # EOFError would reach click, which reads it as "Aborted!"
+        if compression == "none":
+            raise
+        raise InputError(
+            f"the {compression} stream ends early or is damaged ({exc or type(exc).__name__}): "
+            "the file is truncated or damaged; nothing from it was stored",
+            path=path,
+        ) from exc
     return keys or None
 
 

@@ -198,13 +198,9 @@ def check_csv_width(item: InputFile) -> str | None:
     the delimiter an Excel ``sep=`` line above the header names, if any."""
     import csv
 
-    from goldmine.ingest.scan import open_compressed
+    from goldmine.ingest.scan import read_head
 
-    try:
-        with open_compressed(item.path, item.compression) as handle:
-            head = handle.read(1 << 20)
-    except Exception:  # a damaged or misnamed stream: the scan names what is wrong with it
-        return None
+    head = read_head(item.path, item.compression, 1 << 20)  # the scan names a damaged stream
     sep = excel_sep(head)
     lines = head_lines(head, 2)[1 if sep else 0 :]
     text = (lines or [b""])[0].decode("utf-8", errors="replace")
@@ -379,7 +375,14 @@ def sample_keys(con: duckdb.DuckDBPyConnection, item: InputFile, sample: int = 2
     records = f"""SELECT raw, row_number() OVER () AS line
                   FROM read_csv($gm_path, {_RAW_LINE_OPTIONS}) LIMIT $n"""
     params = {"gm_path": str(item.path), "gm_compression": item.compression, "n": sample}
-    return _first_seen_keys(con, records, params)
+    try:
+        return _first_seen_keys(con, records, params)
+    except duckdb.IOException as exc:  # a compressed stream cut short within the sample
+        raise InputError(
+            f"cannot read: {str(exc).splitlines()[0].removeprefix('IO Error: ')}: the file is "
+            "truncated or damaged; nothing from it was stored",
+            path=item.path,
+        ) from None
 
 
 def parquet_schema(con: duckdb.DuckDBPyConnection, item: InputFile) -> dict[str, str]:

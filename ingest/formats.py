@@ -21,7 +21,7 @@ from goldmine.files import require_file
 from goldmine.ingest import corpus_formats, documents, files, logformats
 from goldmine.ingest.documents import DOCUMENTS
 from goldmine.ingest.files import InputFile
-from goldmine.ingest.scan import UTF16_BOMS, not_in, open_compressed, zip_member
+from goldmine.ingest.scan import UTF16_BOMS, not_in, read_head, zip_member
 
 _COLLECTIONS = ("smart", "trec", "tsv")  # IR collections' layouts (ingest.corpus_formats)
 _LOG_LAYOUTS = ("session_xml", "clicklog", "analytics")  # search logs' own (ingest.logformats)
@@ -204,11 +204,7 @@ def _log_layout(head: bytes, suffixes: list[str]) -> str | None:
 def _first_bytes(path: Path, compression: str, size: int = 65536) -> bytes:
     """The start of the file's content, decompressed; empty if it cannot be read (discover or
     the scan says what is wrong with the file)."""
-    try:
-        with open_compressed(path, compression) as handle:
-            return handle.read(size)
-    except Exception:
-        return b""
+    return read_head(path, compression, size)
 
 
 def _compression_by_magic(path: Path) -> str:

@@ -73,10 +73,9 @@ def sniff(head: bytes, suffix: str) -> str | None:
 def header(path: Path, compression: str) -> list[str]:
     """The column names of a delimited file's first line (of UTF-16 text where a byte-order
     mark says so, as ``formats.detect`` reads it)."""
-    from goldmine.ingest.scan import UTF16_BOMS, open_compressed
+    from goldmine.ingest.scan import UTF16_BOMS, read_head
 
-    with open_compressed(path, compression) as handle:
-        head = handle.read(1 << 16)
+    head = read_head(path, compression, 1 << 16)
     if head[:2] in UTF16_BOMS:
         head = head.decode("utf-16", "replace").encode("utf-8")
     return _header(head)
@@ -156,10 +155,9 @@ def read(
     """Make ``gm_raw(line, raw, err)``: one JSON object per search of the file. An aggregated
     export's rows are also text columns of ``gm_src``, whose names it returns (see
     ``_read_analytics``); None for the other layouts."""
-    from goldmine.ingest.scan import open_compressed
+    from goldmine.ingest.scan import read_head
 
-    with open_compressed(path, compression) as handle:
-        head = handle.read(1 << 16)
+    head = read_head(path, compression, 1 << 16)
     if fmt == "session_xml":
         _read_session_xml(con, path, compression, xml_root(head))
     elif fmt == "analytics":  # its rows as text columns by the header's names; analytics maps

@@ -14,6 +14,7 @@ line keeps its number) and each one becomes a reject with its line and reason: r
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
 import hashlib
 import os
@@ -398,6 +399,33 @@ def _lines(blocks: Iterator[bytes]) -> Iterator[bytes]:
             pending = pending[-1:]
     if pending:
         yield pending
+
+
+def stream_errors() -> tuple[type[Exception], ...]:
+    """What reading a compressed stream raises when it is cut short or damaged."""
+    import lzma
+
+    import zstandard
+
+    return EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError
+
+
+def read_head(path: Path, compression: str, size: int) -> bytes:
+    """Up to ``size`` bytes of the file's content, decompressed: of a stream cut short or damaged,
+    what it gave before it broke (telling a layout needs only the start; the read that follows
+    names where the stream ends). Empty when the file cannot be opened at all."""
+    if compression == "gzip":  # gzip's reader gives nothing of a stream cut inside its buffer
+        with contextlib.suppress(OSError, zlib.error), open(path, "rb") as raw:
+            return zlib.decompressobj(wbits=47).decompress(raw.read(1 << 20), size)
+        return b""
+    head = b""
+    try:
+        with open_compressed(path, compression) as handle:
+            while len(head) < size and (piece := handle.read(min(1 << 16, size - len(head)))):
+                head += piece
+    except Exception:  # EOFError, zlib's, lzma's, bz2's and zstd's errors, a misnamed stream
+        pass
+    return head
 
 
 def open_compressed(path: Path, compression: str):

@@ -221,6 +221,46 @@ def test_a_truncated_compressed_file_is_one_line_and_stores_nothing(cli, tmp_pat
     assert not db.exists()
 
 
+def _smart(n: int) -> bytes:
+    return "".join(
+        f".I {i}\r\n.T\r\ntitle {i}\r\n.A\r\nauthor\r\n.W\r\nthe text of record {i} .\r\n"
+        for i in range(1, n + 1)
+    ).encode()
+
+
+def _trec(n: int) -> bytes:
+    return "".join(
+        f"<DOC>\n<DOCNO> AP-{i} </DOCNO>\n<HEAD>head {i}</HEAD>\n"
+        f"<TEXT>\ntext {i}\n</TEXT>\n</DOC>\n"
+        for i in range(n)
+    ).encode()
+
+
+def _tsv(n: int) -> bytes:
+    return "".join(f"{i}\tpassage number {i} with words\n" for i in range(n)).encode()
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "n"),
+    [
+        ("cran.all.1400.gz", _smart, 20000),
+        ("cran.all.1400.gz", _smart, 3),  # cut inside gzip's first buffer: nothing read at all
+        ("ap.trec.gz", _trec, 20000),
+        ("collection.tsv.gz", _tsv, 20000),
+    ],
+)
+def test_a_truncated_collection_is_one_line_and_leaves_no_store(cli, tmp_path, name, make, n):
+    """A collection cut short (an interrupted download) stopped with "Aborted!" and exit 1, the
+    store made: gzip's EOFError reached the command line, where click reads it as Ctrl-D."""
+    packed = gzip.compress(make(n))
+    path = tmp_path / name
+    path.write_bytes(packed[: len(packed) // 2])
+    db = tmp_path / "s.duckdb"
+    error = _one_line_error(_ingest(cli, db, "corpus", path))
+    assert "gzip stream ends early" in error and "nothing from it was stored" in error, error
+    assert not db.exists()
+
+
 def test_a_whole_compressed_file_of_several_frames_imports_every_line(cli, tmp_path):
     first, second = _lines_bytes(300), _lines_bytes(600)[len(_lines_bytes(300)) :]
     path = tmp_path / "log.jsonl.zst"
