@@ -99,7 +99,7 @@ def _text_sql(text: str, kind: str, calls: str) -> str:
 
 
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
-    fields = resolve_fields(keys, ALIASES, mapping)
+    fields = resolve_fields(keys, ALIASES, mapping, strict=True)
     if keys and "text" not in fields:
         raise InputError(
             "no text field (looked for text, content, message, body); "

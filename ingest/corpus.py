@@ -54,7 +54,7 @@ def current_snapshot_id(con: duckdb.DuckDBPyConnection) -> int | None:
 
 
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
-    fields = resolve_fields(keys, ALIASES, mapping)
+    fields = resolve_fields(keys, ALIASES, mapping, strict=True)
     texts = [k for k in fields.get("text", []) if k.lower() not in _FALLBACK_TEXT]
     if texts and "text" not in mapping:
         fields["text"] = texts

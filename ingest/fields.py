@@ -17,10 +17,16 @@ from goldmine.errors import InputError
 
 
 def resolve_fields(
-    keys: list[str], aliases: dict[str, tuple[str, ...]], mapping: dict[str, str]
+    keys: list[str],
+    aliases: dict[str, tuple[str, ...]],
+    mapping: dict[str, str],
+    *,
+    strict: bool = False,
 ) -> dict[str, list[str]]:
     """Canonical field -> the file's fields for it: the --map column, else every alias present
-    (in alias order; the first non-null wins per row)."""
+    (in alias order; the first non-null wins per row). ``strict`` (a file's own ``keys``): a
+    --map column the file has not, nor a path into one of its columns, is an InputError; it
+    was read as a field of no value in any record, with exit 0."""
     unknown = set(mapping) - set(aliases)
     if unknown:
         raise InputError(
@@ -43,9 +49,14 @@ def resolve_fields(
             column = mapping[name]
             if column in present:
                 out[name] = [column]
-            else:
-                spelled = by_lower.get(column.lower())
-                out[name] = [spelled or nested_key(column, present, by_lower) or column]
+                continue
+            spelled = by_lower.get(column.lower()) or nested_key(column, present, by_lower)
+            if spelled is None and strict and keys:
+                raise InputError(
+                    f"--map {name}={column}: the file has no field {column!r} (its fields: "
+                    f"{', '.join(keys[:12])}{', ...' if len(keys) > 12 else ''})"
+                )
+            out[name] = [spelled or column]
             continue
         # The alias as spelled, else the first field that matches it ignoring case, else in words.
         found = [a if a in present else by_lower[a] for a in names if a in by_lower]

@@ -172,7 +172,7 @@ def stage_sql(
     clicks_grow: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     keep = _unless_seen if clicks_grow else _unless_known
-    fields = resolve_fields(keys, ALIASES, mapping)
+    fields = resolve_fields(keys, ALIASES, mapping, strict=True)
     # Records of a query and a count and nothing only an event has are an aggregated export's
     # (Algolia's {"searches"}, Elastic App Search's {"results": [{"term", "queries"}]}), even
     # where their query column is also an event's (App Search's "term").

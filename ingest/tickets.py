@@ -277,7 +277,7 @@ def stage_sql(
 ) -> tuple[str, dict[str, Any]]:
     # Every Slack message (a bot's answer, a join) would be a ticket; an Intercom conversation
     # holds its text in parts that no ticket field names.
-    fields = resolve_fields(keys, ALIASES, mapping)
+    fields = resolve_fields(keys, ALIASES, mapping, strict=True)
     slack = is_slack(keys) and "subject" not in fields  # no Slack message has a subject
     chats = ((slack, "a Slack export's messages"), (is_intercom(keys), "Intercom's conversations"))
     for told, layout in chats:

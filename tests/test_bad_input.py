@@ -551,3 +551,25 @@ def test_a_real_csv_with_lfs_inside_quotes_between_crlf_records_imports_whole(
     proc = _ingest(cli, tmp_path / "s.duckdb", "searchlog", path, "--map", "query=text")
     assert proc.returncode == 0, proc.stderr
     assert _total(proc) == {"rows_in": 10003, "stored": 10003, "rejected": 0, "already_present": 0}
+
+
+# --- a --map naming a column the file does not have ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "records", "mapping", "column"),
+    [
+        ("corpus", [{"id": "a", "title": "A", "text": "alpha"}], "text=body", "body"),
+        ("corpus", [{"id": "a", "title": "A", "text": "alpha"}], "title=headline", "headline"),
+        ("searchlog", [_event(i) for i in range(3)], "session_id=sesion", "sesion"),
+    ],
+)
+def test_a_map_to_a_column_the_file_lacks_is_one_line(cli, tmp_path, kind, records, mapping,
+                                                      column):  # fmt: skip
+    """``--map text=body`` on a file with no ``body`` stored every chunk's title as its text
+    (exit 0), and ``--map session_id=sesion`` every session as NULL."""
+    path = write_jsonl(tmp_path / "f.jsonl", records)
+    db = tmp_path / "s.duckdb"
+    error = _one_line_error(_ingest(cli, db, kind, path, "--map", mapping))
+    assert f"--map {mapping}" in error and column in error, error
+    assert not db.exists()

@@ -197,7 +197,7 @@ def searchlog_events(
     them (aliases, ``--map``)."""
     from pyspark.sql import functions as F
 
-    fields = resolve_fields(keys, ALIASES, mapping)
+    fields = resolve_fields(keys, ALIASES, mapping, strict=True)
     if "query" not in fields:
         raise InputError(
             f"no query field (looked for {', '.join(ALIASES['query'])}; "
