@@ -183,7 +183,7 @@ def history_json(path: Path, rows: list[dict[str, str]], names: list[str]) -> di
 
     runs = []
     for label, row in zip(run_labels(rows), rows, strict=True):
-        item: dict[str, object] = {k: v for k, v in row.items() if k not in names}
+        item: dict[str, object] = {k: _typed(k, v) for k, v in row.items() if k not in names}
         item["name"] = label
         item["metrics"] = {m: metric_value(row.get(m)) for m in names}
         runs.append(item)
@@ -194,6 +194,21 @@ def history_json(path: Path, rows: list[dict[str, str]], names: list[str]) -> di
         "runs": runs,
         "gold_changes": [{"row": i + 1, "note": note} for i, note in gold_changes(rows)],
     }
+
+
+# The history's columns that hold whole numbers: a number in --json, as in eval run --json.
+_COUNTS = frozenset({"run_id", "rel_level", "n_queries", "n_missing", "n_no_answer"})
+
+
+def _typed(column: str, cell: str | None) -> object:
+    """A history cell as --json gives it: a count as a number (null when the cell is empty),
+    any other cell as written."""
+    if column not in _COUNTS:
+        return cell
+    try:
+        return int(cell) if cell not in (None, "") else None
+    except ValueError:
+        return cell
 
 
 # --- reading rows back (the report and the plot) ---------------------------------------------

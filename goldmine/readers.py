@@ -1045,7 +1045,7 @@ def _rows_to_run(
     docs: dict[str, list[str]] = {}
     keys: dict[str, list[float]] = {}
     for number, row in enumerate(rows, start=first_line):
-        qid, doc = row.get(qcol), row.get(dcol)
+        qid, doc = (str(v).strip() if v is not None else v for v in (row.get(qcol), row.get(dcol)))
         if qid in (None, "") or doc in (None, ""):
             raise InputError("empty query id or doc id", path=path, line=number)
         if rcol is not None:

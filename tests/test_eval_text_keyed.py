@@ -59,3 +59,17 @@ def test_a_normalized_match_takes_a_query_no_exact_text_took(cli, tmp_path) -> N
     ]
     out = scored(cli, tmp_path, GOLD, run)
     assert per_query(out) == {"g1": 1.0, "g2": 0.5, "g3": 1.0}
+
+
+def test_a_csv_run_with_a_space_after_each_comma_reads_its_ids(cli, tmp_path) -> None:
+    """``q1, d1, 3`` (a space after each comma, as many writers put it) read the ids as " d1":
+    every query scored 0, exit 0."""
+    gold = [{"query_id": "q1", "query": "a", "relevant": ["d1"]},
+            {"query_id": "q2", "query": "b", "relevant": ["d5"]}]  # fmt: skip
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold))
+    (tmp_path / "r.csv").write_text("query_id, doc_id, score\nq1, d2, 2\nq1, d1, 3\nq2, d5, 5\n")
+    result = cli("eval", "run", "--gold", str(tmp_path / "g.jsonl"), "--run",
+                 str(tmp_path / "r.csv"), "-m", "mrr", "--json", "--no-store",
+                 "--db", str(tmp_path / "e.duckdb"))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["metrics"]["mrr"] == 1.0

@@ -55,6 +55,10 @@ def test_history_json_and_metric_choice(cli, grown_history: Path) -> None:
     assert [r["metrics"]["mrr"] for r in data["runs"]] == pytest.approx([1 / 3, 1.0, 0.5])
     assert [r["name"] for r in data["runs"]] == ["bm25", "hybrid", "rerank"]
     assert data["gold_changes"] == [{"row": 3, "note": "gold changed (50 queries)"}]
+    # counts and ids are numbers, as in eval run --json (they were the CSV's strings)
+    first = data["runs"][0]
+    assert all(isinstance(first[k], int) for k in ("rel_level", "n_queries") if first.get(k))
+    assert not any(isinstance(first.get(k), str) for k in ("run_id", "n_missing", "n_no_answer"))
     bad = cli("eval", "history", "--file", str(grown_history), "-m", "ndcg@10")
     assert bad.returncode == 2 and "no ndcg@10 in the history" in bad.stderr
 
