@@ -76,3 +76,26 @@ def test_the_count_left_out_counts_what_the_listing_does_not_show() -> None:
     start = shown.split("…")[0]
     assert start == "a" * 195
     assert shown.endswith(f"(+{len(text) - len(start)} characters)")
+
+
+def test_triage_cluster_shows_escapes_in_its_central_queries_as_marks(db_path: Path) -> None:
+    """The ``central:`` line printed a query's ESC, C1 and bidi override raw: a query could
+    retitle the terminal or redraw the line (every other listing shows them as U+FFFD)."""
+    long_cluster(db_path)
+    hostile = ["pay \x1b]0;PWNED\x07 bill", "c1 \x9b31m csi", "rtl \u202egnissim\u202c card"]
+    with open_store(db_path) as con, transaction(con):
+        con.execute("UPDATE triage_cluster_labels SET central = ? WHERE cluster_id = 99",
+                    [hostile])  # fmt: skip
+    out = run_cli("--db", str(db_path), "triage", "cluster", "99")
+    assert out.returncode == 0, out.stderr
+    central = next(line for line in out.stdout.splitlines() if line.startswith("central:"))
+    assert not any(c in central for c in "\x1b\x07\x9b\u202e\u202c"), repr(central)
+    assert "pay" in central and "\N{REPLACEMENT CHARACTER}" in central
+
+
+def test_triage_export_into_a_missing_folder_is_one_line(db_path: Path, tmp_path: Path) -> None:
+    long_cluster(db_path)
+    for name in ("q.csv", "q.parquet"):
+        out = run_cli("--db", str(db_path), "triage", "export", str(tmp_path / "no" / name))
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.startswith("error:") and "no folder" in out.stderr, out.stderr

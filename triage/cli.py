@@ -15,9 +15,11 @@ import typer
 
 from goldmine import signals
 from goldmine.config import settings
+from goldmine.errors import InputError
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
 from goldmine.output import Col, clip, console, count, fit_table, info, print_json, table
 from goldmine.store import open_store
+from goldmine.text import printable
 from goldmine.triage import runs
 from goldmine.triage.pipeline import run_triage, summary
 from goldmine.triage.queries import (
@@ -229,7 +231,8 @@ def export_cmd(
     as_json: JsonOption = False,
 ) -> None:
     """One row per distinct query: text, normalized, cluster, canonical, counts, signals, tags."""
-
+    if not file.parent.is_dir():  # polars' own error was a traceback, after the whole query
+        raise InputError(f"no folder {file.parent} to write {file.name} in", path=file)
     with open_store(db_flag(db), create=False) as con:
         runs.warn_unfinished(con)
         n = export_queries(con, file)
@@ -290,7 +293,8 @@ def cluster_cmd(
     if detail.get("terms"):
         console().print("terms: " + _terms(detail["terms"]), markup=False)
     if detail.get("central"):
-        console().print("central: " + " | ".join(map(clip, detail["central"])), markup=False)
+        central = (clip(_line(printable(q))) for q in detail["central"])
+        console().print("central: " + " | ".join(central), markup=False)
     rows = [
         _detail_row(q, prefix)
         for head in detail["queries"]
