@@ -113,13 +113,14 @@ _CJK = (
 CJK_RUN = re.compile(f"[{_CJK}]+")
 
 
+# bm25s's default words of two or more word characters, and one CJK character alone.
+PLAIN_PATTERN = f"(?u)\\b\\w\\w+\\b|[{_CJK}]"
+
+
 @functools.cache
-def token_pattern() -> str:
-    """bm25s's default words (``\\b\\w\\w+\\b``, two or more word characters) with combining marks
-    as word characters, or one CJK character alone. Hindi, Thai and Hebrew write vowels as marks,
-    which ``\\w`` is not, so "किताब" was cut into pieces at each; in text without marks a run of
-    two or more is what ``\\b\\w\\w+\\b`` matches. The marks' ranges are read from unicodedata
-    once (~25 ms)."""
+def _marks() -> str:
+    """The combining marks' ranges (U+0300 up to the supplementary ideographs) as the inside of
+    a regex character class, read from unicodedata once (~25 ms)."""
     ranges, start = [], None
     for code in range(0x300, 0x20000):
         mark = unicodedata.category(chr(code))[0] == "M"
@@ -128,7 +129,24 @@ def token_pattern() -> str:
         elif not mark and start is not None:
             ranges.append(f"{chr(start)}-{chr(code - 1)}")
             start = None
-    return f"(?u)[\\w{''.join(ranges)}]{{2,}}|[{_CJK}]"
+    return "".join(ranges)
+
+
+@functools.cache
+def marked_pattern() -> str:
+    """PLAIN_PATTERN with combining marks inside words: Hindi, Thai and Hebrew write vowels as
+    marks, which ``\\w`` is not, so "किताब" was cut into pieces at each. Two or more word
+    characters, or one before a mark, then marks and the word characters after them."""
+    m = _marks()
+    return f"(?u)(?:\\w\\w+|\\w(?=[{m}]))(?:[{m}]+\\w*)*|[{_CJK}]"
+
+
+def token_pattern(texts: Sequence[str]) -> str:
+    """The word pattern for a corpus: ``marked_pattern`` when a text holds a combining mark, else
+    PLAIN_PATTERN, which reads text without marks alike and a third faster (1.4x the CPU on
+    Cranfield's abstracts with the marks' class). ASCII texts are passed over at no cost."""
+    found = re.compile(f"[{_marks()}]").search
+    return marked_pattern() if any(not t.isascii() and found(t) for t in texts) else PLAIN_PATTERN
 
 
 def fold(text: str) -> str:
@@ -174,7 +192,9 @@ class BM25Retriever(Retriever):
 
         self._bm25s = bm25s
         self._stemmer = Stemmer.Stemmer("english")
-        tokens = self._tokenize(documents(titles, texts))
+        docs = [fold(t) for t in documents(titles, texts)]
+        self._pattern = token_pattern(docs)  # the queries' too: words read as the corpus's
+        tokens = self._tokenize(docs)
         # A corpus with no word to index (every chunk empty, punctuation or one-letter words)
         # has no index: bm25s cannot build one (max() of an empty vocabulary), and no query can
         # share a term with it, so every search finds nothing.
@@ -196,7 +216,7 @@ class BM25Retriever(Retriever):
             [cjk_bigrams(fold(t)) for t in texts],
             stopwords="en",
             stemmer=self._stemmer,
-            token_pattern=token_pattern(),
+            token_pattern=self._pattern,
             show_progress=False,
             **how,
         )

@@ -52,3 +52,11 @@ def test_bm25_finds_words_written_with_marks_widths_and_decomposed() -> None:
     queries = ["किताब", "كتاب", "ｐａｓｓｗｏｒｄ", "hoa\u0300n tie\u0302\u0300n", "ﾊﾟｽﾜｰﾄﾞ"]
     hits = retriever.search(queries, 1)
     assert [h[0][0] if h else None for h in hits] == ids
+
+
+def test_a_corpus_without_marks_keeps_the_plain_word_pattern() -> None:
+    """The marks' class costs a third more CPU per text: only a corpus holding a mark pays it."""
+    from goldmine.retrieval import PLAIN_PATTERN, marked_pattern, token_pattern
+
+    assert token_pattern(["Reset your password", "café crème", "重置密码"]) == PLAIN_PATTERN
+    assert token_pattern(["Reset your password", "मुझे अपनी किताब"]) == marked_pattern()
