@@ -26,11 +26,34 @@ from goldmine.ingest.target import Target
 _FALLBACK_TEXT = ("segment", "page_content", "abstract")
 
 ALIASES: dict[str, tuple[str, ...]] = {
-    "chunk_id": ("chunk_id", "id", "_id", "pid", "passage_id", "docid"),
+    # docno: TREC's and PyTerrier's; corpus_id: BEIR's qrels name (corpus-id in words)
+    "chunk_id": (
+        "chunk_id",
+        "id",
+        "_id",
+        "pid",
+        "passage_id",
+        "docid",
+        "docno",
+        "corpus_id",
+        "uuid",
+        "guid",
+    ),  # fmt: skip
     "doc_id": ("doc_id", "document_id", "parent_id", "source_id"),
     "title": ("title", "heading", "name", "wikipedia_title"),
     "url": ("url", "link", "source_url", "href"),
-    "text": ("text", "content", "contents", "body", "chunk", "passage", *_FALLBACK_TEXT),
+    "text": (
+        "text",
+        "content",
+        "contents",
+        "body",
+        "chunk",
+        "passage",
+        "paragraph",
+        "sentence",
+        "full_text",
+        *_FALLBACK_TEXT,
+    ),  # fmt: skip
 }
 
 COLUMNS = ("chunk_id", "doc_id", "title", "url", "text", "text_hash", "metadata")
@@ -55,6 +78,8 @@ def current_snapshot_id(con: duckdb.DuckDBPyConnection) -> int | None:
 
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping, strict=True)
+    if "chunk_id" not in fields and "doc_id" in fields:  # ir_datasets' docs: doc_id, text
+        fields["chunk_id"] = fields["doc_id"]  # a document is one chunk
     texts = [k for k in fields.get("text", []) if k.lower() not in _FALLBACK_TEXT]
     if texts and "text" not in mapping:
         fields["text"] = texts
@@ -89,7 +114,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
                  WHEN {kind} <> 'VARCHAR' AND NOT gm_paragraphs AND NOT gm_titled
                      THEN 'wrong type: text is ' || gm_jtype({kind})
             END AS reason,
-            {cid} AS chunk_id,
+            trim({cid}) AS chunk_id,  -- " d5 ": a log's ids are trimmed, so a click matches
             {val(fields, "doc_id")} AS doc_id,
             {title} AS title,
             {val(fields, "url")} AS url,
