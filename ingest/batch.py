@@ -413,6 +413,18 @@ def define_known(con: duckdb.DuckDBPyConnection, target: Target, check: bool = T
     body = f"EXISTS (SELECT 1 FROM {table} gm_t WHERE {match})"
     body = "false" if empty or not check else body
     con.execute(f"CREATE OR REPLACE TEMP MACRO gm_stored({', '.join(args)}) AS {body}")
+    # An event id stored for another query over a day away: another search, from an export
+    # that numbers each file's rows 1..N. The same event exported again keeps its query, and
+    # its time but for precision or a zone (a day at most).
+    query_hash = "gm_k.gm_query_hash" if apart else "hash(gm_k.query)"
+    other = (
+        f"EXISTS (SELECT 1 FROM {table} gm_k WHERE gm_k.event_id = gm_a AND gm_k.ts IS NOT NULL "
+        "AND abs(epoch(gm_k.ts) - epoch(gm_b)) > 86400 "
+        f"AND {query_hash} IS DISTINCT FROM hash(gm_c))"
+        if _timed_ids(target) and check and not empty
+        else "false"
+    )
+    con.execute(f"CREATE OR REPLACE TEMP MACRO gm_stored_for_another(gm_a, gm_b, gm_c) AS {other}")
     if target.place is not None:
         # the copy holds the known columns under their names (``expr AS name``)
         columns = [k.split(" AS ")[-1] for k in target.known] if apart else target.known
@@ -483,10 +495,17 @@ def _store_mark(con) -> tuple:
     return tuple(con.execute("SELECT count(*), max(batch_id) FROM import_batches").fetchall()[0])
 
 
+def _timed_ids(target: Target) -> bool:
+    """Whether the target's rows are events keyed by an id and stamped with a time."""
+    return target.key == ("event_id",) and "ts" in target.columns
+
+
 def _snapshot_known(con, target: Target) -> None:
     """Copy the stored rows' natural keys and line hashes into temp tables, for
     ``define_known`` to read while the store is let go."""
-    keys = ", ".join((*target.key, *target.known))
+    times = ("ts", "hash(query) AS gm_query_hash") if _timed_ids(target) else ()
+    times = tuple(c for c in times if c not in target.known)
+    keys = ", ".join((*target.key, *target.known, *times))
     # A target whose stage asks no stored key (a corpus snapshot): a copy of every stored chunk
     # id for each file of a sharded corpus would be wasted.
     none = "" if target.asks_stored else " WHERE false"
@@ -808,7 +827,18 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     good = _GOOD_NEW
     # The window that keeps a key's first row costs a sort; most files repeat no key. When one
     # does, every staged row has its record number in ``line`` (see ``_stage_jsonl``).
-    if repeats(con, target):
+    repeated = repeats(con, target)
+    if repeated and target.table == "search_events":
+        # A key made from the row's content ('h-…', no event id in the file) repeated is a search
+        # made again (a list of queries, a day's rows): each is stored, the n-th as KEY~n. A
+        # repeated id the file gives is one event written twice: its first row is kept.
+        good = f"""
+            SELECT * EXCLUDE (gm_n) REPLACE (
+                CASE WHEN gm_n > 1 THEN event_id || '~' || gm_n ELSE event_id END AS event_id)
+            FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY line) AS gm_n
+                  FROM ({good}))
+            WHERE gm_n = 1 OR starts_with(event_id, 'h-')"""
+    elif repeated:
         good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY line) = 1"
     sql = f"INSERT INTO {target.table} (batch_id, {cols}) SELECT ?, {cols} FROM ({good})"
     # Run in any order (import_source): the rows are then written compressed as they come,

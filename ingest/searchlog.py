@@ -189,7 +189,7 @@ def stage_sql(
         params["gm_reading"] = json.dumps([json.loads(params["gm_reading"]), ts_format, order])
     if ts_format:
         params["gm_ts_format"] = ts_format
-    q, ts = val(fields, "query"), val(fields, "ts")
+    q, ts, eid = val(fields, "query"), val(fields, "ts"), val(fields, "event_id")
     num = val(fields, "num_results")
     count = f"try_cast(try_cast({num} AS DOUBLE) AS INTEGER)"
     content = ", ".join(
@@ -237,8 +237,15 @@ def stage_sql(
             SELECT *, gm_seen OR gm_stored(gm_key) AS gm_known
             FROM (
                 SELECT *, {_time(ts, ts_format, order)} AS gm_t, gm_dmy_shown({ts}) AS gm_dates,
-                       CASE WHEN NOT gm_seen THEN coalesce({val(fields, "event_id")},
-                           'h-' || gm_content_hash(concat_ws(chr(31), {content}))) END AS gm_key
+                       CASE WHEN gm_seen THEN NULL
+                            WHEN {eid} IS NULL
+                                THEN 'h-' || gm_content_hash(concat_ws(chr(31), {content}))
+                            -- an id stored for another query days away: this file numbers
+                            -- its rows as another did (1..N a file): another search
+                            WHEN gm_t IS NOT NULL
+                                 AND gm_stored_for_another({eid}, gm_t, trim({q}))
+                                THEN {eid} || '@' || strftime(gm_t, '%Y%m%dT%H%M%S')
+                            ELSE {eid} END AS gm_key
                 FROM ({access}))))
     """
     return sql, params

@@ -330,19 +330,52 @@ def _sql(spark: SparkSession, duckdb_sql: str, **args: Any) -> DataFrame:
     return spark.sql(signals.to_spark(duckdb_sql), args=args or None)
 
 
+def stored_events(events: DataFrame) -> DataFrame:
+    """The good events of ``events`` as the DuckDB engine stores them: a key's rows in the first
+    file that has it (a later file's are already stored); there, a key made from the content
+    ('h-…') repeated is a search made again, the n-th stored as KEY~n, and a repeated event id
+    keeps its first row."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    # An id a later file gives another query over a day away is another search (a file that
+    # numbers its rows 1..N), as the DuckDB engine keys it against the stored row: ID@TIME.
+    key = F.col("event_key")
+    earliest = Window.partitionBy("event_key").orderBy("file", "pos")
+    ts0, q0 = F.first("ts").over(earliest), F.first("query").over(earliest)
+    another = (
+        ~key.startswith("h-")
+        & (F.col("file") != F.first("file").over(earliest))
+        & (F.abs(F.unix_timestamp("ts") - F.unix_timestamp(ts0)) > 86400)
+        & ~F.col("query").eqNullSafe(q0)
+    )
+    dated = F.concat(key, F.lit("@"), F.date_format("ts", "yyyyMMdd'T'HHmmss"))
+    events = events.where(F.col("reason").isNull()).withColumn(
+        "event_key", F.when(another, dated).otherwise(key)
+    )
+    in_file = Window.partitionBy("event_key", "file").orderBy("pos")
+    n = F.col("gm_n")
+    first = (F.col("file") == F.col("gm_first")) & ((n == 1) | F.col("event_key").startswith("h-"))
+    renamed = F.when(n > 1, F.concat(F.col("event_key"), F.lit("~"), n.cast("string")))
+    return (
+        events.where(F.col("reason").isNull())
+        .withColumn("gm_n", F.row_number().over(in_file))
+        .withColumn("gm_first", F.min("file").over(Window.partitionBy("event_key")))
+        .where(first)
+        .withColumn("event_key", renamed.otherwise(F.col("event_key")))
+        .drop("gm_n", "gm_first")
+    )
+
+
 def summarize(spark: SparkSession, events: DataFrame, window_s: int) -> DataFrame:
-    """The good events of ``events`` (deduplicated by key) rolled up per source, day and
+    """The good events of ``events`` (``stored_events``) rolled up per source, day and
     normalized query by the rules triage runs in DuckDB."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    first = Window.partitionBy("event_key").orderBy("file", "pos")
-    good = (
-        events.where(F.col("reason").isNull())
-        .withColumn("gm_rank", F.row_number().over(first))
-        .where(F.col("gm_rank") == 1)
-        # a file is one import batch in the DuckDB engine: does it record clicks at all?
-        .withColumn("tracks_clicks", F.max(F.col("clicks") > 0).over(Window.partitionBy("file")))
+    # a file is one import batch in the DuckDB engine: does it record clicks at all?
+    good = stored_events(events).withColumn(
+        "tracks_clicks", F.max(F.col("clicks") > 0).over(Window.partitionBy("file"))
     )
     good.createOrReplaceTempView("gm_good")
     ascii_norm = _sql(spark, f"SELECT *, {norm_sql('query')} AS gm_norm FROM gm_good")

@@ -53,7 +53,7 @@ def run(spark: SparkSession, events: DataFrame, options: read.Options, out: str)
         rows_in = sum(g["n"] for g in groups)
         reasons = _examples(groups)
         rejected = sum(r["n"] for r in reasons)
-        stored = slim.where(F.col("reason").isNull()).select("event_key").distinct().count()
+        stored = translate.stored_events(slim).count()
         summary = translate.summarize(spark, slim, options.window_s)
         summary.write.mode("overwrite").parquet(out)
     finally:
