@@ -59,7 +59,9 @@ def warn(message: str) -> None:
     endpoint's words, and a '[/red]' in one crashed rich's markup parser."""
     from rich.markup import escape
 
-    err_console().print(f"[yellow]warning:[/] {escape(message)}", markup=True, highlight=False)
+    err_console().print(
+        f"[yellow]warning:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True
+    )
 
 
 def info(message: str) -> None:

@@ -175,3 +175,15 @@ def test_an_excel_workbook_says_to_save_it_as_csv(cli, tmp_path) -> None:
         z.writestr("xl/workbook.xml", "<workbook/>")
     result = gold_import(cli, tmp_path, {}, "labels.xlsx")
     assert_one_error_line(result, "Excel", "CSV")
+
+
+def test_a_long_warning_is_one_line_through_a_pipe(cli, tmp_path) -> None:
+    """Warnings were folded at 80 columns away from a terminal ("... `gold \\ndrift` lists
+    them"): a log line is one line for grep, as info's are."""
+    (tmp_path / "labels.csv").write_text(LABELLED)
+    result = cli("--db", str(tmp_path / "s.duckdb"), "gold", "import", str(tmp_path / "labels.csv"),
+                 "--grade-map", LABEL_MAP, env={"COLUMNS": "80"})  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines and all(line.startswith("warning:") for line in lines), result.stderr
+    assert any("`gold drift` lists them" in line for line in lines)
