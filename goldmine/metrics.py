@@ -219,20 +219,33 @@ def parse_metric(text: str) -> Metric:
         raise InputError(f"unknown metric {text.strip()!r}; valid metrics: {valid_names()}")
     if k is not None and k < 1:
         raise InputError(f"metric {text.strip()!r}: the cut-off k must be at least 1")
+    if k is not None and family == "r_precision":  # its cut-off is R, each query's own
+        raise InputError(f"metric {text.strip()!r}: r_precision (Rprec) takes no cut-off: its "
+                         "rank is each query's number of relevant chunks")  # fmt: skip
     if k is None and FAMILIES[family].needs_k:
         raise InputError(f"metric {text.strip()!r} needs a cut-off, e.g. {family}@10")
     return Metric(family, k)
 
 
+# trec_eval's measures named without their cut-off stand for its cut-offs (``-m map_cut`` is
+# map_cut_5 to map_cut_1000, ``-m success`` success_1, _5 and _10).
+_TREC_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+_CUT_FAMILIES = {"map_cut": ("map", _TREC_CUTS), "ndcg_cut": ("ndcg", _TREC_CUTS),
+                 "p": ("precision", _TREC_CUTS), "success": ("recall", (1, 5, 10))}  # fmt: skip
+
+
 def parse_metrics(texts: str | Iterable[str]) -> list[Metric]:
-    """A comma-separated list (or several) of names, parsed, duplicates dropped, order kept."""
+    """A comma-separated list (or several) of names, parsed, duplicates dropped, order kept; a
+    trec_eval measure named without its cut-off (``map_cut``, ``ndcg_cut``, ``P``, ``success``)
+    is each of trec_eval's cut-offs for it."""
     if isinstance(texts, str):
         texts = [texts]
     seen: dict[str, Metric] = {}
     for text in texts:
         for part in text.split(","):
-            if part.strip():
-                metric = parse_metric(part)
+            cut = _CUT_FAMILIES.get(part.strip().lower())
+            found = [Metric(cut[0], k) for k in cut[1]] if cut else []
+            for metric in found or ([parse_metric(part)] if part.strip() else []):
                 seen.setdefault(metric.name, metric)
     if not seen:
         raise InputError(f"no metrics given; valid metrics: {valid_names()}")

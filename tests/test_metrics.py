@@ -8,6 +8,7 @@ import pytest
 
 from goldmine.errors import InputError
 from goldmine.metrics import (
+    Metric,
     aggregate,
     average_precision,
     frac_recall,
@@ -153,3 +154,24 @@ def test_metric_needing_k_says_so() -> None:
 def test_parse_metrics_keeps_order_and_drops_duplicates() -> None:
     names = [m.name for m in parse_metrics("recall@5, ndcg_cut_10,recall@5,ndcg@10")]
     assert names == ["recall@5", "ndcg@10"]
+
+
+# trec_eval's measures named without a cut-off are its cut-offs: -m map_cut is map_cut_5 to
+# map_cut_1000. goldmine read map_cut and ndcg_cut as the uncut map and ndcg, and refused P.
+TREC_CUTS = [5, 10, 15, 20, 30, 100, 200, 500, 1000]
+
+
+@pytest.mark.parametrize(
+    ("name", "family", "cuts"),
+    [("map_cut", "map", TREC_CUTS), ("ndcg_cut", "ndcg", TREC_CUTS),
+     ("P", "precision", TREC_CUTS), ("success", "recall", [1, 5, 10])],
+)  # fmt: skip
+def test_a_trec_eval_measure_without_its_cut_off_is_its_cut_offs(name, family, cuts) -> None:
+    assert parse_metrics(name) == [Metric(family, k) for k in cuts]
+    assert parse_metrics(f"mrr,{name}_10")[1] == Metric(family, 10)
+
+
+@pytest.mark.parametrize("name", ["r_precision@5", "Rprec@2", "Rprec_10"])
+def test_r_precision_takes_no_cut_off(name) -> None:
+    with pytest.raises(InputError, match="no cut-off"):
+        parse_metrics(name)
