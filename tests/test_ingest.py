@@ -469,12 +469,13 @@ def test_overlap_old_rows_are_checked_first_but_still_rejected_counted_and_water
     second = write_jsonl(
         tmp_path / "b.jsonl",
         [
-            event(1, ts="2026-12-31T23:00:00Z"),  # stored: its ts still sets the watermark
+            # stored (a time a few hours off is the same event): its ts still sets the watermark
+            event(1, ts="2026-11-21T23:00:00Z"),
             event(2, query=""),  # a stored key, but the row is bad now: a reject
             keyless,  # stored under its content key
             event(1),  # stored, twice in this file
-            event(3, result_ids="a, b|c", clicked_ids=[{"id": "b"}]),
-            event(3),  # new, twice in this file: the first one is kept
+            event(3, ts="2026-11-20T10:00:03Z", result_ids="a, b|c", clicked_ids=[{"id": "b"}]),
+            event(3, ts="2026-11-20T10:00:03Z"),  # new, twice in this file: the first is kept
         ],
     )
     with open_store(db_path) as con:
@@ -491,7 +492,7 @@ def test_overlap_old_rows_are_checked_first_but_still_rejected_counted_and_water
         ).fetchall()
     assert counts(result.total) == (6, 1, 1, 4)
     assert rows == [("e3", "query number 3", ["a", "b", "c"], 2, ["b"], "s1")]
-    assert watermark == [("2026-12-31 23:00:00",)]
+    assert watermark == [("2026-11-21 23:00:00",)]
 
 
 def test_parquet_string_lists_pass_through_and_key_like_the_same_jsonl(tmp_path, db_path):

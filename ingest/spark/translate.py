@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine import signals
 from goldmine.errors import InputError
+from goldmine.ingest.batch import NUMBERED
 from goldmine.ingest.fields import NestedKey, resolve_fields
 from goldmine.ingest.logformats import BLANK, NO_QUERY
 from goldmine.ingest.redact import Redactor
@@ -338,16 +339,15 @@ def stored_events(events: DataFrame) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    # An id a later file gives another query over a day away is another search (a file that
-    # numbers its rows 1..N), as the DuckDB engine keys it against the stored row: ID@TIME.
+    # An id of digits alone a later file gives a time over a day away is another search (a file
+    # that numbers its rows 1..N), as the DuckDB engine keys it against the stored row: ID@TIME.
     key = F.col("event_key")
     earliest = Window.partitionBy("event_key").orderBy("file", "pos")
-    ts0, q0 = F.first("ts").over(earliest), F.first("query").over(earliest)
+    ts0 = F.first("ts").over(earliest)
     another = (
-        ~key.startswith("h-")
+        key.rlike(f"^{NUMBERED}$")
         & (F.col("file") != F.first("file").over(earliest))
         & (F.abs(F.unix_timestamp("ts") - F.unix_timestamp(ts0)) > 86400)
-        & ~F.col("query").eqNullSafe(q0)
     )
     dated = F.concat(key, F.lit("@"), F.date_format("ts", "yyyyMMdd'T'HHmmss"))
     events = events.where(F.col("reason").isNull()).withColumn(
