@@ -370,19 +370,46 @@ _RAW_LINE_OPTIONS = """columns = {'raw': 'VARCHAR'}, header = false, delim = chr
 RAW_LINE_OPTIONS, NOT_BLANK, OBJECT = _RAW_LINE_OPTIONS, _NOT_BLANK, _OBJECT
 
 
-def sample_keys(con: duckdb.DuckDBPyConnection, item: InputFile, sample: int = 20000) -> list[str]:
-    """Field names from a JSONL file's first records, read straight from the file."""
+def sample_keys(
+    con: duckdb.DuckDBPyConnection, item: InputFile, sample: int | None = None
+) -> list[str]:
+    """Field names of a JSONL file's records, read straight from the file: in the order the
+    first 20,000 records write them, then any later record's, sorted; of the first ``sample``
+    only when given. Every record's, since a field first written after the first 20,000 (a
+    deploy's mid-week addition) was stored as nothing: the later keys cost one more pass of
+    the lines, their keys only, on every core (~0.1 s for 300k lines)."""
     records = f"""SELECT raw, row_number() OVER () AS line
                   FROM read_csv($gm_path, {_RAW_LINE_OPTIONS}) LIMIT $n"""
-    params = {"gm_path": str(item.path), "gm_compression": item.compression, "n": sample}
+    params = {"gm_path": str(item.path), "gm_compression": item.compression}
+    first = min(sample or _KEY_SAMPLE, _KEY_SAMPLE)
     try:
-        return _first_seen_keys(con, records, params)
-    except duckdb.IOException as exc:  # a compressed stream cut short within the sample
+        keys = _first_seen_keys(con, records, {**params, "n": first})
+        if sample is not None or _lines_below(con, params, first):
+            return keys
+        later = run_sql(
+            con,
+            "SELECT DISTINCT unnest(try(json_keys(raw))) AS k "
+            f"FROM read_csv($gm_path, {_RAW_LINE_OPTIONS}) ORDER BY k",
+            params,
+        ).fetchall()
+    except duckdb.IOException as exc:  # a compressed stream cut short
         raise InputError(
             f"cannot read: {str(exc).splitlines()[0].removeprefix('IO Error: ')}: the file is "
             "truncated or damaged; nothing from it was stored",
             path=item.path,
         ) from None
+    seen = set(keys)
+    return keys + [k for (k,) in later if k is not None and k not in seen]
+
+
+# The records whose keys give their order (a file's usual layout); later ones add keys only.
+_KEY_SAMPLE = 20000
+
+
+def _lines_below(con: duckdb.DuckDBPyConnection, params: dict, n: int) -> bool:
+    """Whether the file has fewer than ``n`` lines: the first ``n`` records were all of it."""
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM read_csv($gm_path, {_RAW_LINE_OPTIONS}) LIMIT $n)"
+    return run_sql(con, sql, {**params, "n": n}).fetchall()[0][0] < n
 
 
 def parquet_schema(con: duckdb.DuckDBPyConnection, item: InputFile) -> dict[str, str]:
@@ -600,10 +627,9 @@ def run_sql(con: duckdb.DuckDBPyConnection, sql: str, params: dict):
     return con.execute(sql, {k: v for k, v in params.items() if k in used})
 
 
-def discover_keys(con: duckdb.DuckDBPyConnection, sample: int = 20000) -> list[str]:
-    """The field names seen in the first records of ``gm_raw``, in first-seen order."""
-    records = "SELECT raw, line FROM gm_raw WHERE err IS NULL LIMIT $n"
-    return _first_seen_keys(con, records, {"n": sample})
+def discover_keys(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The field names of every record of ``gm_raw``, in first-seen order."""
+    return _first_seen_keys(con, "SELECT raw, line FROM gm_raw WHERE err IS NULL", {})
 
 
 def _first_seen_keys(con: duckdb.DuckDBPyConnection, records: str, params: dict) -> list[str]:

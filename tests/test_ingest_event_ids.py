@@ -66,3 +66,28 @@ def test_identical_rows_without_an_id_are_each_a_search(cli, tmp_path) -> None:
     (tmp_path / "grown.csv").write_text(daily + "2026-11-24,cancel order\n")
     grown = ingest(cli, db, tmp_path / "grown.csv")
     assert grown["stored"] == 1 and grown["already_present"] == 5, grown
+
+
+def test_a_field_first_written_after_twenty_thousand_records_is_read(cli, tmp_path) -> None:
+    """Keys were taken from a file's first 20,000 records: a field a deploy added mid-week
+    (clicked_ids, a corpus's title) was stored as nothing, exit 0."""
+    from helpers import write_jsonl
+
+    rows = [{"event_id": f"e{i}", "query": f"q {i % 50}", "ts": "2026-11-23T10:00:00Z"}
+            for i in range(20010)]  # fmt: skip
+    for row in rows[20000:]:
+        row.update(clicked_ids=["d1"], user_id="u1")
+    db = tmp_path / "s.duckdb"
+    ingest(cli, db, write_jsonl(tmp_path / "late.jsonl", rows))
+    with open_store(db) as con:
+        got = con.execute("SELECT count(clicked_ids), count(user_id) FROM search_events").fetchall()
+    assert got == [(10, 10)]
+    docs = [{"id": f"d{i}", "text": f"t{i}"} for i in range(20010)]
+    for doc in docs[20000:]:
+        doc["title"] = "late title"
+    corpus = tmp_path / "c.duckdb"
+    path = write_jsonl(tmp_path / "c.jsonl", docs)
+    result = cli("--db", str(corpus), "ingest", "corpus", str(path))
+    assert result.returncode == 0, result.stderr
+    with open_store(corpus) as con:
+        assert con.execute("SELECT count(title) FROM chunks").fetchall() == [(10,)]
