@@ -212,19 +212,36 @@ def build_query_days(con: duckdb.DuckDBPyConnection, since: datetime | None = No
     )
     con.execute(
         f"INSERT INTO triage_query_days ({columns}) SELECT {columns} FROM search_summaries "
-        "WHERE ?::TIMESTAMP IS NULL OR last_seen >= ?::TIMESTAMP",
+        f"WHERE ({_IN_WINDOW}) AND norm_query <> ''",
         [since, since],
     )
     return con.execute("SELECT coalesce(sum(n_events), 0) FROM triage_query_days").fetchall()[0][0]
 
 
+_IN_WINDOW = "?::TIMESTAMP IS NULL OR last_seen >= ?::TIMESTAMP"
+
+
 def summary_events(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> int:
-    """Events counted by the imported summaries in the window (they have no per-event rows)."""
+    """Events counted by the imported summaries in the window (they have no per-event rows),
+    but for queries of no words."""
     return con.execute(
         "SELECT coalesce(sum(n_events), 0) FROM search_summaries "
-        "WHERE ?::TIMESTAMP IS NULL OR last_seen >= ?::TIMESTAMP",
+        f"WHERE ({_IN_WINDOW}) AND norm_query <> ''",
         [since, since],
     ).fetchall()[0][0]
+
+
+def wordless_summaries(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> Wordless:
+    """The summaries' searches of no letter or digit (an analytics export's "👍", "???"): left
+    out as such events are (``normalize_events``), and counted. They were one summary of the
+    empty normalized text, a top cluster and a starter pick."""
+    n, examples = con.execute(
+        "SELECT coalesce(sum(n), 0), list(q ORDER BY n DESC, q)[:3] FROM ("
+        "SELECT s.query AS q, sum(s.n) AS n FROM (SELECT unnest(spellings) AS s "
+        f"FROM search_summaries WHERE ({_IN_WINDOW}) AND norm_query = '') GROUP BY q)",
+        [since, since],
+    ).fetchall()[0]
+    return Wordless(int(n), tuple(examples or ()))
 
 
 def aggregate_queries(con: duckdb.DuckDBPyConnection, since: datetime | None = None) -> int:

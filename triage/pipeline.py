@@ -38,6 +38,7 @@ from goldmine.triage.events import (
     mark_session_signals,
     normalize_events,
     summary_events,
+    wordless_summaries,
 )
 
 if TYPE_CHECKING:
@@ -265,7 +266,9 @@ def _cluster(inputs: ClusterInputs, x: np.ndarray, builder: IndexBuilder | None)
 
 def _events(con: duckdb.DuckDBPyConnection, since: datetime | None, result: RunResult) -> int:
     kept, wordless = normalize_events(con, since)
-    result.n_no_words, result.no_words_examples = wordless.n_events, list(wordless.examples)
+    summaries = wordless_summaries(con, since)
+    result.n_no_words = wordless.n_events + summaries.n_events
+    result.no_words_examples = [*wordless.examples, *summaries.examples][:3]
     # Events imported as Spark summaries have no per-event rows: they count all the same.
     n = kept + summary_events(con, since)
     if not n:
