@@ -208,12 +208,23 @@ def compare_runs(
                 "the verdict follows the test (the interval is per metric, uncorrected, and "
                 "optimistic on few changed queries)"
             )
+    if levels_differ(a, b):
+        comparison.notes.append(
+            f"{a.label} was scored at -l {a.rel_level} and {b.label} at -l {b.rel_level}: a "
+            "relevant chunk is another grade on each side, so a difference may be the level's, "
+            "not the retriever's"
+        )
     if a.gold_hash and b.gold_hash and a.gold_hash != b.gold_hash:
         comparison.notes.append(
             "A and B were scored against different gold sets: compared on the queries both "
             "have; a query whose judgments changed between the two counts as a change"
         )
     return comparison
+
+
+def levels_differ(a: ScoreTable, b: ScoreTable) -> bool:
+    """Whether the two sides were scored at two relevance levels (``-l``), both known."""
+    return a.rel_level is not None and b.rel_level is not None and a.rel_level != b.rel_level
 
 
 def _pick_metrics(a: ScoreTable, b: ScoreTable, metrics: Sequence[str] | str | None) -> list[str]:

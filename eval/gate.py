@@ -88,17 +88,26 @@ def worse_than(
     run id or label, a history row, or a run file scored against ``gold``). The metrics compared
     are those both have (or ``metrics``), Holm-corrected.
     """
-    from goldmine.eval.compare import compare_runs
+    from goldmine.eval.compare import compare_runs, levels_differ
 
     new = _as_scores(outcome_scores)
     names = list(metrics) if metrics is not None else None
     reference = resolve_side(ref, con, gold, metrics=names or new.metric_names)
     if con is not None and new.run_id is not None and reference.run_id == new.run_id:
         reference = _earlier_run(con, ref, new.run_id)
+    if levels_differ(reference, new):  # the same run at -l 2 is "worse" than itself at -l 1
+        raise InputError(
+            f"--fail-if-worse-than {ref}: {reference.label} was scored at -l "
+            f"{reference.rel_level} and this run at -l {new.rel_level}; gate against a run scored "
+            "at the same level"
+        )
     comparison = compare_runs(
         reference, new, names, permutations=permutations, seed=seed, alpha=alpha
     )
-    return worse_line(comparison)
+    line = worse_line(comparison)
+    if line and reference.gold_hash and new.gold_hash and reference.gold_hash != new.gold_hash:
+        line += " (scored against another gold set: a changed judgment counts as a change)"
+    return line
 
 
 def worse_line(comparison: Comparison) -> str | None:
@@ -149,6 +158,7 @@ def _as_scores(value: Any) -> Any:
             texts=texts,
             gold_hash=value.gold.hash,
             run_id=getattr(value, "run_id", None),
+            rel_level=result.rel_level,
         )
     if isinstance(value, Mapping):
         return ScoreTable({str(q): dict(v) for q, v in value.items()}, label="this run")

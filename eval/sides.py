@@ -37,6 +37,7 @@ class ScoreTable:
     source: str = ""
     gold_hash: str | None = None
     run_id: int | None = None
+    rel_level: int | None = None  # the -l it was scored at, where known
 
     @property
     def metric_names(self) -> list[str]:
@@ -95,6 +96,7 @@ def stored_side(con: duckdb.DuckDBPyConnection, ref: str) -> ScoreTable:
         source=f"stored run {run_id}: {run['run_source']} on {run['gold_source']}",
         gold_hash=run["gold_hash"],
         run_id=run_id,
+        rel_level=None if run.get("rel_level") is None else int(run["rel_level"]),
     )
 
 
@@ -122,6 +124,7 @@ def _file_side(
         texts=texts,
         source=f"run file {ref} on {gold.source}",
         gold_hash=gold.hash,
+        rel_level=rel_level,
     )
 
 

@@ -386,3 +386,26 @@ def test_fail_if_worse_than_uses_the_compare_verdict(cli, tmp_path: Path, db_pat
     assert worse.returncode == 1
     assert worse.stderr.startswith("gate failed: worse than run 1 (good) on 30 common queries")
     assert len(worse.stderr.strip().splitlines()) == 1
+
+
+def test_runs_scored_at_two_relevance_levels_are_not_compared_as_alike(cli, db_path, tmp_path):
+    """The same run file scored at -l 1 and gated at -l 2 against it failed "worse than run 1"
+    (exit 1); eval compare of the two called one better with no note."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(
+        json.dumps({"query_id": f"q{i}", "query": f"query {i}",
+                    "relevant": {f"d{i}": 2, f"e{i}": 1}}) + "\n" for i in range(30)))  # fmt: skip
+    run = tmp_path / "run.jsonl"
+    run.write_text("".join(
+        json.dumps({"query_id": f"q{i}", "results": [f"e{i}", f"d{i}"]}) + "\n"
+        for i in range(30)))  # fmt: skip
+    base = ["eval", "run", "-g", str(gold), "-r", str(run), "-m", "mrr", "--db", str(db_path)]
+    assert cli(*base, "-l", "1", "--label", "one").returncode == 0
+    gated = cli(*base, "-l", "2", "--no-store", "--fail-if-worse-than", "one")
+    assert gated.returncode == 2, gated.stderr
+    assert "-l 1" in gated.stderr and "-l 2" in gated.stderr, gated.stderr
+    assert cli(*base, "-l", "2", "--label", "two").returncode == 0
+    compared = cli("eval", "compare", "one", "two", "--json", "--db", str(db_path))
+    assert compared.returncode == 0, compared.stderr
+    notes = " ".join(json.loads(compared.stdout)["notes"])
+    assert "-l 1" in notes and "-l 2" in notes, notes
