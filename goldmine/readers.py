@@ -795,7 +795,7 @@ def detect_run_format(data: bytes, text: str | None) -> str:
         return "trec"
     if _looks_like_msmarco_run(first):
         return "msmarco"
-    if "," in first or "\t" in first:
+    if "," in first or "\t" in first or ";" in first:
         return "csv"
     if len(fields) == 5 and _parses(fields[3]) and _parses(fields[4], float):
         raise InputError(
@@ -909,20 +909,45 @@ def _run_trec(text: str, path: Path) -> Run:
 
 def _looks_like_msmarco_run(first: str) -> bool:
     """MS MARCO's run layout, ``qid<TAB>docid<TAB>rank`` with no header (the leaderboard's
-    script reads it, Pyserini writes it with ``--output-format msmarco``)."""
+    script reads it, Pyserini writes it with ``--output-format msmarco``), or with the score
+    after the rank, as other tools write it."""
     fields = first.strip().split("\t")
-    return len(fields) == 3 and all(fields) and _parses(fields[2].strip())
+    return (
+        len(fields) in (3, 4)
+        and all(fields)
+        and _parses(fields[2].strip())
+        and (len(fields) == 3 or _parses(fields[3].strip(), float))
+    )
 
 
 def _run_msmarco(text: str, path: Path) -> Run:
     rows = []
     for number, line in _records(text):
         fields = line.strip().split("\t")
-        if len(fields) != 3:
-            raise InputError(f"an MS MARCO run line is 'qid<TAB>docid<TAB>rank'; this one has "
-                             f"{len(fields)} fields", path=path, line=number)  # fmt: skip
+        if len(fields) not in (3, 4):
+            said = f"this one has {len(fields)} fields"
+            raise InputError(f"an MS MARCO run line is 'qid<TAB>docid<TAB>rank[<TAB>score]'; "
+                             f"{said}", path=path, line=number)  # fmt: skip
         rows.append({"qid": fields[0].strip(), "docid": fields[1].strip(), "rank": fields[2]})
+    _check_ranks(rows, path)
     return _rows_to_run(rows, "qid", "docid", "rank", None, "msmarco", False, path, first_line=1)
+
+
+def _check_ranks(rows: list[dict], path: Path) -> None:
+    """A query's ranks start at 1 (or 0): a third column of scores (``q1 d1 87``) read as ranks
+    put the run in reverse, without a word."""
+    lowest: dict[str, float] = {}
+    for row in rows:
+        rank = float(row["rank"]) if _parses(row["rank"].strip(), float) else 0.0
+        lowest[row["qid"]] = min(rank, lowest.get(row["qid"], rank))
+    off = next(((q, r) for q, r in lowest.items() if r > 1), None)
+    if off is not None:
+        raise InputError(
+            f"query {off[0]}'s ranks start at {off[1]:g}, not 1: an MS MARCO run's third column "
+            "is the rank; if it holds scores, write the run as TREC ('qid Q0 docid rank score "
+            "tag') or as a CSV with a header naming a score column",
+            path=path,
+        )
 
 
 def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list[float] | None]:
@@ -1015,11 +1040,12 @@ def _pick(columns: list[str], candidates: tuple[str, ...]) -> str | None:
 
 
 def _table_columns(columns: list[str], path: Path) -> tuple[str, bool, str, str | None, str | None]:
-    qcol = _pick(columns, ("query_id", "qid", "query-id"))
+    qcol = _pick(columns, ("query_id", "qid", "query-id", "queryid", "topic", "topic_id"))
     keyed_by_text = qcol is None
     if qcol is None:
         qcol = _pick(columns, ("query", "query_text"))
-    dcol = _pick(columns, ("doc_id", "docid", "chunk_id", "corpus-id", "corpus_id", "docno"))
+    dcol = _pick(columns, ("doc_id", "docid", "chunk_id", "corpus-id", "corpus_id", "docno",
+                           "pid", "passage_id", "document_id"))  # fmt: skip
     rcol = _pick(columns, ("rank",))
     scol = _pick(columns, ("score",))
     if qcol is None or dcol is None or (rcol is None and scol is None):
@@ -1074,12 +1100,22 @@ def _rows_to_run(
 
 def _run_csv(text: str, path: Path) -> Run:
     sample = text[:4096]
-    delimiter = "\t" if sample.count("\t") > sample.count(",") else ","
+    header = first_line(text)
+    delimiter = (
+        "\t"
+        if sample.count("\t") > sample.count(",")
+        else ";"
+        if header.count(";") > header.count(",")
+        else ","
+    )
     reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
     if not reader.fieldnames:
         raise InputError("empty CSV file", path=path)
     qcol, by_text, dcol, rcol, scol = _table_columns(list(reader.fieldnames), path)
-    return _rows_to_run(reader, qcol, dcol, rcol, scol, "csv", by_text, path, first_line=2)
+    rows: Iterable[dict] = reader
+    if delimiter == ";" and scol is not None:  # Excel's semicolons write a decimal comma
+        rows = ({**r, scol: (r[scol] or "").replace(",", ".")} for r in reader)
+    return _rows_to_run(rows, qcol, dcol, rcol, scol, "csv", by_text, path, first_line=2)
 
 
 def _run_parquet(path: Path) -> Run:

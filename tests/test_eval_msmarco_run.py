@@ -45,3 +45,28 @@ def test_a_line_of_another_width_names_the_layout(tmp_path: Path) -> None:
     path.write_text("1\td2\t1\n1\td1\n")
     with pytest.raises(InputError, match=r"qid<TAB>docid<TAB>rank"):
         read_run(path)
+
+
+def test_the_layouts_of_msmarco_runs_other_tools_write(tmp_path: Path) -> None:
+    """``qid pid rank score`` (four columns), a header row (``qid pid rank``, ``QueryId DocId
+    Score``), Excel's semicolons: each was refused ("this one has 4 fields", "cannot tell the
+    run format")."""
+    want = {"1": ["d1", "d2"], "2": ["d3"]}
+    files = {
+        "four.tsv": "1\td2\t2\t3.5\n1\td1\t1\t7.25\n2\td3\t1\t1.0\n",
+        "header.tsv": "qid\tpid\trank\n1\td2\t2\n1\td1\t1\n2\td3\t1\n",
+        "topics.tsv": "topic\tdocno\tscore\n1\td2\t0.5\n1\td1\t0.9\n2\td3\t0.1\n",
+        "words.csv": "QueryId,DocId,Score\n1,d2,0.5\n1,d1,0.9\n2,d3,0.1\n",
+        "excel.csv": "query_id;doc_id;score\n1;d2;0,5\n1;d1;0,9\n2;d3;0,1\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        assert read_run(tmp_path / name).results == want, name
+
+
+def test_a_third_column_of_scores_is_not_read_as_ranks(tmp_path: Path) -> None:
+    """``q1 d1 87`` (a score) was read as rank 87, the order reversed, exit 0."""
+    path = tmp_path / "scores.tsv"
+    path.write_text("q1\td1\t87\nq1\td2\t54\nq1\td3\t12\n")
+    with pytest.raises(InputError, match="rank"):
+        read_run(path)
