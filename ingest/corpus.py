@@ -142,21 +142,53 @@ def store_snapshot(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
                         target.options.get("label"))  # fmt: skip
 
 
+# What tells a snapshot from the last: every stored field of every chunk. Snapshots stored
+# before titles, urls and metadata counted were hashed on ids and texts alone (_TEXT_ROW).
+_TEXT_ROW = "chunk_id || chr(9) || text_hash"
+_WHOLE_ROW = (
+    f"{_TEXT_ROW} || chr(9) || coalesce(doc_id, '') || chr(9) || coalesce(title, '') || chr(9) "
+    "|| coalesce(url, '') || chr(9) || coalesce(metadata::VARCHAR, '')"
+)
+
+
+def _hash(row: str) -> str:
+    return f"sha256(coalesce(string_agg({row}, chr(10) ORDER BY chunk_id), ''))"
+
+
+def _same_snapshot(
+    con: duckdb.DuckDBPyConnection, current: int, content_hash: str, texts_hash: str
+) -> bool:
+    """Whether the chunks hashed are the current snapshot's, every field. A snapshot hashed on
+    ids and texts alone (stored before) whose texts are these is compared field by field once,
+    and stored with the whole hash when it holds."""
+    stored = con.execute(
+        "SELECT content_hash FROM corpus_snapshots WHERE snapshot_id = ?", [current]
+    ).fetchall()[0][0]
+    if stored == content_hash or stored != texts_hash:
+        return stored == content_hash
+    whole = con.execute(
+        f"SELECT {_hash(_WHOLE_ROW)} FROM chunks WHERE snapshot_id = ?", [current]
+    ).fetchall()[0][0]
+    if whole != content_hash:
+        return False
+    con.execute(
+        "UPDATE corpus_snapshots SET content_hash = ? WHERE snapshot_id = ?",
+        [content_hash, current],
+    )
+    return True
+
+
 def _snapshot_of(
     con: duckdb.DuckDBPyConnection, rows: str, order: str, batch_id: int, label: str | None
 ) -> int:
     """A new snapshot of the chunks ``rows`` (a table or a subquery: this module's own SQL)
     unless they equal the current one's; returns chunks stored."""
-    content_hash, n = con.execute(
-        "SELECT sha256(coalesce(string_agg(chunk_id || chr(9) || text_hash, chr(10) "
-        f"ORDER BY chunk_id), '')), count(*) FROM {rows}"
+    content_hash, texts_hash, n = con.execute(
+        f"SELECT {_hash(_WHOLE_ROW)}, {_hash(_TEXT_ROW)}, count(*) FROM {rows}"
     ).fetchall()[0]
     current = current_snapshot_id(con)
     if current is not None:
-        same = con.execute(
-            "SELECT content_hash = ? FROM corpus_snapshots WHERE snapshot_id = ?",
-            [content_hash, current],
-        ).fetchall()[0][0]
+        same = _same_snapshot(con, current, content_hash, texts_hash)
         if same:
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE gm_snapshot AS SELECT ?::BIGINT AS id, false AS new",

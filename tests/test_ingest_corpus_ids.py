@@ -5,6 +5,7 @@ document never matched (log ids are trimmed)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,44 @@ def test_an_id_with_spaces_around_it_is_stored_trimmed(cli, tmp_path) -> None:
         assert result.returncode == 0, result.stderr
         got += [c for c, _ in chunks(db)]
     assert got == ["d5", "d6", "doc 2"]
+
+
+def test_a_corpus_whose_titles_urls_or_metadata_changed_is_a_new_snapshot(cli, tmp_path) -> None:
+    """Only the ids and texts told a snapshot from the last: new titles (which BM25 indexes and
+    review shows), urls and metadata were 'already present', the old ones kept."""
+    db = tmp_path / "s.duckdb"
+    old = {"id": "a", "title": "A", "text": "alpha", "url": "http://x/a", "lang": "en"}
+    new = {**old, "title": "A2", "url": "http://x/a2", "lang": "de", "doc_id": "D1"}
+    reports = []
+    for name, row in (("m1", old), ("m1b", old), ("m2", new), ("m2b", new)):
+        path = write_jsonl(tmp_path / f"{name}.jsonl", [row])
+        result = cli("--db", str(db), "ingest", "corpus", str(path), "--json")
+        assert result.returncode == 0, result.stderr
+        reports.append(json.loads(result.stdout))
+    news = [r["files"][0]["new_snapshot"] for r in reports]
+    assert news == [True, False, True, False], reports
+    with open_store(db) as con:
+        current = con.execute(
+            "SELECT title, url, doc_id, metadata FROM chunks WHERE snapshot_id = "
+            "(SELECT max(snapshot_id) FROM corpus_snapshots)"
+        ).fetchall()
+    assert current[0][:3] == ("A2", "http://x/a2", "D1") and "de" in str(current[0][3])
+
+
+def test_a_snapshot_hashed_on_ids_and_texts_alone_is_still_the_same_corpus(cli, tmp_path) -> None:
+    """A store whose snapshot was hashed before titles counted: the same corpus again makes no
+    new snapshot (its fields are compared once), and a changed title does."""
+    db = tmp_path / "s.duckdb"
+    path = write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "title": "A", "text": "alpha"}])
+    assert cli("--db", str(db), "ingest", "corpus", str(path)).returncode == 0
+    with open_store(db) as con:
+        con.execute(
+            "UPDATE corpus_snapshots SET content_hash = (SELECT sha256(string_agg(chunk_id || "
+            "chr(9) || text_hash, chr(10) ORDER BY chunk_id)) FROM chunks WHERE snapshot_id = 1)"
+        )
+    again = write_jsonl(tmp_path / "again.jsonl", [{"id": "a", "title": "A", "text": "alpha"}, ""])
+    result = json.loads(cli("--db", str(db), "ingest", "corpus", str(again), "--json").stdout)
+    assert result["files"][0]["new_snapshot"] is False
+    retitled = write_jsonl(tmp_path / "t.jsonl", [{"id": "a", "title": "B", "text": "alpha"}])
+    result = json.loads(cli("--db", str(db), "ingest", "corpus", str(retitled), "--json").stdout)
+    assert result["files"][0]["new_snapshot"] is True
