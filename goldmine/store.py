@@ -367,6 +367,22 @@ def duckdb_engine(lean: bool = False):
     return duckdb
 
 
+# A DuckDB database file holds this at byte 8 (its main header's magic).
+_DUCKDB_MAGIC = b"DUCK"
+
+
+def _refuse_other_file(path: Path) -> None:
+    """A file given as --db that is no DuckDB database (notes, a log, a CSV), before anything is
+    made beside it: DuckDB opens a JSON lines or CSV file as a database of one table."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(12)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        return  # DuckDB's own error says what is wrong, or the store is made
+    if head and head[8:12] != _DUCKDB_MAGIC:
+        raise InputError(f"{path} is not a goldmine store (not a DuckDB database file): check --db")
+
+
 def _connect_waiting(duckdb, path: Path, read_only: bool, config: dict, wait: float):
     """duckdb.connect, retried while another process holds the lock, up to ``wait`` seconds."""
     return _waiting(
@@ -505,6 +521,7 @@ def connect(
     if not read_only and not path.exists() and path.parent and not path.parent.exists():
         # A store is made only in a folder that is there: a mistyped --db folder is no new store.
         raise InputError(f"no folder {path.parent}: create it, or check --db")
+    _refuse_other_file(path)
     settings = engine_settings()
     config = _engine_config(path, settings, spill=path.exists() or not read_only)
     try:

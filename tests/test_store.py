@@ -281,12 +281,18 @@ def test_a_writing_command_makes_no_folder_for_a_mistyped_db(cli, tmp_path: Path
 
 
 def test_a_file_that_is_no_store_is_bad_input(cli, tmp_path: Path) -> None:
-    notes = tmp_path / "README.md"
-    notes.write_text("# not a store\n")
-    for args in (["status"], ["add", "hello"]):
-        result = cli(*args, "--db", str(notes))
-        assert result.returncode == 2, result.stderr
-        assert "is not a goldmine store (not a DuckDB database file)" in result.stderr
+    """A JSON lines or CSV file given as --db was opened by DuckDB as a database of one table
+    ("None is a DuckDB database but not a goldmine store (it holds file, notes)"), and left a
+    spill folder beside it."""
+    for name, text in (("README.md", "# not a store\n"), ("notes.jsonl", '{"a": 1}\n'),
+                       ("notes.csv", "a,b\n1,2\n")):  # fmt: skip
+        notes = tmp_path / name
+        notes.write_text(text)
+        for args in (["status"], ["add", "hello"], ["triage", "run"]):
+            result = cli(*args, "--db", str(notes))
+            assert result.returncode == 2, result.stderr
+            assert f"{notes} is not a goldmine store (not a DuckDB database file)" in result.stderr
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(name)) == [name]
 
 
 def test_another_duckdb_database_is_refused_and_left_as_it_was(cli, tmp_path: Path) -> None:

@@ -173,3 +173,19 @@ def test_the_backend_from_the_flag_or_goldmine_toml_keys_the_cache(cli, db_path:
         ).fetchall()
     assert keys == {"all-MiniLM-L6-v2@onnx-int8": len(TEXTS) - 1, "all-MiniLM-L6-v2": 1}
     assert [p[0] for p in params] == ["onnx-int8", "torch"]
+
+
+def test_triage_run_on_no_store_is_an_error_and_makes_none(cli, tmp_path: Path) -> None:
+    """``triage run --db typo.duckdb`` made an empty store and said "nothing to triage", exit 0,
+    where every read command says there is no store."""
+    typo = tmp_path / "typo.duckdb"
+    out = cli("triage", "run", "--db", str(typo))
+    assert out.returncode != 0 and "no goldmine store at" in out.stderr, out.stderr
+    assert not typo.exists()
+
+
+def test_nothing_to_triage_names_the_backend_a_run_would_use(cli, db_path: Path) -> None:
+    with open_store(db_path):
+        pass
+    data = json.loads(cli("triage", "run", "--db", str(db_path), "--json").stdout)
+    assert data["backend"] == "onnx-int8", data

@@ -114,8 +114,10 @@ def test_covered_means_verified_or_published(db_path, cli):
     line = next(line for line in lines if "How do I change the PIN" in line)
     assert re.search(r"\bv2\b", line), table.stdout
 
-    detail = cli("--db", str(db_path), "triage", "cluster", "4", "--json")
-    assert json.loads(detail.stdout)["coverage"] == "in review"
+    detail = json.loads(cli("--db", str(db_path), "triage", "cluster", "4", "--json").stdout)
+    assert detail["coverage"] == "in review"
+    # objects, as triage show --json gives them (they were JSON text in a string)
+    assert isinstance(detail["signals"], dict) and isinstance(detail["tag_counts"], dict)
     text = cli("--db", str(db_path), "triage", "cluster", "1").stdout
     assert "covered: v2" in text
 

@@ -177,10 +177,10 @@ def run_triage(
     key = model_key(model)
     backend = embed_backend(backend, default=DEFAULT_BACKEND)
     window_s = signals.reformulation_window(window_s)
-    with store.open() as con:
+    with store.open(create=False) as con:  # a mistyped --db is no new, empty store
         _check_model(con, key)
         if not has_traffic(con):
-            return RunResult(None, nothing_to_triage=True)
+            return RunResult(None, nothing_to_triage=True, backend=backend)
         run_id, stale = _start_run(con, key, since)
     result = RunResult(run_id, resumed_runs=stale, backend=backend)
     try:

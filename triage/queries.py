@@ -323,8 +323,12 @@ def cluster_detail(con: duckdb.DuckDBPyConnection, cluster_id: int) -> dict[str,
     )
     if not head:
         raise NotFoundError(f"no triage cluster {cluster_id} (see `goldmine triage show`)")
+    import json
+
     cluster = head[0]
     cluster.pop("centroid", None)
+    for key in ("signals", "tag_counts"):  # objects, as triage show --json gives them
+        cluster[key] = json.loads(cluster[key]) if cluster[key] else {}
     cluster["queries"] = fetch_dicts(con, _DETAIL_SQL, [cluster_id, cluster_id])
     for q in cluster["queries"]:
         q.pop("head")
