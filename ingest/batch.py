@@ -209,7 +209,12 @@ def run(
                     scan_file, item.path, item.compression, _lined(item), item.encoding
                 )
                 source = file_source(item, scanning)
-                results.append(import_source(con, target, source, redactor, options or {}, advance))
+                try:
+                    result = import_source(con, target, source, redactor, options or {}, advance)
+                except InputError as exc:
+                    kept = results if target.finish is None else []  # else undone below
+                    raise in_file_error(exc, item.path, kept) from exc
+                results.append(result)
         _finish(con, target, results, complete=True)
     except BaseException:
         # A command that gathers its files keeps nothing of them when one fails (Ctrl-C too):
@@ -222,6 +227,24 @@ def run(
         hasher.shutdown(wait=True, cancel_futures=True)
     checkpoint_appends(con)
     return ImportResult(results)
+
+
+def in_file_error(exc: InputError, path: str | Path, kept: list[FileResult]) -> InputError:
+    """A file's error naming the file (when it names none) and the files before it that stay
+    imported (``kept``): which of several files failed, and what was kept, went unsaid."""
+    if type(exc) is not InputError:  # a subclass tells its caller what to do, as it is
+        return exc
+    message = exc.message
+    if exc.path is not None:
+        line = f":{exc.line}" if exc.line is not None else ""
+        message = message.removeprefix(f"{exc.path}{line}: ")
+    kept = [r for r in kept if r.batch_id is not None and not r.skipped]
+    if not kept and exc.path is not None:
+        return exc
+    if kept:
+        names = ", ".join(Path(r.path).name for r in kept[:3]) + (" …" if len(kept) > 3 else "")
+        message += f" (the {len(kept)} file(s) before it stay imported: {names})"
+    return InputError(message, path=exc.path or path, line=exc.line)
 
 
 def _finish(

@@ -17,7 +17,7 @@ import duckdb
 
 from goldmine.errors import InputError
 from goldmine.ingest import analytics, batch
-from goldmine.ingest.batch import LINE_HASH, ImportResult
+from goldmine.ingest.batch import LINE_HASH, ImportResult, in_file_error
 from goldmine.ingest.fields import field_access, ids, resolve_fields, typ, val
 from goldmine.ingest.files import InputFile
 from goldmine.ingest.logformats import (
@@ -310,11 +310,18 @@ def run(
                 target, mapping, ts_format=ts_format, clicks_grow=item.format == "clicklog"
             )
         try:
-            files.extend(_dated(con, made, item, redactor, options, ts_format).files)
-        except AggregatedRecords as records:  # JSON rows of a query and a count, no events
-            made = _analytics(item, ts_format, records.found)
-            files.extend(_dated(con, made, item, redactor, options, ts_format).files)
+            files.extend(_one_file(con, made, item, redactor, options, ts_format))
+        except InputError as exc:  # each file before it is a batch of its own, kept
+            raise in_file_error(exc, item.path, files) from exc
     return ImportResult(files)
+
+
+def _one_file(con, made, item: InputFile, redactor, options, ts_format) -> list:
+    try:
+        return _dated(con, made, item, redactor, options, ts_format).files
+    except AggregatedRecords as records:  # JSON rows of a query and a count, no events
+        made = _analytics(item, ts_format, records.found)
+        return _dated(con, made, item, redactor, options, ts_format).files
 
 
 def day_first_layout(example: str) -> str:

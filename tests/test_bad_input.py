@@ -573,3 +573,16 @@ def test_a_map_to_a_column_the_file_lacks_is_one_line(cli, tmp_path, kind, recor
     error = _one_line_error(_ingest(cli, db, kind, path, "--map", mapping))
     assert f"--map {mapping}" in error and column in error, error
     assert not db.exists()
+
+
+def test_a_later_file_that_fails_is_named_and_what_was_kept_is_said(cli, tmp_path):
+    """A folder of logs whose second file is a corpus: the error named no file, and the first
+    file's batch, kept, went unsaid."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", [_event(i) for i in range(3)])
+    write_jsonl(folder / "b.jsonl", [{"id": "d1", "title": "T", "text": "passage"}])
+    db = tmp_path / "s.duckdb"
+    error = _one_line_error(_ingest(cli, db, "searchlog", folder))
+    assert "b.jsonl" in error and "no query field" in error, error
+    assert "a.jsonl" in error and "imported" in error, error
