@@ -813,9 +813,27 @@ def _write_batch(
     )
     result.stored = (target.store or store_new_rows)(con, target, batch_id)
     result.already_present = result.rows_in - result.stored - result.rejected
+    result.note = result.note or _encoding_note(con, source)
     finish_batch(con, batch_id, result, target)
     if target.summary:
         result.extra = target.summary(con, batch_id)
+
+
+def _encoding_note(con: duckdb.DuckDBPyConnection, source: Source) -> str:
+    """What to try when rows were not UTF-8 in a file read as UTF-8: the file is refused only
+    when its first lines are in another encoding, so a few such lines, or a file whose accents
+    start past its first 64 KiB, are rejects alone."""
+    if source.file is None or source.file.encoding != "utf-8":  # text given, or --encoding
+        return ""
+    n = con.execute(
+        "SELECT count(*) FROM gm_stage WHERE starts_with(reason, 'invalid UTF-8')"
+    ).fetchall()[0][0]
+    if not n:
+        return ""
+    return (
+        f"{n} {'row is' if n == 1 else 'rows are'} not UTF-8: a file saved in another encoding "
+        "(Excel's Windows-1252) reads with --encoding cp1252, or the encoding it was saved in"
+    )
 
 
 def finish_batch(con, batch_id: int, result: FileResult, target: Target) -> None:

@@ -586,3 +586,14 @@ def test_a_later_file_that_fails_is_named_and_what_was_kept_is_said(cli, tmp_pat
     error = _one_line_error(_ingest(cli, db, "searchlog", folder))
     assert "b.jsonl" in error and "no query field" in error, error
     assert "a.jsonl" in error and "imported" in error, error
+
+
+def test_rows_that_are_not_utf8_point_at_encoding(cli, tmp_path):
+    """One line of Windows-1252 among few, or from row 2,000 on, is a reject 'invalid UTF-8'
+    (the file is refused only when its first lines are so): the import now says what to try."""
+    path = tmp_path / "l2.csv"
+    path.write_bytes("id,text\n1,ça va\n2,fine\n".encode("cp1252"))
+    proc = _ingest(cli, tmp_path / "s.duckdb", "corpus", path)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)["files"][0]
+    assert report["rejected"] == 1 and "--encoding cp1252" in report["note"], report
