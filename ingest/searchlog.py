@@ -37,13 +37,15 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "ts": ("ts", "timestamp", "time", "datetime", "created_at", "event_time", "@timestamp", "date"),
     "session_id": ("session_id", "sid", "session", "sessionid"),
     "user_id": ("user_id", "uid", "user", "userid", "client_id", "visitor_id", "customer_id"),
+    # user_query first: OpenSearch's UBI writes the user's words there and the search's DSL
+    # (JSON text) as "query"
     "query": (
+        "user_query",
         "query",
         "q",
         "query_text",
         "search_term",
         "search_query",
-        "user_query",
         "term",
         "keywords",
         "querystring",

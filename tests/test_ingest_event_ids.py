@@ -91,3 +91,19 @@ def test_a_field_first_written_after_twenty_thousand_records_is_read(cli, tmp_pa
     assert result.returncode == 0, result.stderr
     with open_store(corpus) as con:
         assert con.execute("SELECT count(title) FROM chunks").fetchall() == [(10,)]
+
+
+def test_a_ubi_queries_file_read_as_a_log_stores_the_users_words(cli, tmp_path) -> None:
+    """OpenSearch's UBI plugin writes ``user_query`` (the words) beside ``query`` (the search's
+    DSL as JSON text): the DSL was stored as the query."""
+    from helpers import write_jsonl
+
+    dsl = '{"query":{"match":{"title":"laptop bag"}}}'
+    rows = [
+        {"query_id": "q1", "user_query": "laptop bag", "timestamp": "2026-11-30T10:00:00Z",
+         "query_response_hit_ids": ["p1", "p2"], "query": dsl},
+        {"query_id": "q2", "user_query": "usb c hub", "timestamp": "2026-11-30T10:01:00Z"},
+    ]  # fmt: skip
+    db = tmp_path / "s.duckdb"
+    ingest(cli, db, write_jsonl(tmp_path / "ubi_queries.jsonl", rows))
+    assert sorted(q for _, q in stored(db)) == ["laptop bag", "usb c hub"]
