@@ -317,3 +317,19 @@ def test_a_label_written_over_lines_is_shown_on_one(db_path, cli):
     out = show(cli, db_path)
     assert out.returncode == 0, out.stderr
     assert "Where can I withdraw money from?" in out.stdout, out.stdout
+
+
+def test_a_starter_reason_gives_the_clusters_counts_and_the_querys_apart(db_path, cli):
+    """ "tail, cluster 2: 1 events, 0% failed" read as the cluster's counts; they were its
+    picked query's."""
+    with open_store(db_path) as con:
+        triaged(con)
+    out = cli("--db", str(db_path), "gold", "starter", "--n", "10", "--json")
+    assert out.returncode == 0, out.stderr
+    picks = json.loads(out.stdout)
+    clusters = shown(cli, db_path)
+    for pick in picks:
+        reason = " ".join(pick["reasons"]) if "reasons" in pick else pick["reason"]
+        cid = next(int(c) for c in re.findall(r"cluster (\d+)", reason))
+        assert f"cluster {cid}: {clusters[cid]['volume']} searches" in reason, reason
+        assert "this query" in reason, reason
