@@ -120,10 +120,11 @@ PLAIN_PATTERN = f"(?u)\\b\\w\\w+\\b|[{_CJK}]"
 @functools.cache
 def _marks() -> str:
     """The combining marks' ranges (U+0300 up to the supplementary ideographs) as the inside of
-    a regex character class, read from unicodedata once (~25 ms)."""
+    a regex character class, read from unicodedata once (~25 ms): the marks written inside
+    words, not enclosing ones (a keycap) nor variation selectors (an emoji's U+FE0F)."""
     ranges, start = [], None
     for code in range(0x300, 0x20000):
-        mark = unicodedata.category(chr(code))[0] == "M"
+        mark = unicodedata.category(chr(code)) in ("Mn", "Mc") and not 0xFE00 <= code <= 0xFE0F
         if mark and start is None:
             start = code
         elif not mark and start is not None:
@@ -192,7 +193,7 @@ class BM25Retriever(Retriever):
 
         self._bm25s = bm25s
         self._stemmer = Stemmer.Stemmer("english")
-        docs = [fold(t) for t in documents(titles, texts)]
+        docs = documents(titles, texts)
         self._pattern = token_pattern(docs)  # the queries' too: words read as the corpus's
         tokens = self._tokenize(docs)
         # A corpus with no word to index (every chunk empty, punctuation or one-letter words)

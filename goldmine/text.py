@@ -68,8 +68,19 @@ def normalize_query(text: str) -> str:
 
 
 def _mark_or_space(found: re.Match[str]) -> str:
+    """A combining mark after a letter, digit or kept mark stays; any other character the
+    pattern found is a space. An emoji's presentation selector (U+FE0F, ❤️) and a keycap
+    (U+20E3, 1️⃣) are no part of a word: a query of them alone has no words."""
     char = found.group()
-    return char if unicodedata.category(char)[0] == "M" else " "
+    if unicodedata.category(char) not in ("Mn", "Mc") or _NOT_IN_WORDS.match(char):
+        return " "
+    at = found.start()
+    before = found.string[at - 1] if at else " "
+    return char if before.isalnum() or unicodedata.category(before) in ("Mn", "Mc") else " "
+
+
+# Variation selectors (U+FE00-U+FE0F, U+E0100-U+E01EF): they pick how a character is drawn.
+_NOT_IN_WORDS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 
 
 def norm_sql(column: str) -> str:

@@ -29,6 +29,11 @@ from goldmine.text import normalize_query
         ("e\u0301te\u0301", "été"),
         ("emoji 👍 ok", "emoji ok"),
         ("ｐａｓｓｗｏｒｄ", "password"),
+        # an emoji's presentation selector and a keycap are no part of a word
+        ("Reset my password ❤️", "reset my password"),
+        ("❤️ ✔️", ""),
+        ("1️⃣ step", "1 step"),
+        ("café\ufe0f", "café"),
     ],
 )
 def test_combining_marks_stay_in_their_word(text: str, norm: str) -> None:
