@@ -39,7 +39,7 @@ import numpy as np
 from goldmine.errors import InputError
 from goldmine.eval.sides import Scores, ScoreTable, as_table, resolve_refs
 from goldmine.eval.stats import POWER, bootstrap_ci, holm, min_detectable_effect, sign_flip_test
-from goldmine.metrics import parse_metric
+from goldmine.metrics import parse_metric, trec_cuts
 
 if TYPE_CHECKING:
     from goldmine.store import Store
@@ -234,7 +234,11 @@ def _pick_metrics(a: ScoreTable, b: ScoreTable, metrics: Sequence[str] | str | N
         if not shared:
             raise InputError(f"{a.label} and {b.label} have no metric in common")
         return shared
-    names = [_metric_name(m, shared) for m in _split(metrics)]
+    names = [
+        name
+        for m in _split(metrics)
+        for name in ([c.name for c in trec_cuts(m)] or [_metric_name(m, shared)])
+    ]
     absent = [m for m in names if m not in shared]
     if absent:
         raise InputError(

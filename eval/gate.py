@@ -92,7 +92,8 @@ def worse_than(
 
     new = _as_scores(outcome_scores)
     names = list(metrics) if metrics is not None else None
-    reference = resolve_side(ref, con, gold, metrics=names or new.metric_names)
+    level = new.rel_level if new.rel_level is not None else 1  # a run file scored as this one
+    reference = resolve_side(ref, con, gold, metrics=names or new.metric_names, rel_level=level)
     if con is not None and new.run_id is not None and reference.run_id == new.run_id:
         reference = _earlier_run(con, ref, new.run_id)
     if levels_differ(reference, new):  # the same run at -l 2 is "worse" than itself at -l 1

@@ -217,6 +217,11 @@ def parse_metric(text: str) -> Metric:
         k = int(match.group(3)) if match.group(3) else None
     if family is None:
         raise InputError(f"unknown metric {text.strip()!r}; valid metrics: {valid_names()}")
+    if k is None and match and match.group(1).lower() in _CUT_FAMILIES:  # not the uncut map
+        raise InputError(
+            f"metric {text.strip()!r} is trec_eval's cut-offs of {family}: name one here, e.g. "
+            f"{match.group(1)}_10 (in a -m list, {match.group(1)} alone is all of them)"
+        )
     if k is not None and k < 1:
         raise InputError(f"metric {text.strip()!r}: the cut-off k must be at least 1")
     if k is not None and family == "r_precision":  # its cut-off is R, each query's own
@@ -234,6 +239,13 @@ _CUT_FAMILIES = {"map_cut": ("map", _TREC_CUTS), "ndcg_cut": ("ndcg", _TREC_CUTS
                  "p": ("precision", _TREC_CUTS), "success": ("recall", (1, 5, 10))}  # fmt: skip
 
 
+def trec_cuts(name: str) -> list[Metric]:
+    """The metrics a trec_eval measure named without its cut-off stands for (``map_cut``:
+    map@5 … map@1000), or none for any other name."""
+    cut = _CUT_FAMILIES.get(name.strip().lower())
+    return [Metric(cut[0], k) for k in cut[1]] if cut else []
+
+
 def parse_metrics(texts: str | Iterable[str]) -> list[Metric]:
     """A comma-separated list (or several) of names, parsed, duplicates dropped, order kept; a
     trec_eval measure named without its cut-off (``map_cut``, ``ndcg_cut``, ``P``, ``success``)
@@ -243,9 +255,7 @@ def parse_metrics(texts: str | Iterable[str]) -> list[Metric]:
     seen: dict[str, Metric] = {}
     for text in texts:
         for part in text.split(","):
-            cut = _CUT_FAMILIES.get(part.strip().lower())
-            found = [Metric(cut[0], k) for k in cut[1]] if cut else []
-            for metric in found or ([parse_metric(part)] if part.strip() else []):
+            for metric in trec_cuts(part) or ([parse_metric(part)] if part.strip() else []):
                 seen.setdefault(metric.name, metric)
     if not seen:
         raise InputError(f"no metrics given; valid metrics: {valid_names()}")

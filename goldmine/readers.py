@@ -795,6 +795,9 @@ def detect_run_format(data: bytes, text: str | None) -> str:
         return "trec"
     if _looks_like_msmarco_run(first):
         return "msmarco"
+    qrels = _data_fields(text, is_qrels_header)
+    if len(qrels) == 4 and qrels[1] in ("0", "Q0") and _parses(qrels[3], float):
+        raise _qrels_as_run()
     if "," in first or "\t" in first or ";" in first:
         return "csv"
     if len(fields) == 5 and _parses(fields[3]) and _parses(fields[4], float):
@@ -802,16 +805,19 @@ def detect_run_format(data: bytes, text: str | None) -> str:
             "a TREC run line has 6 fields 'qid Q0 docid rank score tag'; this one has 5 fields: "
             "is the run tag missing? add one (any word) at the end of each line"
         )
-    qrels = _data_fields(text, is_qrels_header)
     if len(qrels) == 4 and _parses(qrels[3], float):
-        raise InputError(
-            "this is TREC qrels ('qid 0 docid grade'), judgments rather than a ranking: pass it "
-            "as --gold and the run as --run (in Python: evaluate(gold, run), gold first)"
-        )
+        raise _qrels_as_run()
     raise InputError(
         "cannot tell the run format (expected a TREC run 'qid Q0 docid rank score tag', JSONL, "
         "CSV/Parquet with query_id, doc_id and rank or score, or a JSON object of query -> ids); "
         "pass --run-format"
+    )
+
+
+def _qrels_as_run() -> InputError:
+    return InputError(
+        "this is TREC qrels ('qid 0 docid grade'), judgments rather than a ranking: pass it "
+        "as --gold and the run as --run (in Python: evaluate(gold, run), gold first)"
     )
 
 
@@ -912,11 +918,11 @@ def _looks_like_msmarco_run(first: str) -> bool:
     script reads it, Pyserini writes it with ``--output-format msmarco``), or with the score
     after the rank, as other tools write it."""
     fields = first.strip().split("\t")
+    four = len(fields) == 4 and _parses(fields[3].strip(), float)
     return (
-        len(fields) in (3, 4)
+        (len(fields) == 3 or (four and fields[1].strip() not in ("0", "Q0")))  # qrels: qid 0 …
         and all(fields)
         and _parses(fields[2].strip())
-        and (len(fields) == 3 or _parses(fields[3].strip(), float))
     )
 
 
@@ -1040,10 +1046,13 @@ def _pick(columns: list[str], candidates: tuple[str, ...]) -> str | None:
 
 
 def _table_columns(columns: list[str], path: Path) -> tuple[str, bool, str, str | None, str | None]:
-    qcol = _pick(columns, ("query_id", "qid", "query-id", "queryid", "topic", "topic_id"))
+    qcol = _pick(columns, ("query_id", "qid", "query-id", "queryid"))
+    text = _pick(columns, ("query", "query_text"))
+    if qcol is None and text is None:  # beside a query's text, a topic is what it is about
+        qcol = _pick(columns, ("topic", "topic_id"))
     keyed_by_text = qcol is None
     if qcol is None:
-        qcol = _pick(columns, ("query", "query_text"))
+        qcol = text
     dcol = _pick(columns, ("doc_id", "docid", "chunk_id", "corpus-id", "corpus_id", "docno",
                            "pid", "passage_id", "document_id"))  # fmt: skip
     rcol = _pick(columns, ("rank",))

@@ -97,13 +97,17 @@ def read_sheet(path: Path, text: str, grade_map: dict | None) -> Sheet:
     ``grade_map``'s label entries."""
     lines = text.splitlines()
     first = next((line for line in lines if line.strip()), "")
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter_of(first))
+    delimiter = delimiter_of(first)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     header = next((row for row in reader if any(c.strip() for c in row)), None)
     if header is None:
         raise InputError("holds no judgment: nothing to import", path=path)
-    cols = _columns(header, path, reader.line_num)
+    cols = _columns(header, path, reader.line_num, delimiter)
     sheet = Sheet()
     cells = _cells(reader, cols, path, sheet)
+    if cols.qid is None and cells and all(c[2].isdigit() for c in cells):
+        # a qrels header in words ("query docid relevance") over ids: --topics gives the texts
+        cells = [(line, query, "", grade, doc) for line, _, query, grade, doc in cells]
     labels = {k: v for k, v in (grade_map or {}).items() if isinstance(k, str)}
     grades = [g for _, _, _, g, _ in cells]
     if any(_is_label(g) for g in grades):
@@ -120,20 +124,31 @@ def read_sheet(path: Path, text: str, grade_map: dict | None) -> Sheet:
     return sheet
 
 
-def _columns(header: list[str], path: Path, line: int) -> _Columns:
+_SEPARATED = {
+    ",": "comma-separated (a spreadsheet's CSV)",
+    ";": "semicolon-separated (a spreadsheet's CSV)",
+    "\t": "tab-separated (a spreadsheet's TSV)",
+}
+
+
+def _columns(header: list[str], path: Path, line: int, delimiter: str) -> _Columns:
     keys = [_column_key(c) for c in header]
 
     def pick(names: tuple[str, ...]) -> int | None:
         return next((keys.index(n) for n in names if n in keys), None)
 
-    cols = _Columns(pick(DOC_COLUMNS), pick(GRADE_COLUMNS), pick(QUERY_ID_COLUMNS),
-                    pick(QUERY_COLUMNS), [c.strip() for c in header])  # fmt: skip
+    text = pick(QUERY_COLUMNS)
+    # beside a query's text, a topic column is what the query is about, not its id
+    ids = QUERY_ID_COLUMNS if text is None else tuple(c for c in QUERY_ID_COLUMNS
+                                                      if not c.startswith("topic"))  # fmt: skip
+    cols = _Columns(pick(DOC_COLUMNS), pick(GRADE_COLUMNS), pick(ids), text,
+                    [c.strip() for c in header])  # fmt: skip
     query = cols.qid if cols.qid is not None else cols.text
     wanted = (("query", query), ("document", cols.doc), ("grade", cols.grade))
     missing = [what for what, at in wanted if at is None]
     if missing:
         found = ", ".join(c for c in cols.names if c) or "nothing"
-        said = ("is comma-separated (a spreadsheet's CSV) but its header" if len(header) > 1
+        said = (f"is {_SEPARATED[delimiter]} but its header" if len(header) > 1
                 else "is no spreadsheet's CSV: its first row")  # fmt: skip
         what = " or ".join(", ".join(missing).rsplit(", ", 1))
         raise InputError(
@@ -258,10 +273,11 @@ def _fill(sheet: Sheet, cells: list[tuple], grades: list[str], cols: _Columns, p
     seen: dict[tuple[str, str], tuple[str, str, int]] = {}
     where: dict[str, int] = {}
     for (line, qid, query, raw, doc), grade in zip(cells, grades, strict=True):
-        if not qid:
+        made = not qid  # an id made from the text: its spellings are one query
+        if made:
             qid = query_id_for(normalize_query(query))
         held = sheet.texts.get(qid)
-        if query and held and held != query:
+        if query and held and held != query and not made:
             raise InputError(
                 f"query {qid} has two texts: {held!r} (line {where[qid]}) and {query!r}",
                 path=path, line=line,

@@ -70,3 +70,17 @@ def test_a_third_column_of_scores_is_not_read_as_ranks(tmp_path: Path) -> None:
     path.write_text("q1\td1\t87\nq1\td2\t54\nq1\td3\t12\n")
     with pytest.raises(InputError, match="rank"):
         read_run(path)
+
+
+def test_a_topic_column_beside_the_query_text_keys_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "trun.csv"
+    path.write_text("query,topic,doc_id,rank\nReset password,account,d1,1\nbilling,billing,d2,1\n")
+    run = read_run(path)
+    assert run.keyed_by == "text" and run.results == {"Reset password": ["d1"], "billing": ["d2"]}
+
+
+def test_msmarco_qrels_given_as_a_run_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "qrels.dev.tsv"
+    path.write_text("1\t0\t2026790\t1\n2\t0\t3333\t1\n")
+    with pytest.raises(InputError, match="this is TREC qrels"):
+        read_run(path)

@@ -409,3 +409,6 @@ def test_runs_scored_at_two_relevance_levels_are_not_compared_as_alike(cli, db_p
     assert compared.returncode == 0, compared.stderr
     notes = " ".join(json.loads(compared.stdout)["notes"])
     assert "-l 1" in notes and "-l 2" in notes, notes
+    # a run file as the reference is scored at this run's level: the same file is no worse
+    same = cli(*base, "-l", "2", "--no-store", "--fail-if-worse-than", str(run))
+    assert same.returncode == 0, same.stderr

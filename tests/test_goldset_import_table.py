@@ -187,3 +187,37 @@ def test_a_long_warning_is_one_line_through_a_pipe(cli, tmp_path) -> None:
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert lines and all(line.startswith("warning:") for line in lines), result.stderr
     assert any("`gold drift` lists them" in line for line in lines)
+
+
+def test_a_tsv_qrels_whose_header_calls_the_id_query_reads_ids(cli, tmp_path) -> None:
+    """``query<TAB>docid<TAB>relevance`` over ids (a qrels header in words) became items whose
+    text was "1" and "2"; the ids read their texts from --topics."""
+    files = {"q.tsv": "query\tdocid\trelevance\n1\td1\t1\n2\td2\t2\n",
+             "t.tsv": "1\thow to reset password\n2\tbilling\n"}  # fmt: skip
+    result = gold_import(cli, tmp_path, files, "q.tsv", "--topics", "t.tsv")
+    assert result.returncode == 0, result.stderr
+    items, labels = stored(tmp_path / "s.duckdb")
+    assert [(i, q) for i, q, _ in items] == [("1", "how to reset password"), ("2", "billing")]
+
+
+def test_a_topic_column_beside_the_query_text_is_no_id(cli, tmp_path) -> None:
+    """``query,topic,doc_id,grade`` with two queries of one topic: "query account has two
+    texts"."""
+    text = "query,topic,doc_id,grade\nreset password,account,d1,2\nchange email,account,d2,1\n"
+    result = gold_import(cli, tmp_path, {"s.csv": text}, "s.csv")
+    assert result.returncode == 0, result.stderr
+    assert len(stored(tmp_path / "s.duckdb")[0]) == 2
+
+
+def test_spellings_of_one_query_are_one_query(cli, tmp_path) -> None:
+    text = "query,doc_id,grade\nReset password,d1,2\nreset password,d2,1\n"
+    result = gold_import(cli, tmp_path, {"s.csv": text}, "s.csv")
+    assert result.returncode == 0, result.stderr
+    items, labels = stored(tmp_path / "s.duckdb")
+    assert [q for _, q, _ in items] == ["Reset password"] and len(labels) == 2
+
+
+def test_a_tab_separated_sheet_is_not_called_comma_separated(cli, tmp_path) -> None:
+    result = gold_import(cli, tmp_path, {"s.tsv": "query\tnotes\nreset\tx\n"}, "s.tsv")
+    assert_one_error_line(result, "no document or grade column")
+    assert "comma" not in result.stderr

@@ -169,6 +169,8 @@ TREC_CUTS = [5, 10, 15, 20, 30, 100, 200, 500, 1000]
 def test_a_trec_eval_measure_without_its_cut_off_is_its_cut_offs(name, family, cuts) -> None:
     assert parse_metrics(name) == [Metric(family, k) for k in cuts]
     assert parse_metrics(f"mrr,{name}_10")[1] == Metric(family, 10)
+    with pytest.raises(InputError, match="name one"):  # one metric (--fail-under): not uncut
+        parse_metric(name)
 
 
 @pytest.mark.parametrize("name", ["r_precision@5", "Rprec@2", "Rprec_10"])
