@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from goldmine.errors import InputError
-from goldmine.ingest.fields import field_access, resolve_fields, typ, val
+from goldmine.ingest.fields import column_words, field_access, resolve_fields, typ, val
 from goldmine.ingest.files import InputFile
 from goldmine.ingest.html_text import HTML_MACROS
 from goldmine.ingest.target import Target
@@ -78,8 +78,11 @@ def current_snapshot_id(con: duckdb.DuckDBPyConnection) -> int | None:
 
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
     fields = resolve_fields(keys, ALIASES, mapping, strict=True)
-    if "chunk_id" not in fields and "doc_id" in fields:  # ir_datasets' docs: doc_id, text
-        fields["chunk_id"] = fields["doc_id"]  # a document is one chunk
+    # ir_datasets' docs, doc_id and text: a document is one chunk. Not parent_id or source_id,
+    # which name the document a file's chunks come from.
+    from_doc = [k for k in fields.get("doc_id", []) if column_words(k) == "doc_id"]
+    if "chunk_id" not in fields and from_doc:
+        fields["chunk_id"] = from_doc
     texts = [k for k in fields.get("text", []) if k.lower() not in _FALLBACK_TEXT]
     if texts and "text" not in mapping:
         fields["text"] = texts
@@ -90,6 +93,12 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         )
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], ("text",))
+    params["gm_from_doc"] = (
+        " (the ids are the file's doc_id: if its rows are chunks of documents, name their own "
+        "id with --map chunk_id=COLUMN)"
+        if from_doc and fields["chunk_id"] == from_doc
+        else ""
+    )
     cid, given, kind = val(fields, "chunk_id"), val(fields, "text"), typ(fields, "text")
     title = val(fields, "title")
     # A text given as a list of paragraphs (KILT's Wikipedia) is one text, a paragraph a line.
@@ -105,7 +114,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
     sql = f"""
         SELECT * REPLACE (coalesce(reason, CASE WHEN row_number() OVER (
             PARTITION BY chunk_id, reason IS NULL ORDER BY line) > 1
-            THEN 'duplicate chunk id: ' || chunk_id END) AS reason)
+            THEN 'duplicate chunk id: ' || chunk_id || $gm_from_doc END) AS reason)
         FROM (
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err

@@ -90,3 +90,19 @@ def test_a_snapshot_hashed_on_ids_and_texts_alone_is_still_the_same_corpus(cli, 
     retitled = write_jsonl(tmp_path / "t.jsonl", [{"id": "a", "title": "B", "text": "alpha"}])
     result = json.loads(cli("--db", str(db), "ingest", "corpus", str(retitled), "--json").stdout)
     assert result["files"][0]["new_snapshot"] is True
+
+
+def test_chunks_that_name_only_their_document_are_no_corpus_of_documents(cli, tmp_path) -> None:
+    """``parent_id`` (or ``source_id``) is the document a chunk comes from: with no chunk id the
+    file is refused, as before; a repeated ``doc_id`` taken as the chunk id says so."""
+    rows = [{"parent_id": "doc1", "text": "chunk one"}, {"parent_id": "doc1", "text": "two"}]
+    path = write_jsonl(tmp_path / "chunks.jsonl", rows)
+    result = cli("--db", str(tmp_path / "a.duckdb"), "ingest", "corpus", str(path))
+    assert result.returncode == 2 and "--map chunk_id=" in result.stderr, result.stderr
+    rows = [{"doc_id": "doc1", "text": "chunk one"}, {"doc_id": "doc1", "text": "two"}]
+    path = write_jsonl(tmp_path / "docs.jsonl", rows)
+    db = tmp_path / "b.duckdb"
+    assert cli("--db", str(db), "ingest", "corpus", str(path)).returncode == 0
+    with open_store(db) as con:
+        (reason,) = con.execute("SELECT reason FROM rejects").fetchall()[0]
+    assert "doc_id" in reason and "--map chunk_id=" in reason, reason
