@@ -20,12 +20,11 @@ from pathlib import Path
 
 from goldmine.errors import InputError
 from goldmine.goldset.items import query_id_for
-from goldmine.ingest.fields import column_words
 from goldmine.readers import judged_twice, ntcir_level
 from goldmine.text import normalize_query
 
 # fmt: off
-# The names a column goes by, after ``column_words`` (lower case, other characters one "_").
+# The names a column goes by, after ``_column_key`` (lower case, spaces and hyphens as "_").
 QUERY_ID_COLUMNS = ("query_id", "qid", "queryid", "topic_id", "topic", "topicid", "question_id")
 QUERY_COLUMNS = ("query", "query_text", "querytext", "question", "search_query", "search_term",
                  "search_terms", "user_query", "keyword", "search")
@@ -55,6 +54,10 @@ def label_key(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+def _column_key(name: str) -> str:
+    return re.sub(r"[\s\-]+", "_", name.strip().strip('"').lower())
+
+
 def delimiter_of(first_line: str) -> str:
     """The cell separator a spreadsheet wrote: a tab, Excel's ';' in locales whose decimal mark
     is a comma, or a comma."""
@@ -66,7 +69,7 @@ def delimiter_of(first_line: str) -> str:
 def names_query_text(first_line: str) -> bool:
     """Whether a header line names a query text column (a TSV of judgments with the query in it,
     which TREC qrels never have)."""
-    names = {column_words(c) for c in first_line.split(delimiter_of(first_line))}
+    names = {_column_key(c) for c in first_line.split(delimiter_of(first_line))}
     return not names.isdisjoint(QUERY_COLUMNS)
 
 
@@ -129,7 +132,7 @@ _SEPARATED = {
 
 
 def _columns(header: list[str], path: Path, line: int, delimiter: str) -> _Columns:
-    keys = [column_words(c) for c in header]
+    keys = [_column_key(c) for c in header]
 
     def pick(names: tuple[str, ...]) -> int | None:
         return next((keys.index(n) for n in names if n in keys), None)
