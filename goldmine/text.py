@@ -92,6 +92,26 @@ def norm_sql(column: str) -> str:
     )
 
 
+NORMALIZE_UDF = "gm_normalize_query"
+
+
+def norm_any_sql(con: duckdb.DuckDBPyConnection, column: str) -> str:
+    """SQL for normalize_query(column) on any text: ``norm_sql`` for ASCII, the function itself
+    (registered on ``con``, once) for the rest, whose marks and folding SQL cannot follow. For
+    lookups over stored text (a query's origins); a table of many texts is better filled by
+    ``fill_non_ascii``, once per distinct text."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_functions() WHERE function_name = ?", [NORMALIZE_UDF]
+    ).fetchall()[0][0]
+    if not found:
+        con.create_function(NORMALIZE_UDF, normalize_query, ["VARCHAR"], "VARCHAR",
+                            side_effects=False)  # fmt: skip
+    return (
+        f"CASE WHEN regexp_matches({column}, '^[\\x00-\\x7F]*$') THEN {norm_sql(column)} "
+        f"ELSE {NORMALIZE_UDF}({column}) END"
+    )
+
+
 def fill_non_ascii(con: duckdb.DuckDBPyConnection, table: str, raw: str, norm: str) -> int:
     """Set ``norm`` where ``norm_sql`` left it NULL (non-ASCII text), by normalize_query itself,
     once per distinct text. ``table`` and the columns are the caller's own names, never input."""

@@ -12,17 +12,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from goldmine.goldset.items import fetch_dicts
-from goldmine.text import normalize_query
+from goldmine.text import norm_any_sql, normalize_query
 
 if TYPE_CHECKING:
     import duckdb
-
-
-def _norm_sql(column: str) -> str:
-    return (
-        f"trim(regexp_replace(regexp_replace(lower(nfc_normalize({column})),"
-        r" '[^\pL\pN\s]|_', ' ', 'g'), '\s+', ' ', 'g'))"
-    )
 
 
 @dataclass
@@ -38,17 +31,17 @@ def _raw_rows(con: duckdb.DuckDBPyConnection, norms: list[str], limit: int) -> l
     WITH wanted AS (SELECT unnest(?::VARCHAR[]) AS norm),
     raw AS (
         SELECT 'searchlog' AS source, event_id AS source_id, ts, query AS text,
-               session_id AS thread, NULL::INTEGER AS turn, {_norm_sql("query")} AS norm
+               session_id AS thread, NULL::INTEGER AS turn, {norm_any_sql(con, "query")} AS norm
         FROM search_events
         UNION ALL
-        SELECT 'tickets', ticket_id, ts, question, NULL, NULL, {_norm_sql("question")}
+        SELECT 'tickets', ticket_id, ts, question, NULL, NULL, {norm_any_sql(con, "question")}
         FROM tickets
         UNION ALL
         SELECT 'chat', conversation_id || '#' || turn, ts, text, conversation_id, turn,
-               {_norm_sql("text")}
+               {norm_any_sql(con, "text")}
         FROM chat_turns WHERE role = 'user'
         UNION ALL
-        SELECT 'manual', query_id, ts, query, NULL, NULL, {_norm_sql("query")}
+        SELECT 'manual', query_id, ts, query, NULL, NULL, {norm_any_sql(con, "query")}
         FROM manual_queries
     )
     SELECT * FROM (

@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING, Any
 from goldmine.errors import GoldmineError, InputError, NotFoundError
 from goldmine.goldset import items as gi
 from goldmine.goldset.modelcalls import cache_key, cached, failure_lines, record_calls
-from goldmine.goldset.provenance import _norm_sql, origins
+from goldmine.goldset.provenance import origins
 from goldmine.llm import Ask, Usage, ask_all, load_prompt
 from goldmine.store import WRITE_WAIT_S, Store, transaction
-from goldmine.text import normalize_query
+from goldmine.text import norm_any_sql, normalize_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -190,12 +190,12 @@ def real_queries(con: duckdb.DuckDBPyConnection) -> list[dict]:
         con,
         f"""SELECT norm, arg_max(text, ts) AS query, count(*) AS n_events,
                    NULL::BIGINT AS cluster_id FROM (
-                SELECT {_norm_sql("query")} AS norm, query AS text, ts FROM search_events
-                UNION ALL SELECT {_norm_sql("question")}, question, ts FROM tickets
+                SELECT {norm_any_sql(con, "query")} AS norm, query AS text, ts FROM search_events
+                UNION ALL SELECT {norm_any_sql(con, "question")}, question, ts FROM tickets
                           WHERE NOT coalesce(no_question, false)
-                UNION ALL SELECT {_norm_sql("text")}, text, ts FROM chat_turns
+                UNION ALL SELECT {norm_any_sql(con, "text")}, text, ts FROM chat_turns
                           WHERE role = 'user'
-                UNION ALL SELECT {_norm_sql("query")}, query, ts FROM manual_queries)
+                UNION ALL SELECT {norm_any_sql(con, "query")}, query, ts FROM manual_queries)
             WHERE norm != '' GROUP BY norm""",
     )
 
