@@ -9,7 +9,14 @@ cluster_id, status) and ``gold_version_items`` for its coverage: a cluster is co
 or published item, not by candidates (goldmine.gold.coverage_cte).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from goldmine.store import Migration
+
+if TYPE_CHECKING:
+    import duckdb
 
 MIGRATIONS = [
     Migration(
@@ -228,4 +235,31 @@ MIGRATIONS = [
         );
         """,
     ),
+    # normalize_query kept combining marks in their word from this step on (Hindi, Thai,
+    # Hebrew; Arabic's optional vowel marks dropped, İ as i): an item's stored normalized text
+    # written before is written again, else its query imported again would be a second item.
+    Migration(307, "goldset_norm_marks", lambda con: _renormalize_items(con)),
 ]
+
+
+def _renormalize_items(con: duckdb.DuckDBPyConnection) -> None:
+    texts = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT query FROM gold_items WHERE query IS NOT NULL "
+            "AND NOT regexp_matches(query, '^[\\x00-\\x7F]*$')"
+        ).fetchall()
+    ]
+    if not texts:  # a new store, or items in ASCII alone: no polars for a light command
+        return
+    import polars as pl
+
+    from goldmine.store import registered
+    from goldmine.text import normalize_query
+
+    frame = pl.DataFrame({"raw": texts, "norm": [normalize_query(t) for t in texts]})
+    with registered(con, _gm_norm=frame):
+        con.execute(
+            "UPDATE gold_items SET norm_query = n.norm FROM _gm_norm n "
+            "WHERE gold_items.query = n.raw AND gold_items.norm_query <> n.norm"
+        )
