@@ -14,6 +14,11 @@ import re
 from typing import Any
 
 from goldmine.errors import InputError
+from goldmine.output import warn
+
+# The fields a record is nothing without: a --map naming a column the file lacks is an error
+# for them (a corpus's text was read from its title instead), a warning for the rest.
+REQUIRED = frozenset({"query", "text", "chunk_id"})
 
 
 def resolve_fields(
@@ -52,10 +57,11 @@ def resolve_fields(
                 continue
             spelled = by_lower.get(column.lower()) or nested_key(column, present, by_lower)
             if spelled is None and strict and keys:
-                raise InputError(
-                    f"--map {name}={column}: the file has no field {column!r} (its fields: "
-                    f"{', '.join(keys[:12])}{', ...' if len(keys) > 12 else ''})"
-                )
+                said = (f"--map {name}={column}: the file has no field {column!r} (its fields: "
+                        f"{', '.join(keys[:12])}{', ...' if len(keys) > 12 else ''})")  # fmt: skip
+                if name in REQUIRED:  # else a text, a query, read from another field
+                    raise InputError(said)
+                warn(said + ": read as empty in this file")  # one of several may lack it
             out[name] = [spelled or column]
             continue
         # The alias as spelled, else the first field that matches it ignoring case, else in words.
