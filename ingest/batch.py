@@ -436,19 +436,24 @@ def define_known(con: duckdb.DuckDBPyConnection, target: Target, check: bool = T
     body = f"EXISTS (SELECT 1 FROM {table} gm_t WHERE {match})"
     body = "false" if empty or not check else body
     con.execute(f"CREATE OR REPLACE TEMP MACRO gm_stored({', '.join(args)}) AS {body}")
-    # An event id of digits alone stored over a day away: another search, from an export that
-    # numbers each file's rows 1..N. The same event exported again keeps its time but for
-    # precision or a zone (a day at most). Only a store holding such ids pays for the join.
-    numbered = f"(SELECT event_id, ts FROM {table} WHERE regexp_full_match(event_id, '{NUMBERED}'))"
+    # An event id of digits alone stored at another time for another query, or over a day away:
+    # another search, from an export that numbers each file's rows 1..N. The same event
+    # exported again keeps its query, and its time but for precision or a zone (a day at most).
+    # Only a store holding such ids pays for the join.
+    query_hash = "gm_k.gm_query_hash" if apart else "hash(gm_k.query)"
+    numbered = (
+        f"(SELECT event_id, ts, {query_hash} AS gm_qh FROM {table} gm_k "
+        f"WHERE regexp_full_match(event_id, '{NUMBERED}'))"
+    )
     far = _timed_ids(target) and check and not empty
     far = far and con.execute(f"SELECT EXISTS {numbered}").fetchall()[0][0]
     other = (
-        f"EXISTS (SELECT 1 FROM {numbered} gm_k WHERE gm_k.event_id = gm_a "
-        "AND abs(epoch(gm_k.ts) - epoch(gm_b)) > 86400)"
+        f"EXISTS (SELECT 1 FROM {numbered} gm_k WHERE gm_k.event_id = gm_a AND gm_k.ts <> gm_b "
+        "AND (abs(epoch(gm_k.ts) - epoch(gm_b)) > 86400 OR gm_k.gm_qh <> hash(gm_c)))"
         if far
         else "false"
     )
-    con.execute(f"CREATE OR REPLACE TEMP MACRO gm_stored_far_off(gm_a, gm_b) AS {other}")
+    con.execute(f"CREATE OR REPLACE TEMP MACRO gm_stored_far_off(gm_a, gm_b, gm_c) AS {other}")
     if target.place is not None:
         # the copy holds the known columns under their names (``expr AS name``)
         columns = [k.split(" AS ")[-1] for k in target.known] if apart else target.known
@@ -531,7 +536,12 @@ def _timed_ids(target: Target) -> bool:
 def _snapshot_known(con, target: Target) -> None:
     """Copy the stored rows' natural keys and line hashes into temp tables, for
     ``define_known`` to read while the store is let go."""
-    times = ("ts",) if _timed_ids(target) and "ts" not in target.known else ()
+    times = (
+        ("ts", f"CASE WHEN regexp_full_match(event_id, '{NUMBERED}') THEN hash(query) END "
+               "AS gm_query_hash")
+        if _timed_ids(target) and "ts" not in target.known
+        else ()
+    )  # fmt: skip
     keys = ", ".join((*target.key, *target.known, *times))
     # A target whose stage asks no stored key (a corpus snapshot): a copy of every stored chunk
     # id for each file of a sharded corpus would be wasted.

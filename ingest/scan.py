@@ -415,9 +415,7 @@ def read_head(path: Path, compression: str, size: int) -> bytes:
     what it gave before it broke (telling a layout needs only the start; the read that follows
     names where the stream ends). Empty when the file cannot be opened at all."""
     if compression == "gzip":  # gzip's reader gives nothing of a stream cut inside its buffer
-        with contextlib.suppress(OSError, zlib.error), open(path, "rb") as raw:
-            return zlib.decompressobj(wbits=47).decompress(raw.read(1 << 20), size)
-        return b""
+        return _gzip_head(path, size)
     head = b""
     try:
         with open_compressed(path, compression) as handle:
@@ -425,6 +423,22 @@ def read_head(path: Path, compression: str, size: int) -> bytes:
                 head += piece
     except Exception:  # EOFError, zlib's, lzma's, bz2's and zstd's errors, a misnamed stream
         pass
+    return head
+
+
+def _gzip_head(path: Path, size: int) -> bytes:
+    """Up to ``size`` bytes of a gzip file's content, member after member (bgzip and
+    concatenated files write many small ones), read from its first MiB; what a member cut short
+    gave before it broke."""
+    head = b""
+    with contextlib.suppress(OSError, zlib.error), open(path, "rb") as raw:
+        data = raw.read(1 << 20)
+        while data and len(head) < size:
+            inflater = zlib.decompressobj(wbits=47)
+            head += inflater.decompress(data, size - len(head))
+            if not inflater.eof:
+                break
+            data = inflater.unused_data
     return head
 
 

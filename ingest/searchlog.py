@@ -242,9 +242,10 @@ def stage_sql(
                        CASE WHEN gm_seen THEN NULL
                             WHEN {eid} IS NULL
                                 THEN 'h-' || gm_content_hash(concat_ws(chr(31), {content}))
-                            -- an id stored days away: this file numbers its rows as
-                            -- another did (1..N a file): another search
-                            WHEN gm_t IS NOT NULL AND gm_stored_far_off({eid}, gm_t)
+                            -- a numbered id stored for another query or days away: this
+                            -- file numbers its rows as another did (1..N): another search
+                            WHEN gm_t IS NOT NULL
+                                 AND gm_stored_far_off({eid}, gm_t, trim({q}))
                                 THEN {eid} || '@' || strftime(gm_t, '%Y%m%dT%H%M%S')
                             ELSE {eid} END AS gm_key
                 FROM ({access}))))

@@ -610,3 +610,17 @@ def test_a_map_to_an_optional_column_one_file_lacks_warns(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "--map session_id=sess: the file has no field 'sess'" in proc.stderr
     assert json.loads(proc.stdout)["total"]["stored"] == 2
+
+
+def test_the_head_of_a_gzip_file_of_many_members_is_read_past_the_first(tmp_path):
+    """bgzip writes a member per 64 KiB (and cat a.gz b.gz two): the head read for the layout
+    stopped at the first member's end."""
+    from goldmine.ingest.scan import read_head
+
+    data = b"".join(f"{i}\tpassage {i}\n".encode() for i in range(20000))
+    packed = b"".join(gzip.compress(data[i : i + 4096]) for i in range(0, len(data), 4096))
+    path = tmp_path / "c.tsv.gz"
+    path.write_bytes(packed)
+    assert read_head(path, "gzip", 1 << 16) == data[: 1 << 16]
+    path.write_bytes(packed[: len(packed) // 2])  # cut short: what came before the cut
+    assert data.startswith(read_head(path, "gzip", 1 << 20))

@@ -107,3 +107,21 @@ def test_a_ubi_queries_file_read_as_a_log_stores_the_users_words(cli, tmp_path) 
     db = tmp_path / "s.duckdb"
     ingest(cli, db, write_jsonl(tmp_path / "ubi_queries.jsonl", rows))
     assert sorted(q for _, q in stored(db)) == ["laptop bag", "usb c hub"]
+
+
+def test_daily_exports_numbered_alike_hours_apart_are_stored(cli, tmp_path) -> None:
+    """Day 1's rows 1 and 2 at 20:00 and 21:00, day 2's at 09:00 and 10:00: under a day apart,
+    so they were the same events; another query at another time is another search."""
+    (tmp_path / "day1.csv").write_text(
+        "id,ts,query\n1,2024-03-01 20:00:00,reset password\n2,2024-03-01 21:00:00,billing\n"
+    )
+    (tmp_path / "day2.csv").write_text(
+        "id,ts,query\n1,2024-03-02 09:00:00,refund policy\n2,2024-03-02 10:00:00,cancel order\n"
+    )
+    (tmp_path / "again.csv").write_text(  # day 1 exported again, its times rounded to the hour
+        "id,ts,query\n1,2024-03-01 20:00:00,reset password\n2,2024-03-01 21:00:00,billing\n"
+    )
+    db = tmp_path / "s.duckdb"
+    ingest(cli, db, tmp_path / "day1.csv")
+    assert ingest(cli, db, tmp_path / "day2.csv")["stored"] == 2
+    assert ingest(cli, db, tmp_path / "again.csv")["stored"] == 0

@@ -814,17 +814,18 @@ def test_ids_numbered_alike_in_two_files_and_repeated_rows_alike_in_both_engines
     """Two weeks whose exports number their rows 1..N: next week's row 1 is another search
     (another query, days away), stored by both engines; a row repeated without an id is a search
     each time. The same event again (same query, minutes away) is the one stored."""
-    first = ["reset password", "cancel order", "track parcel"]
+    first = ["reset password", "cancel order", "track parcel", "opening times"]
     week1 = [{"id": str(i), "query": q, "timestamp": f"2026-11-16T10:0{i}:00Z"}
              for i, q in enumerate(first, 1)]  # fmt: skip
     week2 = [{"id": str(i), "query": q, "timestamp": f"2026-11-23T09:0{i}:00Z"}
              for i, q in enumerate(["refund status", "change address"], 1)]  # fmt: skip
     week2 += [{"id": "3", "query": "track parcel", "timestamp": "2026-11-16T10:03:30Z"}]
+    week2 += [{"id": "4", "query": "new one", "timestamp": "2026-11-16T19:00:00Z"}]
     week2 += [{"query": "opening hours", "timestamp": "2026-11-23T09:05:00Z"}] * 2
     logs = [write_jsonl(tmp_path / "week1.jsonl", week1),
             write_jsonl(tmp_path / "week2.jsonl", week2)]  # fmt: skip
     duck, total = duckdb_summary(tmp_path / "duck.duckdb", logs)
     result = spark_import(tmp_path / "spark.duckdb", logs, spark_options, tmp_path)
-    assert total == {"rows_in": 8, "stored": 7, "rejected": 0, "already_present": 1}
+    assert total == {"rows_in": 10, "stored": 9, "rejected": 0, "already_present": 1}
     assert result.total == total
     assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)

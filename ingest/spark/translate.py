@@ -339,15 +339,18 @@ def stored_events(events: DataFrame) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    # An id of digits alone a later file gives a time over a day away is another search (a file
-    # that numbers its rows 1..N), as the DuckDB engine keys it against the stored row: ID@TIME.
+    # An id of digits alone a later file gives another time and another query, or a time over a
+    # day away, is another search (a file that numbers its rows 1..N), as the DuckDB engine
+    # keys it against the stored row: ID@TIME.
     key = F.col("event_key")
     earliest = Window.partitionBy("event_key").orderBy("file", "pos")
-    ts0 = F.first("ts").over(earliest)
+    ts0, q0 = F.first("ts").over(earliest), F.first("query").over(earliest)
+    apart = F.abs(F.unix_timestamp("ts") - F.unix_timestamp(ts0))
     another = (
         key.rlike(f"^{NUMBERED}$")
         & (F.col("file") != F.first("file").over(earliest))
-        & (F.abs(F.unix_timestamp("ts") - F.unix_timestamp(ts0)) > 86400)
+        & (F.col("ts") != ts0)
+        & ((apart > 86400) | ~F.col("query").eqNullSafe(q0))
     )
     dated = F.concat(key, F.lit("@"), F.date_format("ts", "yyyyMMdd'T'HHmmss"))
     events = events.where(F.col("reason").isNull()).withColumn(
@@ -358,8 +361,7 @@ def stored_events(events: DataFrame) -> DataFrame:
     first = (F.col("file") == F.col("gm_first")) & ((n == 1) | F.col("event_key").startswith("h-"))
     renamed = F.when(n > 1, F.concat(F.col("event_key"), F.lit("~"), n.cast("string")))
     return (
-        events.where(F.col("reason").isNull())
-        .withColumn("gm_n", F.row_number().over(in_file))
+        events.withColumn("gm_n", F.row_number().over(in_file))
         .withColumn("gm_first", F.min("file").over(Window.partitionBy("event_key")))
         .where(first)
         .withColumn("event_key", renamed.otherwise(F.col("event_key")))
