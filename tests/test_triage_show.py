@@ -333,3 +333,33 @@ def test_a_starter_reason_gives_the_clusters_counts_and_the_querys_apart(db_path
         cid = next(int(c) for c in re.findall(r"cluster (\d+)", reason))
         assert f"cluster {cid}: {clusters[cid]['volume']} searches" in reason, reason
         assert "this query" in reason, reason
+
+
+def test_a_run_with_no_new_traffic_keeps_what_is_new(db_path, cli):
+    """After the week's run, a second run with nothing new said "no cluster matches --new": new
+    meant after the previous run's watermark, which was the week's own."""
+    week = T0 + timedelta(days=5)
+    with open_store(db_path) as con:
+        triaged(con)
+        con.execute("INSERT INTO triage_cluster_ids VALUES (8, 2, NULL, 0.5, 1)")
+        con.execute(
+            """INSERT INTO triage_queries (norm_query, query, canonical_query, cluster_id,
+                   n_events, n_sessions, sources, first_seen, last_seen, n_no_click, n_failed,
+                   failure_rate, tags)
+               VALUES ('gift card', 'gift card', 'gift card', 8, 4, 4, ['searchlog'], ?, ?,
+                       1, 1, 0.25, [])""",
+            [week, week],
+        )
+        con.execute(
+            "INSERT INTO triage_query_days (source, day, norm_query, first_seen, last_seen, "
+            "n_events) VALUES ('searchlog', ?, 'gift card', ?, ?, 4)",
+            [week.date(), week, week],
+        )
+        summarize_clusters(con, 2)
+        con.execute(
+            "INSERT INTO triage_runs (run_id, started_at, finished_at, status, watermark) "
+            "VALUES (2, ?, ?, 'done', ?)",
+            [week, week, week],
+        )
+        summarize_clusters(con, 3)  # the same traffic again
+    assert set(shown(cli, db_path, "--new")) == {8}

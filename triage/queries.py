@@ -55,8 +55,12 @@ def summarize_clusters(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
             FROM triage_queries
         ),
         prev AS (
+            -- the last run that saw less traffic than this one: a run with nothing new since
+            -- the last keeps what that one found new
             SELECT max(watermark) AS watermark FROM triage_runs
             WHERE status = 'done' AND run_id < $run_id
+              AND watermark < coalesce((SELECT max(last_seen) FROM triage_query_days),
+                                       'infinity'::TIMESTAMP)
         ),
         tag_n AS (
             SELECT cluster_id, tag, count(*) AS n FROM
