@@ -567,6 +567,12 @@ def _print_result(result, as_json: bool, store: Path | None = None) -> None:
 def _triage_line(run: dict | None) -> str:
     if run is None:
         return "triage: not run yet"
+    if run["status"] != "done":  # its counts are not set: say what triage show serves
+        served = run.get("served")
+        shown = (f"triage show serves run {served['run_id']}, {served['n_queries'] or 0:,} "
+                 f"queries in {served['n_clusters'] or 0:,} clusters" if served
+                 else "no run has finished yet")  # fmt: skip
+        return f"triage: run {run['run_id']} {run['status']}; {shown}"
     return (f"triage: run {run['run_id']} {run['status']}, {run['n_queries'] or 0:,} queries in "
             f"{run['n_clusters'] or 0:,} clusters")  # fmt: skip
 

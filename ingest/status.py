@@ -97,13 +97,18 @@ def top_reasons(
 
 
 def _triage(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
-    """The latest triage run: when, its status, queries and clusters (None before the first)."""
-    runs = fetch_dicts(
-        con,
-        "SELECT run_id, status, finished_at, n_queries, n_clusters FROM triage_runs "
-        "ORDER BY run_id DESC LIMIT 1",
-    )
-    return runs[0] if runs else None
+    """The latest triage run: when, its status, queries and clusters (None before the first);
+    when it did not finish, ``served`` is the finished run ``triage show`` serves (or None)."""
+    sql = ("SELECT run_id, status, finished_at, n_queries, n_clusters FROM triage_runs "
+           "{} ORDER BY run_id DESC LIMIT 1")  # fmt: skip
+    runs = fetch_dicts(con, sql.format(""))
+    if not runs:
+        return None
+    latest = runs[0]
+    if latest["status"] != "done":
+        done = fetch_dicts(con, sql.format("WHERE status = 'done'"))
+        latest["served"] = done[0] if done else None
+    return latest
 
 
 def _gold(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:

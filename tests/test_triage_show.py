@@ -363,3 +363,20 @@ def test_a_run_with_no_new_traffic_keeps_what_is_new(db_path, cli):
         )
         summarize_clusters(con, 3)  # the same traffic again
     assert set(shown(cli, db_path, "--new")) == {8}
+
+
+def test_status_after_an_interrupted_run_names_the_run_show_serves(db_path, cli):
+    """ "triage: run 2 interrupted, 0 queries in 0 clusters" while triage show served run 1."""
+    with open_store(db_path) as con:
+        triaged(con)
+        con.execute("UPDATE triage_runs SET n_queries = 12, n_clusters = 6 WHERE run_id = 1")
+        con.execute(
+            "INSERT INTO triage_runs (run_id, started_at, status) VALUES (2, ?, 'interrupted')",
+            [T0 + timedelta(days=2)],
+        )
+    out = cli("--db", str(db_path), "status")
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("triage:"))
+    assert line == "triage: run 2 interrupted; triage show serves run 1, 12 queries in 6 clusters"
+    data = json.loads(cli("--db", str(db_path), "status", "--json").stdout)
+    assert data["triage"]["served"]["run_id"] == 1
