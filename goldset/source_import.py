@@ -123,6 +123,10 @@ def import_source(
     notes: list[str] = []
     if fmt == "csv":  # a sheet's words are read through the map's labels as it is read
         sheet, numbers = sheet_judgments(path, grade_map, topics, notes, topic_field)
+        off = [f"{k}={v}" for k, v in (grade_map or {}).items() if v not in GRADES]
+        if sheet.labelled and off:  # named as written, not as the identity map it became
+            raise InputError(f"--grade-map {off[0]} sends a grade off goldmine's 0-2 scale: a "
+                             "source's grades are compared on it (gold agreement)")  # fmt: skip
         judgments = pl.DataFrame(sheet.rows, schema=_JUDGMENT, orient="row")
         texts = sheet.texts
     else:

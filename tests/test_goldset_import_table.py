@@ -221,3 +221,10 @@ def test_a_tab_separated_sheet_is_not_called_comma_separated(cli, tmp_path) -> N
     result = gold_import(cli, tmp_path, {"s.tsv": "query\tnotes\nreset\tx\n"}, "s.tsv")
     assert_one_error_line(result, "no document or grade column")
     assert "comma" not in result.stderr
+
+
+def test_a_word_mapped_off_the_scale_is_named_for_a_source(cli, tmp_path) -> None:
+    result = gold_import(cli, tmp_path, {"labels.csv": LABELLED}, "labels.csv", "--grade-map",
+                         "not relevant=0,partially relevant=1,highly relevant=3",
+                         "--as-source", "team")  # fmt: skip
+    assert_one_error_line(result, "highly relevant=3")
