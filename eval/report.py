@@ -40,8 +40,14 @@ def print_outcome(outcome: EvalOutcome, *, per_query: bool = False, verbose: boo
         f"{result.n_queries} answerable (sha256 {_short(gold.hash)})"
     )
     print(f"run  {outcome.run_source} ({outcome.run_format}, sha256 {_short(outcome.run_hash)})")
-    for name, value in result.summary.items():
-        print(f"{display_name(name)} {value:.2f}")
+    if result.n_queries:
+        for name, value in result.summary.items():
+            print(f"{display_name(name)} {value:.2f}")
+    else:  # 0.00 read as a retriever that finds nothing
+        print(
+            "no answerable query (none has a chunk graded relevant at -l "
+            f"{result.rel_level}): no average to give; the no-answer queries are below"
+        )
     _print_reranker(outcome)
     _print_counts(outcome, verbose)
     if per_query:

@@ -72,6 +72,17 @@ def test_no_answer_queries_are_one_line_unless_asked(cli, tmp_path) -> None:
     assert data["n_no_answer"] == 43
 
 
+def test_a_set_with_no_answerable_query_prints_no_average(cli, tmp_path) -> None:
+    """Only grade-0 judgments printed "MRR 0.00" and the rest, read as a retriever finding
+    nothing."""
+    gold = write_jsonl(tmp_path / "gold.jsonl",
+                       [{"query_id": "q1", "query": "a", "relevant": {"d1": 0}}])  # fmt: skip
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d1 1 1.0 x\n")
+    out = cli("eval", "run", "--gold", str(gold), "--run", str(run), "--no-store").stdout
+    assert "no answerable query" in out and "MRR" not in out, out
+
+
 @pytest.mark.parametrize(
     "recall,mrr,opportunity,says,never",
     [
