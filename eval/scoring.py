@@ -116,6 +116,9 @@ def check_overlap(result: EvalResult, gold: Gold) -> str | None:
     if len(found) * 2 >= n:
         return None
     run_ids = [*result.ignored[:2], *found[: max(0, 2 - len(result.ignored))]]
+    ranked_none = [r.query_id for r in result.no_answer if r.returned]
+    if not run_ids and ranked_none:  # "run ids look like (none)" said nothing of them
+        run_ids = [f"{', '.join(ranked_none[:2])} (only queries the gold has no answer for)"]
     examples = (
         f"run ids look like {', '.join(run_ids) or '(none)'}; "
         f"gold ids look like {', '.join(result.missing[:2])}"

@@ -93,6 +93,8 @@ def unpacked(data: bytes, path: str | Path) -> bytes:
     or zstd (no reader in the standard library) is an InputError saying what to do."""
     if data.startswith(_ZSTD):
         raise InputError("is zstd-compressed: decompress it first (zstd -d FILE)", path=path)
+    if data.startswith(b"PK\x03\x04"):  # read as text, it was "not valid UTF-8"
+        raise InputError("is a zip archive: unzip it and pass the file inside", path=path)
     kind = compression(data[:8])
     if kind is None:
         return data

@@ -787,6 +787,8 @@ def detect_run_format(data: bytes, text: str | None) -> str:
     assert text is not None
     if not text.strip():
         raise InputError("the run file is empty: it ranks nothing for any query")
+    if not first_line(text):  # "cannot tell the run format … pass --run-format" said nothing
+        raise InputError("the run file holds only # comment lines: it ranks nothing")
     if _looks_like_json_object(text):
         return _json_kind(text, _RUN_MARKERS)
     first = first_line(text)

@@ -84,3 +84,25 @@ def test_msmarco_qrels_given_as_a_run_are_named(tmp_path: Path) -> None:
     path.write_text("1\t0\t2026790\t1\n2\t0\t3333\t1\n")
     with pytest.raises(InputError, match="this is TREC qrels"):
         read_run(path)
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [(b"# run made by bm25\n\n# nothing yet\n", "only # comment lines"),
+     (b"PK\x03\x04" + b"\x00" * 40, "zip archive")],
+)  # fmt: skip
+def test_a_run_that_ranks_nothing_or_is_zipped_says_so(tmp_path: Path, data, words) -> None:
+    path = tmp_path / "r.trec"
+    path.write_bytes(data)
+    with pytest.raises(InputError, match=words):
+        read_run(path)
+
+
+def test_a_run_of_no_answer_queries_alone_names_them(tmp_path: Path) -> None:
+    gold = tmp_path / "g.jsonl"
+    gold.write_text('{"query_id": "a1", "query": "x", "relevant": ["d1"]}\n'
+                    '{"query_id": "n1", "query": "y", "relevant": []}\n')  # fmt: skip
+    run = tmp_path / "r.trec"
+    run.write_text("n1 Q0 d9 1 1.0 r\n")
+    out = run_cli("eval", "run", "-g", str(gold), "-r", str(run), "--no-store")
+    assert out.returncode == 2 and "n1 (only queries the gold has no answer for)" in out.stderr
