@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from goldmine.errors import InputError, NotFoundError
-from goldmine.text import ARABIC_OPTIONAL
+from goldmine.text import ARABIC_OPTIONAL, is_word_mark
 
 if TYPE_CHECKING:
     import duckdb
@@ -124,7 +124,7 @@ def _marks() -> str:
     words, not enclosing ones (a keycap) nor variation selectors (an emoji's U+FE0F)."""
     ranges, start = [], None
     for code in range(0x300, 0x20000):
-        mark = unicodedata.category(chr(code)) in ("Mn", "Mc") and not 0xFE00 <= code <= 0xFE0F
+        mark = is_word_mark(chr(code))
         if mark and start is None:
             start = code
         elif not mark and start is not None:

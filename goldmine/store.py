@@ -103,6 +103,17 @@ def fetch_dicts(
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
+def register_function(con: duckdb.DuckDBPyConnection, name: str, fn: Callable, *signature,
+                      **options: Any) -> None:  # fmt: skip
+    """``con.create_function(name, fn, *signature, **options)`` unless ``con`` has ``name``
+    already: a Python function the stages' SQL calls, registered once per connection."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_functions() WHERE function_name = ?", [name]
+    ).fetchall()[0][0]
+    if not found:
+        con.create_function(name, fn, *signature, **options)
+
+
 def applied_migrations(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Names of the migrations this file has; creates the record table on a writable blank file.
 

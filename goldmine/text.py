@@ -72,15 +72,20 @@ def _mark_or_space(found: re.Match[str]) -> str:
     pattern found is a space. An emoji's presentation selector (U+FE0F, ❤️) and a keycap
     (U+20E3, 1️⃣) are no part of a word: a query of them alone has no words."""
     char = found.group()
-    if unicodedata.category(char) not in ("Mn", "Mc") or _NOT_IN_WORDS.match(char):
+    if not is_word_mark(char):
         return " "
     at = found.start()
     before = found.string[at - 1] if at else " "
-    return char if before.isalnum() or unicodedata.category(before) in ("Mn", "Mc") else " "
+    return char if before.isalnum() or is_word_mark(before) else " "
 
 
-# Variation selectors (U+FE00-U+FE0F, U+E0100-U+E01EF): they pick how a character is drawn.
-_NOT_IN_WORDS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+def is_word_mark(char: str) -> bool:
+    """A combining mark written inside a word (a vowel sign, a point, an accent): not an
+    enclosing one (a keycap) nor a variation selector (U+FE00-U+FE0F, U+E0100-U+E01EF), which
+    picks how a character is drawn (an emoji's U+FE0F)."""
+    return unicodedata.category(char) in ("Mn", "Mc") and not (
+        "\ufe00" <= char <= "\ufe0f" or "\U000e0100" <= char <= "\U000e01ef"
+    )
 
 
 def norm_sql(column: str) -> str:
@@ -100,12 +105,10 @@ def norm_any_sql(con: duckdb.DuckDBPyConnection, column: str) -> str:
     (registered on ``con``, once) for the rest, whose marks and folding SQL cannot follow. For
     lookups over stored text (a query's origins); a table of many texts is better filled by
     ``fill_non_ascii``, once per distinct text."""
-    found = con.execute(
-        "SELECT count(*) FROM duckdb_functions() WHERE function_name = ?", [NORMALIZE_UDF]
-    ).fetchall()[0][0]
-    if not found:
-        con.create_function(NORMALIZE_UDF, normalize_query, ["VARCHAR"], "VARCHAR",
-                            side_effects=False)  # fmt: skip
+    from goldmine.store import register_function
+
+    register_function(con, NORMALIZE_UDF, normalize_query, ["VARCHAR"], "VARCHAR",
+                      side_effects=False)  # fmt: skip
     return (
         f"CASE WHEN regexp_matches({column}, '^[\\x00-\\x7F]*$') THEN {norm_sql(column)} "
         f"ELSE {NORMALIZE_UDF}({column}) END"

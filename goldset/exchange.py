@@ -147,11 +147,15 @@ def _one_line(text: str) -> str:
 def _read_lines(path: Path) -> list[str]:
     """The file's lines, decompressed first if it is gzip, bz2 or xz (ir_datasets serves qrels
     gzipped); CRLF files (Cranfield) read like any other."""
+    return _read_text(path).splitlines()
+
+
+def _read_text(path: Path) -> str:
     try:
         data = unpacked(path.read_bytes(), path)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
-    return decode_text(data, path).splitlines()
+    return decode_text(data, path)
 
 
 def _json_lines(path: Path) -> list[tuple[int, dict]]:
@@ -910,7 +914,7 @@ def sheet_judgments(
     else ``topics``'), and the map still to apply to their grades: none left for words, which
     the sheet read through their labels (the identity over the grades they became, so a grade
     put off the scale is said as a map's is)."""
-    sheet = read_sheet(path, "\n".join(_read_lines(path)), grade_map)
+    sheet = read_sheet(path, _read_text(path), grade_map)
     if not sheet.rows:
         said = f": {'; '.join(sheet.notes)}" if sheet.notes else ""
         raise InputError(f"holds no graded judgment{said}", path=path)

@@ -95,8 +95,7 @@ class _Columns:
 def read_sheet(path: Path, text: str, grade_map: dict | None) -> Sheet:
     """The judgments in a spreadsheet's CSV ``text`` (decoded), their word grades read through
     ``grade_map``'s label entries."""
-    lines = text.splitlines()
-    first = next((line for line in lines if line.strip()), "")
+    first = next((line for line in io.StringIO(text) if line.strip()), "")
     delimiter = delimiter_of(first)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     header = next((row for row in reader if any(c.strip() for c in row)), None)
@@ -120,7 +119,7 @@ def read_sheet(path: Path, text: str, grade_map: dict | None) -> Sheet:
                 f"--grade-map names labels ({', '.join(labels)}): map the numbers", path=path
             )  # fmt: skip
         mapped = [_whole_text(g) for g in grades]
-    _fill(sheet, cells, mapped, cols, path)
+    _fill(sheet, cells, mapped, path)
     return sheet
 
 
@@ -267,7 +266,7 @@ def suggest_label_map(labels: list[str]) -> str:
     return ",".join(f"{label}={'?' if graded[label] is None else graded[label]}" for label in order)
 
 
-def _fill(sheet: Sheet, cells: list[tuple], grades: list[str], cols: _Columns, path: Path) -> None:
+def _fill(sheet: Sheet, cells: list[tuple], grades: list[str], path: Path) -> None:
     """The sheet's rows and texts: a query's id is the file's, or made from its text; one id of
     two texts, or a document graded twice two ways, is an InputError."""
     seen: dict[tuple[str, str], tuple[str, str, int]] = {}

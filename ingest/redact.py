@@ -23,6 +23,7 @@ import duckdb
 from goldmine.errors import InputError
 from goldmine.ingest import pii
 from goldmine.ingest.pii import DEFAULT_REGIONS
+from goldmine.store import register_function
 
 UDF = "gm_pii"
 
@@ -148,14 +149,10 @@ def _split(spec: str) -> tuple[str, str]:
 
 def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Register the redaction UDF on ``con`` (once per connection)."""
-    found = con.execute(
-        "SELECT count(*) FROM duckdb_functions() WHERE function_name = ?", [UDF]
-    ).fetchall()[0][0]
-    if not found:
-        con.create_function(
-            UDF, _pii_batch, ["VARCHAR", "VARCHAR", "BOOLEAN"], "VARCHAR",
-            type="arrow", null_handling="special", side_effects=False,
-        )  # fmt: skip
+    register_function(
+        con, UDF, _pii_batch, ["VARCHAR", "VARCHAR", "BOOLEAN"], "VARCHAR",
+        type="arrow", null_handling="special", side_effects=False,
+    )  # fmt: skip
 
 
 def redact_text(con, text: str | None, redactor: Redactor | None = None) -> str | None:

@@ -624,3 +624,15 @@ def test_the_head_of_a_gzip_file_of_many_members_is_read_past_the_first(tmp_path
     assert read_head(path, "gzip", 1 << 16) == data[: 1 << 16]
     path.write_bytes(packed[: len(packed) // 2])  # cut short: what came before the cut
     assert data.startswith(read_head(path, "gzip", 1 << 20))
+
+
+def test_real_cranfield_cut_short_is_one_line_and_leaves_no_store(cli, tmp_path, shared_dataset):
+    """The public collection as a download cut in half: gzip's EOFError reached click."""
+    real = shared_dataset("datasets", "cranfield", "cran.all.1400").read_bytes()
+    packed = gzip.compress(real)
+    path = tmp_path / "cran.all.1400.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    db = tmp_path / "s.duckdb"
+    error = _one_line_error(_ingest(cli, db, "corpus", path))
+    assert "gzip stream ends early" in error and "nothing from it was stored" in error, error
+    assert not db.exists()

@@ -60,6 +60,26 @@ def triaged(con, clusters=CLUSTERS) -> None:
     summarize_clusters(con, 1)
 
 
+def done_run(con, run_id: int, at: datetime, *, watermark: datetime) -> None:
+    con.execute(
+        "INSERT INTO triage_runs (run_id, started_at, finished_at, status, watermark) "
+        "VALUES (?, ?, ?, 'done', ?)",
+        [run_id, at, at, watermark],
+    )
+
+
+def cluster_of_one(con, cid: int, text: str, n: int, failed: int, seen: datetime) -> None:
+    """A cluster run 2 made, of one query seen once at ``seen``."""
+    con.execute("INSERT INTO triage_cluster_ids VALUES (?, 2, NULL, 0.5, 1)", [cid])
+    con.execute(
+        """INSERT INTO triage_queries (norm_query, query, canonical_query, cluster_id,
+               n_events, n_sessions, sources, first_seen, last_seen, n_no_click, n_failed,
+               failure_rate, tags)
+           VALUES (?, ?, ?, ?, ?, ?, ['searchlog'], ?, ?, ?, ?, ?, [])""",
+        [text, text, text, cid, n, n, seen, seen, failed, failed, failed / n],
+    )
+
+
 def show(cli, db_path, *args, columns=200):
     return cli("--db", str(db_path), "triage", "show", *args, env={"COLUMNS": str(columns)})
 
@@ -290,20 +310,8 @@ def test_a_cluster_the_latest_run_made_is_new_whatever_its_dates(db_path, cli):
     that --new left out: new meant first seen after the previous run's watermark only."""
     with open_store(db_path) as con:
         triaged(con)
-        con.execute(
-            "INSERT INTO triage_runs (run_id, started_at, finished_at, status, watermark) "
-            "VALUES (2, ?, ?, 'done', ?)",
-            [T0 + timedelta(days=3), T0 + timedelta(days=3), T0 + timedelta(days=1)],
-        )
-        con.execute("INSERT INTO triage_cluster_ids VALUES (7, 2, NULL, 0.5, 1)")
-        con.execute(
-            """INSERT INTO triage_queries (norm_query, query, canonical_query, cluster_id,
-                   n_events, n_sessions, sources, first_seen, last_seen, n_no_click, n_failed,
-                   failure_rate, tags)
-               VALUES ('atm near me', 'atm near me', 'atm near me', 7, 9, 9, ['searchlog'], ?, ?,
-                       9, 9, 1.0, [])""",
-            [T0 - timedelta(days=2), T0 - timedelta(days=2)],
-        )
+        done_run(con, 2, T0 + timedelta(days=3), watermark=T0 + timedelta(days=1))
+        cluster_of_one(con, 7, "atm near me", 9, 9, T0 - timedelta(days=2))
         summarize_clusters(con, 2)
     assert set(shown(cli, db_path, "--new")) == {7}
 
@@ -341,26 +349,14 @@ def test_a_run_with_no_new_traffic_keeps_what_is_new(db_path, cli):
     week = T0 + timedelta(days=5)
     with open_store(db_path) as con:
         triaged(con)
-        con.execute("INSERT INTO triage_cluster_ids VALUES (8, 2, NULL, 0.5, 1)")
-        con.execute(
-            """INSERT INTO triage_queries (norm_query, query, canonical_query, cluster_id,
-                   n_events, n_sessions, sources, first_seen, last_seen, n_no_click, n_failed,
-                   failure_rate, tags)
-               VALUES ('gift card', 'gift card', 'gift card', 8, 4, 4, ['searchlog'], ?, ?,
-                       1, 1, 0.25, [])""",
-            [week, week],
-        )
+        cluster_of_one(con, 8, "gift card", 4, 1, week)
         con.execute(
             "INSERT INTO triage_query_days (source, day, norm_query, first_seen, last_seen, "
             "n_events) VALUES ('searchlog', ?, 'gift card', ?, ?, 4)",
             [week.date(), week, week],
         )
         summarize_clusters(con, 2)
-        con.execute(
-            "INSERT INTO triage_runs (run_id, started_at, finished_at, status, watermark) "
-            "VALUES (2, ?, ?, 'done', ?)",
-            [week, week, week],
-        )
+        done_run(con, 2, week, watermark=week)
         summarize_clusters(con, 3)  # the same traffic again
     assert set(shown(cli, db_path, "--new")) == {8}
 
