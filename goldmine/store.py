@@ -382,6 +382,13 @@ def duckdb_engine(lean: bool = False):
 _DUCKDB_MAGIC = b"DUCK"
 
 
+def _empty_file(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
+
+
 def _refuse_other_file(path: Path) -> None:
     """A file given as --db that is no DuckDB database (notes, a log, a CSV), before anything is
     made beside it: DuckDB opens a JSON lines or CSV file as a database of one table."""
@@ -527,6 +534,10 @@ def connect(
     """
     duckdb = duckdb_engine(lean)
     path = resolve_db_path(db)
+    if _empty_file(path):  # ``--db "$(mktemp)"``: a file holding nothing is no store yet
+        if read_only or not create:
+            raise missing_store(path)
+        path.unlink()  # DuckDB refuses to open an empty file as a new database
     if not path.exists() and (read_only or not create):
         raise missing_store(path)
     if not read_only and not path.exists() and path.parent and not path.parent.exists():

@@ -295,6 +295,23 @@ def test_a_file_that_is_no_store_is_bad_input(cli, tmp_path: Path) -> None:
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(name)) == [name]
 
 
+def test_an_empty_file_as_db_is_a_new_store(cli, tmp_path: Path) -> None:
+    """``--db "$(mktemp)"``: an empty file holds nothing, so a writing command makes the store
+    there, and a reading one says there is no store yet; both used to say it was not a DuckDB
+    database and leave a spill folder beside it."""
+    empty = tmp_path / "fresh.duckdb"
+    empty.touch()
+    result = cli("status", "--db", str(empty))
+    assert result.returncode == 2, result.stderr
+    assert f"no goldmine store at {empty}" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["fresh.duckdb"]
+    result = cli("add", "how do I reset my password", "--db", str(empty))
+    assert result.returncode == 0, result.stderr
+    assert cli("status", "--db", str(empty)).returncode == 0
+    with duckdb.connect(str(empty), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM manual_queries").fetchall() == [(1,)]
+
+
 def test_another_duckdb_database_is_refused_and_left_as_it_was(cli, tmp_path: Path) -> None:
     """A team's own DuckDB file given as --db (analytics.duckdb): a read command such as
     ``gold list`` wrote goldmine's 38 tables into it, and ``goldmine.Store`` (read-only) did
