@@ -29,6 +29,17 @@ from typing import TYPE_CHECKING
 from goldmine.errors import InputError
 from goldmine.files import json_objects, open_unpacked, require_file, unpacked
 from goldmine.gold import GRADE_LIMIT, Gold, GoldQuery, Run
+from goldmine.gold_records import (
+    RELEVANT_KEYS,
+    is_llamaindex,
+    item_grade,
+    item_id,
+    json_records,
+    llamaindex_records,
+    query_id,
+    query_text,
+    relevant_key,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -175,7 +186,7 @@ def _json_kind(text: str, markers: frozenset[str]) -> str:
     return "json" if first == text.strip() else "jsonl"
 
 
-_GOLD_MARKERS = frozenset({"query_id", "qid", "query", "relevant", "relevant_ids", "no_answer"})
+_GOLD_MARKERS = frozenset({"query_id", "qid", "query", "question", "no_answer", *RELEVANT_KEYS})
 _RUN_MARKERS = frozenset({"query_id", "qid", "query", "results"})
 
 
@@ -194,9 +205,14 @@ def detect_gold_format(text: str) -> str:
     foreign = foreign_judgments(text)
     if foreign:
         raise InputError(f"{foreign}: eval run reads {GOLD_LAYOUTS}")
+    if text.lstrip("\ufeff \t\r\n").startswith("["):
+        return "json"  # an array of gold records (DPR's retriever files)
     if _looks_like_json_object(text):
-        if is_qrels_record(_first_object(text)):
+        first = _first_object(text)
+        if is_qrels_record(first):
             return "jsonl"
+        if is_llamaindex(first):
+            return "json"
         return _json_kind(text, _GOLD_MARKERS)
     fields = _data_fields(text, is_qrels_header)
     if not fields:
@@ -244,6 +260,8 @@ def foreign_judgments(text: str) -> str | None:
         tasks = isinstance(obj, list) and obj and isinstance(obj[0], dict)
         if tasks and ("annotations" in obj[0] or "predictions" in obj[0]):
             return "is a Label Studio export (tasks with annotations), which goldmine does not read"
+        if tasks and relevant_key(obj[0]) is not None:
+            return None  # gold lines in one array (DPR's retriever files)
         return "is a JSON array, which is no judgments layout goldmine reads"
     first = first_line(head)
     other = _not_judgments(head, first)
@@ -463,12 +481,13 @@ QRELS_GRADE_KEYS = ("score", "grade", "relevance", "rel", "label")
 _QRELS_KEYS = (QRELS_QUERY_KEYS, QRELS_DOC_KEYS, QRELS_GRADE_KEYS)
 
 
+_RELEVANT = frozenset(RELEVANT_KEYS)
+
+
 def is_qrels_record(obj: dict) -> bool:
     """Whether a JSON object is one judgment (BEIR's ``{"query-id", "corpus-id", "score"}``)
     rather than a gold line listing a query's ``relevant`` chunks."""
-    return not ({"relevant", "relevant_ids"} & obj.keys()) and all(
-        any(k in obj for k in keys) for keys in _QRELS_KEYS
-    )
+    return not (_RELEVANT & obj.keys()) and all(any(k in obj for k in keys) for keys in _QRELS_KEYS)
 
 
 def qrels_frame(path: Path, text: str | None = None) -> tuple[pl.DataFrame, str]:
@@ -658,9 +677,9 @@ def read_relevant(value: object, path: Path, line: int) -> dict[str, int]:
         for item in value:
             if isinstance(item, str | int) and not isinstance(item, bool):
                 judged.setdefault(str(item), 1)
-            elif isinstance(item, dict) and ("id" in item or "chunk_id" in item):
-                doc = str(item.get("id", item.get("chunk_id")))
-                grade = read_grade(item.get("grade", 1), path, line)
+            elif isinstance(item, dict) and item_id(item) is not None:
+                doc = str(item_id(item))
+                grade = read_grade(item_grade(item), path, line)
                 if judged.get(doc, grade) != grade:
                     raise InputError(
                         f"{doc} is listed twice with different grades ({judged[doc]}, then "
@@ -701,17 +720,21 @@ def _not_parquet(text: str, path: Path) -> Gold:
 def _gold_jsonl(text: str, path: Path) -> Gold:
     if is_qrels_record(_first_object(text)):  # BEIR's qrels as JSON lines: a judgment a line
         return _gold_records(*qrels_frame(path, text), path)
+    return _gold_lines(json_records(text, path), path)
+
+
+def _gold_lines(records: list[tuple[int, dict]], path: Path, fmt: str = "jsonl") -> Gold:
+    """Gold lines (``gold_records``' keys), numbered by their place in the file."""
     queries: dict[str, GoldQuery] = {}
     version = None
     content_hash = ""
     by_text = False
-    for number, obj in json_objects(text.splitlines(), path):
+    for number, obj in records:
         if "format_version" in obj and "query_id" not in obj:
             version = obj.get("version")
             content_hash = str(obj.get("content_hash") or obj.get("hash") or "")
             continue
-        qid = obj.get("query_id", obj.get("qid", obj.get("_id")))
-        text_ = obj.get("query", obj.get("text"))
+        qid, text_ = query_id(obj), query_text(obj)
         if qid is None and text_ is None:
             raise InputError("a gold line needs 'query_id' or 'query'", path=path, line=number)
         judged = _judged_line(obj, path, number)
@@ -726,16 +749,17 @@ def _gold_jsonl(text: str, path: Path) -> Gold:
             judged,
             obj.get("context") if isinstance(obj.get("context"), str) else None,
         )
-    gold = Gold(queries, str(path), content_hash, "jsonl", keyed_by_text=by_text)
+    gold = Gold(queries, str(path), content_hash, fmt, keyed_by_text=by_text)
     if version is not None:
         gold.version = int(version)
     return gold
 
 
 def _judged_line(obj: dict, path: Path, line: int) -> dict[str, int]:
-    """A gold line's judgments, in the spellings gold import takes: ``relevant`` (or
-    ``relevant_ids``), or ``"no_answer": true`` for a query the corpus cannot answer."""
-    key = next((k for k in ("relevant", "relevant_ids") if k in obj), None)
+    """A gold line's judgments, in the spellings gold import takes: ``relevant`` (or another
+    of ``gold_records.RELEVANT_KEYS``), or ``"no_answer": true`` for a query the corpus cannot
+    answer."""
+    key = relevant_key(obj)
     no_answer = obj.get("no_answer") is True
     if key is None and not no_answer:
         raise InputError(
@@ -760,7 +784,11 @@ def _load_json(text: str, path: Path) -> object:
 
 
 def _gold_json(text: str, path: Path) -> Gold:
+    if text.lstrip("\ufeff \t\r\n").startswith("["):  # DPR's files: an array of gold lines
+        return _gold_lines(json_records(text, path), path, "json")
     obj = _load_json(text, path)
+    if is_llamaindex(obj):
+        return _gold_lines(llamaindex_records(obj, path)[0], path, "json")
     if not isinstance(obj, dict):
         raise InputError("expected a JSON object mapping each query to its relevant ids", path=path)
     if obj and all(isinstance(judged, dict) for judged in obj.values()):

@@ -768,9 +768,11 @@ def import_(
         str,
         typer.Option(
             "--format",
-            help="auto, goldmine, jsonl, trec, qrels_jsonl (a judgment a JSON line, as "
-            "ir_datasets exports qrels), beir, ranx, hf or csv (a spreadsheet: a header row "
-            "naming query or query_id, doc_id and grade or label; comma, semicolon or tab).",
+            help="auto, goldmine, jsonl (gold lines, Tevatron's, or DPR's JSON array), trec, "
+            "qrels_jsonl (a judgment a JSON line, as ir_datasets exports qrels), beir, ranx, hf, "
+            "csv (a spreadsheet: a header row naming query or query_id, doc_id and grade or "
+            "label; comma, semicolon or tab) or llamaindex (an EmbeddingQAFinetuneDataset "
+            ".json).",
         ),
     ] = "auto",
     topics: Annotated[

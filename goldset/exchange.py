@@ -32,6 +32,15 @@ from typing import TYPE_CHECKING
 from goldmine.errors import InputError
 from goldmine.files import json_objects, open_unpacked, require_file, unpacked
 from goldmine.gold import GRADE_LIMIT, GoldQuery
+from goldmine.gold_records import (
+    is_llamaindex,
+    json_records,
+    llamaindex_records,
+    mined_negatives,
+    query_id,
+    query_text,
+    relevant_key,
+)
 from goldmine.goldset import bulk
 from goldmine.goldset.interop import check_ids
 from goldmine.goldset.items import (
@@ -84,7 +93,8 @@ if TYPE_CHECKING:
     import duckdb
 
 EXPORT_FORMATS = ("jsonl", "trec", "beir", "ranx", "ir_measures", "hf")
-IMPORT_FORMATS = ("auto", "goldmine", "jsonl", "trec", "qrels_jsonl", "beir", "ranx", "hf", "csv")
+IMPORT_FORMATS = ("auto", "goldmine", "jsonl", "trec", "qrels_jsonl", "beir", "ranx", "hf", "csv",
+                  "llamaindex")  # fmt: skip
 
 
 # --- export ------------------------------------------------------------------------------------
@@ -195,10 +205,14 @@ def detect_format(path: Path) -> str:
         return "csv"
     _refuse_foreign(path)
     if _suffix(path) in (".jsonl", ".json", ".ndjson"):
-        lines = _read_lines(path)
-        if _suffix(path) == ".json" and _one_document(lines):
-            return "ranx"
-        first = next((obj for _, obj in json_objects(lines, path)[:1]), {})
+        text = _read_text(path)
+        if _suffix(path) == ".json":
+            document = _json_document(text)
+            if is_llamaindex(document):
+                return "llamaindex"
+            if _is_ranx(document):
+                return "ranx"
+        first = next((obj for _, obj in json_records(text, path)[:1]), {})
         if is_qrels_record(first):  # ir_datasets' export, a BEIR qrels file out of its folder
             return "qrels_jsonl"
         return "goldmine" if _is_header(first) and first.get("format") == FORMAT else "jsonl"
@@ -255,13 +269,17 @@ def _refuse_foreign(path: Path) -> None:
         raise InputError(f"{foreign}: gold import reads {IMPORT_LAYOUTS}", path=path)
 
 
-def _one_document(lines: list[str]) -> bool:
-    """Whether a .json file is one object of objects, ``{query_id: {doc_id: grade}}`` (ranx's and
-    pytrec_eval's qrels, as gold export --format ranx writes them), not JSON lines."""
+def _json_document(text: str) -> object:
+    """A .json file's one document, or None where it is none (JSON lines)."""
     try:
-        obj = json.loads("\n".join(lines))
+        return json.loads(text.lstrip("\ufeff"))
     except ValueError:
-        return False
+        return None
+
+
+def _is_ranx(obj: object) -> bool:
+    """Whether a JSON document is one object of objects, ``{query_id: {doc_id: grade}}`` (ranx's
+    and pytrec_eval's qrels, as gold export --format ranx writes them)."""
     return (
         isinstance(obj, dict)
         and "query_id" not in obj
@@ -299,20 +317,49 @@ def levels_refused(tokens: Iterable[str], path: Path, line: int | None) -> Input
     )
 
 
-def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
-    """``{"query_id", "query", "relevant": [ids] | {id: grade}}`` per line; a header is skipped.
+def gold_line_records(
+    path: Path, fmt: str = "jsonl", notes: list[str] | None = None
+) -> list[tuple[int, dict]]:
+    """The gold lines of a file, each at its place: JSON lines or a JSON array of them (DPR's
+    files), or a LlamaIndex dataset's queries (``fmt`` llamaindex). ``notes`` gets what is left
+    out: mined negatives, a LlamaIndex query with no relevant_docs entry."""
+    notes = [] if notes is None else notes
+    text = _read_text(path)
+    if fmt == "llamaindex":
+        document = _json_document(text)
+        if not is_llamaindex(document):
+            raise InputError(
+                "a LlamaIndex dataset is one JSON object with 'queries' (id -> text) and "
+                "'relevant_docs' (id -> ids)",
+                path=path,
+            )
+        records, unjudged = llamaindex_records(document, path)
+        if unjudged:
+            notes.append(f"{unjudged:,} queries with no relevant_docs entry left out: no judgment")
+        return records
+    records = json_records(text, path)
+    if note := mined_negatives(records):
+        notes.append(note)
+    return records
+
+
+def read_minimal_jsonl(
+    path: Path, notes: list[str] | None = None, fmt: str = "jsonl"
+) -> list[GoldQuery]:
+    """``{"query_id", "query", "relevant": [ids] | {id: grade}}`` per line (or in the other
+    spellings of ``goldmine.gold_records``); a header is skipped.
 
     A query with no answer in the corpus says so: ``"no_answer": true``, or a ``relevant``
     that is there and empty (``[]``, as goldmine's own files and eval's readers write it). A
     record without either field is no judgment, never a "no answer"; a file with no judgment at
     all is not a gold set (a search log has queries and no labels)."""
     entries, unjudged, lines = [], [], {}
-    for n, obj in _json_lines(path):
+    for n, obj in gold_line_records(path, fmt, notes):
         if _is_header(obj):
             continue
-        said = "relevant" in obj or "relevant_ids" in obj
+        said = relevant_key(obj) is not None
         judged = _judged(obj, path, n)
-        if "query_id" not in obj and "query" not in obj:
+        if query_id(obj) is None and query_text(obj) is None:
             raise InputError("a line needs query_id or query", path=path, line=n)
         no_answer = obj.get("no_answer") is True
         if no_answer and any(g > 0 for g in judged.values()):
@@ -321,8 +368,8 @@ def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
             )
         if not said and not no_answer:
             unjudged.append(n)
-        query = obj.get("query")
-        qid = str(obj["query_id"]) if obj.get("query_id") is not None else None
+        query = query_text(obj)
+        qid = None if query_id(obj) is None else str(query_id(obj))
         if qid is None:
             qid = query_id_for(normalize_query(str(query)))
         if qid in lines:  # as eval's reader refuses it: which line holds is the file's to say
@@ -349,7 +396,8 @@ def read_minimal_jsonl(path: Path) -> list[GoldQuery]:
 
 def _judged(obj: dict, path: Path, n: int) -> dict[str, int]:
     """ids (grade 1 each), an object id -> grade, or {id, grade} objects: what eval reads."""
-    return read_relevant(obj.get("relevant", obj.get("relevant_ids")), path, n)
+    key = relevant_key(obj)
+    return read_relevant(obj[key] if key else None, path, n)
 
 
 _TOP = re.compile(r"<top>(.*?)</top>", re.S | re.I)
@@ -1033,8 +1081,8 @@ def _read_entries(
         return read_beir(path, split, notes), numbers
     if fmt == "hf":
         return read_hf(path), numbers
-    if fmt == "jsonl":
-        return read_minimal_jsonl(path), numbers
+    if fmt in ("jsonl", "llamaindex"):
+        return read_minimal_jsonl(path, notes, fmt), numbers
     texts = qrels_topics(path, fmt, topics, notes, field)
     if fmt == "ranx":
         qrels = read_ranx(path)

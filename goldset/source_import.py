@@ -31,13 +31,13 @@ from goldmine.goldset.exchange import (
     GRADES,
     _is_header,
     _join,
-    _json_lines,
     _match,
     _read_lines,
     beir_files,
     check_scale,
     check_topics,
     file_format,
+    gold_line_records,
     is_tsv,
     levels_refused,
     numbered,
@@ -159,8 +159,8 @@ def _read(
     path: Path, fmt: str, topics: Path | None, split: str, field_: str, notes: list[str]
 ) -> tuple[pl.DataFrame, dict[str, str | None]]:
     """The file's judgments (``_JUDGMENT``) and each judged query's text."""
-    if fmt == "jsonl":
-        return _jsonl(path)
+    if fmt in ("jsonl", "llamaindex"):
+        return _jsonl(path, fmt, notes)
     if fmt == "beir":
         queries, qrels = beir_files(path, split)
         judged = _columns(qrels, tab=True) if is_tsv(qrels) else _records(qrels)
@@ -170,7 +170,8 @@ def _read(
         return _entries(entries, [1] * len(entries))  # Parquet rows have no line
     if fmt not in ("trec", "ranx", "qrels_jsonl"):
         raise InputError(
-            f"--format for --as-source is trec, qrels_jsonl, beir, jsonl, ranx, hf or csv, not "
+            f"--format for --as-source is trec, qrels_jsonl, beir, jsonl, llamaindex, ranx, hf or "
+            f"csv, not "
             f"{fmt!r}"
         )
     texts = qrels_topics(path, fmt, topics, notes, field_)
@@ -233,11 +234,11 @@ def _with_text(
     return judgments, {q: topics[q] for q in judged}
 
 
-def _jsonl(path: Path) -> tuple[pl.DataFrame, dict[str, str | None]]:
-    """Gold JSONL as judgments; a query with none (``"no_answer": true``, ``"relevant": []``)
-    is one row with no chunk."""
-    entries = read_minimal_jsonl(path)
-    lines = [n for n, obj in _json_lines(path) if not _is_header(obj)]
+def _jsonl(path: Path, fmt: str, notes: list[str]) -> tuple[pl.DataFrame, dict[str, str | None]]:
+    """Gold JSONL (or a LlamaIndex dataset's queries) as judgments; a query with none
+    (``"no_answer": true``, ``"relevant": []``) is one row with no chunk."""
+    entries = read_minimal_jsonl(path, notes, fmt)
+    lines = [n for n, obj in gold_line_records(path, fmt) if not _is_header(obj)]
     return _entries(entries, lines)
 
 

@@ -146,6 +146,20 @@ SELECT i AS line, records[i]::VARCHAR AS raw,
 FROM items, range(1, len(records) + 1) r(i)
 """
 
+# LlamaIndex's EmbeddingQAFinetuneDataset (save_json): its corpus, an object id -> text, as
+# records {id, text}, in its order; its queries and relevant_docs are gold import's to read.
+_READ_LLAMAINDEX_CORPUS = """
+CREATE OR REPLACE TEMP TABLE gm_src AS
+WITH doc AS (SELECT content::JSON AS j FROM read_text($path)),
+entries AS (
+    SELECT unnest(map_entries(json_transform(j -> '$.corpus', '"MAP(VARCHAR, JSON)"'))) AS e
+    FROM doc WHERE json_type(j, '$.corpus') = 'OBJECT'
+)
+SELECT row_number() OVER () AS line, json_object('id', e.key, 'text', e.value)::VARCHAR AS raw,
+       NULL::VARCHAR AS err
+FROM entries
+"""
+
 _WRAPPERS = (
     "tickets",
     "conversations",
@@ -327,6 +341,9 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
         [path],
     ).fetchall()[0]
     keys = keys or []
+    if {"queries", "corpus", "relevant_docs"} <= set(keys):
+        con.execute(_READ_LLAMAINDEX_CORPUS, {"path": path})
+        return
     wrapper = next((f'$."{k}"' for k in _WRAPPERS if k in keys), None)
     # A HAL page (Help Scout's API): its records are _embedded's first list. A record of its own
     # (one conversation, its threads under _embedded) is read whole.
