@@ -32,7 +32,6 @@ from goldmine.goldset.exchange import (
     _is_header,
     _join,
     _match,
-    _read_lines,
     beir_files,
     check_scale,
     check_topics,
@@ -45,7 +44,6 @@ from goldmine.goldset.exchange import (
     read_hf,
     read_minimal_jsonl,
     read_ranx,
-    read_topics,
     sheet_judgments,
 )
 from goldmine.goldset.items import current_snapshot, now
@@ -60,6 +58,7 @@ from goldmine.readers import (
 )
 from goldmine.store import registered, transaction
 from goldmine.text import normalize_query
+from goldmine.topics import read_lines, read_topics
 
 if TYPE_CHECKING:
     import duckdb
@@ -187,7 +186,7 @@ def _columns(path: Path, *, tab: bool, notes: list[str] | None = None) -> pl.Dat
     """Qrels lines cut into columns by polars: TREC's ``qid iter doc grade`` (the second column
     is ``0`` or ``Q0``, both in the wild, and never read) or ``qid doc grade``; BEIR's
     tab-separated ``query-id corpus-id score`` after its header row."""
-    lines = pl.DataFrame({"raw": _read_lines(path)}, schema={"raw": pl.Utf8})
+    lines = pl.DataFrame({"raw": read_lines(path)}, schema={"raw": pl.Utf8})
     lines = lines.with_row_index("line", offset=1)
     cut = pl.col("raw").str.split("\t") if tab else pl.col("raw").str.extract_all(r"\S+")
     parts = lines.with_columns(p=cut, n=cut.list.len()).filter(

@@ -440,7 +440,10 @@ def add_cmd(
         typer.Option(
             "--file",
             help="Queries, one a line; or a CSV/TSV saved from a sheet whose header names the "
-            "query column (query, question, Search Query …), that column's cells.",
+            "query column (query, question, Search Query …), that column's cells; or a topics "
+            "file (TREC <top>, TREC-COVID XML, SMART .I/.W as cran.qry, qid<TAB>query) or JSON "
+            "(lines or an array of objects with a query, question or text; a LlamaIndex "
+            "dataset), their queries.",
         ),
     ] = None,
     source: Annotated[str, typer.Option("--source", help="Who or where from.")] = "manual",

@@ -98,7 +98,13 @@ _QUERY_HEADERS = (*ALIASES["query"], "question", "questions", "queries", "search
 def listed_queries(text: str, file: Path) -> list[str]:
     """The queries of an ``add --file``: one a line, or, for a CSV or TSV saved from a sheet
     whose header names a query column (``query,owner``; ``Search Query``), that column's cells,
-    read as CSV (quoted cells hold commas and line ends)."""
+    read as CSV (quoted cells hold commas and line ends); or the queries of a topics file or of
+    JSON (``goldmine.topics.query_texts``: Cranfield's cran.qry, TREC topics, JSON lines)."""
+    from goldmine.topics import query_texts
+
+    structured = query_texts(text, file)
+    if structured is not None:
+        return structured
     lines = text.splitlines()
     first = next((line for line in lines if line.strip()), "")
     delimiter = "\t" if "\t" in first else ","

@@ -9,6 +9,7 @@ lines is read as before.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,64 @@ def test_the_real_dl20_topics_file_gives_every_query(db_path: Path, shared_datas
     got = added(db_path, path)
     assert len(got) == len(lines) == 200
     assert sorted(got) == sorted(line.split("\t")[1].strip() for line in lines)
+
+
+# --- the topic files IR collections ship, and query files as tools write them -----------------
+
+
+def test_cranfields_cran_qry_gives_its_225_queries(shared_dataset, tmp_path, db_path) -> None:
+    """``add --file cran.qry`` stored each line of the SMART records as a query: ``.I 001``,
+    ``.W`` and every query cut at its line ends (918 "queries" for 225)."""
+    queries = added(db_path, shared_dataset("datasets", "cranfield", "cran.qry"))
+    assert len(queries) == 225
+    assert "what similarity laws must be obeyed when constructing aeroelastic models of heated " \
+        "high speed aircraft ." in queries  # fmt: skip
+    assert not [q for q in queries if q.startswith(".") or "\n" in q]
+
+
+@pytest.mark.parametrize(
+    ("name", "count", "first"),
+    # Robust04's 250 titles hold "Airport Security" and "airport security": one query
+    [("topics.robust04.txt", 249, "International Organized Crime"),
+     ("topics.covid-round5.xml", 50, "coronavirus origin")],
+)  # fmt: skip
+def test_trec_topic_files_give_their_titles(shared_dataset, db_path, name, count, first) -> None:
+    queries = added(db_path, shared_dataset("datasets", "trec_topics", name))
+    assert len(queries) == count and first in queries
+    assert not [q for q in queries if "<" in q]
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [['{"query": "reset my password"}', '{"query": "card declined abroad", "user": "u1"}'],
+     ['{"_id": "1", "text": "reset my password"}', '{"_id": "2", "text": "card declined abroad"}'],
+     ['[{"question": "reset my password"},', '{"question": "card declined abroad"}]']],
+    ids=["jsonl-query", "beir-queries", "json-array"],
+)  # fmt: skip
+def test_json_queries_give_their_text_not_the_json(tmp_path, db_path, lines) -> None:
+    """A JSON lines file of queries was stored a line a query, braces and keys included."""
+    path = tmp_path / "queries.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    assert added(db_path, path) == ["card declined abroad", "reset my password"]
+
+
+def test_a_llamaindex_dataset_gives_its_queries(tmp_path, db_path) -> None:
+    path = tmp_path / "val_dataset.json"
+    path.write_text(json.dumps({
+        "queries": {"a1": "What was Lyft's revenue in 2021?", "b2": "How many riders?"},
+        "corpus": {"n1": "Revenue was $3.2 billion."}, "relevant_docs": {"a1": ["n1"]},
+        "mode": "text"}, indent=4))  # fmt: skip
+    assert added(db_path, path) == ["How many riders?", "What was Lyft's revenue in 2021?"]
+
+
+def test_json_lines_without_a_query_say_which_keys_they_hold(tmp_path, db_path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"id": "1", "body": "reset my password"}\n')
+    with pytest.raises(InputError, match="no query text.*found id, body"):
+        added(db_path, path)
+
+
+def test_queries_that_start_with_a_bracket_are_lines(tmp_path, db_path) -> None:
+    path = tmp_path / "asked.txt"
+    path.write_text("[urgent] reset my password\n{draft} invoice copy\n")
+    assert added(db_path, path) == ["[urgent] reset my password", "{draft} invoice copy"]
