@@ -1,11 +1,12 @@
-"""Gold lines as other tools write them, read alike by ``eval run --gold`` and ``gold import``.
+"""Gold lines and runs as other tools write them, read alike by ``eval run`` and ``gold import``.
 
 A team's judgments rarely come as goldmine writes them. RAG and dense-retrieval tools write
 their own: LlamaIndex's ``EmbeddingQAFinetuneDataset.save_json`` (one object of ``queries``,
 ``corpus`` and ``relevant_docs``), Tevatron's JSON lines (``positive_passages`` of ``{docid,
 title, text}``), DPR's retriever files (a JSON array of ``{question, positive_ctxs:
-[{passage_id, …}]}``), and teams name the ids ``chunk_ids`` or ``gold_ids``. The keys and
-layouts are here once, so the two readers cannot drift apart.
+[{passage_id, …}]}``), and teams name the ids ``chunk_ids`` or ``gold_ids``; their retrievers
+write runs alike (DPR's ``ctxs``, LlamaIndex's ``retrieved_ids`` beside ``expected_ids``). The
+keys and layouts are here once, so the readers cannot drift apart.
 
 Mined negatives (Tevatron's ``negative_passages``, DPR's ``hard_negative_ctxs``) are no
 judgments: a retriever picked them and nobody read them, so a false negative among them would
@@ -27,8 +28,11 @@ from goldmine.files import json_objects
 RELEVANT_KEYS = (
     "relevant", "relevant_ids", "relevant_doc_ids", "relevant_chunk_ids", "relevant_docs",
     "relevant_chunks", "relevant_passages", "gold_ids", "gold_doc_ids", "gold_chunk_ids",
-    "chunk_ids", "doc_ids", "positive_ids", "positive_passages", "positive_ctxs",
+    "chunk_ids", "doc_ids", "positive_ids", "positive_passages", "positive_ctxs", "expected_ids",
 )  # fmt: skip
+# Where a run line lists its ranked results: goldmine's own key, then LlamaIndex's
+# RetrieverEvaluator results (retrieved_ids), DPR's and Pyserini's retriever output (ctxs).
+RESULT_KEYS = ("results", "retrieved_ids", "ctxs", "hits", "retrieved", "ranked_ids")
 NEGATIVE_KEYS = ("negative_passages", "negative_ctxs", "hard_negative_ctxs", "hard_negatives")
 QUERY_ID_KEYS = ("query_id", "qid", "_id", "id")
 QUERY_TEXT_KEYS = ("query", "text", "question")
@@ -41,6 +45,11 @@ ITEM_GRADE_KEYS = ("grade", "relevance", "rel")
 
 def _first(obj: dict, keys: tuple[str, ...]) -> object | None:
     return next((obj[k] for k in keys if obj.get(k) is not None), None)
+
+
+def result_key(obj: dict) -> str | None:
+    """The key a run line lists its ranked results under, if any."""
+    return next((k for k in RESULT_KEYS if k in obj), None)
 
 
 def relevant_key(obj: dict) -> str | None:

@@ -31,6 +31,7 @@ from goldmine.files import json_objects, open_unpacked, require_file, unpacked
 from goldmine.gold import GRADE_LIMIT, Gold, GoldQuery, Run
 from goldmine.gold_records import (
     RELEVANT_KEYS,
+    RESULT_KEYS,
     is_llamaindex,
     item_grade,
     item_id,
@@ -39,6 +40,7 @@ from goldmine.gold_records import (
     query_id,
     query_text,
     relevant_key,
+    result_key,
 )
 
 if TYPE_CHECKING:
@@ -187,7 +189,7 @@ def _json_kind(text: str, markers: frozenset[str]) -> str:
 
 
 _GOLD_MARKERS = frozenset({"query_id", "qid", "query", "question", "no_answer", *RELEVANT_KEYS})
-_RUN_MARKERS = frozenset({"query_id", "qid", "query", "results"})
+_RUN_MARKERS = frozenset({"query_id", "qid", "query", "question", *RESULT_KEYS})
 
 
 # ----------------------------------------------------------------------------- gold
@@ -817,6 +819,8 @@ def detect_run_format(data: bytes, text: str | None) -> str:
         raise InputError("the run file is empty: it ranks nothing for any query")
     if not first_line(text):  # "cannot tell the run format … pass --run-format" said nothing
         raise InputError("the run file holds only # comment lines: it ranks nothing")
+    if text.lstrip("\ufeff \t\r\n").startswith("["):
+        return "jsonl"  # one array of run lines (DPR's retriever output)
     if _looks_like_json_object(text):
         return _json_kind(text, _RUN_MARKERS)
     first = first_line(text)
@@ -1000,9 +1004,8 @@ def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list
     for item in value:
         if isinstance(item, str | int) and not isinstance(item, bool):
             ids.append(str(item))
-        elif isinstance(item, dict) and any(k in item for k in ("id", "doc_id", "chunk_id")):
-            doc = item.get("id", item.get("doc_id", item.get("chunk_id")))
-            ids.append(str(doc))
+        elif isinstance(item, dict) and item_id(item) is not None:
+            ids.append(str(item_id(item)))
             if "score" in item:
                 scores.append(_score(item["score"], path, line))
         elif isinstance(item, list | tuple) and len(item) == 2:
@@ -1024,9 +1027,8 @@ def _run_jsonl(text: str, path: Path) -> Run:
     all_scores: dict[str, list[float]] = {}
     keyed_by = None
     texts: dict[str, str] = {}
-    for number, obj in json_objects(text.splitlines(), path):
-        qid = next((obj[k] for k in ("query_id", "qid") if k in obj), None)
-        query = obj.get("query")
+    for number, obj in json_records(text, path):
+        qid, query = query_id(obj), query_text(obj)
         if qid is None and query is None:
             raise InputError("a run line needs 'query_id' or 'query'", path=path, line=number)
         key_kind = "id" if qid is not None else "text"
@@ -1038,9 +1040,10 @@ def _run_jsonl(text: str, path: Path) -> Run:
         key = str(qid) if qid is not None else str(query)
         if query is not None:
             texts[key] = str(query)
-        if "results" not in obj:
+        key_ = result_key(obj)
+        if key_ is None:
             raise InputError("a run line needs 'results'", path=path, line=number)
-        ids, scores = _result_items(obj["results"], path, number)
+        ids, scores = _result_items(obj[key_], path, number)
         if key in results:
             raise InputError(f"query {key!r} appears twice", path=path, line=number)
         results[key] = ids

@@ -224,3 +224,43 @@ def test_passages_given_as_texts_are_never_taken_for_ids(cli, tmp_path) -> None:
     result = _import(cli, tmp_path, path)
     assert result.returncode == 2
     assert "relevant" in result.stderr
+
+
+# --- runs as retrievers' own scripts write them ----------------------------------------------
+
+
+def test_a_dpr_retriever_output_is_a_run(cli, tmp_path) -> None:
+    """DPR's dense_retriever.py (and Pyserini's DPR output) writes one JSON array: each question
+    with its ``ctxs``, ranked, their ids and scores (as strings)."""
+    gold = _write(tmp_path / "nq-dev.json", DPR)
+    out = [
+        {"question": DPR[0]["question"], "answers": ["Linda Davis"], "ctxs": [
+            {"id": "2893244", "title": "Cormac McCarthy", "text": "…", "score": "83.2",
+             "has_answer": False},
+            {"id": "11828866", "title": "Does He Love You", "text": "…", "score": "81.9",
+             "has_answer": True}]},
+        {"question": DPR[1]["question"], "answers": ["581"], "ctxs": [
+            {"id": "8762911", "title": "Invisible Man", "text": "…", "score": "90.5",
+             "has_answer": True}]},
+    ]  # fmt: skip
+    run = _write(tmp_path / "retrieved.json", out)
+    result = _scored(cli, tmp_path, gold, run)
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert got["n_queries"] == 2 and got["metrics"]["mrr"] == pytest.approx((1 / 2 + 1) / 2)
+
+
+def test_retrieved_and_expected_ids_are_a_run_and_its_gold(cli, tmp_path) -> None:
+    """LlamaIndex's RetrieverEvaluator results saved as JSON lines: ``query``, ``expected_ids``
+    (the gold) and ``retrieved_ids`` (the run), one file for both."""
+    lines = [
+        {"query": "What was Lyft's revenue growth in 2021?", "expected_ids": ["node-0001"],
+         "retrieved_ids": ["node-0003", "node-0001"]},
+        {"query": "How many riders?", "expected_ids": ["node-0002"],
+         "retrieved_ids": ["node-0002"]},
+    ]  # fmt: skip
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = _scored(cli, tmp_path, path, path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["metrics"]["mrr"] == pytest.approx(0.75)
