@@ -109,8 +109,8 @@ def print_figures(r: dict[str, Any], relevant_from: int = 1) -> None:
         f"  answerable or not: {ans['n']} queries, both answerable {ans['both_answerable']}, "
         f"both no answer {ans['both_no_answer']}; "
         + (
-            f"kappa {_fmt(ans['kappa'])} (one side takes every query alike: the decision's "
-            "agreement cannot be measured)"
+            "kappa n/a (one side takes every query alike: the decision's agreement cannot "
+            "be measured)"
             if one_sided
             else figure("kappa", ans["kappa"], ans["kappa_ci95"], ans["n"])
         )

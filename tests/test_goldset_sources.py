@@ -492,6 +492,7 @@ def test_the_answerable_kappa_of_one_sided_answers_is_not_a_number(cli, db_path)
     assert pair["answerable"]["kappa"] == pytest.approx(0.0)
     text = gold(cli, db_path, "agreement").stdout.split("answerable or not")[1].splitlines()[0]
     assert "one side takes every query alike" in text and "[0.00, 0.00]" not in text
+    assert "kappa n/a (" in text and "0.00" not in text  # the docs' example: no number at all
 
 
 def test_a_side_is_more_lenient_only_by_a_twentieth_of_a_grade() -> None:
