@@ -884,15 +884,7 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     # does, every staged row has its record number in ``line`` (see ``_stage_jsonl``).
     repeated = repeats(con, target)
     if repeated and target.table == "search_events":
-        # A key made from the row's content ('h-…', no event id in the file) repeated is a search
-        # made again (a list of queries, a day's rows): each is stored, the n-th as KEY~n. A
-        # repeated id the file gives is one event written twice: its first row is kept.
-        good = f"""
-            SELECT * EXCLUDE (gm_n) REPLACE (
-                CASE WHEN gm_n > 1 THEN event_id || '~' || gm_n ELSE event_id END AS event_id)
-            FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY line) AS gm_n
-                  FROM ({good}))
-            WHERE gm_n = 1 OR starts_with(event_id, 'h-')"""
+        good = _searches_apart(good)
     elif repeated:
         good += f" QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY line) = 1"
     sql = f"INSERT INTO {target.table} (batch_id, {cols}) SELECT ?, {cols} FROM ({good})"
@@ -900,6 +892,43 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
     # where an ordered insert left the checkpoint a second of work per 500k rows. Nothing reads
     # the stored order (rejects are listed by line).
     return con.execute(sql, [batch_id]).fetchall()[0][0]
+
+
+# A row like the first of its key, one event written twice: the same user, and the same time
+# or the same query within a day (an export's row again, its query edited or its time cut to
+# the second). Another user, or another query at another time, is another search.
+_LIKE_FIRST = """user_id IS NOT DISTINCT FROM first_value(user_id) OVER gm_w
+    AND (ts = first_value(ts) OVER gm_w
+         OR query = first_value(query) OVER gm_w
+            AND coalesce(abs(epoch(ts) - epoch(first_value(ts) OVER gm_w)) <= 86400, true))"""
+
+
+def _apart(rows: str, suffix: str) -> str:
+    """``rows`` with each key's first row kept, a later row like it dropped, and a row unlike it
+    keyed ``event_id || suffix`` (SQL; ``gm_n`` is the row's place under its key)."""
+    return f"""
+        SELECT * EXCLUDE (gm_n, gm_like) REPLACE (
+            CASE WHEN gm_n = 1 THEN event_id ELSE event_id || {suffix} END AS event_id)
+        FROM (SELECT *, row_number() OVER gm_w AS gm_n, {_LIKE_FIRST} AS gm_like
+              FROM ({rows}) WINDOW gm_w AS (PARTITION BY event_id ORDER BY line))
+        WHERE gm_n = 1 OR NOT gm_like"""
+
+
+def _searches_apart(good: str) -> str:
+    """The rows of a file repeating a key, as searches. A key made from the row's content ('h-…',
+    no event id in the file) repeated is a search made again (a list of queries, a day's rows):
+    each is stored, the n-th as KEY~n. An id the file gives again like its first row
+    (``_LIKE_FIRST``) is one event written twice, its first row kept; else it is another search
+    (Amplitude numbers events per device), stored as ID@TIME, and ID@TIME~n past the first at
+    one time (``translate.stored_events`` keys Spark's alike)."""
+    made = f"""
+        SELECT * EXCLUDE (gm_n) REPLACE (
+            CASE WHEN gm_n > 1 THEN event_id || '~' || gm_n ELSE event_id END AS event_id)
+        FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY line) AS gm_n
+              FROM ({good}) WHERE starts_with(event_id, 'h-'))"""
+    given = f"SELECT * FROM ({good}) WHERE NOT starts_with(event_id, 'h-')"
+    timed = _apart(given, "'@' || coalesce(strftime(ts, '%Y%m%dT%H%M%S'), 'n' || gm_n)")
+    return f"{made} UNION ALL BY NAME {_apart(timed, chr(39) + '~' + chr(39) + ' || gm_n')}"
 
 
 def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:

@@ -125,3 +125,39 @@ def test_daily_exports_numbered_alike_hours_apart_are_stored(cli, tmp_path) -> N
     ingest(cli, db, tmp_path / "day1.csv")
     assert ingest(cli, db, tmp_path / "day2.csv")["stored"] == 2
     assert ingest(cli, db, tmp_path / "again.csv")["stored"] == 0
+
+
+def test_an_id_a_file_gives_two_searches_stores_both(cli, tmp_path) -> None:
+    """Amplitude's event_id counts per device: one file gives id 1 to u1's search and to u2's.
+    A fresh store kept 16 of 191 rows, the rest "already present". Rows sharing an id but not
+    the query, the user or the day are other searches (ID@TIME); a row written twice (same id,
+    query and user, minutes apart) is still one search."""
+    rows = [
+        {"event_id": 1, "user_id": "u1", "ts": "2026-11-23T08:00:00Z", "query": "return policy"},
+        {"event_id": 1, "user_id": "u2", "ts": "2026-11-23T08:05:00Z", "query": "gift card"},
+        {"event_id": 2, "user_id": "u1", "ts": "2026-11-23T08:01:00Z", "query": "shipping"},
+        {"event_id": 2, "user_id": "u2", "ts": "2026-11-23T08:06:00Z", "query": "shipping"},
+        {"event_id": 2, "user_id": "u1", "ts": "2026-11-23T08:01:30Z", "query": "shipping"},
+        {"event_id": 3, "user_id": "u1", "ts": "2026-11-23T08:02:00Z", "query": "size guide"},
+        {"event_id": 3, "user_id": "u1", "ts": "2026-11-25T08:02:00Z", "query": "size guide"},
+        {"event_id": 4, "user_id": "u3", "ts": "2026-11-23T09:00:00Z", "query": "a"},
+        {"event_id": 4, "user_id": "u4", "ts": "2026-11-23T09:00:00Z", "query": "b"},
+        {"event_id": 4, "user_id": "u5", "ts": "2026-11-23T09:00:00Z", "query": "c"},
+    ]
+    path = tmp_path / "amplitude.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "s.duckdb"
+    total = ingest(cli, db, path)
+    assert total["stored"] == 9 and total["already_present"] == 1, total
+    with open_store(db) as con:
+        got = con.execute("SELECT event_id, user_id, query FROM search_events").fetchall()
+    assert sorted(got) == sorted([
+        ("1", "u1", "return policy"), ("1@20261123T080500", "u2", "gift card"),
+        ("2", "u1", "shipping"), ("2@20261123T080600", "u2", "shipping"),
+        ("3", "u1", "size guide"), ("3@20261125T080200", "u1", "size guide"),
+        ("4", "u3", "a"), ("4@20261123T090000", "u4", "b"), ("4@20261123T090000~2", "u5", "c"),
+    ])  # fmt: skip
+    # the same file again is known by its hash; a copy with a row more stores that row alone
+    path.write_text(path.read_text() + json.dumps({**rows[0], "event_id": 9}) + "\n")
+    again = ingest(cli, db, path)
+    assert again["stored"] == 1, again

@@ -829,3 +829,26 @@ def test_ids_numbered_alike_in_two_files_and_repeated_rows_alike_in_both_engines
     assert total == {"rows_in": 10, "stored": 9, "rejected": 0, "already_present": 1}
     assert result.total == total
     assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
+
+
+def test_an_id_given_to_two_searches_in_one_file_alike_in_both_engines(
+    spark_options, tmp_path
+) -> None:
+    """Amplitude numbers events per device: one file's id 1 is u1's search and u2's. Both
+    engines store both (ID@TIME), and one row written twice once."""
+    rows = [
+        {"event_id": 1, "user_id": "u1", "ts": "2026-11-23T08:00:00Z", "query": "return policy"},
+        {"event_id": 1, "user_id": "u2", "ts": "2026-11-23T08:05:00Z", "query": "gift card"},
+        {"event_id": 2, "user_id": "u1", "ts": "2026-11-23T08:01:00Z", "query": "shipping"},
+        {"event_id": 2, "user_id": "u1", "ts": "2026-11-23T08:01:30Z", "query": "shipping"},
+        {"event_id": 3, "user_id": "u1", "ts": "2026-11-23T08:02:00Z", "query": "size guide"},
+        {"event_id": 3, "user_id": "u1", "ts": "2026-11-25T08:02:00Z", "query": "size guide"},
+        {"event_id": 4, "user_id": "u3", "ts": "2026-11-23T09:00:00Z", "query": "a"},
+        {"event_id": 4, "user_id": "u4", "ts": "2026-11-23T09:00:00Z", "query": "b"},
+    ]
+    logs = [write_jsonl(tmp_path / "amplitude.jsonl", rows)]
+    duck, total = duckdb_summary(tmp_path / "duck.duckdb", logs)
+    result = spark_import(tmp_path / "spark.duckdb", logs, spark_options, tmp_path)
+    assert total == {"rows_in": 8, "stored": 7, "rejected": 0, "already_present": 1}
+    assert result.total == total
+    assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)

@@ -270,6 +270,7 @@ def searchlog_events(
         key.alias("event_key"),
         "ts",
         F.col("gm_session_id").alias("session_id"),
+        F.col("gm_user_id").alias("user_id"),  # a search's own, against another's under one id
         redact(F.trim("gm_query"), redactor or Redactor(enabled=False)).alias("query"),
         F.coalesce("gm_count", "gm_n_results").alias("shown"),
         F.coalesce("gm_n_clicks", F.lit(0)).alias("clicks"),
@@ -335,7 +336,7 @@ def stored_events(events: DataFrame) -> DataFrame:
     """The good events of ``events`` as the DuckDB engine stores them: a key's rows in the first
     file that has it (a later file's are already stored); there, a key made from the content
     ('h-…') repeated is a search made again, the n-th stored as KEY~n, and a repeated event id
-    keeps its first row."""
+    keeps its first row, unless it is another search (``_apart``)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -356,16 +357,51 @@ def stored_events(events: DataFrame) -> DataFrame:
     events = events.where(F.col("reason").isNull()).withColumn(
         "event_key", F.when(another, dated).otherwise(key)
     )
+    events = events.withColumn(
+        "gm_first", F.min("file").over(Window.partitionBy("event_key"))
+    ).where(F.col("file") == F.col("gm_first"))
+    made = F.col("event_key").startswith("h-")
     in_file = Window.partitionBy("event_key", "file").orderBy("pos")
-    n = F.col("gm_n")
-    first = (F.col("file") == F.col("gm_first")) & ((n == 1) | F.col("event_key").startswith("h-"))
-    renamed = F.when(n > 1, F.concat(F.col("event_key"), F.lit("~"), n.cast("string")))
+    n = F.row_number().over(in_file)
+    again = events.where(made).withColumn(
+        "event_key",
+        F.when(n > 1, F.concat(F.col("event_key"), F.lit("~"), n.cast("string"))).otherwise(
+            F.col("event_key")
+        ),
+    )
+    stamp = F.coalesce(
+        F.date_format("ts", "yyyyMMdd'T'HHmmss"), F.concat(F.lit("n"), F.col("gm_n").cast("string"))
+    )
+    given = _apart(events.where(~made), F.concat(F.lit("@"), stamp))
+    given = _apart(given, F.concat(F.lit("~"), F.col("gm_n").cast("string")))
+    return again.unionByName(given).drop("gm_first")
+
+
+def _apart(events: DataFrame, suffix: Column) -> DataFrame:
+    """A key's first row in its file kept, a later row like it (the same user, and the same time
+    or the same query within a day) dropped, one unlike it another search keyed ``event_key`` +
+    ``suffix`` (which may read ``gm_n``, the row's place under its key), as ``batch._apart``
+    keys DuckDB's."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    w = Window.partitionBy("event_key", "file").orderBy("pos")
+    ts0 = F.first("ts").over(w)
+    near = F.coalesce(F.abs(F.unix_timestamp("ts") - F.unix_timestamp(ts0)) <= 86400, F.lit(True))
+    like = F.col("user_id").eqNullSafe(F.first("user_id").over(w)) & (
+        F.coalesce(F.col("ts") == ts0, F.lit(False))
+        | (F.col("query").eqNullSafe(F.first("query").over(w)) & near)
+    )
+    marked = events.withColumn("gm_n", F.row_number().over(w)).withColumn("gm_like", like)
     return (
-        events.withColumn("gm_n", F.row_number().over(in_file))
-        .withColumn("gm_first", F.min("file").over(Window.partitionBy("event_key")))
-        .where(first)
-        .withColumn("event_key", renamed.otherwise(F.col("event_key")))
-        .drop("gm_n", "gm_first")
+        marked.where((F.col("gm_n") == 1) | ~F.col("gm_like"))
+        .withColumn(
+            "event_key",
+            F.when(F.col("gm_n") == 1, F.col("event_key")).otherwise(
+                F.concat(F.col("event_key"), suffix)
+            ),
+        )
+        .drop("gm_n", "gm_like")
     )
 
 
