@@ -84,6 +84,8 @@ CANDIDATE = (
     + _ranges(_DIGIT_ZEROS)
     + "]"
     + r"|(?i:\sat\s+[a-z0-9-]+\s+dot\s)"
+    # a JSON escape (``\u0040``, ``\u00fc``): JSON text is read decoded (``_redact_json``)
+    + r"|\\u[0-9A-Fa-f]{4}"
     + r"|"
     + SECRET_MARKS
 )
@@ -567,7 +569,7 @@ _SECRET_HINT = re.compile(SECRET_MARKS)
 _BASIC = re.compile(r"(?i:\bbasic)\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
 _NAMED_SECRET = re.compile(
     r"(?i:\b[a-z_.-]*(?:key|secret|token|passw(?:or)?d|pwd))[\"']?(\s*[:=]\s*)[\"']?"
-    r"([^\s\"'&,;<>]{6,})"
+    r"([^\s\"'&,;<>\\]{6,})"
 )
 # What a password "is" that names how it is kept, not the password ("password is sha256 hashed").
 _SCHEMES = frozenset(
@@ -577,7 +579,7 @@ _SCHEMES = frozenset(
 # A password said in prose ("password: Tr0ub4dor&3", "my password is hunter2"): the value runs
 # to the next space (a URL's "&" ends the one above), less a closing stop.
 _SAID_PASSWORD = re.compile(
-    r"(?i:\b(?:passw(?:or)?d|pwd))(?:\s*:\s+|\s+(?:is|was)\s+)[\"']?([^\s\"']{4,}?)[\"'.,;!?)]*(?=\s|$)"
+    r"(?i:\b(?:passw(?:or)?d|pwd))(?:\s*:\s+|\s+(?:is|was)\s+)[\"']?([^\s\"'\\]{4,}?)[\"'.,;!?)]*(?=\s|$)"
 )
 
 # An ISO date anywhere in a run ("2017-10-20 10"), or a whole run that is a day-month-year. The
@@ -738,7 +740,49 @@ _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)?")
 
 
 def redact(text: str, regions: tuple[str, ...] = DEFAULT_REGIONS, handles: bool = False) -> str:
-    """``text`` with each PII span replaced by its ``<TYPE>`` placeholder."""
+    """``text`` with each PII span replaced by its ``<TYPE>`` placeholder; JSON text (a row's
+    extra fields, a rejected line) value by value (``_redact_json``)."""
+    if text[:1] in ("{", "[") and (as_json := _redact_json(text, regions, handles)) is not None:
+        return as_json
+    return _redact_plain(text, regions, handles)
+
+
+def _redact_json(text: str, regions: tuple[str, ...], handles: bool) -> str | None:
+    """JSON text redacted in its decoded strings (and numbers, a phone written as one), written
+    back as JSON if any held PII; None for text that is no JSON. Read as text, an escape hid an
+    address (``jane.doe\u0040example.com``, Python's json.dumps writes every non-ASCII letter
+    so), and a span taking the backslash of ``\"`` broke the JSON the store then parsed."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    changed = False
+
+    def walk(item: object) -> object:
+        nonlocal changed
+        if isinstance(item, str):
+            out = _redact_plain(item, regions, handles)
+        elif isinstance(item, dict):
+            return {walk(k): walk(v) for k, v in item.items()}
+        elif isinstance(item, list):
+            return [walk(v) for v in item]
+        elif isinstance(item, int | float) and not isinstance(item, bool):
+            written = json.dumps(item)
+            out = _redact_plain(written, regions, handles)
+            if out == written:
+                return item
+        else:
+            return item
+        changed = changed or out != item
+        return out
+
+    redacted = walk(value)
+    return json.dumps(redacted, ensure_ascii=False, separators=(",", ":")) if changed else text
+
+
+def _redact_plain(text: str, regions: tuple[str, ...], handles: bool) -> str:
     if not (_CANDIDATE_ASCII if text.isascii() else _CANDIDATE).search(text):
         return text
     out, last = [], 0

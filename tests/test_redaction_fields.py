@@ -338,3 +338,46 @@ def test_a_persons_name_in_a_ticket_export_is_never_stored(tmp_path, db_path, cl
     users = rows(db_path, "SELECT user_id FROM tickets WHERE ticket_id IN ('HELP-1', 'HELP-2')")
     assert len({u for (u,) in users}) == 1 and users[0][0]  # one reporter, one user
     assert '"via":"email"' in text.replace(" ", "")  # the channel kept
+
+
+# --- JSON text: a row's extra fields and a rejected line, redacted value by value ------------
+
+
+def test_a_csv_cell_of_json_holding_a_token_is_redacted_not_a_traceback(tmp_path, cli) -> None:
+    """A CSV column of JSON text kept in ``extra``: the token's pattern took the backslash of
+    ``\\"`` with it, the JSON broke, and the import ended in a traceback (exit 1)."""
+    log = tmp_path / "log.csv"
+    log.write_text(
+        "ts,query,meta\n"
+        '2026-11-02T09:00:00Z,help,"{""contact"": ""token: abc123"", ""phone"": ""+44 7911 '
+        '123456""}"\n'
+    )
+    db = tmp_path / "s.duckdb"
+    result = cli("ingest", "searchlog", str(log), "--redact", "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    (extra,) = rows(db, "SELECT extra FROM search_events")[0]
+    text = json.dumps(extra) if not isinstance(extra, str) else extra
+    assert "abc123" not in text and "7911" not in text
+    assert json.loads(text)["meta"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"ts": "31/02/2026 25:00", "query": "reset password for j\\u00fcrgen.m\\u00fcller@'
+        'b\\u00fccher.de"}',
+        '{"ts": "not a time", "query": "mail jane.doe\\u0040example.com about card '
+        '4111\\u00a01111\\u00a01111\\u00a01111"}',
+    ],
+)
+def test_a_rejected_json_line_is_redacted_through_its_escapes(tmp_path, cli, line) -> None:
+    """Python's json.dumps writes non-ASCII (and may write any character) as \\u escapes: the
+    stored reject kept the address and the card, since only decoded text was redacted."""
+    log = tmp_path / "log.jsonl"
+    log.write_text(line + "\n")
+    db = tmp_path / "s.duckdb"
+    cli("ingest", "searchlog", str(log), "--redact", "--db", str(db))
+    (raw,) = rows(db, "SELECT raw FROM rejects")[0]
+    decoded = json.loads(raw)["query"]
+    assert "@" not in decoded and "1111" not in decoded, raw
+    assert "<EMAIL>" in decoded
