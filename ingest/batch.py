@@ -72,10 +72,14 @@ RESULT_ID_PATHS = [
 RESULT_LIST_PATHS = ["$.hits.hits", "$.hits", "$.results", "$.documents", "$.matches",
                      "$.result", "$.points", "$.data"]  # fmt: skip
 
+# What exports write in a cell that holds nothing, lower-cased (gm_unset; Spark's _unset).
+UNSET = ("-", "(not set)", "(none)", "null", "none", "n/a", "nan", "undefined")
+
 # Timestamps: ISO 8601 with or without offset (converted to UTC), epoch seconds or
 # milliseconds, and Twitter's "Wed Oct 11 06:55:44 +0000 2017".
 # Ids lists: a JSON array (of ids, or of objects with an id) or a "a,b|c" string.
-MACROS = r"""
+MACROS = (
+    r"""
 -- The key of a record that has none, from its content (see content_hash).
 CREATE OR REPLACE TEMP MACRO gm_content_hash(s) AS md5(s);
 CREATE OR REPLACE TEMP MACRO gm_ts_any(s) AS coalesce(
@@ -108,8 +112,12 @@ CREATE OR REPLACE TEMP MACRO gm_result_id(e) AS CASE
 -- The list of results in a search service's response stored whole (RESULT_LIST_PATHS).
 CREATE OR REPLACE TEMP MACRO gm_result_list(s) AS list_filter(
     json_extract(s, RESULT_LIST_PATHS), lambda v: json_type(v) = 'ARRAY')[1];
+-- What exports write in a cell that holds nothing (Kibana's "-", Google Analytics' "(not set)",
+-- pandas' "nan", a JavaScript "undefined"): no value, never an id or a user.
+CREATE OR REPLACE TEMP MACRO gm_unset(s) AS
+    CASE WHEN list_contains(@UNSET@, lower(trim(s))) THEN NULL ELSE s END;
 CREATE OR REPLACE TEMP MACRO gm_ids(s) AS (
-    CASE WHEN s IS NULL THEN NULL
+    CASE WHEN s IS NULL OR gm_unset(s) IS NULL THEN CASE WHEN s IS NOT NULL THEN [] END
          WHEN starts_with(s, '["') OR s = '[]' THEN coalesce(
              try(from_json(s, '["VARCHAR"]')),
              list_filter(regexp_split_to_array(trim(s), '\s*[,;|]\s*'), lambda e: e <> ''))
@@ -117,7 +125,8 @@ CREATE OR REPLACE TEMP MACRO gm_ids(s) AS (
              from_json(s, '["JSON"]'), lambda e: gm_result_id(e))
          WHEN starts_with(ltrim(s), '{') AND json_valid(s) THEN list_transform(
              from_json(gm_result_list(s), '["JSON"]'), lambda e: gm_result_id(e))
-         ELSE list_filter(regexp_split_to_array(trim(s), '\s*[,;|]\s*'), lambda e: e <> '') END
+         ELSE list_filter(regexp_split_to_array(trim(s), '\s*[,;|]\s*'),
+                          lambda e: e <> '' AND gm_unset(e) IS NOT NULL) END
 );
 -- The JSON type of a value given as JSON text, from its first character.
 CREATE OR REPLACE TEMP MACRO gm_jtype_of(j) AS (
@@ -126,8 +135,9 @@ CREATE OR REPLACE TEMP MACRO gm_jtype_of(j) AS (
          WHEN 'n' THEN 'NULL' WHEN 't' THEN 'BOOLEAN' WHEN 'f' THEN 'BOOLEAN'
          ELSE 'DOUBLE' END END
 );
-""".replace("RESULT_ID_PATHS", sql_list(tuple(RESULT_ID_PATHS))).replace(
-    "RESULT_LIST_PATHS", sql_list(tuple(RESULT_LIST_PATHS))
+""".replace("RESULT_ID_PATHS", sql_list(tuple(RESULT_ID_PATHS)))
+    .replace("RESULT_LIST_PATHS", sql_list(tuple(RESULT_LIST_PATHS)))
+    .replace("@UNSET@", sql_list(UNSET))
 )
 
 

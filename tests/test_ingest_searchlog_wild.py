@@ -251,3 +251,27 @@ def test_map_names_an_exports_date_column(tmp_path, db_path, cli):
     with open_store(db_path) as con:
         days = con.execute("SELECT day FROM search_summaries ORDER BY day").fetchall()
     assert [str(d[0]) for d in days] == ["2026-11-30", "2026-12-01"]
+
+
+def test_kibanas_dash_for_an_empty_cell_is_no_value(tmp_path, db_path, cli):
+    """Kibana's Discover CSV writes "-" where a document has no value: every "-" in the
+    clicks column was a click on a document called "-" (no_click 0), in the results column a
+    result, and in the user column one user shared by all."""
+    log = tmp_path / "discover.csv"
+    log.write_text(
+        "timestamp,user_id,session_id,query,result_ids,clicked_ids\n"
+        "2026-11-23T08:00:00Z,u1,s1,gift card balance,-,-\n"
+        "2026-11-23T08:01:00Z,-,-,return policy,d1|d2,-\n"
+        "2026-11-23T08:02:00Z,-,-,shipping times,d3,d3\n"
+    )
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 3
+    with open_store(db_path) as con:
+        got = con.execute(
+            "SELECT query, user_id, session_id, result_ids, clicked_ids FROM search_events "
+            "ORDER BY ts"
+        ).fetchall()
+    assert got == [
+        ("gift card balance", "u1", "s1", [], []),
+        ("return policy", None, None, ["d1", "d2"], []),
+        ("shipping times", None, None, ["d3"], ["d3"]),
+    ]

@@ -122,6 +122,16 @@ def _response_list(value: Column) -> Column:
     return F.coalesce(*[F.try_variant_get(value, p, "array<variant>") for p in RESULT_LIST_PATHS])
 
 
+def _unset(value: Column) -> Column:
+    """``value``, NULL where an export wrote that it holds nothing (``batch.UNSET``: Kibana's
+    "-"), as ``gm_unset`` reads it."""
+    from pyspark.sql import functions as F
+
+    from goldmine.ingest.batch import UNSET
+
+    return F.when(F.lower(F.trim(value)).isin(*UNSET), F.lit(None)).otherwise(value)
+
+
 def _ids_length(value: Column, kind: Column) -> Column:
     """How many ids a result or click list holds: a JSON list's length, or the items of an
     "a,b|c" string (``gm_ids``), a string that is a JSON list counted as one, or a response's
@@ -134,7 +144,9 @@ def _ids_length(value: Column, kind: Column) -> Column:
         (text.startswith("[")) & F.schema_of_variant(as_list).startswith("ARRAY"),
         F.size(F.try_variant_get(as_list, "$", "array<variant>")),
     )
-    split = F.size(F.filter(F.split(F.trim(text), r"\s*[,;|]\s*"), lambda e: e != ""))
+    split = F.size(
+        F.filter(F.split(F.trim(text), r"\s*[,;|]\s*"), lambda e: (e != "") & _unset(e).isNotNull())
+    )
     response = _response_list(value)
     return (
         F.when(kind == "ARRAY", F.size(F.try_variant_get(value, "$", "array<variant>")))
@@ -269,8 +281,10 @@ def searchlog_events(
         F.lit(source).alias("source"),
         key.alias("event_key"),
         "ts",
-        F.col("gm_session_id").alias("session_id"),
-        F.col("gm_user_id").alias("user_id"),  # a search's own, against another's under one id
+        _unset(F.col("gm_session_id")).alias("session_id"),
+        _unset(F.col("gm_user_id")).alias(
+            "user_id"
+        ),  # a search's own, against another's under one id
         redact(F.trim("gm_query"), redactor or Redactor(enabled=False)).alias("query"),
         F.coalesce("gm_count", "gm_n_results").alias("shown"),
         F.coalesce("gm_n_clicks", F.lit(0)).alias("clicks"),
