@@ -72,6 +72,18 @@ RESULT_ID_PATHS = [
 RESULT_LIST_PATHS = ["$.hits.hits", "$.hits", "$.results", "$.documents", "$.matches",
                      "$.result", "$.points", "$.data"]  # fmt: skip
 
+# Times as analytics tools and warehouses write them, month named or offset after a space:
+# "Nov 23, 2026 8:37:51 AM" (Google's and Adobe's reports), "Nov 23, 2026 @ 03:33:17.673"
+# (Kibana's Discover CSV), "2026-11-23 00:10:47.133 -0800" (Snowflake's TIMESTAMP_TZ), "23 Nov
+# 2026 08:37:51". strptime's layouts; ``translate.TEXT_TIMES`` are Spark's for the same. Those
+# with an offset are tried apart: in one list with those without, DuckDB 2's try_strptime read
+# a row without an offset at the offset of the row before it.
+TEXT_TIMES = (
+    "%b %d, %Y %I:%M:%S %p", "%B %d, %Y %I:%M:%S %p", "%b %d, %Y %H:%M:%S",
+    "%b %d, %Y @ %H:%M:%S.%g", "%b %d, %Y @ %H:%M:%S", "%d %b %Y %H:%M:%S", "%d %B %Y %H:%M:%S",
+)  # fmt: skip
+ZONED_TIMES = ("%Y-%m-%d %H:%M:%S.%g %z", "%Y-%m-%d %H:%M:%S.%f %z", "%Y-%m-%d %H:%M:%S %z")
+
 # What exports write in a cell that holds nothing, lower-cased (gm_unset; Spark's _unset).
 UNSET = ("-", "(not set)", "(none)", "null", "none", "n/a", "nan", "undefined")
 
@@ -87,8 +99,15 @@ CREATE OR REPLACE TEMP MACRO gm_ts_any(s) AS coalesce(
     CASE WHEN regexp_full_match(trim(s), '[0-9]{9,10}(\.[0-9]+)?')
              THEN make_timestamp((trim(s)::DOUBLE * 1000000)::BIGINT)
          WHEN regexp_full_match(trim(s), '[0-9]{12,13}') THEN make_timestamp(trim(s)::BIGINT * 1000)
+         -- microseconds (GA4's BigQuery event_timestamp), nanoseconds
+         WHEN regexp_full_match(trim(s), '[0-9]{15,16}') THEN make_timestamp(trim(s)::BIGINT)
+         WHEN regexp_full_match(trim(s), '[0-9]{18,19}')
+             THEN make_timestamp((trim(s)::HUGEINT // 1000)::BIGINT)
     END,
-    try_strptime(s, '%a %b %d %H:%M:%S %z %Y')::TIMESTAMP
+    try_strptime(s, '%a %b %d %H:%M:%S %z %Y')::TIMESTAMP,
+    CASE WHEN regexp_matches(trim(s), '^[A-Za-z]{3}|^[0-9]{1,2} [A-Za-z]{3}|[0-9] [+-][0-9]{4}$')
+        THEN coalesce(try_strptime(trim(s), GM_TEXT_TIMES),
+                      try_strptime(trim(s), GM_ZONED_TIMES)::TIMESTAMP) END
 );
 -- A plain ISO date-time without a zone (the common case) casts straight to TIMESTAMP, twice as
 -- fast as the TIMESTAMPTZ route, which is kept for anything carrying an offset or a zone name.
@@ -135,7 +154,9 @@ CREATE OR REPLACE TEMP MACRO gm_jtype_of(j) AS (
          WHEN 'n' THEN 'NULL' WHEN 't' THEN 'BOOLEAN' WHEN 'f' THEN 'BOOLEAN'
          ELSE 'DOUBLE' END END
 );
-""".replace("RESULT_ID_PATHS", sql_list(tuple(RESULT_ID_PATHS)))
+""".replace("GM_TEXT_TIMES", sql_list(TEXT_TIMES))
+    .replace("GM_ZONED_TIMES", sql_list(ZONED_TIMES))
+    .replace("RESULT_ID_PATHS", sql_list(tuple(RESULT_ID_PATHS)))
     .replace("RESULT_LIST_PATHS", sql_list(tuple(RESULT_LIST_PATHS)))
     .replace("@UNSET@", sql_list(UNSET))
 )

@@ -212,8 +212,14 @@ def _nothing_stored(result, reasons: list[tuple[str, int]], store: Path | None):
 
     total = result.total
     top = ", ".join(f"{kind} ({n:,})" for kind, n in reasons)
+    times = ""
+    if reasons and reasons[0][0].startswith("unparseable timestamp"):
+        times = (
+            "; times in a layout goldmine does not read are named with --ts-format (strftime, "
+            "e.g. --ts-format '%d.%m.%Y %H:%M'), another column with --map ts=COLUMN"
+        )
     error = GoldmineError(
-        f"nothing stored: all {total['rows_in']:,} rows were rejected ({top}); "
+        f"nothing stored: all {total['rows_in']:,} rows were rejected ({top}){times}; "
         f"see them with: {_rejects_command(result, store)} "
         "(--allow-empty to accept an import that stores nothing)"
     )

@@ -34,9 +34,52 @@ EXPORT_PARTS = analytics.MAP_PARTS + analytics.MAP_ALSO
 
 ALIASES: dict[str, tuple[str, ...]] = {
     "event_id": ("event_id", "eventid", "id", "search_id", "request_id", "query_id", "_id"),
-    "ts": ("ts", "timestamp", "time", "datetime", "created_at", "event_time", "@timestamp", "date"),
-    "session_id": ("session_id", "sid", "session", "sessionid"),
-    "user_id": ("user_id", "uid", "user", "userid", "client_id", "visitor_id", "customer_id"),
+    # after goldmine's own: GA4's BigQuery export (event_timestamp, user_pseudo_id,
+    # ga_session_id), Segment (received_at, anonymous_id), Mixpanel (distinct_id), Amplitude
+    # (event_time, device_id) and warehouse tables' names
+    "ts": (
+        "ts",
+        "timestamp",
+        "time",
+        "datetime",
+        "created_at",
+        "event_time",
+        "@timestamp",
+        "date",
+        "event_timestamp",
+        "event_ts",
+        "search_time",
+        "searched_at",
+        "occurred_at",
+        "received_at",
+        "sent_at",
+        "client_event_time",
+        "logged_at",
+        "time_stamp",
+    ),
+    "session_id": (
+        "session_id",
+        "sid",
+        "session",
+        "sessionid",
+        "ga_session_id",
+        "visit_id",
+        "visitid",
+    ),
+    "user_id": (
+        "user_id",
+        "uid",
+        "user",
+        "userid",
+        "client_id",
+        "visitor_id",
+        "customer_id",
+        "user_pseudo_id",
+        "anonymous_id",
+        "anonymousid",
+        "distinct_id",
+        "device_id",
+    ),
     # user_query first: OpenSearch's UBI writes the user's words there and the search's DSL
     # (JSON text) as "query"
     "query": (

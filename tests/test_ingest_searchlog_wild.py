@@ -275,3 +275,68 @@ def test_kibanas_dash_for_an_empty_cell_is_no_value(tmp_path, db_path, cli):
         ("return policy", None, None, ["d1", "d2"], []),
         ("shipping times", None, None, ["d3"], ["d3"]),
     ]
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [("Nov 23, 2026 8:37:51 AM", "2026-11-23 08:37:51"),  # Google's, Adobe's reports
+     ("Nov 23, 2026 @ 03:33:17.673", "2026-11-23 03:33:17.673"),  # Kibana's Discover CSV
+     ("2026-11-23 00:10:47.133 -0800", "2026-11-23 08:10:47.133"),  # Snowflake TIMESTAMP_TZ
+     ("23 Nov 2026 08:37:51", "2026-11-23 08:37:51"),
+     ("1795421150916000", "2026-11-23 08:05:50.916")],  # GA4's event_timestamp, microseconds
+)  # fmt: skip
+def test_the_times_exports_write_are_read(tmp_path, db_path, cli, written, read):
+    """Each of these rejected every row ("unparseable timestamp"), exit 4."""
+    log = tmp_path / "export.csv"
+    log.write_text(f'timestamp,query\n"{written}",gift card balance\n')
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 1
+    with open_store(db_path) as con:
+        (ts,) = con.execute("SELECT ts::VARCHAR FROM search_events").fetchall()[0]
+    assert ts == read
+
+
+def test_a_file_of_unread_times_names_ts_format(tmp_path, db_path, cli):
+    """Every row rejected for its time said to see the rejects, never how to name the layout."""
+    log = tmp_path / "export.csv"
+    log.write_text("timestamp,query\n2026.11.23 08h37,gift card\n2026.11.23 09h01,returns\n")
+    result = _ingest(cli, db_path, str(log))
+    assert result.returncode == 4
+    assert "--ts-format" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("column", "user", "session"),
+    [("event_timestamp", "user_pseudo_id", "ga_session_id"),  # GA4's BigQuery export
+     ("EVENT_TS", "ANONYMOUS_ID", "SESSION_ID"),  # a warehouse table, Segment's ids
+     ("received_at", "anonymous_id", "session_id"),
+     ("event_time", "device_id", "session_id")],  # Amplitude
+)  # fmt: skip
+def test_the_time_user_and_session_columns_of_analytics_tables_are_read(
+    tmp_path, db_path, cli, column, user, session
+):
+    """A time column under a name not known was left out without a word: every search stored
+    without a time (reformulations lost), users and sessions with it."""
+    log = tmp_path / "events.csv"
+    rows = "2026-11-23T08:00:00Z,u1,s1,gift card\n2026-11-23T08:00:20Z,u1,s1,gift cards\n"
+    log.write_text(f"{column},{user},{session},search_term\n{rows}")
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
+    with open_store(db_path) as con:
+        got = con.execute(
+            "SELECT ts IS NOT NULL, user_id, session_id FROM search_events"
+        ).fetchall()
+    assert got == [(True, "u1", "s1")] * 2
+
+
+def test_a_time_without_an_offset_after_one_with_is_read_as_written(tmp_path, db_path, cli):
+    """DuckDB's try_strptime, given layouts with and without %z, read a row without an offset
+    at the offset of the row before it (8:37 AM stored as 03:07)."""
+    log = tmp_path / "mixed.csv"
+    log.write_text(
+        'timestamp,query\n2026-11-23 00:10:47 +0530,a\n"Nov 23, 2026 8:37:51 AM",b\n'
+        "2026-11-23 00:10:47 -0800,c\n23 Nov 2026 08:37:51,d\n"
+    )
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 4
+    with open_store(db_path) as con:
+        got = con.execute("SELECT query, ts::VARCHAR FROM search_events ORDER BY query").fetchall()
+    assert got == [("a", "2026-11-22 18:40:47"), ("b", "2026-11-23 08:37:51"),
+                   ("c", "2026-11-23 08:10:47"), ("d", "2026-11-23 08:37:51")]  # fmt: skip

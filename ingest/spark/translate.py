@@ -87,10 +87,20 @@ def _jtype(kind: Column) -> Column:
 _ISO_PLAIN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?)?$"
 
 
+# ``batch.TEXT_TIMES`` and ``batch.ZONED_TIMES`` in Spark's patterns, in the same order.
+TEXT_TIMES = (
+    "MMM d, yyyy h:mm:ss a", "MMMM d, yyyy h:mm:ss a", "MMM d, yyyy H:mm:ss",
+    "MMM d, yyyy '@' H:mm:ss.SSS", "MMM d, yyyy '@' H:mm:ss", "d MMM yyyy H:mm:ss",
+    "d MMMM yyyy H:mm:ss",
+    "yyyy-MM-dd H:mm:ss.SSS Z", "yyyy-MM-dd H:mm:ss.SSSSSS Z", "yyyy-MM-dd H:mm:ss Z",
+)  # fmt: skip
+
+
 def timestamp(s: Column) -> Column:
     """``gm_ts`` (ingest/batch.py) in Spark: a plain ISO date-time as it is; else one with an
-    offset or zone, converted to UTC; epoch seconds (9-10 digits, with a fraction) or
-    milliseconds (12-13 digits); Twitter's "Wed Oct 11 06:55:44 +0000 2017". UTC wall time."""
+    offset or zone, converted to UTC; epoch seconds (9-10 digits, with a fraction),
+    milliseconds (12-13 digits), microseconds (15-16) or nanoseconds (18-19); Twitter's "Wed Oct
+    11 06:55:44 +0000 2017"; the layouts of ``TEXT_TIMES``. UTC wall time."""
     from pyspark.sql import functions as F
 
     t = F.trim(s)
@@ -100,13 +110,23 @@ def timestamp(s: Column) -> Column:
             F.timestamp_micros(F.round(t.cast("double") * 1_000_000).cast("bigint")),
         )
         .when(t.rlike("^[0-9]{12,13}$"), F.timestamp_millis(t.cast("bigint")))
+        .when(t.rlike("^[0-9]{15,16}$"), F.timestamp_micros(t.cast("bigint")))
+        .when(
+            t.rlike("^[0-9]{18,19}$"),
+            F.timestamp_micros((t.cast("decimal(20,0)") / 1000).cast("bigint")),
+        )
         .cast("timestamp_ntz")
     )
     zoned = F.try_to_timestamp(s.substr(5, 1000), F.lit("MMM dd HH:mm:ss Z yyyy"))
+    texts = F.coalesce(*[F.try_to_timestamp(t, F.lit(p)) for p in TEXT_TIMES])
     any_form = F.coalesce(
         s.try_cast("timestamp").cast("timestamp_ntz"),
         epoch,
         F.when(s.rlike(r"^[A-Z][a-z]{2} "), zoned.cast("timestamp_ntz")),
+        F.when(
+            t.rlike(r"^[A-Za-z]{3}|^[0-9]{1,2} [A-Za-z]{3}|[0-9] [+-][0-9]{4}$"),
+            texts.cast("timestamp_ntz"),
+        ),
     )
     plain = s.try_cast("timestamp_ntz")
     return F.when(s.rlike(_ISO_PLAIN), plain).otherwise(any_form)
