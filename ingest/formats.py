@@ -104,6 +104,8 @@ def detect(
     if fmt is None:
         told = corpus_formats.sniff(head)
         fmt = told if told in ("smart", "trec") or by_suffix is None else by_suffix
+    if fmt == "json" and not forced and _json_lines(head):
+        fmt = "jsonl"  # JSON lines named .json (Elasticsearch's slow log, BigQuery's exports)
     if fmt not in FORMATS:
         raise InputError(
             "unknown file format: goldmine reads "
@@ -117,6 +119,20 @@ def detect(
     elif encoding is None and not told_only:  # JSON's lines not in UTF-8: each a reject
         _refuse_legacy_text(head, path)
     return InputFile(path, fmt, compression, codec)
+
+
+def _json_lines(head: bytes) -> bool:
+    """Whether a .json file's first bytes are JSON lines: a first line that is a whole object,
+    and another line after it that opens one (a document, pretty-printed or one line, is not)."""
+    import json
+
+    lines = [line for line in head.removeprefix(b"\xef\xbb\xbf").split(b"\n") if line.strip()]
+    if len(lines) < 2 or not lines[1].lstrip().startswith(b"{"):
+        return False
+    try:
+        return isinstance(json.loads(lines[0]), dict)
+    except ValueError:
+        return False
 
 
 def _zip_member(path: Path) -> str:

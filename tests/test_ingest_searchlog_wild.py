@@ -340,3 +340,19 @@ def test_a_time_without_an_offset_after_one_with_is_read_as_written(tmp_path, db
         got = con.execute("SELECT query, ts::VARCHAR FROM search_events ORDER BY query").fetchall()
     assert got == [("a", "2026-11-22 18:40:47"), ("b", "2026-11-23 08:37:51"),
                    ("c", "2026-11-23 08:10:47"), ("d", "2026-11-23 08:37:51")]  # fmt: skip
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_json_lines_in_a_json_file_are_read_as_json_lines(tmp_path, db_path, cli, gz):
+    """Elasticsearch's slow log, BigQuery's and Amplitude's exports write JSON lines under a
+    .json name: "cannot read as json: Malformed JSON at byte 1138", or for Amplitude's
+    .json.gz, "compressed .json documents are not supported; use JSONL"."""
+    import gzip
+
+    lines = "".join(
+        json.dumps({"ts": f"2026-11-23T08:0{i}:00Z", "query": q}) + "\n"
+        for i, q in enumerate(["gift card", "returns", "shipping"])
+    )
+    path = tmp_path / ("export.json.gz" if gz else "export.json")
+    path.write_bytes(gzip.compress(lines.encode()) if gz else lines.encode())
+    assert _total(_ingest(cli, db_path, str(path)))["stored"] == 3
