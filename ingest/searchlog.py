@@ -138,6 +138,23 @@ _LISTS = "('ARRAY', 'VARCHAR', 'NULL')"
 _TYPED = ("query", "result_ids", "clicked_ids")
 
 
+# Names an export gives a column of how many results a search found as often as a list of them.
+COUNTED_RESULTS = ("results", "hits")
+_NUMBER_TYPES = "('UBIGINT', 'BIGINT', 'HUGEINT', 'DOUBLE')"
+
+
+def _counted_results(fields: dict[str, list[str]]) -> str:
+    """SQL: the results field holds a count, not ids ("Results": 0, "hits": 9), where the file
+    has no count of its own and the field is named as exports name a count; else ``false``."""
+    names = [str(k).lower() for k in fields.get("result_ids", [])]
+    if "num_results" in fields or not any(n in COUNTED_RESULTS for n in names):
+        return "false"
+    value, kind = val(fields, "result_ids"), typ(fields, "result_ids")
+    return (
+        f"coalesce({kind} IN {_NUMBER_TYPES} OR regexp_full_match(trim({value}), '[0-9]+'), false)"
+    )
+
+
 def _not_ids(fields: dict[str, list[str]], name: str) -> str:
     """SQL: the field holds no list of ids: not a list, a string or null, nor a search
     service's response stored whole with its list of results (``gm_result_list``)."""
@@ -236,6 +253,9 @@ def stage_sql(
         params["gm_ts_format"] = ts_format
     q, ts, eid = val(fields, "query"), val(fields, "ts"), val(fields, "event_id")
     num = val(fields, "num_results")
+    counted = _counted_results(fields)
+    if counted != "false":
+        num = f"CASE WHEN {counted} THEN {val(fields, 'result_ids')} END"
     count = f"try_cast(try_cast({num} AS DOUBLE) AS INTEGER)"
     content = ", ".join(
         f"coalesce({val(fields, n)}, '')"
@@ -254,7 +274,7 @@ def stage_sql(
                      THEN 'wrong type: query is ' || gm_jtype({typ(fields, "query")})
                  WHEN {ts} IS NOT NULL AND gm_t IS NULL THEN gm_unread_time({ts}, gm_dates)
                  WHEN NOT gm_in_time(gm_t) THEN 'timestamp out of range: ' || left({ts}, 60)
-                 WHEN {_not_ids(fields, "result_ids")}
+                 WHEN NOT {counted} AND {_not_ids(fields, "result_ids")}
                      THEN 'wrong type: result_ids is ' || gm_jtype({typ(fields, "result_ids")})
                  WHEN {_not_ids(fields, "clicked_ids")}
                      THEN 'wrong type: clicked_ids is ' || gm_jtype({typ(fields, "clicked_ids")})
@@ -269,7 +289,8 @@ def stage_sql(
             {_unless_known(f"gm_unset({val(fields, 'session_id')})")} AS session_id,
             {_unless_known(f"gm_unset({val(fields, 'user_id')})")} AS user_id,
             {_unless_known(f"trim({q})")} AS query,
-            {_unless_known(ids(fields, "result_ids"))} AS result_ids,
+            {_unless_known(f"CASE WHEN NOT {counted} THEN {ids(fields, 'result_ids')} END")}
+                AS result_ids,
             {_unless_known(count)} AS num_results,
             {keep(ids(fields, "clicked_ids"))} AS clicked_ids,
             {_unless_known(val(fields, "feedback"))} AS feedback,

@@ -356,3 +356,34 @@ def test_json_lines_in_a_json_file_are_read_as_json_lines(tmp_path, db_path, cli
     path = tmp_path / ("export.json.gz" if gz else "export.json")
     path.write_bytes(gzip.compress(lines.encode()) if gz else lines.encode())
     assert _total(_ingest(cli, db_path, str(path)))["stored"] == 3
+
+
+@pytest.mark.parametrize(("header", "value"), [("results", "0"), ("Results", "12"), ("hits", "3")])
+def test_a_results_column_of_counts_is_a_count(tmp_path, db_path, cli, header, value):
+    """An export's "Results" or "hits" column holds how many results a search found: "0" was a
+    result called "0" (one result, so zero-result searches were none)."""
+    log = tmp_path / "searches.csv"
+    log.write_text(
+        f"timestamp,query,{header}\n2026-11-23T08:00:00Z,gift card,{value}\n"
+        "2026-11-23T08:05:00Z,returns,0\n"
+    )
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
+    with open_store(db_path) as con:
+        got = con.execute(
+            "SELECT query, result_ids, num_results FROM search_events ORDER BY ts"
+        ).fetchall()
+    assert got == [("gift card", None, int(value)), ("returns", None, 0)]
+
+
+def test_json_hits_as_a_number_are_a_count(tmp_path, db_path, cli):
+    """A log's "hits": 9 was a reject ("result_ids is a number")."""
+    log = tmp_path / "log.jsonl"
+    rows = [{"ts": "2026-11-23T08:00:00Z", "query": "gift card", "hits": 9},
+            {"ts": "2026-11-23T08:01:00Z", "query": "returns", "hits": ["d1", "d2"]}]  # fmt: skip
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
+    with open_store(db_path) as con:
+        got = con.execute(
+            "SELECT result_ids, num_results FROM search_events ORDER BY ts"
+        ).fetchall()
+    assert got == [(None, 9), (["d1", "d2"], 2)]

@@ -861,3 +861,17 @@ def test_an_id_given_to_two_searches_in_one_file_alike_in_both_engines(
     assert total == {"rows_in": 8, "stored": 7, "rejected": 0, "already_present": 1}
     assert result.total == total
     assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
+
+
+def test_a_results_column_of_counts_reads_alike_in_both_engines(spark_options, tmp_path) -> None:
+    """"Results": 0 is a search that found nothing, "hits": 9 nine results, in both engines."""
+    rows = [
+        {"ts": "2026-11-23T08:00:00Z", "query": "gift card", "results": "0"},
+        {"ts": "2026-11-23T08:01:00Z", "query": "returns", "results": 12},
+        {"ts": "2026-11-23T08:02:00Z", "query": "shipping", "results": "d1|d2"},
+    ]
+    logs = [write_jsonl(tmp_path / "counts.jsonl", rows)]
+    duck, total = duckdb_summary(tmp_path / "duck.duckdb", logs)
+    result = spark_import(tmp_path / "spark.duckdb", logs, spark_options, tmp_path)
+    assert total["stored"] == 3 and result.total == total
+    assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)

@@ -17,7 +17,7 @@ from goldmine.ingest.batch import NUMBERED
 from goldmine.ingest.fields import NestedKey, resolve_fields
 from goldmine.ingest.logformats import BLANK, NO_QUERY
 from goldmine.ingest.redact import Redactor
-from goldmine.ingest.searchlog import ALIASES
+from goldmine.ingest.searchlog import ALIASES, COUNTED_RESULTS
 from goldmine.ingest.spark import read
 from goldmine.text import norm_sql
 
@@ -241,6 +241,15 @@ def searchlog_events(
     text = {name: _text(value) for name, value in f.items()}
     kind = {name: _kind(f[name]) for name in ("query", "result_ids", "clicked_ids")}
     num = text["num_results"]
+    # A results column of counts (searchlog._counted_results): the count, no ids.
+    names = [str(k).lower() for k in fields.get("result_ids", [])]
+    counted = F.lit(False)
+    if "num_results" not in fields and any(n in COUNTED_RESULTS for n in names):
+        counted = F.coalesce(
+            (kind["result_ids"] == "NUMBER") | F.trim(text["result_ids"]).rlike("^[0-9]+$"),
+            F.lit(False),
+        )
+        num = F.when(counted, text["result_ids"])
     # Half to even, as DuckDB casts a DOUBLE to INTEGER (searchlog.stage_sql): round() went half
     # up, so -0.5 was a reject and 0.5 a search with results here, not there.
     count = F.bround(F.col("gm_n").try_cast("double")).try_cast("int")
@@ -248,7 +257,8 @@ def searchlog_events(
         *read.RECORD,
         *[text[n].alias(f"gm_{n}") for n in ALIASES],
         *[kind[n].alias(f"gm_k_{n}") for n in kind],
-        _ids_length(f["result_ids"], kind["result_ids"]).alias("gm_n_results"),
+        F.when(~counted, _ids_length(f["result_ids"], kind["result_ids"])).alias("gm_n_results"),
+        counted.alias("gm_counted"),
         _ids_length(f["clicked_ids"], kind["clicked_ids"]).alias("gm_n_clicks"),
         *[
             _response_list(f[n]).isNotNull().alias(f"gm_r_{n}")
@@ -260,7 +270,8 @@ def searchlog_events(
     reason = _reason(
         *_query_checks("query"),
         (
-            ~F.col("gm_k_result_ids").isin("ARRAY", "VARCHAR", "NULL")
+            ~F.col("gm_counted")
+            & ~F.col("gm_k_result_ids").isin("ARRAY", "VARCHAR", "NULL")
             & ~((F.col("gm_k_result_ids") == "OBJECT") & F.col("gm_r_result_ids")),
             F.concat(F.lit("wrong type: result_ids is "), _jtype(F.col("gm_k_result_ids"))),
         ),
