@@ -104,6 +104,8 @@ def detect(
     if fmt is None:
         told = corpus_formats.sniff(head)
         fmt = told if told in ("smart", "trec") or by_suffix is None else by_suffix
+        if fmt is None and not told_only:  # named, with no suffix that says (an S3 part)
+            fmt = _by_content(head)
     if fmt == "json" and not forced and _json_lines(head):
         fmt = "jsonl"  # JSON lines named .json (Elasticsearch's slow log, BigQuery's exports)
     if fmt not in FORMATS:
@@ -119,6 +121,23 @@ def detect(
     elif encoding is None and not told_only:  # JSON's lines not in UTF-8: each a reject
         _refuse_legacy_text(head, path)
     return InputFile(path, fmt, compression, codec)
+
+
+def _by_content(head: bytes) -> str | None:
+    """The format a file's first bytes show where no suffix says: Parquet by its magic, JSON
+    lines or a JSON document by their first character, CSV by a first line cut by commas or
+    semicolons into two or more names."""
+    if head[:4] == b"PAR1":
+        return "parquet"
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    if text[:1] == b"[":
+        return "json"
+    if text[:1] == b"{":
+        return "jsonl" if _json_lines(text) or text.count(b"\n") <= 1 else "json"
+    first = text.split(b"\n", 1)[0].rstrip(b"\r")
+    if b"\0" not in head and (first.count(b",") or first.count(b";")):
+        return "csv"
+    return None
 
 
 def _json_lines(head: bytes) -> bool:

@@ -387,3 +387,30 @@ def test_json_hits_as_a_number_are_a_count(tmp_path, db_path, cli):
             "SELECT result_ids, num_results FROM search_events ORDER BY ts"
         ).fetchall()
     assert got == [(None, 9), (["d1", "d2"], 2)]
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "gz"),
+    [("part-00000", '{"ts": "2026-11-23T08:00:00Z", "query": "gift card"}\n', True),
+     ("export", "ts,query\n2026-11-23T08:00:00Z,gift card\n", True),
+     ("searches.txt", "ts;query\n2026-11-23T08:00:00Z;gift card\n", False),
+     ("events.log", '{"ts": "2026-11-23T08:00:00Z", "query": "gift card"}\n', False)],
+)  # fmt: skip
+def test_a_named_file_with_no_telling_suffix_is_read_by_content(
+    tmp_path, db_path, cli, name, text, gz
+):
+    """A Spark or Hive part file, a gzip saved without .gz: "unknown file format", though the
+    compression was told by its magic number."""
+    import gzip
+
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    assert _total(_ingest(cli, db_path, str(path)))["stored"] == 1
+
+
+def test_a_folders_files_with_no_telling_suffix_are_left_out(tmp_path, db_path, cli):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "day1.jsonl").write_text('{"ts": "2026-11-23T08:00:00Z", "query": "gift card"}\n')
+    (folder / "README").write_text("Exported by the team, one file a day, see the wiki\n")
+    assert _total(_ingest(cli, db_path, str(folder)))["stored"] == 1

@@ -864,7 +864,7 @@ def test_an_id_given_to_two_searches_in_one_file_alike_in_both_engines(
 
 
 def test_a_results_column_of_counts_reads_alike_in_both_engines(spark_options, tmp_path) -> None:
-    """"Results": 0 is a search that found nothing, "hits": 9 nine results, in both engines."""
+    """ "Results": 0 is a search that found nothing, "hits": 9 nine results, in both engines."""
     rows = [
         {"ts": "2026-11-23T08:00:00Z", "query": "gift card", "results": "0"},
         {"ts": "2026-11-23T08:01:00Z", "query": "returns", "results": 12},
