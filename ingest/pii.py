@@ -133,7 +133,8 @@ EMAIL_SPACED = re.compile(r"(?<![\w.%+'-])([\w.%+'-]*\w)(?: @ ?|@ )" + _DOMAIN, 
 _NOT_A_WORD = re.compile(r"[._+0-9]")
 IPV6 = re.compile(
     rf"(?<![{_W}:.])(?:[0-9a-f]{{0,4}}:){{2,7}}(?:[0-9a-f]{{1,4}}|(?:\d{{1,3}}\.){{3}}\d{{1,3}})?"
-    rf"(?:%[{_W}.]+)?(?![{_W}:]|\.\d)",
+    # a colon after it that ends the sentence's clause ("from 2a02:…:4c01: can you") is prose
+    rf"(?:%[{_W}.]+)?(?![{_W}]|:[{_W}:]|\.\d)",
     re.IGNORECASE,
 )
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
@@ -850,16 +851,18 @@ def _find(text: str, regions: tuple[str, ...], handles: bool) -> list[tuple[int,
         for start, end in _secrets(text):
             add(start, end, "SECRET")
     for m in IPV6.finditer(text):
-        if _ipv6_ok(m.group()):
-            add(m.start(), m.end(), "IPV6")
+        address, end = m.group(), m.end()
+        if address.endswith(":") and not address.endswith("::"):  # prose's colon after it
+            address, end = address[:-1], end - 1
+        if _ipv6_ok(address):
+            add(m.start(), end, "IPV6")
     for m in IPV4.finditer(text):
         if _ipv4_ok(m.group()) and not _VERSION_WORDS.search(text, 0, m.start()):
             add(m.start(), m.end(), "IPV4")
     for start, end in _ibans(text):
         add(start, end, "IBAN")
-    for m in CARD.finditer(text):
-        if card_ok(m.group()):
-            add(m.start(), m.end(), "CARD")
+    for start, end in _cards(text):
+        add(start, end, "CARD")
     for m in SSN.finditer(text):
         if _ssn_ok(m) and (m.group(2) == "-" or _named(_SSN_WORDS, text, m.start())):
             add(m.start(), m.end(), "SSN")
@@ -908,6 +911,21 @@ def _secrets(text: str):
         value, spaced = m.group(2), m.group(1).strip() != m.group(1)
         if not spaced or (_has_digit(value) and any(c.isalpha() for c in value)):
             yield m.start(2), m.end(2)
+
+
+def _cards(text: str):
+    """Card number spans. A run that fails the card's checks may have taken a number before the
+    card ("Nov 2 4111 1111 1111 1111", "#1 4111 …"): the run is tried again from each later
+    group, so the card after it is found."""
+    for m in CARD.finditer(text):
+        if card_ok(m.group()):
+            yield m.start(), m.end()
+            continue
+        for gap in re.finditer(r"[ .-]+", m.group()):
+            inner = CARD.match(text, m.start() + gap.end(), m.end())
+            if inner and inner.end() == m.end() and card_ok(inner.group()):
+                yield inner.start(), inner.end()
+                break
 
 
 def _basic_ok(token: str) -> bool:
@@ -1126,11 +1144,20 @@ def _plausible_layout(s: str) -> bool:
     return not (len(groups) > 1 and len(groups[0]) == 1 and groups[0] != "1")
 
 
+# Words that say "number" whoever's it is: "order number", "phone number". The word before
+# tells (``_context``).
+_NUMBER_WORDS = frozenset(["number", "numbers", "no", "num", "nr", "nummer", "numero"])
+
+
 def _context(text: str, start: int) -> bool | None:
     """True if the nearest word before ``start`` (within 40 characters) says phone, False if
-    it says order/ISBN/..., else None. The word after counts when nothing comes before."""
+    it says order/ISBN/..., else None. A word that only says "number" goes by the word before
+    it ("order number" is an order's). The word after counts when nothing comes before."""
     before = [w.lower() for w in _WORD.findall(text, max(0, start - 40), start)]
-    for word in reversed(before):
+    for i in range(len(before) - 1, -1, -1):
+        word = before[i]
+        if word in _NUMBER_WORDS and i > 0 and before[i - 1] in NOT_PHONE_WORDS:
+            return False
         if word in PHONE_WORDS:
             return True
         if word in NOT_PHONE_WORDS:

@@ -298,6 +298,32 @@ def test_more_of_the_week_is_redacted(text, expected):
     assert redacted(text) == expected
 
 
+# A third hostile week: an address followed by a colon, a card number right after a short
+# number (a date's day, "#1"), and what an order's or an invoice's number is said beside.
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Blocked from 2a02:1205:c6a1:2010:6d3e:7b5a:9d12:4c01: Can you unblock me?",
+         "Blocked from <IPV6>: Can you unblock me?"),
+        ("from 2a00:1450:4009:81f::200e: still blocked", "from <IPV6>: still blocked"),
+        ("On Mon, Nov 2 4111 1111 1111 1111 wrote:", "On Mon, Nov 2 <CARD> wrote:"),
+        ("#1 4111 1111 1111 1111", "#1 <CARD>"),
+        ("Card 2 4111-1111-1111-1111 expired", "Card 2 <CARD> expired"),
+    ],
+)  # fmt: skip
+def test_a_third_weeks_formats_are_redacted(text, expected):
+    assert redacted(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["order number 9876543210", "order no. 9876543210", "tracking number 9876543211",
+     "invoice number 4155552680", "order 2 4111 1111 1111 1112"],
+)  # fmt: skip
+def test_an_orders_number_stays(text):
+    assert redacted(text) == text
+
+
 def test_the_weeks_formats_reach_no_table_of_a_redacted_import(tmp_path, db_path):
     """Where a wrapped card and a PEM key really come: a ticket's body and a chat turn of
     several lines, and a CSV search log whose quoted query holds a line break."""
