@@ -1005,6 +1005,10 @@ _ID_MAY_MATCH = (
     # (a JWT, a cloud or service key used as an id): the redaction's own list, so a new one
     # reaches ids too
     r"|%(?:25)?40|" + SECRET_MARKS
+    # an address spelled out ("jane [at] example [dot] com", "jane AT example DOT com") or
+    # typed in fullwidth (U+FF20), and an Indian PAN, as the text's test finds them
+    + r"|(?i:[\[({]\s*at\s*[\])}])|(?i:\sat\s+[a-z0-9-]+\s+dot\s)|\x{FF20}"
+    + r"|[A-Za-z]{5}[0-9]{4}[A-Za-z]"
 )
 
 

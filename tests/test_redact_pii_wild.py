@@ -212,6 +212,27 @@ def test_ids_holding_an_encoded_email_or_a_token_are_not_stored(tmp_path, db_pat
     assert len(sessions) == 1 and sessions[0][0].startswith("<SECRET>~")
 
 
+@pytest.mark.parametrize(
+    "user",
+    ["amara.okafor [at] proton [dot] me", "lucas.silva(at)uol(dot)com(dot)br",
+     "chen_li AT qq DOT com", "kenji.tanaka\uff20docomo.ne.jp", "PAN ABCPE1234F"],
+)  # fmt: skip
+def test_ids_spelling_an_email_out_are_checked_as_text_is(tmp_path, db_path, user):
+    """A query "amara.okafor [at] proton [dot] me" was redacted; the same as a user or a
+    session id was stored as written: the ids' cheaper first test let it through."""
+    log = write_jsonl(tmp_path / "log.jsonl", [
+        {"event_id": "e1", "ts": "2026-11-16T07:08:28Z", "session_id": user, "user_id": user,
+         "query": "refund"},
+    ])  # fmt: skip
+    with open_store(db_path) as con:
+        api.searchlog(con, [log], redact=True)
+        (session, stored_user) = con.execute(
+            "SELECT session_id, user_id FROM search_events"
+        ).fetchall()[0]
+    for value in (session, stored_user):
+        assert "<" in value and user not in value and "ABCPE1234F" not in value, value
+
+
 PEM_BODY = (
     "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
     "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu"
