@@ -402,6 +402,8 @@ def stored_events(events: DataFrame) -> DataFrame:
     events = events.where(F.col("reason").isNull()).withColumn(
         "event_key", F.when(another, dated).otherwise(key)
     )
+    if "user_id" not in events.columns:  # UBI's events name no user
+        events = events.withColumn("user_id", F.lit(None).cast("string"))
     events = events.withColumn(
         "gm_first", F.min("file").over(Window.partitionBy("event_key"))
     ).where(F.col("file") == F.col("gm_first"))
