@@ -45,6 +45,8 @@ def resolve_fields(
     by_words: dict[str, str] = {}
     for k in keys:
         by_words.setdefault(column_words(k), k)
+    for k in keys:  # a JavaScript tracker's camelCase: numResults, clickedIds
+        by_words.setdefault(column_words(_CAMEL.sub("_", str(k))), k)
     present = set(keys)
     out = {}
     for name, names in aliases.items():
@@ -96,6 +98,9 @@ def nested_key(column: str, present: set[str], by_lower: dict[str, str]) -> Nest
             key.path = "$" + "".join(json_path(p)[1:] for p in key.below)
             return key
     return None
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def column_words(name: str) -> str:

@@ -113,6 +113,8 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "num_hits",
         "hit_count",
         "nresults",
+        "nb_hits",  # Algolia's nbHits
+        "estimated_total_hits",  # Meilisearch's estimatedTotalHits
     ),
     "clicked_ids": ("clicked_ids", "clicks", "clicked", "clicked_docs", "click_ids"),
     "feedback": ("feedback", "rating", "thumbs", "vote"),

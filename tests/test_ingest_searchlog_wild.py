@@ -414,3 +414,23 @@ def test_a_folders_files_with_no_telling_suffix_are_left_out(tmp_path, db_path, 
     (folder / "day1.jsonl").write_text('{"ts": "2026-11-23T08:00:00Z", "query": "gift card"}\n')
     (folder / "README").write_text("Exported by the team, one file a day, see the wiki\n")
     assert _total(_ingest(cli, db_path, str(folder)))["stored"] == 1
+
+
+def test_camel_case_columns_are_the_fields_they_spell(tmp_path, db_path, cli):
+    """A JavaScript tracker's events (numResults, clickedIds, searchQuery): the counts and
+    clicks were kept as extras, without a word, and every search read as a search with no
+    results count and no click."""
+    rows = [
+        {"eventId": "e1", "searchQuery": "gift card", "timestamp": "2026-11-23T08:00:00Z",
+         "numResults": 0, "clickedIds": []},
+        {"eventId": "e2", "searchQuery": "returns", "timestamp": "2026-11-23T08:01:00Z",
+         "estimatedTotalHits": 124, "clickedIds": ["d9"]},
+    ]  # fmt: skip
+    log = tmp_path / "events.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
+    with open_store(db_path) as con:
+        got = con.execute(
+            "SELECT event_id, query, num_results, clicked_ids FROM search_events ORDER BY ts"
+        ).fetchall()
+    assert got == [("e1", "gift card", 0, []), ("e2", "returns", 124, ["d9"])]
