@@ -78,6 +78,9 @@ ZERO_RATE = (
     "percent_no_results",
     "no_results_percent",
 )
+# The column only Algolia's searches-without-results export has (/2/searches/noResults): each
+# search its count counts found nothing.
+NO_RESULTS_ONLY = "withfiltercount"
 # The hits a search found (Algolia's nbHits): 0 means each of its searches found nothing.
 HITS = ("nbhits", "nb_hits")
 CLICKS = ("clicks", "clicked_searches", "searches_with_clicks", "total_clicks")
@@ -131,8 +134,19 @@ def columns(header: list[str], mapping: dict[str, str] | None = None) -> dict[st
         by_lower = {h.lower(): h for h in reversed(header)}
         named = {part: by_lower.get(col.lower(), col) for part, col in mapping.items()
                  if part in _PARTS}  # fmt: skip
-        found = {p: c for p, c in (found or {}).items() if c not in named.values()} | named
-    return found if found and "query" in found and "count" in found else None
+        # a column named for another part is that part's, but the count's may also be the
+        # zero-results' ("--map zero=count": every search counted found nothing)
+        shared = "count" not in named
+        found = {p: c for p, c in (found or {}).items()
+                 if c not in named.values() or (p == "count" and shared)} | named  # fmt: skip
+    if not (found and "query" in found and "count" in found):
+        return None
+    if (
+        NO_RESULTS_ONLY in {column_words(h) for h in header}
+        and not {"zero", "zero_rate", "hits"} & found.keys()
+    ):
+        found["zero"] = found["count"]  # Algolia's noResults: each search counted found nothing
+    return found
 
 
 def count_column(header: list[str]) -> str | None:

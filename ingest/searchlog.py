@@ -145,6 +145,13 @@ COUNTED_RESULTS = ("results", "hits")
 _NUMBER_TYPES = "('UBIGINT', 'BIGINT', 'HUGEINT', 'DOUBLE')"
 
 
+def _event_map(mapping: dict[str, str]) -> dict[str, str]:
+    """--map's search-event fields, an export's parts left out (a file of no records has no
+    keys to tell it an export by)."""
+    parts = analytics.MAP_PARTS + analytics.MAP_ALSO
+    return {k: v for k, v in mapping.items() if k not in parts}
+
+
 def _counted_results(fields: dict[str, list[str]]) -> str:
     """SQL: the results field holds a count, not ids ("Results": 0, "hits": 9), where the file
     has no count of its own and the field is named as exports name a count; else ``false``."""
@@ -236,13 +243,21 @@ def stage_sql(
     clicks_grow: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     keep = _unless_seen if clicks_grow else _unless_known
-    fields = resolve_fields(keys, ALIASES, mapping, strict=True)
     # Records of a query and a count and nothing only an event has are an aggregated export's
     # (Algolia's {"searches"}, Elastic App Search's {"results": [{"term", "queries"}]}), even
-    # where their query column is also an event's (App Search's "term").
-    aggregated = analytics.columns(keys) if keys and not mapping else None
+    # where their query column is also an event's (App Search's "term"); so are records whose
+    # export parts --map names (--map zero=count).
+    export = any(k in analytics.MAP_PARTS for k in mapping)
+    aggregated = analytics.columns(keys, mapping) if keys and (export or not mapping) else None
     if aggregated is not None:
         raise AggregatedRecords(aggregated)
+    if keys and export:  # --map count=… on records that hold no query and count
+        raise InputError(
+            f"--map {', '.join(k for k in mapping if k in analytics.MAP_PARTS)}= names an "
+            f"aggregated export's column, and these records hold no query and count (their "
+            f"fields: {', '.join(keys[:12])}): --map query=COLUMN --map count=COLUMN"
+        )
+    fields = resolve_fields(keys, ALIASES, _event_map(mapping), strict=True)
     if keys and "query" not in fields:
         raise InputError(_no_query(keys))
     known = {k for names in fields.values() for k in names}
@@ -366,7 +381,7 @@ def run(
         ):
             item = replace(item, format="analytics")
             made = _analytics(item, ts_format, mapping=mapping)
-        elif export:
+        elif export and item.format not in ("json", "jsonl", "parquet"):
             raise InputError(
                 f"--map {export[0]}= names an aggregated export's column, and this file is read "
                 f"as {item.format}: --map it for a CSV or TSV export",

@@ -434,3 +434,28 @@ def test_camel_case_columns_are_the_fields_they_spell(tmp_path, db_path, cli):
             "SELECT event_id, query, num_results, clicked_ids FROM search_events ORDER BY ts"
         ).fetchall()
     assert got == [("e1", "gift card", 0, []), ("e2", "returns", 124, ["d9"])]
+
+
+def test_algolias_no_results_export_is_searches_that_found_nothing(tmp_path, db_path, cli):
+    """Algolia's /2/searches/noResults ({"search", "count", "withFilterCount"}) was read as
+    searches that found something: 0 zero-result searches of 15."""
+    export = tmp_path / "noResults.json"
+    export.write_text(json.dumps({"searches": [
+        {"search": "gift crad", "count": 12, "withFilterCount": 0},
+        {"search": "retruns", "count": 3, "withFilterCount": 1}]}))  # fmt: skip
+    assert _total(_ingest(cli, db_path, str(export)))["stored"] == 2
+    assert _summaries(db_path) == {"gift crad": (12, 12, 0), "retruns": (3, 3, 0)}
+
+
+@pytest.mark.parametrize("name", ["nohits.jsonl", "nohits.csv"])
+def test_map_zero_to_the_count_reads_a_no_hits_export(tmp_path, db_path, cli, name):
+    """Typesense's nohits_queries (q, count): every search counted found nothing, which only
+    the user can say (--map zero=count); for JSON it was refused ("--map it for a CSV")."""
+    export = tmp_path / name
+    if name.endswith(".jsonl"):
+        export.write_text('{"q": "gift crad", "count": 12}\n{"q": "retruns", "count": 3}\n')
+    else:
+        export.write_text("q,count\ngift crad,12\nretruns,3\n")
+    result = _ingest(cli, db_path, str(export), "--map", "zero=count")
+    assert _total(result)["stored"] == 2
+    assert _summaries(db_path) == {"gift crad": (12, 12, 0), "retruns": (3, 3, 0)}
