@@ -40,6 +40,10 @@ QUERY_TEXT_KEYS = ("query", "text", "question")
 # a DPR context's passage_id, or psg_id in DPR's older files).
 ITEM_ID_KEYS = ("id", "chunk_id", "doc_id", "docid", "passage_id", "psg_id", "pid", "_id",
                 "corpus_id", "corpus-id")  # fmt: skip
+# A run's result object: its id, doc_id, then chunk_id, as run files have always been read (a
+# run giving both a doc_id and a chunk_id ranks documents).
+RUN_ITEM_ID_KEYS = ("id", "doc_id", "chunk_id", "docid", "passage_id", "psg_id", "pid", "_id",
+                    "corpus_id", "corpus-id")  # fmt: skip
 ITEM_GRADE_KEYS = ("grade", "relevance", "rel")
 
 
@@ -65,8 +69,8 @@ def query_text(obj: dict) -> object | None:
     return _first(obj, QUERY_TEXT_KEYS)
 
 
-def item_id(item: dict) -> object | None:
-    return _first(item, ITEM_ID_KEYS)
+def item_id(item: dict, keys: tuple[str, ...] = ITEM_ID_KEYS) -> object | None:
+    return _first(item, keys)
 
 
 def item_grade(item: dict) -> object:

@@ -32,6 +32,7 @@ from goldmine.gold import GRADE_LIMIT, Gold, GoldQuery, Run
 from goldmine.gold_records import (
     RELEVANT_KEYS,
     RESULT_KEYS,
+    RUN_ITEM_ID_KEYS,
     is_llamaindex,
     item_grade,
     item_id,
@@ -1004,8 +1005,8 @@ def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list
     for item in value:
         if isinstance(item, str | int) and not isinstance(item, bool):
             ids.append(str(item))
-        elif isinstance(item, dict) and item_id(item) is not None:
-            ids.append(str(item_id(item)))
+        elif isinstance(item, dict) and item_id(item, RUN_ITEM_ID_KEYS) is not None:
+            ids.append(str(item_id(item, RUN_ITEM_ID_KEYS)))
             if "score" in item:
                 scores.append(_score(item["score"], path, line))
         elif isinstance(item, list | tuple) and len(item) == 2:
@@ -1028,7 +1029,9 @@ def _run_jsonl(text: str, path: Path) -> Run:
     keyed_by = None
     texts: dict[str, str] = {}
     for number, obj in json_records(text, path):
-        qid, query = query_id(obj), query_text(obj)
+        # a run line's id is its query_id or qid: an "id" beside the query is often the line's
+        qid = next((obj[k] for k in ("query_id", "qid") if k in obj), None)
+        query = query_text(obj)
         if qid is None and query is None:
             raise InputError("a run line needs 'query_id' or 'query'", path=path, line=number)
         key_kind = "id" if qid is not None else "text"

@@ -357,6 +357,9 @@ def _as_int(value: str | None) -> int | None:
         return None
 
 
+_TOP_LINE = re.compile(r"^\s*<top>", re.I | re.M)
+_TOPIC_XML_LINE = re.compile(r"^\s*<topic\s[^>]*\bnum(?:ber)?=", re.I | re.M)
+
 # Where a query file's object keeps its text (``add --file``): a search log's words first, then
 # a topics file's and a QA set's (BEIR's queries.jsonl says text; DPR, question).
 QUERY_KEYS = ("query", "user_query", "search_term", "search_query", "query_text", "q",
@@ -370,10 +373,12 @@ def query_texts(text: str, path: Path) -> list[str] | None:
     lines, a sheet's CSV), which the caller reads its own way."""
     lines = text.splitlines()
     first = next((line.strip() for line in lines if line.strip()), "")
-    if "<top>" in text.lower():
-        return list(_trec_top_topics(text, "title", path).values())
-    if _TOPIC_XML.search(text):
-        return list(_xml_topics(text, "title", path).values())
+    # a layout's queries, where it opens a line and gives any; a query mentioning "<top>" is
+    # a list's line
+    if _TOP_LINE.search(text) and (topics := _trec_top_topics(text, "title", path)):
+        return list(topics.values())
+    if _TOPIC_XML_LINE.search(text) and (topics := _xml_topics(text, "title", path)):
+        return list(topics.values())
     if _SMART_ID.match(first):
         return list(_smart_topics(lines, path, None).values())
     if first.startswith(("{", "[")):

@@ -136,7 +136,7 @@ CREATE OR REPLACE TEMP MACRO gm_result_list(s) AS list_filter(
 CREATE OR REPLACE TEMP MACRO gm_unset(s) AS
     CASE WHEN list_contains(@UNSET@, lower(trim(s))) THEN NULL ELSE s END;
 CREATE OR REPLACE TEMP MACRO gm_ids(s) AS (
-    CASE WHEN s IS NULL OR gm_unset(s) IS NULL THEN CASE WHEN s IS NOT NULL THEN [] END
+    CASE WHEN s IS NULL OR gm_unset(s) IS NULL THEN NULL
          WHEN starts_with(s, '["') OR s = '[]' THEN coalesce(
              try(from_json(s, '["VARCHAR"]')),
              list_filter(regexp_split_to_array(trim(s), '\s*[,;|]\s*'), lambda e: e <> ''))
@@ -928,10 +928,11 @@ def store_new_rows(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int
 # A row like the first of its key, one event written twice: the same user, and the same time
 # or the same query within a day (an export's row again, its query edited or its time cut to
 # the second). Another user, or another query at another time, is another search.
-_LIKE_FIRST = """user_id IS NOT DISTINCT FROM first_value(user_id) OVER gm_w
-    AND (ts = first_value(ts) OVER gm_w
+_LIKE_FIRST = """coalesce(user_id IS NOT DISTINCT FROM first_value(user_id) OVER gm_w
+    AND (coalesce(ts = first_value(ts) OVER gm_w, false)
          OR query = first_value(query) OVER gm_w
-            AND coalesce(abs(epoch(ts) - epoch(first_value(ts) OVER gm_w)) <= 86400, true))"""
+            AND coalesce(abs(epoch(ts) - epoch(first_value(ts) OVER gm_w)) <= 86400, true)),
+    false)"""
 
 
 def _apart(rows: str, suffix: str) -> str:
@@ -1004,7 +1005,8 @@ _ID_MAY_MATCH = (
     # an email taken from a URL (encoded once or twice), and every credential's literal start
     # (a JWT, a cloud or service key used as an id): the redaction's own list, so a new one
     # reaches ids too
-    r"|%(?:25)?40|" + SECRET_MARKS
+    r"|%(?:25)?40|"
+    + SECRET_MARKS
     # an address spelled out ("jane [at] example [dot] com", "jane AT example DOT com") or
     # typed in fullwidth (U+FF20), and an Indian PAN, as the text's test finds them
     + r"|(?i:[\[({]\s*at\s*[\])}])|(?i:\sat\s+[a-z0-9-]+\s+dot\s)|\x{FF20}"

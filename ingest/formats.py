@@ -133,11 +133,27 @@ def _by_content(head: bytes) -> str | None:
     if text[:1] == b"[":
         return "json"
     if text[:1] == b"{":
-        return "jsonl" if _json_lines(text) or text.count(b"\n") <= 1 else "json"
+        return "jsonl" if _json_lines(text) or _one_record(text) else "json"
     first = text.split(b"\n", 1)[0].rstrip(b"\r")
     if b"\0" not in head and (first.count(b",") or first.count(b";")):
         return "csv"
     return None
+
+
+def _one_record(text: bytes) -> bool:
+    """Whether a one-line JSON object is a record, not a document wrapping a list of them
+    (a minified {"searches": [...]} saved with no suffix)."""
+    import json
+
+    if text.rstrip().count(b"\n"):
+        return False
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and not any(
+        isinstance(v, list) and v and isinstance(v[0], dict) for v in value.values()
+    )
 
 
 def _json_lines(head: bytes) -> bool:

@@ -570,7 +570,7 @@ _SECRET_HINT = re.compile(SECRET_MARKS)
 _BASIC = re.compile(r"(?i:\bbasic)\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
 _NAMED_SECRET = re.compile(
     r"(?i:\b[a-z_.-]*(?:key|secret|token|passw(?:or)?d|pwd))[\"']?(\s*[:=]\s*)[\"']?"
-    r"([^\s\"'&,;<>\\]{6,})"
+    r"([^\s\"'&,;<>]{6,})"
 )
 # What a password "is" that names how it is kept, not the password ("password is sha256 hashed").
 _SCHEMES = frozenset(
@@ -580,7 +580,7 @@ _SCHEMES = frozenset(
 # A password said in prose ("password: Tr0ub4dor&3", "my password is hunter2"): the value runs
 # to the next space (a URL's "&" ends the one above), less a closing stop.
 _SAID_PASSWORD = re.compile(
-    r"(?i:\b(?:passw(?:or)?d|pwd))(?:\s*:\s+|\s+(?:is|was)\s+)[\"']?([^\s\"'\\]{4,}?)[\"'.,;!?)]*(?=\s|$)"
+    r"(?i:\b(?:passw(?:or)?d|pwd))(?:\s*:\s+|\s+(?:is|was)\s+)[\"']?([^\s\"']{4,}?)[\"'.,;!?)]*(?=\s|$)"
 )
 
 # An ISO date anywhere in a run ("2017-10-20 10"), or a whole run that is a day-month-year. The
@@ -761,17 +761,25 @@ def _redact_json(text: str, regions: tuple[str, ...], handles: bool) -> str | No
         return None
     changed = False
 
-    def walk(item: object) -> object:
+    def plain(written: str, key: str) -> str:
+        # read with its key before it, as the text "phone: 4155552671" would be read
+        said = f"{key}: " if key else ""
+        out = _redact_plain(said + written, regions, handles)
+        if out.startswith(said):
+            return out[len(said) :]
+        return _redact_plain(written, regions, handles)
+
+    def walk(item: object, key: str = "") -> object:
         nonlocal changed
         if isinstance(item, str):
-            out = _redact_plain(item, regions, handles)
+            out = plain(item, key)
         elif isinstance(item, dict):
-            return {walk(k): walk(v) for k, v in item.items()}
+            return {walk(k): walk(v, str(k)) for k, v in item.items()}
         elif isinstance(item, list):
-            return [walk(v) for v in item]
+            return [walk(v, key) for v in item]
         elif isinstance(item, int | float) and not isinstance(item, bool):
             written = json.dumps(item)
-            out = _redact_plain(written, regions, handles)
+            out = plain(written, key)
             if out == written:
                 return item
         else:
@@ -779,7 +787,10 @@ def _redact_json(text: str, regions: tuple[str, ...], handles: bool) -> str | No
         changed = changed or out != item
         return out
 
-    redacted = walk(value)
+    try:
+        redacted = walk(value)
+    except RecursionError:  # nested past Python's limit: read as text
+        return None
     return json.dumps(redacted, ensure_ascii=False, separators=(",", ":")) if changed else text
 
 

@@ -153,15 +153,15 @@ def _event_map(mapping: dict[str, str]) -> dict[str, str]:
 
 
 def _counted_results(fields: dict[str, list[str]]) -> str:
-    """SQL: the results field holds a count, not ids ("Results": 0, "hits": 9), where the file
-    has no count of its own and the field is named as exports name a count; else ``false``."""
+    """SQL: the results field holds counts, not ids ("Results": 0, "hits": 9), where the file
+    has no count of its own, the field is named as exports name a count, and every value the
+    file gives it is a whole number (a file of one numeric id a row is ids); else ``false``."""
     names = [str(k).lower() for k in fields.get("result_ids", [])]
     if "num_results" in fields or not any(n in COUNTED_RESULTS for n in names):
         return "false"
     value, kind = val(fields, "result_ids"), typ(fields, "result_ids")
-    return (
-        f"coalesce({kind} IN {_NUMBER_TYPES} OR regexp_full_match(trim({value}), '[0-9]+'), false)"
-    )
+    number = f"{kind} IN {_NUMBER_TYPES} OR regexp_full_match(trim({value}), '[0-9]+')"
+    return f"coalesce(bool_and(CASE WHEN {value} IS NOT NULL THEN {number} END) OVER (), false)"
 
 
 def _not_ids(fields: dict[str, list[str]], name: str) -> str:

@@ -264,3 +264,20 @@ def test_retrieved_and_expected_ids_are_a_run_and_its_gold(cli, tmp_path) -> Non
     result = _scored(cli, tmp_path, path, path)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["metrics"]["mrr"] == pytest.approx(0.75)
+
+
+def test_a_run_lines_own_id_is_not_its_querys(cli, tmp_path) -> None:
+    """A run line numbered by an "id" beside its query text matched no gold query (every run
+    line's "id" read as a query id), where it was matched by its text."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"query_id": "q1", "query": "reset password", "relevant": ["d1"]})
+                    + "\n")  # fmt: skip
+    run = tmp_path / "run.jsonl"
+    run.write_text(
+        json.dumps({"id": 0, "query": "reset password", "results": [{"doc_id": "d1",
+                                                                      "chunk_id": "d1-c3"}]})
+        + "\n"
+    )  # fmt: skip
+    result = _scored(cli, tmp_path, gold, run)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["metrics"]["mrr"] == 1.0

@@ -169,3 +169,10 @@ def test_queries_that_start_with_a_bracket_are_lines(tmp_path, db_path) -> None:
     path = tmp_path / "asked.txt"
     path.write_text("[urgent] reset my password\n{draft} invoice copy\n")
     assert added(db_path, path) == ["[urgent] reset my password", "{draft} invoice copy"]
+
+
+def test_a_query_mentioning_a_tag_is_a_line(tmp_path, db_path) -> None:
+    path = tmp_path / "asked.txt"
+    path.write_text("how to center a div\nwhat does <top> mean in css\nreset password\n")
+    assert added(db_path, path) == ["how to center a div", "reset password",
+                                    "what does <top> mean in css"]  # fmt: skip

@@ -161,3 +161,13 @@ def test_an_id_a_file_gives_two_searches_stores_both(cli, tmp_path) -> None:
     path.write_text(path.read_text() + json.dumps({**rows[0], "event_id": 9}) + "\n")
     again = ingest(cli, db, path)
     assert again["stored"] == 1, again
+
+
+def test_an_id_given_twice_without_times_keeps_both_searches(cli, tmp_path) -> None:
+    """With no time to compare, "the same time" is unknown, not false: the second row was
+    dropped by DuckDB and kept by Spark."""
+    path = tmp_path / "untimed.jsonl"
+    path.write_text('{"event_id": 5, "user_id": "a", "query": "reset password"}\n'
+                    '{"event_id": 5, "user_id": "a", "query": "refund"}\n')  # fmt: skip
+    total = ingest(cli, tmp_path / "s.duckdb", path)
+    assert total["stored"] == 2, total

@@ -271,8 +271,8 @@ def test_kibanas_dash_for_an_empty_cell_is_no_value(tmp_path, db_path, cli):
             "ORDER BY ts"
         ).fetchall()
     assert got == [
-        ("gift card balance", "u1", "s1", [], []),
-        ("return policy", None, None, ["d1", "d2"], []),
+        ("gift card balance", "u1", "s1", None, None),
+        ("return policy", None, None, ["d1", "d2"], None),
         ("shipping times", None, None, ["d3"], ["d3"]),
     ]
 
@@ -379,14 +379,14 @@ def test_json_hits_as_a_number_are_a_count(tmp_path, db_path, cli):
     """A log's "hits": 9 was a reject ("result_ids is a number")."""
     log = tmp_path / "log.jsonl"
     rows = [{"ts": "2026-11-23T08:00:00Z", "query": "gift card", "hits": 9},
-            {"ts": "2026-11-23T08:01:00Z", "query": "returns", "hits": ["d1", "d2"]}]  # fmt: skip
+            {"ts": "2026-11-23T08:01:00Z", "query": "returns", "hits": 0}]  # fmt: skip
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
     with open_store(db_path) as con:
         got = con.execute(
             "SELECT result_ids, num_results FROM search_events ORDER BY ts"
         ).fetchall()
-    assert got == [(None, 9), (["d1", "d2"], 2)]
+    assert got == [(None, 9), (None, 0)]
 
 
 @pytest.mark.parametrize(
@@ -459,3 +459,21 @@ def test_map_zero_to_the_count_reads_a_no_hits_export(tmp_path, db_path, cli, na
     result = _ingest(cli, db_path, str(export), "--map", "zero=count")
     assert _total(result)["stored"] == 2
     assert _summaries(db_path) == {"gift crad": (12, 12, 0), "retruns": (3, 3, 0)}
+
+
+def test_a_dash_for_results_is_no_value_not_a_search_that_found_nothing(tmp_path, db_path, cli):
+    log = tmp_path / "discover.csv"
+    log.write_text("timestamp,user,query,result_ids\n2026-11-23T08:00:00Z,u1,reset password,-\n")
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 1
+    with open_store(db_path) as con:
+        got = con.execute("SELECT result_ids, num_results FROM search_events").fetchall()
+    assert got == [(None, None)]
+
+
+def test_a_one_line_json_document_with_no_suffix_is_a_document(tmp_path, db_path, cli):
+    """A minified {"searches": [...]} saved as .txt was read as one JSON line."""
+    export = tmp_path / "top_searches.txt"
+    rows = [{"search": "gift card", "count": 12, "nbHits": 0},
+            {"search": "returns", "count": 3, "nbHits": 8}]  # fmt: skip
+    export.write_text(json.dumps({"searches": rows}))
+    assert _total(_ingest(cli, db_path, str(export)))["stored"] == 2

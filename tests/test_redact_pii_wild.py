@@ -401,3 +401,25 @@ def test_ids_holding_the_newer_tokens_reach_the_checks(tmp_path, db_path):
         stored = con.execute("SELECT session_id, user_id FROM search_events").fetchall()
     kept = [v for row in stored for v in row if any(t in (v or "") for t in tokens)]
     assert kept == [], stored
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"phone":"4155552671"}', '{"phone":"<PHONE>"}'),
+        ('{"phone":4155552671}', '{"phone":"<PHONE>"}'),
+        ('{"SSN":"219099999"}', '{"SSN":"<SSN>"}'),
+        ('{"note":"order number 9876543210"}', '{"note":"order number 9876543210"}'),
+        (r"my password is Tr0ub\4dor&3", "my password is <SECRET>"),
+        (r"DB_PASSWORD=pa\ss\word99", "DB_PASSWORD=<SECRET>"),
+    ],
+)
+def test_json_values_are_read_with_their_keys_and_text_keeps_its_backslashes(text, expected):
+    """Read value by value, a JSON extra lost the key that said what a number is ("phone"); a
+    secret holding a backslash in plain text was left whole."""
+    assert redacted(text) == expected
+
+
+def test_json_nested_past_the_recursion_limit_is_read_as_text():
+    text = "[" * 3000 + '"a@b.com"' + "]" * 3000
+    assert "<EMAIL>" in redacted(text)

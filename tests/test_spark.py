@@ -868,10 +868,12 @@ def test_a_results_column_of_counts_reads_alike_in_both_engines(spark_options, t
     rows = [
         {"ts": "2026-11-23T08:00:00Z", "query": "gift card", "results": "0"},
         {"ts": "2026-11-23T08:01:00Z", "query": "returns", "results": 12},
-        {"ts": "2026-11-23T08:02:00Z", "query": "shipping", "results": "d1|d2"},
+        {"ts": "2026-11-23T08:02:00Z", "query": "shipping", "results": "3"},
     ]
-    logs = [write_jsonl(tmp_path / "counts.jsonl", rows)]
+    ids = [{"ts": "2026-11-23T09:00:00Z", "query": "reset", "results": "101|205"},
+           {"ts": "2026-11-23T09:01:00Z", "query": "refund", "results": "4711"}]  # fmt: skip
+    logs = [write_jsonl(tmp_path / "counts.jsonl", rows), write_jsonl(tmp_path / "ids.jsonl", ids)]
     duck, total = duckdb_summary(tmp_path / "duck.duckdb", logs)
     result = spark_import(tmp_path / "spark.duckdb", logs, spark_options, tmp_path)
-    assert total["stored"] == 3 and result.total == total
+    assert total["stored"] == 5 and result.total == total
     assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)

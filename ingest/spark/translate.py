@@ -164,8 +164,13 @@ def _ids_length(value: Column, kind: Column) -> Column:
         (text.startswith("[")) & F.schema_of_variant(as_list).startswith("ARRAY"),
         F.size(F.try_variant_get(as_list, "$", "array<variant>")),
     )
-    split = F.size(
-        F.filter(F.split(F.trim(text), r"\s*[,;|]\s*"), lambda e: (e != "") & _unset(e).isNotNull())
+    split = F.when(
+        _unset(text).isNotNull(),
+        F.size(
+            F.filter(
+                F.split(F.trim(text), r"\s*[,;|]\s*"), lambda e: (e != "") & _unset(e).isNotNull()
+            )
+        ),
     )
     response = _response_list(value)
     return (
@@ -228,6 +233,7 @@ def searchlog_events(
     a good row, what the signals read: ``event_key, ts, session_id, query, shown, clicks, fb``.
     ``keys``: the logs' field names, mapped to the canonical fields as the DuckDB stage maps
     them (aliases, ``--map``)."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     fields = resolve_fields(keys, ALIASES, mapping, strict=True)
@@ -245,8 +251,10 @@ def searchlog_events(
     names = [str(k).lower() for k in fields.get("result_ids", [])]
     counted = F.lit(False)
     if "num_results" not in fields and any(n in COUNTED_RESULTS for n in names):
+        number = (kind["result_ids"] == "NUMBER") | F.trim(text["result_ids"]).rlike("^[0-9]+$")
+        in_file = Window.partitionBy("file")  # every value of the file's column a count
         counted = F.coalesce(
-            (kind["result_ids"] == "NUMBER") | F.trim(text["result_ids"]).rlike("^[0-9]+$"),
+            F.bool_and(F.when(text["result_ids"].isNotNull(), number)).over(in_file),
             F.lit(False),
         )
         num = F.when(counted, text["result_ids"])
@@ -435,9 +443,13 @@ def _apart(events: DataFrame, suffix: Column) -> DataFrame:
     w = Window.partitionBy("event_key", "file").orderBy("pos")
     ts0 = F.first("ts").over(w)
     near = F.coalesce(F.abs(F.unix_timestamp("ts") - F.unix_timestamp(ts0)) <= 86400, F.lit(True))
-    like = F.col("user_id").eqNullSafe(F.first("user_id").over(w)) & (
-        F.coalesce(F.col("ts") == ts0, F.lit(False))
-        | (F.col("query").eqNullSafe(F.first("query").over(w)) & near)
+    like = F.coalesce(
+        F.col("user_id").eqNullSafe(F.first("user_id").over(w))
+        & (
+            F.coalesce(F.col("ts") == ts0, F.lit(False))
+            | (F.col("query").eqNullSafe(F.first("query").over(w)) & near)
+        ),
+        F.lit(False),
     )
     marked = events.withColumn("gm_n", F.row_number().over(w)).withColumn("gm_like", like)
     return (
