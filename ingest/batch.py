@@ -134,7 +134,7 @@ CREATE OR REPLACE TEMP MACRO gm_result_list(s) AS list_filter(
 -- What exports write in a cell that holds nothing (Kibana's "-", Google Analytics' "(not set)",
 -- pandas' "nan", a JavaScript "undefined"): no value, never an id or a user.
 CREATE OR REPLACE TEMP MACRO gm_unset(s) AS
-    CASE WHEN list_contains(@UNSET@, lower(trim(s))) THEN NULL ELSE s END;
+    CASE WHEN strlen(s) <= 16 AND list_contains(@UNSET@, lower(trim(s))) THEN NULL ELSE s END;
 CREATE OR REPLACE TEMP MACRO gm_ids(s) AS (
     CASE WHEN s IS NULL OR gm_unset(s) IS NULL THEN NULL
          WHEN starts_with(s, '["') OR s = '[]' THEN coalesce(
