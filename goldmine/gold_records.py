@@ -42,13 +42,18 @@ ITEM_ID_KEYS = ("id", "chunk_id", "doc_id", "docid", "passage_id", "psg_id", "pi
                 "corpus_id", "corpus-id")  # fmt: skip
 # A run's result object: its id, doc_id, then chunk_id, as run files have always been read (a
 # run giving both a doc_id and a chunk_id ranks documents).
-RUN_ITEM_ID_KEYS = ("id", "doc_id", "chunk_id", "docid", "passage_id", "psg_id", "pid", "_id",
-                    "corpus_id", "corpus-id")  # fmt: skip
+RUN_ITEM_ID_KEYS = ("id", "doc_id", *(k for k in ITEM_ID_KEYS if k not in ("id", "doc_id")))
 ITEM_GRADE_KEYS = ("grade", "relevance", "rel")
 
 
-def _first(obj: dict, keys: tuple[str, ...]) -> object | None:
+def first_of(obj: dict, keys: tuple[str, ...]) -> object | None:
+    """The value of the first of ``keys`` that ``obj`` holds, not null."""
     return next((obj[k] for k in keys if obj.get(k) is not None), None)
+
+
+def is_json_array(text: str) -> bool:
+    """Whether a text (after a BOM and white space) is one JSON array."""
+    return text.lstrip("\ufeff \t\r\n").startswith("[")
 
 
 def result_key(obj: dict) -> str | None:
@@ -62,19 +67,19 @@ def relevant_key(obj: dict) -> str | None:
 
 
 def query_id(obj: dict) -> object | None:
-    return _first(obj, QUERY_ID_KEYS)
+    return first_of(obj, QUERY_ID_KEYS)
 
 
 def query_text(obj: dict) -> object | None:
-    return _first(obj, QUERY_TEXT_KEYS)
+    return first_of(obj, QUERY_TEXT_KEYS)
 
 
 def item_id(item: dict, keys: tuple[str, ...] = ITEM_ID_KEYS) -> object | None:
-    return _first(item, keys)
+    return first_of(item, keys)
 
 
 def item_grade(item: dict) -> object:
-    found = _first(item, ITEM_GRADE_KEYS)
+    found = first_of(item, ITEM_GRADE_KEYS)
     return 1 if found is None else found
 
 
@@ -97,7 +102,7 @@ def mined_negatives(records: list[tuple[int, dict]]) -> str | None:
 def json_records(text: str, path: Path) -> list[tuple[int, dict]]:
     """(place, object) of the gold records of a text: one JSON object a line, or one JSON array
     of objects (DPR's files), its n-th element at place n."""
-    if not text.lstrip("\ufeff \t\r\n").startswith("["):
+    if not is_json_array(text):
         return json_objects(text.splitlines(), path)
     try:
         items = json.loads(text.lstrip("\ufeff"))

@@ -33,6 +33,7 @@ from goldmine.gold_records import (
     RELEVANT_KEYS,
     RESULT_KEYS,
     RUN_ITEM_ID_KEYS,
+    is_json_array,
     is_llamaindex,
     item_grade,
     item_id,
@@ -208,7 +209,7 @@ def detect_gold_format(text: str) -> str:
     foreign = foreign_judgments(text)
     if foreign:
         raise InputError(f"{foreign}: eval run reads {GOLD_LAYOUTS}")
-    if text.lstrip("\ufeff \t\r\n").startswith("["):
+    if is_json_array(text):
         return "json"  # an array of gold records (DPR's retriever files)
     if _looks_like_json_object(text):
         first = _first_object(text)
@@ -787,7 +788,7 @@ def _load_json(text: str, path: Path) -> object:
 
 
 def _gold_json(text: str, path: Path) -> Gold:
-    if text.lstrip("\ufeff \t\r\n").startswith("["):  # DPR's files: an array of gold lines
+    if is_json_array(text):  # DPR's files: an array of gold lines
         return _gold_lines(json_records(text, path), path, "json")
     obj = _load_json(text, path)
     if is_llamaindex(obj):
@@ -820,7 +821,7 @@ def detect_run_format(data: bytes, text: str | None) -> str:
         raise InputError("the run file is empty: it ranks nothing for any query")
     if not first_line(text):  # "cannot tell the run format … pass --run-format" said nothing
         raise InputError("the run file holds only # comment lines: it ranks nothing")
-    if text.lstrip("\ufeff \t\r\n").startswith("["):
+    if is_json_array(text):
         return "jsonl"  # one array of run lines (DPR's retriever output)
     if _looks_like_json_object(text):
         return _json_kind(text, _RUN_MARKERS)

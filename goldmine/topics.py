@@ -18,6 +18,7 @@ from pathlib import Path
 
 from goldmine.errors import InputError
 from goldmine.files import json_objects, open_unpacked, unpacked
+from goldmine.gold_records import first_of, is_llamaindex
 from goldmine.readers import decode_text
 
 
@@ -199,10 +200,6 @@ def _xml_text(inner: str) -> str:
     return "".join(part if i % 2 else html.unescape(part) for i, part in enumerate(parts))
 
 
-def _pick(obj: dict, keys: tuple[str, ...]):
-    return next((obj[k] for k in keys if obj.get(k) is not None), None)
-
-
 def _jsonl_topics(path: Path, field: str) -> dict[str, str]:
     return _object_topics(json_lines(path), path, field)
 
@@ -227,7 +224,7 @@ def _object_topics(rows: Iterable[tuple[int, dict]], path: Path, field: str) -> 
     """Topics from objects (JSON lines, Parquet rows): an id key and the field's text key."""
     topics = _Topics(path)
     for n, obj in rows:
-        qid, query = _pick(obj, _ID_KEYS), _pick(obj, _TEXT_KEYS[field])
+        qid, query = first_of(obj, _ID_KEYS), first_of(obj, _TEXT_KEYS[field])
         if qid is None:
             raise InputError("a topic needs an id (id, _id, query_id or qid)", path=path, line=n)
         # A topic without this field is left out, as in the other layouts; a judged query
@@ -389,8 +386,6 @@ def query_texts(text: str, path: Path) -> list[str] | None:
 def _json_queries(text: str, first: str, path: Path) -> list[str] | None:
     """The queries of JSON: an array of objects, one object a line, a LlamaIndex dataset; None
     where the text is no JSON (a list of queries whose first starts with a bracket)."""
-    from goldmine.gold_records import is_llamaindex
-
     try:
         document = json.loads(text)
     except ValueError:

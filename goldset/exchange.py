@@ -315,6 +315,11 @@ def gold_line_records(
 def read_minimal_jsonl(
     path: Path, notes: list[str] | None = None, fmt: str = "jsonl"
 ) -> list[GoldQuery]:
+    """The judged queries of a gold JSONL file (``gold_entries`` of ``gold_line_records``)."""
+    return gold_entries(gold_line_records(path, fmt, notes), path)
+
+
+def gold_entries(records: list[tuple[int, dict]], path: Path) -> list[GoldQuery]:
     """``{"query_id", "query", "relevant": [ids] | {id: grade}}`` per line (or in the other
     spellings of ``goldmine.gold_records``); a header is skipped.
 
@@ -323,7 +328,7 @@ def read_minimal_jsonl(
     record without either field is no judgment, never a "no answer"; a file with no judgment at
     all is not a gold set (a search log has queries and no labels)."""
     entries, unjudged, lines = [], [], {}
-    for n, obj in gold_line_records(path, fmt, notes):
+    for n, obj in records:
         if _is_header(obj):
             continue
         said = relevant_key(obj) is not None
@@ -337,10 +342,8 @@ def read_minimal_jsonl(
             )
         if not said and not no_answer:
             unjudged.append(n)
-        query = query_text(obj)
-        qid = None if query_id(obj) is None else str(query_id(obj))
-        if qid is None:
-            qid = query_id_for(normalize_query(str(query)))
+        query, given = query_text(obj), query_id(obj)
+        qid = query_id_for(normalize_query(str(query))) if given is None else str(given)
         if qid in lines:  # as eval's reader refuses it: which line holds is the file's to say
             raise InputError(f"query {qid!r} appears twice (lines {lines[qid]} and {n}): one "
                              "line a query", path=path, line=n)  # fmt: skip

@@ -36,13 +36,13 @@ from goldmine.goldset.exchange import (
     check_scale,
     check_topics,
     file_format,
+    gold_entries,
     gold_line_records,
     is_tsv,
     levels_refused,
     numbered,
     qrels_topics,
     read_hf,
-    read_minimal_jsonl,
     read_ranx,
     sheet_judgments,
 )
@@ -236,8 +236,9 @@ def _with_text(
 def _jsonl(path: Path, fmt: str, notes: list[str]) -> tuple[pl.DataFrame, dict[str, str | None]]:
     """Gold JSONL (or a LlamaIndex dataset's queries) as judgments; a query with none
     (``"no_answer": true``, ``"relevant": []``) is one row with no chunk."""
-    entries = read_minimal_jsonl(path, notes, fmt)
-    lines = [n for n, obj in gold_line_records(path, fmt) if not _is_header(obj)]
+    records = gold_line_records(path, fmt, notes)  # read once: its entries and their lines
+    entries = gold_entries(records, path)
+    lines = [n for n, obj in records if not _is_header(obj)]
     return _entries(entries, lines)
 
 

@@ -935,13 +935,14 @@ _LIKE_FIRST = """coalesce(user_id IS NOT DISTINCT FROM first_value(user_id) OVER
     false)"""
 
 
-def _apart(rows: str, suffix: str) -> str:
-    """``rows`` with each key's first row kept, a later row like it dropped, and a row unlike it
-    keyed ``event_id || suffix`` (SQL; ``gm_n`` is the row's place under its key)."""
+def _apart(rows: str, suffix: str, like: str = _LIKE_FIRST) -> str:
+    """``rows`` with each key's first row kept, a later row ``like`` it (SQL) dropped, and a
+    row unlike it keyed ``event_id || suffix`` (SQL; ``gm_n`` is the row's place under its
+    key)."""
     return f"""
         SELECT * EXCLUDE (gm_n, gm_like) REPLACE (
             CASE WHEN gm_n = 1 THEN event_id ELSE event_id || {suffix} END AS event_id)
-        FROM (SELECT *, row_number() OVER gm_w AS gm_n, {_LIKE_FIRST} AS gm_like
+        FROM (SELECT *, row_number() OVER gm_w AS gm_n, {like} AS gm_like
               FROM ({rows}) WINDOW gm_w AS (PARTITION BY event_id ORDER BY line))
         WHERE gm_n = 1 OR NOT gm_like"""
 
@@ -953,14 +954,11 @@ def _searches_apart(good: str) -> str:
     (``_LIKE_FIRST``) is one event written twice, its first row kept; else it is another search
     (Amplitude numbers events per device), stored as ID@TIME, and ID@TIME~n past the first at
     one time (``translate.stored_events`` keys Spark's alike)."""
-    made = f"""
-        SELECT * EXCLUDE (gm_n) REPLACE (
-            CASE WHEN gm_n > 1 THEN event_id || '~' || gm_n ELSE event_id END AS event_id)
-        FROM (SELECT *, row_number() OVER (PARTITION BY event_id ORDER BY line) AS gm_n
-              FROM ({good}) WHERE starts_with(event_id, 'h-'))"""
+    numbered = "'~' || gm_n"
+    made = _apart(f"SELECT * FROM ({good}) WHERE starts_with(event_id, 'h-')", numbered, "false")
     given = f"SELECT * FROM ({good}) WHERE NOT starts_with(event_id, 'h-')"
     timed = _apart(given, "'@' || coalesce(strftime(ts, '%Y%m%dT%H%M%S'), 'n' || gm_n)")
-    return f"{made} UNION ALL BY NAME {_apart(timed, chr(39) + '~' + chr(39) + ' || gm_n')}"
+    return f"{made} UNION ALL BY NAME {_apart(timed, numbered)}"
 
 
 def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:

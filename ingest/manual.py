@@ -100,8 +100,15 @@ def listed_queries(text: str, file: Path) -> list[str]:
     whose header names a query column (``query,owner``; ``Search Query``), that column's cells,
     read as CSV (quoted cells hold commas and line ends); or the queries of a topics file or of
     JSON (``goldmine.topics.query_texts``: Cranfield's cran.qry, TREC topics, JSON lines)."""
+    from goldmine.ingest.logformats import sniff
     from goldmine.topics import query_texts
 
+    if sniff(text[: 1 << 16].encode(), file.suffix.lower()) == "session_xml":
+        raise InputError(
+            "is a TREC Session Track log: its searches go in with goldmine ingest searchlog "
+            "(its topics are gold import --topics')",
+            path=file,
+        )
     structured = query_texts(text, file)
     if structured is not None:
         return structured

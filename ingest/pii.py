@@ -759,7 +759,6 @@ def _redact_json(text: str, regions: tuple[str, ...], handles: bool) -> str | No
         value = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    changed = False
 
     def plain(written: str, key: str) -> str:
         # read with its key before it, as the text "phone: 4155552671" would be read
@@ -770,28 +769,25 @@ def _redact_json(text: str, regions: tuple[str, ...], handles: bool) -> str | No
         return _redact_plain(written, regions, handles)
 
     def walk(item: object, key: str = "") -> object:
-        nonlocal changed
         if isinstance(item, str):
-            out = plain(item, key)
-        elif isinstance(item, dict):
+            return plain(item, key)
+        if isinstance(item, dict):
             return {walk(k): walk(v, str(k)) for k, v in item.items()}
-        elif isinstance(item, list):
+        if isinstance(item, list):
             return [walk(v, key) for v in item]
-        elif isinstance(item, int | float) and not isinstance(item, bool):
+        if isinstance(item, int | float) and not isinstance(item, bool):
             written = json.dumps(item)
             out = plain(written, key)
-            if out == written:
-                return item
-        else:
-            return item
-        changed = changed or out != item
-        return out
+            return item if out == written else out
+        return item
 
     try:
         redacted = walk(value)
     except RecursionError:  # nested past Python's limit: read as text
         return None
-    return json.dumps(redacted, ensure_ascii=False, separators=(",", ":")) if changed else text
+    if redacted == value:  # nothing found: the text as written, escapes and spacing kept
+        return text
+    return json.dumps(redacted, ensure_ascii=False, separators=(",", ":"))
 
 
 def _redact_plain(text: str, regions: tuple[str, ...], handles: bool) -> str:

@@ -152,12 +152,18 @@ def _event_map(mapping: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in mapping.items() if k not in parts}
 
 
+def may_count_results(fields: dict[str, list[str]]) -> bool:
+    """Whether the results field may hold counts: the file has no count of its own and the
+    field is named as exports name a count (both engines then test its values)."""
+    names = [str(k).lower() for k in fields.get("result_ids", [])]
+    return "num_results" not in fields and any(n in COUNTED_RESULTS for n in names)
+
+
 def _counted_results(fields: dict[str, list[str]]) -> str:
     """SQL: the results field holds counts, not ids ("Results": 0, "hits": 9), where the file
     has no count of its own, the field is named as exports name a count, and every value the
     file gives it is a whole number (a file of one numeric id a row is ids); else ``false``."""
-    names = [str(k).lower() for k in fields.get("result_ids", [])]
-    if "num_results" in fields or not any(n in COUNTED_RESULTS for n in names):
+    if not may_count_results(fields):
         return "false"
     value, kind = val(fields, "result_ids"), typ(fields, "result_ids")
     number = f"{kind} IN {_NUMBER_TYPES} OR regexp_full_match(trim({value}), '[0-9]+')"

@@ -176,3 +176,11 @@ def test_a_query_mentioning_a_tag_is_a_line(tmp_path, db_path) -> None:
     path.write_text("how to center a div\nwhat does <top> mean in css\nreset password\n")
     assert added(db_path, path) == ["how to center a div", "reset password",
                                     "what does <top> mean in css"]  # fmt: skip
+
+
+def test_the_session_tracks_log_is_sent_to_ingest_searchlog(shared_dataset, db_path) -> None:
+    """``add --file sessiontrack2012.xml`` said its topics had no title and named
+    --topic-field, an option add has not; its searches are ingest searchlog's."""
+    path = shared_dataset("datasets", "trec_session_track", "sessiontrack2012.xml")
+    with pytest.raises(InputError, match="ingest searchlog"):
+        added(db_path, path)

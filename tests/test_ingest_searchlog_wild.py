@@ -21,6 +21,12 @@ def _total(result) -> dict:
     return json.loads(result.stdout)["total"]
 
 
+def _events(db: Path, columns: str, order: str = "ts") -> list[tuple]:
+    """The stored search events' ``columns``, in ``order``."""
+    with open_store(db) as con:
+        return con.execute(f"SELECT {columns} FROM search_events ORDER BY {order}").fetchall()
+
+
 def _summaries(db: Path) -> dict[str, tuple]:
     with open_store(db) as con:
         rows = con.execute(
@@ -265,11 +271,7 @@ def test_kibanas_dash_for_an_empty_cell_is_no_value(tmp_path, db_path, cli):
         "2026-11-23T08:02:00Z,-,-,shipping times,d3,d3\n"
     )
     assert _total(_ingest(cli, db_path, str(log)))["stored"] == 3
-    with open_store(db_path) as con:
-        got = con.execute(
-            "SELECT query, user_id, session_id, result_ids, clicked_ids FROM search_events "
-            "ORDER BY ts"
-        ).fetchall()
+    got = _events(db_path, "query, user_id, session_id, result_ids, clicked_ids")
     assert got == [
         ("gift card balance", "u1", "s1", None, None),
         ("return policy", None, None, ["d1", "d2"], None),
@@ -290,8 +292,7 @@ def test_the_times_exports_write_are_read(tmp_path, db_path, cli, written, read)
     log = tmp_path / "export.csv"
     log.write_text(f'timestamp,query\n"{written}",gift card balance\n')
     assert _total(_ingest(cli, db_path, str(log)))["stored"] == 1
-    with open_store(db_path) as con:
-        (ts,) = con.execute("SELECT ts::VARCHAR FROM search_events").fetchall()[0]
+    ((ts,),) = _events(db_path, "ts::VARCHAR")
     assert ts == read
 
 
@@ -320,10 +321,7 @@ def test_the_time_user_and_session_columns_of_analytics_tables_are_read(
     rows = "2026-11-23T08:00:00Z,u1,s1,gift card\n2026-11-23T08:00:20Z,u1,s1,gift cards\n"
     log.write_text(f"{column},{user},{session},search_term\n{rows}")
     assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
-    with open_store(db_path) as con:
-        got = con.execute(
-            "SELECT ts IS NOT NULL, user_id, session_id FROM search_events"
-        ).fetchall()
+    got = _events(db_path, "ts IS NOT NULL, user_id, session_id")
     assert got == [(True, "u1", "s1")] * 2
 
 
@@ -336,8 +334,7 @@ def test_a_time_without_an_offset_after_one_with_is_read_as_written(tmp_path, db
         "2026-11-23 00:10:47 -0800,c\n23 Nov 2026 08:37:51,d\n"
     )
     assert _total(_ingest(cli, db_path, str(log)))["stored"] == 4
-    with open_store(db_path) as con:
-        got = con.execute("SELECT query, ts::VARCHAR FROM search_events ORDER BY query").fetchall()
+    got = _events(db_path, "query, ts::VARCHAR", "query")
     assert got == [("a", "2026-11-22 18:40:47"), ("b", "2026-11-23 08:37:51"),
                    ("c", "2026-11-23 08:10:47"), ("d", "2026-11-23 08:37:51")]  # fmt: skip
 
@@ -368,10 +365,7 @@ def test_a_results_column_of_counts_is_a_count(tmp_path, db_path, cli, header, v
         "2026-11-23T08:05:00Z,returns,0\n"
     )
     assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
-    with open_store(db_path) as con:
-        got = con.execute(
-            "SELECT query, result_ids, num_results FROM search_events ORDER BY ts"
-        ).fetchall()
+    got = _events(db_path, "query, result_ids, num_results")
     assert got == [("gift card", None, int(value)), ("returns", None, 0)]
 
 
@@ -382,10 +376,7 @@ def test_json_hits_as_a_number_are_a_count(tmp_path, db_path, cli):
             {"ts": "2026-11-23T08:01:00Z", "query": "returns", "hits": 0}]  # fmt: skip
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
-    with open_store(db_path) as con:
-        got = con.execute(
-            "SELECT result_ids, num_results FROM search_events ORDER BY ts"
-        ).fetchall()
+    got = _events(db_path, "result_ids, num_results")
     assert got == [(None, 9), (None, 0)]
 
 
@@ -429,10 +420,7 @@ def test_camel_case_columns_are_the_fields_they_spell(tmp_path, db_path, cli):
     log = tmp_path / "events.jsonl"
     log.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
-    with open_store(db_path) as con:
-        got = con.execute(
-            "SELECT event_id, query, num_results, clicked_ids FROM search_events ORDER BY ts"
-        ).fetchall()
+    got = _events(db_path, "event_id, query, num_results, clicked_ids")
     assert got == [("e1", "gift card", 0, []), ("e2", "returns", 124, ["d9"])]
 
 
@@ -465,8 +453,7 @@ def test_a_dash_for_results_is_no_value_not_a_search_that_found_nothing(tmp_path
     log = tmp_path / "discover.csv"
     log.write_text("timestamp,user,query,result_ids\n2026-11-23T08:00:00Z,u1,reset password,-\n")
     assert _total(_ingest(cli, db_path, str(log)))["stored"] == 1
-    with open_store(db_path) as con:
-        got = con.execute("SELECT result_ids, num_results FROM search_events").fetchall()
+    got = _events(db_path, "result_ids, num_results")
     assert got == [(None, None)]
 
 

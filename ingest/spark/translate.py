@@ -17,7 +17,7 @@ from goldmine.ingest.batch import NUMBERED
 from goldmine.ingest.fields import NestedKey, resolve_fields
 from goldmine.ingest.logformats import BLANK, NO_QUERY
 from goldmine.ingest.redact import Redactor
-from goldmine.ingest.searchlog import ALIASES, COUNTED_RESULTS
+from goldmine.ingest.searchlog import ALIASES, may_count_results
 from goldmine.ingest.spark import read
 from goldmine.text import norm_sql
 
@@ -248,9 +248,8 @@ def searchlog_events(
     kind = {name: _kind(f[name]) for name in ("query", "result_ids", "clicked_ids")}
     num = text["num_results"]
     # A results column of counts (searchlog._counted_results): the count, no ids.
-    names = [str(k).lower() for k in fields.get("result_ids", [])]
     counted = F.lit(False)
-    if "num_results" not in fields and any(n in COUNTED_RESULTS for n in names):
+    if may_count_results(fields):
         number = (kind["result_ids"] == "NUMBER") | F.trim(text["result_ids"]).rlike("^[0-9]+$")
         in_file = Window.partitionBy("file")  # every value of the file's column a count
         counted = F.coalesce(
@@ -321,9 +320,8 @@ def searchlog_events(
         key.alias("event_key"),
         "ts",
         _unset(F.col("gm_session_id")).alias("session_id"),
-        _unset(F.col("gm_user_id")).alias(
-            "user_id"
-        ),  # a search's own, against another's under one id
+        # a search's own user, against another's under one id (stored_events)
+        _unset(F.col("gm_user_id")).alias("user_id"),
         redact(F.trim("gm_query"), redactor or Redactor(enabled=False)).alias("query"),
         F.coalesce("gm_count", "gm_n_results").alias("shown"),
         F.coalesce("gm_n_clicks", F.lit(0)).alias("clicks"),
@@ -416,41 +414,38 @@ def stored_events(events: DataFrame) -> DataFrame:
         "gm_first", F.min("file").over(Window.partitionBy("event_key"))
     ).where(F.col("file") == F.col("gm_first"))
     made = F.col("event_key").startswith("h-")
-    in_file = Window.partitionBy("event_key", "file").orderBy("pos")
-    n = F.row_number().over(in_file)
-    again = events.where(made).withColumn(
-        "event_key",
-        F.when(n > 1, F.concat(F.col("event_key"), F.lit("~"), n.cast("string"))).otherwise(
-            F.col("event_key")
-        ),
-    )
+    numbered = F.concat(F.lit("~"), F.col("gm_n").cast("string"))
+    again = _apart(events.where(made), numbered, F.lit(False))
     stamp = F.coalesce(
         F.date_format("ts", "yyyyMMdd'T'HHmmss"), F.concat(F.lit("n"), F.col("gm_n").cast("string"))
     )
     given = _apart(events.where(~made), F.concat(F.lit("@"), stamp))
-    given = _apart(given, F.concat(F.lit("~"), F.col("gm_n").cast("string")))
+    given = _apart(given, numbered)
     return again.unionByName(given).drop("gm_first")
 
 
-def _apart(events: DataFrame, suffix: Column) -> DataFrame:
-    """A key's first row in its file kept, a later row like it (the same user, and the same time
-    or the same query within a day) dropped, one unlike it another search keyed ``event_key`` +
-    ``suffix`` (which may read ``gm_n``, the row's place under its key), as ``batch._apart``
-    keys DuckDB's."""
+def _apart(events: DataFrame, suffix: Column, like: Column | None = None) -> DataFrame:
+    """A key's first row in its file kept, a later row ``like`` it (default: the same user, and
+    the same time or the same query within a day) dropped, one unlike it another search keyed
+    ``event_key`` + ``suffix`` (which may read ``gm_n``, the row's place under its key), as
+    ``batch._apart`` keys DuckDB's."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     w = Window.partitionBy("event_key", "file").orderBy("pos")
-    ts0 = F.first("ts").over(w)
-    near = F.coalesce(F.abs(F.unix_timestamp("ts") - F.unix_timestamp(ts0)) <= 86400, F.lit(True))
-    like = F.coalesce(
-        F.col("user_id").eqNullSafe(F.first("user_id").over(w))
-        & (
-            F.coalesce(F.col("ts") == ts0, F.lit(False))
-            | (F.col("query").eqNullSafe(F.first("query").over(w)) & near)
-        ),
-        F.lit(False),
-    )
+    if like is None:
+        ts0 = F.first("ts").over(w)
+        near = F.coalesce(
+            F.abs(F.unix_timestamp("ts") - F.unix_timestamp(ts0)) <= 86400, F.lit(True)
+        )
+        like = F.coalesce(
+            F.col("user_id").eqNullSafe(F.first("user_id").over(w))
+            & (
+                F.coalesce(F.col("ts") == ts0, F.lit(False))
+                | (F.col("query").eqNullSafe(F.first("query").over(w)) & near)
+            ),
+            F.lit(False),
+        )
     marked = events.withColumn("gm_n", F.row_number().over(w)).withColumn("gm_like", like)
     return (
         marked.where((F.col("gm_n") == 1) | ~F.col("gm_like"))
