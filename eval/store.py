@@ -8,6 +8,7 @@ no dataframe library on the path.
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import NotFoundError
@@ -141,4 +142,6 @@ def list_runs(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[dict[str,
     )
     for item in out:
         item["metrics"] = json.loads(item["metrics"])
+        # Stored without a zone, written as UTC (save_outcome): say so to the reader.
+        item["created_at"] = item["created_at"].replace(tzinfo=UTC)
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -260,7 +261,13 @@ def test_run_is_stored_with_per_query_scores(
         ("q2", "recall@1", 1.0),
     ]
     listed = cli("eval", "runs", "--db", str(db_path), "--json")
-    assert json.loads(listed.stdout)["runs"][0]["label"] == "bm25"
+    run = json.loads(listed.stdout)["runs"][0]
+    assert run["label"] == "bm25"
+    # The stored time is UTC, and the JSON says so: a script comparing it with its own aware
+    # clock (datetime.now(UTC)) must not have to guess the zone.
+    created = datetime.fromisoformat(run["created_at"])
+    assert created.utcoffset() == timedelta(0)
+    assert abs(datetime.now(UTC) - created) < timedelta(hours=1)
 
 
 def test_history_gains_a_metric_column_without_corrupting_rows(
