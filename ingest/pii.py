@@ -605,7 +605,14 @@ _EXTENSION = re.compile(
     re.IGNORECASE,
 )
 _NANP_LAYOUT = re.compile(r"(?:\+?1[ .-]?)?(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4}")
-_VERSION_WORDS = re.compile(r"\b(?:version|ver|release|build|v)\.?\s*$", re.IGNORECASE)
+# A dotted quad right after one of these words is a version ("android 14.0.0.1", "firmware
+# 2.1.0.14"), not an address: a product is named by its release in four parts as often as not.
+_VERSION_WORDS = re.compile(
+    r"\b(?:version|ver|release|build|v|android|ios|ipados|macos|osx|windows|linux|ubuntu|"
+    r"debian|kernel|chrome|chromium|firefox|safari|edge|opera|firmware|fw|bios|driver|sdk|"
+    r"patch|update|upgrade|node|python|java|php)\.?\s*$",
+    re.IGNORECASE,
+)
 
 # Words that say a nearby run of digits is, or is not, a phone number (lowercase, whole words).
 PHONE_WORDS = frozenset(

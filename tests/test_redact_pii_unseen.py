@@ -90,6 +90,11 @@ def test_pii_the_probe_found_is_redacted(text, expected):
         "127.0.0.1 refused",
         "bind 0.0.0.0:8080 fails",
         "upgrade to version 1.2.3.4",
+        # A product's four-part version, named by the product before it.
+        "app crashes on android 14.0.0.1",
+        "chrome 120.0.6099.109 blank page",
+        "windows 10.0.19045.3693 update fails",
+        "firmware 2.1.0.14 bricked router",
         # Code and file names.
         "@types/node 20 breaks build",
         "@Override annotation missing",
@@ -117,6 +122,9 @@ def test_other_addresses_are_still_redacted():
     assert redacted("login from 81.2.69.142 blocked") == "login from <IPV4> blocked"
     assert redacted("laptop 192.168.1.20 offline") == "laptop <IPV4> offline"
     assert redacted("login failed from 8.8.8.8") == "login failed from <IPV4>"
+    # A product word further back names no version: the address right after "from" is one.
+    assert redacted("android login from 81.2.69.142") == "android login from <IPV4>"
+    assert redacted("my android ip 10.0.0.12") == "my android ip <IPV4>"
 
 
 def test_the_digits_of_other_scripts_are_unicodes():
