@@ -43,6 +43,8 @@ QUERY = (
     "query_text",
     "term",
     "search",  # Algolia's top searches: search, count, nbHits
+    "internal_search_term",  # Adobe Analytics' Reports
+    "internal_search_terms",
     "queries",  # last: Elastic App Search's "queries" is the count beside its "term"
 )
 COUNT = (
@@ -83,9 +85,11 @@ ZERO_RATE = (
 NO_RESULTS_ONLY = "withfiltercount"
 # The hits a search found (Algolia's nbHits): 0 means each of its searches found nothing.
 HITS = ("nbhits", "nb_hits")
-CLICKS = ("clicks", "clicked_searches", "searches_with_clicks", "total_clicks")
+CLICKS = ("clicks", "clicked_searches", "searches_with_clicks", "total_clicks",
+          "search_clickthroughs", "clickthroughs")  # Adobe's  # fmt: skip
 CTR = ("ctr", "click_through_rate", "clickthrough_rate", "click_rate", "search_ctr",
-       "clickthroughrate")  # Algolia's clickThroughRate  # fmt: skip
+       "clickthroughrate",  # Algolia's clickThroughRate
+       "search_clickthrough_rate")  # Adobe's  # fmt: skip
 DATE = ("date", "day")
 # A column an event-level log has and an aggregate has not: an event's time under each name the
 # search log reads it by (searchlog.ALIASES' ts, but an export's day), its ids and results.
@@ -167,6 +171,10 @@ def _parts_named(header: list[str]) -> dict[str, str] | None:
                        found.values()), None)  # fmt: skip
         if column is not None:
             found[part] = column
+    if "query" not in found and header and not header[0].strip():
+        # Adobe Workspace's freeform table: its dimension (the query) is the first column, its
+        # name written on the row below beside the table's totals (see stage_sql's totals).
+        found = {"query": header[0], **found}
     return found
 
 
@@ -280,6 +288,14 @@ def stage_sql(
     if ts_format:
         params["gm_ts_format"] = ts_format
     rows, raw, carried = _rows(found, keys, params)
+    # Adobe's freeform table (a header whose query column has no name): its first row with a
+    # query names the dimension and holds the table's totals.
+    totals = (
+        "\n                 WHEN line = min(line) FILTER (WHERE NOT gm_no_query(q)) OVER () "
+        "THEN 'the table''s totals (the row naming its dimension), not a search'"
+        if found.get("query") == ""
+        else ""
+    )
 
     def text(part: str) -> str:
         if part not in found:
@@ -304,7 +320,7 @@ def stage_sql(
         FROM (
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
-                 WHEN gm_no_query(q) THEN 'missing query'
+                 WHEN gm_no_query(q) THEN 'missing query'{totals}
                  WHEN n_read IS NULL OR n < 0
                      THEN 'wrong type: count is not a number: ' || coalesce(left(n_text, 40), '')
                  WHEN n IS NULL THEN 'wrong type: count is out of range: ' || left(n_text, 40)

@@ -92,9 +92,11 @@ def preamble(head: bytes) -> int:
     header. Lines end at LF, CRLF or a CR alone, as DuckDB's line reader ends them."""
     lines = head_lines(head, 1 << 16)
     n = 1 if excel_sep(head) else 0
-    if not lines[n:] or not lines[n].startswith(b"#"):
+    # Adobe's Workspace quotes a comment holding a comma ("# Date: Nov 1, 2026 - Nov 30, 2026").
+    comment = (b"#", b'"#')
+    if not lines[n:] or not lines[n].startswith(comment):
         return n
-    while n < len(lines) - 1 and (lines[n].startswith(b"#") or not lines[n].strip()):
+    while n < len(lines) - 1 and (lines[n].startswith(comment) or not lines[n].strip()):
         n += 1
     return n
 

@@ -309,6 +309,46 @@ def test_a_google_analytics_export_with_its_comment_lines(cli, tmp_path: Path):
     ]
 
 
+def test_an_adobe_workspace_freeform_table(cli, tmp_path: Path):
+    """Adobe Analysis Workspace writes a freeform table's header with an empty first cell (the
+    dimension is named on the row below, beside the table's totals) and may repeat the header
+    as a second row. The import was a dead end: "no query field", and --map could not name an
+    empty column. The first column is the query; the second header row and the totals row are
+    rejects, never searches: the totals row would be the week's biggest "query"."""
+    path = tmp_path / "Search_terms_Freeform.csv"
+    path.write_text(
+        "#=================================================================\n"
+        "# Search terms\n# Report suite: acme-prod\n"
+        '"# Date: Nov 1, 2026 - Nov 30, 2026"\n'
+        "#=================================================================\n\n"
+        "##############################################\n# Freeform table\n"
+        "##############################################\n"
+        ",Searches,Search Clickthroughs\n"
+        ",Searches,Search Clickthroughs\n"
+        "Internal Search Term (eVar5),2300,700\n"
+        "return policy,1200,372\n"
+        "reset password,800,300\n"
+        '"gift card, balance",300,28\n',
+        encoding="utf-8",
+    )
+    db = tmp_path / "s.duckdb"
+    proc = cli("--db", str(db), "ingest", "searchlog", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["files"][0]["format"] == "analytics"
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = con.execute(
+            "SELECT norm_query, n_events, n_no_click FROM search_summaries ORDER BY norm_query"
+        ).fetchall()
+        rejects = con.execute("SELECT line, reason FROM rejects ORDER BY line").fetchall()
+    assert stored == [
+        ("gift card balance", 300, 272),
+        ("reset password", 800, 500),
+        ("return policy", 1200, 828),
+    ]
+    assert [line for line, _ in rejects] == [11, 12]
+    assert "totals" in rejects[1][1]
+
+
 def test_a_google_analytics_section_after_a_line_the_reader_cannot_read(tmp_path: Path):
     """The line that starts a later section is found on the lines the rows are read from: an
     unreadable row above it (the reader skips it, and its count of the lines after) moved it
