@@ -279,6 +279,21 @@ def test_a_count_beyond_64_bits_rejects_its_row_and_the_rest_is_stored(cli, tmp_
     assert "count is out of range: 1e400" in shown.stdout
 
 
+def _export_stored(cli, tmp_path: Path, path: Path, columns: str) -> tuple[list, list]:
+    """``ingest searchlog`` of an export, which must be read as one: its summaries' columns
+    (by query) and its rejects (line, reason)."""
+    db = tmp_path / "s.duckdb"
+    proc = cli("--db", str(db), "ingest", "searchlog", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["files"][0]["format"] == "analytics"
+    with duckdb.connect(str(db), read_only=True) as con:
+        stored = con.execute(
+            f"SELECT {columns} FROM search_summaries ORDER BY norm_query"
+        ).fetchall()
+        rejects = con.execute("SELECT line, reason FROM rejects ORDER BY line").fetchall()
+    return stored, rejects
+
+
 def test_a_google_analytics_export_with_its_comment_lines(cli, tmp_path: Path):
     """Google Analytics writes a block of ``#`` lines above the table and may append another
     section after it: the export was read as a log of one search a row (its counts lost), or
@@ -293,15 +308,7 @@ def test_a_google_analytics_export_with_its_comment_lines(cli, tmp_path: Path):
         "20261101,5\n",
         encoding="utf-8",
     )
-    db = tmp_path / "s.duckdb"
-    proc = cli("--db", str(db), "ingest", "searchlog", str(path), "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["files"][0]["format"] == "analytics"
-    with duckdb.connect(str(db), read_only=True) as con:
-        stored = con.execute(
-            "SELECT norm_query, n_events FROM search_summaries ORDER BY norm_query"
-        ).fetchall()
-        rejects = con.execute("SELECT line, reason FROM rejects ORDER BY line").fetchall()
+    stored, rejects = _export_stored(cli, tmp_path, path, "norm_query, n_events")
     assert stored == [("1 seller", 7), ("billing", 45), ("reset password", 120)]
     assert rejects == [
         (14, "after the export's table (a section that starts with #)"),
@@ -331,15 +338,7 @@ def test_an_adobe_workspace_freeform_table(cli, tmp_path: Path):
         '"gift card, balance",300,28\n',
         encoding="utf-8",
     )
-    db = tmp_path / "s.duckdb"
-    proc = cli("--db", str(db), "ingest", "searchlog", str(path), "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["files"][0]["format"] == "analytics"
-    with duckdb.connect(str(db), read_only=True) as con:
-        stored = con.execute(
-            "SELECT norm_query, n_events, n_no_click FROM search_summaries ORDER BY norm_query"
-        ).fetchall()
-        rejects = con.execute("SELECT line, reason FROM rejects ORDER BY line").fetchall()
+    stored, rejects = _export_stored(cli, tmp_path, path, "norm_query, n_events, n_no_click")
     assert stored == [
         ("gift card balance", 300, 272),
         ("reset password", 800, 500),
