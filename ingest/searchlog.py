@@ -33,7 +33,16 @@ from goldmine.ingest.target import Target
 EXPORT_PARTS = analytics.MAP_PARTS + analytics.MAP_ALSO
 
 ALIASES: dict[str, tuple[str, ...]] = {
-    "event_id": ("event_id", "eventid", "id", "search_id", "request_id", "query_id", "_id"),
+    "event_id": (
+        "event_id",
+        "eventid",
+        "id",
+        "search_id",
+        "request_id",
+        "query_id",
+        "_id",
+        "search_query_uid",
+    ),  # Coveo's  # fmt: skip
     # after goldmine's own: GA4's BigQuery export (event_timestamp, user_pseudo_id,
     # ga_session_id), Segment (received_at, anonymous_id), Mixpanel (distinct_id), Amplitude
     # (event_time, device_id) and warehouse tables' names
@@ -116,7 +125,16 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "nb_hits",  # Algolia's nbHits
         "estimated_total_hits",  # Meilisearch's estimatedTotalHits
     ),
-    "clicked_ids": ("clicked_ids", "clicks", "clicked", "clicked_docs", "click_ids"),
+    # then a click event's: Algolia Insights' objectIDs, Coveo's documentUri
+    "clicked_ids": (
+        "clicked_ids",
+        "clicks",
+        "clicked",
+        "clicked_docs",
+        "click_ids",
+        "object_ids",
+        "document_uri",
+    ),  # fmt: skip
     "feedback": ("feedback", "rating", "thumbs", "vote"),
 }
 
@@ -209,9 +227,37 @@ def merge_clicks(con: duckdb.DuckDBPyConnection, _batch_id: int) -> dict[str, in
     return {"searches_given_clicks": added} if added else {}
 
 
+def add_clicks(con: duckdb.DuckDBPyConnection, _batch_id: int) -> dict[str, int]:
+    """Add to each stored search the clicks the file's rows for it give and it lacks, after its
+    own, in the file's order: a click file apart from the searches (a row a click), or an event
+    exported again after its clicks came in. A click stored already changes nothing."""
+    added = con.execute(
+        """UPDATE search_events e
+           SET clicked_ids = list_concat(
+                   coalesce(e.clicked_ids, []),
+                   list_filter(n.ids, lambda i: NOT list_contains(coalesce(e.clicked_ids, []), i)))
+           FROM (SELECT event_id, list(id ORDER BY first) AS ids
+                 FROM (SELECT event_id, id, min(line * 100000 + pos) AS first
+                       FROM (SELECT event_id, line, unnest(clicked_ids) AS id,
+                                    generate_subscripts(clicked_ids, 1) AS pos
+                             FROM gm_stage
+                             WHERE gm_present AND reason IS NULL AND len(clicked_ids) > 0)
+                       GROUP BY ALL)
+                 GROUP BY event_id) n
+           WHERE e.event_id = n.event_id
+             AND NOT list_has_all(coalesce(e.clicked_ids, []), n.ids)"""
+    ).fetchall()[0][0]
+    return {"searches_given_clicks": added} if added else {}
+
+
 def _summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, int]:
     """The batch's summary: its dates settled (``check_dates``), then new clicks merged."""
     return {**check_dates(con, batch_id), **merge_clicks(con, batch_id)}
+
+
+def _clicks_added(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, int]:
+    """A search log's summary: its dates settled, then its stored searches' new clicks."""
+    return {**check_dates(con, batch_id), **add_clicks(con, batch_id)}
 
 
 def _time(ts: str, ts_format: str | None, order: str | None) -> str:
@@ -221,6 +267,19 @@ def _time(ts: str, ts_format: str | None, order: str | None) -> str:
     if ts_format:
         return f"coalesce(try_strptime({ts}, $gm_ts_format)::TIMESTAMP, {parsed})"
     return parsed
+
+
+def _query_reasons(fields: dict[str, list[str]]) -> str:
+    q, kind = val(fields, "query"), typ(fields, "query")
+    return f"""WHEN gm_no_query({q}) THEN 'missing query'
+                 WHEN {kind} <> 'VARCHAR' THEN 'wrong type: query is ' || gm_jtype({kind})"""
+
+
+def _click_reasons(eid: str) -> str:
+    """A row of a clicks-only file names a stored search, or is a reject that says so."""
+    return f"""WHEN {eid} IS NULL THEN 'missing event_id: a click names its search by its id'
+                 WHEN NOT gm_known
+                     THEN 'a click for a search the store does not hold: ' || left({eid}, 60)"""
 
 
 def _no_query(keys: list[str]) -> str:
@@ -264,7 +323,12 @@ def stage_sql(
             f"fields: {', '.join(keys[:12])}): --map query=COLUMN --map count=COLUMN"
         )
     fields = resolve_fields(keys, ALIASES, _event_map(mapping), strict=True)
-    if keys and "query" not in fields:
+    # Clicks exported apart from their searches (Coveo's by searchQueryUid, Algolia Insights'
+    # by queryID): each names its search, which the store must hold (add_clicks).
+    clicks_only = (
+        bool(keys) and "query" not in fields and {"event_id", "clicked_ids"} <= fields.keys()
+    )
+    if keys and "query" not in fields and not clicks_only:
         raise InputError(_no_query(keys))
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], _TYPED)
@@ -292,9 +356,7 @@ def stage_sql(
         SELECT line, raw,
             CASE WHEN gm_seen THEN NULL
                  WHEN err IS NOT NULL THEN err
-                 WHEN gm_no_query({q}) THEN 'missing query'
-                 WHEN {typ(fields, "query")} <> 'VARCHAR'
-                     THEN 'wrong type: query is ' || gm_jtype({typ(fields, "query")})
+{_click_reasons(eid) if clicks_only else _query_reasons(fields)}
                  WHEN {ts} IS NOT NULL AND gm_t IS NULL THEN gm_unread_time({ts}, gm_dates)
                  WHEN NOT gm_in_time(gm_t) THEN 'timestamp out of range: ' || left({ts}, 60)
                  WHEN NOT {counted} AND {_not_ids(fields, "result_ids")}
@@ -315,7 +377,7 @@ def stage_sql(
             {_unless_known(f"CASE WHEN NOT {counted} THEN {ids(fields, 'result_ids')} END")}
                 AS result_ids,
             {_unless_known(count)} AS num_results,
-            {keep(ids(fields, "clicked_ids"))} AS clicked_ids,
+            {_unless_seen(ids(fields, "clicked_ids"))} AS clicked_ids,
             {_unless_known(val(fields, "feedback"))} AS feedback,
             {keep("x")} AS extra,
             gm_line AS {LINE_HASH},
@@ -327,6 +389,7 @@ def stage_sql(
             FROM (
                 SELECT *, {_time(ts, ts_format, order)} AS gm_t, gm_dmy_shown({ts}) AS gm_dates,
                        CASE WHEN gm_seen THEN NULL
+                            WHEN {"true" if clicks_only else "false"} THEN {eid}
                             WHEN {eid} IS NULL
                                 THEN 'h-' || gm_content_hash(concat_ws(chr(31), {content}))
                             -- a numbered id stored for another query or days away: this
@@ -363,7 +426,7 @@ def target(
         pseudonymize_lists=("result_ids", "clicked_ids"),
         # Ambiguous dates are settled per file, before its batch is kept (logformats); a stored
         # search's new clicks are added.
-        summary=_summary if clicks_grow else check_dates,
+        summary=_summary if clicks_grow else _clicks_added,
     )
 
 

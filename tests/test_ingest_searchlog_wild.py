@@ -150,6 +150,77 @@ def test_an_overlapping_export_adds_its_new_clicks_to_stored_searches(tmp_path, 
     assert json.loads(again.stdout)["files"][0].get("searches_given_clicks", 0) == 0
 
 
+SEARCHES = (
+    '{"event_id": "s1", "ts": "2026-11-30T10:00:00Z", "user_id": "u1", "query": "reset password",'
+    ' "result_ids": ["d1", "d2", "d3"], "clicked_ids": []}\n'
+    '{"event_id": "s2", "ts": "2026-11-30T10:05:00Z", "user_id": "u2", "query": "refund policy",'
+    ' "result_ids": ["d4", "d5"], "clicked_ids": ["d4"]}\n'
+)
+
+
+def test_clicks_exported_apart_join_their_stored_searches(tmp_path, db_path, cli):
+    """Clicks that come in a file of their own, each naming its search's id (Coveo's clicks by
+    searchQueryUid, Algolia Insights' click events by queryID): "no query field", exit 2, and
+    every search kept a false no-click. Each click joins its stored search; a click for a search
+    the store does not hold is a reject that says so."""
+    searches, clicks = tmp_path / "searches.jsonl", tmp_path / "clicks.jsonl"
+    searches.write_text(SEARCHES)
+    clicks.write_text(
+        '{"event_id": "s1", "ts": "2026-11-30T10:00:09Z", "clicked_ids": ["d2"]}\n'
+        '{"event_id": "s1", "ts": "2026-11-30T10:00:30Z", "clicked_ids": ["d3", "d2"]}\n'
+        '{"event_id": "s2", "ts": "2026-11-30T10:05:20Z", "clicked_ids": ["d5"]}\n'
+        '{"event_id": "s9", "ts": "2026-11-30T10:07:00Z", "clicked_ids": ["d1"]}\n'
+    )
+    assert _total(_ingest(cli, db_path, str(searches)))["stored"] == 2
+    result = _ingest(cli, db_path, str(clicks))
+    total = _total(result)
+    assert (total["stored"], total["rejected"], total["already_present"]) == (0, 1, 3)
+    assert json.loads(result.stdout)["files"][0]["searches_given_clicks"] == 2
+    assert _events(db_path, "event_id, clicked_ids") == [
+        ("s1", ["d2", "d3"]),
+        ("s2", ["d4", "d5"]),
+    ]
+    with open_store(db_path) as con:
+        reasons = con.execute("SELECT reason FROM rejects").fetchall()
+    assert reasons == [("a click for a search the store does not hold: s9",)]
+    # The same file again changes nothing.
+    again = _ingest(cli, db_path, str(clicks))
+    assert json.loads(again.stdout)["files"][0].get("searches_given_clicks", 0) == 0
+    assert _events(db_path, "clicked_ids")[0] == (["d2", "d3"],)
+
+
+def test_a_coveo_click_export_joins_its_searches(tmp_path, db_path, cli):
+    """Coveo's usage analytics export clicks a row each, named by the search's searchQueryUid
+    and the document's URI."""
+    searches, clicks = tmp_path / "searches.jsonl", tmp_path / "clicks.csv"
+    searches.write_text(SEARCHES)
+    clicks.write_text(
+        "searchQueryUid,documentUri,documentPosition,datetime\n"
+        "s1,d3,3,2026-11-30 10:00:12\n"
+        "s1,d1,1,2026-11-30 10:00:40\n"
+    )
+    _total(_ingest(cli, db_path, str(searches)))
+    result = _ingest(cli, db_path, str(clicks))
+    assert json.loads(result.stdout)["files"][0]["searches_given_clicks"] == 1
+    assert _events(db_path, "clicked_ids")[0] == (["d3", "d1"],)
+
+
+def test_a_search_exported_again_with_new_clicks_gains_them(tmp_path, db_path, cli):
+    """A search log's event exported again (the same id, query and time) with clicks that came
+    in since: its clicks were dropped as already present."""
+    searches, later = tmp_path / "searches.jsonl", tmp_path / "later.jsonl"
+    searches.write_text(SEARCHES)
+    later.write_text(
+        '{"event_id": "s1", "ts": "2026-11-30T10:00:00Z", "user_id": "u1",'
+        ' "query": "reset password", "clicked_ids": ["d2"]}\n'
+    )
+    _total(_ingest(cli, db_path, str(searches)))
+    result = _ingest(cli, db_path, str(later))
+    assert _total(result)["already_present"] == 1
+    assert json.loads(result.stdout)["files"][0]["searches_given_clicks"] == 1
+    assert _events(db_path, "clicked_ids")[0] == (["d2"],)
+
+
 def test_the_ts_format_hint_fits_the_dates_and_a_wrong_one_is_named(tmp_path, db_path, cli):
     """The error suggested '%d/%m/%Y %H:%M' for dates with no time, which fails the same way
     when pasted; and a --ts-format that matches nothing got the same "name the layout" line."""
