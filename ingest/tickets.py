@@ -79,7 +79,14 @@ _ABBREVIATIONS = (
     r"(?i:\b(?:e\.g|i\.e|etc|vs|approx|incl|a\.m|p\.m|no|nr|min|max|fig|cf|ca)\.)\s+[a-z0-9(]"
 )
 _ELLIPSIS = r"(?:\.{2,}|…)\s+[a-z]"
-SENTENCE = rf"\s*((?:{_TITLES}|{_ABBREVIATIONS}|{_ELLIPSIS}|[.!?]+[^\s.!?]|[^.!?\n])+[.!?]*)"
+# Other scripts' terminators end a sentence whatever follows (Chinese and Japanese write no
+# space after 。): the ideographic full stop, full-width ! and ?, Arabic's ؟, Greek's ;, Hindi's ।.
+_WIDE_ENDS = "\u3002\uff01\uff1f\u061f\u037e\u0964"
+SENTENCE = (
+    rf"\s*((?:{_TITLES}|{_ABBREVIATIONS}|{_ELLIPSIS}|[.!?]+[^\s.!?{_WIDE_ENDS}]"
+    rf"|[^.!?\n{_WIDE_ENDS}])+[.!?{_WIDE_ENDS}]*)"
+)
+_QUESTION_END = "[?\uff1f\u061f\u037e][.!?\u3002\uff01\uff1f\u061f]*$"
 
 
 # A sentence that states a problem, for a message that asks no question (a support tweet rarely
@@ -101,6 +108,16 @@ _NEGATION = (
     rf"don{_APOSTROPHE}t|didn{_APOSTROPHE}t|isn{_APOSTROPHE}t|aren{_APOSTROPHE}t|"
     rf"wasn{_APOSTROPHE}t|weren{_APOSTROPHE}t|hasn{_APOSTROPHE}t|haven{_APOSTROPHE}t|"
     rf"couldn{_APOSTROPHE}t|not|never|unable to|no longer)\s+([a-z]+)"
+)
+# The same in the languages support traffic most often comes in beside English: a negated verb
+# or a word of trouble (German, French, Spanish, Portuguese, Italian, Russian; Chinese and
+# Japanese, which write no spaces, by their negations and words of failure anywhere).
+_TROUBLE_ELSEWHERE = (
+    r"(?i)(\b(nicht|keine?n?|kaputt|fehler|funktioniert nicht|n['’]?\S*\s+(pas|plus|jamais)|"
+    r"ne\s+\S+\s+(pas|plus|jamais)|erreur|problème|panne|no\s+(funciona|puedo|llega|llegó|"
+    r"recib\S*|sirve|carga|aparece|consigo|chegou)|não\s+\S+|non\s+(funziona|riesco|arriva)|"
+    r"problema|errore|fallo|falla)\b|(^|\s)(не|нет)\s|проблем|ошибк|不能|无法|没有|没|不了|"
+    r"失败|错误|问题|故障|できない|できません|ません|ない。|エラー|問題|失敗)"
 )
 # Words after a negation that make no problem of it ("not a customer", "don't have to").
 _NOT_AFTER = ("a", "an", "the", "have", "sure", "that", "so", "too", "only", "bad", "just")
@@ -142,11 +159,12 @@ CREATE OR REPLACE TEMP MACRO gm_sentences(b) AS list_filter(list_transform(
     regexp_extract_all(b, {_sql(SENTENCE)}, 1), lambda s: trim(s, chr(32) || chr(9) || chr(13))
 ), lambda s: s <> '');
 CREATE OR REPLACE TEMP MACRO gm_first_question(b) AS
-    list_filter(gm_sentences(b), lambda s: regexp_matches(s, '[?][.!?]*$'))[1];
+    list_filter(gm_sentences(b), lambda s: regexp_matches(s, {_sql(_QUESTION_END)}))[1];
 CREATE OR REPLACE TEMP MACRO gm_first_sentence(b) AS
     nullif(left(gm_sentences(b)[1], 300), '');
 CREATE OR REPLACE TEMP MACRO gm_states_problem(s) AS NOT regexp_matches(s, {_sql(_SETTLED)})
-    AND (regexp_matches(s, {_sql(_TROUBLE)}) OR len(list_filter(
+    AND (regexp_matches(s, {_sql(_TROUBLE)}) OR regexp_matches(s, {_sql(_TROUBLE_ELSEWHERE)})
+         OR len(list_filter(
         regexp_extract_all(lower(s), {_sql(_NEGATION)}, 2),
         lambda w: NOT list_contains({list(_NOT_AFTER)}, w))) > 0);
 CREATE OR REPLACE TEMP MACRO gm_first_problem(b) AS

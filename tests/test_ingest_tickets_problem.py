@@ -88,6 +88,30 @@ def test_a_html_message_is_read_as_its_text(ticket_sql, body, query):
 
 
 @pytest.mark.parametrize(
+    ("body", "query"),
+    [
+        # Questions asked with another script's question mark, and sentences ended by 。
+        ("我昨天下单了。为什么还没有发货？谢谢。", "为什么还没有发货？"),
+        ("昨日注文しました。いつ届きますか？よろしくお願いします。", "いつ届きますか？"),
+        ("شكرا لكم. متى يصل طلبي؟ لقد انتظرت أسبوعا.", "متى يصل طلبي؟"),
+        # Greek's question mark (U+037E), not a semicolon
+        ("Ευχαριστώ. Πού είναι η παραγγελία μου\u037e", "Πού είναι η παραγγελία μου\u037e"),
+        # Problems stated, not asked, in other languages
+        ("Mon colis n'est pas arrivé. Merci de vérifier.", "Mon colis n'est pas arrivé."),
+        ("Meine Karte funktioniert nicht. Danke.", "Meine Karte funktioniert nicht."),
+        ("Спасибо. Мой заказ не пришел.", "Мой заказ не пришел."),
+        ("我的卡不能用了。", "我的卡不能用了。"),
+        ("Gracias. La app no funciona desde ayer.", "La app no funciona desde ayer."),
+        ("ログインできません。助けてください。", "ログインできません。"),
+    ],
+)
+def test_questions_and_problems_in_other_languages_are_found(ticket_sql, body, query):
+    """Tickets asked with ？ ؟ or ; or stating their problem in German, French, Russian, Chinese
+    or Japanese were tagged no-question and left out of triage (a probe's tweets: 10 of 13)."""
+    assert chosen(ticket_sql, body) == (query, False)
+
+
+@pytest.mark.parametrize(
     "body",
     [
         "@sprintcare I really hope you all change but I'm sure you won't! "
