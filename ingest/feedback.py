@@ -14,7 +14,17 @@ DONT_KNOW = (
     r"(?i)\b(i (do not|don't|don’t) know|i'?m not sure|i am not sure|i (could not|couldn't|can't|"
     r"cannot|can’t) (find|answer|help with)|(do not|don't|don’t) have (that|any|enough) "
     r"information|no information (about|on)|unable to (find|answer|help)|not able to "
-    r"(find|answer|help)|outside (of )?my knowledge)"
+    r"(find|answer|help)|outside (of )?my knowledge"
+    # German, French, Spanish, Portuguese, Italian; Russian, Chinese and Japanese below, whose
+    # words RE2's ASCII \b cannot bound
+    r"|(weiß|weiss) ich (leider )?nicht|ich (weiß|weiss) (es |das )?(leider )?nicht|"
+    r"(habe ich |ich habe )?keine informationen|kann ich (leider )?nicht (beantworten|finden)|"
+    r"je ne (le )?sais pas|je n['’]ai pas (cette |d['’]|assez d['’]|les )?information|"
+    r"je ne (peux|suis pas en mesure de) (pas )?(répondre|trouver)|no (lo )?sé|"
+    r"no tengo (esa |suficiente |la )?información|no (puedo|logro) (responder|encontrar)|"
+    r"não sei|não tenho (essa |a )?informação|non lo so|non (ho|dispongo di) informazioni)"
+    r"|не знаю|нет информации|не могу (ответить|найти)|不知道|不清楚|没有相关信息|无法回答|"
+    r"わかりません|分かりません|存じません|お答えできません|情報がありません"
 )
 
 
