@@ -350,6 +350,24 @@ def test_variants_and_look_alikes():
     assert similar_pairs(["card not working"], ["card not arrived"]) == []
 
 
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("クレジットカードで支払いできる", "クレジットカードで支払いできない"),  # can / can't pay
+        ("为什么我的账户被冻结了", "为什么我的账户被解冻了"),  # frozen / unfrozen
+        ("我的订单为什么还没有发货", "我的订单为什么还没有退货"),  # not shipped / not returned
+        ("我可以申请退款吗怎么操作", "我不可以申请退款吗怎么操作"),
+        ("このカードで支払いできますか", "このカードで支払いできませんか"),
+        ("บัตรของฉันใช้งานได้", "บัตรของฉันใช้งานไม่ได้"),  # Thai: works / does not work
+    ],
+)
+def test_texts_written_without_spaces_are_never_fuzzy_variants(a, b):
+    """Chinese, Japanese and Thai write no spaces: a whole sentence was one "word", so a changed
+    character (a negation, another verb) passed as a near-spelling and the failing query hid
+    under the other's label. A character there is a word: only the same text is the same query."""
+    assert similar_pairs([a], [b]) == []
+
+
 # --- the whole run, with the real model ----------------------------------------------------------
 
 

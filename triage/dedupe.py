@@ -7,7 +7,8 @@ against the length band they can match: ``process.cdist`` over a block x band, n
 whose digits differ ("card 1" vs "card 7") are not variants, and neither are pairs where a content
 word was swapped for another word rather than misspelled ("change my PIN" vs "get my PIN", "exchange
 fee" vs "exchange rate"), or where one is negated: every word one has and the other lacks must
-be a function word or within Elasticsearch's AUTO fuzziness of a word the other has.
+be a function word or within Elasticsearch's AUTO fuzziness of a word the other has. A text in
+a script written without spaces (Chinese, Japanese, Thai) is nobody's variant.
 
 Blocking keeps it near-linear: texts are compared only within blocks that share a rare content word
 (:func:`block_keys`), a block of a common word split by a second key (:func:`_split_big`), and
@@ -256,10 +257,24 @@ def _ratios(queries: list[str], targets: list[str], cutoff: float = FUZZY_CUTOFF
     )
 
 
+# Scripts written without spaces between words (Chinese, Japanese kana, Thai, Lao, Myanmar,
+# Khmer): a sentence there is one "word", and a changed character is a changed word (不, ない), so
+# the word rule cannot tell a typo from another query.
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uf900-\ufaff\uff66-\uff9f]"
+)
+
+
 def variants(a: str, b: str) -> bool:
     """Two different texts over the cutoff that are one query written two ways: the same digits
-    and compatible words (:func:`words_compatible`)."""
-    return a != b and _digits(a) == _digits(b) and words_compatible(a, b)
+    and compatible words (:func:`words_compatible`), in a script that writes words apart."""
+    return (
+        a != b
+        and _digits(a) == _digits(b)
+        and not (_UNSPACED.search(a) or _UNSPACED.search(b))
+        and words_compatible(a, b)
+    )
 
 
 def similar_pairs(
