@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import duckdb
 
-_PUNCT = re.compile(r"[^\w\s]|_", re.UNICODE)
+# Punctuation, but for the signs a name ends with (C++, C#, F#, Notepad++, Disney+): a run of +
+# and # right after a letter or digit and before no other word character or sign is kept
+# (group 1). norm_sql follows the same rule in three steps.
+_PUNCT = re.compile(r"((?<=[^\W_])[+#]+(?![+#]|[^\W_]))|[^\w\s]|_", re.UNICODE)
 # Arabic's optional vowel marks (tashkeel, U+064B-U+065F and the superscript alef U+0670) and the
 # tatweel that stretches a word (U+0640): dropped, as Lucene's Arabic normalizer drops them, since
 # people type a word without them that a text writes with them.
@@ -60,17 +63,23 @@ def normalize_query(text: str) -> str:
     is an i."""
     text = unicodedata.normalize("NFKC", text).casefold()
     if text.isascii():
-        text = _PUNCT.sub(" ", text)
+        text = _PUNCT.sub(_sign_or_space, text)
     else:
         text = ARABIC_OPTIONAL.sub("", text.replace("i\u0307", "i"))
         text = _PUNCT.sub(_mark_or_space, text)
     return _SPACE.sub(" ", text).strip()
 
 
+def _sign_or_space(found: re.Match[str]) -> str:
+    return found.group(1) or " "
+
+
 def _mark_or_space(found: re.Match[str]) -> str:
-    """A combining mark after a letter, digit or kept mark stays; any other character the
-    pattern found is a space. An emoji's presentation selector (U+FE0F, ❤️) and a keycap
-    (U+20E3, 1️⃣) are no part of a word: a query of them alone has no words."""
+    """A name's sign (``_PUNCT``) and a combining mark after a letter, digit or kept mark stay;
+    any other character the pattern found is a space. An emoji's presentation selector (U+FE0F,
+    ❤️) and a keycap (U+20E3, 1️⃣) are no part of a word: a query of them alone has no words."""
+    if found.group(1):
+        return found.group(1)
     char = found.group()
     if not is_word_mark(char):
         return " "
@@ -88,12 +97,18 @@ def is_word_mark(char: str) -> bool:
     )
 
 
-def norm_sql(column: str) -> str:
-    """SQL for normalize_query(column) on ASCII text; NULL for non-ASCII (finished in Python)."""
+def norm_sql(column: str, group: str = "\\1") -> str:
+    """SQL for normalize_query(column) on ASCII text; NULL for non-ASCII (finished in Python).
+    ``group``: a replacement's first group as the engine writes it (Spark's Java regexes: $1)."""
+    # Punctuation but + and # to spaces; then a run of them after no letter or digit (a space
+    # before it goes too: spaces are collapsed below), and one before a letter or digit
+    # (``_PUNCT``'s rule of a name's sign, without look-around).
+    kept = f"regexp_replace(lower({column}), '[^a-z0-9+#{_WS}]', ' ', 'g')"
+    led = f"regexp_replace({kept}, '(^|[{_WS}])[+#]+', ' ', 'g')"
+    signs = f"regexp_replace({led}, '[+#]+([a-z0-9])', ' {group}', 'g')"
     return (
         f"CASE WHEN regexp_matches({column}, '^[\\x00-\\x7F]*$') THEN "
-        f"trim(regexp_replace(regexp_replace(lower({column}), '[^a-z0-9{_WS}]', ' ', 'g'), "
-        f"'[{_WS}]+', ' ', 'g')) END"
+        f"trim(regexp_replace({signs}, '[{_WS}]+', ' ', 'g')) END"
     )
 
 

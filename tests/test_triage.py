@@ -67,6 +67,33 @@ def test_sql_normalization_equals_normalize_query(db_path):
     assert got == [normalize_query(t) for t in texts]
 
 
+@pytest.mark.parametrize(
+    ("text", "norm"),
+    [
+        ("C++ tutorial", "c++ tutorial"),
+        ("C# tutorial", "c# tutorial"),
+        ("C tutorial", "c tutorial"),
+        ("F# vs. C#?", "f# vs c#"),
+        ("notepad++ crashes", "notepad++ crashes"),
+        ("Disney+ login", "disney+ login"),
+        ("C++ für Anfänger", "c++ für anfänger"),
+        # a sign that is no part of a word's name is punctuation, as before
+        ("#1 seller", "1 seller"),
+        ("1+1 offer", "1 1 offer"),
+        ("a + b", "a b"),
+        ("c++d", "c d"),
+        ("item#123", "item 123"),
+        ("++ ##", ""),
+    ],
+)
+def test_a_languages_sign_is_part_of_its_name(db_path, text, norm):
+    """C++, C# and C were one query ("c tutorial", 3 events): the sign a name ends with (C++, F#,
+    Notepad++, Disney+) is part of it, in SQL as in Python."""
+    assert normalize_query(text) == norm
+    with open_store(db_path) as con:
+        assert norm_in_sql(con, [text]) == [norm]
+
+
 def test_sql_normalization_on_real_queries(db_path, shared_dataset):
     import polars as pl
 

@@ -470,7 +470,7 @@ def summarize(spark: SparkSession, events: DataFrame, window_s: int) -> DataFram
         "tracks_clicks", F.max(F.col("clicks") > 0).over(Window.partitionBy("file"))
     )
     good.createOrReplaceTempView("gm_good")
-    ascii_norm = _sql(spark, f"SELECT *, {norm_sql('query')} AS gm_norm FROM gm_good")
+    ascii_norm = _sql(spark, f"SELECT *, {norm_sql('query', '$1')} AS gm_norm FROM gm_good")
     # Non-ASCII text: normalize_query itself (NFKC, case folding), once per distinct text.
     other = (
         ascii_norm.where(F.col("gm_norm").isNull())
