@@ -97,6 +97,24 @@ def test_cluster_lists_each_query_once_with_its_variants_under_it(db_path, cli):
     assert rows["card not arrived"]["examples"] == []
 
 
+def test_cluster_at_80_columns_keeps_its_headers_whole(db_path, cli):
+    """At 80 columns `triage cluster` broke its headers mid-word ("previou / s turn", "other
+    spelling / s") and its signals ("zero_res / ults 1"); like `show`, it now leaves out the
+    least useful columns first and names them."""
+    with open_store(db_path) as con:
+        _triaged_without_model(
+            con, SEARCHES, {"i have not received my card yet": 1, "card not arrived": 1}
+        )
+    out = cli("--db", str(db_path), "triage", "cluster", "1", env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), out.stdout
+    table = out.stdout[out.stdout.index("┏") :]
+    assert "previou" not in table.replace("previous turn", "")
+    assert "not shown at this width" in out.stdout
+    assert "I have not received my card yet" in out.stdout
+
+
 def test_a_label_is_the_clusters_most_central_member(db_path):
     """The most frequent query of a cluster can be an outlier (a stray query with traffic of its
     own); the label is the member nearest the centroid, as the central examples' first."""

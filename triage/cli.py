@@ -17,7 +17,7 @@ from goldmine import signals
 from goldmine.config import settings
 from goldmine.errors import InputError
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
-from goldmine.output import Col, clip, console, count, fit_table, info, print_json, table
+from goldmine.output import Col, clip, console, count, fit_table, info, print_json
 from goldmine.store import open_store
 from goldmine.text import printable
 from goldmine.triage import runs
@@ -301,9 +301,22 @@ def cluster_cmd(
         for head in detail["queries"]
         for q, prefix in [(head, ""), *((v, "  ↳ ") for v in head["variants"])]
     ]
-    head = ["query", "events", "sessions", "failed", "signals", "tags", "other spellings",
-            "previous turn"]  # fmt: skip
-    console().print(table(head, rows))
+    console().print(fit_table(_cluster_columns(), [[str(c) for c in r] for r in rows]))
+
+
+def _cluster_columns() -> list:
+    """``triage cluster``'s columns; at a narrow terminal the lowest ``keep`` goes first (the
+    previous turns, sessions, other spellings, tags); query, events and failed always stay."""
+    return [
+        Col("query", wrap=True, min_width=24),
+        Col("events", justify="right"),
+        Col("sessions", keep=2, justify="right"),
+        Col("failed", justify="right"),
+        Col("signals", keep=5, wrap=True),
+        Col("tags", keep=4, wrap=True),
+        Col("other spellings", keep=3, wrap=True),
+        Col("previous turn", keep=1, wrap=True),
+    ]
 
 
 def register(app: typer.Typer) -> None:
