@@ -94,6 +94,7 @@ MACROS = (
     r"""
 -- The key of a record that has none, from its content (see content_hash).
 CREATE OR REPLACE TEMP MACRO gm_content_hash(s) AS md5(s);
+CREATE OR REPLACE TEMP MACRO gm_id_key(x) AS x;
 CREATE OR REPLACE TEMP MACRO gm_ts_any(s) AS coalesce(
     try_cast(s AS TIMESTAMPTZ)::TIMESTAMP,
     CASE WHEN regexp_full_match(trim(s), '[0-9]{9,10}(\.[0-9]+)?')
@@ -1039,11 +1040,27 @@ def content_hash(con, redactor: Redactor) -> None:
     before redaction; when redacting, keyed like the pseudonyms, else the stored key of an event
     would confirm a guessed address or phone number in it (an unkeyed md5 of the rest, all
     stored, and the guess)."""
-    body = "md5(s)"
+    body, id_key = "md5(s)", "x"
     if redactor.enabled:
         key = pseudonym_key(con)  # hex made here, never user text: safe inside the SQL
         body = f"md5('{key}' || chr(31) || s)"
+        id_key = _id_key(redactor, key)
     con.execute(f"CREATE OR REPLACE TEMP MACRO gm_content_hash(s) AS {body}")
+    con.execute(f"CREATE OR REPLACE TEMP MACRO gm_id_key(x) AS {id_key}")
+
+
+def _id_key(redactor: Redactor, key: str) -> str:
+    """SQL of ``gm_id_key(x)``: a record's own id (an event's, a ticket's) that holds PII
+    (``alice@example.com:1700000000``) as its redacted text and a keyed hash of it, as
+    ``_pseudonyms`` writes a session id; any other id as it came. The key a stored row is known
+    by, computed before the already-stored check, so every import of the id finds the same
+    row."""
+    pattern = _ID_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
+    redacted = redactor.steps("x", f"regexp_matches(x, '{pattern}')")[0]
+    return (
+        f"CASE WHEN regexp_matches(x, '{pattern}') AND ({redacted}) IS DISTINCT FROM x "
+        f"THEN ({redacted}) || '~' || left(sha256('{key}' || x), 16) ELSE x END"
+    )
 
 
 def pseudonym_key(con) -> str:

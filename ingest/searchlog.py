@@ -338,7 +338,9 @@ def stage_sql(
         params["gm_reading"] = json.dumps([json.loads(params["gm_reading"]), ts_format, order])
     if ts_format:
         params["gm_ts_format"] = ts_format
-    q, ts, eid = val(fields, "query"), val(fields, "ts"), val(fields, "event_id")
+    q, ts = val(fields, "query"), val(fields, "ts")
+    # An id holding PII is known by its pseudonym when redacting (batch.content_hash).
+    eid = f"gm_id_key({val(fields, 'event_id')})"
     num = val(fields, "num_results")
     counted = _counted_results(fields)
     if counted != "false":

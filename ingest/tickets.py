@@ -345,7 +345,9 @@ def stage_sql(
                  WHEN {ts} IS NOT NULL AND t IS NULL
                      THEN 'unparseable timestamp: ' || left({ts}, 60)
             END AS reason,
-            coalesce({val(fields, "ticket_id")}, 'h-' || gm_content_hash({content})) AS ticket_id,
+            -- an id holding PII is known by its pseudonym when redacting (batch.content_hash)
+            coalesce(gm_id_key({val(fields, "ticket_id")}), 'h-' || gm_content_hash({content}))
+                AS ticket_id,
             t AS ts,
             {_user_sql(fields, named)} AS user_id,
             trim({subject}) AS subject,

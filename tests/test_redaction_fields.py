@@ -94,6 +94,43 @@ def test_a_session_split_across_two_imports_keeps_one_pseudonym(tmp_path, cli):
     assert key.read_text().strip() not in db.read_bytes().decode("latin-1")
 
 
+def test_an_event_id_holding_an_address_is_a_pseudonym_stable_across_imports(tmp_path, cli):
+    """An export keyed by the user's address (``alice.smith@example.com:1700000000``) kept it as
+    the event id under --redact, and the id reaches a gold item's source ids and the published
+    file. It is stored as a keyed pseudonym; the same line changed (a re-export) and a click file
+    naming that id reach the same stored search, never a second one."""
+    db = tmp_path / "s.duckdb"
+    key = f"{ALICE}:1700000000"
+    first = [
+        {"event_id": key, "ts": "2026-11-20T10:00:00Z", "query": "refund", "clicked_ids": []},
+        {"event_id": "e-2", "ts": "2026-11-20T10:01:00Z", "query": "invoice"},
+    ]
+    again = [{"event_id": key, "ts": "2026-11-20T10:00:00Z", "query": "refund", "results": []}]
+    clicks = [{"event_id": key, "ts": "2026-11-20T10:00:09Z", "clicked_ids": ["d1"]}]
+    for i, part in enumerate((first, again, clicks)):
+        log = write_jsonl(tmp_path / f"p{i}.jsonl", part)
+        done = cli("ingest", "searchlog", str(log), "--redact", "--db", str(db), "--json")
+        assert done.returncode == 0, done.stderr
+    stored = rows(db, "SELECT event_id, clicked_ids FROM search_events ORDER BY ts")
+    assert "@" not in str(stored) and "alice" not in str(stored)
+    assert len(stored) == 2 and stored[0][0].startswith("<EMAIL>") and stored[1][0] == "e-2"
+    assert stored[0][1] == ["d1"]
+    assert "alice" not in everything(db, "rejects")
+
+
+def test_a_ticket_keyed_by_an_address_is_a_pseudonym(tmp_path, cli):
+    """A help desk that keys a ticket by the sender's address kept it as the ticket id."""
+    db = tmp_path / "t.duckdb"
+    tickets = [{"id": BOB, "created_at": "2026-11-20T09:00:00Z", "subject": "Where is my refund?"}]
+    for _ in range(2):  # imported twice (the second a changed export): one ticket
+        tickets[0]["status"] = "open" if _ == 0 else "solved"
+        log = write_jsonl(tmp_path / f"t{_}.jsonl", tickets)
+        done = cli("ingest", "tickets", str(log), "--db", str(db))
+        assert done.returncode == 0, done.stderr
+    stored = rows(db, "SELECT ticket_id FROM tickets")
+    assert len(stored) == 1 and stored[0][0].startswith("<EMAIL>~"), stored
+
+
 ZENDESK = {
     "tickets": [
         {
