@@ -12,11 +12,12 @@ after "SSN"), UK NI numbers by HMRC's prefixes (in capitals, or after "NI number
 regions' national identity numbers by python-stdnum's checks (``<NATIONAL_ID>``), phone numbers
 by Google's libphonenumber metadata (``phonenumbers``): valid for one of the configured regions, or
 for any country when written with ``+``, ``%2B``, ``00`` or in a ``wa.me/`` link; an extension
-(``ext. 12``) goes with its number, and a ZIP+4 code is none. A bare run of digits (``4155552671``)
-is only a phone next to a word that says so (tel, call, Handy, appelez, ...); a word such as ISBN
-or order says it is not. Credentials (``<SECRET>``) are the formats that carry their issuer's
-prefix (AWS key ids, JWTs, GitHub, GitLab, npm, Hugging Face, Slack, Stripe, SendGrid, OpenAI-style
-and Google keys, Telegram bot tokens), the path of a Slack or Discord webhook, the token after
+(``ext. 12``) goes with its number; a ZIP+4 code is none, nor a date and its time
+(``07.12.2026 14:30``). A bare run of digits (``4155552671``) is only a phone next to a word
+that says so (tel, call, Handy, appelez, ...); a word such as ISBN or order says it is not.
+Credentials (``<SECRET>``) are the formats that carry their issuer's prefix (AWS key ids, JWTs,
+GitHub, GitLab, npm, Hugging Face, Slack, Stripe, SendGrid, OpenAI-style and Google keys,
+Telegram bot tokens), the path of a Slack or Discord webhook, the token after
 "Bearer", base64 "user:password" after "Basic", and the value after a name such as ``api_key=`` or
 ``password:``; each must hold a digit, as generated keys do. A PEM private key block is one
 ``<SECRET>``, and so is the password of a URL's user (a connection string,
@@ -587,6 +588,15 @@ _SAID_PASSWORD = re.compile(
 # year and month are a year's and a month's: "0049-30-123456" is a German number.
 _ISO_DATE = re.compile(r"(?<!\d)(?:1[89]|20)\d\d([-/.])(?:0?[1-9]|1[0-2])\1\d{1,2}(?!\d)")
 _DATE = re.compile(r"\d{1,2}([-/.])\d{1,2}\1\d{2,4}")
+# A date with a four-digit year, day or month first or year first, and its time if one follows:
+# written so, its digits run on into the hour ("07.12.2026 14:30") or into a second date
+# ("01.01.2026-31.12.2026"), and a part of that run is a valid phone. Its span is taken first.
+_DAY = r"(?:0?[1-9]|[12]\d|3[01])"
+_DATES = re.compile(
+    rf"(?<![{_W}.])(?:{_DAY}([-/.]){_DAY}\1(?:1[89]|20)\d\d"
+    rf"|(?:1[89]|20)\d\d([-/.])(?:0?[1-9]|1[0-2])\2{_DAY})"
+    rf"(?:[ T]\d{{1,2}}:\d\d(?::\d\d)?)?(?![{_W}]|\.\d)"
+)
 # A UPS tracking number: 1Z, the shipper's six characters, the service's two, eight digits.
 _UPS = re.compile(
     r"(?<![A-Za-z0-9])1Z ?[0-9A-Z]{3} ?[0-9A-Z]{3} ?[0-9A-Z]{2} ?[0-9]{4} ?[0-9]{4}(?![A-Za-z0-9])"
@@ -885,6 +895,8 @@ def _find(text: str, regions: tuple[str, ...], handles: bool) -> list[tuple[int,
             add(m.start(), m.end(), "NINO")
     for start, end in _national_ids(text, regions):
         add(start, end, "NATIONAL_ID")
+    for m in _DATES.finditer(text):
+        add(m.start(), m.end(), "")
     for start, end in _phones(text, regions):
         add(start, end, "PHONE")
     if handles:

@@ -203,3 +203,30 @@ def test_document_ids_that_look_like_numbers_are_kept(tmp_path, db_path):
         api.searchlog(con, [log], redact=True)
         stored = con.execute("SELECT result_ids, clicked_ids FROM search_events").fetchall()
     assert stored == [(ids, ids[:1])]
+
+
+def redacted_in(regions: tuple[str, ...], text: str) -> str:
+    """``text`` redacted with ``regions`` as ``[ingest] pii_regions`` names them."""
+    return redact_text(duckdb.connect(), text, make_redactor(True, regions=regions))
+
+
+# A second probe's findings, through `goldmine ingest searchlog FILE --redact`.
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A day-first (or month-first) date with a time, or two dates as a range, are no phone.
+        "Termin 07.12.2026 14:30",
+        "Zeitraum 01.01.2026-31.12.2026",
+        "zahlung 07/12/2026 14:30 fehlgeschlagen",
+        "07-12-2026 14:30",
+        "due 12/31/2026 09:15:00",
+        "07.12.2026",
+        "2026-12-07 14:30",
+    ],
+)
+def test_a_date_with_its_time_is_no_phone(text):
+    assert redacted(text) == text
+
+
+def test_a_phone_beside_a_date_is_still_one():
+    assert redacted("Termin 07.12.2026 Tel. 0171 1234567") == "Termin 07.12.2026 Tel. <PHONE>"
