@@ -14,7 +14,7 @@ by Google's libphonenumber metadata (``phonenumbers``): valid for one of the con
 for any country when written with ``+``, ``%2B``, ``00`` or in a ``wa.me/`` link; an extension
 (``ext. 12``) goes with its number; a ZIP+4 code is none, nor a date and its time
 (``07.12.2026 14:30``). A bare run of digits (``4155552671``) is only a phone next to a word
-that says so (tel, call, Handy, appelez, ...); a word such as ISBN or order says it is not.
+that says so (tel, call, Handy-Nr., appelez, телефон, 电话, ...); a word such as order says not.
 Credentials (``<SECRET>``) are the formats that carry their issuer's prefix (AWS key ids, JWTs,
 GitHub, GitLab, npm, Hugging Face, Slack, Stripe, SendGrid, OpenAI-style and Google keys,
 Telegram bot tokens), the path of a Slack or Discord webhook, the token after
@@ -693,8 +693,28 @@ PHONE_WORDS = frozenset(
         "chiama",
         "chiamami",
         "whatsapp",
+        "telefone",
+        "ligar",
+        "ligue",
+        "número",
+        "телефон",
+        "телефона",
+        "тел",
+        "номер",
+        "мобильный",
+        "сотовый",
+        "звоните",
+        "позвоните",
+        "नंबर",
+        "नम्बर",
+        "फोन",
+        "फ़ोन",
+        "मोबाइल",
     ]
 )
+# Chinese and Japanese write no space between words: these say phone inside a longer one
+# ("我的电话是", my phone is; "電話番号", phone number; Korean "전화번호" too).
+_UNSPACED_PHONE_WORDS = re.compile("电话|電話|手机|手機|携帯|ケータイ|전화|휴대폰|핸드폰")
 NOT_PHONE_WORDS = frozenset(
     [
         "isbn",
@@ -754,7 +774,10 @@ NOT_PHONE_WORDS = frozenset(
         "parcel",
     ]
 )
-_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)?")
+# A word's letters, and the vowel signs of India's scripts (Devanagari's "नंबर"), which are
+# marks, not letters, to Python's \w; their digits are folded to ASCII before this reads them.
+_LETTER = r"(?:[^\W\d_]|[\u0900-\u0963\u0970-\u0dff])"
+_WORD = re.compile(rf"{_LETTER}+(?:-{_LETTER}+)?")
 
 
 def redact(text: str, regions: tuple[str, ...] = DEFAULT_REGIONS, handles: bool = False) -> str:
@@ -1172,7 +1195,12 @@ def _plausible_layout(s: str) -> bool:
 
 # Words that say "number" whoever's it is: "order number", "phone number". The word before
 # tells (``_context``).
-_NUMBER_WORDS = frozenset(["number", "numbers", "no", "num", "nr", "nummer", "numero"])
+_NUMBER_WORDS = frozenset(
+    ["number", "numbers", "no", "num", "nr", "nummer", "numero", "número", "номер", "नंबर", "नम्बर"]
+)
+# A compound names its number by its head: "Handy-Nr.", "Mobilnummer" a phone's, "Bestell-Nr."
+# an order's.
+_NUMBER_SUFFIX = re.compile(r"-?(?:nr|nummer)$|-(?:no|num|number)$")
 
 
 def _context(text: str, start: int) -> bool | None:
@@ -1181,7 +1209,9 @@ def _context(text: str, start: int) -> bool | None:
     it ("order number" is an order's). The word after counts when nothing comes before."""
     before = [w.lower() for w in _WORD.findall(text, max(0, start - 40), start)]
     for i in range(len(before) - 1, -1, -1):
-        word = before[i]
+        word = _NUMBER_SUFFIX.sub("", before[i]) or before[i]
+        if _UNSPACED_PHONE_WORDS.search(word):
+            return True
         if word in _NUMBER_WORDS and i > 0 and before[i - 1] in NOT_PHONE_WORDS:
             return False
         if word in PHONE_WORDS:

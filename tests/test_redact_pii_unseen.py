@@ -11,6 +11,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
+from goldmine.ingest.pii import DEFAULT_REGIONS
 from goldmine.ingest.redact import make_redactor, redact_text
 
 
@@ -230,3 +231,42 @@ def test_a_date_with_its_time_is_no_phone(text):
 
 def test_a_phone_beside_a_date_is_still_one():
     assert redacted("Termin 07.12.2026 Tel. 0171 1234567") == "Termin 07.12.2026 Tel. <PHONE>"
+
+
+@pytest.mark.parametrize(
+    ("regions", "text", "expected"),
+    [
+        # German compounds name a phone by their head ("Handy-Nr." is the mobile's number).
+        (None, "Rückruf Handy-Nr. 01711234567", "Rückruf Handy-Nr. <PHONE>"),
+        (None, "Handynr 01711234567", "Handynr <PHONE>"),
+        (None, "Mobilnummer 01711234567", "Mobilnummer <PHONE>"),
+        (None, "Telefonnr 01711234567", "Telefonnr <PHONE>"),
+        # Other languages' words for a phone (Hindi's vowel signs are part of its words).
+        (None, "मेरा नंबर 9876543210 है", "मेरा नंबर <PHONE> है"),
+        (None, "मेरा फ़ोन 9876543210", "मेरा फ़ोन <PHONE>"),
+        (("RU",), "телефон 89123456789", "телефон <PHONE>"),
+        (("RU",), "мой номер 89123456789", "мой номер <PHONE>"),
+        (("BR",), "telefone 11987654321", "telefone <PHONE>"),
+        (("BR",), "meu celular 11987654321", "meu celular <PHONE>"),
+        # Chinese and Japanese write no space between words: the phone's word is inside one.
+        (("CN",), "电话 13800138000", "电话 <PHONE>"),
+        (("CN",), "我的电话是13800138000", "我的电话是<PHONE>"),
+        (("JP",), "電話番号 09012345678", "電話番号 <PHONE>"),
+    ],
+)
+def test_words_for_a_phone_in_more_languages(regions, text, expected):
+    assert redacted_in(regions or DEFAULT_REGIONS, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("regions", "text"),
+    [
+        # a compound's head that is no phone's: an order's, a customer's number
+        (None, "Bestell-Nr. 01711234567"),
+        (None, "Kundennummer 01711234567"),
+        (None, "order-nr 01711234567"),
+        (("CN",), "订单号 13800138000"),
+    ],
+)
+def test_a_compound_number_word_goes_by_its_head(regions, text):
+    assert redacted_in(regions or DEFAULT_REGIONS, text) == text
