@@ -483,6 +483,9 @@ _NATIONAL_IDS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
     "ES": (
         ("es.dni", r"\d{8}-?[A-Z]", None),
         ("es.nie", r"[XYZ]-?\d{7}-?[A-Z]", None),
+        # typed in lower case or with dots ("dni 12.345.678-z"): named
+        ("es.dni", r"(?i:(?:\d{8}|\d{1,2}\.\d{3}\.\d{3})-?[a-z])", r"dni|nif"),
+        ("es.nie", r"(?i:[xyz]-?\d{7}-?[a-z])", r"nie|nif"),
     ),
     "NL": (("nl.bsn", r"\d{9}|\d{4}\.\d{2}\.\d{3}", r"bsn|burgerservicenummer|sofi(?:nummer)?"),),
     "IT": (
@@ -529,7 +532,8 @@ def _stdnum(module: str):
 
 
 def _id_valid(module: str, value: str) -> bool:
-    return bool(_stdnum(module).is_valid(value.upper()))
+    # Dots group the digits ("12.345.678-Z"); some of stdnum's modules keep them, and fail.
+    return bool(_stdnum(module).is_valid(value.upper().replace(".", "")))
 
 
 # Credentials pasted into a query or a ticket: the formats that announce themselves by a

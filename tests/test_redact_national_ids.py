@@ -48,6 +48,11 @@ def test_national_ids_of_the_default_regions_are_redacted(text, expected):
     [
         ("ES", "mi DNI es 54362315K", "mi DNI es <NATIONAL_ID>"),
         ("ES", "NIE X2482300W caducado", "NIE <NATIONAL_ID> caducado"),
+        # lower case or dotted, as typed, when named (a probe's finding)
+        ("ES", "mi dni 12345678z caducado", "mi dni <NATIONAL_ID> caducado"),
+        ("ES", "nie x1234567l renovar", "nie <NATIONAL_ID> renovar"),
+        ("ES", "dni 12.345.678-Z", "dni <NATIONAL_ID>"),
+        ("ES", "NIF: 12345678-z", "NIF: <NATIONAL_ID>"),
         ("NL", "mijn BSN is 111222333", "mijn BSN is <NATIONAL_ID>"),
         ("IT", "codice fiscale RSSMRA85T10A562S", "codice fiscale <NATIONAL_ID>"),
         ("BR", "meu CPF 390.533.447-05", "meu CPF <NATIONAL_ID>"),
@@ -67,6 +72,8 @@ def test_national_ids_of_a_configured_region_are_redacted(region, text, expected
         (None, "invoice 36574261809"),  # a valid tax id's digits, but nothing names one
         (None, "ABCDE1234F"),  # PAN-shaped, not a PAN (E is no holder type)
         (None, "mi DNI es 54362315K"),  # Spain is not among the default regions
+        (("ES",), "ref 12345678z"),  # a DNI's shape in lower case, not named
+        (("ES",), "dni 12345678a"),  # named, the wrong letter
         (("NL",), "tracking 111222333"),  # passes the 11-proof, but named as something else
         (("IT",), "model RSSMRA85T10A562X"),  # codice fiscale shape, wrong check character
         (("BR",), "ISBN 978-3-16-148410-0"),
