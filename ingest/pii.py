@@ -1147,7 +1147,7 @@ def is_phone(text: str, start: int, s: str, regions: tuple[str, ...], whole: boo
         return _valid_anywhere(number) or (context is True and _possible_anywhere(number))
     if context is False and not (whole and _written_as_phone(s, regions)):
         return False
-    if not _plausible_layout(s):
+    if not _plausible_layout(s, regions):
         return False
     if context is not True and _ZIP4.fullmatch(s):
         return False
@@ -1188,13 +1188,16 @@ def _national_groups(s: str, region: str) -> tuple[int, ...] | None:
     return tuple(len(g) for g in re.findall(r"\d+", national))
 
 
-def _plausible_layout(s: str) -> bool:
+def _plausible_layout(s: str, regions: tuple[str, ...]) -> bool:
     """Groups as phone numbers are written: no single-digit last group ("0-306-40615-2", an
-    ISBN) and a single-digit first group only as NANP's 1 ("0-123-456-789" is a part number)."""
+    ISBN) and a single-digit first group only as NANP's 1 or a trunk prefix written apart as
+    its region writes it ("8 (495) 123-45-67" in Russia; "0-123-456-789" is a part number)."""
     groups = re.findall(r"\d+", s)
     if len(groups) > 1 and len(groups[-1]) == 1:
         return False
-    return not (len(groups) > 1 and len(groups[0]) == 1 and groups[0] != "1")
+    if len(groups) > 1 and len(groups[0]) == 1 and groups[0] != "1":
+        return _written_as_phone(s, regions)
+    return True
 
 
 # Words that say "number" whoever's it is: "order number", "phone number". The word before

@@ -270,3 +270,27 @@ def test_words_for_a_phone_in_more_languages(regions, text, expected):
 )
 def test_a_compound_number_word_goes_by_its_head(regions, text):
     assert redacted_in(regions or DEFAULT_REGIONS, text) == text
+
+
+@pytest.mark.parametrize(
+    ("regions", "text", "expected"),
+    [
+        # Russia writes its trunk prefix 8 apart, as libphonenumber formats the number.
+        (("RU",), "телефон 8 (495) 123-45-67", "телефон <PHONE>"),
+        (("RU",), "телефон 8 912 345-67-89", "телефон <PHONE>"),
+        (("US", "RU"), "звоните 8-800-555-35-35", "звоните <PHONE>"),
+    ],
+)
+def test_a_trunk_prefix_written_apart_goes_with_its_number(regions, text, expected):
+    assert redacted_in(regions, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("regions", "text"),
+    [
+        (None, "part 0-123-456-789"),
+        (("RU",), "part 8-123-456-789"),
+    ],
+)
+def test_a_single_digit_first_group_is_still_a_part_number(regions, text):
+    assert redacted_in(regions or DEFAULT_REGIONS, text) == text
