@@ -294,3 +294,31 @@ def test_a_trunk_prefix_written_apart_goes_with_its_number(regions, text, expect
 )
 def test_a_single_digit_first_group_is_still_a_part_number(regions, text):
     assert redacted_in(regions or DEFAULT_REGIONS, text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # An IBAN in hyphenated groups, and one whose country's length leaves a short last group.
+        ("IBAN DE89-3704-0044-0532-0130-00", "IBAN <IBAN>"),
+        ("pay to DE89-3704-0044-0532-0130-00 today", "pay to <IBAN> today"),
+        ("BR15 0000 0000 0000 1093 2840 814 P2", "<IBAN>"),
+        ("BR1500000000000010932840814P2 please", "<IBAN> please"),
+        ("iban gb82 west 1234 5698 7654 32", "iban <IBAN>"),
+        ("IBAN DE89 3704 0044 0532 0130 00 from", "IBAN <IBAN> from"),
+    ],
+)
+def test_an_iban_is_taken_whole_at_its_countrys_length(text, expected):
+    assert redacted(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # mod 97 holds, but no country's IBAN is this long (Germany's has 22 characters)
+        "ref DE40 3704 0044 0532 0130 0074",
+        "id de30-5d54-75b4-431b-adb2-eb6b9e546014",
+    ],
+)
+def test_a_run_no_country_writes_is_no_iban(text):
+    assert redacted(text) == text
