@@ -9,19 +9,19 @@ spelled ``jane [at] example [dot] com``), IPv6/IPv4 by ``ipaddress``, IBANs by I
 their country's length, cards by Luhn *and* an issuer's prefix and length (both in groups, also
 wrapped onto a second line), US SSNs by the SSA's ranges (``ddd-dd-dddd``, other layouts, dots too,
 only after "SSN"), UK NI numbers by HMRC's prefixes (in capitals, or after "NI number"), the
-configured regions' national identity numbers by python-stdnum's checks (``<NATIONAL_ID>``), phone
-numbers by Google's libphonenumber metadata (``phonenumbers``): valid for one of the configured
-regions, or for any country when written with ``+``, ``%2B``, ``00`` or in a ``wa.me/`` link; an
-extension (``ext. 12``) goes with its number; a ZIP+4 code is none, nor a date and its time
-(``07.12.2026 14:30``). A bare run of digits (``4155552671``) is only a phone next to a word that
-says so (tel, call, Handy-Nr., appelez, телефон, 电话, ...); a word such as order says not.
-Credentials (``<SECRET>``) are the formats that carry their issuer's prefix (AWS key ids, JWTs,
-GitHub, GitLab, npm, Hugging Face, Slack, Stripe, SendGrid, OpenAI-style and Google keys, Telegram
-bot tokens), the path of a Slack or Discord webhook, the token after "Bearer", base64
-"user:password" after "Basic", and the value after a name such as ``api_key=`` or ``password:``;
-each must hold a digit, as generated keys do. A PEM private key block is one ``<SECRET>``, and so
-is the password of a URL's user (a connection string, ``postgres://app:<SECRET>@db/prod``), the
-user and host kept.
+configured regions' national identity numbers by python-stdnum's checks (``<NATIONAL_ID>``; a CPF
+or a Chinese resident id after its name in any region), phone numbers by Google's libphonenumber
+metadata (``phonenumbers``): valid for one of the configured regions, or for any country when
+written with ``+``, ``%2B``, ``00`` or in a ``wa.me/`` link; an extension (``ext. 12``) goes with
+its number; a ZIP+4 code is none, nor a date and its time (``07.12.2026 14:30``). A bare run of
+digits (``4155552671``) is only a phone next to a word that says so (tel, call, Handy-Nr., appelez,
+телефон, 电话, ...); a word such as order says not. Credentials (``<SECRET>``) are the formats that
+carry their issuer's prefix (AWS key ids, JWTs, GitHub, GitLab, npm, Hugging Face, Slack, Stripe,
+SendGrid, OpenAI-style and Google keys, Telegram bot tokens), the path of a Slack or Discord
+webhook, the token after "Bearer", base64 "user:password" after "Basic", and the value after a name
+such as ``api_key=`` or ``password:``; each must hold a digit, as generated keys do. A PEM private
+key block is one ``<SECRET>``, and so is the password of a URL's user (a connection string,
+``postgres://app:<SECRET>@db/prod``), the user and host kept.
 
 This runs in Python, so the SQL side (``redact.py``) sends it only the texts that a cheap RE2
 test (``CANDIDATE``) finds a candidate in: most queries never leave DuckDB. Both engines call
@@ -500,18 +500,30 @@ _NATIONAL_IDS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
     ),
     "CA": (("ca.sin", r"\d{3}([ -]?)\d{3}\1\d{3}", r"sin|social insurance|nas"),),
     "AU": (("au.tfn", r"\d{3} ?\d{3} ?\d{2,3}", r"tfn|tax file"),),
+    "CN": (("cn.ric", r"\d{17}[\dX]", None),),
 }  # fmt: skip
+# Ids named by a word that only their country uses ("CPF", "身份证"), which count whatever the
+# regions: a CPF was taken for a phone, and a resident id of 18 digits kept, where BR or CN was
+# not configured.
+_NAMED_ANYWHERE = (
+    ("br.cpf", r"\d{3}\.?\d{3}\.?\d{3}-?\d{2}", r"cpf"),
+    ("cn.ric", r"\d{17}[\dXx]", r"(?:居民)?身份证(?:号码?)?是?"),
+)
 
 
 @cache
 def _id_checks(regions: tuple[str, ...]) -> tuple[tuple[re.Pattern, re.Pattern | None, str], ...]:
     """The configured regions' national-id patterns, compiled once per set of regions."""
     out = []
-    for region in regions:
-        for module, pattern, names in _NATIONAL_IDS.get(region, ()):
-            found = re.compile(rf"(?<![{_W}]){pattern}(?![{_W}])")
-            named = re.compile(rf"\b(?:{names}){_ID_NAME_TAIL}", re.I) if names else None
-            out.append((found, named, module))
+    for module, pattern, names in (
+        *(entry for region in regions for entry in _NATIONAL_IDS.get(region, ())),
+        *_NAMED_ANYWHERE,
+    ):
+        found = re.compile(rf"(?<![{_W}]){pattern}(?![{_W}])")
+        # no Latin letter before a name ("japan" is no "pan"); Chinese writes its words joined
+        before = r"(?<![A-Za-z\u00c0-\u024f])"
+        named = re.compile(rf"{before}(?:{names}){_ID_NAME_TAIL}", re.I) if names else None
+        out.append((found, named, module))
     return tuple(out)
 
 

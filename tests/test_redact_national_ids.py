@@ -44,6 +44,21 @@ def test_national_ids_of_the_default_regions_are_redacted(text, expected):
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # An id named by a word only its country uses ("CPF", "身份证") whatever the regions:
+        # a CPF was <PHONE>, a Chinese resident id kept (a probe's finding).
+        ("meu CPF 123.456.789-09", "meu CPF <NATIONAL_ID>"),
+        ("cpf 39053344705", "cpf <NATIONAL_ID>"),
+        ("身份证 11010519491231002X", "身份证 <NATIONAL_ID>"),
+        ("我的身份证号码是11010519491231002x", "我的身份证号码是<NATIONAL_ID>"),
+    ],
+)
+def test_an_id_named_by_its_countrys_own_word_is_redacted_in_any_region(text, expected):
+    assert redacted(text) == expected
+
+
+@pytest.mark.parametrize(
     ("region", "text", "expected"),
     [
         ("ES", "mi DNI es 54362315K", "mi DNI es <NATIONAL_ID>"),
@@ -59,6 +74,7 @@ def test_national_ids_of_the_default_regions_are_redacted(text, expected):
         ("BR", "cpf 39053344705", "cpf <NATIONAL_ID>"),
         ("CA", "my SIN is 130 692 544", "my SIN is <NATIONAL_ID>"),
         ("AU", "TFN 123 456 782 for payroll", "TFN <NATIONAL_ID> for payroll"),
+        ("CN", "11010519491231002X", "<NATIONAL_ID>"),
     ],
 )
 def test_national_ids_of_a_configured_region_are_redacted(region, text, expected):
@@ -77,6 +93,8 @@ def test_national_ids_of_a_configured_region_are_redacted(region, text, expected
         (("NL",), "tracking 111222333"),  # passes the 11-proof, but named as something else
         (("IT",), "model RSSMRA85T10A562X"),  # codice fiscale shape, wrong check character
         (("BR",), "ISBN 978-3-16-148410-0"),
+        (None, "11010519491231002X"),  # a Chinese resident id, China not configured nor named
+        (("CN",), "身份证 110105194912310021"),  # the wrong check digit
     ],
 )
 def test_look_alikes_are_left_as_written(regions, text):
