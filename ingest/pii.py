@@ -1148,6 +1148,11 @@ def _phone_span(text: str, start: int, s: str, regions: tuple[str, ...]):
             if sum(c.isdigit() for c in sub) >= 7 and is_phone(
                 text, start + lo, sub, regions, whole
             ):
+                # Groups left before a number written as its region writes one are apart from
+                # it ("room 12 06 12 34 56 78"); before one written otherwise they may be its
+                # own digits ("2 84 05 73 157 087 49", a NIR with a wrong key): the run goes.
+                if drop_start and not _written_as_phone(sub, regions):
+                    lo = 0
                 return start + lo, start + hi
     return None
 

@@ -322,3 +322,18 @@ def test_an_iban_is_taken_whole_at_its_countrys_length(text, expected):
 )
 def test_a_run_no_country_writes_is_no_iban(text):
     assert redacted(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A phone found inside a longer run, not written as its region writes one, takes the
+        # run: a French NIR with a wrong key kept "2 84" in the clear.
+        ("nir 2 84 05 73 157 087 49", "nir <PHONE>"),
+        # written as one, it is the phone alone
+        ("room 12 06 12 34 56 78", "room 12 <PHONE>"),
+        ("call 020 7946 0958 2 times", "call <PHONE> 2 times"),
+    ],
+)
+def test_a_phone_inside_a_longer_run_takes_the_run_unless_written_as_one(text, expected):
+    assert redacted(text) == expected
