@@ -1169,7 +1169,10 @@ def is_phone(text: str, start: int, s: str, regions: tuple[str, ...], whole: boo
     context = _context(text, start)
     if international:
         number = "+" + digits[2:] if s.startswith("00") else s
-        return _valid_anywhere(number) or (context is True and _possible_anywhere(number))
+        return _valid_anywhere(number) or (
+            (context is True or _international_groups(number) == _groups(s))
+            and _possible_anywhere(number)
+        )
     if context is False and not (whole and _written_as_phone(s, regions)):
         return False
     if not _plausible_layout(s, regions):
@@ -1286,6 +1289,22 @@ def _valid_anywhere(s: str) -> bool:
 
     number = _parse(s, None)
     return number is not None and phonenumbers.is_valid_number(number)
+
+
+def _groups(s: str) -> tuple[int, ...]:
+    return tuple(len(g) for g in re.findall(r"\d+", s))
+
+
+@lru_cache(maxsize=4096)
+def _international_groups(s: str) -> tuple[int, ...] | None:
+    """The digit groups of ``+…`` as libphonenumber writes it: a number kept for fiction
+    ("+44 7700 900123") is no valid one, yet written in its country's groups it is a phone."""
+    import phonenumbers
+
+    number = _parse(s, None)
+    if number is None:
+        return None
+    return _groups(phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.INTERNATIONAL))
 
 
 def _possible_anywhere(s: str) -> bool:

@@ -337,3 +337,20 @@ def test_a_run_no_country_writes_is_no_iban(text):
 )
 def test_a_phone_inside_a_longer_run_takes_the_run_unless_written_as_one(text, expected):
     assert redacted(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Numbers kept for fiction (Ofcom's 07700 900xxx, NANP's 555-01xx) are no valid number
+        # to libphonenumber, but written with + in their country's groups they read as phones.
+        ("+44 7700 900123", "<PHONE>"),
+        ("whatsapp me +44 7700 900123", "whatsapp me <PHONE>"),
+        ("+1 555-555-0100 support", "<PHONE> support"),
+        # grouped as no country writes it, nor named
+        ("+4477 0090 0123", "+4477 0090 0123"),
+        ("+12 345 678", "+12 345 678"),
+    ],
+)
+def test_a_plus_number_in_its_countrys_groups_is_a_phone(text, expected):
+    assert redacted(text) == expected
