@@ -138,6 +138,8 @@ def _run_from_mapping(value: Mapping) -> Run:
     for key, ranked in value.items():
         qid = str(key)
         if isinstance(ranked, Mapping):
+            if None in ranked:  # a key lookup, not a pass over the ids
+                _refuse_none(qid, list(ranked))
             results[qid], scores[qid] = _ordered(qid, ranked)
         elif isinstance(ranked, str) or not isinstance(ranked, Iterable):
             raise InputError(
@@ -145,9 +147,9 @@ def _run_from_mapping(value: Mapping) -> Run:
                 f"got {type(ranked).__name__}"
             )
         elif _pairs(qid, ranked := _reiterable(ranked)):
-            results[qid], scores[qid] = _ordered(qid, _first_of_each(ranked))
+            results[qid], scores[qid] = _ordered(qid, _first_of_each(qid, ranked))
         else:
-            results[qid] = list(map(str, ranked))
+            results[qid] = list(map(str, _refuse_none(qid, list(ranked))))
             listed = True
     run = Run(results, "dict", None, "dict", scores=scores or None)
     return dedupe(run) if listed else run  # a dict's ids are unique already
@@ -182,13 +184,28 @@ def _no_id(item: object) -> bool:
     return number or listed or isinstance(item, bool)
 
 
-def _first_of_each(pairs: Iterable) -> dict[str, object]:
+def _refuse_none(qid: str, ids: list) -> list:
+    """``ids`` unless one is None: a retriever's miss, which ``str`` would make the id "None"
+    (and several of them "repeated ids"). ``None in`` runs in C, as the conversion does."""
+    if None in ids:
+        raise _none_id(qid, ids.index(None) + 1)
+    return ids
+
+
+def _none_id(qid: str, rank: int) -> InputError:
+    return InputError(f"run: query {qid!r}: result {rank} is None, not an id; give ids or "
+                      "(id, score) pairs")  # fmt: skip
+
+
+def _first_of_each(qid: str, pairs: Iterable) -> dict[str, object]:
     """{id: score} of (id, score) pairs, an id given twice keeping its first score (as a
     ranked list keeps an id at its first rank)."""
     out: dict[str, object] = {}
-    for pair in pairs:
+    for at, pair in enumerate(pairs, start=1):
         if not isinstance(pair, tuple | list) or len(pair) != 2:
             raise InputError(f"run: expected (id, score) pairs or ids, got {pair!r}")
+        if pair[0] is None:
+            raise _none_id(qid, at)
         out.setdefault(str(pair[0]), pair[1])
     return out
 
@@ -265,13 +282,13 @@ def _gold_from_frame(frame: polars.DataFrame) -> Gold:
     return Gold(queries, "DataFrame", _digest(queries), "frame")
 
 
-def _refuse_gaps(table: polars.DataFrame, names: dict[str, str]) -> None:
+def _refuse_gaps(table: polars.DataFrame, names: dict[str, str], what: str = "gold") -> None:
     """A row missing its query, doc or grade (None, or NaN from pandas) is an InputError."""
     for column, name in names.items():
         nulls = table[column].is_null()
         if nulls.any():
             row = int(nulls.arg_max() or 0) + 1
-            raise InputError(f"gold: row {row} of the frame is missing its {name!r}")
+            raise InputError(f"{what}: row {row} of the frame is missing its {name!r}")
 
 
 def _refuse_two_grades(table: polars.DataFrame) -> None:
@@ -309,6 +326,7 @@ def _run_from_frame(frame: polars.DataFrame) -> Run:
     key = pl.col(score).cast(pl.Float64) if score else -pl.col(rank).cast(pl.Float64)
     table = frame.select(qid=pl.col(qid).cast(pl.String), doc=pl.col(doc).cast(pl.String),
                          score=key)  # fmt: skip
+    _refuse_gaps(table, {"qid": qid, "doc": doc}, "run")  # a null id is no id (nor "None")
     if table["score"].is_nan().any() or table["score"].null_count():
         raise InputError("run: a score (or rank) is missing or NaN")
     order = {"descending": [False, True, True], "maintain_order": True}

@@ -111,3 +111,24 @@ def test_a_repeated_id_is_a_warning_in_python_and_in_json(cli, tmp_path) -> None
 def test_a_bool_is_no_grade(grade) -> None:
     with pytest.raises(InputError, match="a grade is an integer"):
         goldmine.evaluate({"q1": {"d1": grade}}, RUN)
+
+
+@pytest.mark.parametrize(
+    "ranked",
+    [["d1", None], [None, None, "d1"], [("d1", 0.9), (None, 0.5)], {"d1": 0.9, None: 0.5}],
+)
+def test_a_none_among_a_querys_results_is_no_id(ranked) -> None:
+    """A retriever's miss (None) was the doc id "None", and several were "repeated ids": the
+    CLI's --retriever refuses it, and so does a run given in Python, naming the query."""
+    with pytest.raises(InputError, match=r"run: query 'q1': .*None.* not an id"):
+        goldmine.evaluate({"q1": {"None": 1, "d1": 1}}, {"q1": ranked}, metrics="mrr")
+
+
+@pytest.mark.parametrize("column", ["qid", "docid"])
+def test_a_run_frame_row_missing_its_query_or_doc_is_refused(column) -> None:
+    """A null doc was ranked as a result, a null query crashed matching with AttributeError."""
+    run = pl.DataFrame({"qid": ["q1", "q1"], "docid": ["d2", "d1"], "score": [2.0, 1.0]})
+    run = run.with_columns(pl.when(pl.int_range(2) == 0).then(None).otherwise(pl.col(column))
+                           .alias(column))  # fmt: skip
+    with pytest.raises(InputError, match=f"run: row 1 of the frame is missing its '{column}'"):
+        goldmine.evaluate({"q1": {"d1": 1}}, run, metrics="mrr")
