@@ -264,6 +264,7 @@ def _gold_from_frame(frame: polars.DataFrame) -> Gold:
     qid = _column(frame, QUERY_COLUMNS, "gold")
     doc = _column(frame, DOC_COLUMNS, "gold", skip=(qid,))
     grade = _column(frame, GRADE_COLUMNS, "gold", skip=(qid, doc))
+    _refuse_fractions(frame, qid, doc, grade)
     try:
         grades = frame[grade].cast(pl.Int64, strict=True)
     except pl.exceptions.PolarsError:
@@ -280,6 +281,18 @@ def _gold_from_frame(frame: polars.DataFrame) -> Gold:
     if not queries:
         raise InputError("gold: the frame is empty")
     return Gold(queries, "DataFrame", _digest(queries), "frame")
+
+
+def _refuse_fractions(frame: polars.DataFrame, qid: str, doc: str, grade: str) -> None:
+    """A float grade that is not whole (1.7) is refused as a dict's is: a cast to integers
+    would truncate it to 1 without a word. 2.0, as pandas holds a column with a gap, is 2."""
+    column = frame[grade]
+    if not column.dtype.is_float():
+        return
+    fractional = (column != column.floor()).fill_null(False)
+    if fractional.any():
+        at = int(fractional.arg_max() or 0)
+        _grade(str(frame[qid][at]), str(frame[doc][at]), column[at])  # raises, as for a dict
 
 
 def _refuse_gaps(table: polars.DataFrame, names: dict[str, str], what: str = "gold") -> None:

@@ -132,3 +132,13 @@ def test_a_run_frame_row_missing_its_query_or_doc_is_refused(column) -> None:
                            .alias(column))  # fmt: skip
     with pytest.raises(InputError, match=f"run: row 1 of the frame is missing its '{column}'"):
         goldmine.evaluate({"q1": {"d1": 1}}, run, metrics="mrr")
+
+
+@pytest.mark.parametrize("make", [pd.DataFrame, pl.DataFrame])
+def test_a_fractional_grade_in_a_frame_is_refused_as_in_a_dict(make) -> None:
+    """A frame's 1.7 was cast to 1 without a word; a dict's, and a qrels file's, is refused."""
+    frame = make({"query_id": ["q1", "q1"], "doc_id": ["d2", "d1"], "relevance": [2.0, 1.7]})
+    with pytest.raises(InputError, match=r"query 'q1', doc 'd1': a grade is an integer, got 1.7"):
+        goldmine.evaluate(frame, RUN)
+    whole = make({"query_id": ["q1", "q2"], "doc_id": ["d1", "d4"], "relevance": [2.0, 1.0]})
+    assert goldmine.evaluate(whole, RUN, metrics="mrr").mean["mrr"] == pytest.approx(0.75)
