@@ -14,6 +14,7 @@ from pathlib import Path
 
 from goldmine.errors import InputError
 from goldmine.eval.result import EvalResult, NoAnswerResult, abstention
+from goldmine.files import require_file
 from goldmine.gold import Gold, Run
 from goldmine.metrics import Metric, aggregate, score_query
 from goldmine.readers import LARGE_FILE_BYTES, read_gold, read_run, run_format_of
@@ -170,6 +171,7 @@ def evaluate_run_file(
     abstain_below: float | None = None,
 ) -> tuple[EvalResult, str | None]:
     """Score a run file against a gold set; returns the result and the run file's format."""
+    require_file(run_path)  # a missing file is an InputError before the size is asked for
     # Above this size the columnar engine wins; below it polars' start-up costs more than a parse.
     big = force or Path(run_path).stat().st_size >= LARGE_FILE_BYTES
     if big:

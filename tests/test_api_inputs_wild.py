@@ -142,3 +142,13 @@ def test_a_fractional_grade_in_a_frame_is_refused_as_in_a_dict(make) -> None:
         goldmine.evaluate(frame, RUN)
     whole = make({"query_id": ["q1", "q2"], "doc_id": ["d1", "d4"], "relevance": [2.0, 1.0]})
     assert goldmine.evaluate(whole, RUN, metrics="mrr").mean["mrr"] == pytest.approx(0.75)
+
+
+def test_a_missing_run_file_is_an_input_error_as_a_missing_gold_file_is(tmp_path) -> None:
+    """The run's path went to os.stat first: a bare FileNotFoundError, not goldmine's error."""
+    with pytest.raises(InputError, match="nope.qrels: no such file or folder"):
+        goldmine.evaluate(tmp_path / "nope.qrels", RUN)
+    with pytest.raises(InputError, match="nope.trec: no such file or folder"):
+        goldmine.evaluate({"q1": {"d1": 1}}, tmp_path / "nope.trec")
+    with pytest.raises(InputError, match="nope.trec: no such file or folder"):
+        goldmine.compare({"q1": {"d1": 1}}, RUN, str(tmp_path / "nope.trec"))
