@@ -752,8 +752,8 @@ def registered(con: duckdb.DuckDBPyConnection, **frames) -> Iterator[None]:
 
 
 class Store:
-    """The store, its path resolved once (flag > ``GOLDMINE_DB`` > goldmine.toml > default),
-    opened for one unit of work at a time.
+    """The store, its path resolved once (flag > ``GOLDMINE_DB`` > goldmine.toml > default) and
+    made absolute, opened for one unit of work at a time.
 
     ``read()`` and ``write()`` hold a connection for the ``with`` block only, so other processes
     can use the file between units, and turn DuckDB's errors into the project's (``StoreError``;
@@ -767,7 +767,9 @@ class Store:
     """
 
     def __init__(self, path: str | Path | None = None, *, write: bool = False) -> None:
-        self.path = resolve_db_path(path)
+        # Absolute now: a notebook that changes folder later still means this file, never a new
+        # empty store in the folder it moved to.
+        self.path = resolve_db_path(path).resolve()
         self.writable = write
 
     def __repr__(self) -> str:

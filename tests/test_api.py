@@ -318,6 +318,22 @@ def test_store_is_read_only_unless_asked_and_speaks_the_projects_errors(publishe
         assert con.execute("SELECT count(*) FROM notes").fetchall() == [(0,)]
 
 
+def test_a_store_made_from_a_relative_path_keeps_its_file_after_a_chdir(
+    published: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """The path was kept relative: after os.chdir a write made a new empty store there."""
+    monkeypatch.chdir(published.parent)
+    store = goldmine.Store(published.name, write=True)
+    assert store.path == published.resolve() and str(published.resolve()) in repr(store)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with store.write() as con:
+        assert con.execute("SELECT count(*) FROM gold_versions").fetchall() == [(1,)]
+    assert store.gold("v1").version == 1
+    assert list(elsewhere.iterdir()) == []
+
+
 # --- exports other tools load --------------------------------------------------------------------
 
 
