@@ -551,6 +551,8 @@ def connect(
             duckdb, path, read_only, config, busy_wait() if wait is None else wait
         )
     except duckdb.Error as exc:
+        if "different configuration" in str(exc) and path.resolve() in _held:
+            raise _held_here(path) from exc
         if settings and not isinstance(exc, duckdb.IOException | duckdb.CatalogException):
             # DuckDB's message names neither the setting nor where its value came from.
             given = "; ".join(f"{k} = {v!r} from {where}" for k, (v, where) in settings.items())
@@ -573,6 +575,15 @@ def connect(
         con.close()
         raise
     return con
+
+
+def _held_here(path: Path) -> StoreError:
+    """What DuckDB's "different configuration" means when this process has the store open: a
+    read-only and a read-write connection cannot both be open in one process."""
+    if open_writer(path) is not None:
+        return StoreError(f"this process holds {path} open for writing: read through `con` "
+                          "inside the block, or after it")  # fmt: skip
+    return StoreError(f"this process holds {path} open for reading: write after the block")
 
 
 @contextmanager
@@ -600,11 +611,43 @@ def open_store(
         return
     con = connect(path, read_only=read_only, lean=lean, create=create, wait=wait)
     _claim(path)
+    # A read-write connection is registered for reads beside it (Store.read); a read-only one
+    # goes on a list of its own, which nobody reads.
+    writers = _writing.setdefault(path.resolve(), []) if not read_only else []
+    writers.append(con)
     try:
         yield con
     finally:
+        writers.remove(con)
         con.close()
         _release(path)
+
+
+# This process's read-write connections per store (resolved path), innermost last: DuckDB takes
+# no read-only connection beside them in the same process, so a read goes through one.
+_writing: dict[Path, list] = {}
+
+
+def open_writer(path: Path) -> duckdb.DuckDBPyConnection | None:
+    """The read-write connection this process holds open on the store, if any."""
+    held = _writing.get(path.resolve())
+    return held[-1] if held else None
+
+
+@contextmanager
+def read_through(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor of ``con`` (the same database, a transaction of its own) in a read-only
+    transaction: a read beside a write in one process sees what the write has committed, and
+    cannot write."""
+    cursor = con.cursor()
+    try:
+        with suppress(_duckdb_error()):  # a DuckDB without READ ONLY transactions: a plain cursor
+            cursor.execute("BEGIN TRANSACTION READ ONLY")
+        yield cursor
+    finally:
+        with suppress(_duckdb_error()):
+            cursor.execute("ROLLBACK")
+        cursor.close()
 
 
 @contextmanager
@@ -797,7 +840,14 @@ class Store:
 
     @contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A read-only connection for one unit of work."""
+        """A read-only connection for one unit of work. Inside a ``write()`` block on the same
+        file (this Store or another) it reads through the open connection, and sees what that
+        has committed."""
+        writer = open_writer(self.path)
+        if writer is not None:  # DuckDB refuses a read-only connection beside it
+            with read_through(writer) as con, _mapped(self.path):
+                yield con
+            return
         with open_store(self.path, read_only=True, create=False) as con, _mapped(self.path):
             yield con
 

@@ -334,6 +334,26 @@ def test_a_store_made_from_a_relative_path_keeps_its_file_after_a_chdir(
     assert list(elsewhere.iterdir()) == []
 
 
+def test_a_read_inside_a_write_block_goes_through_the_open_connection(published: Path) -> None:
+    """DuckDB takes no read-only connection beside a read-write one in the same process: a
+    view asked for inside ``with store.write()`` was a raw "different configuration" error."""
+    store = goldmine.Store(published, write=True)
+    with store.write() as con:
+        con.execute("CREATE TABLE notes (x INTEGER)")
+        assert store.gold(1).version == 1 and store.versions().height == 1
+        assert goldmine.Store(published).versions().height == 1  # a second Store on the file
+        with store.read() as reading:
+            assert reading.execute("SELECT count(*) FROM notes").fetchall() == [(0,)]
+        with pytest.raises(goldmine.StoreError, match="read-only"), store.read() as reading:
+            reading.execute("INSERT INTO notes VALUES (1)")
+        con.execute("INSERT INTO notes VALUES (1)")
+    with store.read() as con:
+        assert con.execute("SELECT count(*) FROM notes").fetchall() == [(1,)]
+        held = f"this process holds {published} open for reading: write after the block"
+        with pytest.raises(goldmine.StoreError, match=held), store.write():
+            pass
+
+
 # --- exports other tools load --------------------------------------------------------------------
 
 
