@@ -547,6 +547,19 @@ def connect(
     settings = engine_settings()
     config = _engine_config(path, settings, spill=path.exists() or not read_only)
     try:
+        return _opened(duckdb, path, config, settings, read_only=read_only, lean=lean, wait=wait)
+    except BaseException:
+        if path.resolve() not in _held:  # no open unit of work of this process spills there
+            _drop_own_spill(path)  # a refused file (someone else's database) keeps nothing beside
+        raise
+
+
+def _opened(
+    duckdb, path: Path, config: dict, settings: dict, *, read_only: bool, lean: bool,
+    wait: float | None,
+) -> duckdb.DuckDBPyConnection:  # fmt: skip
+    """``connect``'s connection once the file is known to be a store or to be made one."""
+    try:
         con = _connect_waiting(
             duckdb, path, read_only, config, busy_wait() if wait is None else wait
         )

@@ -323,12 +323,16 @@ def test_another_duckdb_database_is_refused_and_left_as_it_was(cli, tmp_path: Pa
     theirs = tmp_path / "analytics.duckdb"
     with duckdb.connect(str(theirs)) as con:
         con.execute("CREATE TABLE page_views (url VARCHAR, n INTEGER)")
-    for args in (["gold", "list"], ["status"], ["add", "hello"]):
+    for args in (["gold", "list"], ["status"], ["add", "hello"], ["eval", "runs"]):
         result = cli(*args, "--db", str(theirs))
         assert result.returncode == 2, (args, result.stderr)
         assert "not a goldmine store" in result.stderr and "page_views" in result.stderr
     with pytest.raises(InputError, match="not a goldmine store"):
         goldmine.Store(theirs).versions()
+    with pytest.raises(InputError, match="not a goldmine store"), goldmine.Store(theirs).read():
+        pass
+    # nothing beside their file: the spill folder made for the open went with the refusal
+    assert [p.name for p in tmp_path.iterdir()] == ["analytics.duckdb"]
     with duckdb.connect(str(theirs), read_only=True) as con:
         tables = con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
     assert tables == [("page_views",)]
