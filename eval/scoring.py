@@ -27,17 +27,18 @@ def match_run_to_gold(gold: Gold, run: Run) -> tuple[dict[str, str], list[str]]:
     Keys match by id; where either side keys queries by their text, by text too: the exact text
     first, then the normalized one for a query no exact text took ("Reset password" and "reset
     password!" are two queries, each with its own ranking). A text two gold queries share ranks
-    for both.
+    for both. An id comes first: a text naming a query the run also gives by id takes nothing.
     """
+    ranks = {key: key for key in run.results if key in gold.queries}
+    rest = [key for key in run.results if key not in ranks]
     by_text = run.keyed_by == "text" or gold.keyed_by_text
-    exact, normalized = gold.text_index() if by_text else ({}, {})
-    ranks: dict[str, str] = {}
+    if not (rest and by_text):  # the texts are indexed only when some key is no id
+        return ranks, rest
+    exact, normalized = gold.text_index()
     ignored: list[str] = []
     loose: list[str] = []
-    for key in run.results:
-        if key in gold.queries:
-            ranks.setdefault(key, key)
-        elif key.strip() in exact:
+    for key in rest:
+        if key.strip() in exact:
             for qid in exact[key.strip()]:
                 ranks.setdefault(qid, key)
         else:
@@ -126,9 +127,11 @@ def check_overlap(result: EvalResult, gold: Gold) -> str | None:
     )
     answerable = " answerable" if n != len(gold.queries) else ""
     if not found:
+        # texts match only a gold set that has them (a file or a version, not a dict or qrels)
+        texts = ", or the query texts" if any(q.query for q in gold.queries.values()) else ""
         raise InputError(
             f"the run's query ids match none of the gold's {n}{answerable} queries: {examples}. "
-            "Was the run made for this gold set (the same query ids, or the query texts)?"
+            f"Was the run made for this gold set (the same query ids{texts})?"
         )
     return (
         f"the run has only {len(found)} of the gold's {n}{answerable} queries "

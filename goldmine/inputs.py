@@ -39,6 +39,9 @@ _VERSION = re.compile(r"^(v?\d+|latest)$", re.IGNORECASE)  # as `eval run --gold
 
 # Column names for the TREC fields, in the spellings of trec_eval, BEIR, ranx and ir_measures.
 QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id", "topic_id", "topic", "query")
+# A run's queries may be given by their text instead, as in a run file (matched to the gold's).
+TEXT_COLUMNS = ("query", "query_text")
+RUN_QUERY_COLUMNS = (*QUERY_COLUMNS, "query_text")
 # MS MARCO's passage runs name a passage "pid".
 DOC_COLUMNS = ("doc_id", "docid", "docno", "chunk_id", "corpus-id", "corpus_id", "pid",
                "passage_id", "doc")  # fmt: skip
@@ -151,7 +154,8 @@ def _run_from_mapping(value: Mapping) -> Run:
         else:
             results[qid] = list(map(str, _refuse_none(qid, list(ranked))))
             listed = True
-    run = Run(results, "dict", None, "dict", scores=scores or None)
+    # Keyed by id or by the query's text, as a JSON run file of the same shape is matched.
+    run = Run(results, "dict", None, "dict", keyed_by="text", scores=scores or None)
     return dedupe(run) if listed else run  # a dict's ids are unique already
 
 
@@ -327,7 +331,7 @@ def _run_from_frame(frame: polars.DataFrame) -> Run:
     """Ranked by ``score`` (trec_eval's order) or, without one, by ``rank``."""
     import polars as pl
 
-    qid = _column(frame, QUERY_COLUMNS, "run")
+    qid = _column(frame, RUN_QUERY_COLUMNS, "run")
     doc = _column(frame, DOC_COLUMNS, "run", skip=(qid,))
     score = _column(frame, SCORE_COLUMNS, "", skip=(qid, doc))
     rank = None if score else _column(frame, ("rank",), "", skip=(qid, doc))
@@ -347,4 +351,6 @@ def _run_from_frame(frame: polars.DataFrame) -> Run:
     grouped = ranked.group_by("qid", maintain_order=True).agg("doc", "score")
     results = {q: docs for q, docs, _ in grouped.iter_rows()}
     scores = {q: s for q, _, s in grouped.iter_rows()} if score else None
-    return dedupe(Run(results, "DataFrame", None, "frame", scores=scores))
+    # A query column of texts (PyTerrier's "query") is matched by text, as a CSV run's is.
+    keyed_by = "text" if qid.lower() in TEXT_COLUMNS else "id"
+    return dedupe(Run(results, "DataFrame", None, "frame", keyed_by=keyed_by, scores=scores))

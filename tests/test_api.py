@@ -334,6 +334,34 @@ def test_a_store_made_from_a_relative_path_keeps_its_file_after_a_chdir(
     assert list(elsewhere.iterdir()) == []
 
 
+def test_a_run_keyed_by_query_text_matches_as_a_run_file_does(published: Path, tmp_path) -> None:
+    """A JSONL run of texts matched the gold's queries; the same run as a dict, or as a frame
+    with a ``query`` column, matched none ("the run's query ids match none"), while the message
+    said texts would do."""
+    v1 = goldmine.Store(published).gold("v1")
+    texts = {f"text of {q}": list(v1.qrels[q]) for q in v1}  # the relevant ids, best first
+    (tmp_path / "r.jsonl").write_text("".join(
+        json.dumps({"query": t, "results": ids}) + "\n" for t, ids in texts.items()
+    ))  # fmt: skip
+    from_file = goldmine.evaluate(v1, tmp_path / "r.jsonl", "mrr")
+    assert from_file.missing == [] and from_file.mean["mrr"] == 1.0
+    frame = pl.DataFrame(
+        [(t, d, r) for t, ids in texts.items() for r, d in enumerate(ids, start=1)],
+        schema={"query": pl.String, "doc_id": pl.String, "rank": pl.Int64}, orient="row",
+    )  # fmt: skip
+    loose = {f"  TEXT of {q}!": ids for q, ids in v1.qrels.items()}  # normalized, as a file's
+    for run in (texts, frame, loose):
+        result = goldmine.evaluate(v1, run, "mrr")
+        assert result.to_dict()["per_query"] == from_file.to_dict()["per_query"], type(run)
+    # an id wins over a text that names another query, whichever comes first
+    q0, q1 = list(v1)[:2]
+    both = {f"text of {q1}": ["x"], q1: list(v1.qrels[q1]), q0: ["x"]}
+    per_query = goldmine.evaluate(v1, both, "mrr").result.per_query
+    assert per_query[q1]["mrr"] == from_file.result.per_query[q1]["mrr"]
+    with pytest.raises(goldmine.InputError, match=r"\(the same query ids\)\?$"):
+        goldmine.evaluate(v1.qrels, texts, "mrr")  # a dict of judgments has no texts to match
+
+
 def test_a_read_inside_a_write_block_goes_through_the_open_connection(published: Path) -> None:
     """DuckDB takes no read-only connection beside a read-write one in the same process: a
     view asked for inside ``with store.write()`` was a raw "different configuration" error."""
