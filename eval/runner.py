@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from goldmine.errors import InputError
+from goldmine.errors import GoldmineError, InputError
 from goldmine.eval.history import append_history, check_history, git_commit, history_row
 from goldmine.eval.result import EvalOutcome, EvalResult
 from goldmine.eval.scoring import check_overlap, duplicates_warning, evaluate, evaluate_run_file
@@ -255,6 +255,7 @@ def run_eval(
     else:
         k = source.k or max([reranker.k_candidates, *(m.k or 0 for m in parsed)])
         run = source.retrieve(gold, k, store)
+        refuse_all_failed(run)
         note = None
         if source.traces:
             from goldmine.eval.sources import asked_in_traces
@@ -280,6 +281,20 @@ def run_eval(
     _strip(outcome.result, extras)
     keep(outcome, history=history, store=store, keep_run=keep_run)
     return outcome
+
+
+def refuse_all_failed(run: Run) -> None:
+    """A retriever that failed on every query ranked nothing: its zeros would read as a score
+    (MRR 0.00, exit 0). A failure, not bad input (exit 1); failing on some queries is scored."""
+    if run.errors and not run.results:
+        from goldmine.output import count
+
+        qid, said = next(iter(run.errors.items()))
+        n = count(len(run.errors), "query")
+        raise GoldmineError(
+            f"{run.source} failed on every query, so nothing was scored ({n}; the first: "
+            f"{qid}: {said})"
+        )
 
 
 def keep(

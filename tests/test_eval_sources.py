@@ -412,3 +412,19 @@ def test_runs_scored_at_two_relevance_levels_are_not_compared_as_alike(cli, db_p
     # a run file as the reference is scored at this run's level: the same file is no worse
     same = cli(*base, "-l", "2", "--no-store", "--fail-if-worse-than", str(run))
     assert same.returncode == 0, same.stderr
+
+
+def test_a_retriever_failing_on_every_query_is_a_failure(cli, tmp_path: Path, gold: Path) -> None:
+    """Every query raised, and the run was scored 0 with exit 0: a CI job read MRR 0.00 as a
+    number. No query scored is exit 1 (a failure, not bad input), nothing stored; a retriever
+    failing on some queries only is still scored (test_callable_retriever_…)."""
+    (tmp_path / "down.py").write_text("def search(query, k):\n    raise RuntimeError('down')\n")
+    db = tmp_path / "e.duckdb"
+    result = cli("eval", "run", "-g", str(gold), "--retriever", "down:search", "--db", str(db),
+                 cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.strip() == (
+        "error: down:search failed on every query, so nothing was scored (4 queries; the "
+        "first: q1: RuntimeError: down)"
+    )
+    assert not db.exists()
