@@ -10,11 +10,13 @@ per-query frame is asked for, numpy only for a compare, never DuckDB.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from goldmine.errors import InputError
 from goldmine.eval.scoring import EvalResult, check_overlap, duplicates_warning, evaluate_run_file
 from goldmine.eval.scoring import evaluate as score
 from goldmine.inputs import GoldLike, RunLike, as_gold, as_run, is_path
@@ -173,11 +175,28 @@ def evaluate(
         >>> result.mean
         {'recall@1': 0.5, 'mrr': 0.75}
     """
-    parsed = parse_metrics(list(metrics) if not isinstance(metrics, str) else metrics)
+    parsed = metric_list(metrics)
+    check_rel_level(rel_level)
     gold_set = as_gold(gold)
     result, source = _score(gold_set, run, parsed, rel_level, abstain_below)
     found = (check_overlap(result, gold_set), duplicates_warning(result))
     return Evaluation(result, gold_set, source, [w for w in found if w is not None])
+
+
+def metric_list(metrics: object) -> list[Metric]:
+    """``metrics`` as a name or names, checked here: ``metrics=5`` was "'int' object is not
+    iterable" from the parser."""
+    if isinstance(metrics, str):
+        return parse_metrics(metrics)
+    if not isinstance(metrics, Iterable) or not all(isinstance(m, str) for m in metrics):
+        raise InputError(f"metrics: a name or a list of names, not {metrics!r}")
+    return parse_metrics(list(metrics))
+
+
+def check_rel_level(rel_level: object) -> None:
+    """A grade is whole, as the gold's are; "2" failed as a TypeError inside the scoring."""
+    if isinstance(rel_level, bool) or not isinstance(rel_level, numbers.Integral):
+        raise InputError(f"rel_level: a whole grade, not {rel_level!r}")
 
 
 def _score(
@@ -225,7 +244,12 @@ class Compared:
         try:
             return self.comparison.metric(name)
         except KeyError:
+            pass
+        try:
             return self.comparison.metric(parse_metric(name).name)
+        except (KeyError, InputError):  # an unknown name, or one not compared: as Means says it
+            names = ", ".join(m.metric for m in self.comparison.metrics)
+            raise KeyError(f"{name!r} was not compared; the metrics are {names}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """As ``goldmine eval compare --json`` gives it."""
@@ -274,6 +298,15 @@ def _label(run: object, default: str) -> str:
     return Path(run).name if is_path(run) else default  # type: ignore[arg-type]
 
 
+def _labels(labels: object) -> tuple[str, str] | None:
+    """Two labels, one per run (zip's "argument 2 is shorter" said neither)."""
+    if labels is None:
+        return None
+    if isinstance(labels, str) or not isinstance(labels, Sequence) or len(labels) != 2:
+        raise InputError(f"labels: two, one per run, not {labels!r}")
+    return str(labels[0]), str(labels[1])
+
+
 def compare(
     gold: GoldLike,
     run_a: RunLike | Evaluation,
@@ -304,11 +337,11 @@ def compare(
     """
     from goldmine.eval.compare import compare_runs
 
-    parsed = parse_metrics(list(metrics) if not isinstance(metrics, str) else metrics)
-    names = [m.name for m in parsed]
+    names = [m.name for m in metric_list(metrics)]
+    check_rel_level(rel_level)
     gold_set = as_gold(gold)
     sides = []
-    names_ab = labels or (_label(run_a, "A"), _label(run_b, "B"))
+    names_ab = _labels(labels) or (_label(run_a, "A"), _label(run_b, "B"))
     for run, label in zip((run_a, run_b), names_ab, strict=True):
         scored = run if isinstance(run, Evaluation) else evaluate(gold_set, run, names,
                                                                   rel_level=rel_level)  # fmt: skip

@@ -138,6 +138,7 @@ def _run_from_mapping(value: Mapping) -> Run:
     results: dict[str, list[str]] = {}
     scores: dict[str, list[float]] = {}
     listed = False
+    repeated = 0  # ids given twice in (id, score) pairs, told as a list's are (dedupe)
     for key, ranked in value.items():
         qid = str(key)
         if isinstance(ranked, Mapping):
@@ -150,12 +151,15 @@ def _run_from_mapping(value: Mapping) -> Run:
                 f"got {type(ranked).__name__}"
             )
         elif _pairs(qid, ranked := _reiterable(ranked)):
-            results[qid], scores[qid] = _ordered(qid, _first_of_each(qid, ranked))
+            firsts = _first_of_each(qid, ranked)
+            repeated += len(ranked) - len(firsts)  # type: ignore[arg-type]
+            results[qid], scores[qid] = _ordered(qid, firsts)
         else:
             results[qid] = list(map(str, _refuse_none(qid, list(ranked))))
             listed = True
     # Keyed by id or by the query's text, as a JSON run file of the same shape is matched.
-    run = Run(results, "dict", None, "dict", keyed_by="text", scores=scores or None)
+    run = Run(results, "dict", None, "dict", keyed_by="text", scores=scores or None,
+              n_duplicates=repeated)  # fmt: skip
     return dedupe(run) if listed else run  # a dict's ids are unique already
 
 

@@ -152,3 +152,26 @@ def test_a_missing_run_file_is_an_input_error_as_a_missing_gold_file_is(tmp_path
         goldmine.evaluate({"q1": {"d1": 1}}, tmp_path / "nope.trec")
     with pytest.raises(InputError, match="nope.trec: no such file or folder"):
         goldmine.compare({"q1": {"d1": 1}}, RUN, str(tmp_path / "nope.trec"))
+
+
+def test_a_wrong_argument_to_evaluate_or_compare_says_which() -> None:
+    """Each raised from deep inside: a bare KeyError, zip's ValueError, 'int' object is not
+    iterable, a TypeError from gold.py's comparison of grades."""
+    gold = {f"q{i}": {f"d{i}": 1} for i in range(10)}
+    run = {q: list(docs) for q, docs in gold.items()}
+    compared = goldmine.compare(gold, run, run, metrics="mrr", permutations=100, bootstrap=100)
+    with pytest.raises(KeyError, match="'ndcg@10' was not compared; the metrics are mrr"):
+        compared.metric("ndcg@10")
+    with pytest.raises(InputError, match=r"labels: two, one per run, not \('x',\)"):
+        goldmine.compare(gold, run, run, metrics="mrr", labels=("x",))
+    with pytest.raises(InputError, match="metrics: a name or a list of names, not 5"):
+        goldmine.evaluate(gold, run, metrics=5)
+    with pytest.raises(InputError, match="rel_level: a whole grade, not '2'"):
+        goldmine.evaluate(gold, run, metrics="mrr", rel_level="2")
+
+
+def test_an_id_given_twice_in_pairs_is_a_warning_as_in_a_list() -> None:
+    pairs = goldmine.evaluate({"q1": {"d1": 1}}, {"q1": [("d2", 0.9), ("d2", 0.5), ("d1", 0.4)]},
+                              metrics="mrr")  # fmt: skip
+    assert pairs.mean["mrr"] == 0.5
+    assert pairs.warnings == ["1 repeated ids within a query counted once, at first rank"]
