@@ -114,6 +114,13 @@ def _term_counts(cluster_ids: np.ndarray, texts: Sequence[str], weights: np.ndar
     )
 
 
+def _composed(text: str) -> str:
+    """A non-ASCII text as its terms are cut from: composed (NFC: a decomposed accent is one
+    letter), lowercased, and lowercasing's dotted i (İ: i and a combining dot) an i, as
+    ``normalize_query`` has it."""
+    return unicodedata.normalize("NFC", text).lower().replace("i\u0307", "i")
+
+
 @lru_cache(maxsize=1)
 def _marked_token() -> re.Pattern[str]:
     """_TOKEN whose word goes on through combining marks, which Python's ``\\w`` leaves out:
@@ -143,10 +150,7 @@ def _tokens(docs):
     cut = _marked_token()
     rest = rest.select("doc", "c", "w").with_columns(
         term=pl.Series(
-            [
-                cut.findall(cjk_bigrams(unicodedata.normalize("NFC", t).lower()))
-                for t in rest["text"]
-            ],
+            [cut.findall(cjk_bigrams(_composed(t))) for t in rest["text"]],
             dtype=pl.List(pl.Utf8),
         )
     )
