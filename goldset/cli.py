@@ -398,6 +398,11 @@ def _parse_chunks(values: list[str]) -> dict[str, int]:
         chunk_id, sep, grade = value.rpartition("=")
         if not sep or not chunk_id or grade.strip() not in ("0", "1", "2"):
             raise InputError(f"--chunk is written ID=GRADE with grade 0, 1 or 2, not {value!r}")
+        if grades.get(chunk_id, int(grade)) != int(grade):
+            raise InputError(
+                f"--chunk gives {chunk_id!r} two grades, {grades[chunk_id]} and {int(grade)}: "
+                "give it once"
+            )
         grades[chunk_id] = int(grade)
     return grades
 

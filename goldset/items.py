@@ -558,7 +558,11 @@ def _put_rows(con: duckdb.DuckDBPyConnection, table: str, query_id: str, rows: l
         )
 
 
-def restore_item(con: duckdb.DuckDBPyConnection, saved: dict, by: str) -> None:
+def restore_item(
+    con: duckdb.DuckDBPyConnection, saved: dict, by: str, rater: str | None = None
+) -> None:
+    """The item as ``saved`` holds it. ``rater``: the undo of that rater's blind rating, which
+    puts back their ratings alone: another rater's, made since, stay."""
     item, labels = saved["item"], saved["labels"]
     qid = item["query_id"]
     at = now()
@@ -577,8 +581,15 @@ def restore_item(con: duckdb.DuckDBPyConnection, saved: dict, by: str) -> None:
     )
     _put_rows(con, "gold_labels", qid, labels)
     for table in _ITEM_TABLES:
-        if table in saved:
-            _put_rows(con, table, qid, saved[table])
+        if table not in saved:
+            continue
+        rows = saved[table]
+        if rater is not None and table == "gold_ratings":
+            others = fetch_dicts(
+                con, "SELECT * FROM gold_ratings WHERE query_id = ? AND rater <> ?", [qid, rater]
+            )
+            rows = [r for r in rows if r["rater"] == rater] + others
+        _put_rows(con, table, qid, rows)
     record(con, qid, "undo", by, {"status": item["status"]}, at)
 
 

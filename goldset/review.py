@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from goldmine.errors import InputError
@@ -359,6 +359,8 @@ class ReviewSession:
         self.message = "reloaded: this is the query as it is now"
 
     def grade(self, qid: str, chunk_id: str, grade: int, source: str = "review") -> None:
+        with self._store() as con:
+            gi.get_item(con, qid)  # an unknown query is that, not a candidate it lacks
         if not self._holds(qid, chunk_id):
             # Only a candidate shown is graded: the page once sent an id HTML had changed (a
             # NUL as U+FFFD), which became a label on a chunk no draft and no corpus held.
@@ -470,17 +472,28 @@ class ReviewSession:
                         [step.query_id, self.by],
                     )
                 else:
-                    if step.version_after is not None:  # None: a blind rating, this rater's own
+                    blind = step.version_after is None  # a blind rating: this rater's own rows
+                    if not blind:
                         gi.check_version(con, step.query_id, step.version_after)
-                    gi.restore_item(con, step.saved, self.by)
+                    gi.restore_item(con, step.saved, self.by, rater=self.by if blind else None)
                     self.versions[step.query_id] = gi.item_version(con, step.query_id)
         except gi.StaleItemError as exc:
             self._conflict(exc)
             self.message = f"cannot undo {step.what}: {self.message}"
             return
         self.undo_stack.pop()
+        self._after_undo(step.query_id)
         self.focus = step.query_id
         self.message = f"undone: {step.what}"
+
+    def _after_undo(self, qid: str) -> None:
+        """The item is now as this session's previous step on it left it, at the version the
+        undo's own history row gave it: that step's undo checks against this version."""
+        for i in range(len(self.undo_stack) - 1, -1, -1):
+            earlier = self.undo_stack[i]
+            if earlier.query_id == qid and earlier.version_after is not None:
+                self.undo_stack[i] = replace(earlier, version_after=self.versions[qid])
+                return
 
     def search(self, text: str, limit: int = 5) -> list[dict]:
         """The corpus's best chunks for ``text`` by BM25, as the page's search gives them."""

@@ -306,9 +306,16 @@ async def home(request: Request) -> Response:
         # The queue the command chose (--queue, --adjudicate) is the page's first filter.
         target = "/review" + (f"?{review.start}" if review.start else "")
         rater = request.query_params.get("as")
+        if rater is not None and not _RATER.match(rater):
+            # Ignored, the page opened as the server's rater: a second person graded under the
+            # first one's name.
+            return PlainTextResponse(
+                f"not a rater's name: {rater[:64]!r} (1-64 letters, digits, spaces or . @ - _)",
+                status_code=400,
+            )
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(TOKEN_COOKIE, review.token, httponly=True, samesite="strict")
-        if rater and _RATER.match(rater):
+        if rater:
             response.set_cookie(RATER_COOKIE, rater, httponly=True, samesite="strict")
         return response
     if not allowed(request):
@@ -460,7 +467,7 @@ def _apply(session: ReviewSession, data: dict) -> None:
     elif action == "reject":
         session.reject(qid)
     elif action == "note":
-        session.note(qid, data["note"][:2000])
+        session.note(qid, data["note"])  # bounded by the body's limit (webguard.MAX_BODY)
     elif action == "add":
         session.add_candidate(qid, data["chunk_id"])
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-MAX_BODY = 64 * 1024  # a note is at most 2,000 characters: escaped, well under this
+MAX_BODY = 64 * 1024  # the bound of a note too (the terminal's notes are not cut)
 _MAX_VERSION = 2**63 - 1  # a version is a BIGINT history id
 
 CSP = "; ".join(

@@ -331,6 +331,11 @@ def test_label_errors_are_clear(cli, store: Path) -> None:
         ok=False,
     )
     assert "not both" in both.stderr
+    # One chunk given two grades is refused, as a judgments file giving it twice is; the same
+    # grade twice is one.
+    twice = gold(cli, store, "label", qid("reset password"), "--chunk", "kb-reset-1=2",
+                 "--chunk", "kb-reset-1=0", ok=False)  # fmt: skip
+    assert twice.returncode == 2 and "kb-reset-1" in twice.stderr and "2 and 0" in twice.stderr
     zero = gold(cli, store, "label", qid("reset password"), "--chunk", "kb-reset-2=0")
     assert zero.stdout.split("\t")[1].strip() == "candidate"  # graded, but nothing relevant yet
 

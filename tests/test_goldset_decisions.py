@@ -211,6 +211,47 @@ def test_undo_of_a_skip_puts_the_query_back_first(cli, store: Path) -> None:
     )
 
 
+def test_undo_steps_back_through_several_actions_on_one_query(cli, store: Path) -> None:
+    """The first undo wrote a history row, so the next found its own undo "changed since you
+    opened it" and every later step was refused, `r` or not."""
+    session = ReviewSession(store, "ana")
+    view = session.view()
+    assert view is not None
+    reset = qid("reset password")
+    first, second = (c["chunk_id"] for c in view.candidates[:2])
+    session.grade(reset, first, 2)
+    session.grade(reset, second, 0)
+    session.undo()
+    assert session.message == f"undone: grade {second}=0"
+    session.undo()
+    assert session.message == f"undone: grade {first}=2", session.message
+    item = shown(cli, store, "reset password")
+    assert item["labels"] == [] and item["status"] == "drafted"
+
+
+def test_undoing_a_blind_rating_keeps_the_other_raters(cli, store: Path) -> None:
+    """On a double-labelled item, undoing ana's rating put the whole item back as it was before
+    it: ben's ratings, made since, were deleted (his history still said he rated)."""
+    gold(cli, store, "assign", "--raters", "ana,ben", "--overlap", "1.0")
+    reset = qid("reset password")
+    ana, ben = ReviewSession(store, "ana"), ReviewSession(store, "ben")
+    view = ana.view()
+    assert view is not None and view.item["query_id"] == reset
+    first, second = (c["chunk_id"] for c in view.candidates[:2])
+    ana.grade(reset, first, 2)
+    ben.view()
+    ben.grade(reset, first, 0)
+    ben.grade(reset, second, 1)
+    ana.undo()
+    assert ana.message == f"undone: grade {first}=2"
+    with open_store(store) as con:
+        rows = con.execute(
+            "SELECT rater, chunk_id, grade FROM gold_ratings WHERE query_id = ? ORDER BY ALL",
+            [reset],
+        ).fetchall()
+    assert rows == sorted([("ben", first, 0), ("ben", second, 1)])
+
+
 def test_the_review_screen_redraws_in_place(cli, store: Path) -> None:
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40"}
     term = Terminal("--db", str(store), "gold", "review", "--by", "ana", env=env)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -181,6 +182,34 @@ def test_a_write_from_the_page_or_a_tokened_script_is_accepted(client, store, cl
     assert f"graded {chunk} = 2" in response.text
     labels = {r["chunk_id"]: r for r in shown(cli, store, "reset password")["labels"]}
     assert labels[chunk]["kind"] == "label" and labels[chunk]["grade"] == 2
+
+
+def test_a_long_note_is_kept_whole(client, store, cli) -> None:
+    """A note of 3,000 characters was answered "note added" and stored cut at 2,000 (the
+    terminal's `n` keeps it whole); the body limit (64 KiB) bounds it."""
+    query, version, _ = shown_item(client)
+    note = "web note: " + "x" * 3000 + " END"
+    body = {"action": "note", "query_id": query, "version": version, "note": note}
+    response = client.post("/api/act", content=json.dumps(body), headers=writer())
+    assert response.status_code == 200 and "note added" in response.text
+    assert shown(cli, store, "reset password")["notes"][-1].endswith(note)
+
+
+def test_a_write_to_a_query_that_is_no_item_says_so(client) -> None:
+    """A grade posted for an unknown query id answered "no candidate '75' on this query"."""
+    _, version, chunk = shown_item(client)
+    body = {"action": "grade", "query_id": "q_doesnotexist", "version": version,
+            "chunk_id": chunk, "grade": 2}  # fmt: skip
+    response = client.post("/api/act", content=json.dumps(body), headers=writer())
+    assert "no gold item 'q_doesnotexist'" in unescape(response.text), response.text[:300]
+
+
+def test_a_rater_name_of_the_wrong_shape_in_the_url_is_refused(client) -> None:
+    """?as=o'neil opened the page as the server's rater without a word: a second person would
+    grade under the first one's name."""
+    response = client.get(f"/?token={TOKEN}&as=o'neil", follow_redirects=False)
+    assert response.status_code == 400
+    assert "rater" in response.text and "o'neil" in response.text
 
 
 def test_every_response_carries_the_security_headers(client) -> None:
