@@ -516,9 +516,9 @@ def label(
     """
     if no_answer and grades:
         raise InputError("give either --chunk grades or --no-answer, not both")
-    if not no_answer and not grades and not rest_not_relevant:
+    if not no_answer and not grades and not rest_not_relevant and not note:
         raise InputError(
-            "nothing to label: give --chunk ID=GRADE, --rest-not-relevant or --no-answer"
+            "nothing to label: give --chunk ID=GRADE, --rest-not-relevant, --no-answer or --note"
         )
     get_item(con, query_id)
     check_version(con, query_id, expected_version)

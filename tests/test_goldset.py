@@ -14,7 +14,7 @@ from goldmine.goldset.starter import AWKWARD_TAGS, choose, starter
 from goldmine.store import open_store, transaction
 from goldmine.versions import load_gold
 
-from helpers import CHUNKS, QUERIES, add_snapshot, build, gold
+from helpers import CHUNKS, QUERIES, add_snapshot, build, gold, shown
 from helpers import norm_qid as qid
 
 
@@ -336,6 +336,10 @@ def test_label_errors_are_clear(cli, store: Path) -> None:
     twice = gold(cli, store, "label", qid("reset password"), "--chunk", "kb-reset-1=2",
                  "--chunk", "kb-reset-1=0", ok=False)  # fmt: skip
     assert twice.returncode == 2 and "kb-reset-1" in twice.stderr and "2 and 0" in twice.stderr
+    # A note alone is a label's note, with nothing graded (it was "nothing to label").
+    noted = gold(cli, store, "label", qid("reset password"), "--note", "ask the docs team")
+    assert noted.returncode == 0 and "candidate" in noted.stdout
+    assert shown(cli, store, "reset password")["notes"][-1].endswith("ask the docs team")
     zero = gold(cli, store, "label", qid("reset password"), "--chunk", "kb-reset-2=0")
     assert zero.stdout.split("\t")[1].strip() == "candidate"  # graded, but nothing relevant yet
 
