@@ -363,7 +363,8 @@ def _search(console, keys: Keys, session: ReviewSession, qid: str) -> None:
     for n, hit in enumerate(hits, 1):
         snippet = " ".join(hit["text"].split())[:160]
         line = passage_text(f"{hit['chunk_id']}  {hit['title'] or ''}  {snippet}", words)
-        console.print(Text.assemble(f"[{n}] ", line, (f"  bm25 {hit['score']:.2f}", "dim")))
+        how = "  its id" if hit.get("by_id") else f"  bm25 {hit['score']:.2f}"
+        console.print(Text.assemble(f"[{n}] ", line, (how, "dim")))
     console.print("press a number to add that chunk as a candidate, any other key to go back")
     key = keys.key()
     if key.isdigit() and 1 <= int(key) <= len(hits):

@@ -118,9 +118,14 @@ class CorpusSearch:
         if not _WORD.search(text):
             return []
         snapshot_id, _ = gi.current_snapshot(con)
+        # A chunk's own id ("1391" from a qrels line) finds it first (``by_id``), then BM25's.
+        named = gi.fetch_dicts(
+            con,
+            "SELECT chunk_id, title, url, text FROM chunks WHERE snapshot_id = ? AND chunk_id = ?",
+            [snapshot_id, text.strip()],
+        )
         hits = self._retriever(con, snapshot_id).search([text], limit)[0]
-        if not hits:
-            return []
+        hits = [(cid, score) for cid, score in hits if not named or cid != named[0]["chunk_id"]]
         rows = gi.fetch_dicts(
             con,
             """SELECT chunk_id, title, url, text FROM chunks
@@ -128,4 +133,5 @@ class CorpusSearch:
             [snapshot_id, [cid for cid, _ in hits]],
         )
         by_id = {r["chunk_id"]: r for r in rows}
-        return [{**by_id[cid], "score": score} for cid, score in hits if cid in by_id]
+        found = [{**by_id[cid], "score": score} for cid, score in hits if cid in by_id]
+        return ([{**named[0], "score": 0.0, "by_id": True}] + found)[:limit] if named else found

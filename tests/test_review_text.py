@@ -79,3 +79,15 @@ def test_the_index_is_kept_until_the_corpus_changes(db_path: Path) -> None:
         add_snapshot(con, chunks)
     assert session.search("fax")[0]["chunk_id"] == "kb-fax-1"  # the current snapshot's
     assert session.searcher.index is not index
+
+
+def test_a_chunk_is_found_by_its_id(db_path: Path) -> None:
+    """A labeller who knows the chunk ("1391" from cranqrel, a doc id from a bug report) typed
+    its id and got "No chunk matches": the chunk of that id comes first, then BM25's hits."""
+    build(db_path)
+    session = ReviewSession(db_path, "rita")
+    hits = session.search(" kb-fax-0 ") or [{}]
+    assert hits == [{}]  # no such chunk: BM25 alone, which finds nothing for it
+    hits = session.search("kb-invoice-2")
+    assert hits[0]["chunk_id"] == "kb-invoice-2" and hits[0]["by_id"] is True
+    assert [h["chunk_id"] for h in hits].count("kb-invoice-2") == 1
