@@ -155,10 +155,10 @@ def main(argv: list[str] | None = None) -> None:
     except RecursionError:  # json.loads of a document nested thousands deep, wherever it is read
         _fail(InputError("an input is nested too deeply to read (past Python's recursion limit)"),
               debug)  # fmt: skip
-    except Exception as exc:
-        from goldmine.store import out_of_memory
+    except (Exception, KeyboardInterrupt) as exc:
+        from goldmine.store import known_failure
 
-        failed = out_of_memory(exc)  # DuckDB's own: say which limit to raise, not a traceback
+        failed = known_failure(exc)  # out of memory, Ctrl-C, a full disk: not a traceback
         if failed is None:
             raise
         _fail(failed, debug)

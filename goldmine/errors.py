@@ -13,6 +13,7 @@ EXIT_INPUT = 2
 EXIT_BUSY = 3
 EXIT_EMPTY = 4  # an import stored nothing: every row was rejected (--allow-empty: 0)
 EXIT_CONFLICT = 5  # a write on a stale read of a gold item: someone changed it since
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell counts a command SIGINT ended
 
 
 class GoldmineError(Exception):
@@ -54,3 +55,15 @@ class NotFoundError(GoldmineError):
     """Something asked for by name or id does not exist in the store."""
 
     exit_code = EXIT_INPUT
+
+
+class Interrupted(GoldmineError):
+    """Ctrl-C: the step under way stopped, and being one transaction, stored nothing."""
+
+    exit_code = EXIT_INTERRUPTED
+    label = "interrupted"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "stopped (Ctrl-C); the unfinished step stored nothing: run the command again to go on"
+        )

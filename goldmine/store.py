@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.config import engine_settings, resolve_db_path
-from goldmine.errors import InputError, NotFoundError, StoreBusyError, StoreError
+from goldmine.errors import (
+    GoldmineError,
+    InputError,
+    Interrupted,
+    NotFoundError,
+    StoreBusyError,
+    StoreError,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -501,6 +508,32 @@ def _drop_own_spill(path: Path) -> None:
     with suppress(OSError):
         _own_spill(path).rmdir()
         spill_root(path).rmdir()
+
+
+def known_failure(exc: BaseException) -> GoldmineError | None:
+    """What DuckDB or the system raised that a user can act on, as one line: out of memory,
+    Ctrl-C inside a query, a full disk; None for anything else (a defect: a traceback)."""
+    if isinstance(exc, KeyboardInterrupt) or _interrupted(exc):
+        return Interrupted()
+    return out_of_memory(exc) or _disk_full(exc)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    # DuckDB takes SIGINT itself and stops its query with an exception of its own.
+    names = {c.__name__ for c in type(exc).__mro__}
+    return "InterruptException" in names or (
+        isinstance(exc, RuntimeError) and "query interrupted" in str(exc).lower()
+    )
+
+
+def _disk_full(exc: BaseException) -> StoreError | None:
+    said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if "no space left on device" not in said.lower():
+        return None
+    return StoreError(
+        f"no space left on device ({said}); the unfinished step stored nothing: free some "
+        "space beside the store (it and its .tmp folder) and run the command again"
+    )
 
 
 def out_of_memory(exc: BaseException) -> StoreError | None:

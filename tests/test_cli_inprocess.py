@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from helpers import ROOT, run_cli, run_cli_in_process, run_cli_subprocess
@@ -92,3 +93,39 @@ def test_the_switch_sends_every_call_to_a_subprocess(monkeypatch, tmp_path: Path
     assert run_cli("--version").args[1:3] == ["-m", "goldmine"]
     monkeypatch.delenv("GOLDMINE_TEST_SUBPROCESS")
     assert run_cli("--version").args == ["goldmine", "--version"]
+
+
+@pytest.mark.parametrize(
+    ("raised", "code", "said"),
+    [
+        # Ctrl-C reaches DuckDB first: its query stops with its own exception
+        (lambda: duckdb.InterruptException("INTERRUPT Error: Interrupted!"), 130, "interrupted"),
+        (lambda: RuntimeError("Query interrupted"), 130, "interrupted"),
+        # Ctrl-C in Python's own code: the command line's runner (typer) ends it quietly, 130
+        (KeyboardInterrupt, 130, ""),
+        (
+            lambda: duckdb.IOException(
+                'IO Error: Could not write file "s.duckdb": No space left on device'
+            ),
+            1,
+            "no space left on device",
+        ),
+    ],
+    ids=["duckdb-interrupt", "query-interrupted", "keyboard", "disk-full"],
+)
+def test_ctrl_c_and_a_full_disk_are_one_line(tmp_path, monkeypatch, raised, code, said):
+    """Ctrl-C during an import, or a disk that fills up, ended in a traceback and exit 1: one
+    line now, 130 for an interrupt (as a shell counts one), 1 for the disk; the unfinished
+    step stored nothing (each is one transaction)."""
+    from goldmine.ingest import batch
+
+    def fail(*_args, **_kwargs):
+        raise raised()
+
+    monkeypatch.setattr(batch, "import_source", fail)
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"event_id": "e1", "query": "refund"}\n')
+    result = run_cli_in_process("ingest", "searchlog", str(log), "--db", str(tmp_path / "s.db"))
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr and said in result.stderr.lower()
+    assert len(result.stderr.strip().splitlines()) == (1 if said else 0), result.stderr
