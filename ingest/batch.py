@@ -1068,15 +1068,38 @@ def pseudonym_key(con) -> str:
     if path is None:
         return _PROCESS_KEY
     if path not in _keys:
-        _keys[path] = _read_or_make_key(key_file(path))
+        file = key_file(path)
+        if not file.exists() and not os.environ.get(NEW_KEY_ENV) and _redacted_before(con):
+            # A new key gives every redacted id and content key a new pseudonym: an overlapping
+            # file's rows would all be stored a second time.
+            raise InputError(
+                f"{file}, the key this store's redacted imports were keyed with, is missing: "
+                f"restore it from a backup, or set {NEW_KEY_ENV}=1 to go on with a new one (rows "
+                "imported again are then stored again, and sessions split across the two keys)"
+            )
+        _keys[path] = _read_or_make_key(file)
     return _keys[path]
+
+
+NEW_KEY_ENV = "GOLDMINE_NEW_PSEUDONYM_KEY"
+
+
+def _redacted_before(con) -> bool:
+    """Whether an import into this store was redacted (its options say so)."""
+    return con.execute(
+        "SELECT EXISTS (SELECT 1 FROM import_batches "
+        "WHERE try_cast(json_extract(options, '$.redact') AS BOOLEAN))"
+    ).fetchall()[0][0]
 
 
 def _read_or_make_key(file: Path) -> str:
     try:
         fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        key = file.read_text(encoding="ascii", errors="replace").strip()
+        try:
+            key = file.read_text(encoding="ascii", errors="replace").strip()
+        except OSError as exc:  # a folder, or a file this user may not read
+            raise InputError(f"{file}: cannot read the pseudonym key ({exc.strerror})") from None
         if not re.fullmatch(r"[0-9a-f]{32,128}", key):  # it goes into SQL as a literal
             raise InputError(
                 f"{file} holds no pseudonym key; remove it to make a new one"

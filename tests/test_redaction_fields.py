@@ -15,7 +15,7 @@ import duckdb
 import pytest
 from test_ingest_traces import oi_docs, phoenix_span
 
-from goldmine.ingest import api
+from goldmine.ingest import api, batch
 from goldmine.store import open_store
 
 from helpers import write_jsonl
@@ -129,6 +129,35 @@ def test_a_ticket_keyed_by_an_address_is_a_pseudonym(tmp_path, cli):
         assert done.returncode == 0, done.stderr
     stored = rows(db, "SELECT ticket_id FROM tickets")
     assert len(stored) == 1 and stored[0][0].startswith("<EMAIL>~"), stored
+
+
+def test_a_lost_key_is_refused_not_a_second_copy_of_every_row(tmp_path, cli):
+    """With the key beside the store deleted, an overlapping redacted import keyed its rows
+    afresh and stored 800 of them twice, exit 0. A store that holds redacted imports refuses to
+    make a new key unless told to; a key that cannot be read is one line, not a traceback."""
+    db = tmp_path / "s.duckdb"
+    rows_ = [{"ts": f"2026-11-20T10:0{i}:00Z", "user_id": ALICE, "query": f"refund {i}"}
+             for i in range(4)]  # fmt: skip
+    log = write_jsonl(tmp_path / "a.jsonl", rows_)
+    later = write_jsonl(tmp_path / "b.jsonl", rows_[2:] + [{**rows_[0], "query": "new"}])
+    assert cli("ingest", "searchlog", str(log), "--redact", "--db", str(db)).returncode == 0
+    key = Path(str(db) + ".key")
+    key.unlink()
+    batch._keys.clear()  # a new process's: the in-process runner keeps the module's cache
+    refused = cli("ingest", "searchlog", str(later), "--redact", "--db", str(db))
+    assert refused.returncode == 2 and str(key) in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr and not key.exists()
+    assert rows(db, "SELECT count(*) FROM search_events") == [(4,)]
+    # told to, it goes on with a new key (and says in the docs what that costs)
+    fresh = cli("ingest", "searchlog", str(later), "--redact", "--db", str(db),
+                env={"GOLDMINE_NEW_PSEUDONYM_KEY": "1"})  # fmt: skip
+    assert fresh.returncode == 0, fresh.stderr
+    key.unlink()
+    key.mkdir()  # a folder where the key should be
+    batch._keys.clear()
+    third = write_jsonl(tmp_path / "c.jsonl", [{**rows_[0], "query": "newer"}])
+    folder = cli("ingest", "searchlog", str(third), "--redact", "--db", str(db))
+    assert folder.returncode == 2 and "Traceback" not in folder.stderr, folder.stderr
 
 
 ZENDESK = {
