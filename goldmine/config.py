@@ -305,7 +305,13 @@ def load_config(start: Path | None = None) -> Config:
     """The project's config; ``GOLDMINE_CONFIG`` names a file explicitly."""
     explicit = os.environ.get("GOLDMINE_CONFIG")
     if explicit:
-        return _load(Path(explicit).resolve())
+        named = Path(explicit).expanduser().resolve()
+        if not named.is_file():
+            raise InputError(
+                f"GOLDMINE_CONFIG names no file: {explicit} "
+                f"({'a folder' if named.is_dir() else 'not found'})"
+            )
+        return _load(named)
     return _load(find_config_file(start))
 
 

@@ -10,6 +10,8 @@ import pytest
 from goldmine.config import load_config, settings_of
 from goldmine.errors import InputError
 
+from helpers import run_cli_in_process
+
 
 def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "goldmine.toml"
@@ -65,3 +67,14 @@ def test_a_bad_value_is_an_input_error_in_python_too(tmp_path, monkeypatch) -> N
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InputError, match=r"\[store\] threads"):
         settings_of(load_config())
+
+
+@pytest.mark.parametrize("kind", ["missing", "folder"])
+def test_goldmine_config_naming_no_file_is_one_line(tmp_path, kind):
+    """GOLDMINE_CONFIG naming a missing file or a folder ended in a traceback."""
+    named = tmp_path / "nope.toml"
+    if kind == "folder":
+        named.mkdir()
+    result = run_cli_in_process("status", env={"GOLDMINE_CONFIG": str(named)}, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "GOLDMINE_CONFIG" in result.stderr and "Traceback" not in result.stderr
