@@ -482,8 +482,8 @@ def status_cmd(db: DbOption = None, as_json: JsonOption = False) -> None:
     from goldmine.triage.runs import warn_unfinished
 
     with open_store(db_flag(db), create=False) as con:
+        warn_unfinished(con)  # a killed triage run is marked and named, before it is shown
         data = status(con)
-        warn_unfinished(con)  # a killed triage run is marked and named here too
     if as_json:
         print_json(data)
         return

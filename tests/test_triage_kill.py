@@ -169,7 +169,9 @@ def test_a_run_of_a_dead_process_from_an_older_goldmine_is_marked(cli, db_path: 
             "VALUES (1, now()::TIMESTAMP, 'running', ?)",
             [json.dumps({"pid": dead.pid})],
         )
-    out = cli("status", "--db", str(db_path))
+    out = cli("status", "--db", str(db_path), "--json")
     assert out.returncode == 0, out.stderr
     assert _runs(db_path) == [(1, "interrupted")]
     assert _did_not_finish(1) in out.stderr
+    # the first look after the kill says so too: it said 'running' for the dead process
+    assert json.loads(out.stdout)["triage"]["status"] == "interrupted", out.stdout
