@@ -515,6 +515,11 @@ def known_failure(exc: BaseException) -> GoldmineError | None:
     Ctrl-C inside a query, a full disk; None for anything else (a defect: a traceback)."""
     if isinstance(exc, KeyboardInterrupt) or _interrupted(exc):
         return Interrupted()
+    if "attached in read-only mode" in str(exc):  # a store only readable here (_cannot_write)
+        return StoreError(
+            "the store can only be read here (its file or folder is read-only), and this command "
+            "writes to it"
+        )
     return out_of_memory(exc) or _disk_full(exc)
 
 
@@ -596,6 +601,12 @@ def _opened(
         con = _connect_waiting(
             duckdb, path, read_only, config, busy_wait() if wait is None else wait
         )
+    except StoreError as exc:
+        if not read_only and path.exists() and _cannot_write(exc.__cause__ or exc):
+            # A store on a read-only volume or file (a published artifact): read it read-only;
+            # a write then fails in one line (known_failure).
+            return _read_only_instead(duckdb, path, config, wait)
+        raise
     except duckdb.Error as exc:
         if "different configuration" in str(exc) and path.resolve() in _held:
             raise _held_here(path) from exc
@@ -620,6 +631,19 @@ def _opened(
     except BaseException:
         con.close()
         raise
+    return con
+
+
+def _cannot_write(exc: BaseException) -> bool:
+    said = str(exc).lower()
+    return "read-only file system" in said or "permission denied" in said
+
+
+def _read_only_instead(duckdb, path: Path, config: dict, wait: float | None):
+    con = _connect_waiting(duckdb, path, True, config, busy_wait() if wait is None else wait)
+    if pending_migrations(con):
+        con.close()
+        raise StoreError(f"{path} needs upgrading to this goldmine, and its file cannot be written")
     return con
 
 

@@ -379,3 +379,35 @@ def test_the_holder_of_a_python_process_is_named_as_python(db_path: Path) -> Non
         holder.kill()
         holder.wait()
     time.sleep(0.1)
+
+
+def test_a_store_on_a_read_only_volume_is_read(db_path: Path, monkeypatch, cli) -> None:
+    """A published store on a read-only volume (a CI artifact, a bind mount): every reading
+    command failed "cannot open …: Read-only file system", though DuckDB opens it read-only.
+    Readers open it read-only; a command that writes says in one line that it cannot."""
+    from goldmine import store
+
+    from helpers import run_cli_in_process
+
+    with open_store(db_path) as con:
+        con.execute("INSERT INTO import_batches (batch_id, source, path, started_at) "
+                    "VALUES (1, 'searchlog', 'x', now()::TIMESTAMP)")  # fmt: skip
+    real = store._connect_waiting
+
+    def volume(duckdb_, path, read_only, config, wait):  # the OS's answer to a write open
+        if read_only:
+            return real(duckdb_, path, read_only, config, wait)
+        said = f'IO Error: Cannot open file "{path}": Read-only file system'
+        return store._waiting(duckdb_, path, wait, lambda: _raise(duckdb.IOException(said)))
+
+    monkeypatch.setattr(store, "_connect_waiting", volume)
+    for args in (["status", "--json"], ["gold", "list"], ["eval", "runs"]):
+        result = run_cli_in_process(*args, "--db", str(db_path))
+        assert result.returncode == 0, (args, result.stderr)
+    write = run_cli_in_process("gold", "add-query", "refund policy", "--db", str(db_path))
+    assert write.returncode == 1 and "Traceback" not in write.stderr, write.stderr
+    assert "read-only" in write.stderr.lower() and len(write.stderr.strip().splitlines()) == 1
+
+
+def _raise(exc: BaseException):
+    raise exc
