@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from goldmine.errors import InputError
+from goldmine.errors import GoldmineError, InputError
 
 
 @dataclass(frozen=True)
@@ -197,9 +197,14 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
         raise unreadable(item, exc) from exc
 
 
-def unreadable(item: InputFile, exc: duckdb.Error) -> InputError:
-    """The one-line error for a file DuckDB's reader gave up on."""
-    return InputError(f"cannot read as {item.label}: {_first_line(exc)}", path=item.path)
+def unreadable(item: InputFile, exc: duckdb.Error) -> GoldmineError:
+    """The one-line error for a file DuckDB's reader gave up on; its memory running out is the
+    memory limit's error (exit 1), not a bad file's."""
+    from goldmine.store import out_of_memory
+
+    return out_of_memory(exc) or InputError(
+        f"cannot read as {item.label}: {_first_line(exc)}", path=item.path
+    )
 
 
 # A header wider than this is refused at once: DuckDB's sniffer and a JSON object per row over

@@ -411,3 +411,16 @@ def test_a_store_on_a_read_only_volume_is_read(db_path: Path, monkeypatch, cli) 
 
 def _raise(exc: BaseException):
     raise exc
+
+
+def test_a_reader_out_of_memory_is_no_bad_file(tmp_path: Path) -> None:
+    """Under GOLDMINE_MEMORY_LIMIT=50MB a 500k-event import said "cannot read as jsonl: Out of
+    Memory Error" with exit 2: a malformed file. It is the memory limit's line, exit 1."""
+    from goldmine.ingest.files import InputFile, unreadable
+
+    item = InputFile(tmp_path / "log.jsonl", "jsonl", "none")
+    oom = duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block of 32 MiB")
+    said = unreadable(item, oom)
+    assert said.exit_code == 1 and "ran out of memory" in said.message
+    bad = unreadable(item, duckdb.InvalidInputException("Malformed JSON at byte 3"))
+    assert bad.exit_code == 2 and "cannot read as" in bad.message
