@@ -549,8 +549,14 @@ def out_of_memory(exc: BaseException) -> StoreError | None:
     limit = engine_settings().get("memory_limit")
     given = f"memory_limit = {limit[0]!r} from {limit[1]}" if limit else "DuckDB's default limit"
     said = str(exc).strip().splitlines()[0]
+    # "failed to offload": the spill files had no room either, most often a full disk
+    spill = (
+        "; it could not spill either: free space beside the store (its .tmp folder)"
+        if "offload" in said
+        else ""
+    )
     return StoreError(
-        f"DuckDB ran out of memory under {given} ({said}): raise GOLDMINE_MEMORY_LIMIT or "
+        f"DuckDB ran out of memory under {given} ({said}){spill}: raise GOLDMINE_MEMORY_LIMIT or "
         "[store] memory_limit in goldmine.toml, or run fewer threads (GOLDMINE_THREADS)"
     )
 

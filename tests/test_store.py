@@ -422,5 +422,8 @@ def test_a_reader_out_of_memory_is_no_bad_file(tmp_path: Path) -> None:
     oom = duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block of 32 MiB")
     said = unreadable(item, oom)
     assert said.exit_code == 1 and "ran out of memory" in said.message
+    # a full spill disk: DuckDB calls it memory, the line says where to look too
+    full = unreadable(item, duckdb.OutOfMemoryException("failed to offload data block of 256 KiB"))
+    assert "could not spill either" in full.message
     bad = unreadable(item, duckdb.InvalidInputException("Malformed JSON at byte 3"))
     assert bad.exit_code == 2 and "cannot read as" in bad.message
