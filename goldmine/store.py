@@ -511,14 +511,22 @@ def _drop_own_spill(path: Path) -> None:
 
 
 def known_failure(exc: BaseException) -> GoldmineError | None:
-    """What DuckDB or the system raised that a user can act on, as one line: out of memory,
-    Ctrl-C inside a query, a full disk; None for anything else (a defect: a traceback)."""
+    """What DuckDB or the system raised that a user can act on, as one line: Ctrl-C inside a
+    query, a write to a store only readable here, a folder that takes no journal, out of
+    memory, a full disk; None for anything else (a defect: a traceback)."""
     if isinstance(exc, KeyboardInterrupt) or _interrupted(exc):
         return Interrupted()
     if "attached in read-only mode" in str(exc):  # a store only readable here (_cannot_write)
         return StoreError(
             "the store can only be read here (its file or folder is read-only), and this command "
             "writes to it"
+        )
+    said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if _cannot_write(exc) and (".wal" in said or "commit" in said.lower()):
+        # a folder that takes no new file: the journal (.wal) is made at the commit
+        return StoreError(
+            f"cannot write the store's files ({said}): its folder must be writable; the "
+            "unfinished step stored nothing"
         )
     return out_of_memory(exc) or _disk_full(exc)
 
@@ -642,7 +650,9 @@ def _opened(
 
 def _cannot_write(exc: BaseException) -> bool:
     said = str(exc).lower()
-    return "read-only file system" in said or "permission denied" in said
+    return any(
+        w in said for w in ("read-only file system", "permission denied", "operation not permitted")
+    )
 
 
 def _read_only_instead(duckdb, path: Path, config: dict, wait: float | None):

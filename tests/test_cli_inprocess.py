@@ -110,8 +110,16 @@ def test_the_switch_sends_every_call_to_a_subprocess(monkeypatch, tmp_path: Path
             1,
             "no space left on device",
         ),
+        (
+            lambda: duckdb.TransactionException(
+                'TransactionException: Failed to commit: Cannot open file "s.duckdb.wal": '
+                "Operation not permitted"
+            ),
+            1,
+            "its folder must be writable",
+        ),
     ],
-    ids=["duckdb-interrupt", "query-interrupted", "keyboard", "disk-full"],
+    ids=["duckdb-interrupt", "query-interrupted", "keyboard", "disk-full", "folder-read-only"],
 )
 def test_ctrl_c_and_a_full_disk_are_one_line(tmp_path, monkeypatch, raised, code, said):
     """Ctrl-C during an import, or a disk that fills up, ended in a traceback and exit 1: one
