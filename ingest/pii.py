@@ -124,7 +124,9 @@ _INVISIBLE = re.compile(f"[{INVISIBLE}]")
 
 # ASCII word characters bound the digit-based types, as RE2's \b did: "é4111…" is a card.
 _W = r"A-Za-z0-9_"
-_DOMAIN = r"(?:[^\W_](?:[\w-]*[^\W_])?\.)+(?:[^\W\d_]{2,}|xn--[a-z0-9-]+)(?![\w-])"
+# The last label is letters, so a hyphen and a number after it end the address: an id made of
+# an address and a time (alice@example.com-1700000000).
+_DOMAIN = r"(?:[^\W_](?:[\w-]*[^\W_])?\.)+(?:[^\W\d_]{2,}|xn--[a-z0-9-]+)(?![\w]|-[^\W\d_])"
 EMAIL = re.compile(r"(?<![\w.%+'-])[\w.%+'-]*\w@" + _DOMAIN, re.IGNORECASE)
 # A quoted local part (RFC 5322), as a mail client's address book writes one: "jane doe"@….
 EMAIL_QUOTED = re.compile(r'"[^"\r\n\\]{1,64}"@' + _DOMAIN, re.IGNORECASE)

@@ -354,3 +354,12 @@ def test_a_phone_inside_a_longer_run_takes_the_run_unless_written_as_one(text, e
 )
 def test_a_plus_number_in_its_countrys_groups_is_a_phone(text, expected):
     assert redacted(text) == expected
+
+
+def test_an_address_with_a_number_after_it_is_found():
+    """An id made of an address and a time (``alice@example.com-1700000000``, an export's event
+    key) kept the address: a domain's last label was read on into the number."""
+    assert redacted("alice.smith@example.com-1700000000") == "<EMAIL>-1700000000"
+    assert redacted("id jane@mail.example.org-42 failed") == "id <EMAIL>-42 failed"
+    # a longer domain is still read whole
+    assert redacted("bob@example.com-eu.net") == "<EMAIL>"

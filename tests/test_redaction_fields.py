@@ -95,12 +95,12 @@ def test_a_session_split_across_two_imports_keeps_one_pseudonym(tmp_path, cli):
 
 
 def test_an_event_id_holding_an_address_is_a_pseudonym_stable_across_imports(tmp_path, cli):
-    """An export keyed by the user's address (``alice.smith@example.com:1700000000``) kept it as
+    """An export keyed by the user's address (``alice.smith@example.com-1700000000``) kept it as
     the event id under --redact, and the id reaches a gold item's source ids and the published
     file. It is stored as a keyed pseudonym; the same line changed (a re-export) and a click file
     naming that id reach the same stored search, never a second one."""
     db = tmp_path / "s.duckdb"
-    key = f"{ALICE}:1700000000"
+    key = f"{ALICE}-1700000000"
     first = [
         {"event_id": key, "ts": "2026-11-20T10:00:00Z", "query": "refund", "clicked_ids": []},
         {"event_id": "e-2", "ts": "2026-11-20T10:01:00Z", "query": "invoice"},
