@@ -1055,12 +1055,19 @@ def _id_key(redactor: Redactor, key: str) -> str:
     ``_pseudonyms`` writes a session id; any other id as it came. The key a stored row is known
     by, computed before the already-stored check, so every import of the id finds the same
     row."""
-    pattern = _ID_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
-    redacted = redactor.steps("x", f"regexp_matches(x, '{pattern}')")[0]
+    pattern = _KEY_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
+    redacted = redactor.steps("x", "true")[0]  # the test is made here, once
     return (
-        f"CASE WHEN regexp_matches(x, '{pattern}') AND ({redacted}) IS DISTINCT FROM x "
-        f"THEN ({redacted}) || '~' || left(sha256('{key}' || x), 16) ELSE x END"
+        f"CASE WHEN regexp_matches(x, '{pattern}') "
+        f"THEN coalesce(nullif({redacted}, x) || '~' || left(sha256('{key}' || x), 16), x) "
+        "ELSE x END"
     )
+
+
+# What may make a record's own id PII: an address (an @, encoded or spelled out). Not the
+# digits _ID_MAY_MATCH sends on: event ids are numbers far more often than phones ("ev-000000123"
+# sent every row of a 300k-event redacted import through the UDF: 24 s against 2.5 s).
+_KEY_MAY_MATCH = r"[@\x{FF20}]|%(?:25)?40|(?i:[\[({]\s*at\s*[\])}])|(?i:\sat\s+[a-z0-9-]+\s+dot\s)"
 
 
 def pseudonym_key(con) -> str:
