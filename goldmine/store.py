@@ -586,6 +586,10 @@ def connect(
     """
     duckdb = duckdb_engine(lean)
     path = resolve_db_path(db)
+    if path.is_dir():  # --db's own check says so too; GOLDMINE_DB and goldmine.toml reach here
+        raise InputError(
+            f"{path} is a folder, not a store file: name a file in it ({path / 'goldmine.duckdb'})"
+        )
     if _empty_file(path):  # ``--db "$(mktemp)"``: a file holding nothing is no store yet
         if read_only or not create:
             raise missing_store(path)

@@ -427,3 +427,18 @@ def test_a_reader_out_of_memory_is_no_bad_file(tmp_path: Path) -> None:
     assert "could not spill either" in full.message
     bad = unreadable(item, duckdb.InvalidInputException("Malformed JSON at byte 3"))
     assert bad.exit_code == 2 and "cannot read as" in bad.message
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_folder_as_the_store_is_bad_input_however_named(tmp_path: Path, how: str) -> None:
+    """A folder given as the store was a usage error (exit 2) with --db and "cannot open …: Is a
+    directory" (exit 1) through GOLDMINE_DB or goldmine.toml."""
+    from helpers import run_cli_in_process
+
+    folder = tmp_path / "store"
+    folder.mkdir()
+    env = {"GOLDMINE_DB": str(folder)} if how == "env" else None
+    args = ["--db", str(folder)] if how == "flag" else []
+    result = run_cli_in_process("status", *args, env=env, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "folder" in result.stderr.lower() and "Traceback" not in result.stderr
