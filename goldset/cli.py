@@ -21,6 +21,7 @@ from goldmine.goldset.draft import draft as run_draft
 from goldmine.goldset.items import (
     decision_counts,
     default_user,
+    get_item,
     list_items,
     progress_counts,
     show_item,
@@ -448,6 +449,7 @@ def label(
     if note:
         note = _redaction(redact)(note)
     with _store(db) as con, transaction(con):
+        was = get_item(con, query_id)["status"]
         item = do_label(
             con,
             query_id,
@@ -460,6 +462,8 @@ def label(
         )
         _, _, undecided = decision_counts(con, query_id)
     print(f"{query_id}\t{item['status']}" + ("\tno answer" if item["no_answer"] else ""))
+    if was == "rejected" and item["status"] != "rejected":
+        warn(f"{query_id} was rejected: deciding it takes it back into the set")
     if undecided:
         warn(
             f"{undecided} candidate{'s' if undecided != 1 else ''} not graded yet: grade "

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from goldmine.errors import NotFoundError
+from goldmine.goldset import items as gi
 from goldmine.goldset.starter import AWKWARD_TAGS, choose, starter
 from goldmine.store import open_store, transaction
 from goldmine.versions import load_gold
@@ -342,6 +343,11 @@ def test_label_errors_are_clear(cli, store: Path) -> None:
     assert shown(cli, store, "reset password")["notes"][-1].endswith("ask the docs team")
     zero = gold(cli, store, "label", qid("reset password"), "--chunk", "kb-reset-2=0")
     assert zero.stdout.split("\t")[1].strip() == "candidate"  # graded, but nothing relevant yet
+    # Deciding a rejected query takes it back into the set: said, not done without a word.
+    with open_store(store) as con:
+        gi.set_status(con, qid("reset password"), "rejected", "ana")
+    back = gold(cli, store, "label", qid("reset password"), "--no-answer")
+    assert "was rejected" in back.stderr and back.stdout.split("\t")[1].strip() == "verified"
 
 
 # --- drift and remap ------
