@@ -16,6 +16,13 @@ EXIT_CONFLICT = 5  # a write on a stale read of a gold item: someone changed it 
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell counts a command SIGINT ended
 
 
+def error_line(exc: BaseException) -> str:
+    """An exception's first line, as a one-line error quotes it (its class's name if it says
+    nothing): DuckDB's messages run on over several lines."""
+    said = str(exc).strip()
+    return said.splitlines()[0] if said else type(exc).__name__
+
+
 class GoldmineError(Exception):
     """Base class: a failure with a user-facing message and an exit code."""
 

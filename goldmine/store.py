@@ -39,6 +39,7 @@ from goldmine.errors import (
     NotFoundError,
     StoreBusyError,
     StoreError,
+    error_line,
 )
 
 if TYPE_CHECKING:
@@ -521,7 +522,7 @@ def known_failure(exc: BaseException) -> GoldmineError | None:
             "the store can only be read here (its file or folder is read-only), and this command "
             "writes to it"
         )
-    said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    said = error_line(exc)
     if _cannot_write(exc) and (".wal" in said or "commit" in said.lower()):
         # a folder that takes no new file: the journal (.wal) is made at the commit
         return StoreError(
@@ -540,7 +541,7 @@ def _interrupted(exc: BaseException) -> bool:
 
 
 def _disk_full(exc: BaseException) -> StoreError | None:
-    said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    said = error_line(exc)
     if "no space left on device" not in said.lower():
         return None
     return StoreError(
@@ -556,7 +557,7 @@ def out_of_memory(exc: BaseException) -> StoreError | None:
         return None
     limit = engine_settings().get("memory_limit")
     given = f"memory_limit = {limit[0]!r} from {limit[1]}" if limit else "DuckDB's default limit"
-    said = str(exc).strip().splitlines()[0]
+    said = error_line(exc)
     # "failed to offload": the spill files had no room either, most often a full disk
     spill = (
         "; it could not spill either: free space beside the store (its .tmp folder)"
@@ -701,14 +702,15 @@ def open_store(
         return
     con = connect(path, read_only=read_only, lean=lean, create=create, wait=wait)
     _claim(path)
-    # A read-write connection is registered for reads beside it (Store.read); a read-only one
-    # goes on a list of its own, which nobody reads.
-    writers = _writing.setdefault(path.resolve(), []) if not read_only else []
-    writers.append(con)
+    # A read-write connection is registered for reads beside it (Store.read).
+    writing = None if read_only else _writing.setdefault(path.resolve(), [])
+    if writing is not None:
+        writing.append(con)
     try:
         yield con
     finally:
-        writers.remove(con)
+        if writing is not None:
+            writing.remove(con)
         con.close()
         _release(path)
 

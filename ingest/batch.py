@@ -993,22 +993,26 @@ def _wrap(stage_sql: str, target: Target, redactor: Redactor) -> str:
     return f"SELECT * EXCLUDE ({', '.join(helpers)}) FROM ({sql})"
 
 
+# An address in an id: an @ (typed in fullwidth too, U+FF20), one taken from a URL (encoded
+# once or twice), or one spelled out ("jane [at] example [dot] com", "jane AT example DOT com"),
+# as the text's test finds them. A record's own id is tested for these alone (_id_key).
+_ADDRESS_MAY_MATCH = (
+    r"[@\x{FF20}]|%(?:25)?40|(?i:[\[({]\s*at\s*[\])}])|(?i:\sat\s+[a-z0-9-]+\s+dot\s)"
+)
+
 # An id (user_id, session_id) nearly always has a digit, so the general test lets every row
 # through; each built-in kind needs more: an @ (email, handle), a colon (IPv6), a digit-dot-digit
 # (IPv4), seven digits with at most a few separators between starting on a token boundary
 # (phone, card: pii.py matches digits on token boundaries, so the digits of `s00000001` are
 # none), or an IBAN's country and check digits.
 _ID_MAY_MATCH = (
-    r"[@:]|[0-9][.][0-9]|(^|[^0-9A-Za-z])[0-9](?:[^0-9A-Za-z]{0,3}[0-9]){6}"
-    r"|[A-Za-z]{2}[0-9]{2} ?[A-Za-z0-9]{4}"
-    # an email taken from a URL (encoded once or twice), and every credential's literal start
-    # (a JWT, a cloud or service key used as an id): the redaction's own list, so a new one
-    # reaches ids too
-    r"|%(?:25)?40|"
+    r":|[0-9][.][0-9]|(^|[^0-9A-Za-z])[0-9](?:[^0-9A-Za-z]{0,3}[0-9]){6}"
+    r"|[A-Za-z]{2}[0-9]{2} ?[A-Za-z0-9]{4}|"
+    + _ADDRESS_MAY_MATCH
+    # every credential's literal start (a JWT, a cloud or service key used as an id): the
+    # redaction's own list, so a new one reaches ids too; and an Indian PAN
+    + "|"
     + SECRET_MARKS
-    # an address spelled out ("jane [at] example [dot] com", "jane AT example DOT com") or
-    # typed in fullwidth (U+FF20), and an Indian PAN, as the text's test finds them
-    + r"|(?i:[\[({]\s*at\s*[\])}])|(?i:\sat\s+[a-z0-9-]+\s+dot\s)|\x{FF20}"
     + r"|[A-Za-z]{5}[0-9]{4}[A-Za-z]"
 )
 
@@ -1055,19 +1059,15 @@ def _id_key(redactor: Redactor, key: str) -> str:
     ``_pseudonyms`` writes a session id; any other id as it came. The key a stored row is known
     by, computed before the already-stored check, so every import of the id finds the same
     row."""
-    pattern = _KEY_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
+    # Its digits are not tested: event ids are numbers far more often than phones
+    # ("ev-000000123" sent every row of a 300k-event redacted import through the UDF).
+    pattern = _ADDRESS_MAY_MATCH.replace("'", "''")  # a constant, not a user's value
     redacted = redactor.steps("x", "true")[0]  # the test is made here, once
     return (
         f"CASE WHEN regexp_matches(x, '{pattern}') "
         f"THEN coalesce(nullif({redacted}, x) || '~' || left(sha256('{key}' || x), 16), x) "
         "ELSE x END"
     )
-
-
-# What may make a record's own id PII: an address (an @, encoded or spelled out). Not the
-# digits _ID_MAY_MATCH sends on: event ids are numbers far more often than phones ("ev-000000123"
-# sent every row of a 300k-event redacted import through the UDF: 24 s against 2.5 s).
-_KEY_MAY_MATCH = r"[@\x{FF20}]|%(?:25)?40|(?i:[\[({]\s*at\s*[\])}])|(?i:\sat\s+[a-z0-9-]+\s+dot\s)"
 
 
 def pseudonym_key(con) -> str:

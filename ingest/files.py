@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from goldmine.errors import GoldmineError, InputError
+from goldmine.errors import GoldmineError, InputError, error_line
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ def unreadable(item: InputFile, exc: duckdb.Error) -> GoldmineError:
     from goldmine.store import out_of_memory
 
     return out_of_memory(exc) or InputError(
-        f"cannot read as {item.label}: {_first_line(exc)}", path=item.path
+        f"cannot read as {item.label}: {error_line(exc)}", path=item.path
     )
 
 
@@ -378,10 +378,6 @@ def _starts_with_array(path: Path) -> bool:
     with path.open("rb") as f:
         head = f.read(65536)
     return head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1] == b"["
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 _RAW_LINE_OPTIONS = """columns = {'raw': 'VARCHAR'}, header = false, delim = chr(0), quote = '',

@@ -1197,7 +1197,7 @@ def _written_as_phone(s: str, regions: tuple[str, ...]) -> bool:
     valid in Germany, written as Germany writes none."""
     if s.isdigit() or not any(_valid_in(s, r) for r in regions):
         return False
-    groups = tuple(len(g) for g in re.findall(r"\d+", s))
+    groups = _groups(s)
     bare = s.lstrip("(")
     return any(
         (_calling_code(r) == 1 or bare.startswith(_national_prefix(r) or "\0"))
@@ -1214,8 +1214,7 @@ def _national_groups(s: str, region: str) -> tuple[int, ...] | None:
     number = _parse(s, region)
     if number is None or not phonenumbers.is_possible_number(number):
         return None
-    national = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
-    return tuple(len(g) for g in re.findall(r"\d+", national))
+    return _groups(phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL))
 
 
 def _plausible_layout(s: str, regions: tuple[str, ...]) -> bool:
@@ -1294,6 +1293,7 @@ def _valid_anywhere(s: str) -> bool:
 
 
 def _groups(s: str) -> tuple[int, ...]:
+    """The lengths of the digit groups of a number as written."""
     return tuple(len(g) for g in re.findall(r"\d+", s))
 
 

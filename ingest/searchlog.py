@@ -339,8 +339,9 @@ def stage_sql(
     if ts_format:
         params["gm_ts_format"] = ts_format
     q, ts = val(fields, "query"), val(fields, "ts")
-    # An id holding PII is known by its pseudonym when redacting (batch.content_hash).
-    eid = f"gm_id_key({val(fields, 'event_id')})"
+    # The row's id, computed once below: one holding PII is known by its pseudonym when
+    # redacting (batch.content_hash).
+    eid = "gm_eid"
     num = val(fields, "num_results")
     counted = _counted_results(fields)
     if counted != "false":
@@ -390,6 +391,7 @@ def stage_sql(
             SELECT *, gm_seen OR gm_stored(gm_key) AS gm_known
             FROM (
                 SELECT *, {_time(ts, ts_format, order)} AS gm_t, gm_dmy_shown({ts}) AS gm_dates,
+                       gm_id_key({val(fields, "event_id")}) AS gm_eid,
                        CASE WHEN gm_seen THEN NULL
                             WHEN {"true" if clicks_only else "false"} THEN {eid}
                             WHEN {eid} IS NULL
