@@ -161,11 +161,11 @@ def evaluate(
     trec_eval/ranx spellings), a file in any format ``goldmine eval run`` reads, or a published
     version (``goldmine.Store(path).gold("v3")``). ``run``: ``{qid: {doc: score}}`` (ranked as
     trec_eval ranks: score descending, ties by doc id descending), ``{qid: [ids]}`` best first,
-    ``{qid: [(id, score), ...]}`` as retrievers return them (ranked by score as a dict is; a set,
-    which has no order, is refused), a frame with query, doc and ``score`` (or ``rank``) columns,
-    or a run file. ``metrics``: the
-    CLI's names, trec_eval's spellings too (``P_10``, ``success_5``, ``ndcg_cut_10``). A run that
-    shares no query with the gold is an ``InputError``.
+    ``{qid: [(id, score), ...]}`` as retrievers return them (in their order, as any list;
+    a set, which has no order, is refused), a frame with query, doc and ``score`` (or
+    ``rank``) columns, or a run file. ``metrics``: the CLI's names, trec_eval's spellings too
+    (``P_10``, ``success_5``, ``ndcg_cut_10``). A run that shares no query with the gold is an
+    ``InputError``.
 
     Example:
         >>> import goldmine

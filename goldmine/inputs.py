@@ -153,7 +153,9 @@ def _run_from_mapping(value: Mapping) -> Run:
         elif _pairs(qid, ranked := _reiterable(ranked)):
             firsts = _first_of_each(qid, ranked)
             repeated += len(ranked) - len(firsts)  # type: ignore[arg-type]
-            results[qid], scores[qid] = _ordered(qid, firsts)
+            # A list is taken in its order, as a run file's and a retriever's are: a vector
+            # store's (id, distance) pairs come nearest first, their scores growing.
+            results[qid], scores[qid] = list(firsts), _checked_scores(qid, firsts)
         else:
             results[qid] = list(map(str, _refuse_none(qid, list(ranked))))
             listed = True
@@ -221,14 +223,21 @@ def _first_of_each(qid: str, pairs: Iterable) -> dict[str, object]:
 def _ordered(qid: str, ranked: Mapping) -> tuple[list[str], list[float]]:
     """trec_eval's order (``readers.order_trec``), the per-item work in C: a run of 2,000 x
     1,000 dicts spent more time checking and converting scores than scoring."""
+    scores = _checked_scores(qid, ranked)
+    pairs = sorted(zip(scores, map(str, ranked), strict=True), reverse=True)
+    return list(map(itemgetter(1), pairs)), list(map(itemgetter(0), pairs))
+
+
+def _checked_scores(qid: str, ranked: Mapping) -> list[float]:
+    """The scores of ``{id: score}`` as floats, in its order; a NaN or a score that is no
+    number is refused, naming the query."""
     try:
         scores = list(map(float, ranked.values()))
     except (TypeError, ValueError):
         scores = [_score(qid, s) for s in ranked.values()]
     if any(map(math.isnan, scores)):
         raise InputError(f"run: query {qid!r}: a score is NaN")
-    pairs = sorted(zip(scores, map(str, ranked), strict=True), reverse=True)
-    return list(map(itemgetter(1), pairs)), list(map(itemgetter(0), pairs))
+    return scores
 
 
 def _score(qid: str, value: object) -> float:

@@ -4,6 +4,8 @@ own Qrels and Run objects. Each is read, or refused with an InputError that says
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -175,3 +177,25 @@ def test_an_id_given_twice_in_pairs_is_a_warning_as_in_a_list() -> None:
                               metrics="mrr")  # fmt: skip
     assert pairs.mean["mrr"] == 0.5
     assert pairs.warnings == ["1 repeated ids within a query counted once, at first rank"]
+
+
+def test_pairs_are_taken_in_their_order_as_a_run_file_and_a_retriever_take_them(tmp_path) -> None:
+    """A vector store's ``(id, distance)`` pairs come nearest first, the distance growing: they
+    were ranked by score, so the nearest hit went last and the run scored its worst. Ties were
+    broken by id, not as the retriever ranked them. A list is taken in its order (DESIGN's
+    "a run given as a list is taken in its order"), as a JSON run file of the same pairs and
+    ``eval run --retriever`` take it; a ``{doc: score}`` dict is ranked by score."""
+    gold = {"q1": {"d1": 1}, "q2": {"a": 1}}
+    pairs = {"q1": [("d1", 0.12), ("d2", 0.40), ("d3", 0.95)],  # distances, nearest first
+             "q2": [("a", 0.5), ("b", 0.5)]}  # a tie the retriever ranked a first  # fmt: skip
+    assert goldmine.evaluate(gold, pairs, metrics="mrr").mean == {"mrr": 1.0}
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(
+        json.dumps({"query_id": q, "results": [list(p) for p in ranked]}) + "\n"
+        for q, ranked in pairs.items()
+    ))  # fmt: skip
+    assert goldmine.evaluate(gold, path, metrics="mrr").mean == {"mrr": 1.0}
+    ranked_by_score = {q: dict(ranked) for q, ranked in pairs.items()}
+    assert goldmine.evaluate(gold, ranked_by_score, metrics="mrr").mean == {
+        "mrr": pytest.approx((1 / 3 + 1 / 2) / 2)
+    }
