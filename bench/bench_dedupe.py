@@ -83,7 +83,7 @@ def partners(texts: list[str], v: Variant) -> tuple[float, float, dict, list, ob
     blocks and the work counted (today's module only). On a machine others load, the CPU
     seconds are the work; the seconds, its wait too."""
     m = v.module
-    for name in ("_word_set", "_digits", "near_spelling", "_prefixes"):
+    for name in ("_word_set", "_digits", "_signature", "near_spelling", "_prefixes"):
         if hasattr(m, name):
             getattr(m, name).cache_clear()  # each variant starts as a run would
     work = {"work": m.Work()} if hasattr(m, "Work") else {}

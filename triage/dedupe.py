@@ -151,10 +151,28 @@ def near_spelling(w: str, t: str) -> bool:
 def words_compatible(a: str, b: str) -> bool:
     """Every word only one side has is a function word or a near-spelling of one the other has,
     and both or neither are negated ("can I" vs "can't I" differ by one letter, not by a typo)."""
+    return _compatible(_signature(a), _signature(b))
 
-    wa, wb = _word_set(a), _word_set(b)
-    if bool(wa & NEGATIONS) != bool(wb & NEGATIONS):
+
+# What the word rule reads of a text, made once a text (``_signature``): a head query is checked
+# against many candidates, and each check split it, found its digits and searched its script
+# again. A plain tuple, as few objects as the split and the digits were: the cache holds one a
+# text, and the garbage collector walks every object it holds.
+_Signature = tuple[tuple[str, ...], bool, frozenset[str], bool]  # digits, unspaced, words, negated
+
+
+@lru_cache(maxsize=1 << 16)
+def _signature(text: str) -> _Signature:
+    words = frozenset(text.split())
+    unspaced = bool(_UNSPACED.search(text))
+    return tuple(_DIGITS.findall(text)), unspaced, words, bool(words & NEGATIONS)
+
+
+def _compatible(sa: _Signature, sb: _Signature) -> bool:
+    """``words_compatible`` of two texts' signatures."""
+    if sa[3] != sb[3]:
         return False
+    wa, wb = sa[2], sb[2]
     only_a, only_b = wa - wb, wb - wa
     words: frozenset[str] | None = None
     for mine, theirs in ((only_a, only_b), (only_b, only_a)):
@@ -169,19 +187,8 @@ def words_compatible(a: str, b: str) -> bool:
 
 
 @lru_cache(maxsize=1 << 16)
-def _word_set(text: str) -> frozenset[str]:
-    # A head query is checked against many candidates: split it once.
-    return frozenset(text.split())
-
-
-@lru_cache(maxsize=1 << 16)
 def _prefixes(word: str) -> frozenset[str]:
     return frozenset(word[:k] for k in range(1, len(word)))
-
-
-@lru_cache(maxsize=1 << 16)
-def _digits(text: str) -> tuple[str, ...]:
-    return tuple(_DIGITS.findall(text))
 
 
 def _joined(w: str, words: set[str], theirs: set[str]) -> bool:
@@ -269,12 +276,10 @@ _UNSPACED = re.compile(
 def variants(a: str, b: str) -> bool:
     """Two different texts over the cutoff that are one query written two ways: the same digits
     and compatible words (:func:`words_compatible`), in a script that writes words apart."""
-    return (
-        a != b
-        and _digits(a) == _digits(b)
-        and not (_UNSPACED.search(a) or _UNSPACED.search(b))
-        and words_compatible(a, b)
-    )
+    if a == b:
+        return False
+    sa, sb = _signature(a), _signature(b)
+    return sa[0] == sb[0] and not (sa[1] or sb[1]) and _compatible(sa, sb)
 
 
 def similar_pairs(
