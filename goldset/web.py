@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, unquote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -263,8 +263,15 @@ def writer(handler: Callable[[Request, dict], Response]) -> Callable:
 def rater_of(request: Request) -> str:
     """Who is grading: the rater cookie's name when it is a valid one, else the command's."""
     by = _review(request).by
-    name = request.cookies.get(RATER_COOKIE) or by
+    name = unquote(request.cookies.get(RATER_COOKIE, "")) or by
     return name if _RATER.match(name) else by
+
+
+def set_rater(response: Response, name: str) -> None:
+    """The rater cookie, percent-encoded: a header is Latin-1, and a name in Cyrillic, Chinese
+    or Arabic (letters, which ``_RATER`` takes) cannot be sent as it is. ``rater_of`` decodes
+    it; a name holds no ``%``, so an older cookie's plain name reads the same."""
+    response.set_cookie(RATER_COOKIE, quote(name, safe=""), httponly=True, samesite="strict")
 
 
 def panel(
@@ -316,7 +323,7 @@ async def home(request: Request) -> Response:
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(TOKEN_COOKIE, review.token, httponly=True, samesite="strict")
         if rater:
-            response.set_cookie(RATER_COOKIE, rater, httponly=True, samesite="strict")
+            set_rater(response, rater)
         return response
     if not allowed(request):
         return forbidden()
@@ -384,7 +391,7 @@ def rater(request: Request, body: dict) -> Response:
     if not _RATER.match(name):
         raise guard.Refusal("a rater's name is 1-64 letters, digits, spaces or . @ - _")
     response = PlainTextResponse("ok")
-    response.set_cookie(RATER_COOKIE, name, httponly=True, samesite="strict")
+    set_rater(response, name)
     return response
 
 

@@ -13,6 +13,7 @@ import json
 import re
 from html import unescape
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -210,6 +211,36 @@ def test_a_rater_name_of_the_wrong_shape_in_the_url_is_refused(client) -> None:
     response = client.get(f"/?token={TOKEN}&as=o'neil", follow_redirects=False)
     assert response.status_code == 400
     assert "rater" in response.text and "o'neil" in response.text
+
+
+RATER_NAMES = {
+    "cyrillic": "Дмитрий Ёж",
+    "chinese": "李小龍",
+    "arabic": "زينب حداد",
+    "latin-1": "Zoë",
+}
+
+
+@pytest.mark.parametrize("name", RATER_NAMES.values(), ids=RATER_NAMES.keys())
+def test_a_raters_name_in_any_script_is_kept_as_typed(client, store, cli, name) -> None:
+    """A name in Cyrillic, Chinese or Arabic (letters, as the page asks) was a 500 from the
+    URL's ``&as=`` and the rater box alike: its cookie went out as Latin-1. Both now set it,
+    the page shows it, and a grade is recorded under it."""
+    opened = client.get(f"/?token={TOKEN}&as={quote(name)}", follow_redirects=False)
+    assert opened.status_code == 303, opened.text[:300]
+    boxed = client.post("/api/rater", content=json.dumps({"rater": name}), headers=writer())
+    assert boxed.status_code == 200, boxed.text[:300]
+    for response in (opened, boxed):
+        cookie = f"goldmine_token={TOKEN}; goldmine_rater={response.cookies['goldmine_rater']}"
+        page = client.get("/review", headers={"Cookie": cookie})
+        assert f'id="rater" value="{name}"' in page.text
+    query, version, chunk = shown_item(client)
+    body = {"action": "grade", "query_id": query, "version": version, "chunk_id": chunk,
+            "grade": 2}  # fmt: skip
+    graded = client.post("/api/act", content=json.dumps(body), headers=writer(Cookie=cookie))
+    assert graded.status_code == 200, graded.text[:300]
+    labels = {r["chunk_id"]: r for r in shown(cli, store, "reset password")["labels"]}
+    assert labels[chunk]["who"] == name
 
 
 def test_every_response_carries_the_security_headers(client) -> None:
