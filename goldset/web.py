@@ -59,7 +59,9 @@ ASSETS = Path(__file__).parent / "web"
 TOKEN_COOKIE = "goldmine_token"
 RATER_COOKIE = "goldmine_rater"
 WRITE_HEADER = "x-goldmine"  # a custom header: a cross-origin form or fetch cannot add it
-_RATER = re.compile(r"^[\w .@-]{1,64}$")
+# A rater's name, matched whole (``fullmatch``): ``$`` alone matches before a final line break,
+# and "ana\n" would grade as a rater apart from "ana".
+_RATER = re.compile(r"[\w .@-]{1,64}")
 
 
 def clean(text: str | None) -> str:
@@ -264,7 +266,7 @@ def rater_of(request: Request) -> str:
     """Who is grading: the rater cookie's name when it is a valid one, else the command's."""
     by = _review(request).by
     name = unquote(request.cookies.get(RATER_COOKIE, "")) or by
-    return name if _RATER.match(name) else by
+    return name if _RATER.fullmatch(name) else by
 
 
 def set_rater(response: Response, name: str) -> None:
@@ -313,7 +315,7 @@ async def home(request: Request) -> Response:
         # The queue the command chose (--queue, --adjudicate) is the page's first filter.
         target = "/review" + (f"?{review.start}" if review.start else "")
         rater = request.query_params.get("as")
-        if rater is not None and not _RATER.match(rater):
+        if rater is not None and not _RATER.fullmatch(rater):
             # Ignored, the page opened as the server's rater: a second person graded under the
             # first one's name.
             return PlainTextResponse(
@@ -388,7 +390,7 @@ async def search(request: Request) -> Response:
 def rater(request: Request, body: dict) -> Response:
     """The rater box: the name goes in a cookie, checked on every request (``rater_of``)."""
     name = guard.rater_name(body)
-    if not _RATER.match(name):
+    if not _RATER.fullmatch(name):
         raise guard.Refusal("a rater's name is 1-64 letters, digits, spaces or . @ - _")
     response = PlainTextResponse("ok")
     set_rater(response, name)

@@ -213,6 +213,18 @@ def test_a_rater_name_of_the_wrong_shape_in_the_url_is_refused(client) -> None:
     assert "rater" in response.text and "o'neil" in response.text
 
 
+@pytest.mark.parametrize("name", ["ana%0A", "ana%0D%0A", "%0Aana"])
+def test_a_rater_name_with_a_line_break_in_the_url_is_refused(client, store, cli, name) -> None:
+    """``&as=ana%0A`` was taken: the name check's ``$`` matches before a final line break, so
+    "ana\\n" graded as a rater apart from "ana", splitting her labels and her kappa."""
+    response = client.get(f"/?token={TOKEN}&as={name}", follow_redirects=False)
+    assert response.status_code == 400 and "rater" in response.text
+    assert "goldmine_rater" not in response.headers.get("set-cookie", "")
+    cookie = f"goldmine_token={TOKEN}; goldmine_rater={name}"
+    page = client.get("/review", headers={"Cookie": cookie})
+    assert 'id="rater" value="ana"' in page.text  # the server's rater, not "ana\\n"
+
+
 RATER_NAMES = {
     "cyrillic": "Дмитрий Ёж",
     "chinese": "李小龍",
