@@ -330,6 +330,32 @@ def test_a_chunk_the_size_of_a_book_is_cut_on_the_page(store_copy) -> None:
     assert f"{len(book) - PAGE_PASSAGE_CHARS:,} more characters" in html
 
 
+def test_a_query_id_from_the_wild_is_shown_with_its_controls_as_marks(tmp_path, cli) -> None:
+    """An imported query id holding a bidi override and a terminal escape went into the page
+    raw, beside every chunk id and text shown as marks: the override turned the rest of its
+    line around. The page shows each control as U+FFFD; the id it sends back is its JSON,
+    unchanged."""
+    from starlette.testclient import TestClient
+
+    from goldmine.goldset.web import WebReview, create_app
+
+    wild = "q\u202eevil\x1b[2J"
+    db = tmp_path / "s.duckdb"
+    build(db)
+    (tmp_path / "t.jsonl").write_text(json.dumps({"_id": wild, "text": "vpn setup"}) + "\n")
+    judged = {"query_id": wild, "doc_id": "kb-vpn-1", "relevance": 2}
+    (tmp_path / "q.jsonl").write_text(json.dumps(judged) + "\n")
+    gold(cli, db, "import", str(tmp_path / "q.jsonl"), "--topics", str(tmp_path / "t.jsonl"),
+         "--as-source", "team-b")  # fmt: skip
+    gold(cli, db, "draft", "-k", "2")
+    app = create_app(WebReview(db, "ana", token=TOKEN))
+    with TestClient(app, base_url=BASE) as client:
+        html = client.get("/review", headers={"Cookie": f"goldmine_token={TOKEN}"}).text
+    assert "\u202e" not in html and "\x1b" not in html
+    assert '<span class="cid">q\ufffdevil\ufffd[2J</span>' in html
+    assert json.loads(unescape(re.search(r"data-query-id='([^']+)'", html).group(1))) == wild
+
+
 def test_a_blind_page_does_not_show_the_other_raters_progress(store, cli) -> None:
     """ben's page on a double item showed "ana: 2 grades, 1 queries": that ana had rated it."""
     from starlette.testclient import TestClient
