@@ -198,6 +198,33 @@ def test_two_raters_at_once_lose_nothing(browser, server: Server, store: Path, c
     assert labels == {"kb-reset-1": (2, "ana"), "kb-reset-2": (0, "ben")}
 
 
+@pytest.mark.slow  # a browser session over a server process
+def test_a_note_refused_on_a_changed_item_stays_in_its_box(browser, server, store, cli) -> None:
+    """ben wrote a note while ana graded the same item: the note's write was refused (every
+    write checks the item's version) and the panel came back with its box empty, the note
+    gone. It now stays in the box through the refusal and the reload, and Enter saves it."""
+    ctx_a, ana = open_page(browser, server, "ana")
+    ctx_b, ben = open_page(browser, server, "ben")
+    ana.keyboard.press("2")
+    wait_panel(ana, "graded kb-reset-1 = 2")
+    note = "the link expired twice for this user — הקישור פג"
+    ben.keyboard.press("e")
+    ben.keyboard.type(note)
+    ben.keyboard.press("Enter")
+    wait_panel(ben, "this query changed since you opened it (by ana at")
+    assert ben.input_value("#note-input") == note
+    ben.keyboard.press("r")
+    wait_panel(ben, "reloaded")
+    assert ben.input_value("#note-input") == note
+    ben.keyboard.press("e")
+    ben.keyboard.press("Enter")
+    wait_panel(ben, "note added")
+    assert ben.input_value("#note-input") == ""
+    ctx_a.close()
+    ctx_b.close()
+    assert shown(cli, store, "reset password")["notes"] == [note]
+
+
 def _suggest(db: Path, chunk_id: str, grade: int, reason: str) -> None:
     """A model's grade for a candidate, as ``gold draft --judge llm`` stores it."""
     from goldmine.store import open_store, transaction

@@ -61,8 +61,27 @@
     setFocus(chunkOf(list[i]));
   }
 
+  // A note typed and not saved (its write refused because the item changed, or a grade given
+  // meanwhile) stays in its box while the panel shows the same query: drawing the panel again
+  // emptied the box, and the note was lost.
+  function noteDraft() {
+    const input = document.getElementById("note-input");
+    const it = item();
+    if (!input || !it || !input.value.trim()) return null;
+    return { query: it.dataset.queryId, text: input.value };
+  }
+
+  function keepDraft(draft, action) {
+    const input = document.getElementById("note-input");
+    const it = item();
+    if (!draft || !input || !it || it.dataset.queryId !== draft.query) return;
+    const saved = action === "note" && it.dataset.stale !== "1";
+    if (!saved) input.value = draft.text;
+  }
+
   async function act(action, extra) {
     const it = item();
+    const draft = noteDraft();
     const body = Object.assign({ action: action }, filters(), extra || {});
     if (it) { body.query_id = JSON.parse(it.dataset.queryId); body.version = it.dataset.version; }
     let resp;
@@ -80,6 +99,7 @@
     const type = resp.headers.get("Content-Type") || "";
     if (resp.status === 403 || !type.startsWith("text/html")) { showError(await reason(resp)); return; }
     panel.innerHTML = await resp.text();
+    keepDraft(draft, action);
     showProgress();
     showModelKey();
     initFocus();
