@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,28 +30,60 @@ if TYPE_CHECKING:
     import duckdb
 
 INTEROP_FORMATS = ("ranx", "ir_measures", "hf")
-# What each line-based format's readers split a line on: an id holding it cannot be written.
-_SPLITS = {
+
+
+@dataclass(frozen=True)
+class _Unwritable:
+    """Ids a line-based format's readers would read as something else: ``pattern`` finds them
+    (in query ids only when ``query_only``: the one field at a line's start)."""
+
+    pattern: re.Pattern
+    what: str
+    why: str
+    query_only: bool = False
+
+
+_HASH = _Unwritable(
+    re.compile(r"^#"),
+    "a query id starting with #",
+    "trec_eval and gold import read a line starting with # as a comment",
+    query_only=True,
+)
+# What each line-based format's readers split a line on, or read as no judgment: an id holding
+# it cannot be written.
+_UNWRITABLE = {
     "trec": (
-        re.compile(r"[\s\x00]"),
-        "whitespace or a NUL",
-        "trec_eval splits lines on whitespace and, in C, ends an id at a NUL",
+        _Unwritable(
+            re.compile(r"[\s\x00]"),
+            "an id with whitespace or a NUL",
+            "trec_eval splits lines on whitespace and, in C, ends an id at a NUL",
+        ),
+        _HASH,
     ),
-    "ir_measures": (re.compile(r"\s"), "whitespace", "ir_measures splits lines on it"),
-    "beir": (re.compile(r"[\t\r\n]"), "a tab or line break", "BEIR splits lines on tabs"),
+    "ir_measures": (
+        _Unwritable(re.compile(r"\s"), "an id with whitespace", "ir_measures splits lines on it"),
+        _HASH,
+    ),
+    "beir": (
+        _Unwritable(
+            re.compile(r"[\t\r\n]"), "an id with a tab or line break", "BEIR splits lines on tabs"
+        ),
+    ),
 }
 
 
 def check_ids(qrels: list[tuple[str, str, int]], fmt: str) -> None:
     """Refuse, before anything is written, an id that ``fmt``'s lines cannot hold: written, it
-    would be read back as other ids and grades."""
-    pattern, what, why = _SPLITS[fmt]
-    for query_id, chunk_id, _ in qrels:
-        if pattern.search(query_id) or pattern.search(chunk_id):
-            raise InputError(
-                f"query {query_id!r}, chunk {chunk_id!r}: an id with {what} cannot be written as "
-                f"{fmt} qrels ({why}); export --format hf or jsonl instead"
-            )
+    would be read back as other ids and grades, or as no line at all."""
+    for rule in _UNWRITABLE[fmt]:
+        for query_id, chunk_id, _ in qrels:
+            if rule.pattern.search(query_id) or (
+                not rule.query_only and rule.pattern.search(chunk_id)
+            ):
+                raise InputError(
+                    f"query {query_id!r}, chunk {chunk_id!r}: {rule.what} cannot be written as "
+                    f"{fmt} qrels ({rule.why}); export --format hf or jsonl instead"
+                )
 
 
 def export_interop(

@@ -278,6 +278,36 @@ def test_export_refuses_an_id_its_format_cannot_hold(cli, tmp_path, fmt, relevan
     assert not any(p.is_file() for p in out.rglob("*"))
 
 
+def _published(cli, tmp_path: Path, lines: list[dict]) -> str:
+    """Gold JSONL ``lines`` imported and published as v1; the store's path."""
+    data = "".join(json.dumps(line) + "\n" for line in lines)
+    result = imported(cli, tmp_path, {"gold.jsonl": data}, "gold.jsonl")
+    assert result.returncode == 0, result.stderr
+    db = str(tmp_path / "s.duckdb")
+    assert cli("--db", db, "gold", "publish", "-m", "v1").returncode == 0
+    return db
+
+
+@pytest.mark.parametrize(
+    ("fmt", "query_id", "relevant", "words"),
+    [
+        ("trec", "#1", {"kb-1": 2}, "starting with #"),
+        ("ir_measures", "#1", {"kb-1": 2}, "starting with #"),
+    ],
+)
+def test_export_refuses_a_line_its_readers_take_for_a_comment_or_a_quote(
+    cli, tmp_path, fmt, query_id, relevant, words
+) -> None:
+    """trec_eval (and gold import) skip a qrels line starting with #: query "#1" was written
+    and its judgments left the score without a word."""
+    line = {"query_id": query_id, "query": "reset my password", "relevant": relevant}
+    db = _published(cli, tmp_path, [line])
+    out = tmp_path / "out"
+    exported = cli("--db", db, "gold", "export", "--format", fmt, "--out", str(out))
+    assert_one_error_line(exported, words, "export --format hf or jsonl")
+    assert not any(p.is_file() for p in out.rglob("*"))
+
+
 TREC1_TOPIC = """<top>
 <head> Tipster Topic Description
 <num> Number: 051
