@@ -68,6 +68,12 @@ _UNWRITABLE = {
         _Unwritable(
             re.compile(r"[\t\r\n]"), "an id with a tab or line break", "BEIR splits lines on tabs"
         ),
+        _Unwritable(
+            re.compile(r'^"'),
+            "an id starting with a double quote",
+            "BEIR reads its TSV with csv quoting: the quote opens a field that runs over the "
+            "tabs and lines after it",
+        ),
     ),
 }
 

@@ -293,19 +293,44 @@ def _published(cli, tmp_path: Path, lines: list[dict]) -> str:
     [
         ("trec", "#1", {"kb-1": 2}, "starting with #"),
         ("ir_measures", "#1", {"kb-1": 2}, "starting with #"),
+        ("beir", '"1', {"kb-1": 2}, "starting with a double quote"),
+        ("beir", "1", {'"kb-1"': 2}, "starting with a double quote"),
     ],
 )
 def test_export_refuses_a_line_its_readers_take_for_a_comment_or_a_quote(
     cli, tmp_path, fmt, query_id, relevant, words
 ) -> None:
     """trec_eval (and gold import) skip a qrels line starting with #: query "#1" was written
-    and its judgments left the score without a word."""
+    and its judgments left the score without a word. BEIR reads qrels/test.tsv with Python's
+    csv quoting: an id starting with " opened a quoted field running over the tabs and lines
+    after it, and BEIR's loader stopped on a grade that was no number."""
     line = {"query_id": query_id, "query": "reset my password", "relevant": relevant}
     db = _published(cli, tmp_path, [line])
     out = tmp_path / "out"
     exported = cli("--db", db, "gold", "export", "--format", fmt, "--out", str(out))
     assert_one_error_line(exported, words, "export --format hf or jsonl")
     assert not any(p.is_file() for p in out.rglob("*"))
+
+
+def test_beir_export_reads_back_as_beir_reads_it_with_quotes_and_hashes_inside(
+    cli, tmp_path
+) -> None:
+    """A quote inside an id, or a # anywhere but a TREC line's start, is data to every reader:
+    BEIR's own reading (csv, tab-delimited, minimal quoting) gives the version's judgments."""
+    import csv
+
+    lines = [{"query_id": 'q"1', "query": "reset my password",
+              "relevant": {'kb"1': 2, "#kb-2": 1, "kb,3": 0}},
+             {"query_id": "q#2", "query": "vpn setup", "relevant": {"kb-4'": 2}}]  # fmt: skip
+    db = _published(cli, tmp_path, lines)
+    out = tmp_path / "out"
+    assert cli("--db", db, "gold", "export", "--format", "beir", "--out", str(out)).returncode == 0
+    with (out / "v0001-beir" / "qrels" / "test.tsv").open(encoding="utf-8") as handle:
+        reader = csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_MINIMAL)  # BEIR's
+        next(reader)
+        qrels = {(row[0], row[1], int(row[2])) for row in reader}
+    assert qrels == {('q"1', 'kb"1', 2), ('q"1', "#kb-2", 1), ('q"1', "kb,3", 0),
+                     ("q#2", "kb-4'", 2)}  # fmt: skip
 
 
 TREC1_TOPIC = """<top>
