@@ -156,11 +156,30 @@ def _hf(items: list[dict], header: dict, folder: Path) -> list[Path]:
     return [*paths, card]
 
 
+def yaml_string(text: str) -> str:
+    """``text`` as a YAML double-quoted scalar of printable ASCII. JSON's escapes are YAML's but
+    for one: JSON writes a character past U+FFFF as a surrogate pair (an emoji as
+    ``\\ud83d\\ude80``), which YAML reads as two lone surrogates; YAML's ``\\U`` takes it
+    whole."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 0x20 <= code < 0x7F:
+            out.append(char)
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    return '"' + "".join(out) + '"'
+
+
 def dataset_card(header: dict, n_queries: int, n_judgments: int) -> str:
     """The dataset card: YAML front matter the ``datasets`` package reads (the two configs), the
     version and its hash, and a few lines for a person."""
     v, digest = header["version"], header["content_hash"]
-    message = json.dumps(header.get("message") or "")  # a JSON string is a YAML string
+    message = yaml_string(header.get("message") or "")
     return f"""---
 configs:
 - config_name: judgments

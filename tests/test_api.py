@@ -447,6 +447,27 @@ def test_export_hf_loads_offline_with_datasets_and_carries_the_hash(
     assert json.loads(meta) == {"version": 1, "content_hash": v1.hash}
 
 
+CARD_MESSAGES = {
+    "emoji": "week 48 🚀 ✓",
+    "yaml-syntax": 'a "quoted": colon\nand a line',
+    "bidi-arabic": "RTL \u202e شكرا",
+    "non-printable": "\x7f\x85\u2028\ufeff end",
+}
+
+
+@pytest.mark.parametrize("message", CARD_MESSAGES.values(), ids=CARD_MESSAGES.keys())
+def test_the_dataset_card_keeps_the_versions_message_as_written(message: str) -> None:
+    """An emoji in a version's message went into the card's YAML as JSON's surrogate pair
+    (``\\ud83d\\ude80``), which YAML reads as two lone surrogates: the card's message was
+    not the version's, and no UTF-8 writer could save it again."""
+    yaml = pytest.importorskip("yaml")
+    from goldmine.goldset.interop import dataset_card
+
+    card = dataset_card({"version": 3, "content_hash": "ab" * 32, "message": message}, 2, 5)
+    front = card.split("---\n")[1]
+    assert yaml.safe_load(front)["goldmine"]["message"] == message
+
+
 # --- what importing costs ------------------------------------------------------------------------
 
 HEAVY = ("duckdb", "_duckdb", "polars", "pandas", "pyarrow", "torch", "sentence_transformers",
