@@ -340,6 +340,10 @@ async def page(request: Request) -> Response:
     rater = rater_of(request)
     queue = _queue(request.query_params)
     session = _review(request).session(rater, queue)
+    if session.stale:
+        # A page loaded afresh shows the item as it is now: the conflict an earlier page met is
+        # settled by it (that page's own writes still carry its version, and are checked).
+        session.reload()
     status, view = 200, None
     try:
         with session.request() as con:

@@ -330,6 +330,26 @@ def test_a_chunk_the_size_of_a_book_is_cut_on_the_page(store_copy) -> None:
     assert f"{len(book) - PAGE_PASSAGE_CHARS:,} more characters" in html
 
 
+def test_opening_the_page_again_after_a_conflict_shows_the_item_as_it_is(client) -> None:
+    """ben's grade was refused because ana had graded the item first; he pressed F5 to see it as
+    it is now, and the fresh page still said "this query changed since you opened it" and took
+    no key but r. A page opened again shows the item as it is, and writes go on from it."""
+    query, version, chunk = shown_item(client)
+    body = {"action": "grade", "query_id": query, "version": version, "chunk_id": chunk,
+            "grade": 2}  # fmt: skip
+    assert client.post("/api/act", content=json.dumps(body), headers=writer()).status_code == 200
+    ben = f"goldmine_token={TOKEN}; goldmine_rater=ben"
+    stale = client.post("/api/act", content=json.dumps({**body, "grade": 1}),
+                        headers=writer(Cookie=ben))  # fmt: skip
+    assert "changed since you opened it" in stale.text and 'data-stale="1"' in stale.text
+    page = client.get("/review", headers={"Cookie": ben}).text
+    assert "changed since you opened it" not in page and 'data-stale="0"' in page
+    now = int(re.search(r'data-version="(\d+)"', page).group(1))
+    again = client.post("/api/act", content=json.dumps({**body, "version": now, "grade": 1}),
+                        headers=writer(Cookie=ben))  # fmt: skip
+    assert f"graded {chunk} = 1" in again.text, again.text[:300]
+
+
 def test_a_query_id_from_the_wild_is_shown_with_its_controls_as_marks(tmp_path, cli) -> None:
     """An imported query id holding a bidi override and a terminal escape went into the page
     raw, beside every chunk id and text shown as marks: the override turned the rest of its
