@@ -204,6 +204,11 @@ Content hash of version {v}: `{digest}` (`goldmine gold verify` recomputes it).
 
 ```python
 import datasets
-judgments = datasets.load_dataset("path/to/this/folder", "judgments", split="train")
+judgments = datasets.load_dataset("parquet", data_files="path/to/this/folder/judgments.parquet",
+                                  split="train")
 ```
+
+`datasets.load_dataset("path/to/this/folder", "judgments")` reads it too, but `datasets` caches a
+local folder by its name and config alone: another gold set's `v{v:04d}-hf` loaded before on this
+machine comes back in its place (give it a `cache_dir` of its own).
 """

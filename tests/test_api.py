@@ -447,6 +447,36 @@ def test_export_hf_loads_offline_with_datasets_and_carries_the_hash(
     assert json.loads(meta) == {"version": 1, "content_hash": v1.hash}
 
 
+def test_two_gold_sets_hf_folders_of_one_name_load_apart_as_the_card_says(
+    published, tmp_path, monkeypatch
+) -> None:
+    """``datasets`` caches a local folder by its name and config alone: a second store's
+    ``v0001-hf`` loaded as ``load_dataset(folder, "judgments")`` came back as the first's rows
+    (and with ``download_mode="force_redownload"`` failed on the first's split sizes). The card
+    shows a call that reads each folder's own files."""
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    other = tmp_path / "other.duckdb"
+    line = {"query_id": "x1", "query": "another team's query", "relevant": {"d9": 2}}
+    (tmp_path / "other.jsonl").write_text(json.dumps(line) + "\n")
+    gold(run_cli, other, "import", str(tmp_path / "other.jsonl"))
+    gold(run_cli, other, "publish", "-m", "first")
+    folders = [_export(db, tmp_path / name, "hf")[0].parent
+               for db, name in ((published, "a"), (other, "b"))]  # fmt: skip
+    assert folders[0].name == folders[1].name == "v0001-hf"
+    card = (folders[0] / "README.md").read_text()
+    assert 'load_dataset("parquet", data_files="path/to/this/folder/judgments.parquet"' in card
+    cache = str(tmp_path / "hf-cache")
+    for folder, db in zip(folders, (published, other), strict=True):
+        rows = datasets.load_dataset("parquet", data_files=str(folder / "judgments.parquet"),
+                                     split="train", cache_dir=cache)  # fmt: skip
+        v1 = goldmine.Store(db).gold("v1")
+        assert {(r["query_id"], r["doc_id"], r["grade"]) for r in rows} == {
+            (q, d, g) for q, judged in v1.qrels.items() for d, g in judged.items()
+        }
+
+
 CARD_MESSAGES = {
     "emoji": "week 48 🚀 ✓",
     "yaml-syntax": 'a "quoted": colon\nand a line',
