@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
 from goldmine.eval.scoring import match_run_to_gold
-from goldmine.files import json_objects, require_file
+from goldmine.files import json_objects, lines_of, require_file
 
 if TYPE_CHECKING:
     import duckdb
@@ -122,7 +122,7 @@ def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read: {exc}", path=path) from exc
     if path.suffix.lower() in (".jsonl", ".ndjson", ".json") or text.lstrip().startswith("{"):
-        return json_objects(text.splitlines(), path)
+        return json_objects(lines_of(text), path)
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
     return [(number, row) for number, row in enumerate(reader, start=2)]

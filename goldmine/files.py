@@ -7,12 +7,24 @@ import errno
 import importlib
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
 from goldmine.errors import InputError
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def lines_of(text: str) -> list[str]:
+    """A file's lines as its formats mean them: ended by LF, CRLF or CR, as Python's universal
+    newlines, BEIR's reader and trec_eval take them. ``str.splitlines`` also ends a line at
+    U+2028, U+0085, a form feed and more, which JSON strings and TSV fields hold as they are:
+    a query or an id holding one read back as a broken line."""
+    lines = _LINE_END.split(text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def json_objects(lines: Iterable[str], path: str | Path) -> list[tuple[int, dict]]:

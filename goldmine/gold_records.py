@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 
 from goldmine.errors import InputError
-from goldmine.files import json_objects
+from goldmine.files import json_objects, lines_of
 
 # Where a gold line lists its relevant ids: goldmine's own keys first, then the names other
 # tools and teams give them (LlamaIndex's relevant_docs, Tevatron's positive_passages, DPR's
@@ -103,7 +103,7 @@ def json_records(text: str, path: Path) -> list[tuple[int, dict]]:
     """(place, object) of the gold records of a text: one JSON object a line, or one JSON array
     of objects (DPR's files), its n-th element at place n."""
     if not is_json_array(text):
-        return json_objects(text.splitlines(), path)
+        return json_objects(lines_of(text), path)
     try:
         items = json.loads(text.lstrip("\ufeff"))
     except ValueError as exc:

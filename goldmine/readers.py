@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from goldmine.errors import InputError
-from goldmine.files import json_objects, open_unpacked, require_file, unpacked
+from goldmine.files import json_objects, lines_of, open_unpacked, require_file, unpacked
 from goldmine.gold import GRADE_LIMIT, Gold, GoldQuery, Run
 from goldmine.gold_records import (
     RELEVANT_KEYS,
@@ -98,7 +98,7 @@ def decode_text(data: bytes, path: Path) -> str:
 
 def _lines(text: str):
     """(line number, stripped line) for non-blank lines; CRLF tolerated."""
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(lines_of(text), start=1):
         stripped = line.strip()
         if stripped:
             yield number, stripped
@@ -444,7 +444,7 @@ def judge(
     change the figures without a word. The first line is looked up only then."""
     held = judged.get(doc)
     if held is not None and held != grade:
-        rows = lines.splitlines() if isinstance(lines, str) else lines
+        rows = lines_of(lines) if isinstance(lines, str) else lines
         first = next(
             (str(n) for n, row in enumerate(rows, 1)
              if (f := row.split()) and len(f) >= 3 and f[0] == qid and f[-2] == doc),
@@ -507,7 +507,7 @@ def qrels_frame(path: Path, text: str | None = None) -> tuple[pl.DataFrame, str]
             return _parquet_frame(path), "row"
         text = decode_text(data, path)
     rows = []
-    for number, obj in json_objects(text.splitlines(), path):
+    for number, obj in json_objects(lines_of(text), path):
         if not is_qrels_record(obj):
             raise InputError(
                 f"a qrels line needs {QRELS_QUERY_KEYS[0]}, {QRELS_DOC_KEYS[0]} and "

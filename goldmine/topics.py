@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from goldmine.errors import InputError
-from goldmine.files import json_objects, open_unpacked, unpacked
+from goldmine.files import json_objects, lines_of, open_unpacked, unpacked
 from goldmine.gold_records import first_of, is_llamaindex
 from goldmine.readers import decode_text
 
@@ -29,7 +29,7 @@ def one_line(text: str) -> str:
 def read_lines(path: Path) -> list[str]:
     """The file's lines, decompressed first if it is gzip, bz2 or xz (ir_datasets serves qrels
     gzipped); CRLF files (Cranfield) read like any other."""
-    return read_text(path).splitlines()
+    return lines_of(read_text(path))
 
 
 def read_text(path: Path) -> str:
@@ -368,7 +368,7 @@ def query_texts(text: str, path: Path) -> list[str] | None:
     SMART ``.I``/``.W``) or of JSON (lines of objects, an array of them, a LlamaIndex dataset),
     each query once per record, in the file's order; None for any other text (a plain list of
     lines, a sheet's CSV), which the caller reads its own way."""
-    lines = text.splitlines()
+    lines = lines_of(text)
     first = next((line.strip() for line in lines if line.strip()), "")
     # a layout's queries, where it opens a line and gives any; a query mentioning "<top>" is
     # a list's line
@@ -401,7 +401,7 @@ def _json_queries(text: str, first: str, path: Path) -> list[str] | None:
             return None
     except ValueError:
         return None
-    return [_object_query(obj, path, n) for n, obj in json_objects(text.splitlines(), path)]
+    return [_object_query(obj, path, n) for n, obj in json_objects(lines_of(text), path)]
 
 
 def _object_query(obj: dict, path: Path, n: int) -> str:

@@ -333,6 +333,43 @@ def test_beir_export_reads_back_as_beir_reads_it_with_quotes_and_hashes_inside(
                      ("q#2", "kb-4'", 2)}  # fmt: skip
 
 
+# Where each export's files are, under --out, and what else its import needs.
+EXPORTED = {
+    "jsonl": ("v0001.jsonl", []),
+    "beir": ("v0001-beir", []),
+    "ranx": ("v0001.qrels.json", ["--topics", "beir/v0001-beir/queries.jsonl"]),
+    "hf": ("v0001-hf", []),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(EXPORTED))
+def test_texts_and_ids_holding_unicode_line_separators_read_back(cli, tmp_path, fmt) -> None:
+    """U+2028, U+0085 (cp1252's ellipsis read as Latin-1) and a form feed in a query's text
+    or a chunk id: gold export writes them as they are, as JSON and TSV may hold them, and
+    gold import split its own files at them (``str.splitlines``): a version file failed as
+    "not JSON" and a BEIR folder's queries likewise. A line ends at LF, CRLF or CR, as the
+    formats' own readers (and BEIR's, and ``datasets``') take it."""
+    line = {"query_id": "q1", "query": "one\u2028two\x85three\x0cfour",
+            "relevant": {"a\u2028b": 2, "c\x85d": 1, "e\x0cf": 0}}  # fmt: skip
+    db = _published(cli, tmp_path, [line])
+    for each in {fmt, "beir"}:
+        exported = cli(
+            "--db", db, "gold", "export", "--format", each, "--out", str(tmp_path / each)
+        )
+        assert exported.returncode == 0, exported.stderr
+    name, more = EXPORTED[fmt]
+    more = [str(tmp_path / m) if "/" in m else m for m in more]
+    back = tmp_path / "back.duckdb"
+    result = cli("--db", str(back), "gold", "import", str(tmp_path / fmt / name), *more,
+                 "--by", "ana")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    items, labels = stored(back)
+    # A topics file's text is read with its whitespace collapsed, as every import of one is.
+    text = line["query"] if fmt in ("jsonl", "hf") else " ".join(line["query"].split())
+    assert items == [("q1", text, False)]
+    assert labels == sorted(("q1", c, g) for c, g in line["relevant"].items())
+
+
 TREC1_TOPIC = """<top>
 <head> Tipster Topic Description
 <num> Number: 051
