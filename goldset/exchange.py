@@ -149,7 +149,38 @@ def export_version(
         for i in items
     ]
     tsv = ["query-id\tcorpus-id\tscore", *(f"{q}\t{c}\t{g}" for q, c, g in qrels)]
-    return [_write(folder / "queries.jsonl", queries), _write(folder / "qrels" / "test.tsv", tsv)]
+    paths = [_write(folder / "queries.jsonl", queries), _write(folder / "qrels" / "test.tsv", tsv)]
+    corpus = _beir_corpus(con, version, folder / "corpus.jsonl")
+    return [corpus, *paths] if corpus else paths
+
+
+_CORPUS_BATCH = 50_000  # chunks made JSON (by DuckDB) and written at a time
+
+
+def _beir_corpus(con: duckdb.DuckDBPyConnection, version: int, path: Path) -> Path | None:
+    """``corpus.jsonl`` of the version's corpus snapshot as BEIR reads it (``_id``, ``title``,
+    ``text``, an object a line): BEIR's loader and MTEB refuse a folder without one. None, and
+    no file, when the store holds no chunk of that snapshot (a version imported from another
+    store, or published before any corpus)."""
+    rows = con.execute(
+        "SELECT c.snapshot_id FROM gold_versions v JOIN chunks c USING (snapshot_id) "
+        "WHERE v.version = ? LIMIT 1",
+        [version],
+    ).fetchall()
+    if not rows:
+        return None
+    reader = con.sql(
+        "SELECT to_json({'_id': chunk_id, 'title': coalesce(title, ''), 'text': text})::VARCHAR "
+        "FROM chunks WHERE snapshot_id = ? ORDER BY chunk_id",
+        params=[rows[0][0]],
+    ).to_arrow_reader(_CORPUS_BATCH)
+    try:
+        with path.open("w", encoding="utf-8", newline="\n") as handle:
+            for batch in reader:
+                handle.write("\n".join(batch.column(0).to_pylist()) + "\n")
+    finally:
+        reader.close()  # an unread result would keep the connection busy
+    return path
 
 
 # --- reading files -----------------------------------------------------------------------------

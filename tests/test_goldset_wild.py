@@ -742,3 +742,40 @@ def test_a_file_that_is_no_judgments_is_named_for_what_it_is(cli, tmp_path, name
     for args in ([name], [name, "--topics", "t.tsv"]):
         result = imported(cli, tmp_path, {name: text, "t.tsv": TOPICS}, *args)
         assert_one_error_line(result, *words)
+
+
+def test_a_beir_export_holds_the_corpus_its_judgments_name(cli, tmp_path) -> None:
+    """BEIR's GenericDataLoader wants corpus.jsonl beside queries.jsonl and qrels/: the export
+    wrote the two alone, so the folder the docs say "loads with BEIR" raised "File corpus.jsonl
+    not present". It now holds the version's corpus snapshot, as BEIR reads it (``_id``,
+    ``title``, ``text``, a JSON object a line), and still imports as the same gold set."""
+    corpus = tmp_path / "corpus.jsonl"
+    chunks = [{"id": "kb-1", "title": "Passwords", "text": "Reset it from\nthe login page."},
+              {"id": "kb-2", "text": "VPN: install the client \u2028 then sign in. \U0001f510"},
+              {"id": "kb-3", "title": "Billing", "text": "Invoices are monthly."}]  # fmt: skip
+    corpus.write_text("".join(json.dumps(c) + "\n" for c in chunks), encoding="utf-8")
+    db = str(tmp_path / "s.duckdb")
+    assert cli("--db", db, "ingest", "corpus", str(corpus)).returncode == 0
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"query_id": "q1", "query": "reset my password",
+                                "relevant": {"kb-1": 2}}) + "\n")  # fmt: skip
+    assert cli("--db", db, "gold", "import", str(gold)).returncode == 0
+    assert cli("--db", db, "gold", "publish", "-m", "v1").returncode == 0
+    out = tmp_path / "out"
+    exported = cli("--db", db, "gold", "export", "--format", "beir", "--out", str(out), "--json")
+    assert exported.returncode == 0, exported.stderr
+    folder = out / "v0001-beir"
+    assert str(folder / "corpus.jsonl") in json.loads(exported.stdout)["paths"]
+    read = {}
+    with (folder / "corpus.jsonl").open(encoding="utf8") as handle:  # as BEIR's loader reads
+        for line in handle:
+            doc = json.loads(line)
+            read[doc.get("_id")] = {"text": doc.get("text"), "title": doc.get("title")}
+    assert read == {
+        "kb-1": {"text": "Reset it from\nthe login page.", "title": "Passwords"},
+        "kb-2": {"text": chunks[1]["text"], "title": ""},
+        "kb-3": {"text": "Invoices are monthly.", "title": "Billing"},
+    }
+    again = cli("--db", str(tmp_path / "t.duckdb"), "gold", "import", str(folder), "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["added"] == 1
