@@ -210,8 +210,12 @@ def parse_headers(items: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(headers)
 
 
+_PLACEHOLDER = re.compile(r"\{(query|k)\}")
+
+
 def _fill(template: Any, query: str, k: int) -> Any:
-    """Substitute placeholders in a parsed JSON template: "{k}" alone becomes a number."""
+    """Substitute placeholders in a parsed JSON template: "{k}" alone becomes a number. One pass
+    over the template's own text: a query holding "{k}" or "{query}" is sent as written."""
     if isinstance(template, dict):
         return {key: _fill(value, query, k) for key, value in template.items()}
     if isinstance(template, list):
@@ -219,7 +223,8 @@ def _fill(template: Any, query: str, k: int) -> Any:
     if template == "{k}":
         return k
     if isinstance(template, str):
-        return template.replace("{query}", query).replace("{k}", str(k))
+        values = {"query": query, "k": str(k)}
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
     return template
 
 

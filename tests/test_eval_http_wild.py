@@ -1,0 +1,120 @@
+"""``eval run --http`` against retrievers that answer as servers in the wild do: each test runs a
+real HTTP server on 127.0.0.1 that sends what such a server sends (odd encodings, redirects,
+429s, cut connections, HTML pages), and checks what a user sees: the run scored, or one clear line
+naming the query and the URL, with the exit codes used elsewhere (2 bad input, 1 failure)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+GOLD = [
+    {"query_id": "q1", "query": "refund damaged item", "relevant": ["policy-14"]},
+    {"query_id": "q2", "query": "parental leave", "relevant": ["hr-7"]},
+]
+ANSWERS = {"refund damaged item": ["policy-14", "policy-2"], "parental leave": ["hr-1", "hr-7"]}
+
+# (status, headers, body) for a request: its path, its JSON body, and how many times this path
+# and query were asked before (0 the first time).
+Answer = tuple[int, dict[str, str], bytes]
+Responder = Callable[[str, dict, int], Answer]
+
+
+def ids_of(body: dict) -> Answer:
+    """The plain answer: a JSON list of the query's ids."""
+    return 200, {"Content-Type": "application/json"}, json.dumps(ANSWERS[body["query"]]).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server  # type: ignore[assignment]
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = json.loads(raw or b"{}")
+        with self.server.lock:
+            key = (self.path, json.dumps(body, sort_keys=True))
+            n = self.server.seen.get(key, 0)
+            self.server.seen[key] = n + 1
+            self.server.requests.append(
+                {"path": self.path, "body": body, "raw": raw, "headers": dict(self.headers)}
+            )
+        status, headers, payload = self.server.responder(self.path, body, n)
+        try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            if "Content-Length" not in headers:
+                self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, responder: Responder) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.responder = responder
+        self.requests: list[dict] = []
+        self.seen: dict[tuple[str, str], int] = {}
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@contextmanager
+def serving(responder: Responder) -> Iterator[_Server]:
+    server = _Server(responder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def gold(tmp_path: Path) -> Path:
+    path = tmp_path / "gold.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in GOLD))
+    return path
+
+
+def run_http(cli, gold: Path, url: str, *args: str):
+    return cli("eval", "run", "-g", str(gold), "--http", url, "-m", "mrr", "--json", "--no-store",
+               *args)  # fmt: skip
+
+
+def scored(result) -> dict:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_query_holding_braces_is_sent_as_written(cli, tmp_path: Path) -> None:
+    """The template's "{query}" was replaced, then "{k}" in the result: a query that holds
+    "{k}" (a LaTeX question, a code search) went out with the number in it. Each placeholder
+    is the template's own; the query's text is sent as written, quotes and newlines escaped."""
+    text = 'what does {k} mean in "f({query})"\nand\ttabs \\ ü 日本'
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"query_id": "q1", "query": text, "relevant": ["a"]}) + "\n")
+    with serving(lambda path, body, n: (200, {}, b'["a"]')) as server:
+        result = run_http(cli, gold, server.url, "--http-body",
+                          '{"q": {"match": "{query}"}, "size": "{k}", "note": "top {k}"}', "-k",
+                          "7")  # fmt: skip
+    assert scored(result)["metrics"]["mrr"] == 1.0
+    sent = server.requests[0]["body"]
+    assert sent == {"q": {"match": text}, "size": 7, "note": "top 7"}
