@@ -117,6 +117,8 @@ class RunSource:
                 "give exactly one run source: --run FILE, --retriever module:function, "
                 "--http URL, --baseline bm25|dense|hybrid or --run-from-traces"
             )
+        if self.http is not None:
+            self.http.check()
 
     def retrieve(self, gold: Gold, k: int, store: Store | None) -> Run:
         # Here, not at the top: the retrievers' module (HTTP client, progress bars) is a tenth of

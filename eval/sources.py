@@ -12,10 +12,12 @@ import hashlib
 import importlib
 import inspect
 import json
+import math
 import re
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -198,6 +200,31 @@ class HttpOptions:
     retries: int = 2
     backoff: float = 0.2
     headers: tuple[tuple[str, str], ...] = ()
+
+    def check(self) -> None:
+        """Refuse, before any request, what no server could answer: a URL that is no http(s)
+        address (without one, every query failed as if the server were down), a timeout that
+        is no positive number of seconds, a template that never sends the query."""
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise InputError(
+                f"--http must be an http:// or https:// URL with a host, got {self.url!r} "
+                "(e.g. http://localhost:8080/search)"
+            )
+        if not math.isfinite(self.timeout) or self.timeout <= 0:
+            raise InputError(f"--timeout must be a number of seconds above 0, not {self.timeout}")
+        if not _holds_query(parse_template(self.body_template)):
+            raise InputError(
+                f'--http-body must hold "{{query}}" where the query goes, got {self.body_template}'
+            )
+
+
+def _holds_query(template: Any) -> bool:
+    if isinstance(template, dict):
+        return any(_holds_query(v) for v in template.values())
+    if isinstance(template, list):
+        return any(_holds_query(v) for v in template)
+    return isinstance(template, str) and "{query}" in template
 
 
 def parse_headers(items: Sequence[str]) -> tuple[tuple[str, str], ...]:

@@ -118,3 +118,37 @@ def test_a_query_holding_braces_is_sent_as_written(cli, tmp_path: Path) -> None:
     assert scored(result)["metrics"]["mrr"] == 1.0
     sent = server.requests[0]["body"]
     assert sent == {"q": {"match": text}, "size": 7, "note": "top 7"}
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["localhost:8080/search", "127.0.0.1:9200/docs/_search", "ftp://127.0.0.1/search",
+     "file:///etc/hosts", "", "http:///search"],
+)  # fmt: skip
+def test_a_url_that_is_no_http_address_is_bad_input(cli, tmp_path: Path, gold: Path, url: str):
+    """A URL without its scheme ("localhost:8080/search") was tried on every query, retried with
+    backoff, and ended "failed on every query", exit 1, as if the server were down; a file://
+    URL was read as the answer. It is bad input: one line, exit 2, nothing asked or stored."""
+    db = tmp_path / "s.duckdb"
+    result = cli("eval", "run", "-g", str(gold), "--http", url, "--db", str(db))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--http" in lines[0] and "http://" in lines[0], result.stderr
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_a_timeout_that_is_no_positive_number_of_seconds_is_bad_input(cli, gold, value) -> None:
+    """--timeout 0 failed every query with "[Errno 115] Operation now in progress", -1 with
+    "Timeout value out of range", inf with an OverflowError: exit 1 each, after the retries."""
+    result = run_http(cli, gold, "http://127.0.0.1:9/search", f"--timeout={value}")
+    assert result.returncode == 2, result.stderr
+    assert "--timeout" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_body_template_without_the_query_is_bad_input(cli, gold: Path) -> None:
+    """A template with no "{query}" ('{"q": "query"}', a typo) sent the same body for every
+    query and scored whatever came back."""
+    result = run_http(cli, gold, "http://127.0.0.1:9/search", "--http-body", '{"q": "query"}')
+    assert result.returncode == 2, result.stderr
+    assert "{query}" in result.stderr and "--http-body" in result.stderr
