@@ -8,6 +8,7 @@ is recorded in ``Run.errors`` and reported: never a crash, never a silent zero.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib
 import inspect
@@ -208,7 +209,7 @@ class HttpOptions:
         parts = urllib.parse.urlsplit(self.url)
         if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
             raise InputError(
-                f"--http must be an http:// or https:// URL with a host, got {self.url!r} "
+                f"--http must be an http:// or https:// URL with a host, got {self.shown_url!r} "
                 "(e.g. http://localhost:8080/search)"
             )
         if not math.isfinite(self.timeout) or self.timeout <= 0:
@@ -217,6 +218,69 @@ class HttpOptions:
             raise InputError(
                 f'--http-body must hold "{{query}}" where the query goes, got {self.body_template}'
             )
+
+    @property
+    def shown_url(self) -> str:
+        """The URL as shown and kept (messages, the store, the history CSV that goes into the
+        user's repository): a password in it and every key-like query parameter as ***."""
+        parts = urllib.parse.urlsplit(self.url)
+        netloc = parts.netloc
+        if parts.password is not None:
+            netloc = f"{parts.username}:***@{netloc.rpartition('@')[2]}"
+        query = "&".join(
+            f"{pair.partition('=')[0]}=***" if _secret_pair(pair) else pair
+            for pair in parts.query.split("&")
+        )
+        return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
+
+    def request(self) -> tuple[str, dict[str, str]]:
+        """The URL to ask and the headers to send: a user and password in the URL (as
+        Elasticsearch's examples write it) go as Basic auth, unless --header gives one."""
+        parts = urllib.parse.urlsplit(self.url)
+        headers = {"Content-Type": "application/json", **dict(self.headers)}
+        if parts.username is None and parts.password is None:
+            return self.url, headers
+        if not any(name.lower() == "authorization" for name in headers):
+            pair = f"{urllib.parse.unquote(parts.username or '')}:"
+            pair += urllib.parse.unquote(parts.password or "")
+            headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        bare = parts._replace(netloc=parts.netloc.rpartition("@")[2])
+        return urllib.parse.urlunsplit(bare), headers
+
+    def secrets(self) -> list[str]:
+        """What must never show in a message: the URL's password and key-like parameters'
+        values, and the values of headers that carry credentials."""
+        parts = urllib.parse.urlsplit(self.url)
+        found = [urllib.parse.unquote(parts.password or "")]
+        found += [
+            urllib.parse.unquote_plus(pair.partition("=")[2])
+            for pair in parts.query.split("&")
+            if _secret_pair(pair)
+        ]
+        for name, value in self.headers:
+            if _SECRET_NAME.search(name) or name.lower() in ("authorization", "cookie"):
+                found += [value, value.partition(" ")[2]]  # "Bearer sk-…" and "sk-…"
+        return sorted({f for f in found if len(f) >= 4}, key=len, reverse=True)
+
+
+# A query parameter or header whose value is a credential: key, api_key, x-api-key,
+# subscription-key, access_token, client_secret, password, sig (Azure's signed URLs), auth.
+_SECRET_NAME = re.compile(
+    r"(?i)(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|passwd|pwd|sig|signature|auth"
+    r"|credentials?)$"
+)
+
+
+def _secret_pair(pair: str) -> bool:
+    name, sep, value = pair.partition("=")
+    return bool(sep and value and _SECRET_NAME.search(urllib.parse.unquote_plus(name)))
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret in it as ***: a server may echo what it was sent."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
 
 
 def _holds_query(template: Any) -> bool:
@@ -265,12 +329,8 @@ def parse_template(template: str | None) -> Any:
 
 
 def _post(options: HttpOptions, body: bytes) -> Any:
-    request = urllib.request.Request(
-        options.url,
-        data=body,
-        headers={"Content-Type": "application/json", **dict(options.headers)},
-        method="POST",
-    )
+    url, headers = options.request()
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     with urllib.request.urlopen(request, timeout=options.timeout) as response:
         return json.loads(response.read().decode("utf-8"))
 
@@ -315,10 +375,11 @@ def run_http(gold: Gold, options: HttpOptions, k: int) -> Run:
         try:
             return qid, _ask(options, template, text, k), None
         except Exception as exc:  # recorded as the query's error row
-            return qid, None, _describe(exc)
+            return qid, None, scrub(_describe(exc), secrets)
 
+    secrets = options.secrets()
     with (
-        progress(f"querying {options.url}", total=len(queries)) as advance,
+        progress(f"querying {options.shown_url}", total=len(queries)) as advance,
         ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool,
     ):
         for qid, answer, error in pool.map(one, queries):
@@ -327,7 +388,7 @@ def run_http(gold: Gold, options: HttpOptions, k: int) -> Run:
             else:
                 results[qid] = answer or []
             advance()
-    return build_run(gold, results, errors, options.url, "http")
+    return build_run(gold, results, errors, options.shown_url, "http")
 
 
 # ----------------------------------------------------------------------------- baselines

@@ -152,3 +152,49 @@ def test_a_body_template_without_the_query_is_bad_input(cli, gold: Path) -> None
     result = run_http(cli, gold, "http://127.0.0.1:9/search", "--http-body", '{"q": "query"}')
     assert result.returncode == 2, result.stderr
     assert "{query}" in result.stderr and "--http-body" in result.stderr
+
+
+def test_credentials_in_the_url_are_sent_and_never_shown_or_kept(cli, tmp_path: Path) -> None:
+    """Elasticsearch's own examples put the user in the URL (https://elastic:pw@host:9200/…),
+    and some services take the key as a query parameter (?api_key=…). The first failed every
+    query ("Name or service not known", the password in the message); the second worked, and
+    the key went into the history CSV (kept in the user's repository), the store, the progress
+    line and --json. The user and password are sent as Basic auth; the password and every
+    key-like parameter are shown and kept as ***."""
+    import base64
+
+    expected = "Basic " + base64.b64encode(b"elastic:s3cret-pw").decode()
+
+    def needs_auth(path: str, body: dict, n: int) -> Answer:
+        if "api_key=KEY-123" not in path:
+            return 403, {}, b'{"error": "no key"}'
+        if server.requests[-1]["headers"].get("Authorization") != expected:
+            return 401, {}, b'{"error": "who are you"}'
+        return ids_of(body)
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(item) + "\n" for item in GOLD))
+    db, history = tmp_path / "s.duckdb", tmp_path / "history.csv"
+    with serving(needs_auth) as server:
+        port = server.server_address[1]
+        url = f"http://elastic:s3cret-pw@127.0.0.1:{port}/idx/_search?api_key=KEY-123&size=5"
+        result = cli("eval", "run", "-g", str(gold), "--http", url, "-m", "mrr", "--json",
+                     "--db", str(db), "--history", str(history))  # fmt: skip
+    data = scored(result)
+    assert data["metrics"]["mrr"] == 0.75 and data["n_errors"] == 0
+    shown = f"http://elastic:***@127.0.0.1:{port}/idx/_search?api_key=***&size=5"
+    assert data["run"]["source"] == shown
+    listed = cli("eval", "runs", "--db", str(db), "--json")
+    kept = [db.read_bytes().decode("latin-1"), history.read_text(), result.stdout, result.stderr,
+            listed.stdout]  # fmt: skip
+    for text in kept:
+        assert "s3cret-pw" not in text and "KEY-123" not in text
+    assert shown in history.read_text() and shown in listed.stdout
+
+
+def test_a_server_that_refuses_the_url_s_password_is_told_without_it(cli, gold: Path) -> None:
+    with serving(lambda path, body, n: (401, {}, b"no")) as server:
+        url = server.url.replace("//", "//ana:pa55word@") + "/search"
+        result = run_http(cli, gold, url)
+    assert result.returncode == 1
+    assert "pa55word" not in result.stderr and "ana:***@" in result.stderr, result.stderr
