@@ -328,11 +328,12 @@ def parse_template(template: str | None) -> Any:
         raise InputError(f"--http-body is not valid JSON: {exc}") from exc
 
 
-def _post(options: HttpOptions, body: bytes) -> Any:
+def _post(client: urllib.request.OpenerDirector, options: HttpOptions, body: bytes) -> Any:
+    from goldmine.eval import http_client
+
     url, headers = options.request()
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    with urllib.request.urlopen(request, timeout=options.timeout) as response:
-        return json.loads(response.read().decode("utf-8"))
+    answer = http_client.post(client, url, body, headers, options.timeout)
+    return json.loads(answer.decode("utf-8"))
 
 
 def _retryable(exc: Exception) -> bool:
@@ -341,12 +342,14 @@ def _retryable(exc: Exception) -> bool:
     return isinstance(exc, urllib.error.URLError | TimeoutError | ConnectionError | OSError)
 
 
-def _ask(options: HttpOptions, template: Any, query: str, k: int) -> Results:
+def _ask(
+    client: urllib.request.OpenerDirector, options: HttpOptions, template: Any, query: str, k: int
+) -> Results:
     body = json.dumps(_fill(template, query, k)).encode("utf-8")
     attempt = 0
     while True:
         try:
-            return normalize_results(_post(options, body), options.json_path)
+            return normalize_results(_post(client, options, body), options.json_path)
         except Exception as exc:  # classified below: retried, or raised as the query's error
             if attempt >= options.retries or not _retryable(exc):
                 raise
@@ -355,6 +358,10 @@ def _ask(options: HttpOptions, template: Any, query: str, k: int) -> Results:
 
 
 def _describe(exc: Exception) -> str:
+    from goldmine.eval.http_client import Moved
+
+    if isinstance(exc, Moved):
+        return str(exc)
     if isinstance(exc, urllib.error.HTTPError):
         return f"HTTP {exc.code} {exc.reason}"
     if isinstance(exc, urllib.error.URLError):
@@ -373,11 +380,14 @@ def run_http(gold: Gold, options: HttpOptions, k: int) -> Run:
     def one(item: tuple[str, str]) -> tuple[str, Results | None, str | None]:
         qid, text = item
         try:
-            return qid, _ask(options, template, text, k), None
+            return qid, _ask(client, options, template, text, k), None
         except Exception as exc:  # recorded as the query's error row
             return qid, None, scrub(_describe(exc), secrets)
 
+    from goldmine.eval.http_client import opener
+
     secrets = options.secrets()
+    client = opener()
     with (
         progress(f"querying {options.shown_url}", total=len(queries)) as advance,
         ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool,

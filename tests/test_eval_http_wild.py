@@ -198,3 +198,44 @@ def test_a_server_that_refuses_the_url_s_password_is_told_without_it(cli, gold: 
         result = run_http(cli, gold, url)
     assert result.returncode == 1
     assert "pa55word" not in result.stderr and "ana:***@" in result.stderr, result.stderr
+
+
+def _redirecting(path: str, body: dict, n: int) -> Answer:
+    if path == "/search/":
+        return ids_of(body)
+    moves = {
+        "/search": (307, "/search/"),
+        "/v1/search": (308, "http://127.0.0.1:{port}/search/"),
+        "/old": (301, "/search/"),
+        "/found": (302, "/search/"),
+        "/other": (303, "/search/"),
+    }
+    code, where = moves[path]
+    return code, {"Location": where.replace("{port}", str(_redirecting.port))}, b""
+
+
+@pytest.mark.parametrize("path", ["/search", "/v1/search"])
+def test_a_307_or_308_redirect_is_followed_with_the_same_post(cli, gold: Path, path: str) -> None:
+    """FastAPI answers a missing trailing slash with 307, a moved API with 308: both mean "POST
+    the same body there". urllib refuses to follow them for a POST, so every query failed with
+    "HTTP 307 Temporary Redirect"."""
+    with serving(_redirecting) as server:
+        _redirecting.port = server.server_address[1]  # type: ignore[attr-defined]
+        data = scored(run_http(cli, gold, server.url + path))
+    assert data["metrics"]["mrr"] == 0.75 and data["n_errors"] == 0
+    followed = [r for r in server.requests if r["path"] == "/search/"]
+    assert len(followed) == 2 and all(r["body"]["k"] == 50 for r in followed)
+
+
+@pytest.mark.parametrize("path", ["/old", "/found", "/other"])
+def test_a_redirect_that_would_turn_the_post_into_a_get_names_where_to(cli, gold, path) -> None:
+    """301, 302 and 303 tell a client to come back with a GET, without the body: urllib did so,
+    and the user read "HTTP 404 Not Found" (or 405) with no word of a redirect. The error now
+    says where the service moved, to give that URL instead; it is not retried."""
+    with serving(_redirecting) as server:
+        _redirecting.port = server.server_address[1]  # type: ignore[attr-defined]
+        result = run_http(cli, gold, server.url + path)
+    assert result.returncode == 1
+    assert f"redirects to {server.url}/search/" in result.stderr, result.stderr
+    assert "--http" in result.stderr
+    assert len(server.requests) == 2  # one per query: not retried, and no GET sent
