@@ -154,7 +154,8 @@ RetriesOption = Annotated[
     int,
     typer.Option(
         "--retries",
-        help="Retries on timeouts, 5xx and 429, with backoff.",
+        help="Retries on timeouts, 5xx and 429, with backoff (or the wait a Retry-After "
+        "asks, up to a minute).",
         min=0,
         rich_help_panel=_HTTP,
     ),

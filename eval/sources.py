@@ -353,8 +353,20 @@ def _ask(
         except Exception as exc:  # classified below: retried, or raised as the query's error
             if attempt >= options.retries or not _retryable(exc):
                 raise
-            time.sleep(options.backoff * (2**attempt))
+            time.sleep(_pause(exc, options.backoff * (2**attempt)))
             attempt += 1
+
+
+def _pause(exc: Exception, backoff: float) -> float:
+    """The wait before a retry: what a 429's or 503's Retry-After asks (up to a minute), else
+    the backoff; retrying sooner than a rate limit allows is refused again."""
+    if isinstance(exc, urllib.error.HTTPError) and exc.headers is not None:
+        from goldmine.llm import retry_after
+
+        asked = retry_after(exc.headers)
+        if asked is not None:
+            return asked
+    return backoff
 
 
 def _describe(exc: Exception) -> str:

@@ -422,9 +422,10 @@ BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 8.0
 RETRY_AFTER_MAX_S = 60.0  # a longer Retry-After is not waited for: backoff instead
 
 
-def _retry_after(headers) -> float | None:
+def retry_after(headers) -> float | None:
     """The wait a 429/503 asks for (``retry-after-ms``, ``retry-after`` in seconds or as an HTTP
-    date), if it is one to honour."""
+    date), if it is one to honour. Also ``eval run --http``'s (any mapping of headers whose
+    ``in`` ignores case: httpx's, or urllib's ``email.message.Message``)."""
     from email.utils import parsedate_to_datetime
 
     wait = None
@@ -502,7 +503,7 @@ async def _post(http, payload: bytes, s: Settings) -> tuple[str | None, str | No
             error = _status_error(response, text)
             if not _should_retry(response):
                 return None, error, attempt
-            wait = _retry_after(response.headers)
+            wait = retry_after(response.headers)
         if attempt > s.max_retries:
             return None, error, attempt
         pause = wait if wait is not None else _backoff(attempt)

@@ -239,3 +239,27 @@ def test_a_redirect_that_would_turn_the_post_into_a_get_names_where_to(cli, gold
     assert f"redirects to {server.url}/search/" in result.stderr, result.stderr
     assert "--http" in result.stderr
     assert len(server.requests) == 2  # one per query: not retried, and no GET sent
+
+
+@pytest.mark.parametrize("form", ["seconds", "date"])
+def test_a_429_s_retry_after_is_waited_for(cli, gold: Path, form: str) -> None:
+    """A rate-limited service says how long to wait (Retry-After: 1, or an HTTP date); the
+    retries came after 0.2, 0.4, 0.8 s whatever it said, each refused again, and a query failed
+    once they ran out. The wait it asks for (up to a minute) is waited, then the query asked."""
+    import math
+    import time
+    from email.utils import formatdate
+
+    first: dict[str, float] = {}
+
+    def limited(path: str, body: dict, n: int) -> Answer:
+        start = first.setdefault(body["query"], time.time())
+        if time.time() < start + 1.0:
+            wait = "1" if form == "seconds" else formatdate(math.ceil(start) + 2, usegmt=True)
+            return 429, {"Retry-After": wait}, b'{"error": "slow down"}'
+        return ids_of(body)
+
+    with serving(limited) as server:
+        data = scored(run_http(cli, gold, server.url, "--retries", "3"))
+    assert data["metrics"]["mrr"] == 0.75 and data["n_errors"] == 0
+    assert len(server.requests) == 4  # each query: refused once, then answered
