@@ -148,7 +148,12 @@ ConcurrencyOption = Annotated[
     int, typer.Option("--concurrency", help="Requests in flight.", min=1, rich_help_panel=_HTTP)
 ]
 TimeoutOption = Annotated[
-    float, typer.Option("--timeout", help="Seconds per request.", rich_help_panel=_HTTP)
+    float,
+    typer.Option(
+        "--timeout",
+        help="Seconds a request may take, its answer read in full (each retry has its own).",
+        rich_help_panel=_HTTP,
+    ),
 ]
 RetriesOption = Annotated[
     int,

@@ -6,10 +6,20 @@ system's certificates, no dependency), with what it lacks for a POST: a 307 or 3
 (FastAPI's answer to a missing trailing slash, a moved API) is followed with the same method and
 body, as the status asks; a 301, 302 or 303, which tell a client to come back with a GET and no
 body, is an error naming where the service moved.
+
+``--timeout`` is one deadline for a request, its answer read in full: urllib's timeout limits
+each read only, so a service sending a byte now and then held a query (and Ctrl-C) for as long as
+it liked. When the deadline passes, the request's socket is shut, which returns a read blocked on
+it at once; each retry has a deadline of its own.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.client
+import socket
+import threading
+import time
 import urllib.parse
 import urllib.request
 from typing import Any
@@ -29,6 +39,62 @@ class Moved(Exception):
         )
 
 
+class Call:
+    """One request's sockets and deadline: ``cut`` shuts them, ending any read under way."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.end = time.monotonic() + timeout
+        self.cut_short = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    def remaining(self) -> float:
+        return max(self.end - time.monotonic(), 0.001)
+
+    def attach(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if not self.cut_short:
+                return
+        _shut(sock)  # cut before the connection was made
+
+    def cut(self) -> None:
+        with self._lock:
+            self.cut_short = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # closed already
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _watched(base: type[http.client.HTTPConnection], call: Call | None):
+    """A connection class of ``base`` that hands its socket to ``call`` once connected."""
+
+    class Watched(base):  # type: ignore[valid-type, misc]
+        def connect(self) -> None:
+            super().connect()
+            if call is not None:
+                call.attach(self.sock)
+
+    return Watched
+
+
+class _Http(urllib.request.HTTPHandler):
+    def http_open(self, req):  # noqa: ANN001 - urllib's
+        return self.do_open(_watched(http.client.HTTPConnection, getattr(req, "call", None)), req)
+
+
+class _Https(urllib.request.HTTPSHandler):
+    def https_open(self, req):  # noqa: ANN001 - urllib's
+        watched = _watched(http.client.HTTPSConnection, getattr(req, "call", None))
+        return self.do_open(watched, req, context=self._context)
+
+
 class _KeepPost(urllib.request.HTTPRedirectHandler):
     """307 and 308 followed with the same method, body and headers (the credentials only to the
     same host); 301, 302 and 303 refused as ``Moved``."""
@@ -43,7 +109,9 @@ class _KeepPost(urllib.request.HTTPRedirectHandler):
             for name, value in req.header_items()
             if same_host or name.lower() not in ("authorization", "cookie")
         }
-        return urllib.request.Request(newurl, data=req.data, headers=kept, method=req.get_method())
+        new = urllib.request.Request(newurl, data=req.data, headers=kept, method=req.get_method())
+        new.call = getattr(req, "call", None)  # type: ignore[attr-defined]
+        return new
 
 
 def _host(url: str) -> str:
@@ -51,8 +119,9 @@ def _host(url: str) -> str:
 
 
 def opener() -> urllib.request.OpenerDirector:
-    """urllib's usual handlers, with redirects followed as a POST needs them."""
-    return urllib.request.build_opener(_KeepPost())
+    """urllib's usual handlers, with redirects followed as a POST needs them and each
+    connection's socket known to its request's ``Call``."""
+    return urllib.request.build_opener(_KeepPost(), _Http(), _Https())
 
 
 def post(
@@ -62,7 +131,23 @@ def post(
     headers: dict[str, str],
     timeout: float,
 ) -> Any:
-    """POST ``body`` and return the raw answer's bytes."""
+    """POST ``body`` and return the answer's bytes, all within ``timeout`` seconds (else
+    ``TimeoutError``)."""
+    call = Call(timeout)
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    with client.open(request, timeout=timeout) as response:
-        return response.read()
+    request.call = call  # type: ignore[attr-defined]
+    timer = threading.Timer(timeout, call.cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        with client.open(request, timeout=timeout) as response:
+            answer = response.read()
+    except Exception as exc:  # a read the deadline ended fails as it may: say why
+        if call.cut_short:
+            raise TimeoutError(f"timed out: no whole answer in {timeout:g} s (--timeout)") from exc
+        raise
+    finally:
+        timer.cancel()
+    if call.cut_short:  # an answer read to the connection's close, cut by the deadline
+        raise TimeoutError(f"timed out: no whole answer in {timeout:g} s (--timeout)")
+    return answer

@@ -379,7 +379,7 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, urllib.error.URLError):
         return f"connection failed: {exc.reason}"
     if isinstance(exc, TimeoutError):
-        return "timed out"
+        return str(exc) if str(exc).startswith("timed out") else "timed out"
     return f"{type(exc).__name__}: {exc}"
 
 

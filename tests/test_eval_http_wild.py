@@ -263,3 +263,55 @@ def test_a_429_s_retry_after_is_waited_for(cli, gold: Path, form: str) -> None:
         data = scored(run_http(cli, gold, server.url, "--retries", "3"))
     assert data["metrics"]["mrr"] == 0.75 and data["n_errors"] == 0
     assert len(server.requests) == 4  # each query: refused once, then answered
+
+
+class _Dripping(BaseHTTPRequestHandler):
+    """Sends its answer a byte every 0.3 s: each read gets a byte well within any timeout."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        import time
+
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        payload = json.dumps(ANSWERS[body["query"]]).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            for byte in payload:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.3)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+@contextmanager
+def dripping() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Dripping)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/search"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_timeout_is_the_whole_request_not_each_read(cli, gold: Path) -> None:
+    """--timeout was urllib's, a limit on each read: a service sending a byte now and then (an
+    overloaded proxy) held each query for as long as it liked, 8 s here against --timeout 1,
+    and Ctrl-C waited for it. A request now gets --timeout seconds, its answer read in full."""
+    import time
+
+    with dripping() as url:
+        start = time.monotonic()
+        result = run_http(cli, gold, url, "--timeout", "1", "--retries", "0")
+        took = time.monotonic() - start
+    assert result.returncode == 1
+    assert "timed out" in result.stderr and "1 s" in result.stderr, result.stderr
+    assert took < 4, took
