@@ -22,7 +22,6 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from typing import Any
 
 
 class Moved(Exception):
@@ -118,36 +117,65 @@ def _host(url: str) -> str:
     return urllib.parse.urlsplit(url).netloc.rpartition("@")[2].lower()
 
 
-def opener() -> urllib.request.OpenerDirector:
-    """urllib's usual handlers, with redirects followed as a POST needs them and each
-    connection's socket known to its request's ``Call``."""
-    return urllib.request.build_opener(_KeepPost(), _Http(), _Https())
+class Stopped(Exception):
+    """The run is stopping (Ctrl-C): no request is made or waited for."""
 
 
-def post(
-    client: urllib.request.OpenerDirector,
-    url: str,
-    body: bytes,
-    headers: dict[str, str],
-    timeout: float,
-) -> Any:
-    """POST ``body`` and return the answer's bytes, all within ``timeout`` seconds (else
-    ``TimeoutError``)."""
-    call = Call(timeout)
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    request.call = call  # type: ignore[attr-defined]
-    timer = threading.Timer(timeout, call.cut)
-    timer.daemon = True
-    timer.start()
-    try:
-        with client.open(request, timeout=timeout) as response:
-            answer = response.read()
-    except Exception as exc:  # a read the deadline ended fails as it may: say why
-        if call.cut_short:
-            raise TimeoutError(f"timed out: no whole answer in {timeout:g} s (--timeout)") from exc
-        raise
-    finally:
-        timer.cancel()
-    if call.cut_short:  # an answer read to the connection's close, cut by the deadline
-        raise TimeoutError(f"timed out: no whole answer in {timeout:g} s (--timeout)")
-    return answer
+class Session:
+    """The requests of one run: urllib's usual handlers, with redirects followed as a POST
+    needs them and each connection's socket known to its ``Call``, so that ``stop`` (Ctrl-C)
+    ends every request under way and every wait at once, instead of letting them run out."""
+
+    def __init__(self) -> None:
+        self.opener = urllib.request.build_opener(_KeepPost(), _Http(), _Https())
+        self.stopping = threading.Event()
+        self._calls: set[Call] = set()
+        self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        with self._lock:
+            calls = list(self._calls)
+        for call in calls:
+            call.cut()
+
+    def sleep(self, seconds: float) -> None:
+        """Wait before a retry, unless the run stops meanwhile."""
+        if self.stopping.wait(seconds):
+            raise Stopped
+
+    def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
+        """POST ``body`` and return the answer's bytes, all within ``timeout`` seconds (else
+        ``TimeoutError``)."""
+        call = Call(timeout)
+        with self._lock:
+            if self.stopping.is_set():
+                raise Stopped
+            self._calls.add(call)
+        try:
+            return self._post(call, url, body, headers)
+        finally:
+            with self._lock:
+                self._calls.discard(call)
+
+    def _post(self, call: Call, url: str, body: bytes, headers: dict[str, str]) -> bytes:
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        request.call = call  # type: ignore[attr-defined]
+        timer = threading.Timer(call.timeout, call.cut)
+        timer.daemon = True
+        timer.start()
+        late = f"timed out: no whole answer in {call.timeout:g} s (--timeout)"
+        try:
+            with self.opener.open(request, timeout=call.timeout) as response:
+                answer = response.read()
+        except Exception as exc:  # a read the deadline ended fails as it may: say why
+            if self.stopping.is_set():
+                raise Stopped from exc
+            if call.cut_short:
+                raise TimeoutError(late) from exc
+            raise
+        finally:
+            timer.cancel()
+        if call.cut_short:  # an answer read to the connection's close, cut short
+            raise Stopped if self.stopping.is_set() else TimeoutError(late)
+        return answer

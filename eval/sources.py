@@ -16,7 +16,6 @@ import json
 import math
 import re
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from goldmine.errors import InputError
+from goldmine.eval.http_client import Moved, Session
 from goldmine.gold import Gold, Run
 from goldmine.output import progress
 from goldmine.readers import RESULT_ID_KEYS, RESULT_NESTED, dedupe
@@ -328,11 +328,9 @@ def parse_template(template: str | None) -> Any:
         raise InputError(f"--http-body is not valid JSON: {exc}") from exc
 
 
-def _post(client: urllib.request.OpenerDirector, options: HttpOptions, body: bytes) -> Any:
-    from goldmine.eval import http_client
-
+def _post(session: Session, options: HttpOptions, body: bytes) -> Any:
     url, headers = options.request()
-    answer = http_client.post(client, url, body, headers, options.timeout)
+    answer = session.post(url, body, headers, options.timeout)
     return json.loads(answer.decode("utf-8"))
 
 
@@ -342,18 +340,16 @@ def _retryable(exc: Exception) -> bool:
     return isinstance(exc, urllib.error.URLError | TimeoutError | ConnectionError | OSError)
 
 
-def _ask(
-    client: urllib.request.OpenerDirector, options: HttpOptions, template: Any, query: str, k: int
-) -> Results:
+def _ask(session: Session, options: HttpOptions, template: Any, query: str, k: int) -> Results:
     body = json.dumps(_fill(template, query, k)).encode("utf-8")
     attempt = 0
     while True:
         try:
-            return normalize_results(_post(client, options, body), options.json_path)
+            return normalize_results(_post(session, options, body), options.json_path)
         except Exception as exc:  # classified below: retried, or raised as the query's error
             if attempt >= options.retries or not _retryable(exc):
                 raise
-            time.sleep(_pause(exc, options.backoff * (2**attempt)))
+            session.sleep(_pause(exc, options.backoff * (2**attempt)))
             attempt += 1
 
 
@@ -370,8 +366,6 @@ def _pause(exc: Exception, backoff: float) -> float:
 
 
 def _describe(exc: Exception) -> str:
-    from goldmine.eval.http_client import Moved
-
     if isinstance(exc, Moved):
         return str(exc)
     if isinstance(exc, urllib.error.HTTPError):
@@ -392,24 +386,26 @@ def run_http(gold: Gold, options: HttpOptions, k: int) -> Run:
     def one(item: tuple[str, str]) -> tuple[str, Results | None, str | None]:
         qid, text = item
         try:
-            return qid, _ask(client, options, template, text, k), None
+            return qid, _ask(session, options, template, text, k), None
         except Exception as exc:  # recorded as the query's error row
             return qid, None, scrub(_describe(exc), secrets)
 
-    from goldmine.eval.http_client import opener
-
     secrets = options.secrets()
-    client = opener()
+    session = Session()
     with (
         progress(f"querying {options.shown_url}", total=len(queries)) as advance,
         ThreadPoolExecutor(max_workers=max(1, options.concurrency)) as pool,
     ):
-        for qid, answer, error in pool.map(one, queries):
-            if error is not None:
-                errors[qid] = error
-            else:
-                results[qid] = answer or []
-            advance()
+        try:
+            for qid, answer, error in pool.map(one, queries):
+                if error is not None:
+                    errors[qid] = error
+                else:
+                    results[qid] = answer or []
+                advance()
+        except BaseException:  # Ctrl-C: end the requests under way, not wait them out
+            session.stop()
+            raise
     return build_run(gold, results, errors, options.shown_url, "http")
 
 

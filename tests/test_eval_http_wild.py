@@ -315,3 +315,44 @@ def test_timeout_is_the_whole_request_not_each_read(cli, gold: Path) -> None:
     assert result.returncode == 1
     assert "timed out" in result.stderr and "1 s" in result.stderr, result.stderr
     assert took < 4, took
+
+
+@pytest.mark.parametrize("server_does", ["hold", "rate-limit"])
+def test_ctrl_c_stops_a_run_at_once_and_stores_nothing(tmp_path: Path, gold: Path, server_does):
+    """Ctrl-C waited for the requests under way to end (a slow service: up to --timeout times
+    the attempts) and for a Retry-After wait of up to a minute. It now ends them: exit 130 at
+    once, the unfinished run not stored and no history row."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    def answer(path: str, body: dict, n: int) -> Answer:
+        if server_does == "hold":
+            time.sleep(20)
+            return ids_of(body)
+        return 429, {"Retry-After": "40"}, b"{}"
+
+    db, history = tmp_path / "s.duckdb", tmp_path / "h.csv"
+    with serving(answer) as server:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "goldmine", "eval", "run", "-g", str(gold), "--http",
+             server.url, "--timeout", "30", "--db", str(db), "--history", str(history)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while len(server.requests) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)  # both queries asked
+        time.sleep(0.3)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        try:
+            _, err = child.communicate(timeout=15)
+        finally:
+            child.kill()
+        took = time.monotonic() - sent
+    assert child.returncode == 130, err
+    assert took < 3, took
+    assert not db.exists() and not history.exists()
