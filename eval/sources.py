@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import importlib
 import inspect
 import json
@@ -337,7 +338,11 @@ def _post(session: Session, options: HttpOptions, body: bytes) -> Any:
 def _retryable(exc: Exception) -> bool:
     if isinstance(exc, urllib.error.HTTPError):
         return exc.code >= 500 or exc.code == 429
-    return isinstance(exc, urllib.error.URLError | TimeoutError | ConnectionError | OSError)
+    # http.client's HTTPException: a connection closed mid-answer (IncompleteRead), a garbled
+    # status line: as transient as a dropped connection.
+    return isinstance(
+        exc, urllib.error.URLError | TimeoutError | OSError | http.client.HTTPException
+    )
 
 
 def _ask(session: Session, options: HttpOptions, template: Any, query: str, k: int) -> Results:
@@ -372,6 +377,12 @@ def _describe(exc: Exception) -> str:
         return f"HTTP {exc.code} {exc.reason}"
     if isinstance(exc, urllib.error.URLError):
         return f"connection failed: {exc.reason}"
+    if isinstance(exc, http.client.IncompleteRead):
+        got = len(exc.partial)
+        whole = f" of {got + exc.expected:,} bytes" if exc.expected is not None else " bytes"
+        return f"the connection closed mid-answer ({got:,}{whole})"
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return "the connection closed before an answer"
     if isinstance(exc, TimeoutError):
         return str(exc) if str(exc).startswith("timed out") else "timed out"
     return f"{type(exc).__name__}: {exc}"

@@ -6,6 +6,7 @@ naming the query and the URL, with the exit codes used elsewhere (2 bad input, 1
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ ANSWERS = {"refund damaged item": ["policy-14", "policy-2"], "parental leave": [
 # (status, headers, body) for a request: its path, its JSON body, and how many times this path
 # and query were asked before (0 the first time).
 Answer = tuple[int, dict[str, str], bytes]
+CUT = "X-Test-Cut"  # a header the responder sets: half the body is sent, then the connection shut
 Responder = Callable[[str, dict, int], Answer]
 
 
@@ -49,6 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
                 {"path": self.path, "body": body, "raw": raw, "headers": dict(self.headers)}
             )
         status, headers, payload = self.server.responder(self.path, body, n)
+        cut = headers.pop(CUT, None) is not None
         try:
             self.send_response(status)
             for name, value in headers.items():
@@ -56,7 +59,11 @@ class _Handler(BaseHTTPRequestHandler):
             if "Content-Length" not in headers:
                 self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            self.wfile.write(payload[: len(payload) // 2] if cut else payload)
+            if cut:  # the connection closes mid-answer
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -356,3 +363,23 @@ def test_ctrl_c_stops_a_run_at_once_and_stores_nothing(tmp_path: Path, gold: Pat
     assert child.returncode == 130, err
     assert took < 3, took
     assert not db.exists() and not history.exists()
+
+
+def test_a_connection_closed_mid_answer_is_retried_then_said_plainly(cli, gold: Path) -> None:
+    """A service (or a proxy) that closed the connection halfway through its answer failed the
+    query at once, with no retry, as "IncompleteRead: IncompleteRead(5 bytes read, 190 more
+    expected)". It is retried as a dropped connection is; when every attempt is cut, the query
+    fails saying the connection closed mid-answer."""
+
+    def once(path: str, body: dict, n: int) -> Answer:
+        status, headers, payload = ids_of(body)
+        return status, {**headers, CUT: "1"} if n == 0 else headers, payload
+
+    with serving(once) as server:
+        data = scored(run_http(cli, gold, server.url))
+    assert data["metrics"]["mrr"] == 0.75 and data["n_errors"] == 0
+    with serving(lambda path, body, n: (200, {CUT: "1"}, b'["policy-14", "hr-7"]')) as server:
+        result = run_http(cli, gold, server.url, "--retries", "1")
+    assert result.returncode == 1
+    assert "the connection closed mid-answer (10 of 21 bytes)" in result.stderr, result.stderr
+    assert len(server.requests) == 4
