@@ -16,12 +16,91 @@ it at once; each retry has a deadline of its own.
 from __future__ import annotations
 
 import contextlib
+import html
 import http.client
+import json
+import re
 import socket
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+ERROR_BYTES = 16_384  # of an HTTP error's body, what is read for its message
+
+
+@dataclass(frozen=True)
+class Answer:
+    body: bytes
+    content_type: str
+
+    def json(self) -> Any:
+        """The answer as JSON, or ``NotJson`` saying what came back instead."""
+        text = self.body.decode("utf-8")
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise NotJson(self.content_type, text) from None
+
+
+class NotJson(ValueError):
+    """An answer that is no JSON: an SSO login page, a proxy's error page, plain text."""
+
+    def __init__(self, content_type: str, text: str) -> None:
+        super().__init__(content_type, text)
+        self.content_type, self.text = content_type, text
+
+    def __str__(self) -> str:
+        if not self.text.strip():
+            return "the answer is not JSON (an empty body)"
+        kind = self.content_type.partition(";")[0].strip() or "no Content-Type"
+        return f"the answer is not JSON ({kind}: {gist(self.text)})"
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_TAG = re.compile(r"<[^>]+>")
+_MESSAGE_KEYS = ("message", "reason", "detail", "error", "msg", "description", "title")
+
+
+def gist(text: str, limit: int = 200) -> str:
+    """A few words of a body: an HTML page's title (else its text), the start of anything
+    else, on one line."""
+    title = _TITLE.search(text)
+    if title:
+        text = title.group(1)
+    elif text.lstrip().startswith("<"):
+        text = _TAG.sub(" ", text)
+    text = " ".join(html.unescape(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_message(body: bytes) -> str:
+    """What an HTTP error's body says: the message where services put it (OpenAI's and
+    Elasticsearch's ``error.message``/``error.reason``, FastAPI's ``detail``), else its gist."""
+    text = body.decode("utf-8", errors="replace")
+    try:
+        found = _message(json.loads(text))
+    except ValueError:
+        found = None
+    return gist(found if found else text)
+
+
+def _message(value: Any, depth: int = 0) -> str | None:
+    if isinstance(value, str):
+        return value or None
+    if depth > 4:
+        return None
+    if isinstance(value, dict):
+        for key in _MESSAGE_KEYS:
+            found = _message(value.get(key), depth + 1)
+            if found:
+                return found
+    if isinstance(value, list) and value:
+        return _message(value[0], depth + 1)
+    return None
 
 
 class Moved(Exception):
@@ -144,9 +223,9 @@ class Session:
         if self.stopping.wait(seconds):
             raise Stopped
 
-    def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> bytes:
-        """POST ``body`` and return the answer's bytes, all within ``timeout`` seconds (else
-        ``TimeoutError``)."""
+    def post(self, url: str, body: bytes, headers: dict[str, str], timeout: float) -> Answer:
+        """POST ``body`` and return the answer, all within ``timeout`` seconds (else
+        ``TimeoutError``); an HTTP error carries the start of its body as ``said``."""
         call = Call(timeout)
         with self._lock:
             if self.stopping.is_set():
@@ -158,7 +237,7 @@ class Session:
             with self._lock:
                 self._calls.discard(call)
 
-    def _post(self, call: Call, url: str, body: bytes, headers: dict[str, str]) -> bytes:
+    def _post(self, call: Call, url: str, body: bytes, headers: dict[str, str]) -> Answer:
         request = urllib.request.Request(url, data=body, headers=headers, method="POST")
         request.call = call  # type: ignore[attr-defined]
         timer = threading.Timer(call.timeout, call.cut)
@@ -166,8 +245,12 @@ class Session:
         timer.start()
         late = f"timed out: no whole answer in {call.timeout:g} s (--timeout)"
         try:
-            with self.opener.open(request, timeout=call.timeout) as response:
-                answer = response.read()
+            try:
+                with self.opener.open(request, timeout=call.timeout) as response:
+                    answer = Answer(response.read(), response.headers.get("Content-Type", ""))
+            except urllib.error.HTTPError as exc:  # its body, within the deadline too
+                exc.said = error_message(exc.read(ERROR_BYTES))  # type: ignore[attr-defined]
+                raise
         except Exception as exc:  # a read the deadline ended fails as it may: say why
             if self.stopping.is_set():
                 raise Stopped from exc

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from goldmine.errors import InputError
-from goldmine.eval.http_client import Moved, Session
+from goldmine.eval.http_client import Moved, NotJson, Session
 from goldmine.gold import Gold, Run
 from goldmine.output import progress
 from goldmine.readers import RESULT_ID_KEYS, RESULT_NESTED, dedupe
@@ -331,8 +331,7 @@ def parse_template(template: str | None) -> Any:
 
 def _post(session: Session, options: HttpOptions, body: bytes) -> Any:
     url, headers = options.request()
-    answer = session.post(url, body, headers, options.timeout)
-    return json.loads(answer.decode("utf-8"))
+    return session.post(url, body, headers, options.timeout).json()
 
 
 def _retryable(exc: Exception) -> bool:
@@ -374,7 +373,11 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, Moved):
         return str(exc)
     if isinstance(exc, urllib.error.HTTPError):
-        return f"HTTP {exc.code} {exc.reason}"
+        status = f"HTTP {exc.code} {exc.reason}"
+        said = getattr(exc, "said", "")
+        return status if said.lower() in status.lower() else f"{status}: {said}"
+    if isinstance(exc, NotJson):
+        return str(exc)
     if isinstance(exc, urllib.error.URLError):
         return f"connection failed: {exc.reason}"
     if isinstance(exc, http.client.IncompleteRead):

@@ -383,3 +383,50 @@ def test_a_connection_closed_mid_answer_is_retried_then_said_plainly(cli, gold: 
     assert result.returncode == 1
     assert "the connection closed mid-answer (10 of 21 bytes)" in result.stderr, result.stderr
     assert len(server.requests) == 4
+
+
+_HTML = b"<!DOCTYPE html><html><head><title>Sign in - Corp SSO</title></head><body>x</body></html>"
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type", "body", "said"),
+    [
+        (200, "text/html", _HTML, "the answer is not JSON (text/html: Sign in - Corp SSO)"),
+        (200, "text/plain", b"OK", "the answer is not JSON (text/plain: OK)"),
+        (200, "application/json", b"", "the answer is not JSON (an empty body)"),
+        (200, "text/event-stream", b'data: ["a"]\n\n', 'not JSON (text/event-stream: data: ["a"])'),
+        (400, "application/json",
+         b'{"error": {"root_cause": [], "type": "parsing_exception",'
+         b' "reason": "Unknown key for a VALUE_STRING in [q]."}, "status": 400}',
+         "HTTP 400 Bad Request: Unknown key for a VALUE_STRING in [q]."),
+        (422, "application/json",
+         b'{"detail": [{"loc": ["body", "query"], "msg": "Field required", "type": "missing"}]}',
+         "HTTP 422 Unprocessable Entity: Field required"),
+        (404, "text/html", b"<html><title>404 Not Found</title><h1>nginx</h1></html>",
+         "q1: HTTP 404 Not Found)"),  # the page said no more than the status
+    ],
+    ids=["html-200", "text", "empty", "sse", "es-400", "fastapi-422", "nginx-404"],
+)  # fmt: skip
+def test_an_answer_that_is_no_json_or_an_error_says_what_the_service_said(
+    cli, gold: Path, status: int, content_type: str, body: bytes, said: str
+) -> None:
+    """An SSO login page answered with 200, an empty body or a 400 from Elasticsearch all read
+    "JSONDecodeError: Expecting value: line 1 column 1 (char 0)" or "HTTP 400 Bad Request",
+    the service's own reason unseen. The error now says what came back: its type and title or
+    first words, and an HTTP error's message as the service wrote it."""
+    with serving(lambda path, b, n: (status, {"Content-Type": content_type}, body)) as server:
+        result = run_http(cli, gold, server.url)
+    assert result.returncode == 1
+    assert said in result.stderr, result.stderr
+
+
+def test_a_key_a_service_echoes_in_its_error_is_not_shown(cli, gold: Path) -> None:
+    def refuse(path: str, body: dict, n: int) -> Answer:
+        key = server.requests[-1]["headers"]["Authorization"]
+        return 401, {}, json.dumps({"error": f"invalid key {key}"}).encode()
+
+    with serving(refuse) as server:
+        result = run_http(cli, gold, server.url, "--header", "Authorization: Bearer sk-live-123456")
+    assert result.returncode == 1
+    assert "HTTP 401 Unauthorized: invalid key ***" in result.stderr, result.stderr
+    assert "sk-live-123456" not in result.stderr
