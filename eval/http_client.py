@@ -5,7 +5,9 @@ The standard library's ``urllib`` carries it (proxies from the environment, HTTP
 system's certificates, no dependency), with what it lacks for a POST: a 307 or 308 redirect
 (FastAPI's answer to a missing trailing slash, a moved API) is followed with the same method and
 body, as the status asks; a 301, 302 or 303, which tell a client to come back with a GET and no
-body, is an error naming where the service moved.
+body, is an error naming where the service moved. An answer is read as its headers say: gzip
+or deflate undone (a proxy may compress whatever it is asked), text decoded from the charset its
+Content-Type names or by its byte-order mark, else as UTF-8, JSON's own.
 
 ``--timeout`` is one deadline for a request, its answer read in full: urllib's timeout limits
 each read only, so a service sending a byte now and then held a query (and Ctrl-C) for as long as
@@ -15,7 +17,9 @@ it at once; each retry has a deadline of its own.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import gzip
 import html
 import http.client
 import json
@@ -26,6 +30,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,15 +40,75 @@ ERROR_BYTES = 16_384  # of an HTTP error's body, what is read for its message
 @dataclass(frozen=True)
 class Answer:
     body: bytes
-    content_type: str
+    content_type: str = ""
+    content_encoding: str = ""
 
     def json(self) -> Any:
         """The answer as JSON, or ``NotJson`` saying what came back instead."""
-        text = self.body.decode("utf-8")
+        text = self.text()
         try:
             return json.loads(text)
         except ValueError:
             raise NotJson(self.content_type, text) from None
+
+    def text(self) -> str:
+        """The body as its headers say it is: uncompressed (gzip, deflate), decoded from the
+        charset its Content-Type names, or by its byte-order mark, else UTF-8."""
+        body = _uncompress(self.body, self.content_encoding)
+        try:
+            return _decode(body, self.content_type)
+        except UnicodeDecodeError as exc:
+            named = _CHARSET.search(self.content_type)
+            raise Unreadable(
+                f"the answer is not {exc.encoding} text (byte {body[exc.start]:#04x} at "
+                f"{exc.start:,}); its Content-Type names "
+                + (f"charset={named.group(1)}" if named else "no charset")
+            ) from None
+
+
+class Unreadable(ValueError):
+    """An answer whose bytes cannot be read as text: compressed in a way the standard library
+    does not read, or not in its charset."""
+
+
+_CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';\s]+)""", re.I)
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+         (codecs.BOM_UTF16_BE, "utf-16"))  # fmt: skip
+
+
+def _uncompress(body: bytes, encoding: str) -> bytes:
+    """A body a service compressed, whether it was asked to or not (a proxy that compresses
+    everything); an encoding the standard library cannot read (br, zstd) is said by name."""
+    kind = encoding.strip().lower()
+    if kind in ("", "identity"):
+        return body
+    try:
+        if kind in ("gzip", "x-gzip"):
+            return gzip.decompress(body)
+        if kind == "deflate":  # zlib-wrapped as the RFC says, or raw as some servers send it
+            try:
+                return zlib.decompress(body)
+            except zlib.error:
+                return zlib.decompress(body, -zlib.MAX_WBITS)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise Unreadable(f"the answer is not valid {kind} ({exc})") from None
+    raise Unreadable(
+        f"the answer is encoded as {encoding}, which goldmine cannot read: have the service "
+        "answer uncompressed or gzipped"
+    )
+
+
+def _decode(body: bytes, content_type: str) -> str:
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return body.decode(codec)
+    charset = _CHARSET.search(content_type)
+    if charset:
+        try:
+            return body.decode(charset.group(1))
+        except LookupError:  # a charset Python does not know: JSON's own, UTF-8
+            pass
+    return body.decode("utf-8")
 
 
 class NotJson(ValueError):
@@ -77,10 +142,18 @@ def gist(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def error_message(body: bytes) -> str:
+def _answer(body: bytes, headers: Any) -> Answer:
+    headers = headers if headers is not None else {}
+    return Answer(body, headers.get("Content-Type", ""), headers.get("Content-Encoding", ""))
+
+
+def error_message(answer: Answer) -> str:
     """What an HTTP error's body says: the message where services put it (OpenAI's and
     Elasticsearch's ``error.message``/``error.reason``, FastAPI's ``detail``), else its gist."""
-    text = body.decode("utf-8", errors="replace")
+    try:
+        text = answer.text()
+    except ValueError:  # compressed past reading, or not in its charset: the bytes as they are
+        text = answer.body.decode("utf-8", errors="replace")
     try:
         found = _message(json.loads(text))
     except ValueError:
@@ -247,9 +320,9 @@ class Session:
         try:
             try:
                 with self.opener.open(request, timeout=call.timeout) as response:
-                    answer = Answer(response.read(), response.headers.get("Content-Type", ""))
+                    answer = _answer(response.read(), response.headers)
             except urllib.error.HTTPError as exc:  # its body, within the deadline too
-                exc.said = error_message(exc.read(ERROR_BYTES))  # type: ignore[attr-defined]
+                exc.said = error_message(_answer(exc.read(ERROR_BYTES), exc.headers))  # type: ignore[attr-defined]
                 raise
         except Exception as exc:  # a read the deadline ended fails as it may: say why
             if self.stopping.is_set():

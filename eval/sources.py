@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from goldmine.errors import InputError
-from goldmine.eval.http_client import Moved, NotJson, Session
+from goldmine.eval.http_client import Moved, NotJson, Session, Unreadable
 from goldmine.gold import Gold, Run
 from goldmine.output import progress
 from goldmine.readers import RESULT_ID_KEYS, RESULT_NESTED, dedupe
@@ -376,7 +376,7 @@ def _describe(exc: Exception) -> str:
         status = f"HTTP {exc.code} {exc.reason}"
         said = getattr(exc, "said", "")
         return status if said.lower() in status.lower() else f"{status}: {said}"
-    if isinstance(exc, NotJson):
+    if isinstance(exc, NotJson | Unreadable):
         return str(exc)
     if isinstance(exc, urllib.error.URLError):
         return f"connection failed: {exc.reason}"

@@ -430,3 +430,52 @@ def test_a_key_a_service_echoes_in_its_error_is_not_shown(cli, gold: Path) -> No
     assert result.returncode == 1
     assert "HTTP 401 Unauthorized: invalid key ***" in result.stderr, result.stderr
     assert "sk-live-123456" not in result.stderr
+
+
+def _encoded(how: str) -> Callable[[str, dict, int], Answer]:
+    """The query's ids (with an accented one) sent gzipped, or in a charset other than UTF-8."""
+    import gzip
+    import zlib
+
+    def answer(path: str, body: dict, n: int) -> Answer:
+        ids = [*ANSWERS[body["query"]], "café-1"]
+        text = json.dumps({"results": ids}, ensure_ascii=False)
+        if how == "gzip":
+            return 200, {"Content-Encoding": "gzip"}, gzip.compress(text.encode())
+        if how == "deflate":
+            return 200, {"Content-Encoding": "deflate"}, zlib.compress(text.encode())
+        if how == "latin-1":
+            kind = "application/json; charset=ISO-8859-1"
+            return 200, {"Content-Type": kind}, text.encode("latin-1")
+        if how == "utf-16":
+            kind = "application/json; charset=utf-16"
+            return 200, {"Content-Type": kind}, text.encode("utf-16")
+        return 200, {"Content-Type": "application/json"}, b"\xef\xbb\xbf" + text.encode()
+
+    return answer
+
+
+@pytest.mark.parametrize("how", ["gzip", "deflate", "latin-1", "utf-16", "utf-8 with a BOM"])
+def test_an_answer_compressed_or_in_another_charset_is_read(cli, gold: Path, how: str) -> None:
+    """A gzipped answer (a proxy that compresses whatever it is asked) failed every query with
+    "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x8b"; so did a body in the charset its
+    Content-Type names (charset=ISO-8859-1, utf-16), and a UTF-8 one starting with a byte-order
+    mark read "Unexpected UTF-8 BOM". Each is now read as its headers say."""
+    with serving(_encoded(how)) as server:
+        data = scored(run_http(cli, gold, server.url, "--save-run", str(gold.parent / "r.jsonl")))
+    assert data["metrics"]["mrr"] == 0.75 and data["n_errors"] == 0
+    saved = [json.loads(line) for line in (gold.parent / "r.jsonl").read_text().splitlines()]
+    assert all(row["results"][-1] == "café-1" for row in saved), saved
+
+
+def test_an_answer_in_an_encoding_goldmine_cannot_read_says_so(cli, gold: Path) -> None:
+    with serving(
+        lambda path, body, n: (200, {"Content-Encoding": "br"}, b"\x8b\x03\x80")
+    ) as server:
+        result = run_http(cli, gold, server.url)
+    assert result.returncode == 1
+    assert "q1: the answer is encoded as br, which goldmine cannot read" in result.stderr
+    latin = b'["caf\xe9"]'
+    with serving(lambda path, body, n: (200, {"Content-Type": "text/json"}, latin)) as server:
+        result = run_http(cli, gold, server.url)
+    assert "not utf-8 text (byte 0xe9 at 5); its Content-Type names no charset" in result.stderr
