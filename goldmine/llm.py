@@ -538,7 +538,10 @@ def _answer(ask: Ask, text: str | None, error: str | None, attempts: int, start:
         return Answer(
             ask.key, None, why, text[:2000], attempts=attempts, seconds=seconds, reached=False
         )
-    data, error = parse(content, ask.schema)
+    content, error = _content_text(content)
+    data = None
+    if error is None:
+        data, error = parse(content, ask.schema)
     return Answer(
         ask.key,
         data,
@@ -549,6 +552,24 @@ def _answer(ask: Ask, text: str | None, error: str | None, attempts: int, start:
         attempts=attempts,
         seconds=seconds,
     )
+
+
+def _content_text(content: Any) -> tuple[str | None, str | None]:
+    """The message's text, and None; or what it holds instead, and why it is no answer. A list
+    of parts (``[{"type": "text", "text": …}]``, a reasoning model's thinking beside it) is its
+    text parts in order."""
+    if content is None or isinstance(content, str):
+        return content, None
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        texts = [
+            p["text"]
+            for p in content
+            if p.get("type") in ("text", "output_text") and isinstance(p.get("text"), str)
+        ]
+        return "".join(texts), None
+    held = json.dumps(content, ensure_ascii=False)[:2000]
+    kind = {dict: "an object", list: "a list", bool: "a boolean"}.get(type(content), "a number")
+    return held, f"the message's content is not text ({kind})"
 
 
 async def _ask_all(s: Settings, asks: list[Ask], usage: Usage, advance) -> list[Answer]:

@@ -366,3 +366,30 @@ def test_a_body_past_the_cap_is_not_read_on(monkeypatch) -> None:
         seen = len(server.requests)
     assert answers[0].error == "the endpoint's answer is past 1,048,576 bytes"
     assert seen == 1 and usage.failed == 1
+
+
+def _completion(message: dict, finish_reason: str = "stop") -> str:
+    """A chat completion's body, as a server sends it, with this message."""
+    message = {"role": "assistant", **message}
+    choice = {"index": 0, "message": message, "finish_reason": finish_reason}
+    return json.dumps({"id": "c1", "object": "chat.completion", "choices": [choice],
+                       "usage": {"prompt_tokens": 5, "completion_tokens": 3}})  # fmt: skip
+
+
+def test_a_message_whose_content_is_a_list_of_parts_is_read_and_no_text_is_a_failed_answer():
+    """Some servers send the message's content as a list of parts ([{"type": "text", "text":
+    …}], as reasoning models' APIs do with their thinking beside it); a content that was no
+    string crashed the whole run with a traceback (TypeError in the <think> check), after every
+    request was made and before any answer was kept. Text parts are read, in order, as the
+    answer; a content that is no text is a failed answer saying so."""
+    ok = '{"grade": 2, "reason": "answers it"}'
+    parts = [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": ok}]
+    with serve(lambda body, n: Reply(raw=_completion({"content": parts}))) as server:
+        answers, usage = llm.ask_all(_settings(server), _asks(1))
+    assert answers[0].ok and answers[0].data == {"grade": 2, "reason": "answers it"}
+    assert answers[0].content == ok
+    for content in (2, {"grade": 2}):
+        with serve(lambda body, n, c=content: Reply(raw=_completion({"content": c}))) as server:
+            answers, usage = llm.ask_all(_settings(server), _asks(1))
+        assert not answers[0].ok and "not text" in answers[0].error, answers[0].error
+        assert usage.failed == 1 and usage.requests == 1
