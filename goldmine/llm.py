@@ -461,6 +461,21 @@ def _status_error(response, message: str) -> str:
     return f"HTTP {response.status_code} from the endpoint: {message[:200]}"
 
 
+def _key_hint(s: Settings) -> str:
+    """What a 401 should make a user check: which variable the key came from, or that none
+    was sent."""
+    if s.api_key_env:
+        return f"; the key sent is ${s.api_key_env}'s ([llm] api_key_env)"
+    return "; no key was sent: set [llm] api_key_env to the variable that holds it"
+
+
+def _masked(text: str, key: str) -> str:
+    """The endpoint's body with the key as ***: some servers echo the key they refused, and
+    what the body says is printed (an error) and kept in the store (a body that is no chat
+    completion). Masked whole, before any of it is cut short."""
+    return text if key == _NO_KEY or len(key) < 4 else text.replace(key, "***")
+
+
 def _should_retry(response) -> bool:
     told = response.headers.get("x-should-retry")
     if told in ("true", "false"):
@@ -468,7 +483,9 @@ def _should_retry(response) -> bool:
     return response.status_code in RETRY_STATUS or response.status_code >= 500
 
 
-async def _post(http, payload: bytes, s: Settings) -> tuple[str | None, str | None, int]:
+async def _post(
+    http, payload: bytes, s: Settings, key: str = _NO_KEY
+) -> tuple[str | None, str | None, int]:
     """POST one chat completion, retried on 408/409/429/5xx, connection errors and timeouts,
     all within ``s.timeout`` seconds. Returns (the body, None, attempts) or (None, why,
     attempts)."""
@@ -498,9 +515,12 @@ async def _post(http, payload: bytes, s: Settings) -> tuple[str | None, str | No
         else:
             if text is None:
                 return None, f"the endpoint's answer is past {MAX_BODY_BYTES:,} bytes", attempt
+            text = _masked(text, key)
             if response.status_code < 300:
                 return text, None, attempt
             error = _status_error(response, text)
+            if response.status_code == 401:
+                error += _key_hint(s)
             if not _should_retry(response):
                 return None, error, attempt
             wait = retry_after(response.headers)
@@ -577,8 +597,9 @@ async def _ask_all(s: Settings, asks: list[Ask], usage: Usage, advance) -> list[
 
     import httpx2
 
+    key = s.api_key()
     headers = {
-        "authorization": f"Bearer {s.api_key()}",
+        "authorization": f"Bearer {key}",
         "content-type": "application/json",
         "accept": "application/json",
         "user-agent": "goldmine",
@@ -607,7 +628,7 @@ async def _ask_all(s: Settings, asks: list[Ask], usage: Usage, advance) -> list[
                 return None  # not asked: the endpoint is down (in-flight ones finish)
             start = time.monotonic()
             try:
-                text, error, attempts = await _post(http, json.dumps(body).encode(), s)
+                text, error, attempts = await _post(http, json.dumps(body).encode(), s, key)
             finally:
                 advance(1)
             sent += attempts

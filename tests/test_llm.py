@@ -393,3 +393,31 @@ def test_a_message_whose_content_is_a_list_of_parts_is_read_and_no_text_is_a_fai
             answers, usage = llm.ask_all(_settings(server), _asks(1))
         assert not answers[0].ok and "not text" in answers[0].error, answers[0].error
         assert usage.failed == 1 and usage.requests == 1
+
+
+def test_a_refused_key_is_named_by_its_variable_and_never_shown_or_kept(monkeypatch) -> None:
+    """A server that says which key it refused ("Incorrect API key provided: sk-…", some echo
+    it whole) had it printed in every failure line and kept in gold_llm_calls. The key is now
+    *** wherever the endpoint's words are shown or kept, and a 401 says which variable the key
+    came from, or that none was sent."""
+    monkeypatch.setenv("THE_KEY", "sk-wrong-key-987654")
+
+    def refuse(body, n):
+        sent = server.requests[-1]["auth"].removeprefix("Bearer ")
+        said = json.dumps({"error": {"message": f"Incorrect API key provided: {sent}."}})
+        if body["messages"][0]["content"] == "item 0":
+            return Reply(status=401, raw=said)
+        return Reply(raw=f"<p>bad key {sent}</p>")  # a proxy's page, with a 200
+
+    with serve(refuse) as server:
+        answers, _ = llm.ask_all(_settings(server, api_key_env="THE_KEY"), _asks(2))
+    assert answers[0].error == (
+        "HTTP 401 from the endpoint: Incorrect API key provided: ***.; the key sent is "
+        "$THE_KEY's ([llm] api_key_env)"
+    )
+    assert not answers[1].ok and answers[1].content == "<p>bad key ***</p>"
+    with serve(lambda body, n: Reply(status=401)) as server:
+        answers, _ = llm.ask_all(_settings(server), _asks(1))
+    assert answers[0].error.endswith(
+        "no key was sent: set [llm] api_key_env to the variable that holds it"
+    )
