@@ -131,6 +131,7 @@ def settings(
         raise InputError(f"no model endpoint: give --base-url or set base_url in {where}")
     if not model:
         raise InputError(f"no model name: give --model or set model in {where}")
+    _check_url(str(base_url))
     concurrency = concurrency or typed.concurrency or DEFAULT_CONCURRENCY
     if concurrency < 1:
         raise InputError("--concurrency must be at least 1")
@@ -153,6 +154,19 @@ def settings(
         price_in_per_mtok=typed.price_in_per_mtok,
         price_out_per_mtok=typed.price_out_per_mtok,
     )
+
+
+def _check_url(url: str) -> None:
+    """An endpoint that is no http(s) address was asked for every pair, each retried with
+    backoff, and the run failed as if the server were down: it is bad input, said at once."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise InputError(
+            f"--base-url must be an http:// or https:// URL with a host, got {url!r} "
+            "(e.g. http://127.0.0.1:11434/v1 for Ollama)"
+        )
 
 
 def _first(*values):

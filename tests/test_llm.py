@@ -421,3 +421,17 @@ def test_a_refused_key_is_named_by_its_variable_and_never_shown_or_kept(monkeypa
     assert answers[0].error.endswith(
         "no key was sent: set [llm] api_key_env to the variable that holds it"
     )
+
+
+@pytest.mark.parametrize(
+    "url", ["localhost:11434/v1", "127.0.0.1:8000/v1", "ftp://host/v1", "http://"]
+)
+def test_a_base_url_that_is_no_http_address_is_bad_input(tmp_path: Path, url: str) -> None:
+    """--base-url localhost:11434/v1 (Ollama's address without its scheme) was tried for every
+    pair, each retried four times with backoff, a failed call kept per pair, and the run ended
+    exit 1 as if the server were down. It is bad input, before any request."""
+    from goldmine.config import _load
+
+    _load.cache_clear()
+    with pytest.raises(InputError, match=r"--base-url must be an http:// or https:// URL"):
+        llm.settings(base_url=url, model="m")
