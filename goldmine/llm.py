@@ -510,18 +510,15 @@ async def _post(
     loop = asyncio.get_running_loop()
     end = loop.time() + s.timeout
     no_answer = f"no answer from {s.endpoint} in {s.timeout:g} s; --timeout to wait longer"
-    attempt = 0
+    attempt, hops, url = 0, 0, "chat/completions"
     while True:
         attempt += 1
         wait = None
         try:
             # The whole attempt, not each read: a server dripping a byte at a time resets a
             # read timeout for ever.
-            async with (
-                asyncio.timeout_at(end),
-                http.stream("POST", "chat/completions", content=payload) as response,
-            ):
-                text = await _read_capped(response)
+            async with asyncio.timeout_at(end):
+                response, text = await _send(http, url, payload, s)
         except (TimeoutError, httpx2.TimeoutException):
             return None, no_answer, attempt
         except httpx2.TransportError as exc:
@@ -530,6 +527,12 @@ async def _post(
             if text is None:
                 return None, f"the endpoint's answer is past {MAX_BODY_BYTES:,} bytes", attempt
             text = _masked(text, key)
+            moved = _redirect(response, hops)
+            if isinstance(moved, str) and response.status_code in (307, 308):
+                url, hops, attempt = moved, hops + 1, attempt - 1  # not a retry: the same ask
+                continue
+            if moved is not None:
+                return None, moved.message, attempt
             if response.status_code < 300:
                 return text, None, attempt
             error = _status_error(response, text)
@@ -545,6 +548,49 @@ async def _post(
             late = f"{error}; no retry within the {s.timeout:g} s deadline (--timeout)"
             return None, late, attempt
         await asyncio.sleep(pause)
+
+
+MAX_HOPS = 5  # redirects followed for one request
+
+
+@dataclass(frozen=True)
+class _Moved:
+    message: str
+
+
+def _redirect(response, hops: int) -> str | _Moved | None:
+    """Where a redirect sends the request: a 307's or 308's target, POSTed again as the status
+    asks (httpx follows none by default, so each failed as "HTTP 307 from the endpoint: ");
+    a 301, 302 or 303, which turn a POST into a GET, as a failure naming the endpoint to give.
+    None when the answer is no redirect."""
+    location = response.headers.get("location")
+    if not 300 <= response.status_code < 400 or not location:
+        return None
+    target = str(response.url.join(location))
+    if response.status_code in (307, 308) and hops < MAX_HOPS:
+        return target
+    if response.status_code in (307, 308):
+        return _Moved(f"more than {MAX_HOPS} redirects (the last to {target})")
+    base = target.removesuffix("/chat/completions")
+    return _Moved(
+        f"the endpoint redirects to {target} (HTTP {response.status_code}), which turns the "
+        f"POST into a GET: give --base-url {base}"
+    )
+
+
+async def _send(http, url: str, payload: bytes, s: Settings):
+    """POST ``payload`` to ``url`` (relative to the endpoint, or a redirect's target) and read
+    the answer; the key goes to the endpoint's own host only."""
+    import httpx2
+
+    request = http.build_request("POST", url, content=payload)
+    if request.url.host != httpx2.URL(s.endpoint).host:
+        del request.headers["authorization"]
+    response = await http.send(request, stream=True)
+    try:
+        return response, await _read_capped(response)
+    finally:
+        await response.aclose()
 
 
 async def _read_capped(response) -> str | None:

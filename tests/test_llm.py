@@ -435,3 +435,36 @@ def test_a_base_url_that_is_no_http_address_is_bad_input(tmp_path: Path, url: st
     _load.cache_clear()
     with pytest.raises(InputError, match=r"--base-url must be an http:// or https:// URL"):
         llm.settings(base_url=url, model="m")
+
+
+@pytest.mark.parametrize("status", [307, 308])
+def test_a_307_or_308_is_followed_with_the_same_post(status: int) -> None:
+    """An endpoint behind a proxy that moved it (308), or that adds a trailing slash (307),
+    failed every pair as "HTTP 307 from the endpoint: ", the client following no redirect.
+    Both mean "POST the same body there": it is, and the answer read."""
+    ok = json.dumps({"grade": 2, "reason": "yes"})
+
+    def moved(body, n):
+        if n == 0:
+            return Reply(status=status, headers={"location": "/v2/chat/completions"})
+        return Reply(ok)
+
+    with serve(moved) as server:
+        answers, usage = llm.ask_all(_settings(server), _asks(1))
+    assert answers[0].ok and answers[0].attempts == 1 and usage.retries == 0
+    assert [r["path"] for r in server.requests] == ["/v1/chat/completions", "/v2/chat/completions"]
+    assert server.requests[1]["body"] == server.requests[0]["body"]
+
+
+def test_a_redirect_that_would_turn_the_post_into_a_get_names_the_endpoint_to_give() -> None:
+    with serve(
+        lambda body, n: Reply(status=301, headers={"location": "/api/v1/chat/completions"})
+    ) as server:
+        answers, _ = llm.ask_all(_settings(server), _asks(1))
+        seen = len(server.requests)
+    port = server.server_address[1]
+    assert answers[0].error == (
+        f"the endpoint redirects to http://127.0.0.1:{port}/api/v1/chat/completions (HTTP 301), "
+        f"which turns the POST into a GET: give --base-url http://127.0.0.1:{port}/api/v1"
+    )
+    assert seen == 1
