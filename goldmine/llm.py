@@ -610,7 +610,7 @@ def _answer(ask: Ask, text: str | None, error: str | None, attempts: int, start:
     if error is not None:
         return Answer(ask.key, None, error, None, attempts=attempts, seconds=seconds, reached=False)
     try:
-        completion = json.loads(text)
+        completion = _streamed(text) if _SSE.match(text) else json.loads(text)
         content = completion["choices"][0]["message"]["content"]
         tokens = completion.get("usage") or {}
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
@@ -632,6 +632,30 @@ def _answer(ask: Ask, text: str | None, error: str | None, attempts: int, start:
         attempts=attempts,
         seconds=seconds,
     )
+
+
+# A body of server-sent events: "data: {chunk}" lines (a ": comment" or "event:" line first).
+_SSE = re.compile(r"\A\s*(?:data|event|id|retry)?:")
+
+
+def _streamed(text: str) -> dict:
+    """A chat completion streamed as server-sent events (some gateways stream every answer,
+    asked or not), put back together: the chunks' deltas joined into one message, the last
+    finish reason, the usage a chunk carried."""
+    content: list[str] = []
+    finish, usage = None, None
+    for line in text.splitlines():
+        if not line.startswith("data:") or line[5:].strip() == "[DONE]":
+            continue
+        chunk = json.loads(line[5:])
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) == 0:
+                piece = (choice.get("delta") or {}).get("content")
+                content.append(piece if isinstance(piece, str) else "")
+                finish = choice.get("finish_reason") or finish
+    message = {"role": "assistant", "content": "".join(content)}
+    return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage}
 
 
 def _content_text(content: Any) -> tuple[str | None, str | None]:

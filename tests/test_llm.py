@@ -468,3 +468,22 @@ def test_a_redirect_that_would_turn_the_post_into_a_get_names_the_endpoint_to_gi
         f"which turns the POST into a GET: give --base-url http://127.0.0.1:{port}/api/v1"
     )
     assert seen == 1
+
+
+def test_an_answer_streamed_as_server_sent_events_is_read_whole() -> None:
+    """Some gateways stream every answer (text/event-stream, "data: {chunk}" lines ending in
+    "data: [DONE]") whether or not the request asked for it: each failed as "the endpoint's
+    answer is not a chat completion". The chunks' deltas are joined into the message."""
+    ok = '{"grade": 1, "reason": "context"}'
+    chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+    chunks += [{"choices": [{"index": 0, "delta": {"content": ok[i : i + 7]}}]}
+               for i in range(0, len(ok), 7)]  # fmt: skip
+    chunks += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 40, "completion_tokens": 9}}]  # fmt: skip
+    stream = ": keep-alive\n\n" + "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+    stream += "data: [DONE]\n\n"
+    with serve(lambda body, n: Reply(raw=stream)) as server:
+        answers, usage = llm.ask_all(_settings(server), _asks(1))
+    assert answers[0].ok and answers[0].data == {"grade": 1, "reason": "context"}
+    assert answers[0].content == ok
+    assert (usage.prompt_tokens, usage.completion_tokens) == (40, 9)
