@@ -611,10 +611,12 @@ def _answer(ask: Ask, text: str | None, error: str | None, attempts: int, start:
         return Answer(ask.key, None, error, None, attempts=attempts, seconds=seconds, reached=False)
     try:
         completion = _streamed(text) if _SSE.match(text) else json.loads(text)
-        content = completion["choices"][0]["message"]["content"]
+        choice = completion["choices"][0]
+        message = choice["message"]
+        content = message["content"]
         tokens = completion.get("usage") or {}
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        why = "the endpoint's answer is not a chat completion"
+        why = _not_a_completion(text)
         return Answer(
             ask.key, None, why, text[:2000], attempts=attempts, seconds=seconds, reached=False
         )
@@ -622,6 +624,8 @@ def _answer(ask: Ask, text: str | None, error: str | None, attempts: int, start:
     data = None
     if error is None:
         data, error = parse(content, ask.schema)
+    if error is not None:
+        error = _why_no_answer(choice, message, content) or error
     return Answer(
         ask.key,
         data,
@@ -632,6 +636,42 @@ def _answer(ask: Ask, text: str | None, error: str | None, attempts: int, start:
         attempts=attempts,
         seconds=seconds,
     )
+
+
+def _why_no_answer(choice: dict, message: dict, content: str | None) -> str | None:
+    """What the endpoint says of an answer that failed, when it says more than the text does:
+    cut at the token limit (a reasoning model that spent them thinking), or a tool called
+    instead of an answer written. None when it says nothing more."""
+    if choice.get("finish_reason") == "length":
+        _, why = parse(content, {"type": "object"})
+        said = why or "no JSON answer"
+        return f"the answer was cut at the model's token limit (finish_reason length): {said}"
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    if not (content or "").strip() and isinstance(calls, list) and calls:
+        names = ", ".join(
+            str((c.get("function") or {}).get("name", "?")) for c in calls if isinstance(c, dict)
+        )
+        return f"the model called a tool ({names}) instead of answering in text"
+    return None
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+
+
+def _not_a_completion(text: str) -> str:
+    """Why a body is no chat completion, in its own words: an error object sent with a 200
+    (its message), else its first words (an HTML page's title)."""
+    try:
+        error = json.loads(text).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if isinstance(error, dict) and error.get("message"):
+        error = error["message"]
+    if isinstance(error, str) and error:
+        return f"the endpoint answered an error: {error[:200]}"
+    title = _TITLE.search(text)
+    gist = " ".join((title.group(1) if title else text).split())[:80]
+    return "the endpoint's answer is not a chat completion" + (f" ({gist})" if gist else "")
 
 
 # A body of server-sent events: "data: {chunk}" lines (a ": comment" or "event:" line first).

@@ -487,3 +487,32 @@ def test_an_answer_streamed_as_server_sent_events_is_read_whole() -> None:
     assert answers[0].ok and answers[0].data == {"grade": 1, "reason": "context"}
     assert answers[0].content == ok
     assert (usage.prompt_tokens, usage.completion_tokens) == (40, 9)
+
+
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        (_completion({"content": '{"grade": 2, "reason": "The passage discu'}, "length"),
+         "the answer was cut at the model's token limit (finish_reason length): not JSON"),
+        (_completion({"content": "<think>\nThe query asks"}, "length"),
+         "the answer was cut at the model's token limit (finish_reason length): "),
+        (_completion({"content": None, "reasoning_content": "long thought"}, "length"),
+         "the answer was cut at the model's token limit (finish_reason length): empty answer"),
+        (_completion({"content": None, "tool_calls": [{"id": "c", "type": "function", "function":
+                      {"name": "grade", "arguments": '{"grade": 2}'}}]}, "tool_calls"),
+         "the model called a tool (grade) instead of answering in text"),
+        (json.dumps({"error": {"message": "model overloaded, try later", "type": "server_error"}}),
+         "the endpoint answered an error: model overloaded, try later"),
+        ("<html><head><title>Sign in - Corp SSO</title></head><body>…</body></html>",
+         "the endpoint's answer is not a chat completion (Sign in - Corp SSO)"),
+    ],
+    ids=["cut-json", "cut-thinking", "cut-before-text", "tool-call", "error-200", "html-200"],
+)  # fmt: skip
+def test_a_failed_answer_says_why_in_the_endpoint_s_own_terms(raw: str, said: str) -> None:
+    """An answer cut at the token limit read "not JSON (Unterminated string …)" or "empty
+    answer", a tool call "empty answer", an error object sent with a 200 and a login page
+    "the endpoint's answer is not a chat completion": none said what to change. Each now says
+    what happened (raise max tokens, turn tool calling off, read the endpoint's message)."""
+    with serve(lambda body, n: Reply(raw=raw)) as server:
+        answers, _ = llm.ask_all(_settings(server, max_retries=0), _asks(1))
+    assert not answers[0].ok and answers[0].error.startswith(said), answers[0].error
