@@ -68,6 +68,7 @@ def normalize_results(value: Any, json_path: str | None = None) -> Results:
             if not isinstance(value, dict) or part not in value:
                 raise ValueError(f"the response has no {json_path!r}")
             value = value[part]
+    taken: list[str] = list(json_path.split(".")) if json_path else []
     while isinstance(value, dict):
         if isinstance(value.get("ids"), list):  # Chroma: one list of ids per query sent
             ids = value["ids"]
@@ -75,14 +76,46 @@ def normalize_results(value: Any, json_path: str | None = None) -> Results:
             break
         key = next((k for k in _LISTS if k in value), None)
         if key is None:
+            found = _list_path(value)
+            hint = (
+                f"; the list at {'.'.join([*taken, found])} may be it: pass --json-path "
+                f"{'.'.join([*taken, found])}"
+                if found
+                else "; pass --json-path"
+            )
             raise ValueError(
                 "the response is an object without 'results', 'hits', 'matches' or another "
-                "list of results; pass --json-path"
+                f"list of results{hint}"
             )
+        taken.append(key)
         value = value[key]
     if not isinstance(value, list | tuple):
-        raise ValueError(f"expected a list of ids or of {{id, score}}, got {type(value).__name__}")
+        raise ValueError(f"expected a list of ids or of {{id, score}}, got {_json_kind(value)}")
     return [_result(item) for item in value]
+
+
+def _list_path(value: Any, depth: int = 4) -> str | None:
+    """The dotted path to the first non-empty list inside ``value``, breadth first (GraphQL's
+    ``data.Get.Chunk``, a wrapper's ``response.docs``): what --json-path would name."""
+    level = [("", value)]
+    for _ in range(depth):
+        deeper = []
+        for path, node in level:
+            for key, child in node.items() if isinstance(node, dict) else ():
+                where = f"{path}.{key}" if path else str(key)
+                if isinstance(child, list) and child:
+                    return where
+                deeper.append((where, child))
+        level = deeper
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    """A value named as JSON names it (null, an object), not as Python does (NoneType, dict)."""
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", str: "a string", dict: "an object", int: "a number"}
+    return names.get(type(value), "a number" if isinstance(value, float) else type(value).__name__)
 
 
 def _result(item: Any) -> tuple[str, float | None]:
@@ -376,7 +409,7 @@ def _describe(exc: Exception) -> str:
         status = f"HTTP {exc.code} {exc.reason}"
         said = getattr(exc, "said", "")
         return status if said.lower() in status.lower() else f"{status}: {said}"
-    if isinstance(exc, NotJson | Unreadable):
+    if isinstance(exc, NotJson | Unreadable) or type(exc) is ValueError:  # the answer's shape
         return str(exc)
     if isinstance(exc, urllib.error.URLError):
         return f"connection failed: {exc.reason}"

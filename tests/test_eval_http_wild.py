@@ -479,3 +479,24 @@ def test_an_answer_in_an_encoding_goldmine_cannot_read_says_so(cli, gold: Path) 
     with serving(lambda path, body, n: (200, {"Content-Type": "text/json"}, latin)) as server:
         result = run_http(cli, gold, server.url)
     assert "not utf-8 text (byte 0xe9 at 5); its Content-Type names no charset" in result.stderr
+
+
+def test_an_answer_in_an_unknown_shape_points_at_its_list(cli, gold: Path) -> None:
+    """Weaviate's GraphQL answer ({"data": {"Get": {"Chunk": [...]}}}) failed every query with
+    "pass --json-path" and no word of which path; an answer of null read "got NoneType". The
+    error now names the list it found, to pass as --json-path, and JSON's own names."""
+
+    def weaviate(path: str, body: dict, n: int) -> Answer:
+        hits = [{"chunk_id": d, "_additional": {"id": f"uuid-{d}", "score": "0.9"}}
+                for d in ANSWERS[body["query"]]]  # fmt: skip
+        return 200, {}, json.dumps({"data": {"Get": {"Chunk": hits}}}).encode()
+
+    with serving(weaviate) as server:
+        result = run_http(cli, gold, server.url)
+        assert result.returncode == 1
+        assert "pass --json-path data.Get.Chunk" in result.stderr, result.stderr
+        data = scored(run_http(cli, gold, server.url, "--json-path", "data.Get.Chunk"))
+    assert data["metrics"]["mrr"] == 0.75
+    with serving(lambda path, body, n: (200, {}, b"null")) as server:
+        result = run_http(cli, gold, server.url)
+    assert "q1: expected a list of ids or of {id, score}, got null" in result.stderr, result.stderr
