@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 from goldmine.errors import GoldmineError, InputError
 from goldmine.eval.history import append_history, check_history, git_commit, history_row
 from goldmine.eval.result import EvalOutcome, EvalResult
-from goldmine.eval.scoring import check_overlap, duplicates_warning, evaluate, evaluate_run_file
+from goldmine.eval.scoring import (
+    check_overlap,
+    check_returned_ids,
+    duplicates_warning,
+    evaluate,
+    evaluate_run_file,
+)
 from goldmine.files import require_file
 from goldmine.gold import Gold, Run
 from goldmine.metrics import Metric, parse_metrics
@@ -86,7 +92,11 @@ def score_run_file(
 def overlap(outcome: EvalOutcome) -> None:
     """A run file that shares no query id with the gold is an error; under half is a warning,
     said now, before anything prints a metric (see ``scoring.check_overlap``)."""
-    warning = check_overlap(outcome.result, outcome.gold)
+    _warn_now(outcome, check_overlap(outcome.result, outcome.gold))
+
+
+def _warn_now(outcome: EvalOutcome, warning: str | None) -> None:
+    """A warning said now, before any metric, and kept for --json's ``warnings``."""
     if warning is not None:
         from goldmine.output import warn
 
@@ -265,6 +275,8 @@ def run_eval(
             gold, note = asked_in_traces(gold, run)
         result = evaluate(gold, run, parsed, rel_level, abstain_below)
         outcome = EvalOutcome(result, gold, run.source, run.format, run.hash, label)
+        if source.path is None:  # a retriever's ids, seen here whole
+            _warn_now(outcome, check_returned_ids(gold, run))
         if note is not None:
             from goldmine.output import info
 

@@ -139,6 +139,25 @@ def check_overlap(result: EvalResult, gold: Gold) -> str | None:
     )
 
 
+def check_returned_ids(gold: Gold, run: Run) -> str | None:
+    """Whether a retriever's ids are of the gold's kind. A vector store answering its points'
+    UUIDs, or a search engine its internal _id, where the gold holds chunk ids scores 0 on every
+    query with no word why: when none of the ids it returned, over every query, is one the gold
+    judged, the returned line says so, with two ids from either side."""
+    judged = {doc for q in gold.queries.values() for doc in q.judged}
+    returned = [doc for ids in run.results.values() for doc in ids]
+    if not judged or not returned or not judged.isdisjoint(returned):
+        return None
+    theirs = ", ".join(list(dict.fromkeys(returned))[:2])
+    ours = ", ".join(sorted(judged)[:2])
+    return (
+        f"none of the {len(returned):,} ids the retriever returned is one the gold judged: "
+        f"its ids look like {theirs}; the gold's look like {ours}. If they name the same "
+        "chunks, have the retriever return the chunk ids (for --http, the field that holds "
+        "them, or --json-path)"
+    )
+
+
 def evaluate_files(
     gold_path: Path | str,
     run_path: Path | str,

@@ -500,3 +500,27 @@ def test_an_answer_in_an_unknown_shape_points_at_its_list(cli, gold: Path) -> No
     with serving(lambda path, body, n: (200, {}, b"null")) as server:
         result = run_http(cli, gold, server.url)
     assert "q1: expected a list of ids or of {id, score}, got null" in result.stderr, result.stderr
+
+
+def test_a_retriever_whose_ids_are_of_another_kind_than_the_gold_s_is_warned_of(cli, gold):
+    """Qdrant answers its points' ids (UUIDs here) with the chunk id in a payload field of the
+    user's naming: every query scored 0, exit 0, with no word why, and a CI gate failed on
+    "recall 0.00". When no id the retriever returned, over every query, is one the gold judged,
+    the run is scored and a warning says so, with examples of both."""
+    import uuid
+
+    def qdrant(path: str, body: dict, n: int) -> Answer:
+        points = [{"id": str(uuid.uuid5(uuid.NAMESPACE_URL, d)), "score": 0.9, "payload":
+                   {"doc": d}} for d in ANSWERS[body["query"]]]  # fmt: skip
+        return 200, {}, json.dumps({"result": points, "status": "ok"}).encode()
+
+    with serving(qdrant) as server:
+        data = scored(result := run_http(cli, gold, server.url))
+    with serving(lambda path, body, n: ids_of(body)) as server:
+        good = scored(run_http(cli, gold, server.url))
+    assert data["metrics"]["mrr"] == 0.0
+    first = str(uuid.uuid5(uuid.NAMESPACE_URL, "policy-14"))
+    said = [w for w in data["warnings"] if "none of the 4 ids" in w]
+    assert said and f"look like {first}" in said[0] and "policy-14" in said[0], data["warnings"]
+    assert said[0] in result.stderr
+    assert good["warnings"] == []
