@@ -405,8 +405,10 @@ def _pause(exc: Exception, backoff: float) -> float:
 def _describe(exc: Exception) -> str:
     if isinstance(exc, Moved):
         return str(exc)
+    if isinstance(exc, urllib.error.HTTPError) and 300 <= exc.code < 400:  # urllib gave up
+        return f"HTTP {exc.code}: the service redirects in a loop (or more than 10 times)"
     if isinstance(exc, urllib.error.HTTPError):
-        status = f"HTTP {exc.code} {exc.reason}"
+        status = f"HTTP {exc.code} {' '.join(str(exc.reason).split())}"
         said = getattr(exc, "said", "")
         return status if said.lower() in status.lower() else f"{status}: {said}"
     if isinstance(exc, NotJson | Unreadable) or type(exc) is ValueError:  # the answer's shape

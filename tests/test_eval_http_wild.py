@@ -524,3 +524,14 @@ def test_a_retriever_whose_ids_are_of_another_kind_than_the_gold_s_is_warned_of(
     assert said and f"look like {first}" in said[0] and "policy-14" in said[0], data["warnings"]
     assert said[0] in result.stderr
     assert good["warnings"] == []
+
+
+def test_a_redirect_loop_is_one_line(cli, gold: Path) -> None:
+    """A service redirecting to itself ended in urllib's three-line message ("… would lead to
+    an infinite loop.\\nThe last 30x error message was:\\nTemporary Redirect") inside the one
+    error line."""
+    with serving(lambda path, body, n: (307, {"Location": "/search"}, b"")) as server:
+        result = run_http(cli, gold, server.url + "/search")
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "q1: HTTP 307: the service redirects in a loop" in result.stderr, result.stderr
