@@ -126,7 +126,8 @@ HttpBodyOption = Annotated[
     typer.Option(
         "--http-body",
         help='JSON body template with "{query}" and "{k}", e.g. \'{"q": "{query}", '
-        '"size": "{k}"}\'. Default: {"query": ..., "k": ...}.',
+        '"size": "{k}"}\' ("{k}" alone in its string is sent as a number). Default: '
+        '{"query": ..., "k": ...}.',
         rich_help_panel=_HTTP,
     ),
 ]
@@ -159,8 +160,8 @@ RetriesOption = Annotated[
     int,
     typer.Option(
         "--retries",
-        help="Retries on timeouts, 5xx and 429, with backoff (or the wait a Retry-After "
-        "asks, up to a minute).",
+        help="Retries on timeouts, dropped connections, 5xx and 429, with backoff (or the "
+        "wait a Retry-After asks, up to a minute).",
         min=0,
         rich_help_panel=_HTTP,
     ),

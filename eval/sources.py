@@ -359,7 +359,14 @@ def parse_template(template: str | None) -> Any:
     try:
         return json.loads(template)
     except ValueError as exc:
-        raise InputError(f"--http-body is not valid JSON: {exc}") from exc
+        bare = re.search(r'(?<!")\{(query|k)\}(?!")', template)
+        hint = (
+            f'; write "{{{bare.group(1)}}}" in quotes: alone in its string it is sent as a '
+            f"{'number' if bare.group(1) == 'k' else 'string'}"
+            if bare
+            else ""
+        )
+        raise InputError(f"--http-body is not valid JSON: {exc}{hint}") from exc
 
 
 def _post(session: Session, options: HttpOptions, body: bytes) -> Any:

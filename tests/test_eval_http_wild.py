@@ -535,3 +535,13 @@ def test_a_redirect_loop_is_one_line(cli, gold: Path) -> None:
     assert result.returncode == 1
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "q1: HTTP 307: the service redirects in a loop" in result.stderr, result.stderr
+
+
+def test_a_template_with_an_unquoted_placeholder_says_to_quote_it(cli, gold: Path) -> None:
+    """'{"size": {k}}' (as most template languages write it) read only "--http-body is not valid
+    JSON: Expecting property name enclosed in double quotes: line 1 column 11"."""
+    result = run_http(
+        cli, gold, "http://127.0.0.1:9/s", "--http-body", '{"q": "{query}", "size": {k}}'
+    )
+    assert result.returncode == 2
+    assert 'write "{k}" in quotes: alone in its string it is sent as a number' in result.stderr
