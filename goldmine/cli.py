@@ -18,7 +18,7 @@ import typer
 
 from goldmine import __version__
 from goldmine.config import load_config
-from goldmine.errors import GoldmineError, InputError
+from goldmine.errors import EXIT_INTERRUPTED, GoldmineError, InputError, Interrupted
 from goldmine.options import DbOption, state
 
 if TYPE_CHECKING:
@@ -155,6 +155,10 @@ def main(argv: list[str] | None = None) -> None:
     except RecursionError:  # json.loads of a document nested thousands deep, wherever it is read
         _fail(InputError("an input is nested too deeply to read (past Python's recursion limit)"),
               debug)  # fmt: skip
+    except SystemExit as exc:
+        if not _ctrl_c(exc):
+            raise
+        _fail(Interrupted(), debug)
     except (Exception, KeyboardInterrupt) as exc:
         from goldmine.store import known_failure
 
@@ -165,6 +169,13 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if argv is None:  # the program itself, not a caller's process
             _quick_exit()
+
+
+def _ctrl_c(exc: SystemExit) -> bool:
+    """Whether typer's runner ended the command for a Ctrl-C in Python's own code: it turns the
+    KeyboardInterrupt into exit 130 and says nothing, where goldmine says what was kept."""
+    cause = exc.__context__.__cause__ if exc.__context__ is not None else None
+    return exc.code == EXIT_INTERRUPTED and isinstance(cause, KeyboardInterrupt)
 
 
 def _fail(exc: GoldmineError, debug: bool) -> None:
