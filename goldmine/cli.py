@@ -20,6 +20,7 @@ from goldmine import __version__
 from goldmine.config import load_config
 from goldmine.errors import EXIT_INTERRUPTED, GoldmineError, InputError, Interrupted
 from goldmine.options import DbOption, state
+from goldmine.output import forgive_stdout
 
 if TYPE_CHECKING:
     from typer.models import TyperInfo
@@ -145,6 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     if "--debug" in args:
         args.remove("--debug")
         debug = True
+    forgive_stdout()
     stage = _STAGE_OF.get(_command_name(args) or "")
     register_stages((stage,) if stage else _STAGES)
     try:

@@ -47,9 +47,29 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def takes_any_text(stream: Any) -> bool:
+    """Whether ``stream`` encodes every character (a UTF encoding). Under
+    ``PYTHONIOENCODING=ascii`` or a Latin-1 locale it does not, and a query in Chinese raised
+    UnicodeEncodeError halfway through a listing."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return encoding.lower().replace("_", "-").startswith("utf")
+
+
+def forgive_stdout() -> None:
+    """Let a stdout that cannot encode every character replace what it cannot (``?``) instead
+    of raising: a table of queries stays a table. JSON escapes those characters itself
+    (``print_json``), so nothing of it is replaced."""
+    if not takes_any_text(sys.stdout) and hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="replace")
+
+
 def print_json(data: Any) -> None:
-    """One JSON document on stdout; floats stay full precision."""
-    sys.stdout.write(json.dumps(data, default=_jsonable, ensure_ascii=False, indent=2))
+    """One JSON document on stdout; floats stay full precision. On a stdout that cannot encode
+    every character, non-ASCII text is written as JSON escapes: the same document to a reader."""
+    text = json.dumps(
+        data, default=_jsonable, ensure_ascii=not takes_any_text(sys.stdout), indent=2
+    )
+    sys.stdout.write(text)
     sys.stdout.write("\n")
     sys.stdout.flush()
 
