@@ -195,7 +195,9 @@ def _longest_word(text: str) -> int:
     return min(max((_width(w) for w in text.split()), default=0), _FOLD_PAST)
 
 
-def fit_table(cols: list[Col], rows: list[list[str]], width: int | None = None) -> Any:
+def fit_table(
+    cols: list[Col], rows: list[list[str]], width: int | None = None, title: str | None = None
+) -> Any:
     """A rich Table that fits ``width`` (the terminal's by default) with no header or cell cut
     short: low-value columns are left out (lowest ``keep`` first) until the narrowest layout
     fits, and the caption names them; wrapping columns take the room that is left."""
@@ -224,6 +226,7 @@ def fit_table(cols: list[Col], rows: list[list[str]], width: int | None = None) 
     return table(
         [replace(cols[i], width=widths[i]) for i in shown],
         [[row[i] for i in shown] for row in rows],
+        title=title,
         caption=caption if hidden else None,
     )
 

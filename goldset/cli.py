@@ -35,7 +35,7 @@ from goldmine.goldset.review_tui import run
 from goldmine.goldset.versions import assert_verified, diff_versions, verify_versions
 from goldmine.goldset.versions import publish as do_publish
 from goldmine.options import DbOption, JsonOption, db_flag, store_flag
-from goldmine.output import clip, console, count, info, print_json, table, warn
+from goldmine.output import Col, clip, console, count, fit_table, info, print_json, table, warn
 from goldmine.store import open_store, removed_on_input_error, transaction
 from goldmine.text import printable
 from goldmine.versions import list_versions, resolve_version, version_header
@@ -471,6 +471,35 @@ def label(
         )
 
 
+def _list_columns() -> list[Col]:
+    """`gold list`'s columns. The id and status stay whole at any width (a script greps them
+    out of a pipe's 80 columns, where every column used to fold); the query and tags wrap, and
+    the tags, then the cluster and counts, give way first."""
+    return [
+        Col("query_id"),
+        Col("status"),
+        Col("query", wrap=True, min_width=20),
+        Col("relevant", keep=5, justify="right"),
+        Col("labels", keep=4, justify="right"),
+        Col("drafts", keep=3, justify="right"),
+        Col("cluster", keep=2, justify="right"),
+        Col("tags", keep=1, wrap=True),
+    ]
+
+
+def _list_row(r: dict) -> list[str]:
+    return [
+        r["query_id"],
+        r["status"] + (" (no answer)" if r["no_answer"] else ""),
+        clip(r["query"]),
+        str(r["n_relevant"]),
+        str(r["n_labels"]),
+        str(r["n_drafts"]),
+        "" if r["cluster_id"] is None else str(r["cluster_id"]),
+        ", ".join(r["tags"] or []),
+    ]
+
+
 def list_(
     status: Annotated[
         list[str] | None,
@@ -484,23 +513,12 @@ def list_(
     with _store(db, create=False) as con:
         rows = list_items(con, status)
         verified, total = progress_counts(con)
-    _listing(
-        rows,
-        as_json,
-        f"{verified} of {total} verified",
-        ["query_id", "status", "query", "relevant", "labels", "drafts", "cluster", "tags"],
-        lambda r: [
-            r["query_id"],
-            r["status"] + (" (no answer)" if r["no_answer"] else ""),
-            clip(r["query"]),
-            r["n_relevant"],
-            r["n_labels"],
-            r["n_drafts"],
-            r["cluster_id"],
-            ", ".join(r["tags"] or []),
-        ],
-    )
-    if not rows and not as_json:
+    if as_json:
+        print_json(rows)
+        return
+    title = f"{verified} of {total} verified"
+    console().print(fit_table(_list_columns(), [_list_row(r) for r in rows], title=title))
+    if not rows:
         info("no items: run `goldmine gold starter` or `goldmine gold add-query`")
 
 

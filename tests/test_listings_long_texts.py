@@ -99,3 +99,16 @@ def test_triage_export_into_a_missing_folder_is_one_line(db_path: Path, tmp_path
         out = run_cli("--db", str(db_path), "triage", "export", str(tmp_path / "no" / name))
         assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
         assert out.stderr.startswith("error:") and "no folder" in out.stderr, out.stderr
+
+
+def test_gold_list_keeps_ids_and_statuses_whole_at_80_columns(db_path: Path) -> None:
+    """`goldmine gold list | grep q_…` found nothing: through a pipe (80 columns) every column
+    was squeezed, the ids and statuses folded over two lines (`q_e52d7` / `b763465`). The query
+    wraps and the counts give way; the id and the status stay on one line."""
+    added = run_cli("--db", str(db_path), "gold", "add-query", "how do i " + LONG[:300])
+    qid = added.stdout.split("\t")[1]
+    out = run_cli("--db", str(db_path), "gold", "list", env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    assert qid in out.stdout
+    assert "candidate" in out.stdout
+    assert max(len(line) for line in out.stdout.splitlines()) <= 80
