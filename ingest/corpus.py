@@ -322,26 +322,28 @@ class _Gathered:
 
 
 def snapshot_summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, Any]:
-    """After a store: the snapshot and how it differs from the one before."""
+    """After a store: the snapshot and how it differs from the one before (a first snapshot
+    from none; the same chunks as the current snapshot, which make no new one, from itself),
+    so that every entry holds the four counts."""
     snapshot_id, new = con.execute("SELECT id, new FROM gm_snapshot").fetchall()[0]
-    out: dict[str, Any] = {"snapshot_id": snapshot_id, "new_snapshot": new}
-    if new:
-        previous = con.execute(
-            "SELECT max(snapshot_id) FROM corpus_snapshots WHERE snapshot_id < ?", [snapshot_id]
-        ).fetchall()[0][0]
-        if previous is not None:
-            row = con.execute(
-                """SELECT count(*) FILTER (WHERE a.text_hash = b.text_hash),
-                          count(*) FILTER (WHERE a.text_hash <> b.text_hash),
-                          count(*) FILTER (WHERE b.text_hash IS NULL),
-                          count(*) FILTER (WHERE a.text_hash IS NULL)
-                   FROM (SELECT * FROM chunks WHERE snapshot_id = ?) a
-                   FULL JOIN (SELECT * FROM chunks WHERE snapshot_id = ?) b USING (chunk_id)""",
-                [snapshot_id, previous],
-            ).fetchall()[0]
-            out.update(dict(zip(("unchanged", "changed", "added", "removed"), row, strict=True)))
     con.execute("DROP TABLE gm_snapshot")
-    return out
+    out: dict[str, Any] = {"snapshot_id": snapshot_id, "new_snapshot": new}
+    if not new:
+        n = con.execute("SELECT count(*) FROM chunks WHERE snapshot_id = ?", [snapshot_id])
+        return out | {"unchanged": n.fetchall()[0][0], "changed": 0, "added": 0, "removed": 0}
+    previous = con.execute(
+        "SELECT max(snapshot_id) FROM corpus_snapshots WHERE snapshot_id < ?", [snapshot_id]
+    ).fetchall()[0][0]
+    row = con.execute(
+        """SELECT count(*) FILTER (WHERE a.text_hash = b.text_hash),
+                  count(*) FILTER (WHERE a.text_hash <> b.text_hash),
+                  count(*) FILTER (WHERE b.text_hash IS NULL),
+                  count(*) FILTER (WHERE a.text_hash IS NULL)
+           FROM (SELECT * FROM chunks WHERE snapshot_id = ?) a
+           FULL JOIN (SELECT * FROM chunks WHERE snapshot_id = ?) b USING (chunk_id)""",
+        [snapshot_id, previous],  # none before the first: every chunk added
+    ).fetchall()[0]
+    return out | dict(zip(("unchanged", "changed", "added", "removed"), row, strict=True))
 
 
 def target(
