@@ -6,6 +6,7 @@ Heavy modules (rich, polars, the retrievers) are imported inside the commands.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -748,7 +749,10 @@ def diff(
 
 def export(
     version: Annotated[str, typer.Option("--version", help="v3, 3 or latest.")] = "latest",
-    out: Annotated[Path, typer.Option("--out", help="Folder to write into.")] = Path("gold"),
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Folder to write into; - puts the jsonl version on stdout."),
+    ] = Path("gold"),
     fmt: Annotated[
         str,
         typer.Option(
@@ -762,8 +766,16 @@ def export(
 ) -> None:
     """Write a version as a deterministic, sorted file (gold/v0003.jsonl), TREC, BEIR, or for
     ranx, ir_measures and Hugging Face datasets."""
-    from goldmine.goldset.exchange import export_version
+    from goldmine.goldset.exchange import export_version, version_file_lines
 
+    if str(out) == "-":  # stdout: the version file alone is one file (jq, another store)
+        if fmt != "jsonl":
+            raise InputError(f"--out - (stdout) takes the one-file jsonl format; --format {fmt} "
+                             "writes several files: give --out a folder")  # fmt: skip
+        with _store(db, create=False) as con:
+            lines = version_file_lines(con, version)
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        return
     with _store(db, create=False) as con:
         paths = export_version(con, version, out, fmt)
         header = version_header(con, resolve_version(con, version))

@@ -122,12 +122,12 @@ def export_version(
         from goldmine.goldset.interop import export_interop
 
         return export_interop(con, spec, out_dir, fmt)
+    if fmt == "jsonl":
+        version = resolve_version(con, spec)
+        return [_write(out_dir / f"v{version:04d}.jsonl", version_file_lines(con, spec))]
     version = resolve_version(con, spec)
     lines = version_lines(con, version)
     stem = f"v{version:04d}"
-    if fmt == "jsonl":
-        header = dump_line(version_header(con, version))
-        return [_write(out_dir / f"{stem}.jsonl", [header, *lines])]
     items = [json.loads(line) for line in lines]
     qrels = [
         (item["query_id"], chunk_id, grade)
@@ -152,6 +152,13 @@ def export_version(
     paths = [_write(folder / "queries.jsonl", queries), _write(folder / "qrels" / "test.tsv", tsv)]
     corpus = _beir_corpus(con, version, folder / "corpus.jsonl")
     return [corpus, *paths] if corpus else paths
+
+
+def version_file_lines(con: duckdb.DuckDBPyConnection, spec: str) -> list[str]:
+    """The lines of version ``spec``'s file (the lossless jsonl export): its header, then its
+    items, sorted."""
+    version = resolve_version(con, spec)
+    return [dump_line(version_header(con, version)), *version_lines(con, version)]
 
 
 _CORPUS_BATCH = 50_000  # chunks made JSON (by DuckDB) and written at a time

@@ -779,3 +779,26 @@ def test_a_beir_export_holds_the_corpus_its_judgments_name(cli, tmp_path) -> Non
     again = cli("--db", str(tmp_path / "t.duckdb"), "gold", "import", str(folder), "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["added"] == 1
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "beir"])
+def test_export_to_dash_is_stdout_or_refused_never_a_folder_named_dash(
+    cli, tmp_path, monkeypatch, fmt
+) -> None:
+    """``gold export --out -`` made a folder named "-" without a word, where a user piping
+    the version into jq or another store meant stdout: the version file (one file) goes there,
+    a format of several files is refused in one line, and no "-" is made."""
+    line = {"query_id": "q1", "query": "reset my password", "relevant": {"kb-1": 2}}
+    db = _published(cli, tmp_path, [line])
+    monkeypatch.chdir(tmp_path)
+    result = cli("--db", db, "gold", "export", "--format", fmt, "--out", "-")
+    assert not (tmp_path / "-").exists()
+    if fmt == "beir":
+        assert_one_error_line(result, "--out -", "a folder")
+        return
+    assert result.returncode == 0, result.stderr
+    header, item = (json.loads(x) for x in result.stdout.splitlines())
+    assert header["version"] == 1 and item["query_id"] == "q1"
+    again = tmp_path / "again.jsonl"
+    again.write_text(result.stdout, encoding="utf-8")
+    assert cli("--db", str(tmp_path / "t.duckdb"), "gold", "import", str(again)).returncode == 0
