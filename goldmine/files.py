@@ -85,6 +85,11 @@ def _missing(path: Path, exc: OSError) -> str:
         return f"is a symbolic link to {os.readlink(path)}, which does not exist"
     if exc.errno == errno.EACCES:
         return "cannot be read: permission denied"
+    if str(path) == "-":  # a shell's stdin, no file of that name here
+        return (
+            "stdin (-) is not read: goldmine reads an input more than once (to hash it, then "
+            "to import it); write it to a file first"
+        )
     return "no such file or folder"
 
 

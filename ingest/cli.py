@@ -449,7 +449,7 @@ def add_cmd(
             "query column (query, question, Search Query …), that column's cells; or a topics "
             "file (TREC <top>, TREC-COVID XML, SMART .I/.W as cran.qry, qid<TAB>query) or JSON "
             "(lines or an array of objects with a query, question or text; a LlamaIndex "
-            "dataset), their queries.",
+            "dataset), their queries. - reads stdin.",
         ),
     ] = None,
     source: Annotated[str, typer.Option("--source", help="Who or where from.")] = "manual",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,15 @@ def text_redactor(redactor: Redactor) -> Callable[[str], str]:
 _QUERY_HEADERS = (*ALIASES["query"], "question", "questions", "queries", "search", "text")
 
 
+def _read_queries(file: Path) -> str:
+    """The text of ``--file``; ``-`` with no file of that name is stdin (``cat q.txt | goldmine
+    add --file -``): add reads its input once, unlike an import, which hashes it first. A
+    byte-order mark is no text."""
+    if str(file) == "-" and not file.exists():
+        return sys.stdin.buffer.read().decode("utf-8-sig")
+    return file.read_text(encoding="utf-8-sig")
+
+
 def listed_queries(text: str, file: Path) -> list[str]:
     """The queries of an ``add --file``: one a line, or, for a CSV or TSV saved from a sheet
     whose header names a query column (``query,owner``; ``Search Query``), that column's cells,
@@ -162,7 +172,7 @@ def source(
     path = "-"
     if file is not None:
         try:
-            texts += listed_queries(file.read_text(encoding="utf-8-sig"), file)  # BOM: no text
+            texts += listed_queries(_read_queries(file), file)
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read: {exc}", path=file) from exc
         path = str(file)

@@ -636,3 +636,26 @@ def test_real_cranfield_cut_short_is_one_line_and_leaves_no_store(cli, tmp_path,
     error = _one_line_error(_ingest(cli, db, "corpus", path))
     assert "gzip stream ends early" in error and "nothing from it was stored" in error, error
     assert not db.exists()
+
+
+def test_add_reads_its_queries_from_stdin_with_file_dash(cli, tmp_path, monkeypatch):
+    """``add`` reads its file once, so ``cat queries.txt | goldmine add --file -`` reads stdin
+    (it was "-: cannot read: [Errno 2] No such file or directory: '-'")."""
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "s.duckdb")
+    added = cli("--db", db, "add", "--file", "-", "--json", input="vpn setup\n\nreset my pin\n")
+    assert added.returncode == 0, added.stderr
+    assert json.loads(added.stdout)["total"]["stored"] == 2, added.stdout
+
+
+@pytest.mark.parametrize(
+    "command", [("ingest", "searchlog"), ("ingest", "corpus"), ("gold", "import")]
+)
+def test_a_dash_for_stdin_says_to_write_a_file_first(cli, tmp_path, monkeypatch, command):
+    """``zcat week.gz | goldmine ingest searchlog -`` said "-: no such file or folder", as if
+    the user had mistyped a name: an input is read more than once (hashed, then imported), so
+    stdin is not one, and the line says so as it does for a named pipe."""
+    monkeypatch.chdir(tmp_path)
+    error = _one_line_error(cli("--db", str(tmp_path / "s.duckdb"), *command, "-"))
+    assert "stdin" in error and "write it to a file first" in error, error
+    assert "no such file" not in error
