@@ -8,8 +8,12 @@ so a spelling added here counts in both.
 
 from __future__ import annotations
 
-DOWN = "('down', 'thumbs_down', 'thumbsdown', '-1', 'negative', 'bad', 'dislike', '👎')"
-UP = "('up', 'thumbs_up', 'thumbsup', '1', '+1', 'positive', 'good', 'like', '👍')"
+# Spelled after ``thumbs`` folds case, hyphens, spaces and emoji skin tones: a 1/0 widget, a
+# boolean score's text (Langfuse's "True"/"False") and "Thumbs Down" are all verdicts.
+DOWN = (
+    "('down', 'thumbs_down', 'thumbsdown', '-1', '0', 'false', 'negative', 'bad', 'dislike', '👎')"
+)
+UP = "('up', 'thumbs_up', 'thumbsup', '1', '+1', 'true', 'positive', 'good', 'like', '👍')"
 DONT_KNOW = (
     r"(?i)\b(i (do not|don't|don’t) know|i'?m not sure|i am not sure|i (could not|couldn't|can't|"
     r"cannot|can’t) (find|answer|help with)|(do not|don't|don’t) have (that|any|enough) "
@@ -29,6 +33,9 @@ DONT_KNOW = (
 
 
 def thumbs(label: str) -> str:
-    """SQL: 'down' or 'up' when the column ``label`` spells one (case-insensitive), else NULL."""
-    low = f"lower({label})"
+    """SQL: 'down' or 'up' when the column ``label`` spells one, else NULL. Case, spaces and
+    hyphens (``Thumbs-Down``), emoji skin tones and the emoji presentation selector (👍🏼) do not
+    matter: left in, each was a verdict silently lost."""
+    folded = f"regexp_replace(lower(trim({label})), '([a-z])[ -]+([a-z])', '\\1_\\2', 'g')"
+    low = f"regexp_replace({folded}, '[\\x{{1F3FB}}-\\x{{1F3FF}}\\x{{FE0F}}]', '', 'g')"
     return f"CASE WHEN {low} IN {DOWN} THEN 'down' WHEN {low} IN {UP} THEN 'up' END"
