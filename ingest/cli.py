@@ -124,8 +124,14 @@ def _refuse_no_rows(con, result) -> None:
     every row is rejected does (exit 4), so a script does not go on with an empty week; its
     empty batches are forgotten, and a store the import made is removed again."""
     files = result.files
-    # A trace file's spans are read even where none is a retrieval (no row): it held some.
-    if not files or any(f.rows_in or f.skipped or (f.extra or {}).get("spans") for f in files):
+    # A trace file's spans are read even where none is a retrieval (no row): it held some; so
+    # did a file of feedback alone (Phoenix annotations, LangSmith feedback records).
+    extra = [f.extra or {} for f in files]
+    if (
+        not files
+        or any(f.rows_in or f.skipped for f in files)
+        or any(e.get("spans") or e.get("feedback_records") for e in extra)
+    ):
         return
     ids = [f.batch_id for f in files if f.batch_id is not None]
     if ids:

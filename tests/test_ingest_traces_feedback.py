@@ -5,7 +5,14 @@ a subprocess."""
 
 from __future__ import annotations
 
-from test_ingest_traces import counts, phoenix_span, query, traces_json, write_jsonl
+from test_ingest_traces import (
+    counts,
+    langsmith_run,
+    phoenix_span,
+    query,
+    traces_json,
+    write_jsonl,
+)
 
 
 def _retrieval(n: int) -> dict:
@@ -28,3 +35,49 @@ def test_thumbs_labels_in_every_spelling_are_feedback(tmp_path, db_path, cli):
     assert counts(out["total"]) == (8, 8, 0, 0)
     got = query(db_path, "SELECT query, feedback FROM search_events ORDER BY query")
     assert got == [(f"question {n}", w) for n, w in enumerate(want)]
+
+
+def test_phoenix_annotations_exported_apart_come_to_the_stored_retrievals(tmp_path, db_path, cli):
+    spans = write_jsonl(tmp_path / "spans.jsonl", [_retrieval(1), _retrieval(2), _retrieval(3)])
+    traces_json(cli, str(spans), "--db", str(db_path))
+    # Phoenix exports span annotations apart: a thumbs-down on s1, a thumbs-up on s2, one on a
+    # span the store does not hold.
+    notes = [_annotation(1, "thumbs_down"), _annotation(2, "👍"), _annotation(9, "thumbs_down")]
+    out = traces_json(cli, str(write_jsonl(tmp_path / "notes.jsonl", notes)), "--db", str(db_path))
+    assert counts(out["total"]) == (0, 0, 0, 0)
+    f = out["files"][0]
+    assert (f["feedback_records"], f["retrievals_given_feedback"]) == (3, 2)
+    got = query(db_path, "SELECT query, feedback FROM search_events ORDER BY query")
+    assert got == [("question 1", "down"), ("question 2", "up"), ("question 3", None)]
+
+
+def test_langsmith_feedback_records_apart_come_to_the_stored_runs(tmp_path, db_path, cli):
+    docs = {"documents": [{"page_content": "x", "metadata": {"id": "kb-2"}}]}
+    runs = [
+        langsmith_run("r1", "r1", "chain", "RAG", "2026-11-22T08:00:00.000000",
+                      inputs={"question": "vpn setup"}),
+        langsmith_run("r2", "r1", "retriever", "Retriever", "2026-11-22T08:00:00.100000",
+                      parent="r1", inputs={"query": "vpn setup"}, outputs=docs),
+        langsmith_run("r4", "r3", "chain", "RAG", "2026-11-22T09:00:00.000000",
+                      inputs={"question": "sso"}),
+        langsmith_run("r5", "r3", "retriever", "Retriever", "2026-11-22T09:00:00.100000",
+                      parent="r4", inputs={"query": "sso"}, outputs=docs),
+    ]  # fmt: skip
+    traces_json(cli, str(write_jsonl(tmp_path / "runs.jsonl", runs)), "--db", str(db_path))
+    # Client.list_feedback(): a score of 0 on the root run of trace r1 (the trace), 1 on r5.
+    feedback = [
+        {"id": "f1", "run_id": "r1", "trace_id": "r1", "key": "user_score", "score": 0,
+         "value": None, "comment": "wrong"},
+        {"id": "f2", "run_id": "r5", "trace_id": "r3", "key": "user_score", "score": 1,
+         "value": None, "comment": None},
+    ]  # fmt: skip
+    path = write_jsonl(tmp_path / "feedback.jsonl", feedback)
+    out = traces_json(cli, str(path), "--db", str(db_path))
+    f = out["files"][0]
+    assert (f["format"], f["feedback_records"], f["retrievals_given_feedback"]) == (
+        "langsmith",
+        2,
+        2,
+    )
+    got = query(db_path, "SELECT event_id, feedback FROM search_events ORDER BY event_id")
+    assert got == [("langsmith:r1:r2", "down"), ("langsmith:r3:r5", "up")]

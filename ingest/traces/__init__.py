@@ -97,8 +97,8 @@ def detect(keys: list[str]) -> list[str]:
         found.append("otel")
     if "observations" in k or {"traceId", "type", "startTime"} <= k:
         found.append("langfuse")
-    if "run_type" in k:
-        found.append("langsmith")
+    if "run_type" in k or ({"run_id", "key"} <= k and not found):
+        found.append("langsmith")  # runs, or a file of feedback records (Client.list_feedback)
     if "messages" in k:
         found.append("openai")
     if not found and {"span_id", "result"} <= k:  # a file of Phoenix span annotations only
@@ -239,7 +239,7 @@ def target(trace_format: str | None = None, doc_id: str | None = None) -> Target
         reshape=lambda con, keys: reshape(con, keys, state),
         stream=lambda con, item, keys: stream(con, item, keys, state),
         number=number_lines,
-        store=store,
+        store=lambda con, t, batch_id: store(con, t, batch_id, state),
         summary=lambda con, batch_id: summary(con, state),
         marks_present=True,
         options={"format": trace_format, "doc_id": doc_id},

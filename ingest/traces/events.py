@@ -215,10 +215,13 @@ def stage_sql(state: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return sql, {"gm_format": fmt, "gm_dont_know": DONT_KNOW}
 
 
-def store(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
+def store(
+    con: duckdb.DuckDBPyConnection, target: Target, batch_id: int, state: dict[str, Any]
+) -> int:
     """The new events into search_events (the anti-join every import uses), and what a trace
     adds to each into trace_retrievals, in the same transaction: the same rows, so the same
-    first row of an event id the file holds twice (a window paid only then)."""
+    first row of an event id the file holds twice (a window paid only then). The file's
+    feedback then comes to the retrievals stored before it (``give_feedback``)."""
     stored = store_new_rows(con, target, batch_id)
     side = ", ".join(SIDE_COLUMNS)
     first = ""
@@ -230,7 +233,57 @@ def store(con: duckdb.DuckDBPyConnection, target: Target, batch_id: int) -> int:
             {first}""",
         [batch_id],
     )
+    state["given"] = give_feedback(con, batch_id, state.get("format") or state.get("forced"))
     return stored
+
+
+# The file's feedback on retrievals stored by earlier imports, matched by the ids it names: the
+# retrieval's own span; its trace (feedback on a span that is no retrieval of it, or on the
+# trace itself); with no trace id, the retrieval's parent span or a root span whose id is the
+# trace's (a LangSmith root run). Equi-joins only: the stored retrievals may be millions.
+_GIVE_FEEDBACK = f"""
+WITH f AS (
+    SELECT trace_id, span_id, coalesce({thumbs("label")},
+           CASE WHEN score < 0.5 THEN 'down' WHEN score >= 0.5 THEN 'up' END) AS verdict
+    FROM gm_tfb
+),
+tr AS (SELECT event_id, trace_id, span_id, parent_id FROM trace_retrievals
+       WHERE format = $gm_format AND batch_id <> $gm_batch),
+hit AS (
+    SELECT tr.event_id, f.verdict FROM f JOIN tr ON tr.span_id = f.span_id
+    WHERE f.trace_id IS NULL OR f.trace_id = tr.trace_id
+    UNION ALL
+    SELECT tr.event_id, f.verdict FROM f JOIN tr ON tr.trace_id = f.trace_id
+    WHERE f.span_id IS NULL OR NOT EXISTS (
+        SELECT 1 FROM tr t2 WHERE t2.trace_id = f.trace_id AND t2.span_id = f.span_id)
+    UNION ALL
+    SELECT tr.event_id, f.verdict FROM f JOIN tr ON tr.parent_id = f.span_id
+    WHERE f.trace_id IS NULL
+    UNION ALL
+    SELECT tr.event_id, f.verdict FROM f JOIN tr ON tr.trace_id = f.span_id
+    WHERE f.trace_id IS NULL AND tr.span_id <> f.span_id
+),
+v AS (
+    SELECT event_id, CASE WHEN bool_or(verdict = 'down') THEN 'down' ELSE 'up' END AS verdict
+    FROM hit WHERE verdict IS NOT NULL GROUP BY event_id
+)
+UPDATE search_events e
+SET feedback = CASE WHEN e.feedback = 'down' OR v.verdict = 'down' THEN 'down' ELSE 'up' END
+FROM v WHERE e.event_id = v.event_id
+  AND e.feedback IS DISTINCT FROM
+      CASE WHEN e.feedback = 'down' OR v.verdict = 'down' THEN 'down' ELSE 'up' END
+"""
+
+
+def give_feedback(con: duckdb.DuckDBPyConnection, batch_id: int, fmt: str | None) -> int:
+    """Give retrievals stored by earlier imports the verdicts this file holds for them, as a
+    click file gives searches their clicks: Phoenix's span annotations and LangSmith's feedback
+    are exported apart from the spans, and re-exported spans carry feedback that came in since.
+    A thumbs-down wins, as within a file. How many retrievals changed."""
+    if fmt is None or not con.execute("SELECT count(*) FROM gm_tfb").fetchall()[0][0]:
+        return 0
+    params = {"gm_format": fmt, "gm_batch": batch_id}
+    return con.execute(_GIVE_FEEDBACK, params).fetchall()[0][0]
 
 
 def summary(con: duckdb.DuckDBPyConnection, state: dict[str, Any]) -> dict[str, Any]:
@@ -247,8 +300,11 @@ def summary(con: duckdb.DuckDBPyConnection, state: dict[str, Any]) -> dict[str, 
         "SELECT count(*), coalesce(sum(ids_from_content) FILTER (WHERE reason IS NULL), 0) "
         "FROM gm_stage"
     ).fetchall()[0]
+    feedback = con.execute("SELECT count(*) FROM gm_tfb").fetchall()[0][0]
     return {
         "format": state.get("format") or state.get("forced"),
+        "feedback_records": feedback,
+        "retrievals_given_feedback": state.pop("given", 0),
         "spans": spans,
         "retrievals": retrievals,
         "nested_retrievals": retrievals - (rows - unreadable),
