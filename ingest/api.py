@@ -179,7 +179,24 @@ def traces(
     items = discover(paths)
     redactor = make_redactor(redact, patterns, handles=True, regions=regions)
     options = {"redact": redact, "format": trace_format, "doc_id": doc_id}
-    return batch.run(con, target, items, redactor, options)
+    result = batch.run(con, target, items, redactor, options)
+    _note_no_retrieval(result)
+    return result
+
+
+def _note_no_retrieval(result: ImportResult) -> None:
+    """Say of a trace file whose spans hold no retrieval that none was one: its import stores
+    nothing and is no error (a trace of LLM calls alone is a trace), but a retriever's spans in
+    a layout not read as one (a span type of another tool's) look like that too."""
+    for f in result.files:
+        extra = f.extra or {}
+        if extra.get("spans") and not extra.get("retrievals") and not extra.get("feedback_records"):
+            note = (
+                f"{extra['spans']} spans, none of them a retrieval (a span of kind RETRIEVER: "
+                "OpenInference's openinference.span.kind, gen_ai.operation.name retrieval, "
+                "LangSmith's run_type retriever, a Langfuse RETRIEVER observation)"
+            )
+            f.note = f"{f.note}; {note}" if f.note else note
 
 
 def corpus(

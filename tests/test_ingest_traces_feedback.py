@@ -81,3 +81,15 @@ def test_langsmith_feedback_records_apart_come_to_the_stored_runs(tmp_path, db_p
     )
     got = query(db_path, "SELECT event_id, feedback FROM search_events ORDER BY event_id")
     assert got == [("langsmith:r1:r2", "down"), ("langsmith:r3:r5", "up")]
+
+
+def test_spans_with_no_retrieval_among_them_say_so(tmp_path, db_path, cli):
+    """A file of spans of kinds goldmine does not read as retrievals (MLflow's span types,
+    OpenLLMetry's entities) imported its 2 spans as 0 rows, exit 0, and said nothing: the file's
+    note now says that none was a retrieval and how one is told."""
+    rows = [phoenix_span("t1", "s1", "CHAIN", **{"input.value": "question"}),
+            phoenix_span("t1", "s2", "LLM", **{"output.value": "answer"})]  # fmt: skip
+    path = write_jsonl(tmp_path / "spans.jsonl", rows)
+    out = traces_json(cli, str(path), "--db", str(db_path), "--allow-empty")
+    note = out["files"][0]["note"]
+    assert "2 spans, none of them a retrieval" in note and "RETRIEVER" in note, note
