@@ -222,9 +222,11 @@ def detect_format(path: Path) -> str:
     if path.is_dir():
         hf = (path / "queries.parquet").is_file() and (path / "judgments.parquet").is_file()
         return "hf" if hf else "beir"
+    head = file_head(path)
+    _refuse_binary(path, head)  # first: a zip's header bytes may read as a delimited line
     if _is_sheet(path):
         return "csv"
-    _refuse_foreign(path)
+    _refuse_foreign(path, head)
     if _suffix(path) in (".jsonl", ".json", ".ndjson"):
         text = read_text(path)
         if _suffix(path) == ".json":
@@ -251,11 +253,9 @@ def _is_sheet(path: Path) -> bool:
     return is_delimited(first, delimiter_of(first))
 
 
-def _refuse_foreign(path: Path) -> None:
-    """A file in a layout gold import does not read (Parquet alone, a spreadsheet's CSV, a Label
-    Studio export) is refused saying what it reads, rather than misread as TREC qrels. The
-    first 64 KiB tell, but for a JSON array, which is read whole."""
-    head = file_head(path)
+def _refuse_binary(path: Path, head: bytes) -> None:
+    """A workbook, a zip or Parquet alone, told by their first bytes (``head``), refused saying
+    what to do."""
     if head[:4] == b"PK\x03\x04":
         book = b"xl/" in head or b"opendocument.spreadsheet" in head
         raise InputError(
@@ -268,6 +268,12 @@ def _refuse_foreign(path: Path) -> None:
     if head[:4] == b"PAR1":
         raise InputError(f"is a Parquet file: gold import reads Parquet in a folder; it reads "
                          f"{IMPORT_LAYOUTS}", path=path)  # fmt: skip
+
+
+def _refuse_foreign(path: Path, head: bytes) -> None:
+    """A file in a layout gold import does not read (a Label Studio export, ...) is refused
+    saying what it reads, rather than misread as TREC qrels. The first 64 KiB (``head``) tell,
+    but for a JSON array, which is read whole."""
     text = head.decode("utf-8-sig", errors="replace")  # the readers check the encoding
     if text.lstrip().startswith("["):
         text = "\n".join(read_lines(path))
