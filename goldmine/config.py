@@ -285,8 +285,19 @@ def _load(path: Path | None) -> Config:
     if path is None:
         return Config()
     try:
-        with path.open("rb") as handle:
-            data = tomllib.load(handle)
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read it: {exc.strerror or exc}", path=path) from None
+    try:
+        # utf-8-sig: an editor's BOM ("UTF-8 with BOM") is no TOML error the user could see.
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"not UTF-8 (byte {raw[exc.start]:#04x} on line {line}): save it as UTF-8", path=path
+        ) from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"not valid TOML: {exc}", path=path) from exc
     return Config(path=path, data=data, settings=parse_settings(data, path))

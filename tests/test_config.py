@@ -78,3 +78,22 @@ def test_goldmine_config_naming_no_file_is_one_line(tmp_path, kind):
     result = run_cli_in_process("status", env={"GOLDMINE_CONFIG": str(named)}, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "GOLDMINE_CONFIG" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_bom_written_by_an_editor_is_read(tmp_path, monkeypatch) -> None:
+    """Notepad saves 'UTF-8 with BOM': the file was refused as 'Invalid statement (at line 1,
+    column 1)', a character the user cannot see."""
+    (tmp_path / "goldmine.toml").write_bytes(b'\xef\xbb\xbf[store]\r\ndb = "x.duckdb"\r\n')
+    monkeypatch.chdir(tmp_path)
+    assert settings_of(load_config()).store.db == "x.duckdb"
+
+
+def test_a_file_not_in_utf8_is_one_line(cli, tmp_path) -> None:
+    """A toml saved as Latin-1 ended in a UnicodeDecodeError traceback, exit 1."""
+    path = tmp_path / "goldmine.toml"
+    path.write_bytes(b'[store]\ndb = "caf\xe9.duckdb"\n')
+    out = cli("gold", "list", "--db", str(tmp_path / "none.duckdb"), cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    line = out.stderr.strip()
+    assert line.startswith("error: ") and "\n" not in line and "Traceback" not in out.stderr
+    assert str(path) in line and "UTF-8" in line and "line 2" in line
