@@ -152,7 +152,7 @@ def history_path(file: Path | None, config: Config) -> Path:
                 "which history? give --file HISTORY.csv (the file eval run --history appends to) "
                 "or set [eval] history in goldmine.toml"
             )
-        file = Path(configured)
+        file = Path(configured).expanduser()  # "~/h.csv" as [store] db reads it
         if not file.is_absolute() and config.path is not None:
             file = config.path.parent / file
     if not file.is_file():

@@ -92,6 +92,17 @@ def test_history_errors(cli, tmp_path: Path) -> None:
     assert empty.returncode == 0 and "no runs yet" in empty.stdout
 
 
+def test_history_in_the_toml_may_start_with_a_tilde(cli, tmp_path: Path) -> None:
+    """[eval] history = "~/h.csv" was read as a folder named ~ beside goldmine.toml ('no such
+    history file'), where [store] db = "~/..." is the home folder's."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir(), project.mkdir()
+    (home / "h.csv").write_text("")
+    (project / "goldmine.toml").write_text('[eval]\nhistory = "~/h.csv"\n')
+    result = cli("eval", "history", cwd=project, env={"HOME": str(home)})
+    assert result.returncode == 0 and "no runs yet" in result.stdout, result.stderr
+
+
 def test_svg_pieces_are_well_formed() -> None:
     assert nice_ticks(0.62, 0.71) == pytest.approx([0.62, 0.64, 0.66, 0.68, 0.7, 0.72])
     assert nice_ticks(0.5, 0.5)[0] <= 0.5 <= nice_ticks(0.5, 0.5)[-1]
