@@ -10,6 +10,7 @@ starts its work, and an unknown key (a typo) is a warning naming the nearest kno
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import sys
 import tomllib
@@ -34,20 +35,26 @@ def _whole(minimum: int) -> Any:
     return check
 
 
+def _finite(value: Any) -> bool:
+    """A TOML int or float other than nan and ±inf (which TOML allows, and every comparison
+    with nan is false, so ``nan <= 0`` let it through)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if not _finite(value) or value <= 0:
         raise ValueError("must be a number above 0")
     return float(value)
 
 
 def _any_number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not _finite(value):
         raise ValueError("must be a number")
     return float(value)
 
 
 def _price(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if not _finite(value) or value < 0:
         raise ValueError("must be a number of at least 0 (a price per million tokens)")
     return float(value)
 

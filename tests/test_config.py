@@ -29,6 +29,10 @@ def write(tmp_path: Path, text: str) -> Path:
         ("[llm]\njson_mode = 3\n", "[llm] json_mode"),
         ("[eval]\nmetrics = 5\n", "[eval] metrics"),
         ('store = "x"\n', "[store]"),
+        ("[llm]\ntimeout = nan\n", "[llm] timeout"),
+        ("[llm]\ntimeout = inf\n", "[llm] timeout"),
+        ("[llm]\ntemperature = nan\n", "[llm] temperature"),
+        ("[llm]\nprice_in_per_mtok = nan\n", "[llm] price_in_per_mtok"),
     ],
 )
 def test_a_wrong_value_names_the_file_and_the_key(cli, tmp_path, toml, says) -> None:
