@@ -371,10 +371,21 @@ def engine_settings() -> dict[str, tuple[str, str]]:
     for name, env in ENGINE_SETTINGS.items():
         value = os.environ.get(env)
         if value:
-            out[name] = (value.strip(), env)
+            out[name] = (_engine_value(name, value.strip(), env), env)
             continue
         config = load_config()
         configured = getattr(config.settings.store, name)
         if configured not in (None, ""):
-            out[name] = (str(configured).strip(), f"[store] {name} in {config.path}")
+            where = f"[store] {name} in {config.path}"
+            out[name] = (_engine_value(name, str(configured).strip(), where), where)
     return out
+
+
+def _engine_value(name: str, value: str, where: str) -> str:
+    """What DuckDB would take without a word but not as meant: threads of 2.5 (it rounds to 3)
+    and a negative memory limit (-1GB: no limit at all). Its own errors name the rest."""
+    if name == "threads" and not (value.isdigit() and int(value) >= 1):
+        raise InputError(f"{where} must be a whole number of at least 1, not {value!r}")
+    if name == "memory_limit" and value.startswith("-"):
+        raise InputError(f'{where} must be a size such as "2GB", not {value!r}')
+    return value

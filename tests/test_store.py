@@ -190,6 +190,24 @@ def test_a_refused_engine_setting_names_its_source(db_path: Path, cli) -> None:
     assert "Memory must have a number" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"GOLDMINE_THREADS": "2.5"}, "GOLDMINE_THREADS must be a whole number of at least 1"),
+        ({"GOLDMINE_THREADS": "-1"}, "GOLDMINE_THREADS must be a whole number of at least 1"),
+        ({"GOLDMINE_MEMORY_LIMIT": "-1GB"}, "GOLDMINE_MEMORY_LIMIT must be a size"),
+    ],
+)
+def test_an_engine_setting_duckdb_would_bend_is_refused(db_path: Path, cli, env, says) -> None:
+    """GOLDMINE_THREADS=2.5 ran 3 threads and GOLDMINE_MEMORY_LIMIT=-1GB no limit at all, both
+    without a word."""
+    with open_store(db_path):
+        pass
+    result = cli("status", "--db", str(db_path), env=env)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"error: {says}") and "Traceback" not in result.stderr
+
+
 def _holder(db_path: Path, seconds: float) -> subprocess.Popen:
     """Another process holding the store through open_store for ``seconds``."""
     code = textwrap.dedent(
