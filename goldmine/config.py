@@ -65,6 +65,17 @@ def _text(value: Any) -> str:
     return value.strip()
 
 
+# goldmine.retrieval.KINDS, named here so that reading the config imports no retrieval code.
+RETRIEVER_KINDS = ("bm25", "dense", "hybrid")
+
+
+def _retriever(value: Any) -> str:
+    kind = value.strip().lower() if isinstance(value, str) else None
+    if kind not in RETRIEVER_KINDS:
+        raise ValueError(f"must be one of {', '.join(RETRIEVER_KINDS)}")
+    return kind
+
+
 def _size(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
         raise ValueError('must be a size such as "2GB"')
@@ -167,7 +178,7 @@ SECTIONS: dict[str, tuple[type, dict[str, Any]]] = {
     ),
     "triage": (
         TriageSettings,
-        {"reformulation_window": _whole(0), "no_answer_retriever": _text},
+        {"reformulation_window": _whole(0), "no_answer_retriever": _retriever},
     ),
     "embed": (EmbedSettings, {"backend": _text}),
     "models": (ModelsSettings, {"threads": _whole(1)}),

@@ -29,6 +29,7 @@ def write(tmp_path: Path, text: str) -> Path:
         ("[llm]\njson_mode = 3\n", "[llm] json_mode"),
         ("[eval]\nmetrics = 5\n", "[eval] metrics"),
         ('store = "x"\n', "[store]"),
+        ('[triage]\nno_answer_retriever = "bm52"\n', "[triage] no_answer_retriever"),
         ("[llm]\ntimeout = nan\n", "[llm] timeout"),
         ("[llm]\ntimeout = inf\n", "[llm] timeout"),
         ("[llm]\ntemperature = nan\n", "[llm] temperature"),
@@ -101,3 +102,12 @@ def test_a_file_not_in_utf8_is_one_line(cli, tmp_path) -> None:
     line = out.stderr.strip()
     assert line.startswith("error: ") and "\n" not in line and "Traceback" not in out.stderr
     assert str(path) in line and "UTF-8" in line and "line 2" in line
+
+
+def test_the_no_answer_retrievers_are_retrievals_own() -> None:
+    """[triage] no_answer_retriever = "bm52" passed the load and only warned 'no-answer-likely
+    skipped' in the middle of triage run, exit 0; the config checks it against this list."""
+    from goldmine.config import RETRIEVER_KINDS
+    from goldmine.retrieval import KINDS
+
+    assert RETRIEVER_KINDS == KINDS
