@@ -20,7 +20,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import gzip
-import html
 import http.client
 import json
 import re
@@ -33,6 +32,8 @@ import urllib.request
 import zlib
 from dataclasses import dataclass
 from typing import Any
+
+from goldmine.endpoints import gist
 
 ERROR_BYTES = 16_384  # of an HTTP error's body, what is read for its message
 
@@ -125,21 +126,7 @@ class NotJson(ValueError):
         return f"the answer is not JSON ({kind}: {gist(self.text)})"
 
 
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
-_TAG = re.compile(r"<[^>]+>")
 _MESSAGE_KEYS = ("message", "reason", "detail", "error", "msg", "description", "title")
-
-
-def gist(text: str, limit: int = 200) -> str:
-    """A few words of a body: an HTML page's title (else its text), the start of anything
-    else, on one line."""
-    title = _TITLE.search(text)
-    if title:
-        text = title.group(1)
-    elif text.lstrip().startswith("<"):
-        text = _TAG.sub(" ", text)
-    text = " ".join(html.unescape(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _answer(body: bytes, headers: Any) -> Answer:

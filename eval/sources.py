@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from goldmine.endpoints import is_http_url, retry_after
 from goldmine.errors import InputError
 from goldmine.eval.http_client import Moved, NotJson, Session, Unreadable
 from goldmine.gold import Gold, Run
@@ -240,8 +241,7 @@ class HttpOptions:
         """Refuse, before any request, what no server could answer: a URL that is no http(s)
         address (without one, every query failed as if the server were down), a timeout that
         is no positive number of seconds, a template that never sends the query."""
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        if not is_http_url(self.url):
             raise InputError(
                 f"--http must be an http:// or https:// URL with a host, got {self.shown_url!r} "
                 "(e.g. http://localhost:8080/search)"
@@ -401,8 +401,6 @@ def _pause(exc: Exception, backoff: float) -> float:
     """The wait before a retry: what a 429's or 503's Retry-After asks (up to a minute), else
     the backoff; retrying sooner than a rate limit allows is refused again."""
     if isinstance(exc, urllib.error.HTTPError) and exc.headers is not None:
-        from goldmine.llm import retry_after
-
         asked = retry_after(exc.headers)
         if asked is not None:
             return asked

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from goldmine.config import load_config
+from goldmine.endpoints import gist, is_http_url, retry_after
 from goldmine.errors import InputError
 from goldmine.output import progress, warn
 from goldmine.text import sha256_text
@@ -157,12 +158,8 @@ def settings(
 
 
 def _check_url(url: str) -> None:
-    """An endpoint that is no http(s) address was asked for every pair, each retried with
-    backoff, and the run failed as if the server were down: it is bad input, said at once."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+    """An endpoint that is no http(s) address is bad input, said at once (``is_http_url``)."""
+    if not is_http_url(url):
         raise InputError(
             f"--base-url must be an http:// or https:// URL with a host, got {url!r} "
             "(e.g. http://127.0.0.1:11434/v1 for Ollama)"
@@ -433,28 +430,6 @@ def _reason_kind(error: str) -> str:
 
 RETRY_STATUS = frozenset({408, 409, 429})  # and every 5xx
 BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 8.0
-RETRY_AFTER_MAX_S = 60.0  # a longer Retry-After is not waited for: backoff instead
-
-
-def retry_after(headers) -> float | None:
-    """The wait a 429/503 asks for (``retry-after-ms``, ``retry-after`` in seconds or as an HTTP
-    date), if it is one to honour. Also ``eval run --http``'s (any mapping of headers whose
-    ``in`` ignores case: httpx's, or urllib's ``email.message.Message``)."""
-    from email.utils import parsedate_to_datetime
-
-    wait = None
-    try:
-        if "retry-after-ms" in headers:
-            wait = float(headers["retry-after-ms"]) / 1000
-        elif "retry-after" in headers:
-            value = headers["retry-after"]
-            try:
-                wait = float(value)
-            except ValueError:
-                wait = parsedate_to_datetime(value).timestamp() - time.time()
-    except (TypeError, ValueError):
-        return None
-    return wait if wait is not None and 0 < wait <= RETRY_AFTER_MAX_S else None
 
 
 def _backoff(retry: int) -> float:
@@ -655,9 +630,6 @@ def _why_no_answer(choice: dict, message: dict, content: str | None) -> str | No
     return None
 
 
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
-
-
 def _not_a_completion(text: str) -> str:
     """Why a body is no chat completion, in its own words: an error object sent with a 200
     (its message), else its first words (an HTML page's title)."""
@@ -669,9 +641,8 @@ def _not_a_completion(text: str) -> str:
         error = error["message"]
     if isinstance(error, str) and error:
         return f"the endpoint answered an error: {error[:200]}"
-    title = _TITLE.search(text)
-    gist = " ".join((title.group(1) if title else text).split())[:80]
-    return "the endpoint's answer is not a chat completion" + (f" ({gist})" if gist else "")
+    said = gist(text, 80)
+    return "the endpoint's answer is not a chat completion" + (f" ({said})" if said else "")
 
 
 # A body of server-sent events: "data: {chunk}" lines (a ": comment" or "event:" line first).

@@ -103,15 +103,15 @@ def norm_sql(column: str, group: str = "\\1") -> str:
     # Punctuation but + and # to spaces; then a run of them after no letter or digit (a space
     # before it goes too: spaces are collapsed below), and one before a letter or digit
     # (``_PUNCT``'s rule of a name's sign, without look-around).
-    # A text without either sign (most) takes the one step it took before the rule.
+    # A text without either sign (most) takes the first step alone: the other two change
+    # only + and #.
     kept = f"regexp_replace(lower({column}), '[^a-z0-9+#{_WS}]', ' ', 'g')"
     led = f"regexp_replace({kept}, '(^|[{_WS}])[+#]+', ' ', 'g')"
     signs = f"regexp_replace({led}, '[+#]+([a-z0-9])', ' {group}', 'g')"
-    plain = f"regexp_replace(lower({column}), '[^a-z0-9{_WS}]', ' ', 'g')"
     either = f"contains({column}, '+') OR contains({column}, '#')"
     return (
         f"CASE WHEN regexp_matches({column}, '^[\\x00-\\x7F]*$') THEN "
-        f"trim(regexp_replace(CASE WHEN {either} THEN {signs} ELSE {plain} END, "
+        f"trim(regexp_replace(CASE WHEN {either} THEN {signs} ELSE {kept} END, "
         f"'[{_WS}]+', ' ', 'g')) END"
     )
 

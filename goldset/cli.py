@@ -773,7 +773,7 @@ def export(
             raise InputError(f"--out - (stdout) takes the one-file jsonl format; --format {fmt} "
                              "writes several files: give --out a folder")  # fmt: skip
         with _store(db, create=False) as con:
-            lines = version_file_lines(con, version)
+            lines = version_file_lines(con, resolve_version(con, version))
         sys.stdout.write("".join(line + "\n" for line in lines))
         return
     with _store(db, create=False) as con:

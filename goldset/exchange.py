@@ -122,12 +122,11 @@ def export_version(
         from goldmine.goldset.interop import export_interop
 
         return export_interop(con, spec, out_dir, fmt)
-    if fmt == "jsonl":
-        version = resolve_version(con, spec)
-        return [_write(out_dir / f"v{version:04d}.jsonl", version_file_lines(con, spec))]
     version = resolve_version(con, spec)
-    lines = version_lines(con, version)
     stem = f"v{version:04d}"
+    if fmt == "jsonl":
+        return [_write(out_dir / f"{stem}.jsonl", version_file_lines(con, version))]
+    lines = version_lines(con, version)
     items = [json.loads(line) for line in lines]
     qrels = [
         (item["query_id"], chunk_id, grade)
@@ -154,10 +153,9 @@ def export_version(
     return [corpus, *paths] if corpus else paths
 
 
-def version_file_lines(con: duckdb.DuckDBPyConnection, spec: str) -> list[str]:
-    """The lines of version ``spec``'s file (the lossless jsonl export): its header, then its
-    items, sorted."""
-    version = resolve_version(con, spec)
+def version_file_lines(con: duckdb.DuckDBPyConnection, version: int) -> list[str]:
+    """The lines of a version's file (the lossless jsonl export): its header, then its items,
+    sorted."""
     return [dump_line(version_header(con, version)), *version_lines(con, version)]
 
 
@@ -224,7 +222,7 @@ def detect_format(path: Path) -> str:
         return "hf" if hf else "beir"
     head = file_head(path)
     _refuse_binary(path, head)  # first: a zip's header bytes may read as a delimited line
-    if _is_sheet(path):
+    if _is_sheet(head):
         return "csv"
     _refuse_foreign(path, head)
     if _suffix(path) in (".jsonl", ".json", ".ndjson"):
@@ -242,10 +240,11 @@ def detect_format(path: Path) -> str:
     return "trec"
 
 
-def _is_sheet(path: Path) -> bool:
-    """A spreadsheet's CSV: comma- or semicolon-separated (``readers.is_delimited``), or a TSV
-    whose header names a query text column (TREC's and BEIR's qrels carry no text)."""
-    first = first_line(file_head(path).decode("utf-8-sig", errors="replace"))
+def _is_sheet(head: bytes) -> bool:
+    """A spreadsheet's CSV, by the file's first bytes (``head``): comma- or semicolon-separated
+    (``readers.is_delimited``), or a TSV whose header names a query text column (TREC's and
+    BEIR's qrels carry no text)."""
+    first = first_line(head.decode("utf-8-sig", errors="replace"))
     if first.startswith(("{", "[", "<")):
         return False
     if "\t" in first:

@@ -802,3 +802,33 @@ def test_export_to_dash_is_stdout_or_refused_never_a_folder_named_dash(
     again = tmp_path / "again.jsonl"
     again.write_text(result.stdout, encoding="utf-8")
     assert cli("--db", str(tmp_path / "t.duckdb"), "gold", "import", str(again)).returncode == 0
+
+
+def test_cranfield_exports_as_a_beir_folder_whose_corpus_is_every_stored_abstract(
+    cli, tmp_path, shared_dataset
+) -> None:
+    """Cranfield's own files, not ones written here: the first snapshot's --json counts all
+    1,398 stored abstracts added (the two empty ones rejected, 1,400 in), and the BEIR export's
+    corpus.jsonl holds those 1,398, each with its SMART title, as BEIR's loader reads them."""
+    folder = shared_dataset("datasets", "cranfield")
+    db = str(tmp_path / "s.duckdb")
+    ingested = cli("--db", db, "ingest", "corpus", str(folder / "cran.all.1400"), "--json")
+    assert ingested.returncode == 0, ingested.stderr
+    entry = json.loads(ingested.stdout)["files"][0]
+    assert (entry["rows_in"], entry["stored"], entry["rejected"]) == (1400, 1398, 2)
+    assert (entry["added"], entry["unchanged"], entry["changed"], entry["removed"]) == (
+        1398, 0, 0, 0)  # fmt: skip
+    imported = cli("--db", db, "gold", "import", str(folder / "cranqrel"), "--topics",
+                   str(folder / "cran.qry"), "--grade-map", "1=2,2=2,3=1,4=1,-1=0")  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    assert cli("--db", db, "gold", "publish", "-m", "cranfield").returncode == 0
+    out = tmp_path / "out"
+    assert cli("--db", db, "gold", "export", "--format", "beir", "--out", str(out)).returncode == 0
+    corpus = {}
+    with (out / "v0001-beir" / "corpus.jsonl").open(encoding="utf8") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            corpus[doc["_id"]] = doc
+    assert len(corpus) == 1398 and "471" not in corpus and "995" not in corpus
+    assert corpus["1"]["title"].startswith("experimental investigation of the aerodynamics")
+    assert corpus["1"]["text"].startswith("experimental investigation of the aerodynamics")
