@@ -70,7 +70,9 @@ class Interrupted(GoldmineError):
     exit_code = EXIT_INTERRUPTED
     label = "interrupted"
 
-    def __init__(self) -> None:
-        super().__init__(
-            "stopped (Ctrl-C); the unfinished step stored nothing: run the command again to go on"
-        )
+    def __init__(
+        self,
+        message: str = "stopped (Ctrl-C); the unfinished step stored nothing: run the command "
+        "again to go on",
+    ) -> None:
+        super().__init__(message)

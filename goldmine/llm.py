@@ -687,7 +687,9 @@ def _content_text(content: Any) -> tuple[str | None, str | None]:
     return held, f"the message's content is not text ({kind})"
 
 
-async def _ask_all(s: Settings, asks: list[Ask], usage: Usage, advance) -> list[Answer]:
+async def _ask_all(
+    s: Settings, asks: list[Ask], usage: Usage, advance, done: dict[int, Answer]
+) -> list[Answer]:
     import asyncio
 
     import httpx2
@@ -715,7 +717,7 @@ async def _ask_all(s: Settings, asks: list[Ask], usage: Usage, advance) -> list[
     sent = 0  # HTTP requests, retries included
     streak = _Streak(s.max_failures, len(asks))
 
-    async def one(ask: Ask) -> Answer | None:
+    async def one(place: int, ask: Ask) -> Answer | None:
         nonlocal sent
         body = {"model": s.model, "messages": ask.messages, "temperature": s.temperature} | extra
         async with gate:
@@ -729,10 +731,11 @@ async def _ask_all(s: Settings, asks: list[Ask], usage: Usage, advance) -> list[
             sent += attempts
             answer = _answer(ask, text, error, attempts, start)
             streak.record(answer)
+            done[place] = answer
             return answer
 
     try:
-        answers = await asyncio.gather(*(one(a) for a in asks))
+        answers = await asyncio.gather(*(one(i, a) for i, a in enumerate(asks)))
     finally:
         usage.requests += sent
         await http.aclose()
@@ -778,8 +781,30 @@ def ask_all(
     if not asks:
         return [], usage
     start = time.monotonic()
-    with progress(f"{description} ({s.model})", total=len(asks)) as advance:
-        answers = asyncio.run(_ask_all(s, asks, usage, advance))
+    done: dict[int, Answer] = {}  # by the ask's place: what came back, should Ctrl-C come
+    try:
+        with progress(f"{description} ({s.model})", total=len(asks)) as advance:
+            answers = asyncio.run(_ask_all(s, asks, usage, advance, done))
+    except KeyboardInterrupt as exc:
+        answers = [done[i] for i in sorted(done)]
+        _totals(usage, answers, start)
+        raise AnswersCut(answers, usage) from exc
+    _totals(usage, answers, start)
+    return answers, usage
+
+
+class AnswersCut(KeyboardInterrupt):
+    """Ctrl-C while asking: the ``answers`` already received (in the asks' order) and their
+    ``usage``, for a caller to keep what was paid for before it stops. One that does not catch
+    it stops as at any Ctrl-C."""
+
+    def __init__(self, answers: list[Answer], usage: Usage) -> None:
+        super().__init__()
+        self.answers, self.usage = answers, usage
+
+
+def _totals(usage: Usage, answers: list[Answer], start: float) -> None:
+    """``usage``'s totals over ``answers``, asked from ``start`` (time.monotonic) on."""
     usage.seconds = time.monotonic() - start
     usage.calls = len(answers)
     for a in answers:
@@ -790,4 +815,3 @@ def ask_all(
             usage.failed += 1
             kind = _reason_kind(a.error or "")
             usage.reasons[kind] = usage.reasons.get(kind, 0) + 1
-    return answers, usage

@@ -32,14 +32,16 @@ from goldmine.gold import Run
 from goldmine.goldset import items as gi
 from goldmine.goldset.kappa import pair_report
 from goldmine.goldset.modelcalls import (
+    asked,
     cache_key,
     cached,
     failure_lines,
     insert_rows,
+    kept_on_ctrl_c,
     record_calls,
 )
 from goldmine.goldset.ranking import score_runs
-from goldmine.llm import Ask, Usage, ask_all, load_prompt
+from goldmine.llm import Ask, load_prompt
 from goldmine.store import WRITE_WAIT_S, Store, transaction
 
 if TYPE_CHECKING:
@@ -153,7 +155,7 @@ def judge(store: Store, s: Settings, *, limit: int | None = None) -> JudgeResult
         )
         for key, p in asking.items()
     ]
-    answers, usage = ask_all(s, asks, description="grading candidates") if asks else ([], Usage())
+    answers, usage, cut = asked(s, asks, "grading candidates")
     usage.cached = len(todo) - len(asks)
     result.usage, result.failed = usage, usage.failed
     result.failures = failure_lines(
@@ -180,6 +182,8 @@ def judge(store: Store, s: Settings, *, limit: int | None = None) -> JudgeResult
             )
             insert_rows(con, "gold_model_labels", _LABEL_COLUMNS, rows)
         result.graded = len(rows)
+    if cut:
+        raise kept_on_ctrl_c(answers, "grades")
     return result
 
 

@@ -12,14 +12,37 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from goldmine.errors import Interrupted
 from goldmine.goldset.items import now, reserve
-from goldmine.llm import KEEP_CHARS
+from goldmine.llm import KEEP_CHARS, AnswersCut, Usage, ask_all
 from goldmine.text import sha256_text
 
 if TYPE_CHECKING:
     import duckdb
 
-    from goldmine.llm import Answer, Prompt, Settings
+    from goldmine.llm import Answer, Ask, Prompt, Settings
+
+
+def asked(s: Settings, asks: list[Ask], description: str) -> tuple[list[Answer], Usage, bool]:
+    """``ask_all``'s answers and usage, and whether Ctrl-C cut the asking short: the answers
+    received by then come back all the same, for the caller to store (they are paid for) before
+    it stops with ``kept_on_ctrl_c``."""
+    if not asks:
+        return [], Usage(), False
+    try:
+        return (*ask_all(s, asks, description=description), False)
+    except AnswersCut as cut:
+        return cut.answers, cut.usage, True
+
+
+def kept_on_ctrl_c(answers: list[Answer], what: str) -> Interrupted:
+    """The Ctrl-C stop once the answers received are stored: how many, and that a re-run asks
+    only for the rest."""
+    ok = sum(a.ok for a in answers)
+    return Interrupted(
+        f"stopped (Ctrl-C); the {ok:,} answers received are stored ({what}): run the command "
+        "again to ask for the rest"
+    )
 
 
 def cache_key(kind: str, model: str, prompt_version: str, *parts: object) -> str:

@@ -34,9 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import GoldmineError, InputError, NotFoundError
 from goldmine.goldset import items as gi
-from goldmine.goldset.modelcalls import cache_key, cached, failure_lines, record_calls
+from goldmine.goldset.modelcalls import (
+    asked,
+    cache_key,
+    cached,
+    failure_lines,
+    kept_on_ctrl_c,
+    record_calls,
+)
 from goldmine.goldset.provenance import origins
-from goldmine.llm import Ask, Usage, ask_all, load_prompt
+from goldmine.llm import Ask, load_prompt
 from goldmine.store import WRITE_WAIT_S, Store, transaction
 from goldmine.text import norm_any_sql, normalize_query
 
@@ -284,7 +291,7 @@ def synth(
         real = real_queries(con) if match != "none" else []
     todo = [c for c in chunks if c["key"] not in known]
     asks = [_ask(prompt, c, per_chunk, style) for c in todo]
-    answers, usage = ask_all(s, asks, description="drafting questions") if asks else ([], Usage())
+    answers, usage, cut = asked(s, asks, "drafting questions")
     usage.cached = len(chunks) - len(todo)
     result.usage, result.chunks = usage, len(chunks)
     result.failed = usage.failed
@@ -304,6 +311,8 @@ def synth(
         writer = _Writer(con, s, prompt.version, style, cluster, by, result)
         for (chunk, question), link in zip(drafted, links, strict=True):
             writer.question(chunk, question, link, call_ids.get(chunk["key"]))
+    if cut:
+        raise kept_on_ctrl_c(answers, "drafted questions")
     return result
 
 

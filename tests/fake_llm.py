@@ -157,3 +157,28 @@ class FakeServer(ThreadingHTTPServer):
 
 def serve(responder: Responder = default_responder) -> FakeServer:
     return FakeServer(responder)
+
+
+def interrupted(args: list[str], server: FakeServer, requests: int) -> tuple[int, str]:
+    """Run ``goldmine *args`` in a subprocess, send it Ctrl-C (SIGINT) once ``server`` has seen
+    ``requests`` requests and their answers have had time to arrive; its exit code and stderr."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "goldmine", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while len(server.requests) < requests and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    child.send_signal(signal.SIGINT)
+    try:
+        _, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    return child.returncode, err

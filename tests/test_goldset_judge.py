@@ -6,6 +6,7 @@ in a subprocess on a real DuckDB file built by tests/helpers.py (build).
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import datetime
 from pathlib import Path
@@ -16,8 +17,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from goldmine.store import Store, open_store, transaction
 
-from fake_llm import Reply, default_responder, serve, user_data
-from helpers import CHUNKS, add_snapshot, build
+from fake_llm import Reply, default_responder, interrupted, serve, user_data
+from helpers import CHUNKS, add_snapshot, build, run_cli_subprocess
 
 QUERIES = test_goldset_draft.QUERIES
 store = test_goldset_draft.store  # the fixture: the sample store with three candidates
@@ -359,3 +360,30 @@ def test_an_endpoint_message_that_looks_like_markup_is_printed_as_text(cli, stor
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
     assert "first failure: HTTP 400 from the endpoint: [/red] bad [bold]request" in out.stderr
     assert "kb-reset-1: HTTP 400 from the endpoint: [/red] bad [bold]request" in out.stderr
+
+
+def test_ctrl_c_keeps_the_grades_already_answered(store) -> None:
+    """Ctrl-C while the model was grading threw away every answer already received (and paid
+    for): the next run asked for them all again. Those answers are now stored before exit 130,
+    and the message says so; the next run asks only for the rest."""
+    seen = itertools.count()
+
+    def three_then_hang(body: dict, n: int) -> Reply:
+        return default_responder(body, n) if next(seen) < 3 else Reply(hang=True)
+
+    args = ["--db", str(store), "gold", "draft", "-k", "2", "--judge", "llm", "--model", "judge-1"]
+    with serve(three_then_hang) as server:
+        code, err = interrupted(
+            [*args, "--base-url", server.base_url, "--timeout", "60", "--concurrency", "6"],
+            server,
+            6,  # every pair asked: three answered, three held
+        )
+    assert code == 130, err
+    assert "the 3 answers received are stored (grades)" in err, err
+    assert _rows(store, "SELECT count(*) FROM gold_model_labels") == [(3,)]
+    assert _rows(store, "SELECT count(*) FROM gold_llm_calls WHERE ok") == [(3,)]
+    with serve() as server:
+        again = run_cli_subprocess(*args, "--base-url", server.base_url)
+        assert again.returncode == 0, again.stderr
+        assert len(server.requests) == 3  # only the pairs not answered before
+    assert _rows(store, "SELECT count(*) FROM gold_model_labels") == [(6,)]

@@ -6,6 +6,7 @@ in a subprocess through the CLI, on a real DuckDB file built by tests/helpers.py
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -14,8 +15,8 @@ import pytest
 from goldmine.goldset.items import add_item, query_id_for
 from goldmine.store import open_store
 
-from fake_llm import Reply, default_responder, serve, user_data
-from helpers import CHUNKS, build
+from fake_llm import Reply, default_responder, interrupted, serve, user_data
+from helpers import CHUNKS, build, run_cli_subprocess
 
 EXTRA = {
     "legal-1": ("Legal", "Copyright 2026 Example Inc. All rights reserved. Terms of service."),
@@ -364,3 +365,45 @@ def test_synth_review_publish_keeps_only_person_verified_labels_with_model_prove
         assert synth[0]["detail"]["chunk_text_hash"] == item["label_text_hashes"][chunk]
     # the rejected one and the model's own grades never reach the version
     assert _rows(store, "SELECT count(*) FROM gold_items WHERE status = 'rejected'") == [(1,)]
+
+
+def test_ctrl_c_keeps_the_questions_already_drafted(store: Path) -> None:
+    """Ctrl-C while the model drafted threw away the answers already received; they are now
+    stored (drafted items, their calls kept) before exit 130, and a re-run never asks for those
+    chunks again."""
+    seen, answered = itertools.count(), []
+
+    def two_then_hang(body: dict, n: int) -> Reply:
+        if next(seen) < 2:
+            answered.append(user_data(body)["passage"])
+            return default_responder(body, n)
+        return Reply(hang=True)
+
+    args = [
+        "--db",
+        str(store),
+        "gold",
+        "synth",
+        "--model",
+        "m1",
+        "--chunks",
+        "4",
+        "--match",
+        "none",
+    ]
+    with serve(two_then_hang) as server:
+        code, err = interrupted(
+            [*args, "--base-url", server.base_url, "--timeout", "60", "--concurrency", "4"],
+            server,
+            4,
+        )
+    assert code == 130, err
+    assert "the 2 answers received are stored (drafted questions)" in err, err
+    assert _rows(store, "SELECT count(*) FROM gold_llm_calls WHERE ok") == [(2,)]
+    # two questions a chunk (two chunks that share a title, a footer, share their questions)
+    assert _rows(store, "SELECT count(*) FROM gold_items")[0][0] in (3, 4)
+    with serve() as server:
+        again = run_cli_subprocess(*args, "--base-url", server.base_url)
+        assert again.returncode == 0, again.stderr
+        asked = {user_data(r["body"])["passage"] for r in server.requests}
+    assert asked and not asked & set(answered)
