@@ -93,6 +93,12 @@ def _metric_list(value: Any) -> str:
         value = ",".join(value)
     if not isinstance(value, str) or not value.strip():
         raise ValueError('must be a list of metric names or a string such as "mrr,ndcg@10"')
+    from goldmine.metrics import parse_metrics
+
+    try:  # a misspelt name is said when the file is read, not when an eval first uses it
+        parse_metrics(value)
+    except InputError as exc:
+        raise ValueError(f"holds {exc.message}") from None
     return value
 
 
@@ -228,13 +234,22 @@ def _nearest(name: str, known: list[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
 
 
+def _unknown_name(name: str, value: Any) -> str:
+    """What a top-level name that is no section is: a section's key written above every
+    section header (TOML puts it at the top level), or an unknown section."""
+    owners = [section for section, (_, checks) in SECTIONS.items() if name in checks]
+    if not isinstance(value, dict) and owners:
+        return f"{name} is outside any section: put it under [{owners[0]}]; it is not read"
+    return f"unknown section [{name}]{_nearest(name, list(SECTIONS))}"
+
+
 def parse_settings(data: dict[str, Any], path: Path | None) -> Settings:
     """Check every known key of ``data`` and build the typed sections; unknown keys warn."""
     where = str(path) if path is not None else "goldmine.toml"
     sections: dict[str, Any] = {}
     for name, value in data.items():
         if name not in SECTIONS:
-            _warn(f"{where}: unknown section [{name}]{_nearest(name, list(SECTIONS))}")
+            _warn(f"{where}: {_unknown_name(name, value)}")
             continue
         if not isinstance(value, dict):
             raise InputError(f"[{name}] must be a table of settings", path=path)

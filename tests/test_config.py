@@ -28,6 +28,8 @@ def write(tmp_path: Path, text: str) -> Path:
         ('[llm]\nconcurrency = "4x"\n', "[llm] concurrency"),
         ("[llm]\njson_mode = 3\n", "[llm] json_mode"),
         ("[eval]\nmetrics = 5\n", "[eval] metrics"),
+        ('[eval]\nmetrics = ["recall@10", "ndgc@10"]\n', "unknown metric 'ndgc@10'"),
+        ('[eval]\nmetrics = "recall@10,mrr@0"\n', "[eval] metrics"),
         ('store = "x"\n', "[store]"),
         ('[triage]\nno_answer_retriever = "bm52"\n', "[triage] no_answer_retriever"),
         ("[llm]\ntimeout = nan\n", "[llm] timeout"),
@@ -65,6 +67,21 @@ def test_an_unknown_key_is_named_with_the_nearest_known_one(cli, tmp_path) -> No
     out = cli("gold", "list", "--db", str(tmp_path / "none.duckdb"), cwd=tmp_path)
     assert "unknown key [triage] reformulaton_window" in out.stderr
     assert "reformulation_window" in out.stderr.split("unknown key", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("toml", "section"), [('db = "x.duckdb"\n', "store"), ("k_prompt = 5\n[eval]\n", "eval")]
+)
+def test_a_key_outside_any_section_names_the_section_it_belongs_in(
+    cli, tmp_path, toml, section
+) -> None:
+    """A key written above every section (``db = ...`` at the file's top) was called an unknown
+    section [db]; it is a key outside its section, and the warning says which one."""
+    write(tmp_path, toml)
+    out = cli("gold", "list", "--db", str(tmp_path / "none.duckdb"), cwd=tmp_path)
+    key = toml.split(" ", 1)[0]
+    assert f"{key} is outside any section: put it under [{section}]" in out.stderr, out.stderr
+    assert "unknown section" not in out.stderr
 
 
 def test_a_bad_value_is_an_input_error_in_python_too(tmp_path, monkeypatch) -> None:
