@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import os
 import re
 import shutil
@@ -303,10 +304,15 @@ WRITE_WAIT_S = 60.0
 def busy_wait() -> float:
     """Seconds a process retries a locked store: GOLDMINE_BUSY_WAIT, else BUSY_WAIT_S."""
     raw = os.environ.get(BUSY_WAIT_ENV, "").strip()
+    if not raw:
+        return BUSY_WAIT_S
     try:
-        return max(0.0, float(raw)) if raw else BUSY_WAIT_S
-    except ValueError as exc:
-        raise InputError(f"{BUSY_WAIT_ENV} must be a number of seconds, not {raw!r}") from exc
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not seconds >= 0:  # nan and a negative wait were taken as none
+        raise InputError(f"{BUSY_WAIT_ENV} must be a number of seconds (0 or more), not {raw!r}")
+    return seconds
 
 
 _held: dict[Path, int] = {}  # this process's open_store depth per store, for the holder file

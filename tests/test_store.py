@@ -460,3 +460,15 @@ def test_a_folder_as_the_store_is_bad_input_however_named(tmp_path: Path, how: s
     result = run_cli_in_process("status", *args, env=env, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert "folder" in result.stderr.lower() and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("raw", ["-1", "nan", "-inf", "ten"])
+def test_a_busy_wait_that_is_no_number_of_seconds_is_refused(cli, db_path: Path, raw) -> None:
+    """GOLDMINE_BUSY_WAIT=-1 or nan was taken as 0 (no wait at all) without a word."""
+    with open_store(db_path):
+        pass
+    result = cli("status", "--db", str(db_path), env={"GOLDMINE_BUSY_WAIT": raw})
+    assert result.returncode == 2, result.stderr
+    assert f"GOLDMINE_BUSY_WAIT must be a number of seconds (0 or more), not {raw!r}" in (
+        result.stderr
+    )
