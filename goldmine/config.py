@@ -35,28 +35,39 @@ def _whole(minimum: int) -> Any:
     return check
 
 
-def _finite(value: Any) -> bool:
-    """A TOML int or float other than nan and ±inf (which TOML allows, and every comparison
-    with nan is false, so ``nan <= 0`` let it through)."""
-    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+def _finite(value: Any) -> float | None:
+    """A TOML int or float, or a string of one (read alike, as ``_whole`` reads ``"5"``), other
+    than nan and ±inf (which TOML allows, and every comparison with nan is false, so
+    ``nan <= 0`` let it through); None for anything else."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 def _number(value: Any) -> float:
-    if not _finite(value) or value <= 0:
+    number = _finite(value)
+    if number is None or number <= 0:
         raise ValueError("must be a number above 0")
-    return float(value)
+    return number
 
 
 def _any_number(value: Any) -> float:
-    if not _finite(value):
+    number = _finite(value)
+    if number is None:
         raise ValueError("must be a number")
-    return float(value)
+    return number
 
 
 def _price(value: Any) -> float:
-    if not _finite(value) or value < 0:
+    number = _finite(value)
+    if number is None or number < 0:
         raise ValueError("must be a number of at least 0 (a price per million tokens)")
-    return float(value)
+    return number
 
 
 def _text(value: Any) -> str:

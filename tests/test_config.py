@@ -34,6 +34,8 @@ def write(tmp_path: Path, text: str) -> Path:
         ('[triage]\nno_answer_retriever = "bm52"\n', "[triage] no_answer_retriever"),
         ("[llm]\ntimeout = nan\n", "[llm] timeout"),
         ("[llm]\ntimeout = inf\n", "[llm] timeout"),
+        ('[llm]\ntimeout = "nan"\n', "[llm] timeout"),
+        ('[llm]\ntimeout = "soon"\n', "[llm] timeout"),
         ("[llm]\ntemperature = nan\n", "[llm] temperature"),
         ("[llm]\nprice_in_per_mtok = nan\n", "[llm] price_in_per_mtok"),
     ],
@@ -82,6 +84,20 @@ def test_a_key_outside_any_section_names_the_section_it_belongs_in(
     key = toml.split(" ", 1)[0]
     assert f"{key} is outside any section: put it under [{section}]" in out.stderr, out.stderr
     assert "unknown section" not in out.stderr
+
+
+def test_numbers_written_as_strings_are_read_alike_for_every_key(tmp_path, monkeypatch) -> None:
+    """A whole number in quotes was read (``k_prompt = "5"``) but a decimal one was refused
+    (``timeout = "30"``: "must be a number above 0"): every number reads either way."""
+    write(
+        tmp_path,
+        '[eval]\nk_prompt = "7"\n[llm]\ntimeout = "30"\ntemperature = " 0.2 "\n'
+        'price_in_per_mtok = "0.15"\n',
+    )
+    monkeypatch.chdir(tmp_path)
+    settings = settings_of(load_config())
+    assert settings.eval.k_prompt == 7 and settings.llm.timeout == 30.0
+    assert settings.llm.temperature == 0.2 and settings.llm.price_in_per_mtok == 0.15
 
 
 def test_a_bad_value_is_an_input_error_in_python_too(tmp_path, monkeypatch) -> None:
