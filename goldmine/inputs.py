@@ -89,19 +89,50 @@ def np_bool() -> type:
     return numpy.bool_ if numpy is not None else bool
 
 
+def id_text(value: object, where: str) -> str:
+    """An id as text. A whole float is its integer's text: pandas holds an id column with a gap
+    as floats and numpy arrays of ids turn float, and 184.0 read "184.0" matched no "184"."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        if math.isfinite(value) and float(value).is_integer():
+            return str(int(value))
+        raise InputError(
+            f"{where}: id {value!r} is no whole number; an id is text or a whole number"
+        )
+    return str(value)
+
+
+def ids_text(values: Iterable, where: str) -> list[str]:
+    """``id_text`` of each; ``str`` in C unless a float is among them (the types looked at once,
+    not each id: a run holds millions)."""
+    values = list(values)
+    kinds = set(map(type, values))
+    if any(issubclass(k, numbers.Real) and not issubclass(k, numbers.Integral) for k in kinds):
+        return [id_text(v, where) for v in values]
+    return list(map(str, values))
+
+
 def _judged(qid: str, value: object) -> dict[str, int]:
+    where = f"gold: query {qid!r}"
     if isinstance(value, Mapping):
-        return {str(doc): _grade(qid, str(doc), grade) for doc, grade in value.items()}
+        docs = ids_text(value, where)
+        return {
+            doc: _grade(qid, doc, grade) for doc, grade in zip(docs, value.values(), strict=True)
+        }
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise InputError(
             f"gold: query {qid!r}: expected {{doc: grade}} or a list of relevant ids, "
             f"got {type(value).__name__}"
         )
-    return dict.fromkeys((str(doc) for doc in value), 1)
+    return dict.fromkeys(ids_text(value, where), 1)
 
 
 def _gold_from_mapping(value: Mapping) -> Gold:
-    queries = {str(q): GoldQuery(str(q), None, _judged(str(q), v)) for q, v in value.items()}
+    qids = ids_text(value, "gold")
+    queries = {
+        q: GoldQuery(q, None, _judged(q, v)) for q, v in zip(qids, value.values(), strict=True)
+    }
     if not queries:
         raise InputError("gold: the gold set is empty")
     return Gold(queries, "dict", _digest(queries), "dict")
@@ -140,7 +171,7 @@ def _run_from_mapping(value: Mapping) -> Run:
     listed = False
     repeated = 0  # ids given twice in (id, score) pairs, told as a list's are (dedupe)
     for key, ranked in value.items():
-        qid = str(key)
+        qid = id_text(key, "run")
         if isinstance(ranked, Mapping):
             if None in ranked:  # a key lookup, not a pass over the ids
                 _refuse_none(qid, list(ranked))
@@ -157,7 +188,7 @@ def _run_from_mapping(value: Mapping) -> Run:
             # store's (id, distance) pairs come nearest first, their scores growing.
             results[qid], scores[qid] = list(firsts), _checked_scores(qid, firsts)
         else:
-            results[qid] = list(map(str, _refuse_none(qid, list(ranked))))
+            results[qid] = ids_text(_refuse_none(qid, list(ranked)), f"run: query {qid!r}")
             listed = True
     # Keyed by id or by the query's text, as a JSON run file of the same shape is matched.
     run = Run(results, "dict", None, "dict", keyed_by="text", scores=scores or None,
@@ -167,7 +198,10 @@ def _run_from_mapping(value: Mapping) -> Run:
 
 def _reiterable(ranked: Iterable) -> Iterable:
     """``ranked`` as something read twice: a generator or ``map`` is read once into a list
-    (``_pairs`` looks at the first item, which a one-shot iterable would lose)."""
+    (``_pairs`` looks at the first item, which a one-shot iterable would lose); a 2-d numpy
+    array of (id, score) rows as lists, whose rows ``_pairs`` knows."""
+    if getattr(ranked, "ndim", 1) > 1 and hasattr(ranked, "tolist"):
+        return ranked.tolist()  # type: ignore[no-any-return]
     return ranked if isinstance(ranked, Collection) else list(ranked)
 
 
@@ -180,6 +214,9 @@ def _pairs(qid: str, ranked: Iterable) -> bool:
     first = next(iter(ranked), None)
     if isinstance(first, tuple | list) and len(first) == 2 and not isinstance(first[1], str):
         return True
+    if isinstance(first, numbers.Real) and not isinstance(first, numbers.Integral | bool):
+        id_text(first, f"run: query {qid!r}")  # a whole float is an id; a fraction is refused
+        return False
     if _no_id(first):
         raise InputError(f"run: query {qid!r}: expected (id, score) pairs or ids, got {first!r}")
     return False
@@ -216,7 +253,7 @@ def _first_of_each(qid: str, pairs: Iterable) -> dict[str, object]:
             raise InputError(f"run: expected (id, score) pairs or ids, got {pair!r}")
         if pair[0] is None:
             raise _none_id(qid, at)
-        out.setdefault(str(pair[0]), pair[1])
+        out.setdefault(id_text(pair[0], f"run: query {qid!r}"), pair[1])
     return out
 
 
@@ -224,7 +261,7 @@ def _ordered(qid: str, ranked: Mapping) -> tuple[list[str], list[float]]:
     """trec_eval's order (``readers.order_trec``), the per-item work in C: a run of 2,000 x
     1,000 dicts spent more time checking and converting scores than scoring."""
     scores = _checked_scores(qid, ranked)
-    pairs = sorted(zip(scores, map(str, ranked), strict=True), reverse=True)
+    pairs = sorted(zip(scores, ids_text(ranked, f"run: query {qid!r}"), strict=True), reverse=True)
     return list(map(itemgetter(1), pairs)), list(map(itemgetter(0), pairs))
 
 
@@ -258,10 +295,31 @@ def as_polars(value: object) -> polars.DataFrame | None:
     import polars as pl
 
     if module == "pandas":
-        return pl.from_pandas(value)  # type: ignore[arg-type]
+        # a Series is no frame (its columns were an AttributeError further on)
+        frame = pl.from_pandas(value) if hasattr(value, "columns") else None  # type: ignore[arg-type]
+        return frame if isinstance(frame, pl.DataFrame) else None
     if isinstance(value, pl.LazyFrame):
         return value.collect()
     return value if isinstance(value, pl.DataFrame) else None
+
+
+def id_column(column: polars.Series, what: str) -> polars.Series:
+    """A frame's id column as text, as ``id_text`` reads one id: a float column of whole numbers
+    (pandas' int column with a gap) as its integers, a fraction refused; a column of lists
+    (one row per query) is named, not a polars cast error."""
+    import polars as pl
+
+    if column.dtype.is_nested():
+        raise InputError(
+            f"{what}: column {column.name!r} holds {column.dtype}, not one id a row; give one row "
+            f"per (query, doc), e.g. frame.explode({column.name!r})"
+        )
+    if column.dtype.is_float():
+        fraction = (~column.is_finite() | (column != column.floor())).fill_null(False)
+        if fraction.any():
+            id_text(column[int(fraction.arg_max() or 0)], f"{what}: column {column.name!r}")
+        column = column.cast(pl.Int64)
+    return column.cast(pl.String)
 
 
 def _column(frame: polars.DataFrame, names: tuple[str, ...], what: str, *, skip=()) -> str | None:
@@ -286,8 +344,13 @@ def _gold_from_frame(frame: polars.DataFrame) -> Gold:
         grades = frame[grade].cast(pl.Int64, strict=True)
     except pl.exceptions.PolarsError:
         raise InputError(f"gold: column {grade!r} must hold integer grades") from None
-    table = pl.DataFrame({"qid": frame[qid].cast(pl.String), "doc": frame[doc].cast(pl.String),
-                          "grade": grades})  # fmt: skip
+    table = pl.DataFrame(
+        {
+            "qid": id_column(frame[qid], "gold"),
+            "doc": id_column(frame[doc], "gold"),
+            "grade": grades,
+        }
+    )
     _refuse_gaps(table, {"qid": qid, "doc": doc, "grade": grade})
     _refuse_two_grades(table)
     grouped = table.group_by("qid", maintain_order=True).agg("doc", "grade")
@@ -354,7 +417,7 @@ def _run_from_frame(frame: polars.DataFrame) -> Run:
             f"rank column to order it by; it has {', '.join(frame.columns)}"
         )
     key = pl.col(score).cast(pl.Float64) if score else -pl.col(rank).cast(pl.Float64)
-    table = frame.select(qid=pl.col(qid).cast(pl.String), doc=pl.col(doc).cast(pl.String),
+    table = frame.select(qid=id_column(frame[qid], "run"), doc=id_column(frame[doc], "run"),
                          score=key)  # fmt: skip
     _refuse_gaps(table, {"qid": qid, "doc": doc}, "run")  # a null id is no id (nor "None")
     if table["score"].is_nan().any() or table["score"].null_count():

@@ -199,3 +199,84 @@ def test_pairs_are_taken_in_their_order_as_a_run_file_and_a_retriever_take_them(
     assert goldmine.evaluate(gold, ranked_by_score, metrics="mrr").mean == {
         "mrr": pytest.approx((1 / 3 + 1 / 2) / 2)
     }
+
+
+# A chunk id 184 reaches a notebook as 184, "184" or 184.0: pandas holds an id column with a gap
+# as floats, and numpy arrays of ids are floats after any arithmetic. 184.0 printed "184.0",
+# matched no "184" in the other side, and every query scored 0 without a word.
+FLOAT_GOLD = {"q1": {"184": 1}, "q2": {"7": 2}}
+FLOAT_RUNS = {
+    "a list": {"q1": [3.0, 184.0], "q2": [7.0]},
+    "an array": {"q1": np.array([3.0, 184.0]), "q2": np.array([7.0])},
+    "pairs": {"q1": [(3.0, 0.9), (184.0, 0.8)], "q2": [(np.float32(7), 0.5)]},
+    "a dict": {"q1": {3.0: 0.9, 184.0: 0.8}, "q2": {np.float64(7): 0.5}},
+    "a pandas frame": pd.DataFrame(
+        {"query_id": ["q1", "q1", "q2"], "doc_id": [3.0, 184.0, 7.0], "score": [0.9, 0.8, 0.5]}
+    ),
+    "a polars frame": pl.DataFrame(
+        {"query_id": ["q1", "q1", "q2"], "doc_id": [3.0, 184.0, 7.0], "score": [0.9, 0.8, 0.5]}
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(FLOAT_RUNS))
+def test_a_whole_float_id_in_a_run_is_the_integer_id(shape) -> None:
+    result = goldmine.evaluate(FLOAT_GOLD, FLOAT_RUNS[shape], metrics=["recall@1", "mrr"])
+    assert result.mean == {"recall@1": 0.5, "mrr": 0.75}
+
+
+@pytest.mark.parametrize(
+    "gold, run",
+    [
+        ({"q1": {184.0: 1}, "q2": {np.float64(7): 2}}, {"q1": ["3", "184"], "q2": ["7"]}),
+        ({"q1": np.array([184.0]), "q2": [7.0]}, {"q1": ["3", "184"], "q2": ["7"]}),
+        ({1.0: {"184": 1}, 2.0: {"7": 1}}, {"1": ["3", "184"], 2: ["7"]}),
+        (
+            pd.DataFrame({"query_id": ["q1", "q2"], "doc_id": [184.0, 7.0], "relevance": [1, 2]}),
+            {"q1": ["3", "184"], "q2": ["7"]},
+        ),
+        (
+            pd.DataFrame({"query_id": [1.0, 2.0], "doc_id": ["184", "7"], "relevance": [1, 2]}),
+            {"1": ["3", "184"], "2": ["7"]},
+        ),
+    ],
+)
+def test_a_whole_float_id_in_the_gold_is_the_integer_id(gold, run) -> None:
+    assert goldmine.evaluate(gold, run, metrics="mrr").mean["mrr"] == 0.75
+
+
+@pytest.mark.parametrize(
+    "gold, run",
+    [
+        (FLOAT_GOLD, {"q1": [184.5]}),
+        (FLOAT_GOLD, {"q1": [("x", 0.9), (184.5, 0.8)]}),
+        ({"q1": {184.5: 1}}, {"q1": ["184"]}),
+        (FLOAT_GOLD, pl.DataFrame({"query_id": ["q1"], "doc_id": [184.5], "score": [1.0]})),
+        (pd.DataFrame({"qid": ["q1"], "docno": [184.5], "rel": [1]}), {"q1": ["184"]}),
+    ],
+)
+def test_a_fractional_float_id_is_refused_naming_it(gold, run) -> None:
+    with pytest.raises(InputError, match=r"184\.5.*(text or a whole number|integer)"):
+        goldmine.evaluate(gold, run, metrics="mrr")
+
+
+def test_a_2d_array_of_id_score_rows_is_pairs() -> None:
+    run = {"q1": np.array([[3, 0.9], [184, 0.8]]), "q2": np.array([[7, 0.5]])}
+    assert goldmine.evaluate(FLOAT_GOLD, run, metrics="mrr").mean["mrr"] == 0.75
+
+
+@pytest.mark.parametrize(
+    "run, says",
+    [
+        (pd.Series(["184"], name="doc_id"), "not Series"),
+        (pl.Series("doc_id", ["184"]), "not Series"),
+        (
+            pl.DataFrame({"query_id": ["q1"], "doc_id": [["3", "184"]], "score": [1.0]}),
+            r"column 'doc_id' holds List.*explode",
+        ),
+        ({"q1": np.array([["184", "x"]])}, r"expected \(id, score\) pairs or ids"),
+    ],
+)
+def test_a_series_a_column_of_lists_or_rows_of_text_are_named(run, says) -> None:
+    with pytest.raises(InputError, match=says):
+        goldmine.evaluate(FLOAT_GOLD, run, metrics="mrr")
