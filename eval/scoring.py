@@ -9,6 +9,8 @@ scored apart: did the system abstain (return nothing, or nothing scoring at leas
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -52,6 +54,19 @@ def match_run_to_gold(gold: Gold, run: Run) -> tuple[dict[str, str], list[str]]:
     return ranks, ignored
 
 
+def check_abstain_below(value: object) -> None:
+    """A finite number or None: every comparison with NaN is false, so --abstain-below nan
+    abstained on nothing without a word, and "0.5" from Python failed inside the scoring."""
+    if value is None:
+        return
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not number or not math.isfinite(value):  # type: ignore[arg-type]
+        raise InputError(
+            f"abstain_below (--abstain-below): a number, the top score under which a no-answer "
+            f"query counts as abstained on; not {value!r}"
+        )
+
+
 def evaluate(
     gold: Gold,
     run: Run,
@@ -59,6 +74,7 @@ def evaluate(
     rel_level: int = 1,
     abstain_below: float | None = None,
 ) -> EvalResult:
+    check_abstain_below(abstain_below)
     matched, ignored = match_run_to_gold(gold, run)
     ranked_for = {qid: run.results[key] for qid, key in matched.items()}
     scores_for = {qid: (run.scores or {}).get(key) for qid, key in matched.items()}
@@ -193,6 +209,7 @@ def evaluate_run_file(
     abstain_below: float | None = None,
 ) -> tuple[EvalResult, str | None]:
     """Score a run file against a gold set; returns the result and the run file's format."""
+    check_abstain_below(abstain_below)
     require_file(run_path)  # a missing file is an InputError before the size is asked for
     # Above this size the columnar engine wins; below it polars' start-up costs more than a parse.
     big = force or Path(run_path).stat().st_size >= LARGE_FILE_BYTES

@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError
-from goldmine.eval.scoring import EvalResult, check_overlap, duplicates_warning, evaluate_run_file
+from goldmine.eval.scoring import (
+    EvalResult,
+    check_abstain_below,
+    check_overlap,
+    duplicates_warning,
+    evaluate_run_file,
+)
 from goldmine.eval.scoring import evaluate as score
 from goldmine.inputs import GoldLike, RunLike, as_gold, as_run, is_path
 from goldmine.metrics import Metric, parse_metrics
@@ -177,6 +183,7 @@ def evaluate(
     """
     parsed = metric_list(metrics)
     check_rel_level(rel_level)
+    check_abstain_below(abstain_below)
     gold_set = as_gold(gold)
     result, source = _score(gold_set, run, parsed, rel_level, abstain_below)
     found = (check_overlap(result, gold_set), duplicates_warning(result))
@@ -191,6 +198,17 @@ def metric_list(metrics: object) -> list[Metric]:
     if not isinstance(metrics, Iterable) or not all(isinstance(m, str) for m in metrics):
         raise InputError(f"metrics: a name or a list of names, not {metrics!r}")
     return parse_metrics(list(metrics))
+
+
+def _whole(name: str, value: object) -> None:
+    """A count or a seed is a whole number: 2.5 and "10" failed inside numpy or a comparison."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputError(f"{name}: a whole number, not {value!r}")
+
+
+def _number(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(f"{name}: a number, not {value!r}")
 
 
 def check_rel_level(rel_level: object) -> None:
@@ -339,6 +357,9 @@ def compare(
 
     names = [m.name for m in metric_list(metrics)]
     check_rel_level(rel_level)
+    for name, value in (("permutations", permutations), ("bootstrap", bootstrap), ("seed", seed)):
+        _whole(name, value)
+    _number("alpha", alpha)
     gold_set = as_gold(gold)
     sides = []
     names_ab = _labels(labels) or (_label(run_a, "A"), _label(run_b, "B"))

@@ -280,3 +280,37 @@ def test_a_2d_array_of_id_score_rows_is_pairs() -> None:
 def test_a_series_a_column_of_lists_or_rows_of_text_are_named(run, says) -> None:
     with pytest.raises(InputError, match=says):
         goldmine.evaluate(FLOAT_GOLD, run, metrics="mrr")
+
+
+# Settings a notebook passes as text or NaN: "0.5" was "'<' not supported between instances of
+# 'float' and 'str'" from the scoring, seed=1.5 numpy's SeedSequence error, and abstain_below=nan
+# (as --abstain-below nan) abstained on nothing without a word.
+@pytest.mark.parametrize("value", ["0.5", "x", float("nan"), float("inf"), True, [1]])
+def test_abstain_below_is_a_number(value) -> None:
+    with pytest.raises(InputError, match=r"abstain_below.*: a number"):
+        goldmine.evaluate({"q1": {"d1": 1}, "q2": {}}, RUN, metrics="mrr", abstain_below=value)
+
+
+@pytest.mark.parametrize(
+    "setting, says",
+    [
+        ({"permutations": 2.5}, "permutations: a whole number"),
+        ({"bootstrap": "10"}, "bootstrap: a whole number"),
+        ({"seed": 1.5}, "seed: a whole number"),
+        ({"seed": "x"}, "seed: a whole number"),
+        ({"alpha": "0.05"}, "alpha: a number"),
+    ],
+)
+def test_compare_settings_are_checked_and_named(setting, says) -> None:
+    gold = {f"q{i}": {"d1": 1} for i in range(5)}
+    with pytest.raises(InputError, match=says):
+        goldmine.compare(gold, RUN, RUN, metrics="mrr", **setting)
+
+
+def test_abstain_below_nan_on_the_command_line_is_refused(cli, tmp_path) -> None:
+    (tmp_path / "g.qrels").write_text("q1 0 d1 1\nq2 0 d2 0\n")
+    (tmp_path / "r.trec").write_text("q1 Q0 d1 1 3 r\nq2 Q0 d2 1 2 r\n")
+    out = cli("eval", "run", "--gold", str(tmp_path / "g.qrels"), "--run", str(tmp_path / "r.trec"),
+              "--abstain-below", "nan", "--no-store")  # fmt: skip
+    assert out.returncode == 2, out.stdout
+    assert "abstain" in out.stderr and "Traceback" not in out.stderr
