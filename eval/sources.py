@@ -8,6 +8,7 @@ is recorded in ``Run.errors`` and reported: never a crash, never a silent zero.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import http.client
@@ -15,13 +16,15 @@ import importlib
 import inspect
 import json
 import math
+import numbers
 import re
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -30,7 +33,7 @@ from typing import Any
 from goldmine.endpoints import is_http_url, retry_after
 from goldmine.errors import InputError
 from goldmine.eval.http_client import Moved, NotJson, Session, Unreadable
-from goldmine.gold import Gold, Run
+from goldmine.gold import Gold, Run, id_text
 from goldmine.output import progress
 from goldmine.readers import RESULT_ID_KEYS, RESULT_NESTED, dedupe
 from goldmine.store import Store, as_store
@@ -90,6 +93,10 @@ def normalize_results(value: Any, json_path: str | None = None) -> Results:
             )
         taken.append(key)
         value = value[key]
+    if hasattr(value, "tolist") and not isinstance(value, list | tuple):
+        value = value.tolist()  # a numpy row of ids, as faiss's index.search gives them
+    elif isinstance(value, Iterator):
+        value = list(value)  # a generator: a retriever that yields its hits
     if not isinstance(value, list | tuple):
         raise ValueError(f"expected a list of ids or of {{id, score}}, got {_json_kind(value)}")
     return [_result(item) for item in value]
@@ -120,10 +127,11 @@ def _json_kind(value: Any) -> str:
 
 
 def _result(item: Any) -> tuple[str, float | None]:
-    if isinstance(item, str | int) and not isinstance(item, bool):
-        return str(item), None
+    # numpy's int64 and a whole float (184.0) are ids as Python's int is (goldmine.inputs)
+    if isinstance(item, str | numbers.Real) and not isinstance(item, bool):
+        return id_text(item, "a result"), None
     if isinstance(item, list | tuple) and len(item) == 2:
-        return str(item[0]), float(item[1])
+        return id_text(item[0], "a result"), float(item[1])
     if not isinstance(item, dict):
         raise ValueError(f"a result must be an id, (id, score) or {{id, score}}: {item!r}")
     doc = _result_id(item)
@@ -198,12 +206,34 @@ def _wants_batch(func: Callable[..., Any]) -> bool:
     return bool(params) and params[0] in ("queries", "batch", "texts")
 
 
+def _awaited(func: Callable[..., Any], stack: ExitStack) -> Callable[..., Any]:
+    """``func``, its answer awaited where it is a coroutine (an ``async def`` retriever, as
+    async vector-store clients are), on one event loop for the whole run."""
+    runner: list[asyncio.Runner] = []
+
+    def call(*args: Any) -> Any:
+        answer = func(*args)
+        if not inspect.isawaitable(answer):
+            return answer
+        if not runner:
+            runner.append(stack.enter_context(asyncio.Runner()))
+        return runner[0].run(answer)  # type: ignore[arg-type]
+
+    return call
+
+
 def run_callable(gold: Gold, spec: str, k: int, *, batch: bool | None = None) -> Run:
-    func = load_callable(spec)
+    with ExitStack() as stack:
+        return _run_callable(gold, spec, k, batch, stack)
+
+
+def _run_callable(gold: Gold, spec: str, k: int, batch: bool | None, stack: ExitStack) -> Run:
+    raw = load_callable(spec)
+    func = _awaited(raw, stack)
     queries = gold_queries(gold)
     results: dict[str, Results] = {}
     errors: dict[str, str] = {}
-    if batch if batch is not None else _wants_batch(func):
+    if batch if batch is not None else _wants_batch(raw):
         try:
             answers = func([text for _, text in queries], k)
             if len(answers) != len(queries):

@@ -10,9 +10,12 @@ next`` share: a cluster is covered by a verified or published gold item, not by 
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from goldmine.errors import InputError
 from goldmine.text import normalize_query
 
 if TYPE_CHECKING:
@@ -22,6 +25,20 @@ if TYPE_CHECKING:
 # The largest grade either way a gold set holds: trec_eval sizes a table by the largest grade,
 # and the columnar engine's and the store's grade columns are integer ones. No scale comes near.
 GRADE_LIMIT = 2**31 - 1
+
+
+def id_text(value: object, where: str) -> str:
+    """An id as text. A whole float is its integer's text: pandas holds an id column with a gap
+    as floats and numpy arrays of ids turn float, and 184.0 read "184.0" matched no "184"."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        if math.isfinite(value) and float(value).is_integer():
+            return str(int(value))
+        raise InputError(
+            f"{where}: id {value!r} is no whole number; an id is text or a whole number"
+        )
+    return str(value)
 
 
 @dataclass

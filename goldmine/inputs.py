@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from goldmine.errors import InputError
-from goldmine.gold import Gold, GoldQuery, Run
+from goldmine.gold import Gold, GoldQuery, Run, id_text
 from goldmine.readers import dedupe, read_gold
 
 if TYPE_CHECKING:
@@ -87,20 +87,6 @@ def np_bool() -> type:
     """numpy's bool, if numpy is loaded (it is never imported here for it)."""
     numpy = sys.modules.get("numpy")
     return numpy.bool_ if numpy is not None else bool
-
-
-def id_text(value: object, where: str) -> str:
-    """An id as text. A whole float is its integer's text: pandas holds an id column with a gap
-    as floats and numpy arrays of ids turn float, and 184.0 read "184.0" matched no "184"."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
-        if math.isfinite(value) and float(value).is_integer():
-            return str(int(value))
-        raise InputError(
-            f"{where}: id {value!r} is no whole number; an id is text or a whole number"
-        )
-    return str(value)
 
 
 def ids_text(values: Iterable, where: str) -> list[str]:

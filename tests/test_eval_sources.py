@@ -428,3 +428,39 @@ def test_a_retriever_failing_on_every_query_is_a_failure(cli, tmp_path: Path, go
         "first: q1: RuntimeError: down)"
     )
     assert not db.exists()
+
+
+# What a Python retriever returns in the wild: an async def (an async vector-store client), a
+# generator, faiss's numpy row of int64 ids, pandas' 184.0. Each was "failed on every query"
+# (a coroutine "never awaited", "got generator", "got ndarray") or a bare id refused.
+RETRIEVER_SHAPES = {
+    "async": "import asyncio\nasync def search(query, k):\n"
+    "    await asyncio.sleep(0)\n    return A[query][:k]\n",
+    "async batch": "async def search(queries, k):\n    return [A[q][:k] for q in queries]\n",
+    "generator": "def search(query, k):\n    yield from A[query][:k]\n",
+    "numpy ids": "import numpy as np\nN = {q: np.array([int(d.split('-')[1]) for d in ds]) "
+    "for q, ds in A.items()}\ndef search(query, k):\n    return N[query][:k]\n",
+    "numpy pairs": "import numpy as np\ndef search(query, k):\n"
+    "    return [(np.int64(d.split('-')[1]), np.float32(1 / (i + 1))) "
+    "for i, d in enumerate(A[query][:k])]\n",
+    "float ids": "def search(query, k):\n"
+    "    return [float(d.split('-')[1]) for d in A[query][:k]]\n",
+}
+
+
+@pytest.mark.parametrize("shape", list(RETRIEVER_SHAPES))
+def test_a_retriever_in_the_shapes_python_returns(cli, tmp_path: Path, shape: str) -> None:
+    numeric = shape in ("numpy ids", "numpy pairs", "float ids")
+    answers = {q: [f"doc-{i}" for i in range(1, len(ids) + 1)] for q, ids in ANSWERS.items()}
+    first, second = ("1", "2") if numeric else ("doc-1", "doc-2")
+    gold = [
+        {"query_id": "q1", "query": "refund damaged item", "relevant": [first]},
+        {"query_id": "q2", "query": "expense report deadline", "relevant": [second]},
+    ]
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold))
+    module = "ret_" + shape.replace(" ", "_")  # one module a shape: the CLI runs in-process
+    (tmp_path / f"{module}.py").write_text(f"A = {answers!r}\n" + RETRIEVER_SHAPES[shape])
+    data = run_json(cli, "-g", str(tmp_path / "g.jsonl"), "--retriever", f"{module}:search",
+                    "-m", "mrr", cwd=tmp_path)  # fmt: skip
+    assert data["errors"] == {}
+    assert data["metrics"]["mrr"] == pytest.approx(0.75)
