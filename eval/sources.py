@@ -208,27 +208,49 @@ def _wants_batch(func: Callable[..., Any]) -> bool:
 
 def _awaited(func: Callable[..., Any], stack: ExitStack) -> Callable[..., Any]:
     """``func``, its answer awaited where it is a coroutine (an ``async def`` retriever, as
-    async vector-store clients are), on one event loop for the whole run."""
-    runner: list[asyncio.Runner] = []
+    async vector-store clients are), on one event loop for the whole run. Where this thread
+    runs a loop already (Jupyter's), that loop cannot wait here: the run's loop gets a thread."""
+    runner: list[Callable[[Any], Any]] = []
 
     def call(*args: Any) -> Any:
         answer = func(*args)
         if not inspect.isawaitable(answer):
             return answer
         if not runner:
-            runner.append(stack.enter_context(asyncio.Runner()))
-        return runner[0].run(answer)  # type: ignore[arg-type]
+            runner.append(_loop_for(stack))
+        return runner[0](answer)
 
     return call
 
 
-def run_callable(gold: Gold, spec: str, k: int, *, batch: bool | None = None) -> Run:
+def _loop_for(stack: ExitStack) -> Callable[[Any], Any]:
+    """What runs a coroutine to its end: an event loop in this thread, or, where this thread
+    runs one already, in a thread of its own (opened, used and closed there)."""
+    loop = asyncio.Runner()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop in this thread: the usual case
+        stack.callback(loop.close)
+        return loop.run
+    pool = stack.enter_context(ThreadPoolExecutor(1))
+    stack.callback(lambda: pool.submit(loop.close).result())  # before the pool shuts down
+    return lambda awaitable: pool.submit(loop.run, awaitable).result()
+
+
+def run_callable(
+    gold: Gold, spec: str | Callable[..., Any], k: int, *, batch: bool | None = None
+) -> Run:
+    """A run from ``spec`` (``module:function``, or the function itself from Python) called
+    with each gold query's text and ``k``."""
     with ExitStack() as stack:
         return _run_callable(gold, spec, k, batch, stack)
 
 
-def _run_callable(gold: Gold, spec: str, k: int, batch: bool | None, stack: ExitStack) -> Run:
-    raw = load_callable(spec)
+def _run_callable(
+    gold: Gold, spec: str | Callable[..., Any], k: int, batch: bool | None, stack: ExitStack
+) -> Run:
+    raw = spec if callable(spec) else load_callable(spec)
+    spec = spec if isinstance(spec, str) else getattr(spec, "__qualname__", type(spec).__name__)
     func = _awaited(raw, stack)
     queries = gold_queries(gold)
     results: dict[str, Results] = {}

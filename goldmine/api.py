@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from goldmine.eval.scoring import (
     evaluate_run_file,
 )
 from goldmine.eval.scoring import evaluate as score
+from goldmine.gold import Run
 from goldmine.inputs import GoldLike, RunLike, as_gold, as_run, is_path
 from goldmine.metrics import Metric, parse_metrics
 from goldmine.output import count
@@ -159,6 +160,7 @@ def evaluate(
     *,
     rel_level: int = 1,
     abstain_below: float | None = None,
+    k: int | None = None,
 ) -> Evaluation:
     """Score ``run`` against ``gold`` with the CLI's metrics and the CLI's scoring code.
 
@@ -169,9 +171,12 @@ def evaluate(
     trec_eval ranks: score descending, ties by doc id descending), ``{qid: [ids]}`` best first,
     ``{qid: [(id, score), ...]}`` as retrievers return them (in their order, as any list;
     a set, which has no order, is refused), a frame with query, doc and ``score`` (or
-    ``rank``) columns, or a run file. ``metrics``: the CLI's names, trec_eval's spellings too
-    (``P_10``, ``success_5``, ``ndcg_cut_10``). A run that shares no query with the gold is an
-    ``InputError``.
+    ``rank``) columns, a run file, or a retriever: a function (or ``async def``) of a query's
+    text and ``k`` returning ids or ``(id, score)`` pairs, called for each gold query as
+    ``eval run --retriever`` calls it (the gold needs its queries' texts: a file or a published
+    version; ``k`` defaults to 50 or the largest cut-off). ``metrics``: the CLI's names,
+    trec_eval's spellings too (``P_10``, ``success_5``, ``ndcg_cut_10``). A run that shares no
+    query with the gold is an ``InputError``.
 
     Example:
         >>> import goldmine
@@ -184,10 +189,38 @@ def evaluate(
     parsed = metric_list(metrics)
     check_rel_level(rel_level)
     check_abstain_below(abstain_below)
+    if k is not None:
+        _whole("k", k)
     gold_set = as_gold(gold)
+    if is_retriever(run):
+        run = retrieved(gold_set, run, k or max([50, *(m.k or 0 for m in parsed)]))
     result, source = _score(gold_set, run, parsed, rel_level, abstain_below)
-    found = (check_overlap(result, gold_set), duplicates_warning(result))
+    found = (check_overlap(result, gold_set), duplicates_warning(result), failed(result))
     return Evaluation(result, gold_set, source, [w for w in found if w is not None])
+
+
+def is_retriever(run: object) -> bool:
+    """A function or other callable, not a container or a class."""
+    return callable(run) and not isinstance(run, Mapping | Run | type)
+
+
+def retrieved(gold: Gold, retriever: Any, k: int) -> Run:
+    """The run ``eval run --retriever`` makes of the function: one call a gold query."""
+    from goldmine.eval.runner import refuse_all_failed
+    from goldmine.eval.sources import run_callable
+
+    run = run_callable(gold, retriever, k)
+    refuse_all_failed(run)
+    return run
+
+
+def failed(result: EvalResult) -> str | None:
+    """The queries a retriever raised on, scored 0: told, as ``eval run`` tells them."""
+    if not result.errors:
+        return None
+    qid, said = next(iter(result.errors.items()))
+    n = count(len(result.errors), "query")
+    return f"{n} failed in the retriever, scored 0 (the first: {qid}: {said})"
 
 
 def metric_list(metrics: object) -> list[Metric]:

@@ -33,7 +33,13 @@ if TYPE_CHECKING:
 # or a dict of judgments / of scores or ranked ids.
 Tabular = Union["polars.DataFrame", "pandas.DataFrame", str, os.PathLike]
 GoldLike = Gold | Mapping[str, Mapping[str, int]] | Mapping[str, Iterable[str]] | Tabular
-RunLike = Run | Mapping[str, Mapping[str, float]] | Mapping[str, Iterable[str]] | Tabular
+RunLike = (
+    Run
+    | Mapping[str, Mapping[str, float]]
+    | Mapping[str, Iterable[str]]
+    | Tabular
+    | Callable[[str, int], Any]  # a retriever, for evaluate and compare (not as_run)
+)
 
 _VERSION = re.compile(r"^(v?\d+|latest)$", re.IGNORECASE)  # as `eval run --gold` takes them
 

@@ -314,3 +314,73 @@ def test_abstain_below_nan_on_the_command_line_is_refused(cli, tmp_path) -> None
               "--abstain-below", "nan", "--no-store")  # fmt: skip
     assert out.returncode == 2, out.stdout
     assert "abstain" in out.stderr and "Traceback" not in out.stderr
+
+
+# A retriever as a notebook holds it: a function (or an async one) of a query's text and k, as
+# `eval run --retriever module:function` takes it. evaluate() refused it ("not function").
+TEXT_GOLD = [
+    {"query_id": "q1", "query": "refund damaged item", "relevant": ["policy-14"]},
+    {"query_id": "q2", "query": "expense deadline", "relevant": ["finance-3"]},
+]
+HITS = {"refund damaged item": ["policy-14", "policy-2"], "expense deadline": ["x", "finance-3"]}
+
+
+@pytest.fixture
+def text_gold(tmp_path):
+    path = tmp_path / "gold.jsonl"
+    path.write_text("".join(json.dumps(g) + "\n" for g in TEXT_GOLD))
+    return path
+
+
+def search(query: str, k: int) -> list[str]:
+    return HITS[query][:k]
+
+
+async def search_async(query: str, k: int) -> list[tuple[str, float]]:
+    return [(doc, 1 / (i + 1)) for i, doc in enumerate(HITS[query][:k])]
+
+
+@pytest.mark.parametrize("retriever", [search, search_async, lambda q, k: iter(HITS[q][:k])])
+def test_a_retriever_function_is_scored_as_eval_run_scores_it(text_gold, retriever) -> None:
+    result = goldmine.evaluate(text_gold, retriever, metrics="mrr")
+    assert result.mean["mrr"] == 0.75 and result.warnings == []
+
+
+def test_k_is_what_the_retriever_is_asked_for(text_gold) -> None:
+    asked = []
+    goldmine.evaluate(text_gold, lambda q, k: asked.append(k) or HITS[q][:k], metrics="mrr", k=1)
+    assert asked == [1, 1]
+    asked.clear()
+    goldmine.evaluate(text_gold, lambda q, k: asked.append(k) or HITS[q][:k], metrics="ndcg@100")
+    assert asked == [100, 100]  # the CLI's default: 50, or the largest cut-off
+
+
+def test_an_async_retriever_runs_inside_a_notebooks_event_loop(text_gold) -> None:
+    """Jupyter runs an event loop; a second one in its thread is a RuntimeError."""
+    import asyncio
+
+    async def cell():
+        return goldmine.evaluate(text_gold, search_async, metrics="mrr")
+
+    assert asyncio.run(cell()).mean["mrr"] == 0.75
+
+
+def test_a_retriever_failing_is_told(text_gold) -> None:
+    def flaky(query, k):
+        if query == "expense deadline":
+            raise TimeoutError("index busy")
+        return HITS[query][:k]
+
+    result = goldmine.evaluate(text_gold, flaky, metrics="mrr")
+    assert result.mean["mrr"] == 0.5
+    assert result.to_dict()["errors"] == {"q2": "TimeoutError: index busy"}
+    assert any("1 query failed" in w and "index busy" in w for w in result.warnings)
+    with pytest.raises(goldmine.GoldmineError, match="failed on every query"):
+        goldmine.evaluate(text_gold, lambda q, k: 1 / 0, metrics="mrr")
+
+
+def test_a_retriever_needs_the_queries_texts() -> None:
+    with pytest.raises(InputError, match="no query text"):
+        goldmine.evaluate({"q1": {"d1": 1}}, search, metrics="mrr")
+    with pytest.raises(InputError, match="k: a whole number"):
+        goldmine.evaluate({"q1": {"d1": 1}}, search, metrics="mrr", k="5")
