@@ -346,7 +346,11 @@ def side(evaluation: Evaluation, label: str) -> Any:
 
 
 def _label(run: object, default: str) -> str:
-    return Path(run).name if is_path(run) else default  # type: ignore[arg-type]
+    """A file's name, a retriever's (``bm25_search``), else ``default``."""
+    if is_path(run):
+        return Path(run).name  # type: ignore[arg-type]
+    name = getattr(run, "__name__", None) if is_retriever(run) else None
+    return name if isinstance(name, str) and name != "<lambda>" else default
 
 
 def _labels(labels: object) -> tuple[str, str] | None:

@@ -384,3 +384,10 @@ def test_a_retriever_needs_the_queries_texts() -> None:
         goldmine.evaluate({"q1": {"d1": 1}}, search, metrics="mrr")
     with pytest.raises(InputError, match="k: a whole number"):
         goldmine.evaluate({"q1": {"d1": 1}}, search, metrics="mrr", k="5")
+
+
+def test_two_retrievers_are_compared_under_their_names(text_gold) -> None:
+    compared = goldmine.compare(text_gold, search, search_async, metrics="mrr")
+    assert (compared.comparison.label_a, compared.comparison.label_b) == ("search", "search_async")
+    lambdas = goldmine.compare(text_gold, lambda q, k: HITS[q], lambda q, k: HITS[q], "mrr")
+    assert (lambdas.comparison.label_a, lambdas.comparison.label_b) == ("A", "B")
