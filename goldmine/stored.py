@@ -10,14 +10,17 @@ terminal needs.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from goldmine.errors import StoreError
 from goldmine.gold import Gold
 from goldmine.output import count
 from goldmine.store import Store as CoreStore
 
 if TYPE_CHECKING:
+    import duckdb
     import polars
 
 
@@ -77,6 +80,9 @@ class GoldSet:
             orient="row",
         )
 
+    def __hash__(self) -> int:  # the content hash: a gold set is a dict key (frozen; Gold is not)
+        return hash(self.gold.hash)
+
     def __len__(self) -> int:
         return len(self.gold.queries)
 
@@ -91,11 +97,44 @@ class GoldSet:
 class Store(CoreStore):
     """A goldmine store (a DuckDB file), read-only unless ``write=True``.
 
+    Nothing stays open between calls (each opens the file for its own read); ``with Store(path)
+    as store:`` and ``close()`` are there for code written as for sqlite3 or duckdb, and a closed
+    Store refuses further use with a ``StoreError``.
+
     Example:
         >>> store = goldmine.Store("goldmine.duckdb")             # doctest: +SKIP
         >>> store.versions()                                      # doctest: +SKIP
         >>> goldmine.evaluate(store.gold("latest"), "run.trec")  # doctest: +SKIP
     """
+
+    closed = False
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Refuse further use; no file is held open (twice is harmless)."""
+        self.closed = True
+
+    def read(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        self._refuse_closed()
+        return super().read()
+
+    def write(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        self._refuse_closed()
+        return super().write()
+
+    def open(self, **options: Any) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        self._refuse_closed()
+        return super().open(**options)
+
+    def _refuse_closed(self) -> None:
+        if self.closed:
+            again = f"goldmine.Store({str(self.path)!r})"
+            raise StoreError(f"this Store of {self.path} was closed; make another: {again}")
 
     def gold(self, version: str | int = "latest") -> GoldSet:
         """A published version: ``"v3"``, ``3`` or ``"latest"`` (``NotFoundError`` if absent)."""

@@ -545,3 +545,26 @@ def test_the_docstring_examples_hold() -> None:
         failed, tried = doctest.testmod(module, extraglobs={"goldmine": goldmine})
         assert failed == 0, module.__name__
     assert doctest.testmod(goldmine.api).attempted >= 6  # evaluate's and compare's ran
+
+
+def test_a_store_is_a_context_manager_and_refuses_use_once_closed(published: Path) -> None:
+    """``with goldmine.Store(path) as store:``, as sqlite3 and duckdb connections are used, was
+    "'Store' object does not support the context manager protocol", and close() an
+    AttributeError. Nothing stays open between calls; a closed Store says so when used."""
+    with goldmine.Store(published) as store:
+        v1 = store.gold("v1")
+        assert store.versions().height == 1
+    assert {v1: "pinned"}[store_copy_of(v1)] == "pinned"  # a GoldSet is hashable, by its hash
+    with pytest.raises(goldmine.StoreError, match=r"closed.*goldmine\.Store\("):
+        store.gold("v1")
+    with pytest.raises(goldmine.StoreError, match="closed"), store.read():
+        pass
+    writer = goldmine.Store(published, write=True)
+    writer.close()
+    writer.close()  # twice is harmless, as for a file
+    with pytest.raises(goldmine.StoreError, match="closed"), writer.write():
+        pass
+
+
+def store_copy_of(gold_set):
+    return type(gold_set)(gold_set.gold)
