@@ -128,7 +128,7 @@ def _json_kind(value: Any) -> str:
 
 def _result(item: Any) -> tuple[str, float | None]:
     # numpy's int64 and a whole float (184.0) are ids as Python's int is (goldmine.inputs)
-    if isinstance(item, str | numbers.Real) and not isinstance(item, bool):
+    if isinstance(item, str | bytes | numbers.Real) and not isinstance(item, bool):
         return id_text(item, "a result"), None
     if isinstance(item, list | tuple) and len(item) == 2:
         return id_text(item[0], "a result"), float(item[1])

@@ -29,7 +29,8 @@ GRADE_LIMIT = 2**31 - 1
 
 def id_text(value: object, where: str) -> str:
     """An id as text. A whole float is its integer's text: pandas holds an id column with a gap
-    as floats and numpy arrays of ids turn float, and 184.0 read "184.0" matched no "184"."""
+    as floats and numpy arrays of ids turn float, and 184.0 read "184.0" matched no "184".
+    Bytes are their UTF-8 text (str(b"184") is "b'184'")."""
     if isinstance(value, str):
         return value
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
@@ -38,6 +39,11 @@ def id_text(value: object, where: str) -> str:
         raise InputError(
             f"{where}: id {value!r} is no whole number; an id is text or a whole number"
         )
+    if isinstance(value, bytes | bytearray):  # Redis' client, among others, answers bytes
+        try:
+            return bytes(value).decode()
+        except UnicodeDecodeError:
+            raise InputError(f"{where}: id {value!r} is no UTF-8 text") from None
     return str(value)
 
 

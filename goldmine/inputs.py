@@ -100,9 +100,15 @@ def ids_text(values: Iterable, where: str) -> list[str]:
     not each id: a run holds millions)."""
     values = list(values)
     kinds = set(map(type, values))
-    if any(issubclass(k, numbers.Real) and not issubclass(k, numbers.Integral) for k in kinds):
+    if any(_not_str_ready(k) for k in kinds):
         return [id_text(v, where) for v in values]
     return list(map(str, values))
+
+
+def _not_str_ready(kind: type) -> bool:
+    """Whether ``str`` misreads an id of this type: a float (184.0) or bytes (b"184")."""
+    fraction = issubclass(kind, numbers.Real) and not issubclass(kind, numbers.Integral)
+    return fraction or issubclass(kind, bytes | bytearray)
 
 
 def _judged(qid: str, value: object) -> dict[str, int]:

@@ -391,3 +391,27 @@ def test_two_retrievers_are_compared_under_their_names(text_gold) -> None:
     assert (compared.comparison.label_a, compared.comparison.label_b) == ("search", "search_async")
     lambdas = goldmine.compare(text_gold, lambda q, k: HITS[q], lambda q, k: HITS[q], "mrr")
     assert (lambdas.comparison.label_a, lambdas.comparison.label_b) == ("A", "B")
+
+
+# Redis (and other clients left at their default) return ids as bytes: b"184" read "b'184'",
+# matched nothing and scored 0.
+@pytest.mark.parametrize(
+    "run",
+    [
+        {"q1": [b"3", b"184"], "q2": [b"7"]},
+        {"q1": [(b"3", 0.9), (b"184", 0.8)], "q2": [(b"7", 0.5)]},
+        {b"q1": {b"3": 0.9, b"184": 0.8}, b"q2": {b"7": 0.5}},
+    ],
+)
+def test_an_id_given_as_bytes_is_its_text(run) -> None:
+    assert goldmine.evaluate(FLOAT_GOLD, run, metrics="mrr").mean["mrr"] == 0.75
+
+
+def test_a_retriever_returning_bytes_ids_is_read(text_gold) -> None:
+    result = goldmine.evaluate(text_gold, lambda q, k: [d.encode() for d in HITS[q]], "mrr")
+    assert result.mean["mrr"] == 0.75
+
+
+def test_an_id_of_bytes_that_are_no_text_is_refused() -> None:
+    with pytest.raises(InputError, match=r"b'\\xff'.*UTF-8"):
+        goldmine.evaluate(FLOAT_GOLD, {"q1": [b"\xff"]}, metrics="mrr")
