@@ -24,6 +24,7 @@ from goldmine.eval.scoring import (
     duplicates_warning,
     evaluate,
     evaluate_run_file,
+    no_answerable_warning,
 )
 from goldmine.files import require_file
 from goldmine.gold import Gold, Run
@@ -288,9 +289,9 @@ def run_eval(
             from goldmine.eval.sources import write_run_file
 
             write_run_file(run, save_run)
-    repeated = duplicates_warning(outcome.result)
-    if repeated is not None:  # printed with the report; in --json's warnings too
-        outcome.warnings.append(repeated)
+    for warning in (duplicates_warning(outcome.result), no_answerable_warning(outcome.result)):
+        if warning is not None:  # printed with the report; in --json's warnings too
+            outcome.warnings.append(warning)
     outcome.reranker = _reranker_report(outcome.result, reranker)
     _strip(outcome.result, extras)
     keep(outcome, history=history, store=store, keep_run=keep_run)

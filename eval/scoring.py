@@ -118,6 +118,17 @@ def duplicates_warning(result: EvalResult) -> str | None:
     return f"{n} repeated ids within a query counted once, at first rank" if n else None
 
 
+def no_answerable_warning(result: EvalResult) -> str | None:
+    """A gold set with no answerable query has no mean: its 0.0s read as a retriever that finds
+    nothing (the text report says so in its place; Python and --json read this)."""
+    if result.n_queries:
+        return None
+    return (
+        f"no answerable query (none has a doc graded relevant at rel_level {result.rel_level}): "
+        "the means are over no query"
+    )
+
+
 def check_overlap(result: EvalResult, gold: Gold) -> str | None:
     """Whether the run was made for this gold set: its query ids must match the gold's.
 

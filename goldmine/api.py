@@ -23,6 +23,7 @@ from goldmine.eval.scoring import (
     check_overlap,
     duplicates_warning,
     evaluate_run_file,
+    no_answerable_warning,
 )
 from goldmine.eval.scoring import evaluate as score
 from goldmine.gold import Run
@@ -195,7 +196,12 @@ def evaluate(
     if is_retriever(run):
         run = retrieved(gold_set, run, k or max([50, *(m.k or 0 for m in parsed)]))
     result, source = _score(gold_set, run, parsed, rel_level, abstain_below)
-    found = (check_overlap(result, gold_set), duplicates_warning(result), failed(result))
+    found = (
+        check_overlap(result, gold_set),
+        duplicates_warning(result),
+        failed(result),
+        no_answerable_warning(result),
+    )
     return Evaluation(result, gold_set, source, [w for w in found if w is not None])
 
 

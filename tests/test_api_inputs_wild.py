@@ -415,3 +415,20 @@ def test_a_retriever_returning_bytes_ids_is_read(text_gold) -> None:
 def test_an_id_of_bytes_that_are_no_text_is_refused() -> None:
     with pytest.raises(InputError, match=r"b'\\xff'.*UTF-8"):
         goldmine.evaluate(FLOAT_GOLD, {"q1": [b"\xff"]}, metrics="mrr")
+
+
+def test_a_gold_set_with_no_answerable_query_says_its_means_are_over_none(cli, tmp_path) -> None:
+    """The report says "no average to give"; Python's mean and --json's metrics read 0.0 with
+    no warning, as a retriever that finds nothing would."""
+    result = goldmine.evaluate({"q1": {"d1": 0}, "q2": {}}, {"q1": ["d1"]}, metrics="mrr")
+    said = (
+        "no answerable query (none has a doc graded relevant at rel_level 1): the means are over "
+        "no query"
+    )
+    assert result.n_queries == 0 and said in result.warnings
+    (tmp_path / "g.qrels").write_text("q1 0 d1 0\n")
+    (tmp_path / "r.trec").write_text("q1 Q0 d1 1 3 r\n")
+    out = cli("eval", "run", "--gold", str(tmp_path / "g.qrels"), "--run", str(tmp_path / "r.trec"),
+              "--json", "--no-store", "-m", "mrr")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert said in json.loads(out.stdout)["warnings"]
