@@ -231,12 +231,13 @@ def failed(result: EvalResult) -> str | None:
 
 def metric_list(metrics: object) -> list[Metric]:
     """``metrics`` as a name or names, checked here: ``metrics=5`` was "'int' object is not
-    iterable" from the parser."""
+    iterable" from the parser; a generator is read once (the check used it up: "no metrics")."""
     if isinstance(metrics, str):
         return parse_metrics(metrics)
-    if not isinstance(metrics, Iterable) or not all(isinstance(m, str) for m in metrics):
+    names = list(metrics) if isinstance(metrics, Iterable) else None
+    if names is None or not all(isinstance(m, str) for m in names):
         raise InputError(f"metrics: a name or a list of names, not {metrics!r}")
-    return parse_metrics(list(metrics))
+    return parse_metrics(names)
 
 
 def _whole(name: str, value: object) -> None:

@@ -432,3 +432,9 @@ def test_a_gold_set_with_no_answerable_query_says_its_means_are_over_none(cli, t
               "--json", "--no-store", "-m", "mrr")  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert said in json.loads(out.stdout)["warnings"]
+
+
+def test_metrics_given_as_a_generator_are_read() -> None:
+    names = (f"{m}@{k}" for m in ("recall", "ndcg") for k in (1, 10))
+    result = goldmine.evaluate({"q1": {"d1": 1}}, {"q1": ["d1"]}, metrics=names)
+    assert result.metrics == ["recall@1", "recall@10", "ndcg@1", "ndcg@10"]
