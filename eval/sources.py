@@ -197,6 +197,20 @@ def load_callable(spec: str) -> Callable[..., Any]:
     return func
 
 
+def _check_signature(func: Callable[..., Any], name: str) -> None:
+    """A function that cannot take (query, k) is told so once, not as each query's TypeError."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):  # a builtin without one: its call will say
+        return
+    try:
+        signature.bind("query", 10)
+    except TypeError:
+        raise InputError(
+            f"{name} is called as f(query, k) (or f(queries, k) for a batch); it takes {signature}"
+        ) from None
+
+
 def _wants_batch(func: Callable[..., Any]) -> bool:
     """A function whose first parameter is named ``queries`` takes the whole list."""
     try:
@@ -251,6 +265,7 @@ def _run_callable(
 ) -> Run:
     raw = spec if callable(spec) else load_callable(spec)
     spec = spec if isinstance(spec, str) else getattr(spec, "__qualname__", type(spec).__name__)
+    _check_signature(raw, spec)
     func = _awaited(raw, stack)
     queries = gold_queries(gold)
     results: dict[str, Results] = {}

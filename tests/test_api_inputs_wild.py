@@ -438,3 +438,15 @@ def test_metrics_given_as_a_generator_are_read() -> None:
     names = (f"{m}@{k}" for m in ("recall", "ndcg") for k in (1, 10))
     result = goldmine.evaluate({"q1": {"d1": 1}}, {"q1": ["d1"]}, metrics=names)
     assert result.metrics == ["recall@1", "recall@10", "ndcg@1", "ndcg@10"]
+
+
+def test_a_retriever_of_one_parameter_is_told_how_it_is_called(text_gold) -> None:
+    """Each query failed with "<lambda>() takes 1 positional argument but 2 were given"."""
+    with pytest.raises(InputError, match=r"search_one is called as f\(query, k\).*\(query\)"):
+
+        def search_one(query):
+            return HITS[query]
+
+        goldmine.evaluate(text_gold, search_one, metrics="mrr")
+    default_k = goldmine.evaluate(text_gold, lambda query, k=3: HITS[query][:k], metrics="mrr")
+    assert default_k.mean["mrr"] == 0.75
