@@ -381,13 +381,15 @@ def compare(
     seed: int = 0,
     alpha: float = 0.05,
     labels: tuple[str, str] | None = None,
+    k: int | None = None,
 ) -> Compared:
     """Is ``run_b`` better than ``run_a`` on ``gold``, worse, or inside the noise?
 
     The same paired randomization test (sign flips, two-sided, Holm-corrected across metrics),
     bootstrap interval, detectable effect and verdict as ``goldmine eval compare A B --gold G``.
     The runs take every shape ``evaluate`` takes, or an ``Evaluation`` already made; ``labels``
-    name them in the report (default: a file's name, else "A" and "B").
+    name them in the report (default: a file's name or a retriever's, else "A" and "B"); ``k``
+    is what a retriever is asked for, as in ``evaluate``.
 
     Example:
         >>> import goldmine
@@ -408,8 +410,10 @@ def compare(
     sides = []
     names_ab = _labels(labels) or (_label(run_a, "A"), _label(run_b, "B"))
     for run, label in zip((run_a, run_b), names_ab, strict=True):
-        scored = run if isinstance(run, Evaluation) else evaluate(gold_set, run, names,
-                                                                  rel_level=rel_level)  # fmt: skip
+        if isinstance(run, Evaluation):
+            scored = run
+        else:
+            scored = evaluate(gold_set, run, names, rel_level=rel_level, k=k)
         sides.append((scored, side(scored, label)))
     comparison = compare_runs(sides[0][1], sides[1][1], names, permutations=permutations,
                               seed=seed, alpha=alpha, bootstrap=bootstrap)  # fmt: skip

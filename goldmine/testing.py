@@ -34,13 +34,15 @@ def assert_no_regression(
     permutations: int = 10_000,
     bootstrap: int = 10_000,
     seed: int = 0,
+    k: int | None = None,
 ) -> Compared:
     """Raise ``AssertionError`` when ``run`` is worse than ``baseline`` on ``gold``.
 
     Worse means what ``goldmine eval compare`` means: the paired test's (Holm-corrected) p under
     ``alpha`` and the delta below 0. The message names each such metric with both means, the
     delta, its 95% interval and p, then the queries lost (baseline -> run). ``gold``, ``run`` and
-    ``baseline`` take what ``goldmine.evaluate`` takes. Returns the comparison when it passes.
+    ``baseline`` take what ``goldmine.evaluate`` takes (a retriever is asked for ``k``). Returns
+    the comparison when it passes.
 
     Example:
         >>> from goldmine.testing import assert_no_regression
@@ -51,7 +53,7 @@ def assert_no_regression(
     __tracebackhide__ = True  # pytest shows the assertion, not this frame
     compared = compare(gold, baseline, run, metrics, rel_level=rel_level,
                        permutations=permutations, bootstrap=bootstrap, seed=seed,
-                       alpha=alpha, labels=("the baseline", "the run"))  # fmt: skip
+                       alpha=alpha, labels=("the baseline", "the run"), k=k)  # fmt: skip
     message = regression_message(compared)
     if message is not None:
         raise AssertionError(message)

@@ -450,3 +450,18 @@ def test_a_retriever_of_one_parameter_is_told_how_it_is_called(text_gold) -> Non
         goldmine.evaluate(text_gold, search_one, metrics="mrr")
     default_k = goldmine.evaluate(text_gold, lambda query, k=3: HITS[query][:k], metrics="mrr")
     assert default_k.mean["mrr"] == 0.75
+
+
+def test_compare_and_the_gate_ask_two_retrievers_for_k(text_gold) -> None:
+    asked = []
+
+    def top(query, k):
+        asked.append(k)
+        return HITS[query][:k]
+
+    goldmine.compare(text_gold, top, search, metrics="mrr", k=1)
+    assert asked == [1, 1]
+    from goldmine.testing import assert_no_regression
+
+    assert_no_regression(text_gold, search, baseline=top, metrics="mrr", k=2)
+    assert asked[2:] == [2, 2]
