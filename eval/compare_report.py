@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from goldmine.eval.compare import Comparison, MetricComparison
 from goldmine.eval.stats import POWER
+from goldmine.output import count
 
 
 def _p(p: float) -> str:
@@ -61,7 +62,7 @@ def format_comparison(c: Comparison) -> list[str]:
     lines.extend(f"note: {note}" for note in c.notes)
     for m in c.metrics:
         lines.append("")
-        lines.append(f"{m.metric}: B won {m.wins} queries, lost {m.losses}, tied {m.ties}")
+        lines.append(f"{m.metric}: B won {count(m.wins, 'query')}, lost {m.losses}, tied {m.ties}")
         for tag, queries in (("won ", m.won), ("lost", m.lost)):
             for q in queries:
                 text = f"  {q.query}" if q.query and q.query != q.query_id else ""

@@ -371,3 +371,13 @@ def test_worse_than_its_own_label_means_the_run_before(cli, tmp_path: Path, db_p
         assert latest.run_id == 2
         line = worse_than(latest, "main", con)
     assert line is not None and line.startswith("worse than run 1 (main) on 40 common queries")
+
+
+def test_one_query_won_is_one_query() -> None:
+    """The report said "B won 1 queries"."""
+    import goldmine
+
+    gold = {"q1": {"d1": 1}, "q2": {"d2": 1}}
+    better = goldmine.compare(gold, {"q1": ["x", "d1"], "q2": ["d2"]}, {"q1": ["d1"], "q2": ["d2"]},
+                              metrics="mrr")  # fmt: skip
+    assert "mrr: B won 1 query, lost 0, tied 1" in str(better)
