@@ -146,22 +146,25 @@ def check_overlap(result: EvalResult, gold: Gold) -> str | None:
         return None
     run_ids = [*result.ignored[:2], *found[: max(0, 2 - len(result.ignored))]]
     ranked_none = [r.query_id for r in result.no_answer if r.returned]
+    if not (run_ids or ranked_none or result.errors):  # as an empty run file is told
+        raise InputError("the run is empty: it ranks nothing for any query")
     if not run_ids and ranked_none:  # "run ids look like (none)" said nothing of them
         run_ids = [f"{', '.join(ranked_none[:2])} (only queries the gold has no answer for)"]
     examples = (
         f"run ids look like {', '.join(run_ids) or '(none)'}; "
         f"gold ids look like {', '.join(result.missing[:2])}"
     )
-    answerable = " answerable" if n != len(gold.queries) else ""
+    answerable = "answerable " if n != len(gold.queries) else ""
+    queries = f"{n:,} {answerable}{'query' if n == 1 else 'queries'}"
     if not found:
         # texts match only a gold set that has them (a file or a version, not a dict or qrels)
         texts = ", or the query texts" if any(q.query for q in gold.queries.values()) else ""
         raise InputError(
-            f"the run's query ids match none of the gold's {n}{answerable} queries: {examples}. "
+            f"the run's query ids match none of the gold's {queries}: {examples}. "
             f"Was the run made for this gold set (the same query ids{texts})?"
         )
     return (
-        f"the run has only {len(found)} of the gold's {n}{answerable} queries "
+        f"the run has only {len(found)} of the gold's {queries} "
         f"({len(found) / n:.0%}); the {n - len(found)} missing score 0: {examples}"
     )
 

@@ -465,3 +465,16 @@ def test_compare_and_the_gate_ask_two_retrievers_for_k(text_gold) -> None:
 
     assert_no_regression(text_gold, search, baseline=top, metrics="mrr", k=2)
     assert asked[2:] == [2, 2]
+
+
+@pytest.mark.parametrize(
+    "run",
+    [{}, pl.DataFrame(schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64})],
+)
+def test_an_empty_run_is_told_as_an_empty_run_file_is(run) -> None:
+    """It read "the run's query ids match none of the gold's 1 queries: run ids look like
+    (none)", as if the ids were of another scheme."""
+    with pytest.raises(InputError, match=r"^the run is empty: it ranks nothing for any query$"):
+        goldmine.evaluate({"q1": {"d1": 1}}, run, metrics="mrr")
+    with pytest.raises(InputError, match=r"none of the gold's 1 query: "):
+        goldmine.evaluate({"q1": {"d1": 1}}, {"x": ["d1"]}, metrics="mrr")
