@@ -36,6 +36,8 @@ def id_text(value: object, where: str) -> str:
     if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
         if math.isfinite(value) and float(value).is_integer():
             return str(int(value))
+        if math.isnan(value):  # pandas' missing value in an id column
+            raise InputError(f"{where}: an id is missing (NaN)")
         raise InputError(
             f"{where}: id {value!r} is no whole number; an id is text or a whole number"
         )

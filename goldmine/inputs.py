@@ -170,6 +170,7 @@ def _run_from_mapping(value: Mapping) -> Run:
     repeated = 0  # ids given twice in (id, score) pairs, told as a list's are (dedupe)
     for key, ranked in value.items():
         qid = id_text(key, "run")
+        ranked = _scores_by_doc(ranked)
         if isinstance(ranked, Mapping):
             if None in ranked:  # a key lookup, not a pass over the ids
                 _refuse_none(qid, list(ranked))
@@ -192,6 +193,16 @@ def _run_from_mapping(value: Mapping) -> Run:
     run = Run(results, "dict", None, "dict", keyed_by="text", scores=scores or None,
               n_duplicates=repeated)  # fmt: skip
     return dedupe(run) if listed else run  # a dict's ids are unique already
+
+
+def _scores_by_doc(ranked: Any) -> Any:
+    """A pandas Series indexed by doc ids (``g.set_index("docno")["score"]``) as ``{doc: score}``:
+    iterated, it gives its scores. Any other value as it is."""
+    index = getattr(ranked, "index", None)
+    name = getattr(index, "name", None)
+    if type(ranked).__module__.split(".")[0] != "pandas" or not isinstance(name, str):
+        return ranked
+    return dict(zip(index, ranked, strict=True)) if name.lower() in DOC_COLUMNS else ranked
 
 
 def _reiterable(ranked: Iterable) -> Iterable:

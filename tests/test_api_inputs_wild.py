@@ -478,3 +478,20 @@ def test_an_empty_run_is_told_as_an_empty_run_file_is(run) -> None:
         goldmine.evaluate({"q1": {"d1": 1}}, run, metrics="mrr")
     with pytest.raises(InputError, match=r"none of the gold's 1 query: "):
         goldmine.evaluate({"q1": {"d1": 1}}, {"x": ["d1"]}, metrics="mrr")
+
+
+def test_a_pandas_series_of_scores_indexed_by_doc_is_doc_score() -> None:
+    """``{q: g.set_index("docno")["score"] for q, g in df.groupby("qid")}``: its values were
+    read as ids ("id 0.9 is no whole number")."""
+    df = pd.DataFrame(
+        {"qid": ["q1", "q1", "q2"], "docno": ["3", "184", "7"], "score": [0.9, 0.8, 0.5]}
+    )
+    run = {q: g.set_index("docno")["score"] for q, g in df.groupby("qid")}
+    assert goldmine.evaluate(FLOAT_GOLD, run, metrics="mrr").mean["mrr"] == 0.75
+    ids = {q: g["docno"] for q, g in df.groupby("qid")}  # a column of ids: a ranked list
+    assert goldmine.evaluate(FLOAT_GOLD, ids, metrics="mrr").mean["mrr"] == 0.75
+
+
+def test_a_nan_id_is_named_a_missing_id() -> None:
+    with pytest.raises(InputError, match=r"query 'q1': an id is missing \(NaN\)"):
+        goldmine.evaluate(FLOAT_GOLD, {"q1": pd.Series([184.0, float("nan")])}, metrics="mrr")
