@@ -190,8 +190,7 @@ def evaluate(
     parsed = metric_list(metrics)
     check_rel_level(rel_level)
     check_abstain_below(abstain_below)
-    if k is not None:
-        _whole("k", k)
+    _check_k(k, run)
     gold_set = as_gold(gold)
     if is_retriever(run):
         run = retrieved(gold_set, run, k or max([50, *(m.k or 0 for m in parsed)]))
@@ -218,6 +217,21 @@ def retrieved(gold: Gold, retriever: Any, k: int) -> Run:
     run = run_callable(gold, retriever, k)
     refuse_all_failed(run)
     return run
+
+
+def _check_k(k: object, run: object) -> None:
+    """``k`` is what a retriever is asked for: a whole number from 1, and for a retriever only
+    (given with a run, it looked like a cut-off and did nothing)."""
+    if k is None:
+        return
+    _whole("k", k)
+    if k < 1:  # type: ignore[operator]
+        raise InputError(f"k: at least 1, not {k!r}")
+    if not is_retriever(run):
+        raise InputError(
+            "k is what a retriever is asked for, and this run is ranked already; a cut-off is "
+            "the metric's (recall@5, ndcg@10)"
+        )
 
 
 def failed(result: EvalResult) -> str | None:
@@ -413,7 +427,8 @@ def compare(
         if isinstance(run, Evaluation):
             scored = run
         else:
-            scored = evaluate(gold_set, run, names, rel_level=rel_level, k=k)
+            asked = k if is_retriever(run) else None  # a run file or dict is ranked already
+            scored = evaluate(gold_set, run, names, rel_level=rel_level, k=asked)
         sides.append((scored, side(scored, label)))
     comparison = compare_runs(sides[0][1], sides[1][1], names, permutations=permutations,
                               seed=seed, alpha=alpha, bootstrap=bootstrap)  # fmt: skip

@@ -495,3 +495,13 @@ def test_a_pandas_series_of_scores_indexed_by_doc_is_doc_score() -> None:
 def test_a_nan_id_is_named_a_missing_id() -> None:
     with pytest.raises(InputError, match=r"query 'q1': an id is missing \(NaN\)"):
         goldmine.evaluate(FLOAT_GOLD, {"q1": pd.Series([184.0, float("nan")])}, metrics="mrr")
+
+
+def test_k_is_at_least_one_and_only_for_a_retriever(text_gold) -> None:
+    with pytest.raises(InputError, match="k: at least 1"):
+        goldmine.evaluate(text_gold, search, metrics="mrr", k=0)
+    with pytest.raises(InputError, match=r"k is what a retriever is asked for.*recall@5"):
+        goldmine.evaluate(text_gold, {"q1": ["policy-14"]}, metrics="mrr", k=5)
+    mixed = goldmine.compare(text_gold, {"q1": ["policy-14"], "q2": ["finance-3"]}, search,
+                             metrics="mrr", k=1)  # fmt: skip
+    assert mixed.b.mean["mrr"] == 0.5  # asked for 1: q2's answer at rank 2 is cut
