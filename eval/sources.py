@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import hashlib
 import http.client
 import importlib
@@ -130,6 +131,7 @@ def _result(item: Any) -> tuple[str, float | None]:
     # numpy's int64 and a whole float (184.0) are ids as Python's int is (goldmine.inputs)
     if isinstance(item, str | bytes | numbers.Real) and not isinstance(item, bool):
         return id_text(item, "a result"), None
+    item = _as_record(item)
     if isinstance(item, list | tuple) and len(item) == 2:
         return id_text(item[0], "a result"), float(item[1])
     if not isinstance(item, dict):
@@ -139,6 +141,21 @@ def _result(item: Any) -> tuple[str, float | None]:
         raise ValueError(f"a result object has no id: {item!r}")
     score = next((item[k] for k in _SCORES if item.get(k) is not None), None)
     return doc, None if score is None else float(score)
+
+
+def _as_record(item: Any) -> Any:
+    """A Python retriever's hit object as the dict its fields make: a named tuple, a dataclass,
+    or a client's model (Qdrant's ScoredPoint, LangChain's Document: pydantic, ``model_dump``).
+    Anything else as it is."""
+    if hasattr(item, "_asdict") and isinstance(item, tuple):
+        return item._asdict()
+    if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        return {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}
+    dump = getattr(item, "model_dump", None)
+    if callable(dump) and not isinstance(item, type):
+        record = dump()
+        return record if isinstance(record, dict) else item
+    return item
 
 
 def _result_id(item: dict) -> str | None:

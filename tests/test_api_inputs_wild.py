@@ -4,6 +4,8 @@ own Qrels and Run objects. Each is read, or refused with an InputError that says
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import json
 
 import numpy as np
@@ -505,3 +507,39 @@ def test_k_is_at_least_one_and_only_for_a_retriever(text_gold) -> None:
     mixed = goldmine.compare(text_gold, {"q1": ["policy-14"], "q2": ["finance-3"]}, search,
                              metrics="mrr", k=1)  # fmt: skip
     assert mixed.b.mean["mrr"] == 0.5  # asked for 1: q2's answer at rank 2 is cut
+
+
+# A Python retriever's hits as objects: a dataclass of its own, a named tuple, a client's
+# model (Qdrant's ScoredPoint and LangChain's Document are pydantic models: model_dump()).
+# Each was "a result must be an id, (id, score) or {id, score}".
+@dataclasses.dataclass
+class Hit:
+    chunk_id: str
+    score: float
+    text: str = ""
+
+
+Row = collections.namedtuple("Row", "doc_id score text")
+
+
+class ScoredPoint:  # the shape of qdrant_client.models.ScoredPoint, with its model_dump()
+    def __init__(self, id, score, payload):
+        self.id, self.score, self.payload = id, score, payload
+
+    def model_dump(self):
+        return {"id": self.id, "version": 0, "score": self.score, "payload": self.payload}
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda doc, rank: Hit(doc, 1 / rank),
+        lambda doc, rank: Row(doc, 1 / rank, "text"),
+        lambda doc, rank: ScoredPoint(rank * 1000, 1 / rank, {"chunk_id": doc}),
+    ],
+)
+def test_a_retriever_returning_hit_objects_is_read(text_gold, make) -> None:
+    def search_objects(query, k):
+        return [make(doc, rank) for rank, doc in enumerate(HITS[query][:k], start=1)]
+
+    assert goldmine.evaluate(text_gold, search_objects, metrics="mrr").mean["mrr"] == 0.75
