@@ -363,13 +363,27 @@ def _gold_from_frame(frame: polars.DataFrame) -> Gold:
     _refuse_gaps(table, {"qid": qid, "doc": doc, "grade": grade})
     _refuse_two_grades(table)
     grouped = table.group_by("qid", maintain_order=True).agg("doc", "grade")
+    texts = _texts(frame, table, (qid, doc, grade))
     queries = {
-        q: GoldQuery(q, None, dict(zip(docs, gs, strict=True)))
+        q: GoldQuery(q, texts.get(q), dict(zip(docs, gs, strict=True)))
         for q, docs, gs in grouped.iter_rows()
     }
     if not queries:
         raise InputError("gold: the frame is empty")
     return Gold(queries, "DataFrame", _digest(queries), "frame")
+
+
+def _texts(frame: polars.DataFrame, table: polars.DataFrame, taken: tuple[str, ...]) -> dict:
+    """Query id -> its text, where the frame has a ``query`` (or ``query_text``) column beside
+    the id (BEIR's queries joined to its qrels): a retriever is asked it, and a run keyed by
+    text is matched to it, as with a gold file."""
+    import polars as pl
+
+    text = _column(frame, TEXT_COLUMNS, "", skip=taken)
+    if text is None or frame[text].dtype != pl.String:
+        return {}
+    pairs = pl.DataFrame({"qid": table["qid"], "text": frame[text]}).drop_nulls()
+    return dict(pairs.unique("qid", keep="first", maintain_order=True).iter_rows())
 
 
 def _refuse_fractions(frame: polars.DataFrame, qid: str, doc: str, grade: str) -> None:

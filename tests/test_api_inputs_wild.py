@@ -543,3 +543,19 @@ def test_a_retriever_returning_hit_objects_is_read(text_gold, make) -> None:
         return [make(doc, rank) for rank, doc in enumerate(HITS[query][:k], start=1)]
 
     assert goldmine.evaluate(text_gold, search_objects, metrics="mrr").mean["mrr"] == 0.75
+
+
+def test_a_gold_frame_with_the_query_text_serves_a_retriever() -> None:
+    """A judgments frame with a ``query`` column (BEIR's queries joined to its qrels) kept no
+    text, and a retriever was refused with "the gold set has no query text"."""
+    gold = pd.DataFrame(
+        {
+            "query_id": ["q1", "q1", "q2"],
+            "query": ["refund damaged item", "refund damaged item", "expense deadline"],
+            "doc_id": ["policy-14", "policy-2", "finance-3"],
+            "relevance": [1, 0, 1],
+        }
+    )
+    assert goldmine.evaluate(gold, search, metrics="mrr").mean["mrr"] == 0.75
+    by_text = {"refund damaged item": ["policy-14"], "expense deadline": ["x", "finance-3"]}
+    assert goldmine.evaluate(gold, by_text, metrics="mrr").mean["mrr"] == 0.75
