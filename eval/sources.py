@@ -214,6 +214,20 @@ def load_callable(spec: str) -> Callable[..., Any]:
     return func
 
 
+def _answered(answer: Any) -> Results:
+    """A Python retriever's answer: what an HTTP one answers, or ``{doc: score}`` (a pytrec_eval
+    run's row), ranked by score as trec_eval ranks; None is named as Python names it."""
+    if answer is None:
+        raise ValueError("returned None, not a list of ids or (id, score) pairs")
+    if (
+        isinstance(answer, dict)
+        and answer
+        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in answer.values())
+    ):
+        answer = sorted(answer.items(), key=lambda pair: (pair[1], str(pair[0])), reverse=True)
+    return normalize_results(answer)
+
+
 def _check_signature(func: Callable[..., Any], name: str) -> None:
     """A function that cannot take (query, k) is told so once, not as each query's TypeError."""
     try:
@@ -293,14 +307,14 @@ def _run_callable(
             if len(answers) != len(queries):
                 raise ValueError(f"returned {len(answers)} result lists for {len(queries)} queries")
             for (qid, _), answer in zip(queries, answers, strict=True):
-                results[qid] = normalize_results(answer)
+                results[qid] = _answered(answer)
         except Exception as exc:  # the user's code: report, don't crash
             raise InputError(f"{spec} failed on the batch: {type(exc).__name__}: {exc}") from exc
         return build_run(gold, results, errors, spec, "callable")
     with progress(f"retrieving with {spec}", total=len(queries)) as advance:
         for qid, text in queries:
             try:
-                results[qid] = normalize_results(func(text, k))
+                results[qid] = _answered(func(text, k))
             except Exception as exc:  # one failing query is an error row, not a crash
                 errors[qid] = f"{type(exc).__name__}: {exc}"
             advance()

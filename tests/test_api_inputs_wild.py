@@ -559,3 +559,19 @@ def test_a_gold_frame_with_the_query_text_serves_a_retriever() -> None:
     assert goldmine.evaluate(gold, search, metrics="mrr").mean["mrr"] == 0.75
     by_text = {"refund damaged item": ["policy-14"], "expense deadline": ["x", "finance-3"]}
     assert goldmine.evaluate(gold, by_text, metrics="mrr").mean["mrr"] == 0.75
+
+
+def test_a_retriever_answering_doc_to_score_is_ranked_by_score(text_gold) -> None:
+    """``{doc: score}``, a pytrec_eval run's row, was "the response is an object without
+    'results', 'hits', 'matches' or another list of results; pass --json-path"."""
+
+    def scored(query, k):
+        return {doc: float(len(HITS[query]) - rank) for rank, doc in enumerate(HITS[query][:k])}
+
+    assert goldmine.evaluate(text_gold, scored, metrics="mrr").mean["mrr"] == 0.75
+
+    def returns_none(query, k):
+        return None
+
+    with pytest.raises(goldmine.GoldmineError, match=r"returned None, not a list of ids"):
+        goldmine.evaluate(text_gold, returns_none, metrics="mrr")
