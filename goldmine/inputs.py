@@ -48,8 +48,9 @@ QUERY_COLUMNS = ("query_id", "qid", "q_id", "query-id", "topic_id", "topic", "qu
 # A run's queries may be given by their text instead, as in a run file (matched to the gold's).
 TEXT_COLUMNS = ("query", "query_text")
 RUN_QUERY_COLUMNS = (*QUERY_COLUMNS, "query_text")
-# MS MARCO's passage runs name a passage "pid".
-DOC_COLUMNS = ("doc_id", "docid", "docno", "chunk_id", "corpus-id", "corpus_id", "pid",
+# MS MARCO's passage runs name a passage "pid". docno before docid: PyTerrier's result frame
+# holds both, docid being Terrier's internal number and docno the collection's id.
+DOC_COLUMNS = ("doc_id", "docno", "docid", "chunk_id", "corpus-id", "corpus_id", "pid",
                "passage_id", "doc")  # fmt: skip
 GRADE_COLUMNS = ("relevance", "grade", "rel", "label", "score")
 SCORE_COLUMNS = ("score", "sim", "similarity")

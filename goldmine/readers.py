@@ -1090,7 +1090,9 @@ def _table_columns(columns: list[str], path: Path) -> tuple[str, bool, str, str 
     keyed_by_text = qcol is None
     if qcol is None:
         qcol = text
-    dcol = _pick(columns, ("doc_id", "docid", "chunk_id", "corpus-id", "corpus_id", "docno",
+    # docno before docid: PyTerrier's result frame holds both, its docid being Terrier's
+    # internal number and its docno the collection's id (the one qrels name)
+    dcol = _pick(columns, ("doc_id", "docno", "docid", "chunk_id", "corpus-id", "corpus_id",
                            "pid", "passage_id", "document_id"))  # fmt: skip
     rcol = _pick(columns, ("rank",))
     scol = _pick(columns, ("score",))
