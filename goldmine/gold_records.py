@@ -32,7 +32,7 @@ RELEVANT_KEYS = (
 )  # fmt: skip
 # Where a run line lists its ranked results: goldmine's own key, then LlamaIndex's
 # RetrieverEvaluator results (retrieved_ids), DPR's and Pyserini's retriever output (ctxs).
-RESULT_KEYS = ("results", "retrieved_ids", "ctxs", "hits", "retrieved", "ranked_ids")
+RESULT_KEYS = ("results", "retrieved_ids", "ctxs", "hits", "retrieved", "ranked_ids", "matches")
 NEGATIVE_KEYS = ("negative_passages", "negative_ctxs", "hard_negative_ctxs", "hard_negatives")
 QUERY_ID_KEYS = ("query_id", "qid", "_id", "id")
 QUERY_TEXT_KEYS = ("query", "text", "question")

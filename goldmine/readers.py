@@ -57,6 +57,12 @@ RUN_FORMATS = ("trec", "jsonl", "csv", "parquet", "json", "msmarco")
 # ``gm_result_id``) and an HTTP retriever's answer (``eval.sources``).
 RESULT_ID_KEYS = (("chunk_id",), ("id", "_id"), ("doc_id", "docid"))
 RESULT_NESTED = ("document", "doc", "metadata", "payload", "fields", "_source")
+# Where a result object keeps its score: Elasticsearch's _score, Vespa's relevance, Cohere's
+# relevance_score, a vector store's similarity.
+RESULT_SCORE_KEYS = ("score", "_score", "relevance", "relevance_score", "similarity")
+# The ids a search engine or vector store gives its own records (an Elasticsearch _id, a Qdrant
+# point's UUID), which a chunk id in the record's document comes before.
+_ENGINE_ID_KEYS = ("id", "_id")
 
 _ID_KEYS = ("query_id", "qid", "query-id", "id", "_id")
 _DOC_KEYS = ("doc_id", "docid", "chunk_id", "corpus-id", "corpus_id", "docno", "id")
@@ -1006,10 +1012,11 @@ def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list
     for item in value:
         if isinstance(item, str | int) and not isinstance(item, bool):
             ids.append(str(item))
-        elif isinstance(item, dict) and item_id(item, RUN_ITEM_ID_KEYS) is not None:
-            ids.append(str(item_id(item, RUN_ITEM_ID_KEYS)))
-            if "score" in item:
-                scores.append(_score(item["score"], path, line))
+        elif isinstance(item, dict) and (found := run_result_id(item)) is not None:
+            ids.append(str(found))
+            score_key = next((k for k in RESULT_SCORE_KEYS if k in item), None)
+            if score_key is not None:
+                scores.append(_score(item[score_key], path, line))
         elif isinstance(item, list | tuple) and len(item) == 2:
             ids.append(str(item[0]))
             scores.append(_score(item[1], path, line))
@@ -1022,6 +1029,31 @@ def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list
     if scores and len(scores) != len(ids):
         raise InputError("some results have a score and some do not", path=path, line=line)
     return ids, (scores or None)
+
+
+def run_result_id(item: dict) -> object | None:
+    """A run file's result object's id: its own id key, in the order run files have always
+    been read (``id``, ``doc_id``, then ``chunk_id``…), except that a chunk id in its document
+    (Qdrant's ``payload``, Elasticsearch's ``_source``, LangChain's ``metadata``) comes before
+    the engine's own ``id``/``_id`` beside it, as ``--http`` reads an answer; an object with no
+    id key of its own takes its document's."""
+    key = next((k for k in RUN_ITEM_ID_KEYS if item.get(k) is not None), None)
+    if key is not None and key not in _ENGINE_ID_KEYS:
+        return item[key]
+    nested = [v for k in RESULT_NESTED if isinstance(v := item.get(k), dict)]
+    for keys in RESULT_ID_KEYS if key is None else (("chunk_id",),):
+        found = next((n[k] for n in nested for k in keys if n.get(k) is not None), None)
+        if found is not None:
+            return found
+    return None if key is None else item[key]
+
+
+def _hits_list(value: object) -> object:
+    """A line's results as a search response holds them: Elasticsearch's and OpenSearch's
+    ``hits`` object keeps its list under ``hits`` (``hits.hits``)."""
+    if isinstance(value, dict) and isinstance(value.get("hits"), list):
+        return value["hits"]
+    return value
 
 
 def _run_jsonl(text: str, path: Path) -> Run:
@@ -1047,7 +1079,7 @@ def _run_jsonl(text: str, path: Path) -> Run:
         key_ = result_key(obj)
         if key_ is None:
             raise InputError("a run line needs 'results'", path=path, line=number)
-        ids, scores = _result_items(obj[key_], path, number)
+        ids, scores = _result_items(_hits_list(obj[key_]), path, number)
         if key in results:
             raise InputError(f"query {key!r} appears twice", path=path, line=number)
         results[key] = ids

@@ -79,3 +79,44 @@ def test_a_pyterrier_frame_given_to_evaluate_is_scored_by_its_docno() -> None:
     ).with_columns(pl.col("label").cast(pl.Int64))
     result = goldmine.evaluate(gold, pyterrier_frame(), metrics=["mrr"])
     assert result.mean["mrr"] == pytest.approx((1 / 1 + 1 / 2 + 1 / 3) / 3)
+
+
+def write_lines(path: Path, line) -> Path:
+    """One JSON line a query, ``line(qid, [(doc, score), ...])`` giving it."""
+    path.write_text("".join(json.dumps(line(q, hits)) + "\n" for q, hits in RANKED.items()))
+    return path
+
+
+# Retrievers' answers as their clients return them, kept one line a query: the chunk id is in
+# the hit's document, beside the engine's own id (Elasticsearch's _id, a Qdrant point's UUID).
+ANSWERS = {
+    "elasticsearch": lambda q, hits: {"query_id": q, "hits": [
+        {"_index": "docs", "_id": f"Xk{n}a", "_score": s, "_source": {"chunk_id": d}}
+        for n, (d, s) in enumerate(hits)]},
+    "elasticsearch-response": lambda q, hits: {"query_id": q, "hits": {
+        "total": {"value": len(hits), "relation": "eq"}, "max_score": hits[0][1],
+        "hits": [{"_index": "docs", "_id": d, "_score": s} for d, s in hits]}},
+    "qdrant": lambda q, hits: {"query_id": q, "results": [
+        {"id": f"5c56c793-69f3-4fbf-87e6-c4bf54c28c{n:02d}", "version": 3, "score": s,
+         "payload": {"chunk_id": d}} for n, (d, s) in enumerate(hits)]},
+    "langchain": lambda q, hits: {"query_id": q, "results": [
+        {"page_content": "…", "metadata": {"chunk_id": d}, "type": "Document"}
+        for d, _ in hits]},
+    "pinecone": lambda q, hits: {"query_id": q, "matches": [
+        {"id": d, "score": s, "values": []} for d, s in hits], "namespace": ""},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("tool", list(ANSWERS))
+def test_retriever_answers_kept_as_json_lines_score_as_the_trec_run(
+    cli, tmp_path, reference, tool
+) -> None:
+    path = write_lines(tmp_path / f"{tool}.jsonl", ANSWERS[tool])
+    assert scored(cli, tmp_path, path) == reference
+
+
+def test_a_result_objects_own_doc_id_still_comes_before_its_chunk_id(cli, tmp_path) -> None:
+    """A run line ranking documents names both; its doc_id is what it ranks, as before."""
+    path = write_lines(tmp_path / "docs.jsonl", lambda q, hits: {"query_id": q, "results": [
+        {"doc_id": d, "chunk_id": f"{d}#0", "score": s} for d, s in hits]})  # fmt: skip
+    assert scored(cli, tmp_path, path)["mrr"] == pytest.approx((1 / 1 + 1 / 2 + 1 / 3) / 3)
