@@ -1115,7 +1115,7 @@ def _pick(columns: list[str], candidates: tuple[str, ...]) -> str | None:
 
 
 def _table_columns(columns: list[str], path: Path) -> tuple[str, bool, str, str | None, str | None]:
-    qcol = _pick(columns, ("query_id", "qid", "query-id", "queryid"))
+    qcol = _pick(columns, ("query_id", "qid", "query-id", "queryid", "q_id"))  # q_id: ranx
     text = _pick(columns, ("query", "query_text"))
     if qcol is None and text is None:  # beside a query's text, a topic is what it is about
         qcol = _pick(columns, ("topic", "topic_id"))

@@ -120,3 +120,30 @@ def test_a_result_objects_own_doc_id_still_comes_before_its_chunk_id(cli, tmp_pa
     path = write_lines(tmp_path / "docs.jsonl", lambda q, hits: {"query_id": q, "results": [
         {"doc_id": d, "chunk_id": f"{d}#0", "score": s} for d, s in hits]})  # fmt: skip
     assert scored(cli, tmp_path, path)["mrr"] == pytest.approx((1 / 1 + 1 / 2 + 1 / 3) / 3)
+
+
+@pytest.fixture(scope="module")
+def ranx_files(tmp_path_factory) -> Path:
+    """RANKED saved by ranx's own Run.save, in each layout it writes."""
+    ranx = pytest.importorskip("ranx")
+    folder = tmp_path_factory.mktemp("ranx")
+    run = ranx.Run({q: dict(hits) for q, hits in RANKED.items()}, name="bm25")
+    for name in ("run.json", "run.trec", "run.parquet", "run.lz4"):
+        run.save(str(folder / name))
+    return folder
+
+
+@pytest.mark.slow  # importing ranx compiles its numba kernels: 10-30 s
+@pytest.mark.parametrize("name", ["run.json", "run.trec", "run.parquet"])
+def test_a_ranx_run_as_run_save_writes_it_scores_as_the_trec_run(
+    cli, tmp_path, reference, ranx_files, name
+) -> None:
+    assert scored(cli, tmp_path, ranx_files / name) == reference
+
+
+def test_ranx_parquet_layout_q_id_doc_id_score_is_read(cli, tmp_path, reference) -> None:
+    """Run.save('run.parquet') writes Run.to_dataframe(): q_id, doc_id, score."""
+    rows = [(q, d, s) for q, hits in RANKED.items() for d, s in hits]
+    path = tmp_path / "run.parquet"
+    pl.DataFrame(rows, schema=["q_id", "doc_id", "score"], orient="row").write_parquet(path)
+    assert scored(cli, tmp_path, path) == reference
