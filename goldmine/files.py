@@ -97,6 +97,7 @@ def _missing(path: Path, exc: OSError) -> str:
 # serves its qrels gzipped); the codecs are the standard library's, imported when one is met.
 _COMPRESSED = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "lzma"}
 _ZSTD = b"\x28\xb5\x2f\xfd"
+_LZ4 = b"\x04\x22\x4d\x18"  # an LZ4 frame: ranx's Run.save and Qrels.save to .lz4 write one
 
 
 def compression(head: bytes) -> str | None:
@@ -110,6 +111,9 @@ def unpacked(data: bytes, path: str | Path) -> bytes:
     or zstd (no reader in the standard library) is an InputError saying what to do."""
     if data.startswith(_ZSTD):
         raise InputError("is zstd-compressed: decompress it first (zstd -d FILE)", path=path)
+    if data.startswith(_LZ4):  # ranx puts CBOR inside: no text once decompressed either
+        raise InputError("is LZ4-compressed, as ranx saves a .lz4 (CBOR inside): save it from "
+                         "ranx as .json or .trec, which read as they are", path=path)  # fmt: skip
     if data.startswith(b"PK\x03\x04"):  # read as text, it was "not valid UTF-8"
         raise InputError("is a zip archive: unzip it and pass the file inside", path=path)
     kind = compression(data[:8])

@@ -147,3 +147,21 @@ def test_ranx_parquet_layout_q_id_doc_id_score_is_read(cli, tmp_path, reference)
     path = tmp_path / "run.parquet"
     pl.DataFrame(rows, schema=["q_id", "doc_id", "score"], orient="row").write_parquet(path)
     assert scored(cli, tmp_path, path) == reference
+
+
+def test_an_lz4_run_is_one_line_saying_what_to_save_instead(cli, tmp_path) -> None:
+    """ranx's Run.save('run.lz4') writes its dict as CBOR in an LZ4 frame: no layout goldmine
+    reads, said in one line rather than 'not valid UTF-8'."""
+    lz4_frame = pytest.importorskip("lz4.frame")
+    path = tmp_path / "run.lz4"
+    path.write_bytes(lz4_frame.compress(b"\xa1a1\xa1bd1\xf9\x3c\x00"))
+    got = scored(cli, tmp_path, path)
+    assert got["returncode"] == 2, got
+    assert "LZ4" in got["stderr"] and ".json" in got["stderr"], got
+    assert got["stderr"].count("\n") == 1 and "Traceback" not in got["stderr"]
+
+
+@pytest.mark.slow  # importing ranx compiles its numba kernels: 10-30 s
+def test_ranx_lz4_run_is_refused_in_one_line(cli, tmp_path, ranx_files) -> None:
+    got = scored(cli, tmp_path, ranx_files / "run.lz4")
+    assert got["returncode"] == 2 and "LZ4" in got["stderr"], got
