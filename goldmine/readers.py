@@ -1066,6 +1066,7 @@ def _run_jsonl(text: str, path: Path) -> Run:
         qid = next((obj[k] for k in ("query_id", "qid") if k in obj), None)
         query = query_text(obj)
         if qid is None and query is None:
+            _refuse_search_response(obj, path)
             raise InputError("a run line needs 'query_id' or 'query'", path=path, line=number)
         key_kind = "id" if qid is not None else "text"
         if keyed_by not in (None, key_kind):
@@ -1090,8 +1091,32 @@ def _run_jsonl(text: str, path: Path) -> Run:
     return dedupe(run)
 
 
+def _is_search_response(obj: object) -> bool:
+    """An Elasticsearch/OpenSearch ``_search`` response (its hits at ``hits.hits``), or an
+    ``_msearch``'s (a list of them under ``responses``)."""
+    if not isinstance(obj, dict):
+        return False
+    if isinstance(obj.get("responses"), list):
+        return any(map(_is_search_response, obj["responses"]))
+    hits = obj.get("hits")
+    return isinstance(hits, dict) and isinstance(hits.get("hits"), list)
+
+
+def _refuse_search_response(obj: object, path: Path) -> None:
+    """A search response saved as the run names no query: which gold query its hits answer is
+    nowhere in it (an _msearch's order is its request's), so it is refused saying what to give."""
+    if _is_search_response(obj):
+        raise InputError(
+            "is an Elasticsearch/OpenSearch _search response (or _msearch's): it names no query, "
+            'so no gold query can be matched to its hits; keep one line a query, {"query_id": '
+            '"q1", "hits": <its hits>}, or let eval run ask the index with --http URL',
+            path=path,
+        )
+
+
 def _run_json(text: str, path: Path) -> Run:
     obj = _load_json(text, path)
+    _refuse_search_response(obj, path)
     if not isinstance(obj, dict):
         raise InputError("expected a JSON object mapping each query to its ranked ids", path=path)
     results: dict[str, list[str]] = {}

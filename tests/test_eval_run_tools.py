@@ -165,3 +165,31 @@ def test_an_lz4_run_is_one_line_saying_what_to_save_instead(cli, tmp_path) -> No
 def test_ranx_lz4_run_is_refused_in_one_line(cli, tmp_path, ranx_files) -> None:
     got = scored(cli, tmp_path, ranx_files / "run.lz4")
     assert got["returncode"] == 2 and "LZ4" in got["stderr"], got
+
+
+def es_response(hits: list[tuple[str, float]]) -> dict:
+    """An Elasticsearch/OpenSearch _search response as the REST API returns it."""
+    return {"took": 3, "timed_out": False,
+            "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+            "hits": {"total": {"value": len(hits), "relation": "eq"}, "max_score": hits[0][1],
+                     "hits": [{"_index": "docs", "_id": d, "_score": s}
+                              for d, s in hits]}}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "indent"),
+    [("search.json", es_response(RANKED["1"]), 2),
+     ("search-one-line.json", es_response(RANKED["1"]), None),
+     ("msearch.json", {"took": 5, "responses": [es_response(h) for h in RANKED.values()]}, 2)],
+)  # fmt: skip
+def test_a_search_response_saved_as_the_run_is_one_line_naming_why(
+    cli, tmp_path, name, body, indent
+) -> None:
+    """A _search or _msearch response names no query: its hits answer no gold query anyone can
+    tell, so it is refused saying so, and what to give instead."""
+    path = tmp_path / name
+    path.write_text(json.dumps(body, indent=indent))
+    got = scored(cli, tmp_path, path)
+    assert got["returncode"] == 2, got
+    assert "_search response" in got["stderr"] and "query_id" in got["stderr"], got
+    assert got["stderr"].count("\n") == 1, got
