@@ -998,6 +998,10 @@ def _check_ranks(rows: list[dict], path: Path) -> None:
         )
 
 
+def _whole_float(value: object) -> bool:
+    return isinstance(value, float) and value.is_integer()
+
+
 def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list[float] | None]:
     """A list of ids, or of {id, score} objects, or of [id, score] pairs."""
     if not isinstance(value, list):
@@ -1010,15 +1014,15 @@ def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list
     ids: list[str] = []
     scores: list[float] = []
     for item in value:
-        if isinstance(item, str | int) and not isinstance(item, bool):
-            ids.append(str(item))
+        if isinstance(item, str | int) and not isinstance(item, bool) or _whole_float(item):
+            ids.append(id_text(item))
         elif isinstance(item, dict) and (found := run_result_id(item)) is not None:
-            ids.append(str(found))
+            ids.append(id_text(found))
             score_key = next((k for k in RESULT_SCORE_KEYS if k in item), None)
             if score_key is not None:
                 scores.append(_score(item[score_key], path, line))
         elif isinstance(item, list | tuple) and len(item) == 2:
-            ids.append(str(item[0]))
+            ids.append(id_text(item[0]))
             scores.append(_score(item[1], path, line))
         else:
             raise InputError(
@@ -1029,6 +1033,14 @@ def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list
     if scores and len(scores) != len(ids):
         raise InputError("some results have a score and some do not", path=path, line=line)
     return ids, (scores or None)
+
+
+def id_text(value: object) -> str:
+    """An id as text: a whole float is its integer (1.0 is 1), as a frame's integer column
+    comes as float64 once it has a gap (pandas) and is written so to Parquet and JSON."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def run_result_id(item: dict) -> object | None:
@@ -1074,7 +1086,7 @@ def _run_jsonl(text: str, path: Path) -> Run:
                 "mix of lines with 'query_id' and lines with only 'query'", path=path, line=number
             )
         keyed_by = key_kind
-        key = str(qid) if qid is not None else str(query)
+        key = id_text(qid) if qid is not None else str(query)
         if query is not None:
             texts[key] = str(query)
         key_ = result_key(obj)
@@ -1176,7 +1188,9 @@ def _rows_to_run(
     docs: dict[str, list[str]] = {}
     keys: dict[str, list[float]] = {}
     for number, row in enumerate(rows, start=first_line):
-        qid, doc = (str(v).strip() if v is not None else v for v in (row.get(qcol), row.get(dcol)))
+        qid, doc = (
+            id_text(v).strip() if v is not None else v for v in (row.get(qcol), row.get(dcol))
+        )
         if qid in (None, "") or doc in (None, ""):
             raise InputError("empty query id or doc id", path=path, line=number)
         if rcol is not None:

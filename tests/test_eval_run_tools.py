@@ -193,3 +193,29 @@ def test_a_search_response_saved_as_the_run_is_one_line_naming_why(
     assert got["returncode"] == 2, got
     assert "_search response" in got["stderr"] and "query_id" in got["stderr"], got
     assert got["stderr"].count("\n") == 1, got
+
+
+def test_whole_float_ids_in_a_parquet_run_read_as_the_integers(cli, tmp_path) -> None:
+    """pandas holds an integer column with a gap as float64: query 1 and document 7 are 1.0
+    and 7.0 in the Parquet file, and still the numbers 1 and 7 (not the texts "1.0", "7.0")."""
+    (tmp_path / "gold.qrels").write_text("1 0 7 1\n2 0 9 1\n")
+    rows = {"qid": [1.0, 1.0, 2.0], "docno": [3.0, 7.0, 9.0], "score": [2.0, 1.0, 1.0]}
+    path = tmp_path / "run.parquet"
+    pl.DataFrame(rows).write_parquet(path)
+    result = cli("eval", "run", "--gold", str(tmp_path / "gold.qrels"), "--run", str(path),
+                 "-m", "mrr", "--json", "--no-store")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["metrics"]["mrr"] == 0.75
+
+
+def test_whole_float_ids_in_json_lines_read_as_the_integers(cli, tmp_path) -> None:
+    """A frame's float columns written as JSON (pandas' to_json, polars' write_ndjson) give
+    1.0 and 7.0: the numbers 1 and 7."""
+    (tmp_path / "gold.qrels").write_text("1 0 7 1\n2 0 9 1\n")
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"query_id": 1.0, "results": [{"id": 3.0, "score": 2}, {"id": 7.0, '
+                    '"score": 1}]}\n{"query_id": 2.0, "results": [9.0]}\n')  # fmt: skip
+    result = cli("eval", "run", "--gold", str(tmp_path / "gold.qrels"), "--run", str(path),
+                 "-m", "mrr", "--json", "--no-store")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["metrics"]["mrr"] == 0.75
