@@ -219,3 +219,16 @@ def test_whole_float_ids_in_json_lines_read_as_the_integers(cli, tmp_path) -> No
                  "-m", "mrr", "--json", "--no-store")  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["metrics"]["mrr"] == 0.75
+
+
+def test_whole_float_ids_in_a_pandas_frame_given_to_evaluate_read_as_integers() -> None:
+    pd = pytest.importorskip("pandas")
+    import goldmine
+
+    gold = {"1": {"7": 1}, "2": {"9": 1}}
+    run = pd.DataFrame({"qid": [1, 1, 2, None], "docno": [3, 7, 9, 4], "score": [2, 1, 1, 0]})
+    run = run.dropna()  # the gap made qid float64: 1.0, 1.0, 2.0
+    result = goldmine.evaluate(gold, run, metrics=["mrr"])
+    assert result.mean["mrr"] == 0.75
+    frame_gold = pd.DataFrame({"qid": [1.0, 2.0], "docno": [7, 9], "label": [1, 1]})
+    assert goldmine.evaluate(frame_gold, run, metrics=["mrr"]).mean["mrr"] == 0.75
