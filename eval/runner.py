@@ -87,6 +87,9 @@ def score_run_file(
     hasher.join()
     outcome = EvalOutcome(result, gold, str(run_path), fmt, hasher.digest, label)
     overlap(outcome)
+    if result.n_queries and not any(result.summary.values()):
+        # Every figure 0: read again (only then) to tell whether any ranked id was judged.
+        _warn_now(outcome, check_returned_ids(gold, read_run(run_path, run_format), file=True))
     return outcome
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -169,23 +170,35 @@ def check_overlap(result: EvalResult, gold: Gold) -> str | None:
     )
 
 
-def check_returned_ids(gold: Gold, run: Run) -> str | None:
-    """Whether a retriever's ids are of the gold's kind. A vector store answering its points'
-    UUIDs, or a search engine its internal _id, where the gold holds chunk ids scores 0 on every
-    query with no word why: when none of the ids it returned, over every query, is one the gold
-    judged, the returned line says so, with two ids from either side."""
+def check_returned_ids(gold: Gold, run: Run, *, file: bool = False) -> str | None:
+    """Whether a retriever's (or a run file's) ids are of the gold's kind. A vector store
+    answering its points' UUIDs, a search engine its internal _id, or a frame's doc ids written
+    as floats (51.0) where the gold holds chunk ids scores 0 on every query with no word why:
+    when none of the ids it returned, over every query, is one the gold judged, the returned
+    line says so, with two ids from either side."""
     judged = {doc for q in gold.queries.values() for doc in q.judged}
     returned = [doc for ids in run.results.values() for doc in ids]
     if not judged or not returned or not judged.isdisjoint(returned):
         return None
-    theirs = ", ".join(list(dict.fromkeys(returned))[:2])
-    ours = ", ".join(sorted(judged)[:2])
+    shown = list(dict.fromkeys(returned))[:2]
+    theirs, ours = ", ".join(shown), ", ".join(sorted(judged)[:2])
+    if file:
+        floats = all(_FLOAT_ID.fullmatch(doc) for doc in shown)
+        why = " (written as floats: 51.0 is not 51)" if floats else ""
+        return (
+            f"none of the {len(returned):,} ids the run ranks is one the gold judged, so every "
+            f"query scores 0: its ids look like {theirs}{why}; the gold's look like {ours}. Was "
+            "the run made over the same corpus, with the same ids?"
+        )
     return (
         f"none of the {len(returned):,} ids the retriever returned is one the gold judged: "
         f"its ids look like {theirs}; the gold's look like {ours}. If they name the same "
         "chunks, have the retriever return the chunk ids (for --http, the field that holds "
         "them, or --json-path)"
     )
+
+
+_FLOAT_ID = re.compile(r"-?\d+\.0")
 
 
 def evaluate_files(

@@ -232,3 +232,24 @@ def test_whole_float_ids_in_a_pandas_frame_given_to_evaluate_read_as_integers() 
     assert result.mean["mrr"] == 0.75
     frame_gold = pd.DataFrame({"qid": [1.0, 2.0], "docno": [7, 9], "label": [1, 1]})
     assert goldmine.evaluate(frame_gold, run, metrics=["mrr"]).mean["mrr"] == 0.75
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [("run.trec", "1 Q0 7.0 1 2.0 r\n1 Q0 3.0 2 1.0 r\n2 Q0 9.0 1 1.0 r\n"),
+     ("run.csv", "qid,docno,rank,score\n1,7.0,0,2.0\n1,3.0,1,1.0\n2,9.0,0,1.0\n")],
+)  # fmt: skip
+def test_a_run_file_none_of_whose_ids_the_gold_judged_says_so(cli, tmp_path, name, body):
+    """Every query matched, and not one ranked id is one the gold judged (pandas wrote the
+    doc ids as floats): every figure 0 with no word was a silent loss; a warning shows two ids
+    from either side, first, and under --json's warnings."""
+    (tmp_path / "gold.qrels").write_text("1 0 7 1\n1 0 3 0\n2 0 9 1\n")
+    (tmp_path / name).write_text(body)
+    args = ["eval", "run", "--gold", str(tmp_path / "gold.qrels"), "--run", str(tmp_path / name),
+            "-m", "mrr", "--no-store"]  # fmt: skip
+    shown = cli(*args)
+    assert shown.returncode == 0, shown.stderr
+    assert "none of the 3 ids the run ranks is one the gold judged" in shown.stderr
+    assert "7.0" in shown.stderr and "written as floats" in shown.stderr
+    warnings = json.loads(cli(*args, "--json").stdout)["warnings"]
+    assert any("none of the 3 ids" in w for w in warnings), warnings
