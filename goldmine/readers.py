@@ -1069,11 +1069,14 @@ def _hits_list(value: object) -> object:
 
 
 def _run_jsonl(text: str, path: Path) -> Run:
+    records = json_records(text, path)
+    if records and _is_table_row(records[0][1]):
+        return _run_rows(records, path)
     results: dict[str, list[str]] = {}
     all_scores: dict[str, list[float]] = {}
     keyed_by = None
     texts: dict[str, str] = {}
-    for number, obj in json_records(text, path):
+    for number, obj in records:
         # a run line's id is its query_id or qid: an "id" beside the query is often the line's
         qid = next((obj[k] for k in ("query_id", "qid") if k in obj), None)
         query = query_text(obj)
@@ -1146,9 +1149,30 @@ def _run_json(text: str, path: Path) -> Run:
     return dedupe(Run(results, str(path), None, "json", keyed_by="text", scores=all_scores or None))
 
 
+def _is_table_row(obj: dict) -> bool:
+    """Whether a JSON line is a run table's row (a frame written a row a line by polars'
+    write_ndjson or pandas' to_json): a doc id and a rank or score beside the query, no list."""
+    return result_key(obj) is None and all(
+        _pick(list(obj), names) is not None for names in (_DOC_COLUMNS, ("rank", "score"))
+    )
+
+
+def _run_rows(records: list[tuple[int, dict]], path: Path) -> Run:
+    """A run table written a row a line, read as the same table in CSV is."""
+    qcol, by_text, dcol, rcol, scol = _table_columns(list(records[0][1]), path)
+    rows = [obj for _, obj in records]
+    return _rows_to_run(rows, qcol, dcol, rcol, scol, "jsonl", by_text, path, first_line=1)
+
+
 def _pick(columns: list[str], candidates: tuple[str, ...]) -> str | None:
     lowered = {c.strip().lower(): c for c in columns}
     return next((lowered[c] for c in candidates if c in lowered), None)
+
+
+# A run table's doc column. docno before docid: PyTerrier's result frame holds both, its docid
+# being Terrier's internal number and its docno the collection's id (the one qrels name).
+_DOC_COLUMNS = ("doc_id", "docno", "docid", "chunk_id", "corpus-id", "corpus_id", "pid",
+                "passage_id", "document_id")  # fmt: skip
 
 
 def _table_columns(columns: list[str], path: Path) -> tuple[str, bool, str, str | None, str | None]:
@@ -1159,10 +1183,7 @@ def _table_columns(columns: list[str], path: Path) -> tuple[str, bool, str, str 
     keyed_by_text = qcol is None
     if qcol is None:
         qcol = text
-    # docno before docid: PyTerrier's result frame holds both, its docid being Terrier's
-    # internal number and its docno the collection's id (the one qrels name)
-    dcol = _pick(columns, ("doc_id", "docno", "docid", "chunk_id", "corpus-id", "corpus_id",
-                           "pid", "passage_id", "document_id"))  # fmt: skip
+    dcol = _pick(columns, _DOC_COLUMNS)
     rcol = _pick(columns, ("rank",))
     scol = _pick(columns, ("score",))
     if qcol is None or dcol is None or (rcol is None and scol is None):
@@ -1205,6 +1226,8 @@ def _rows_to_run(
             key = _score(row[scol], path, number)
         docs.setdefault(str(qid), []).append(str(doc))
         keys.setdefault(str(qid), []).append(key)
+    if _beir_qrels(dcol, rcol, keys):
+        raise InputError(_qrels_as_run().message, path=path)
     if rcol is not None:
         # Rank given: stable order by rank; the score column (if any) is only carried along.
         for q in docs:
@@ -1215,6 +1238,15 @@ def _rows_to_run(
         run = _finish_scored(docs, keys, fmt, path)
     run.keyed_by = "text" if keyed_by_text else "id"
     return run
+
+
+def _beir_qrels(dcol: str, rcol: str | None, scores: dict[str, list[float]]) -> bool:
+    """Whether a table is BEIR's qrels (query-id, corpus-id, score): a corpus-id column, no
+    rank, and every score a whole number, a grade; read as a run, the grades ranked the judged
+    docs and scored them near 1."""
+    if rcol is not None or dcol.strip().lower() not in ("corpus-id", "corpus_id"):
+        return False
+    return all(float(s).is_integer() for column in scores.values() for s in column)
 
 
 def _run_csv(text: str, path: Path) -> Run:

@@ -253,3 +253,32 @@ def test_a_run_file_none_of_whose_ids_the_gold_judged_says_so(cli, tmp_path, nam
     assert "7.0" in shown.stderr and "written as floats" in shown.stderr
     warnings = json.loads(cli(*args, "--json").stdout)["warnings"]
     assert any("none of the 3 ids" in w for w in warnings), warnings
+
+
+def test_a_run_frame_written_as_json_lines_a_row_a_line_is_read_as_its_table(
+    cli, tmp_path, reference
+) -> None:
+    """polars' write_ndjson (and pandas' to_json(orient="records", lines=True)) of a result
+    frame: one line a ranked doc, ``{"qid": …, "docno": …, "rank": …, "score": …}``."""
+    path = tmp_path / "run.jsonl"
+    pyterrier_frame().write_ndjson(path)
+    assert scored(cli, tmp_path, path) == reference
+    ranx_rows = [(q, d, s) for q, hits in RANKED.items() for d, s in hits]
+    frame = pl.DataFrame(ranx_rows, schema=["q_id", "doc_id", "score"], orient="row")
+    frame.sample(fraction=1.0, shuffle=True, seed=3).write_ndjson(path)  # any row order
+    assert scored(cli, tmp_path, path) == reference
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [("test.tsv", "query-id\tcorpus-id\tscore\n1\td1\t2\n1\td2\t1\n2\td3\t1\n"),
+     ("qrels.jsonl", '{"query-id": "1", "corpus-id": "d1", "score": 2}\n'
+                     '{"query-id": "2", "corpus-id": "d3", "score": 1}\n')],
+)  # fmt: skip
+def test_beir_qrels_given_as_the_run_are_sent_to_gold(cli, tmp_path, name, body) -> None:
+    """BEIR's qrels (query-id, corpus-id and a whole-number score) are judgments: read as a
+    run, their grades ranked the judged docs and scored them near 1."""
+    path = tmp_path / name
+    path.write_text(body)
+    got = scored(cli, tmp_path, path)
+    assert got["returncode"] == 2 and "pass it as --gold" in got["stderr"], got
