@@ -1094,7 +1094,13 @@ def _run_jsonl(text: str, path: Path) -> Run:
             texts[key] = str(query)
         key_ = result_key(obj)
         if key_ is None:
-            raise InputError("a run line needs 'results'", path=path, line=number)
+            raise InputError(
+                f"a run line lists its ranked ids under 'results' (or {', '.join(RESULT_KEYS[1:])})"
+                f", or is a table's row with a doc id and a rank or score; it has "
+                f"{', '.join(map(str, obj)) or 'nothing'}",
+                path=path,
+                line=number,
+            )
         ids, scores = _result_items(_hits_list(obj[key_]), path, number)
         if key in results:
             raise InputError(f"query {key!r} appears twice", path=path, line=number)
@@ -1141,6 +1147,12 @@ def _run_json(text: str, path: Path) -> Run:
             ids, scores = order_trec(
                 list(map(str, value)), [_score(v, path, 1) for v in value.values()]
             )
+        elif not isinstance(value, list):
+            raise InputError(
+                "a JSON run maps each query to its ranked ids (a list, as 'results' holds them) "
+                f"or to {{doc_id: score}}; {str(query)!r} maps to {_json_name(value)}",
+                path=path,
+            )
         else:
             ids, scores = _result_items(value, path, 1)
         results[str(query)] = ids
@@ -1162,6 +1174,15 @@ def _run_rows(records: list[tuple[int, dict]], path: Path) -> Run:
     qcol, by_text, dcol, rcol, scol = _table_columns(list(records[0][1]), path)
     rows = [obj for _, obj in records]
     return _rows_to_run(rows, qcol, dcol, rcol, scol, "jsonl", by_text, path, first_line=1)
+
+
+def _json_name(value: object) -> str:
+    """A JSON value named as JSON names it: a string, a number, null."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a string" if isinstance(value, str) else "a number"
 
 
 def _pick(columns: list[str], candidates: tuple[str, ...]) -> str | None:

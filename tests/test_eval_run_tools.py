@@ -282,3 +282,21 @@ def test_beir_qrels_given_as_the_run_are_sent_to_gold(cli, tmp_path, name, body)
     path.write_text(body)
     got = scored(cli, tmp_path, path)
     assert got["returncode"] == 2 and "pass it as --gold" in got["stderr"], got
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [('{"query_id": "1", "docs": ["d1", "d2"]}\n{"query_id": "2", "docs": ["d3"]}\n',
+      "it has query_id, docs"),
+     ('{"id": "1", "input": "a question", "output": [{"provenance": []}]}\n',
+      "'id' maps to a string"),
+     ('{"1": "d1", "2": "d3"}', "'1' maps to a string")],
+)  # fmt: skip
+def test_an_unreadable_json_run_names_what_it_holds_and_what_is_read(
+    cli, tmp_path, body, said
+) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(body)
+    got = scored(cli, tmp_path, path)
+    assert got["returncode"] == 2 and said in got["stderr"], got
+    assert "results" in got["stderr"] and got["stderr"].count("\n") == 1, got
