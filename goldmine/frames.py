@@ -67,9 +67,12 @@ def _read_trec_frame(path: Path) -> pl.DataFrame | None:
     sep = _separator(path, 6, extra_ok=True)
     if sep is None:
         return None
-    return _read_columns(
+    frame = _read_columns(
         path, sep, {0: ("qid", pl.String), 2: ("doc", pl.String), 4: ("score", pl.Float64)}
     )
+    if frame is not None and frame["score"].is_nan().any():
+        return None  # a 'nan' score has no rank: the Python reader names its line
+    return frame
 
 
 def _order(frame: pl.DataFrame) -> pl.DataFrame:

@@ -300,3 +300,18 @@ def test_an_unreadable_json_run_names_what_it_holds_and_what_is_read(
     got = scored(cli, tmp_path, path)
     assert got["returncode"] == 2 and said in got["stderr"], got
     assert "results" in got["stderr"] and got["stderr"].count("\n") == 1, got
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_nan_score_is_refused_by_both_engines(tmp_path, force) -> None:
+    """A large run is read by polars (``force`` stands in for the size); it read 'nan' as a
+    score and ranked it somewhere, where the Python reader names the line."""
+    from goldmine.errors import InputError
+    from goldmine.eval.scoring import evaluate_files
+    from goldmine.metrics import parse_metrics
+
+    (tmp_path / "gold.qrels").write_text(QRELS)
+    run = tmp_path / "run.trec"
+    run.write_text(trec_run() + "3 Q0 d9 4 nan bm25\n")
+    with pytest.raises(InputError, match="NaN"):
+        evaluate_files(tmp_path / "gold.qrels", run, parse_metrics(["mrr"]), force=force)
