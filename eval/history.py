@@ -61,7 +61,9 @@ def read_history(path: Path) -> list[dict[str, str]]:
     if not path.exists():
         return []
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        # utf-8-sig: Excel saves the file back with a byte-order mark, which would name the
+        # first column "\ufefftime"
+        with path.open(newline="", encoding="utf-8-sig") as handle:
             return list(csv.DictReader(handle))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read the history: {exc}", path=path) from exc
@@ -70,7 +72,7 @@ def read_history(path: Path) -> list[dict[str, str]]:
 def _header(path: Path) -> list[str]:
     if not path.exists() or path.stat().st_size == 0:
         return []
-    with path.open(newline="", encoding="utf-8") as handle:
+    with path.open(newline="", encoding="utf-8-sig") as handle:
         return next(csv.reader(handle), [])
 
 
@@ -107,7 +109,18 @@ def append_history(path: Path, row: dict[str, object]) -> None:
             raise
         return
     with path.open("a", newline="", encoding="utf-8") as handle:
+        if not _ends_a_line(path):  # an editor left the last row without its newline
+            handle.write("\n")
         csv.DictWriter(handle, fieldnames=header, lineterminator="\n").writerow(_cells(row))
+
+
+def _ends_a_line(path: Path) -> bool:
+    """Whether the file is empty or its last byte ends a line."""
+    with path.open("rb") as handle:
+        if handle.seek(0, os.SEEK_END) == 0:
+            return True
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) in (b"\n", b"\r")
 
 
 def _cells(row: dict[str, object]) -> dict[str, str]:
