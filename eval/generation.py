@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from goldmine.errors import InputError, NotFoundError
 from goldmine.eval.scoring import match_run_to_gold
-from goldmine.files import json_objects, lines_of, require_file
+from goldmine.files import lines_of, require_file
+from goldmine.gold_records import json_records
+from goldmine.readers import id_text
 
 if TYPE_CHECKING:
     import duckdb
@@ -114,18 +116,34 @@ def _verdict(value: object, pass_at: float | None, column: str, path: Path, line
 
 
 def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The grades file's rows: JSON lines or one JSON array of objects (pandas' to_json with
+    orient="records"), Parquet, or CSV/TSV whose separator (comma, tab, Excel's semicolon) its
+    header tells, whatever the file's suffix."""
     require_file(path)
+    if path.read_bytes()[:4] == b"PAR1":
+        return _parquet_records(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError("no such file", path=path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read: {exc}", path=path) from exc
-    if path.suffix.lower() in (".jsonl", ".ndjson", ".json") or text.lstrip().startswith("{"):
-        return json_objects(lines_of(text), path)
-    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    if path.suffix.lower() in (".jsonl", ".ndjson", ".json") or text.lstrip()[:1] in ("{", "["):
+        return json_records(text, path)
+    header = next(iter(lines_of(text)), "")
+    delimiter = max(",\t;", key=header.count)
     reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
     return [(number, row) for number, row in enumerate(reader, start=2)]
+
+
+def _parquet_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    import polars as pl
+
+    try:
+        rows = pl.read_parquet(path).to_dicts()
+    except Exception as exc:  # polars raises several types for a damaged file
+        raise InputError(f"cannot read Parquet: {exc}", path=path) from None
+    return list(enumerate(rows, start=1))
 
 
 def read_grades(path: Path, pass_at: float | None = None) -> dict[str, tuple[bool, bool]]:
@@ -140,7 +158,7 @@ def read_grades(path: Path, pass_at: float | None = None) -> dict[str, tuple[boo
                 path=path,
                 line=number,
             )
-        qid = str(record["query_id"]).strip()
+        qid = id_text(record["query_id"]).strip()  # 2.0 from a float column is query 2
         if qid in grades:
             raise InputError(f"query {qid!r} is graded twice", path=path, line=number)
         grades[qid] = (

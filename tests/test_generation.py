@@ -236,3 +236,34 @@ def test_export_generation_from_a_published_version(cli, tmp_path: Path, db_path
             "grade": 2,
         }
     ]
+
+
+GRADED = [
+    {"query_id": "a", "with_gold": True, "production": False},
+    {"query_id": "b", "with_gold": True, "production": True},
+    {"query_id": "c", "with_gold": False, "production": False},
+]
+
+
+def _write_grades(path: Path) -> Path:
+    """GRADED as a notebook saves a frame of grades: by the file's suffix."""
+    import polars as pl
+
+    frame = pl.DataFrame(GRADED)
+    if path.suffix == ".json":  # pandas' to_json(orient="records"), json.dump(list)
+        path.write_text(json.dumps(GRADED).replace('"c"', "3.0"))
+    elif path.suffix == ".parquet":
+        frame.write_parquet(path)
+    elif path.name.endswith(".semicolon.csv"):  # Excel in a locale with a decimal comma
+        frame.write_csv(path, separator=";")
+    else:  # a TSV named .txt
+        frame.write_csv(path, separator="\t")
+    return path
+
+
+@pytest.mark.parametrize("name", ["grades.json", "grades.parquet", "grades.semicolon.csv",
+                                  "grades.txt"])  # fmt: skip
+def test_diagnose_reads_grades_as_notebooks_save_them(tmp_path: Path, name: str) -> None:
+    grades = read_grades(_write_grades(tmp_path / name))
+    third = "3" if name.endswith(".json") else "c"  # a float column's 3.0 is query 3
+    assert grades == {"a": (True, False), "b": (True, True), third: (False, False)}
