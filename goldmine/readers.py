@@ -1143,7 +1143,10 @@ def _run_json(text: str, path: Path) -> Run:
     results: dict[str, list[str]] = {}
     all_scores: dict[str, list[float]] = {}
     for query, value in obj.items():
-        if isinstance(value, dict):  # ranx's and pytrec_eval's {doc_id: score}: trec_eval's order
+        listed = _listed(value)
+        if listed is not None:  # Pyserini's DPR retrieval run: {qid: {question, contexts}}
+            ids, scores = _result_items(listed, path, 1)
+        elif isinstance(value, dict):  # ranx's and pytrec_eval's {doc_id: score}: trec_eval's order
             ids, scores = order_trec(
                 list(map(str, value)), [_score(v, path, 1) for v in value.values()]
             )
@@ -1159,6 +1162,18 @@ def _run_json(text: str, path: Path) -> Run:
         if scores is not None:
             all_scores[str(query)] = scores
     return dedupe(Run(results, str(path), None, "json", keyed_by="text", scores=all_scores or None))
+
+
+def _listed(value: object) -> object | None:
+    """The ranked list a JSON run's per-query object holds under a run line's key, or under
+    ``contexts`` (Pyserini's DPR retrieval run), else None (a ``{doc_id: score}`` holds none)."""
+    if not isinstance(value, dict):
+        return None
+    for key in (*RESULT_KEYS, "contexts"):
+        found = _hits_list(value.get(key))
+        if isinstance(found, list):
+            return found
+    return None
 
 
 def _is_table_row(obj: dict) -> bool:

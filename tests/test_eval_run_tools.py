@@ -315,3 +315,17 @@ def test_a_nan_score_is_refused_by_both_engines(tmp_path, force) -> None:
     run.write_text(trec_run() + "3 Q0 d9 4 nan bm25\n")
     with pytest.raises(InputError, match="NaN"):
         evaluate_files(tmp_path / "gold.qrels", run, parse_metrics(["mrr"]), force=force)
+
+
+def test_pyserini_dpr_retrieval_json_scores_as_the_trec_run(cli, tmp_path, reference) -> None:
+    """convert_trec_run_to_dpr_retrieval_run's output: {qid: {question, answers, contexts:
+    [{docid, score (as text), has_answer}]}}, one JSON document."""
+    retrieval = {
+        q: {"question": f"query {q}", "answers": ["x"],
+            "contexts": [{"docid": d, "score": f"{s:.6f}", "has_answer": False}
+                         for d, s in hits]}
+        for q, hits in RANKED.items()
+    }  # fmt: skip
+    path = tmp_path / "run.dpr.json"
+    path.write_text(json.dumps(retrieval, indent=4))
+    assert scored(cli, tmp_path, path) == reference
