@@ -117,6 +117,7 @@ def _file_side(
     outcome = score_run_file(
         gold, Path(ref), parse_metrics(metrics or DEFAULT_METRICS), rel_level=rel_level
     )
+    _say_missing(ref, outcome.result.missing)
     texts = {q: g.query for q, g in gold.queries.items() if g.query}
     return ScoreTable(
         scores=outcome.result.per_query,
@@ -126,6 +127,18 @@ def _file_side(
         gold_hash=gold.hash,
         rel_level=rel_level,
     )
+
+
+def _say_missing(ref: str, missing: list[str]) -> None:
+    """A gold query the run file leaves out scores 0 and is paired so, as eval run counts it;
+    said, as eval run says it, so a delta made of absent queries is not read as a ranking's."""
+    if not missing:
+        return
+    from goldmine.output import count, warn
+
+    shown = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+    warn(f"{ref}: {count(len(missing), 'gold query')} missing from the run scored 0 (paired as "
+         f"0): {shown}")  # fmt: skip
 
 
 def _load_gold(spec: str, con: duckdb.DuckDBPyConnection | None) -> Gold:

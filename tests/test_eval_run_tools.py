@@ -329,3 +329,18 @@ def test_pyserini_dpr_retrieval_json_scores_as_the_trec_run(cli, tmp_path, refer
     path = tmp_path / "run.dpr.json"
     path.write_text(json.dumps(retrieval, indent=4))
     assert scored(cli, tmp_path, path) == reference
+
+
+def test_compare_of_a_run_file_missing_queries_says_they_scored_0(cli, tmp_path) -> None:
+    """eval run says a gold query missing from the run scored 0; eval compare, pairing that
+    file's zeros, said nothing of them."""
+    (tmp_path / "gold.qrels").write_text(QRELS)
+    full, part = tmp_path / "full.trec", tmp_path / "part.trec"
+    full.write_text(trec_run())
+    part.write_text("".join(line for line in trec_run().splitlines(keepends=True)
+                            if not line.startswith("2 ")))  # fmt: skip
+    result = cli("eval", "compare", str(full), str(part), "--gold", str(tmp_path / "gold.qrels"),
+                 "-m", "mrr", "--db", str(tmp_path / "s.duckdb"))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"{part}: 1 gold query missing from the run scored 0 (paired as 0): 2" in result.stderr
+    assert "full.trec:" not in result.stderr
