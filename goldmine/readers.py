@@ -52,11 +52,12 @@ GOLD_FORMATS = ("trec", "beir", "jsonl", "json", "parquet")
 RUN_FORMATS = ("trec", "jsonl", "csv", "parquet", "json", "msmarco")
 
 # Where a result object (a search service's hit, a vector store's match) keeps its id: its
-# chunk_id (a gold set's ids are chunk ids), else id or _id, else doc_id, each looked for beside
-# it first and then in its nested document. One rule for a search log's results (ingest's
+# chunk_id (a gold set's ids are chunk ids), else id, _id or id_ (a LlamaIndex node's), else
+# doc_id, each looked for beside it first and then in its nested document (a LlamaIndex
+# NodeWithScore's node). One rule for a search log's results (ingest's
 # ``gm_result_id``) and an HTTP retriever's answer (``eval.sources``).
-RESULT_ID_KEYS = (("chunk_id",), ("id", "_id"), ("doc_id", "docid"))
-RESULT_NESTED = ("document", "doc", "metadata", "payload", "fields", "_source")
+RESULT_ID_KEYS = (("chunk_id",), ("id", "_id", "id_"), ("doc_id", "docid"))
+RESULT_NESTED = ("document", "doc", "metadata", "payload", "fields", "_source", "node")
 # Where a result object keeps its score: Elasticsearch's _score, Vespa's relevance, Cohere's
 # relevance_score, a vector store's similarity.
 RESULT_SCORE_KEYS = ("score", "_score", "relevance", "relevance_score", "similarity")

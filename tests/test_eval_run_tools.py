@@ -102,6 +102,10 @@ ANSWERS = {
     "langchain": lambda q, hits: {"query_id": q, "results": [
         {"page_content": "…", "metadata": {"chunk_id": d}, "type": "Document"}
         for d, _ in hits]},
+    # LlamaIndex's NodeWithScore.dict(): the node's id_ is the chunk id
+    "llamaindex": lambda q, hits: {"query_id": q, "results": [
+        {"node": {"id_": d, "text": "…", "metadata": {}, "class_name": "TextNode"}, "score": s,
+         "class_name": "NodeWithScore"} for d, s in hits]},
     "pinecone": lambda q, hits: {"query_id": q, "matches": [
         {"id": d, "score": s, "values": []} for d, s in hits], "namespace": ""},
 }  # fmt: skip
