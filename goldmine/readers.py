@@ -1019,7 +1019,8 @@ def _result_items(value: object, path: Path, line: int) -> tuple[list[str], list
             ids.append(id_text(item))
         elif isinstance(item, dict) and (found := run_result_id(item)) is not None:
             ids.append(id_text(found))
-            score_key = next((k for k in RESULT_SCORE_KEYS if k in item), None)
+            # a null score is none (Elasticsearch's _score when the query sorts by a field)
+            score_key = next((k for k in RESULT_SCORE_KEYS if item.get(k) is not None), None)
             if score_key is not None:
                 scores.append(_score(item[score_key], path, line))
         elif isinstance(item, list | tuple) and len(item) == 2:

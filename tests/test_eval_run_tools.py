@@ -348,3 +348,11 @@ def test_compare_of_a_run_file_missing_queries_says_they_scored_0(cli, tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"{part}: 1 gold query missing from the run scored 0 (paired as 0): 2" in result.stderr
     assert "full.trec:" not in result.stderr
+
+
+def test_hits_whose_score_is_null_are_taken_in_their_order(cli, tmp_path, reference) -> None:
+    """Elasticsearch answers "_score": null when the query sorts by a field: the hits come in
+    the order asked for, as --http reads them, not 'score must be a number, got None'."""
+    path = write_lines(tmp_path / "sorted.jsonl", lambda q, hits: {"query_id": q, "hits": [
+        {"_id": d, "_score": None, "sort": [s]} for d, s in hits]})  # fmt: skip
+    assert scored(cli, tmp_path, path) == reference
