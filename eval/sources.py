@@ -36,7 +36,7 @@ from goldmine.errors import InputError
 from goldmine.eval.http_client import Moved, NotJson, Session, Unreadable
 from goldmine.gold import Gold, Run, id_text
 from goldmine.output import progress
-from goldmine.readers import RESULT_ID_KEYS, RESULT_NESTED, dedupe
+from goldmine.readers import RESULT_ID_KEYS, RESULT_NESTED, dedupe, user_id
 from goldmine.store import Store, as_store
 from goldmine.text import norm_sql, normalize_query
 
@@ -59,7 +59,6 @@ def gold_queries(gold: Gold) -> list[tuple[str, str]]:
 # LangChain (documents), Pinecone (matches), Qdrant (result, points), Vespa (root.children).
 _LISTS = ("results", "hits", "documents", "data", "matches", "result", "points", "root", "children")
 _SCORES = ("score", "_score", "relevance", "relevance_score", "similarity")
-_VESPA_ID = re.compile(r"id:[^:]*:[^:]*:[^:]*:(.+)")  # id:namespace:doctype::user-id
 
 
 def normalize_results(value: Any, json_path: str | None = None) -> Results:
@@ -164,8 +163,7 @@ def _result_id(item: dict) -> str | None:
         for where in (item, *nested):
             found = next((where[k] for k in keys if where.get(k) is not None), None)
             if found is not None:
-                vespa = _VESPA_ID.fullmatch(str(found))
-                return vespa.group(1) if vespa else str(found)
+                return str(user_id(str(found)))
     return None
 
 

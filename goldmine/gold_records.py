@@ -31,8 +31,10 @@ RELEVANT_KEYS = (
     "chunk_ids", "doc_ids", "positive_ids", "positive_passages", "positive_ctxs", "expected_ids",
 )  # fmt: skip
 # Where a run line lists its ranked results: goldmine's own key, then LlamaIndex's
-# RetrieverEvaluator results (retrieved_ids), DPR's and Pyserini's retriever output (ctxs).
-RESULT_KEYS = ("results", "retrieved_ids", "ctxs", "hits", "retrieved", "ranked_ids", "matches")
+# RetrieverEvaluator results (retrieved_ids), DPR's and Pyserini's retriever output (ctxs), and
+# search services' answers (Elasticsearch's hits, Pinecone's matches, Vespa's root, Chroma's ids).
+RESULT_KEYS = ("results", "retrieved_ids", "ctxs", "hits", "retrieved", "ranked_ids", "matches",
+               "root", "ids")  # fmt: skip
 NEGATIVE_KEYS = ("negative_passages", "negative_ctxs", "hard_negative_ctxs", "hard_negatives")
 QUERY_ID_KEYS = ("query_id", "qid", "_id", "id")
 QUERY_TEXT_KEYS = ("query", "text", "question")

@@ -61,6 +61,8 @@ RESULT_NESTED = ("document", "doc", "metadata", "payload", "fields", "_source", 
 # Where a result object keeps its score: Elasticsearch's _score, Vespa's relevance, Cohere's
 # relevance_score, a vector store's similarity.
 RESULT_SCORE_KEYS = ("score", "_score", "relevance", "relevance_score", "similarity")
+# A Vespa document id, id:namespace:doctype::user-id: the user's id is what a gold set names.
+VESPA_ID = re.compile(r"id:[^:]*:[^:]*:[^:]*:(.+)")
 # The ids a search engine or vector store gives its own records (an Elasticsearch _id, a Qdrant
 # point's UUID), which a chunk id in the record's document comes before.
 _ENGINE_ID_KEYS = ("id", "_id")
@@ -1059,14 +1061,32 @@ def run_result_id(item: dict) -> object | None:
         found = next((n[k] for n in nested for k in keys if n.get(k) is not None), None)
         if found is not None:
             return found
-    return None if key is None else item[key]
+    return None if key is None else user_id(item[key])
+
+
+def user_id(found: object) -> object:
+    """An engine's id as the user gave it: a Vespa document id ``id:ns:type::c1`` is c1."""
+    vespa = VESPA_ID.fullmatch(found) if isinstance(found, str) else None
+    return vespa.group(1) if vespa else found
 
 
 def _hits_list(value: object) -> object:
-    """A line's results as a search response holds them: Elasticsearch's and OpenSearch's
-    ``hits`` object keeps its list under ``hits`` (``hits.hits``)."""
-    if isinstance(value, dict) and isinstance(value.get("hits"), list):
-        return value["hits"]
+    """A line's results as a search service holds them: Elasticsearch's and OpenSearch's
+    ``hits`` object keeps its list under ``hits`` (``hits.hits``), Vespa's ``root`` under
+    ``children``."""
+    if isinstance(value, dict):
+        listed = next((value[k] for k in ("hits", "children") if isinstance(value.get(k), list)),
+                      None)  # fmt: skip
+        return value if listed is None else listed
+    return value
+
+
+def _line_results(obj: dict, key: str) -> object:
+    """The ranked list a run line holds under ``key``: Chroma's ``ids`` hold one list per
+    query text asked, a line's one query's in the first."""
+    value = _hits_list(obj[key])
+    if key == "ids" and isinstance(value, list) and len(value) == 1:
+        return value[0] if isinstance(value[0], list) else value
     return value
 
 
@@ -1103,7 +1123,7 @@ def _run_jsonl(text: str, path: Path) -> Run:
                 path=path,
                 line=number,
             )
-        ids, scores = _result_items(_hits_list(obj[key_]), path, number)
+        ids, scores = _result_items(_line_results(obj, key_), path, number)
         if key in results:
             raise InputError(f"query {key!r} appears twice", path=path, line=number)
         results[key] = ids

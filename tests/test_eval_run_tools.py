@@ -106,6 +106,13 @@ ANSWERS = {
     "llamaindex": lambda q, hits: {"query_id": q, "results": [
         {"node": {"id_": d, "text": "…", "metadata": {}, "class_name": "TextNode"}, "score": s,
          "class_name": "NodeWithScore"} for d, s in hits]},
+    "vespa": lambda q, hits: {"query_id": q, "root": {"id": "toplevel", "relevance": 1.0,
+        "fields": {"totalCount": len(hits)}, "children": [
+            {"id": f"id:docs:chunk::{d}", "relevance": s, "source": "docs",
+             "fields": {"text": "…"}} for d, s in hits]}},
+    # Chroma's collection.query for one query text: a list of lists, nearest first
+    "chroma": lambda q, hits: {"query_id": q, "ids": [[d for d, _ in hits]],
+        "distances": [[10 - s for _, s in hits]], "documents": [["…" for _ in hits]]},
     "pinecone": lambda q, hits: {"query_id": q, "matches": [
         {"id": d, "score": s, "values": []} for d, s in hits], "namespace": ""},
 }  # fmt: skip
