@@ -1094,6 +1094,7 @@ def _run_jsonl(text: str, path: Path) -> Run:
     records = json_records(text, path)
     if records and _is_table_row(records[0][1]):
         return _run_rows(records, path)
+    _refuse_gold_lines(records, path)
     results: dict[str, list[str]] = {}
     all_scores: dict[str, list[float]] = {}
     keyed_by = None
@@ -1132,6 +1133,19 @@ def _run_jsonl(text: str, path: Path) -> Run:
     run = Run(results, str(path), None, "jsonl", keyed_by=keyed_by or "id", texts=texts)
     run.scores = all_scores or None
     return dedupe(run)
+
+
+def _refuse_gold_lines(records: list[tuple[int, dict]], path: Path) -> None:
+    """goldmine's gold JSONL given as the run (an exported version opens with its
+    format_version header; its lines list relevant ids and no ranking): the flags swapped."""
+    first = records[0][1] if records else {}
+    line = next((obj for _, obj in records[:2] if result_key(obj) is None), None)
+    if line is not None and ("format_version" in first or relevant_key(line) is not None):
+        raise InputError(
+            "this is a gold set (goldmine gold JSONL: each query's relevant ids), judgments "
+            "rather than a ranking: pass it as --gold and the run as --run",
+            path=path,
+        )
 
 
 def _is_search_response(obj: object) -> bool:

@@ -363,3 +363,18 @@ def test_hits_whose_score_is_null_are_taken_in_their_order(cli, tmp_path, refere
     path = write_lines(tmp_path / "sorted.jsonl", lambda q, hits: {"query_id": q, "hits": [
         {"_id": d, "_score": None, "sort": [s]} for d, s in hits]})  # fmt: skip
     assert scored(cli, tmp_path, path) == reference
+
+
+@pytest.mark.parametrize(
+    "body",
+    ['{"format_version": 1, "version": 3, "hash": "ab12"}\n'
+     '{"query_id": "1", "query": "q one", "relevant": {"d1": 2}}\n',
+     '{"query_id": "1", "query": "q one", "relevant": ["d1", "d2"]}\n'],
+)  # fmt: skip
+def test_a_gold_set_given_as_the_run_is_sent_to_gold(cli, tmp_path, body) -> None:
+    """goldmine's gold JSONL (an exported version, or lines of relevant ids) given as --run,
+    the two flags swapped: one line saying so, not 'a run line needs query_id'."""
+    path = tmp_path / "v0003.jsonl"
+    path.write_text(body)
+    got = scored(cli, tmp_path, path)
+    assert got["returncode"] == 2 and "pass it as --gold" in got["stderr"], got
