@@ -687,11 +687,11 @@ def read_relevant(value: object, path: Path, line: int) -> dict[str, int]:
         return {str(doc): read_grade(grade, path, line) for doc, grade in value.items()}
     if isinstance(value, list):
         judged: dict[str, int] = {}
-        for item in value:
-            if isinstance(item, str | int) and not isinstance(item, bool):
-                judged.setdefault(str(item), 1)
+        for item in value:  # a whole float id (7.0, from a frame) is its integer, as in a run
+            if isinstance(item, str | int) and not isinstance(item, bool) or _whole_float(item):
+                judged.setdefault(id_text(item), 1)
             elif isinstance(item, dict) and item_id(item) is not None:
-                doc = str(item_id(item))
+                doc = id_text(item_id(item))
                 grade = read_grade(item_grade(item), path, line)
                 if judged.get(doc, grade) != grade:
                     raise InputError(
@@ -753,7 +753,7 @@ def _gold_lines(records: list[tuple[int, dict]], path: Path, fmt: str = "jsonl")
         judged = _judged_line(obj, path, number)
         if qid is None:
             by_text = True
-        key = str(qid) if qid is not None else str(text_)
+        key = id_text(qid) if qid is not None else str(text_)
         if key in queries:
             raise InputError(f"query {key!r} appears twice", path=path, line=number)
         queries[key] = GoldQuery(

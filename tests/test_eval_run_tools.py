@@ -232,6 +232,22 @@ def test_whole_float_ids_in_json_lines_read_as_the_integers(cli, tmp_path) -> No
     assert json.loads(result.stdout)["metrics"]["mrr"] == 0.75
 
 
+def test_whole_float_ids_in_gold_lines_read_as_the_integers_as_the_runs_do(cli, tmp_path) -> None:
+    """A gold file written from the same frame as the run (ids 1.0 and 7.0) kept them as the
+    texts "1.0" and "7.0" while the run read 1 and 7: every query was a mismatch."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"query_id": 1.0, "relevant": [{"id": 7.0, "grade": 1}]}\n'
+                    '{"query_id": 2.0, "relevant": [9.0]}\n')  # fmt: skip
+    run = tmp_path / "run.jsonl"
+    run.write_text(
+        '{"query_id": 1.0, "results": [3.0, 7.0]}\n{"query_id": 2.0, "results": [9.0]}\n'
+    )
+    result = cli("eval", "run", "--gold", str(gold), "--run", str(run), "-m", "mrr", "--json",
+                 "--no-store")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["metrics"]["mrr"] == 0.75
+
+
 def test_whole_float_ids_in_a_pandas_frame_given_to_evaluate_read_as_integers() -> None:
     pd = pytest.importorskip("pandas")
     import goldmine
