@@ -251,6 +251,18 @@ def _pick(fields: dict[str, list[str]], name: str, kind: str) -> str:
     return refs[0] if len(refs) == 1 else f"coalesce({', '.join(refs)})"
 
 
+def val_of(fields: dict[str, list[str]], name: str, keys: list[str]) -> str:
+    """SQL for the text value of ``keys``, some of a canonical field's fields: the first not
+    null (NULL when none is)."""
+    start = 1
+    for field_name, names in fields.items():
+        if field_name == name:
+            refs = [f"gm_v{start + names.index(k)}" for k in keys if k in names]
+            return f"coalesce({', '.join(refs)})" if refs else "NULL::VARCHAR"
+        start += len(names)
+    return "NULL::VARCHAR"
+
+
 def val(fields: dict[str, list[str]], name: str) -> str:
     """SQL for a canonical field's text value (NULL when the file lacks the field)."""
     return _pick(fields, name, "v")

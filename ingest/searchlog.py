@@ -18,7 +18,7 @@ import duckdb
 from goldmine.errors import InputError
 from goldmine.ingest import analytics, batch
 from goldmine.ingest.batch import LINE_HASH, ImportResult, in_file_error
-from goldmine.ingest.fields import field_access, ids, resolve_fields, typ, val
+from goldmine.ingest.fields import field_access, ids, resolve_fields, typ, val, val_of
 from goldmine.ingest.files import InputFile
 from goldmine.ingest.logformats import (
     AmbiguousDates,
@@ -269,6 +269,29 @@ def _time(ts: str, ts_format: str | None, order: str | None) -> str:
     return parsed
 
 
+def session_owner(fields: dict[str, list[str]]) -> list[str]:
+    """The user fields whose value a session id is a session of: GA4's ``ga_session_id`` is the
+    second its session started, unique only with its user's, so two visitors who began in the
+    same second share it. Its ``user_pseudo_id`` (the same before and after a sign-in sets
+    ``user_id``) where the file has one, else the user's; none for a session id of its own."""
+    sessions = fields.get("session_id", [])
+    if len(sessions) != 1 or str(sessions[0]).lower() != "ga_session_id":
+        return []
+    users = fields.get("user_id", [])
+    pseudo = [k for k in users if str(k).lower() == "user_pseudo_id"]
+    return pseudo or users
+
+
+def _session(fields: dict[str, list[str]]) -> str:
+    """SQL of a search's session id: GA4's prefixed with its user's (session_owner)."""
+    session = f"gm_unset({val(fields, 'session_id')})"
+    owner = session_owner(fields)
+    if not owner:
+        return session
+    user = f"gm_unset({val_of(fields, 'user_id', owner)})"
+    return f"CASE WHEN {user} IS NOT NULL THEN {user} || ':' || {session} ELSE {session} END"
+
+
 def _query_reasons(fields: dict[str, list[str]]) -> str:
     q, kind = val(fields, "query"), typ(fields, "query")
     return f"""WHEN gm_no_query({q}) THEN 'missing query'
@@ -374,7 +397,7 @@ def stage_sql(
             gm_key AS event_id,
             $gm_source AS source,
             gm_t AS ts,
-            {_unless_known(f"gm_unset({val(fields, 'session_id')})")} AS session_id,
+            {_unless_known(_session(fields))} AS session_id,
             {_unless_known(f"gm_unset({val(fields, 'user_id')})")} AS user_id,
             {_unless_known(f"trim({q})")} AS query,
             {_unless_known(f"CASE WHEN NOT {counted} THEN {ids(fields, 'result_ids')} END")}

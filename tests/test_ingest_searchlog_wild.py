@@ -393,7 +393,30 @@ def test_the_time_user_and_session_columns_of_analytics_tables_are_read(
     log.write_text(f"{column},{user},{session},search_term\n{rows}")
     assert _total(_ingest(cli, db_path, str(log)))["stored"] == 2
     got = _events(db_path, "ts IS NOT NULL, user_id, session_id")
-    assert got == [(True, "u1", "s1")] * 2
+    # GA4's ga_session_id is its user's: the session is the two together
+    sid = "u1:s1" if session == "ga_session_id" else "s1"
+    assert got == [(True, "u1", sid)] * 2
+
+
+def test_ga4_sessions_of_two_users_started_in_the_same_second_are_two(tmp_path, db_path, cli):
+    """GA4's ga_session_id is the second its session started, unique only with its user's
+    user_pseudo_id: two visitors who began in the same second were one session, one's search
+    read as the other's reformulation."""
+    log = tmp_path / "bq-results.csv"
+    log.write_text(
+        "event_timestamp,event_name,user_id,user_pseudo_id,ga_session_id,search_term\n"
+        "1795420801000000,view_search_results,,1234567.111,1795420000,refund policy\n"
+        "1795420820000000,view_search_results,,7654321.222,1795420000,shipping to canada\n"
+        "1795420840000000,view_search_results,alice,1234567.111,1795420000,refund policies\n"
+    )
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 3
+    got = _events(db_path, "query, user_id, session_id")
+    # the session is the pseudonymous id's, the same after the visitor signs in
+    assert got == [
+        ("refund policy", "1234567.111", "1234567.111:1795420000"),
+        ("shipping to canada", "7654321.222", "7654321.222:1795420000"),
+        ("refund policies", "alice", "1234567.111:1795420000"),
+    ]
 
 
 def test_a_time_without_an_offset_after_one_with_is_read_as_written(tmp_path, db_path, cli):

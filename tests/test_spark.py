@@ -879,3 +879,20 @@ def test_a_results_column_of_counts_reads_alike_in_both_engines(spark_options, t
     result = spark_import(tmp_path / "spark.duckdb", logs, spark_options, tmp_path)
     assert total["stored"] == 5 and result.total == total
     assert_same(spark_summary(tmp_path / "spark.duckdb"), duck)
+
+
+def test_ga4_sessions_are_their_users_in_both_engines(spark_options, tmp_path) -> None:
+    """GA4's ga_session_id is unique only with its user_pseudo_id: two visitors who began in
+    the same second are two sessions on both engines (n_sessions, reformulations)."""
+    rows = [
+        {"event_timestamp": "1795420801000000", "user_pseudo_id": "1.1",
+         "ga_session_id": 1795420000, "search_term": "refund policy"},
+        {"event_timestamp": "1795420820000000", "user_pseudo_id": "2.2",
+         "ga_session_id": 1795420000, "search_term": "refund policies"},
+        {"event_timestamp": "1795420840000000", "user_pseudo_id": "1.1", "user_id": "alice",
+         "ga_session_id": 1795420000, "search_term": "refund policy"},
+    ]  # fmt: skip
+    same_in_both_engines(rows, spark_options, tmp_path)
+    with open_store(tmp_path / "duck.duckdb") as con:
+        sessions = con.execute("SELECT DISTINCT session_id FROM search_events ORDER BY 1")
+        assert sessions.fetchall() == [("1.1:1795420000",), ("2.2:1795420000",)]

@@ -17,7 +17,7 @@ from goldmine.ingest.batch import NUMBERED
 from goldmine.ingest.fields import NestedKey, resolve_fields
 from goldmine.ingest.logformats import BLANK, NO_QUERY
 from goldmine.ingest.redact import Redactor
-from goldmine.ingest.searchlog import ALIASES, may_count_results
+from goldmine.ingest.searchlog import ALIASES, may_count_results, session_owner
 from goldmine.ingest.spark import read
 from goldmine.text import norm_sql
 
@@ -140,6 +140,20 @@ def _response_list(value: Column) -> Column:
     from goldmine.ingest.batch import RESULT_LIST_PATHS
 
     return F.coalesce(*[F.try_variant_get(value, p, "array<variant>") for p in RESULT_LIST_PATHS])
+
+
+def _session(v: Column, fields: dict[str, list[str]]) -> Column:
+    """A search's session id: GA4's prefixed with its user's (searchlog.session_owner)."""
+    from pyspark.sql import functions as F
+
+    session = _unset(_text(_field(v, fields["session_id"]))) if "session_id" in fields else None
+    if session is None:
+        return F.lit(None).cast("string")
+    owner = session_owner(fields)
+    if not owner:
+        return session
+    user = _unset(_text(_field(v, owner)))
+    return F.when(user.isNotNull(), F.concat(user, F.lit(":"), session)).otherwise(session)
 
 
 def _unset(value: Column) -> Column:
@@ -272,6 +286,7 @@ def searchlog_events(
             for n in ("result_ids", "clicked_ids")
         ],
         num.alias("gm_n"),
+        _session(v, fields).alias("gm_session"),
     )
     staged = staged.withColumn("gm_count", count).withColumn("ts", timestamp(F.col("gm_ts")))
     reason = _reason(
@@ -319,7 +334,7 @@ def searchlog_events(
         F.lit(source).alias("source"),
         key.alias("event_key"),
         "ts",
-        _unset(F.col("gm_session_id")).alias("session_id"),
+        F.col("gm_session").alias("session_id"),
         # a search's own user, against another's under one id (stored_events)
         _unset(F.col("gm_user_id")).alias("user_id"),
         redact(F.trim("gm_query"), redactor or Redactor(enabled=False)).alias("query"),
