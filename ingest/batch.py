@@ -330,7 +330,9 @@ class Source:
 
 
 # The formats read as lines of text, which the scan checks for lines the reader would lose.
-_LINE_FORMATS = ("jsonl", "csv", "smart", "trec", "tsv", "session_xml", "clicklog", "analytics")
+_LINE_FORMATS = (
+    "jsonl", "csv", "smart", "trec", "tsv", "session_xml", "clicklog", "analytics", "accesslog"
+)  # fmt: skip
 
 
 def _lined(item: InputFile) -> bool:

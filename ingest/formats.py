@@ -24,7 +24,8 @@ from goldmine.ingest.files import InputFile
 from goldmine.ingest.scan import UTF16_BOMS, not_in, read_head, zip_member
 
 _COLLECTIONS = ("smart", "trec", "tsv")  # IR collections' layouts (ingest.corpus_formats)
-_LOG_LAYOUTS = ("session_xml", "clicklog", "analytics")  # search logs' own (ingest.logformats)
+# search logs' own (ingest.logformats)
+_LOG_LAYOUTS = ("session_xml", "clicklog", "analytics", "accesslog")
 FORMATS = ("jsonl", "json", "csv", "parquet", *_COLLECTIONS, *_LOG_LAYOUTS, *DOCUMENTS)
 # What each format is, for the message when a file's format cannot be told.
 FORMAT_NAMES = {
@@ -38,6 +39,7 @@ FORMAT_NAMES = {
     "session_xml": "TREC Session Track XML",
     "clicklog": "click-level logs (a row per click: AnonID, Query, QueryTime, ItemRank, ClickURL)",
     "analytics": "aggregated search analytics (query, count, no results, CTR)",
+    "accesslog": "web server access logs (nginx or Apache combined: GET /search?q=…)",
     "markdown": "Markdown documents (.md, .mdx: a corpus, a chunk per file)",
     "html": "HTML pages (.html: a corpus, a chunk per file)",
 }

@@ -63,11 +63,35 @@ def sniff(head: bytes, suffix: str) -> str | None:
         return "session_xml"
     if suffix in (".json", ".jsonl", ".ndjson", ".parquet", ".pq", ".xml"):
         return None
+    if access_log(head):
+        return "accesslog"
     if clicklog_columns(_header(head)):
         return "clicklog"
     from goldmine.ingest.analytics import columns
 
     return "analytics" if columns(_header(head)) else None
+
+
+# A web server's access log line, as nginx's and Apache's "combined" and "common" formats write
+# it: client, identity, user, [time], "request", status, bytes, then "referer" "user agent".
+# A request nginx could not read is "-"; Apache escapes a quote inside a field as \".
+ACCESS_LINE = (
+    r'^(\S+) \S+ (\S+) \[([^\]]+)\] "(?:(\S+) (\S+)(?:[^"\\]|\\.)*|(?:[^"\\]|\\.)*)" '
+    r'(\d{3}) \S+(?: "((?:[^"\\]|\\.)*)" "((?:[^"\\]|\\.)*)")?'
+)
+_ACCESS = re.compile(ACCESS_LINE.encode())
+# The parameters a site's search page takes its words by (WordPress's "s"), in this order; a
+# request naming none of them is no search (a page, a script, an image).
+SEARCH_PARAMS = ("q", "query", "search", "s", "search_query", "search_term", "searchterm",
+                 "term", "keywords")  # fmt: skip
+# A later page of results is the search's own, not another search: page=2, or an offset past 0.
+PAGE_PARAMS = ("page", "p", "pg", "start", "offset", "from")
+
+
+def access_log(head: bytes) -> bool:
+    """Whether a file's first line is a web server's access log line (``ACCESS_LINE``)."""
+    lines = head_lines(head.removeprefix(b"\xef\xbb\xbf"), 1)
+    return bool(lines) and _ACCESS.match(lines[0]) is not None
 
 
 def header(path: Path, compression: str) -> list[str]:
@@ -162,6 +186,8 @@ def read(
     head = read_head(path, compression, 1 << 16)
     if fmt == "session_xml":
         _read_session_xml(con, path, compression, xml_root(head))
+    elif fmt == "accesslog":
+        _read_access_log(con, path, compression)
     elif fmt == "analytics":  # its rows as text columns by the header's names; analytics maps
         header, delim, skip = _header(head), _delimiter(head), preamble(head)
         _number_convention(con, head, header, delim, skip)
@@ -848,6 +874,106 @@ def _clicklog_sql(header: list[str], cols: dict, delim: str, lines: str) -> tupl
 
 
 _PARTS = ("user", "session", "query", "time", "doc", "rank")
+
+# Each request line's parts, its query string's parameters decoded ("+" a space, %XX a byte of
+# UTF-8), and its search words: the first search parameter (SEARCH_PARAMS) given.
+# A parameter's text: "+" a space, %XX a byte of UTF-8; left as written where the bytes are not
+# UTF-8 (a Latin-1 form's %E9), which url_decode refuses.
+_URL_TEXT = """
+CREATE OR REPLACE TEMP MACRO gm_url_text(s) AS
+    coalesce(try(url_decode(replace(s, '+', ' '))), replace(s, '+', ' '))
+"""
+_ACCESS_SQL = """
+CREATE OR REPLACE TEMP TABLE gm_access AS
+WITH parts AS (
+    SELECT line, raw, err, CASE WHEN err IS NULL THEN regexp_extract(raw, $gm_access,
+        ['client', 'user', 'time', 'method', 'target', 'status', 'referer', 'agent']) END AS r
+    FROM {lines}
+),
+params AS (
+    SELECT *, CASE WHEN contains(r.target, '?') THEN list_transform(
+            string_split(split_part(substr(r.target, strpos(r.target, '?') + 1), '#', 1), '&'),
+            lambda kv: {'k': lower(gm_url_text(split_part(kv, '=', 1))),
+                        'v': gm_url_text(substr(kv, strpos(kv, '=') + 1))})
+        END AS kv
+    FROM parts
+)
+SELECT line, raw, err, r,
+    list_filter([list_filter(kv, lambda p: p.k = n AND trim(p.v) <> '')[1].v
+                 FOR n IN $gm_search_params], lambda v: v IS NOT NULL)[1] AS q,
+    list_bool_or([try_cast(p.v AS INTEGER) > CASE WHEN p.k IN ('page', 'p', 'pg') THEN 1 ELSE 0
+                  END FOR p IN coalesce(kv, []) IF list_contains($gm_page_params, p.k)])
+        AS later_page,
+    epoch(try_strptime(r.time, '%d/%b/%Y:%H:%M:%S %z')) AS t
+FROM params
+"""
+# The searches: a request that gives search words, read as a search page shown (not a later
+# page of one, nor a redirect). A client's (address and user agent) searches less than 30
+# minutes apart are one session; the session is known by a hash, never by the address.
+_ACCESS_EVENTS = """
+CREATE OR REPLACE TEMP TABLE gm_src AS
+WITH searches AS (
+    SELECT * FROM gm_access
+    WHERE err IS NOT NULL OR r.client = ''
+       OR (q IS NOT NULL AND NOT coalesce(later_page, false)
+           AND r.status NOT IN ('301', '302', '303', '307', '308'))
+),
+keyed AS (
+    SELECT *, left(md5(r.client || chr(31) || coalesce(r.agent, '')), 16) AS client,
+           lag(t) OVER (PARTITION BY r.client, r.agent ORDER BY t NULLS LAST, line) AS prev
+    FROM searches WHERE err IS NULL AND r.client <> ''
+),
+sessions AS (
+    SELECT line, client || '@' || coalesce(max(CASE WHEN prev IS NULL OR t - prev > {gap}
+        THEN t END) OVER (PARTITION BY client ORDER BY t NULLS LAST, line
+                          ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)::BIGINT::VARCHAR,
+        '') AS session_id
+    FROM keyed
+)
+SELECT line,
+    CASE WHEN err IS NOT NULL OR r.client = '' THEN raw
+         ELSE to_json({'ts': coalesce(t::VARCHAR, r.time), 'session_id': session_id,
+                       'user_id': nullif(r.user, '-'), 'query': q, 'method': r.method,
+                       'path': split_part(r.target, '?', 1), 'status': r.status})::VARCHAR
+    END AS raw,
+    CASE WHEN err IS NOT NULL THEN err
+         WHEN r.client = '' THEN 'not an access log line (nginx or Apache combined format)'
+    END AS err
+FROM searches LEFT JOIN sessions USING (line)
+"""
+
+
+def _read_access_log(con, path: Path, compression: str) -> None:
+    """``gm_raw``: a JSON record per search request of a web server's access log; the other
+    requests stay in ``gm_access``, counted by ``access_skipped``."""
+    con.execute(_URL_TEXT)
+    params = {"gm_access": ACCESS_LINE, "gm_search_params": list(SEARCH_PARAMS),
+              "gm_page_params": list(PAGE_PARAMS)}  # fmt: skip
+    _read_split(
+        con, path, compression, "accesslog",
+        lambda lines, _params: (_ACCESS_SQL.replace("{lines}", lines), params),
+    )  # fmt: skip
+    con.execute(_ACCESS_EVENTS.replace("{gap}", str(_SESSION_GAP_S)))
+    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+    searches, requests = con.execute(
+        "SELECT (SELECT count(*) FROM gm_src), count(*) FROM gm_access WHERE r.client <> ''"
+    ).fetchall()[0]
+    if requests and not searches:  # else "holds no rows", as if the file were empty
+        raise InputError(
+            f"none of its {requests:,} requests is a search: none gives search words in a "
+            f"parameter goldmine knows ({', '.join(SEARCH_PARAMS)}), other than a later page "
+            "or a redirect",
+            path=path,
+        )
+
+
+def access_skipped(con: duckdb.DuckDBPyConnection) -> int:
+    """How many requests of the access log last read were no search: no search words, a later
+    page of a search, or a redirect."""
+    return con.execute(
+        "SELECT count(*) FROM gm_access WHERE err IS NULL AND r.client <> '' AND line NOT IN "
+        "(SELECT line FROM gm_src)"
+    ).fetchall()[0][0]
 
 
 def _trimmed(column: str) -> str:

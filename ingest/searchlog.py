@@ -22,6 +22,7 @@ from goldmine.ingest.fields import field_access, ids, resolve_fields, typ, val, 
 from goldmine.ingest.files import InputFile
 from goldmine.ingest.logformats import (
     AmbiguousDates,
+    access_skipped,
     check_dates,
     check_ts_format,
     header,
@@ -260,6 +261,12 @@ def _clicks_added(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, in
     return {**check_dates(con, batch_id), **add_clicks(con, batch_id)}
 
 
+def _access_summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, int]:
+    """An access log's: its requests that were no search (a page, an image, a later page of
+    a search, a redirect), beside the rows, which are its searches."""
+    return {**_clicks_added(con, batch_id), "requests_not_searches": access_skipped(con)}
+
+
 def _time(ts: str, ts_format: str | None, order: str | None) -> str:
     """SQL reading a timestamp: --ts-format's layout first, then every layout gm_ts knows, then
     a day/month date in the order it shows (or the file's, ``order``)."""
@@ -436,9 +443,11 @@ def target(
     ts_format: str | None = None,
     order: str | None = None,
     clicks_grow: bool = False,
+    access: bool = False,
 ) -> Target:
     """``clicks_grow``: a click log's, whose searches (keyed by user, query and time) a later
-    export may give more clicks (merge_clicks)."""
+    export may give more clicks (merge_clicks); ``access``: a web server's access log's, whose
+    requests that are no search are counted (``requests_not_searches``)."""
     return Target(
         source=source,
         table="search_events",
@@ -453,7 +462,7 @@ def target(
         pseudonymize_lists=("result_ids", "clicked_ids"),
         # Ambiguous dates are settled per file, before its batch is kept (logformats); a stored
         # search's new clicks are added.
-        summary=_summary if clicks_grow else _clicks_added,
+        summary=_summary if clicks_grow else _access_summary if access else _clicks_added,
     )
 
 
@@ -487,7 +496,11 @@ def run(
             made = _analytics(item, ts_format)
         else:
             made = partial(
-                target, mapping, ts_format=ts_format, clicks_grow=item.format == "clicklog"
+                target,
+                mapping,
+                ts_format=ts_format,
+                clicks_grow=item.format == "clicklog",
+                access=item.format == "accesslog",
             )
         try:
             files.extend(_one_file(con, made, item, redactor, options, ts_format))

@@ -1,0 +1,98 @@
+"""A web server's access log (nginx's and Apache's combined format) read as a search log: each
+``GET /search?q=…`` a search, the other requests no row. It was read as a CSV whose header was
+the first request ("no query field … found 203.0.113.7 - - [23/Nov/2026:10:15:32 +0100] …")."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from goldmine.store import open_store
+
+UA = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36"
+LOG = f"""\
+203.0.113.7 - - [23/Nov/2026:10:15:32 +0100] "GET /search?q=refund+policy HTTP/1.1" 200 5123 "https://shop.example/" "{UA}"
+203.0.113.7 - - [23/Nov/2026:10:15:40 +0100] "GET /static/app.css?v=3 HTTP/1.1" 200 812 "https://shop.example/search?q=refund+policy" "{UA}"
+203.0.113.7 - - [23/Nov/2026:10:16:02 +0100] "GET /search?q=refund+policy&page=2 HTTP/1.1" 200 4980 "-" "{UA}"
+203.0.113.7 - - [23/Nov/2026:10:16:30 +0100] "GET /search?q=refund+policy+digital HTTP/1.1" 200 4980 "-" "{UA}"
+198.51.100.23 - alice [23/Nov/2026:10:17:11 +0100] "GET /search?s=caf%C3%A9+opening+hours HTTP/2.0" 200 3001 "-" "curl/8.5.0"
+198.51.100.23 - - [23/Nov/2026:10:17:12 +0100] "GET /search?q=old HTTP/1.1" 301 0 "-" "curl/8.5.0"
+203.0.113.7 - - [23/Nov/2026:11:30:00 +0100] "GET /search?query=warranty HTTP/1.1" 200 4980 "-" "{UA}"
+198.51.100.23 - - [23/Nov/2026:10:18:00 +0100] "-" 400 0 "-" "-"
+192.0.2.1 - - [23/Nov/2026:10:19:00 +0100] "GET /search?q=caf%E9&x=\\"y\\" HTTP/1.1" 200 9 "-" "a \\"b\\""
+this line is no request
+"""  # noqa: E501
+
+
+def _ingest(cli, db: Path, *paths: Path):
+    return cli("ingest", "searchlog", *map(str, paths), "--db", str(db), "--json")
+
+
+def test_an_access_log_s_search_requests_are_its_searches(tmp_path, db_path, cli):
+    log = tmp_path / "access.log"
+    log.write_text(LOG)
+    result = _ingest(cli, db_path, log)
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    (file,) = got["files"]
+    assert file["format"] == "accesslog"
+    # the css file, the later page and the redirect are no searches; the last line a reject
+    # nginx's "-" for a request it could not read is no search either
+    assert (file["rows_in"], file["stored"], file["rejected"]) == (6, 5, 1)
+    assert file["requests_not_searches"] == 4
+    with open_store(db_path) as con:
+        rows = con.execute(
+            "SELECT ts::VARCHAR, query, user_id, session_id FROM search_events ORDER BY ts"
+        ).fetchall()
+        (reason,) = con.execute("SELECT reason FROM rejects").fetchone()
+    assert [r[:3] for r in rows] == [
+        ("2026-11-23 09:15:32", "refund policy", None),  # +0100 read as UTC
+        ("2026-11-23 09:16:30", "refund policy digital", None),
+        ("2026-11-23 09:17:11", "café opening hours", "alice"),  # WordPress's s=, decoded
+        ("2026-11-23 09:19:00", "caf%E9", None),  # Latin-1 bytes: as written, never an error
+        ("2026-11-23 10:30:00", "warranty", None),
+    ]
+    sessions = [r[3] for r in rows]
+    # one client's searches minutes apart are one session, over 30 minutes later another;
+    # a session names no address
+    assert sessions[0] == sessions[1] and len(set(sessions)) == 4
+    assert not any("203.0.113.7" in s for s in sessions)
+    assert reason.startswith("not an access log line")
+
+
+def test_an_access_log_read_again_or_rotated_and_compressed_adds_nothing(tmp_path, db_path, cli):
+    log = tmp_path / "access.log"
+    log.write_text(LOG)
+    assert _ingest(cli, db_path, log).returncode == 0
+    rotated = tmp_path / "access.log.1.gz"
+    rotated.write_bytes(gzip.compress(LOG.encode()))
+    for again in (log, rotated):
+        result = _ingest(cli, db_path, again)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["total"]["stored"] == 0
+
+
+def test_an_access_log_without_a_search_says_which_parameters_it_looked_for(tmp_path, db_path, cli):
+    log = tmp_path / "access.log"
+    log.write_text(LOG.splitlines()[1] + "\n")
+    result = _ingest(cli, db_path, log)
+    assert result.returncode == 2
+    assert "none of its 1 requests is a search" in result.stderr
+    assert "q, query, search, s" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_triage_finds_an_access_log_s_reformulation(tmp_path, db_path, cli):
+    log = tmp_path / "access.log"
+    log.write_text(LOG)
+    assert _ingest(cli, db_path, log).returncode == 0
+    with open_store(db_path) as con:
+        from goldmine.signals import DEFAULT_WINDOW_S
+        from goldmine.triage.events import mark_session_signals, normalize_events
+
+        normalize_events(con)
+        mark_session_signals(con, DEFAULT_WINDOW_S)
+        flagged = con.execute(
+            "SELECT query FROM triage_events WHERE is_reformulated ORDER BY query"
+        ).fetchall()
+    assert flagged == [("refund policy",)]
