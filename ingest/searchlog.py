@@ -312,10 +312,42 @@ def _click_reasons(eid: str) -> str:
                      THEN 'a click for a search the store does not hold: ' || left({eid}, 60)"""
 
 
-def _no_query(keys: list[str]) -> str:
+# What to do with the layouts of engines and analytics tools whose records hold no column of
+# the user's words: told by the fields only they have.
+_GA4_EXPORT = (
+    "GA4's BigQuery export as BigQuery writes it: a search's term is inside event_params, "
+    "among every other event's; export its searches flattened, each param a column (SELECT "
+    "event_timestamp, user_pseudo_id, (SELECT value.int_value FROM UNNEST(event_params) WHERE "
+    "key = 'ga_session_id') AS ga_session_id, (SELECT value.string_value FROM "
+    "UNNEST(event_params) WHERE key = 'search_term') AS search_term FROM "
+    "`PROJECT.analytics_ID.events_*` WHERE event_name = 'view_search_results'), or name a "
+    "column of the words with --map query=COLUMN"
+)
+_SLOW_LOG = (
+    "an Elasticsearch or OpenSearch search slow log: it logs a slow search once per shard and "
+    "phase, the user's words inside its query DSL (source), so it is no log of what users "
+    "searched: log each search's words (OpenSearch's UBI: goldmine ingest ubi; or your "
+    "application's log as JSON lines), or name a column of the words with --map query=COLUMN"
+)
+
+
+def _layout_hint(keys: list[str]) -> str | None:
+    low = {k.lower() for k in keys}
+    if {"event_name", "event_params"} <= low:
+        return _GA4_EXPORT
+    if "elasticsearch.slowlog.source" in low or (
+        "source" in low and low & {"took_millis", "search_type", "total_shards"}
+    ):
+        return _SLOW_LOG
+    return None
+
+
+def no_query(keys: list[str]) -> str:
     """Why a file has no query, and what to do: a query-and-count export's query column is
     renamed in its header, since --map would read each row as one search and drop its count."""
     found = ", ".join(keys[:12])
+    if hint := _layout_hint(keys):
+        return f"{hint} (no query field; found {found})"
     said = f"no query field (looked for {', '.join(ALIASES['query'])}; found {found})"
     count = analytics.count_column(keys)
     if count is None:
@@ -359,7 +391,7 @@ def stage_sql(
         bool(keys) and "query" not in fields and {"event_id", "clicked_ids"} <= fields.keys()
     )
     if keys and "query" not in fields and not clicks_only:
-        raise InputError(_no_query(keys))
+        raise InputError(no_query(keys))
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], _TYPED)
     params["gm_source"] = source

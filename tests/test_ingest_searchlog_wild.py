@@ -558,3 +558,47 @@ def test_a_one_line_json_document_with_no_suffix_is_a_document(tmp_path, db_path
             {"search": "returns", "count": 3, "nbHits": 8}]  # fmt: skip
     export.write_text(json.dumps({"searches": rows}))
     assert _total(_ingest(cli, db_path, str(export)))["stored"] == 2
+
+
+GA4_EVENT = {
+    "event_date": "20261123", "event_timestamp": "1795420801000000",
+    "event_name": "view_search_results",
+    "event_params": [
+        {"key": "ga_session_id", "value": {"string_value": None, "int_value": "1795420000"}},
+        {"key": "search_term", "value": {"string_value": "refund policy", "int_value": None}},
+    ],
+    "user_id": None, "user_pseudo_id": "1234567.111", "platform": "WEB", "items": [],
+}  # fmt: skip
+ES8_SLOWLOG = {
+    "@timestamp": "2026-11-23T12:42:37.255Z", "elasticsearch.slowlog.id": None,
+    "elasticsearch.slowlog.message": "[kb][0]",
+    "elasticsearch.slowlog.source": '{"query":{"match":{"body":{"query":"refund policy"}}}}',
+    "elasticsearch.slowlog.took_millis": 747, "elasticsearch.slowlog.total_hits": "12 hits",
+    "log.logger": "index.search.slowlog.query",
+}  # fmt: skip
+ES7_SLOWLOG = {
+    "type": "index_search_slowlog", "timestamp": "2026-11-23T11:59:37,786+02:00",
+    "message": "[kb][0]", "took": "78.4ms", "took_millis": "78", "total_hits": "0 hits",
+    "search_type": "QUERY_THEN_FETCH", "total_shards": "1",
+    "source": '{"query":{"match":{"body":"reset password"}}}', "id": "",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("record", "said"),
+    [(GA4_EVENT, "GA4's BigQuery export"), (ES8_SLOWLOG, "search slow log"),
+     (ES7_SLOWLOG, "search slow log")],
+)  # fmt: skip
+def test_an_engine_s_or_analytics_layout_that_holds_no_query_column_is_named(
+    tmp_path, db_path, cli, record, said
+):
+    """GA4's export as BigQuery writes it (the search term inside event_params) and Elastic's
+    slow log (the words inside the DSL of source) were refused as any file without a query
+    column, "name it with --map query=COLUMN": a --map of the slow log's source stored each
+    search's DSL as its query."""
+    log = tmp_path / "events_20261123.json"
+    log.write_text(json.dumps(record) + "\n" + json.dumps(record) + "\n")
+    result = _ingest(cli, db_path, str(log))
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert said in line and "--map query=" in line, line

@@ -17,7 +17,7 @@ from goldmine.ingest.batch import NUMBERED
 from goldmine.ingest.fields import NestedKey, resolve_fields
 from goldmine.ingest.logformats import BLANK, NO_QUERY
 from goldmine.ingest.redact import Redactor
-from goldmine.ingest.searchlog import ALIASES, may_count_results, session_owner
+from goldmine.ingest.searchlog import ALIASES, may_count_results, no_query, session_owner
 from goldmine.ingest.spark import read
 from goldmine.text import norm_sql
 
@@ -252,10 +252,7 @@ def searchlog_events(
 
     fields = resolve_fields(keys, ALIASES, mapping, strict=True)
     if "query" not in fields:
-        raise InputError(
-            f"no query field (looked for {', '.join(ALIASES['query'])}; "
-            f"found {', '.join(keys[:12])}); name it with --map query=COLUMN"
-        )
+        raise InputError(no_query(keys))
     v = F.col("v")
     f = {name: _field(v, fields[name]) if name in fields else _null() for name in ALIASES}
     text = {name: _text(value) for name, value in f.items()}
