@@ -299,10 +299,17 @@ def _session(fields: dict[str, list[str]]) -> str:
     return f"CASE WHEN {user} IS NOT NULL THEN {user} || ':' || {session} ELSE {session} END"
 
 
+# A query that is the search request's DSL as JSON text (UBI's "query" where its user_query is
+# empty, a slow log's source): no one's words, which triage would cluster as such.
+DSL_QUERY = "wrong type: query is a search request's DSL (a JSON object), not its words"
+
+
 def _query_reasons(fields: dict[str, list[str]]) -> str:
     q, kind = val(fields, "query"), typ(fields, "query")
     return f"""WHEN gm_no_query({q}) THEN 'missing query'
-                 WHEN {kind} <> 'VARCHAR' THEN 'wrong type: query is ' || gm_jtype({kind})"""
+                 WHEN {kind} <> 'VARCHAR' THEN 'wrong type: query is ' || gm_jtype({kind})
+                 WHEN starts_with(trim({q}), '{{') AND ends_with(trim({q}), '}}')
+                      AND json_valid(trim({q})) THEN '{DSL_QUERY.replace("'", "''")}'"""
 
 
 def _click_reasons(eid: str) -> str:

@@ -602,3 +602,23 @@ def test_an_engine_s_or_analytics_layout_that_holds_no_query_column_is_named(
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert said in line and "--map query=" in line, line
+
+
+def test_a_query_that_is_a_search_request_s_dsl_is_a_reject(tmp_path, db_path, cli):
+    """A query column holding the search's DSL (UBI's "query" where its user_query is empty, a
+    slow log's source named with --map) was stored as the query: triage clustered JSON."""
+    dsl = json.dumps({"query": {"match": {"body": {"query": "refund policy"}}}})
+    rows = [
+        {"query_id": "q1", "user_query": "refund policy", "query": dsl,
+         "timestamp": "2026-11-23T08:00:00Z"},
+        {"query_id": "q2", "user_query": None, "query": f"  {dsl} ",
+         "timestamp": "2026-11-23T08:01:00Z"},
+        {"query_id": "q3", "user_query": "{curly} braces", "timestamp": "2026-11-23T08:02:00Z"},
+    ]  # fmt: skip
+    log = tmp_path / "ubi_queries.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    total = _total(_ingest(cli, db_path, str(log)))
+    assert (total["stored"], total["rejected"]) == (2, 1)
+    with open_store(db_path) as con:
+        (reason,) = con.execute("SELECT reason FROM rejects").fetchone()
+    assert reason == "wrong type: query is a search request's DSL (a JSON object), not its words"

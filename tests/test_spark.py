@@ -896,3 +896,14 @@ def test_ga4_sessions_are_their_users_in_both_engines(spark_options, tmp_path) -
     with open_store(tmp_path / "duck.duckdb") as con:
         sessions = con.execute("SELECT DISTINCT session_id FROM search_events ORDER BY 1")
         assert sessions.fetchall() == [("1.1:1795420000",), ("2.2:1795420000",)]
+
+
+def test_a_query_that_is_a_dsl_rejects_alike_in_both_engines(spark_options, tmp_path) -> None:
+    """A query column holding the search's DSL (JSON text) is a reject on both engines."""
+    dsl = '{"query": {"match": {"body": "refund policy"}}}'
+    rows = [
+        {"session_id": "d1", "ts": "2026-11-18T10:00:00", "query": dsl},
+        {"session_id": "d1", "ts": "2026-11-18T10:01:00", "query": "{curly} braces"},
+    ]
+    total = same_in_both_engines(rows, spark_options, tmp_path)
+    assert (total["stored"], total["rejected"]) == (1, 1)

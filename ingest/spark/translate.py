@@ -17,7 +17,13 @@ from goldmine.ingest.batch import NUMBERED
 from goldmine.ingest.fields import NestedKey, resolve_fields
 from goldmine.ingest.logformats import BLANK, NO_QUERY
 from goldmine.ingest.redact import Redactor
-from goldmine.ingest.searchlog import ALIASES, may_count_results, no_query, session_owner
+from goldmine.ingest.searchlog import (
+    ALIASES,
+    DSL_QUERY,
+    may_count_results,
+    no_query,
+    session_owner,
+)
 from goldmine.ingest.spark import read
 from goldmine.text import norm_sql
 
@@ -288,6 +294,12 @@ def searchlog_events(
     staged = staged.withColumn("gm_count", count).withColumn("ts", timestamp(F.col("gm_ts")))
     reason = _reason(
         *_query_checks("query"),
+        (
+            F.trim("gm_query").startswith("{")
+            & F.trim("gm_query").endswith("}")
+            & F.try_parse_json(F.trim("gm_query")).isNotNull(),
+            F.lit(DSL_QUERY),
+        ),
         (
             ~F.col("gm_counted")
             & ~F.col("gm_k_result_ids").isin("ARRAY", "VARCHAR", "NULL")
