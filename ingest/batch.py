@@ -331,7 +331,8 @@ class Source:
 
 # The formats read as lines of text, which the scan checks for lines the reader would lose.
 _LINE_FORMATS = (
-    "jsonl", "csv", "smart", "trec", "tsv", "session_xml", "clicklog", "analytics", "accesslog"
+    "jsonl", "csv", "smart", "trec", "tsv", "session_xml", "clicklog", "analytics", "accesslog",
+    "solrlog",
 )  # fmt: skip
 
 

@@ -242,7 +242,8 @@ def searchlog_cmd(
             "--format",
             help="jsonl, json, csv, parquet, session_xml (TREC Session Track), clicklog (a row "
             "per click), analytics (query and count rows), accesslog (a web server's access "
-            "log: GET /search?q=…) or ubi (default: told by the file's content and name).",
+            "log: GET /search?q=…), solrlog (solr.log) or ubi (default: told by the file's content "
+            "and name).",
         ),
     ] = None,
     mapping: MapOption = None,
@@ -577,10 +578,10 @@ def _print_result(result, as_json: bool, store: Path | None = None) -> None:
     )
     if total["rejected"] and not result.all_rejected:  # else the error line names them
         info(f"see the rejected rows with: {_rejects_command(result, store)}")
-    for f in result.files:  # an access log's rows are its searches: its other requests said
+    for f in result.files:  # a server log's rows are its searches: its other requests said
         if skipped := (f.extra or {}).get("requests_not_searches"):
-            info(f"{f.path}: {skipped:,} requests were no search (pages, files, a later page "
-                 "of a search, redirects): not rows")  # fmt: skip
+            info(f"{f.path}: {skipped:,} requests were no search (no search words, a later "
+                 "page, a redirect, a shard's part of a search): not rows")  # fmt: skip
 
 
 def _triage_line(run: dict | None) -> str:

@@ -25,7 +25,7 @@ from goldmine.ingest.scan import UTF16_BOMS, not_in, read_head, zip_member
 
 _COLLECTIONS = ("smart", "trec", "tsv")  # IR collections' layouts (ingest.corpus_formats)
 # search logs' own (ingest.logformats)
-_LOG_LAYOUTS = ("session_xml", "clicklog", "analytics", "accesslog")
+_LOG_LAYOUTS = ("session_xml", "clicklog", "analytics", "accesslog", "solrlog")
 FORMATS = ("jsonl", "json", "csv", "parquet", *_COLLECTIONS, *_LOG_LAYOUTS, *DOCUMENTS)
 # What each format is, for the message when a file's format cannot be told.
 FORMAT_NAMES = {
@@ -40,6 +40,7 @@ FORMAT_NAMES = {
     "clicklog": "click-level logs (a row per click: AnonID, Query, QueryTime, ItemRank, ClickURL)",
     "analytics": "aggregated search analytics (query, count, no results, CTR)",
     "accesslog": "web server access logs (nginx or Apache combined: GET /search?q=…)",
+    "solrlog": "Solr's request log (solr.log: path=/select params={q=…} hits=N)",
     "markdown": "Markdown documents (.md, .mdx: a corpus, a chunk per file)",
     "html": "HTML pages (.html: a corpus, a chunk per file)",
 }

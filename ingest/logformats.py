@@ -65,6 +65,8 @@ def sniff(head: bytes, suffix: str) -> str | None:
         return None
     if access_log(head):
         return "accesslog"
+    if _SOLR.search(head):
+        return "solrlog"
     if clicklog_columns(_header(head)):
         return "clicklog"
     from goldmine.ingest.analytics import columns
@@ -86,6 +88,17 @@ SEARCH_PARAMS = ("q", "query", "search", "s", "search_query", "search_term", "se
                  "term", "keywords")  # fmt: skip
 # A later page of results is the search's own, not another search: page=2, or an offset past 0.
 PAGE_PARAMS = ("page", "p", "pg", "start", "offset", "from")
+
+
+# Solr's request log line (solr.log, o.a.s.c.S.Request): its time at the line's start, the core,
+# the handler's path, the request's parameters as a query string, the hits of a search.
+SOLR_LINE = (
+    r"^(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?).*?\] o\.a\.s\.c\.S\.Request "
+    r"\[([^\]]*)\]\s+webapp=\S+ path=(\S+) params=\{(.*)\}(?: hits=(\d+))? status=(-?\d+)"
+)
+_SOLR = re.compile(
+    rb"(?m)^\d{4}-\d{2}-\d{2}[ T][\d:.,]+ .*o\.a\.s\.c\.S\.Request \[[^\]]*\]\s+webapp="
+)
 
 
 def access_log(head: bytes) -> bool:
@@ -188,6 +201,8 @@ def read(
         _read_session_xml(con, path, compression, xml_root(head))
     elif fmt == "accesslog":
         _read_access_log(con, path, compression)
+    elif fmt == "solrlog":
+        _read_solr_log(con, path, compression)
     elif fmt == "analytics":  # its rows as text columns by the header's names; analytics maps
         header, delim, skip = _header(head), _delimiter(head), preamble(head)
         _number_convention(con, head, header, delim, skip)
@@ -898,7 +913,7 @@ params AS (
         END AS kv
     FROM parts
 )
-SELECT line, raw, err, r,
+SELECT line, raw, err, r, r.client <> '' AS request,
     list_filter([list_filter(kv, lambda p: p.k = n AND trim(p.v) <> '')[1].v
                  FOR n IN $gm_search_params], lambda v: v IS NOT NULL)[1] AS q,
     list_bool_or([try_cast(p.v AS INTEGER) > CASE WHEN p.k IN ('page', 'p', 'pg') THEN 1 ELSE 0
@@ -956,7 +971,7 @@ def _read_access_log(con, path: Path, compression: str) -> None:
     con.execute(_ACCESS_EVENTS.replace("{gap}", str(_SESSION_GAP_S)))
     con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
     searches, requests = con.execute(
-        "SELECT (SELECT count(*) FROM gm_src), count(*) FROM gm_access WHERE r.client <> ''"
+        "SELECT (SELECT count(*) FROM gm_src), count(*) FROM gm_access WHERE request"
     ).fetchall()[0]
     if requests and not searches:  # else "holds no rows", as if the file were empty
         raise InputError(
@@ -967,11 +982,68 @@ def _read_access_log(con, path: Path, compression: str) -> None:
         )
 
 
+# Each Solr request line's parts and parameters; its search: the q of a request that is no shard's
+# part of a distributed search (isShard, distrib=false), no later page (start past 0), and no
+# match-all (*:*, which browsing and faceting send).
+_SOLR_SQL = """
+CREATE OR REPLACE TEMP TABLE gm_access AS
+WITH parts AS (
+    SELECT line, raw, err, CASE WHEN err IS NULL THEN regexp_extract(raw, $gm_solr,
+        ['time', 'core', 'path', 'params', 'hits', 'status']) END AS r
+    FROM {lines}
+),
+params AS (
+    SELECT *, CASE WHEN r.path <> '' THEN list_transform(string_split(r.params, '&'),
+            lambda kv: {'k': gm_url_text(split_part(kv, '=', 1)),
+                        'v': gm_url_text(substr(kv, strpos(kv, '=') + 1))}) END AS kv
+    FROM parts
+)
+SELECT line, raw, err, r, r.path <> '' AS request,
+    CASE WHEN NOT list_bool_or([(p.k = 'isShard' AND p.v = 'true')
+                                OR (p.k = 'distrib' AND p.v = 'false')
+                                OR (p.k = 'start' AND try_cast(p.v AS INTEGER) > 0)
+                                FOR p IN coalesce(kv, [])])
+         THEN list_filter(kv, lambda p: p.k = 'q' AND trim(p.v) NOT IN ('', '*:*', '*'))[1].v
+    END AS q
+FROM params
+"""
+_SOLR_EVENTS = """
+CREATE OR REPLACE TEMP TABLE gm_src AS
+SELECT line,
+    CASE WHEN err IS NOT NULL THEN raw
+         ELSE to_json({'ts': r.time, 'query': q, 'num_results': nullif(r.hits, ''),
+                       'core': r.core, 'path': r.path, 'status': r.status})::VARCHAR END AS raw,
+    err
+FROM gm_access WHERE err IS NOT NULL OR q IS NOT NULL
+"""
+
+
+def _read_solr_log(con, path: Path, compression: str) -> None:
+    """``gm_raw``: a JSON record per search of a Solr log (solr.log's request lines); its other
+    lines (other requests, the server's messages) stay in ``gm_access``."""
+    con.execute(_URL_TEXT)
+    _read_split(
+        con, path, compression, "solrlog",
+        lambda lines, _params: (_SOLR_SQL.replace("{lines}", lines), {"gm_solr": SOLR_LINE}),
+    )  # fmt: skip
+    con.execute(_SOLR_EVENTS)
+    con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
+    searches, requests = con.execute(
+        "SELECT (SELECT count(*) FROM gm_src), count(*) FILTER (WHERE request) FROM gm_access"
+    ).fetchall()[0]
+    if not searches:  # else "holds no rows", as if the file were empty
+        raise InputError(
+            f"none of its {requests:,} Solr requests is a search: none gives a q (other than "
+            "*:*) outside a shard's part of a distributed search or a later page",
+            path=path,
+        )
+
+
 def access_skipped(con: duckdb.DuckDBPyConnection) -> int:
-    """How many requests of the access log last read were no search: no search words, a later
-    page of a search, or a redirect."""
+    """How many requests of the access or Solr log last read were no search: no search words,
+    a later page of a search, a redirect, a shard's part of a distributed search."""
     return con.execute(
-        "SELECT count(*) FROM gm_access WHERE err IS NULL AND r.client <> '' AND line NOT IN "
+        "SELECT count(*) FROM gm_access WHERE err IS NULL AND request AND line NOT IN "
         "(SELECT line FROM gm_src)"
     ).fetchall()[0][0]
 

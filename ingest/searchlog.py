@@ -539,7 +539,7 @@ def run(
                 mapping,
                 ts_format=ts_format,
                 clicks_grow=item.format == "clicklog",
-                access=item.format == "accesslog",
+                access=item.format in ("accesslog", "solrlog"),
             )
         try:
             files.extend(_one_file(con, made, item, redactor, options, ts_format))

@@ -96,3 +96,51 @@ def test_triage_finds_an_access_log_s_reformulation(tmp_path, db_path, cli):
             "SELECT query FROM triage_events WHERE is_reformulated ORDER BY query"
         ).fetchall()
     assert flagged == [("refund policy",)]
+
+
+# solr.log as Solr 9 writes it: startup messages, a distributed search and its shard's part, a
+# later page, a match-all, an admin request, an error with its stack trace, a failed search.
+SOLR = """\
+2026-11-23 10:15:00.001 INFO  (main) [   ] o.a.s.c.CoreContainer Loading cores into CoreContainer [instanceDir=/var/solr/data]
+2026-11-23 10:15:32.123 INFO  (qtp1234-56) [c:products s:shard1 r:core_node2 x:products_shard1_replica_n1] o.a.s.c.S.Request [products_shard1_replica_n1]  webapp=/solr path=/select params={q=refund+policy&defType=edismax&wt=json&rows=10} hits=12 status=0 QTime=5
+2026-11-23 10:15:32.120 INFO  (qtp1234-58) [c:products s:shard2 r:core_node4 x:products_shard2_replica_n3] o.a.s.c.S.Request [products_shard2_replica_n3]  webapp=/solr path=/select params={df=text&distrib=false&q=refund+policy&isShard=true&wt=javabin&version=2} hits=7 status=0 QTime=2
+2026-11-23 10:16:02.456 INFO  (qtp1234-57) [   x:search] o.a.s.c.S.Request [search]  webapp=/solr path=/select params={q=state:"Active"+AND+caf%C3%A9&start=0&rows=100&wt=javabin&version=2} hits=0 status=0 QTime=3
+2026-11-23 10:16:05.000 INFO  (qtp1234-57) [   x:search] o.a.s.c.S.Request [search]  webapp=/solr path=/select params={q=refund+policy&start=10&rows=10} hits=12 status=0 QTime=3
+2026-11-23 10:16:06.000 INFO  (qtp1234-57) [   x:search] o.a.s.c.S.Request [search]  webapp=/solr path=/select params={q=*:*&facet=true} hits=5000 status=0 QTime=3
+2026-11-23 10:33:53.463 INFO  (qtp708533063-17) [   ] o.a.s.s.HttpSolrCall [admin] webapp=null path=/admin/cores params={indexInfo=false&wt=json&_=1672651469301} status=0 QTime=0
+2026-11-23 10:34:00.000 ERROR (qtp1234-60) [   x:search] o.a.s.h.RequestHandlerBase org.apache.solr.common.SolrException: undefined field foo
+\tat org.apache.solr.schema.IndexSchema.getField(IndexSchema.java:1200)
+2026-11-23 10:34:00.001 INFO  (qtp1234-60) [   x:search] o.a.s.c.S.Request [search]  webapp=/solr path=/select params={q=foo:bar} status=400 QTime=1
+"""  # noqa: E501
+
+
+def test_a_solr_log_s_searches_and_their_hits_are_read(tmp_path, db_path, cli):
+    """solr.log was "unknown file format": its request lines hold each search's q and hits."""
+    log = tmp_path / "solr.log"
+    log.write_text(SOLR)
+    result = _ingest(cli, db_path, log)
+    assert result.returncode == 0, result.stderr
+    (file,) = json.loads(result.stdout)["files"]
+    assert file["format"] == "solrlog"
+    assert (file["rows_in"], file["stored"], file["rejected"]) == (3, 3, 0)
+    assert file["requests_not_searches"] == 3  # the shard's part, the later page, *:*
+    with open_store(db_path) as con:
+        rows = con.execute(
+            "SELECT ts::VARCHAR, query, num_results, extra->>'status' FROM search_events "
+            "ORDER BY ts"
+        ).fetchall()
+    assert rows == [
+        ("2026-11-23 10:15:32.123", "refund policy", 12, "0"),
+        ("2026-11-23 10:16:02.456", 'state:"Active" AND café', 0, "0"),  # found nothing
+        ("2026-11-23 10:34:00.001", "foo:bar", None, "400"),
+    ]
+    again = _ingest(cli, db_path, log)
+    assert json.loads(again.stdout)["total"]["stored"] == 0
+
+
+def test_a_solr_log_without_a_search_says_so(tmp_path, db_path, cli):
+    log = tmp_path / "solr.log"
+    log.write_text("".join(SOLR.splitlines(keepends=True)[i] for i in (0, 2, 5, 6)))
+    result = _ingest(cli, db_path, log)
+    assert result.returncode == 2
+    assert "none of its 2 Solr requests is a search" in result.stderr, result.stderr
