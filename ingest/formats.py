@@ -39,7 +39,8 @@ FORMAT_NAMES = {
     "session_xml": "TREC Session Track XML",
     "clicklog": "click-level logs (a row per click: AnonID, Query, QueryTime, ItemRank, ClickURL)",
     "analytics": "aggregated search analytics (query, count, no results, CTR)",
-    "accesslog": "web server access logs (nginx or Apache combined: GET /search?q=…)",
+    "accesslog": "web server access logs (nginx or Apache combined, CloudFront or IIS W3C: "
+    "GET /search?q=…)",
     "solrlog": "Solr's request log (solr.log: path=/select params={q=…} hits=N)",
     "markdown": "Markdown documents (.md, .mdx: a corpus, a chunk per file)",
     "html": "HTML pages (.html: a corpus, a chunk per file)",

@@ -102,9 +102,39 @@ _SOLR = re.compile(
 
 
 def access_log(head: bytes) -> bool:
-    """Whether a file's first line is a web server's access log line (``ACCESS_LINE``)."""
+    """Whether a file's first line is a web server's access log line (``ACCESS_LINE``), or its
+    directives name the fields of one in the W3C extended format (CloudFront, IIS)."""
     lines = head_lines(head.removeprefix(b"\xef\xbb\xbf"), 1)
-    return bool(lines) and _ACCESS.match(lines[0]) is not None
+    return bool(lines) and (_ACCESS.match(lines[0]) is not None or _w3c_fields(head) is not None)
+
+
+# The W3C extended format's fields goldmine reads, by the names its #Fields line gives them;
+# the client's user (IIS's cs-username) and referer may be absent.
+_W3C_NAMES = {
+    "date": "date", "time": "time", "ip": "c-ip", "method": "cs-method", "stem": "cs-uri-stem",
+    "query": "cs-uri-query", "status": "sc-status", "agent": "cs(user-agent)",
+    "user": "cs-username", "referer": "cs(referer)",
+}  # fmt: skip
+
+
+def _w3c_fields(head: bytes) -> dict | None:
+    """Each field's place (1-based) among a W3C extended log's ``#Fields``, how many there are
+    and the delimiter of its lines; None unless its directives open the file and name a
+    request's time, client, path and query."""
+    lines = head_lines(head.removeprefix(b"\xef\xbb\xbf"), 50)
+    if not lines or not lines[0].startswith(b"#"):
+        return None
+    named = next((ln for ln in lines if ln.startswith(b"#Fields:")), None)
+    if named is None:
+        return None
+    names = named[len(b"#Fields:") :].decode("utf-8", "replace").lower().split()
+    places = {k: names.index(v) + 1 for k, v in _W3C_NAMES.items() if v in names}
+    if not {"date", "time", "ip", "stem", "query"} <= places.keys():
+        return None
+    data = next((ln for ln in lines if not ln.startswith(b"#")), b"")
+    # absent fields point past the row: f[n + 1] is NULL
+    out = {f"gm_{k}": places.get(k, len(names) + 1) for k in _W3C_NAMES}
+    return {**out, "gm_n": len(names), "gm_delim": "\t" if b"\t" in data else " "}
 
 
 def header(path: Path, compression: str) -> list[str]:
@@ -896,15 +926,35 @@ _PARTS = ("user", "session", "query", "time", "doc", "rank")
 # UTF-8 (a Latin-1 form's %E9), which url_decode refuses.
 _URL_TEXT = """
 CREATE OR REPLACE TEMP MACRO gm_url_text(s) AS
-    coalesce(try(url_decode(replace(s, '+', ' '))), replace(s, '+', ' '))
+    coalesce(try(url_decode(replace(s, '+', ' '))), replace(s, '+', ' '));
+CREATE OR REPLACE TEMP MACRO gm_url_once(s) AS coalesce(try(url_decode(s)), s);
 """
-_ACCESS_SQL = """
-CREATE OR REPLACE TEMP TABLE gm_access AS
-WITH parts AS (
+_COMBINED_PARTS = """
     SELECT line, raw, err, CASE WHEN err IS NULL THEN regexp_extract(raw, $gm_access,
         ['client', 'user', 'time', 'method', 'target', 'status', 'referer', 'agent']) END AS r
     FROM {lines}
-),
+"""
+# The W3C extended format (CloudFront, IIS): its #Fields line names the columns, split by tabs
+# (CloudFront) or spaces (IIS); a line of another count of fields is no request (a reject), a
+# "#" line a directive (no row). CloudFront writes a query string's "%" as %25 (q=caf%25C3%25A9):
+# such a query string is decoded once before its parameters are.
+_W3C_PARTS = """
+    SELECT line, raw, err, CASE
+        WHEN err IS NOT NULL OR starts_with(raw, '#') THEN NULL
+        WHEN len(f) <> $gm_n THEN {'client': '', 'user': '', 'time': '', 'method': '',
+            'target': '', 'status': '', 'referer': '', 'agent': ''}
+        ELSE {'client': f[$gm_ip], 'user': coalesce(f[$gm_user], '-'),
+              'time': f[$gm_date] || ' ' || f[$gm_time], 'method': f[$gm_method],
+              'target': f[$gm_stem] || CASE WHEN f[$gm_query] NOT IN ('', '-') THEN '?' || CASE
+                  WHEN contains(f[$gm_query], '%25') THEN gm_url_once(f[$gm_query])
+                  ELSE f[$gm_query] END ELSE '' END,
+              'status': f[$gm_status], 'referer': f[$gm_referer], 'agent': f[$gm_agent]} END AS r
+    FROM (SELECT *, CASE WHEN err IS NULL THEN string_split(raw, $gm_delim) END AS f
+          FROM {lines})
+"""
+_ACCESS_SQL = """
+CREATE OR REPLACE TEMP TABLE gm_access AS
+WITH parts AS ({parts}),
 params AS (
     SELECT *, CASE WHEN contains(r.target, '?') THEN list_transform(
             string_split(split_part(substr(r.target, strpos(r.target, '?') + 1), '#', 1), '&'),
@@ -919,7 +969,8 @@ SELECT line, raw, err, r, r.client <> '' AS request,
     list_bool_or([try_cast(p.v AS INTEGER) > CASE WHEN p.k IN ('page', 'p', 'pg') THEN 1 ELSE 0
                   END FOR p IN coalesce(kv, []) IF list_contains($gm_page_params, p.k)])
         AS later_page,
-    epoch(try_strptime(r.time, '%d/%b/%Y:%H:%M:%S %z')) AS t
+    coalesce(epoch(try_strptime(r.time, '%d/%b/%Y:%H:%M:%S %z')),
+             epoch(try_strptime(r.time, '%Y-%m-%d %H:%M:%S'))) AS t
 FROM params
 """
 # The searches: a request that gives search words, read as a search page shown (not a later
@@ -961,12 +1012,20 @@ FROM searches LEFT JOIN sessions USING (line)
 def _read_access_log(con, path: Path, compression: str) -> None:
     """``gm_raw``: a JSON record per search request of a web server's access log; the other
     requests stay in ``gm_access``, counted by ``access_skipped``."""
+    from goldmine.ingest.scan import read_head
+
     con.execute(_URL_TEXT)
-    params = {"gm_access": ACCESS_LINE, "gm_search_params": list(SEARCH_PARAMS),
-              "gm_page_params": list(PAGE_PARAMS)}  # fmt: skip
+    params = {"gm_search_params": list(SEARCH_PARAMS), "gm_page_params": list(PAGE_PARAMS)}
+    fields = _w3c_fields(read_head(path, compression, 1 << 16))
+    if fields is None:
+        parts, params["gm_access"] = _COMBINED_PARTS, ACCESS_LINE
+    else:
+        parts = _W3C_PARTS
+        params.update(fields)
+    sql = _ACCESS_SQL.replace("{parts}", parts)
     _read_split(
         con, path, compression, "accesslog",
-        lambda lines, _params: (_ACCESS_SQL.replace("{lines}", lines), params),
+        lambda lines, _params: (sql.replace("{lines}", lines), params),
     )  # fmt: skip
     con.execute(_ACCESS_EVENTS.replace("{gap}", str(_SESSION_GAP_S)))
     con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")

@@ -144,3 +144,63 @@ def test_a_solr_log_without_a_search_says_so(tmp_path, db_path, cli):
     result = _ingest(cli, db_path, log)
     assert result.returncode == 2
     assert "none of its 2 Solr requests is a search" in result.stderr, result.stderr
+
+
+CF_FIELDS = (
+    "date time x-edge-location sc-bytes c-ip cs-method cs(Host) cs-uri-stem sc-status "
+    "cs(Referer) cs(User-Agent) cs-uri-query cs(Cookie) x-edge-result-type x-edge-request-id "
+    "x-host-header cs-protocol cs-bytes time-taken x-forwarded-for ssl-protocol ssl-cipher "
+    "x-edge-response-result-type cs-protocol-version fle-status fle-encrypted-fields c-port "
+    "time-to-first-byte x-edge-detailed-result-type sc-content-type sc-content-len "
+    "sc-range-start sc-range-end"
+)
+
+
+def _cloudfront_line(time: str, stem: str, query: str) -> str:
+    fields = ["2026-11-23", time, "SFO5-C1", "5123", "203.0.113.7", "GET",
+              "d111111abcdef8.cloudfront.net", stem, "200", "-",
+              "Mozilla/5.0%20(X11;%20Linux%20x86_64)", query, "-", "Miss", "EXAMPLE==",
+              "shop.example", "https", "421", "0.104", "-", "TLSv1.3", "TLS_AES_128_GCM_SHA256",
+              "Miss", "HTTP/2.0", "-", "-", "53421", "0.104", "Miss", "text/html", "5123", "-",
+              "-"]  # fmt: skip
+    return "\t".join(fields) + "\n"
+
+
+def test_cloudfront_s_and_iis_s_logs_are_read_by_their_fields_line(tmp_path, db_path, cli):
+    """The W3C extended format (CloudFront's tab-separated standard log, IIS's u_ex*.log) was
+    an unknown file format."""
+    cloudfront = tmp_path / "E2EXAMPLE.2026-11-23-09.abcd1234"
+    cloudfront.write_text(
+        f"#Version: 1.0\n#Fields: {CF_FIELDS}\n"
+        + _cloudfront_line("09:15:32", "/search", "q=refund+policy")
+        + _cloudfront_line("09:15:40", "/app.css", "-")
+        # CloudFront writes the query string's % as %25
+        + _cloudfront_line("09:16:10", "/search", "q=caf%25C3%25A9+hours")
+        + "2026-11-23\t09:17:00\tcut short\n"
+    )
+    iis = tmp_path / "u_ex261123.log"
+    iis.write_text(
+        "#Software: Microsoft Internet Information Services 10.0\n#Version: 1.0\n"
+        "#Date: 2026-11-23 09:00:00\n#Fields: date time s-ip cs-method cs-uri-stem "
+        "cs-uri-query s-port cs-username c-ip cs(User-Agent) cs(Referer) sc-status sc-substatus "
+        "sc-win32-status time-taken\n"
+        "2026-11-23 10:15:32 10.0.0.4 GET /search.aspx q=warranty 443 CORP\\alice 198.51.100.9 "
+        "Mozilla/5.0+(Windows+NT+10.0) - 200 0 0 15\n"
+        "2026-11-23 10:15:33 10.0.0.4 GET /favicon.ico - 443 - 198.51.100.9 "
+        "Mozilla/5.0+(Windows+NT+10.0) - 404 0 2 1\n"
+    )
+    result = _ingest(cli, db_path, cloudfront, iis)
+    assert result.returncode == 0, result.stderr
+    files = json.loads(result.stdout)["files"]
+    assert [f["format"] for f in files] == ["accesslog", "accesslog"]
+    assert [(f["rows_in"], f["stored"], f["rejected"]) for f in files] == [(3, 2, 1), (1, 1, 0)]
+    assert [f["requests_not_searches"] for f in files] == [1, 1]
+    with open_store(db_path) as con:
+        rows = con.execute(
+            "SELECT ts::VARCHAR, query, user_id FROM search_events ORDER BY ts"
+        ).fetchall()
+    assert rows == [
+        ("2026-11-23 09:15:32", "refund policy", None),  # CloudFront's times are UTC
+        ("2026-11-23 09:16:10", "café hours", None),
+        ("2026-11-23 10:15:32", "warranty", "CORP\\alice"),
+    ]
