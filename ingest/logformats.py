@@ -973,16 +973,20 @@ SELECT line, raw, err, r, r.client <> '' AS request,
              epoch(try_strptime(r.time, '%Y-%m-%d %H:%M:%S'))) AS t
 FROM params
 """
-# The searches: a request that gives search words, read as a search page shown (not a later
-# page of one, nor a redirect). A client's (address and user agent) searches less than 30
-# minutes apart are one session; the session is known by a hash, never by the address.
+# The searches: a request that gives search words, read as a search page shown to a person:
+# not a later page of one, a redirect, a HEAD or OPTIONS request (no page shown), nor a
+# crawler's (a user agent naming itself a bot, crawler or spider: search engines follow links
+# to search pages). A client's (address and user agent) searches less than 30 minutes apart
+# are one session; the session is known by a hash, never by the address.
 _ACCESS_EVENTS = """
 CREATE OR REPLACE TEMP TABLE gm_src AS
 WITH searches AS (
     SELECT * FROM gm_access
     WHERE err IS NOT NULL OR r.client = ''
        OR (q IS NOT NULL AND NOT coalesce(later_page, false)
-           AND r.status NOT IN ('301', '302', '303', '307', '308'))
+           AND r.status NOT IN ('301', '302', '303', '307', '308')
+           AND upper(r.method) NOT IN ('HEAD', 'OPTIONS')
+           AND NOT regexp_matches(coalesce(r.agent, ''), '(?i)bot\\b|bot/|crawl|spider|slurp'))
 ),
 keyed AS (
     SELECT *, left(md5(r.client || chr(31) || coalesce(r.agent, '')), 16) AS client,

@@ -21,6 +21,8 @@ LOG = f"""\
 203.0.113.7 - - [23/Nov/2026:11:30:00 +0100] "GET /search?query=warranty HTTP/1.1" 200 4980 "-" "{UA}"
 198.51.100.23 - - [23/Nov/2026:10:18:00 +0100] "-" 400 0 "-" "-"
 192.0.2.1 - - [23/Nov/2026:10:19:00 +0100] "GET /search?q=caf%E9&x=\\"y\\" HTTP/1.1" 200 9 "-" "a \\"b\\""
+66.249.66.1 - - [23/Nov/2026:10:20:00 +0100] "GET /search?q=refund+policy HTTP/1.1" 200 5123 "-" "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+203.0.113.7 - - [23/Nov/2026:10:21:00 +0100] "HEAD /search?q=refund+policy HTTP/1.1" 200 0 "-" "{UA}"
 this line is no request
 """  # noqa: E501
 
@@ -38,9 +40,10 @@ def test_an_access_log_s_search_requests_are_its_searches(tmp_path, db_path, cli
     (file,) = got["files"]
     assert file["format"] == "accesslog"
     # the css file, the later page and the redirect are no searches; the last line a reject
-    # nginx's "-" for a request it could not read is no search either
+    # nginx's "-" for a request it could not read is no search either, nor a crawler's
+    # request or a HEAD request
     assert (file["rows_in"], file["stored"], file["rejected"]) == (6, 5, 1)
-    assert file["requests_not_searches"] == 4
+    assert file["requests_not_searches"] == 6
     with open_store(db_path) as con:
         rows = con.execute(
             "SELECT ts::VARCHAR, query, user_id, session_id FROM search_events ORDER BY ts"
