@@ -580,8 +580,9 @@ def _print_result(result, as_json: bool, store: Path | None = None) -> None:
         info(f"see the rejected rows with: {_rejects_command(result, store)}")
     for f in result.files:  # a server log's rows are its searches: its other requests said
         if skipped := (f.extra or {}).get("requests_not_searches"):
-            info(f"{f.path}: {skipped:,} requests were no search (no search words, a later "
-                 "page, a redirect, a shard's part of a search): not rows")  # fmt: skip
+            said = "1 request was" if skipped == 1 else f"{skipped:,} requests were"
+            info(f"{f.path}: {said} no search (no search words, a later page, a redirect, a "
+                 "crawler's, a shard's part of a search): not rows")  # fmt: skip
 
 
 def _triage_line(run: dict | None) -> str:

@@ -207,3 +207,13 @@ def test_cloudfront_s_and_iis_s_logs_are_read_by_their_fields_line(tmp_path, db_
         ("2026-11-23 09:16:10", "café hours", None),
         ("2026-11-23 10:15:32", "warranty", "CORP\\alice"),
     ]
+
+
+def test_the_requests_that_were_no_search_are_said_in_words(tmp_path, db_path):
+    from helpers import run_cli
+
+    log = tmp_path / "access.log"
+    log.write_text("".join(LOG.splitlines(keepends=True)[:2]))
+    result = run_cli("ingest", "searchlog", str(log), "--db", str(db_path))
+    assert result.returncode == 0, result.stderr
+    assert "access.log: 1 request was no search" in result.stderr, result.stderr
