@@ -342,6 +342,11 @@ def _layout_hint(keys: list[str]) -> str | None:
     low = {k.lower() for k in keys}
     if {"event_name", "event_params"} <= low:
         return _GA4_EXPORT
+    if {"top pages", "impressions"} <= low:  # Search Console's export beside Queries.csv
+        return (
+            "Google Search Console's Pages.csv: its rows are pages, not queries; the queries "
+            "are in Queries.csv, beside it in the export"
+        )
     if "elasticsearch.slowlog.source" in low or (
         "source" in low and low & {"took_millis", "search_type", "total_shards"}
     ):

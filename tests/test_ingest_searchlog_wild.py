@@ -584,6 +584,16 @@ ES7_SLOWLOG = {
 }  # fmt: skip
 
 
+def test_search_console_s_pages_csv_points_to_its_queries_csv(tmp_path, db_path, cli):
+    """Pages.csv, beside Queries.csv in Search Console's export, was taken for an export
+    whose query column --map should name: "--map query=COLUMN --map count=Impressions"."""
+    pages = tmp_path / "Pages.csv"
+    pages.write_text("Top pages,Clicks,Impressions,CTR,Position\nhttps://x.example/a,1,10,10%,3\n")
+    result = _ingest(cli, db_path, str(pages))
+    assert result.returncode == 2
+    assert "rows are pages, not queries" in result.stderr and "Queries.csv" in result.stderr
+
+
 @pytest.mark.parametrize(
     ("record", "said"),
     [(GA4_EVENT, "GA4's BigQuery export"), (ES8_SLOWLOG, "search slow log"),
