@@ -777,7 +777,8 @@ def _number_rejects(
 
 def _stage_materialized(con, target: Target, source: Source, redactor: Redactor) -> None:
     typed = source.read(con)
-    if target.reshape:
+    # A target that reshapes only some records' layout (reshapes) leaves the others' typed read
+    if target.reshape and (target.reshapes is None or target.reshapes(typed or discover_keys(con))):
         typed = None
         target.reshape(con, discover_keys(con))
     keys = typed or discover_keys(con)

@@ -261,6 +261,68 @@ def _clicks_added(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, in
     return {**check_dates(con, batch_id), **add_clicks(con, batch_id)}
 
 
+# GA4's BigQuery export as BigQuery writes it (JSON lines or Parquet): every event of the day,
+# each with its parameters as a list of {key, value: {string_value, int_value, …}}. Its
+# view_search_results events are the searches, flattened to the columns the aliases read; the
+# other events are no rows (events_not_searches).
+_GA4_KEYS = ("event_name", "event_params")
+_GA4_PARAM = """[coalesce(p->'value'->>'string_value', p->'value'->>'int_value',
+    p->'value'->>'double_value', p->'value'->>'float_value')
+    FOR p IN coalesce(json_extract(raw, '$.event_params[*]'), [])
+    IF p->>'key' = '{key}'][1]"""
+_GA4_SEARCHES = f"""
+SELECT line, CASE WHEN err IS NULL THEN json_merge_patch('{{}}', to_json({{
+        'event_timestamp': raw->>'event_timestamp', 'event_date': raw->>'event_date',
+        'user_pseudo_id': raw->>'user_pseudo_id', 'user_id': raw->>'user_id',
+        'ga_session_id': {_GA4_PARAM.format(key="ga_session_id")},
+        'search_term': {_GA4_PARAM.format(key="search_term")},
+        'platform': raw->>'platform'}}))::VARCHAR ELSE raw END AS raw, err
+FROM gm_raw
+WHERE err IS NOT NULL OR raw->>'event_name' = 'view_search_results'
+"""
+
+
+def ga4_export(keys: list[str]) -> bool:
+    """Whether records are GA4's BigQuery export as exported (its params not flattened)."""
+    return set(_GA4_KEYS) <= {k.lower() for k in keys}
+
+
+def _ga4_reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
+    """GA4's export: its view_search_results events as flat records; how many other events it
+    held kept for the batch's summary (``_events_not_searches``)."""
+    from goldmine.ingest.files import check_json, replace_raw
+
+    if not ga4_export(keys):
+        return
+    check_json(con)
+    events, searches = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE raw->>'event_name' = 'view_search_results') "
+        "FROM gm_raw WHERE err IS NULL"
+    ).fetchall()[0]
+    if events and not searches:
+        raise InputError(
+            f"GA4's export: none of its {events:,} events is a search (event_name "
+            "view_search_results): site search is measured in GA4's enhanced measurement"
+        )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE gm_ga4_other AS SELECT ?::BIGINT AS n", [events - searches]
+    )
+    replace_raw(con, _GA4_SEARCHES)
+
+
+def _events_not_searches(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = 'gm_ga4_other'"
+    ).fetchall()[0][0]
+    if not found:
+        return {}
+    return {"events_not_searches": con.execute("SELECT n FROM gm_ga4_other").fetchall()[0][0]}
+
+
+def _event_summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, int]:
+    return {**_clicks_added(con, batch_id), **_events_not_searches(con)}
+
+
 def _access_summary(con: duckdb.DuckDBPyConnection, batch_id: int) -> dict[str, int]:
     """An access log's: its requests that were no search (a page, an image, a later page of
     a search, a redirect), beside the rows, which are its searches."""
@@ -321,14 +383,13 @@ def _click_reasons(eid: str) -> str:
 
 # What to do with the layouts of engines and analytics tools whose records hold no column of
 # the user's words: told by the fields only they have.
-_GA4_EXPORT = (
-    "GA4's BigQuery export as BigQuery writes it: a search's term is inside event_params, "
-    "among every other event's; export its searches flattened, each param a column (SELECT "
-    "event_timestamp, user_pseudo_id, (SELECT value.int_value FROM UNNEST(event_params) WHERE "
-    "key = 'ga_session_id') AS ga_session_id, (SELECT value.string_value FROM "
-    "UNNEST(event_params) WHERE key = 'search_term') AS search_term FROM "
-    "`PROJECT.analytics_ID.events_*` WHERE event_name = 'view_search_results'), or name a "
-    "column of the words with --map query=COLUMN"
+_GA4_SPARK = (
+    "GA4's BigQuery export as BigQuery writes it (a search's term inside event_params) is read "
+    "by --engine duckdb; for --engine spark, export its searches flattened, each param a "
+    "column (SELECT event_timestamp, user_pseudo_id, (SELECT value.int_value FROM "
+    "UNNEST(event_params) WHERE key = 'ga_session_id') AS ga_session_id, (SELECT "
+    "value.string_value FROM UNNEST(event_params) WHERE key = 'search_term') AS search_term "
+    "FROM `PROJECT.analytics_ID.events_*` WHERE event_name = 'view_search_results')"
 )
 _SLOW_LOG = (
     "an Elasticsearch or OpenSearch search slow log: it logs a slow search once per shard and "
@@ -340,8 +401,8 @@ _SLOW_LOG = (
 
 def _layout_hint(keys: list[str]) -> str | None:
     low = {k.lower() for k in keys}
-    if {"event_name", "event_params"} <= low:
-        return _GA4_EXPORT
+    if ga4_export(keys):  # the DuckDB engine reads it (_ga4_reshape)
+        return _GA4_SPARK
     if {"top pages", "impressions"} <= low:  # Search Console's export beside Queries.csv
         return (
             "Google Search Console's Pages.csv: its rows are pages, not queries; the queries "
@@ -506,7 +567,10 @@ def target(
         pseudonymize_lists=("result_ids", "clicked_ids"),
         # Ambiguous dates are settled per file, before its batch is kept (logformats); a stored
         # search's new clicks are added.
-        summary=_summary if clicks_grow else _access_summary if access else _clicks_added,
+        summary=_summary if clicks_grow else _access_summary if access else _event_summary,
+        # GA4's export as BigQuery writes it: its searches flattened first
+        reshape=_ga4_reshape,
+        reshapes=ga4_export,
     )
 
 

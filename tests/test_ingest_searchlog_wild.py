@@ -596,15 +596,13 @@ def test_search_console_s_pages_csv_points_to_its_queries_csv(tmp_path, db_path,
 
 @pytest.mark.parametrize(
     ("record", "said"),
-    [(GA4_EVENT, "GA4's BigQuery export"), (ES8_SLOWLOG, "search slow log"),
-     (ES7_SLOWLOG, "search slow log")],
+    [(ES8_SLOWLOG, "search slow log"), (ES7_SLOWLOG, "search slow log")],
 )  # fmt: skip
 def test_an_engine_s_or_analytics_layout_that_holds_no_query_column_is_named(
     tmp_path, db_path, cli, record, said
 ):
-    """GA4's export as BigQuery writes it (the search term inside event_params) and Elastic's
-    slow log (the words inside the DSL of source) were refused as any file without a query
-    column, "name it with --map query=COLUMN": a --map of the slow log's source stored each
+    """Elastic's slow log (the words inside the DSL of source) was refused as any file without
+    a query column, "name it with --map query=COLUMN": a --map of its source stored each
     search's DSL as its query."""
     log = tmp_path / "events_20261123.json"
     log.write_text(json.dumps(record) + "\n" + json.dumps(record) + "\n")
@@ -632,3 +630,57 @@ def test_a_query_that_is_a_search_request_s_dsl_is_a_reject(tmp_path, db_path, c
     with open_store(db_path) as con:
         (reason,) = con.execute("SELECT reason FROM rejects").fetchone()
     assert reason == "wrong type: query is a search request's DSL (a JSON object), not its words"
+
+
+@pytest.mark.parametrize("suffix", [".json", ".parquet"])
+def test_ga4_s_export_as_bigquery_writes_it_is_read(tmp_path, db_path, cli, suffix):
+    """GA4's BigQuery export (JSON lines, or Parquet as an export to Cloud Storage writes it)
+    holds every event, each search's term inside event_params: it was refused (no query
+    field). Its view_search_results events are the searches, its session its user's."""
+    page_view = {
+        **GA4_EVENT,
+        "event_name": "page_view",
+        "event_params": GA4_EVENT["event_params"][:1],
+    }
+    later = {
+        **GA4_EVENT,
+        "event_timestamp": "1795420840000000",
+        "user_id": "alice",
+        "event_params": [
+            GA4_EVENT["event_params"][0],
+            {"key": "search_term", "value": {"string_value": "refund policies"}},
+        ],
+    }
+    other = {**GA4_EVENT, "user_pseudo_id": "7654321.222"}  # same second, another visitor
+    events = [page_view, GA4_EVENT, later, other]
+    log = tmp_path / f"events_20261123{suffix}"
+    if suffix == ".json":
+        log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for e in events:  # Parquet holds INT64 as numbers, not JSON's strings
+            e["event_timestamp"] = int(e["event_timestamp"])
+        pq.write_table(pa.Table.from_pylist(events), log)
+    result = _ingest(cli, db_path, str(log))
+    assert result.returncode == 0, result.stderr
+    (file,) = json.loads(result.stdout)["files"]
+    assert (file["rows_in"], file["stored"], file["events_not_searches"]) == (3, 3, 1)
+    got = _events(db_path, "ts::VARCHAR, query, user_id, session_id", "ts, user_id")
+    assert got == [
+        ("2026-11-23 08:00:01", "refund policy", "1234567.111", "1234567.111:1795420000"),
+        ("2026-11-23 08:00:01", "refund policy", "7654321.222", "7654321.222:1795420000"),
+        ("2026-11-23 08:00:40", "refund policies", "alice", "1234567.111:1795420000"),
+    ]
+    again = _ingest(cli, db_path, str(log))
+    assert json.loads(again.stdout)["total"]["stored"] == 0
+
+
+def test_a_ga4_export_without_a_search_event_says_so(tmp_path, db_path, cli):
+    log = tmp_path / "events_20261123.json"
+    page_view = {**GA4_EVENT, "event_name": "page_view"}
+    log.write_text(json.dumps(page_view) + "\n" + json.dumps(page_view) + "\n")
+    result = _ingest(cli, db_path, str(log))
+    assert result.returncode == 2
+    assert "none of its 2 events is a search" in result.stderr, result.stderr
