@@ -585,8 +585,8 @@ def _print_result(result, as_json: bool, store: Path | None = None) -> None:
                  "crawler's, a shard's part of a search): not rows")  # fmt: skip
         if events := (f.extra or {}).get("events_not_searches"):
             said = "1 event was" if events == 1 else f"{events:,} events were"
-            info(f"{f.path}: {said} no search (GA4's events other than view_search_results): "
-                 "not rows")  # fmt: skip
+            info(f"{f.path}: {said} no search (GA4's events other than view_search_results, "
+                 "Vespa's requests without a query): not rows")  # fmt: skip
 
 
 def _triage_line(run: dict | None) -> str:

@@ -924,7 +924,7 @@ _PARTS = ("user", "session", "query", "time", "doc", "rank")
 # UTF-8), and its search words: the first search parameter (SEARCH_PARAMS) given.
 # A parameter's text: "+" a space, %XX a byte of UTF-8; left as written where the bytes are not
 # UTF-8 (a Latin-1 form's %E9), which url_decode refuses.
-_URL_TEXT = """
+URL_TEXT = """
 CREATE OR REPLACE TEMP MACRO gm_url_text(s) AS
     coalesce(try(url_decode(replace(s, '+', ' '))), replace(s, '+', ' '));
 CREATE OR REPLACE TEMP MACRO gm_url_once(s) AS coalesce(try(url_decode(s)), s);
@@ -1018,7 +1018,7 @@ def _read_access_log(con, path: Path, compression: str) -> None:
     requests stay in ``gm_access``, counted by ``access_skipped``."""
     from goldmine.ingest.scan import read_head
 
-    con.execute(_URL_TEXT)
+    con.execute(URL_TEXT)
     params = {"gm_search_params": list(SEARCH_PARAMS), "gm_page_params": list(PAGE_PARAMS)}
     fields = _w3c_fields(read_head(path, compression, 1 << 16))
     if fields is None:
@@ -1084,7 +1084,7 @@ FROM gm_access WHERE err IS NOT NULL OR q IS NOT NULL
 def _read_solr_log(con, path: Path, compression: str) -> None:
     """``gm_raw``: a JSON record per search of a Solr log (solr.log's request lines); its other
     lines (other requests, the server's messages) stay in ``gm_access``."""
-    con.execute(_URL_TEXT)
+    con.execute(URL_TEXT)
     _read_split(
         con, path, compression, "solrlog",
         lambda lines, _params: (_SOLR_SQL.replace("{lines}", lines), {"gm_solr": SOLR_LINE}),

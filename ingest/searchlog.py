@@ -282,6 +282,64 @@ WHERE err IS NOT NULL OR raw->>'event_name' = 'view_search_results'
 """
 
 
+# Vespa's JSON access log: a request per line (ip, time in epoch seconds, uri, code, and a
+# search's "search": {"totalhits"}); a request whose uri gives a query parameter is a search,
+# its totalhits the results found; another (yql alone, a document call, a later page:
+# offset past 0) is no row (events_not_searches).
+_VESPA_KEYS = ("uri", "time", "code", "method")
+_VESPA_PARAMS = """list_transform(string_split(split_part(raw->>'uri', '?', 2), '&'),
+    lambda kv: {'k': gm_url_text(split_part(kv, '=', 1)),
+                'v': gm_url_text(substr(kv, strpos(kv, '=') + 1))})"""
+_VESPA_SEARCHES = f"""
+SELECT line, CASE WHEN err IS NULL THEN json_merge_patch('{{}}', to_json({{
+        'ts': raw->>'time', 'query': q, 'num_results': raw->'search'->>'totalhits',
+        'status': raw->>'code', 'path': split_part(raw->>'uri', '?', 1)}}))::VARCHAR
+        ELSE raw END AS raw, err
+FROM (SELECT *, CASE WHEN err IS NULL AND upper(raw->>'method') NOT IN ('HEAD', 'OPTIONS')
+                      AND NOT list_bool_or([p.k = 'offset' AND try_cast(p.v AS INTEGER) > 0
+                                            FOR p IN {_VESPA_PARAMS}])
+                     THEN [p.v FOR p IN {_VESPA_PARAMS} IF p.k = 'query'
+                           AND trim(p.v) <> ''][1] END AS q
+      FROM gm_raw)
+WHERE err IS NOT NULL OR q IS NOT NULL
+"""
+
+
+def vespa_access_log(keys: list[str]) -> bool:
+    return set(_VESPA_KEYS) <= {k.lower() for k in keys} and "query" not in keys
+
+
+def _reshapes(keys: list[str]) -> bool:
+    return ga4_export(keys) or vespa_access_log(keys)
+
+
+def _reshape(con: duckdb.DuckDBPyConnection, keys: list[str]) -> None:
+    """GA4's export and Vespa's access log as records of searches (``_ga4_reshape``)."""
+    if vespa_access_log(keys):
+        _vespa_reshape(con)
+    else:
+        _ga4_reshape(con, keys)
+
+
+def _vespa_reshape(con: duckdb.DuckDBPyConnection) -> None:
+    from goldmine.ingest.files import check_json, replace_raw
+    from goldmine.ingest.logformats import URL_TEXT
+
+    check_json(con)
+    con.execute(URL_TEXT)
+    requests = con.execute("SELECT count(*) FROM gm_raw WHERE err IS NULL").fetchall()[0][0]
+    replace_raw(con, _VESPA_SEARCHES)
+    searches = con.execute("SELECT count(*) FROM gm_raw WHERE err IS NULL").fetchall()[0][0]
+    if requests and not searches:
+        raise InputError(
+            f"Vespa's access log: none of its {requests:,} requests is a search (a uri giving "
+            "a query parameter, other than a later page)"
+        )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE gm_ga4_other AS SELECT ?::BIGINT AS n", [requests - searches]
+    )
+
+
 def ga4_export(keys: list[str]) -> bool:
     """Whether records are GA4's BigQuery export as exported (its params not flattened)."""
     return set(_GA4_KEYS) <= {k.lower() for k in keys}
@@ -569,8 +627,8 @@ def target(
         # search's new clicks are added.
         summary=_summary if clicks_grow else _access_summary if access else _event_summary,
         # GA4's export as BigQuery writes it: its searches flattened first
-        reshape=_ga4_reshape,
-        reshapes=ga4_export,
+        reshape=_reshape,
+        reshapes=_reshapes,
     )
 
 

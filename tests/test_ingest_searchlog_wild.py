@@ -684,3 +684,38 @@ def test_a_ga4_export_without_a_search_event_says_so(tmp_path, db_path, cli):
     result = _ingest(cli, db_path, str(log))
     assert result.returncode == 2
     assert "none of its 2 events is a search" in result.stderr, result.stderr
+
+
+def test_vespa_s_access_log_is_read(tmp_path, db_path, cli):
+    """Vespa's JSON access log gives each search's query in its uri and its hits in
+    search.totalhits: it was refused (no query field; found agent, code, …)."""
+
+    def request(time: float, uri: str, hits: int | None) -> str:
+        record = {"ip": "172.17.0.2", "time": time, "duration": 0.011, "responsesize": 2403,
+                  "code": 200, "method": "GET", "uri": uri, "version": "HTTP/1.1",
+                  "agent": "python-requests/2.31", "host": "localhost:8080", "scheme": "http",
+                  "localport": 8080}  # fmt: skip
+        if hits is not None:
+            record["search"] = {"totalhits": hits, "hits": min(hits, 10)}
+        return json.dumps(record) + "\n"
+
+    log = tmp_path / "JsonAccessLog.default.20261123"
+    log.write_text(
+        request(1795420800.123, "/search/?query=refund+policy&hits=10", 12)
+        + request(
+            1795420860.5,
+            "/search/?yql=select%20*%20from%20doc%20where%20userQuery()"
+            "&query=cancel%20subscription",
+            0,
+        )
+        + request(1795420870.0, "/search/?query=refund+policy&offset=10", 12)
+        + request(1795420880.0, "/document/v1/ns/doc/docid/1", None)
+        + request(1795420890.0, "/search/?yql=select%20*%20from%20doc%20where%20true", 5000)
+    )
+    result = _ingest(cli, db_path, str(log))
+    assert result.returncode == 0, result.stderr
+    (file,) = json.loads(result.stdout)["files"]
+    assert (file["rows_in"], file["stored"], file["events_not_searches"]) == (2, 2, 3)
+    got = _events(db_path, "ts::VARCHAR, query, num_results")
+    assert got == [("2026-11-23 08:00:00.123", "refund policy", 12),
+                   ("2026-11-23 08:01:00.5", "cancel subscription", 0)]  # fmt: skip
