@@ -306,7 +306,10 @@ WHERE err IS NOT NULL OR q IS NOT NULL
 
 
 def vespa_access_log(keys: list[str]) -> bool:
-    return set(_VESPA_KEYS) <= {k.lower() for k in keys} and "query" not in keys
+    """Whether records are Vespa's access log's: its request fields, and no query column (an
+    application's own log of requests that names its query is read as it is)."""
+    low = {k.lower() for k in keys}
+    return set(_VESPA_KEYS) <= low and not low & set(ALIASES["query"])
 
 
 def _reshapes(keys: list[str]) -> bool:

@@ -719,3 +719,13 @@ def test_vespa_s_access_log_is_read(tmp_path, db_path, cli):
     got = _events(db_path, "ts::VARCHAR, query, num_results")
     assert got == [("2026-11-23 08:00:00.123", "refund policy", 12),
                    ("2026-11-23 08:01:00.5", "cancel subscription", 0)]  # fmt: skip
+
+
+def test_an_application_s_request_log_naming_its_query_is_read_as_it_is(tmp_path, db_path, cli):
+    """A log with Vespa's request fields (uri, time, code, method) and a query column of its own
+    is not Vespa's access log: its q is the query."""
+    log = tmp_path / "requests.jsonl"
+    log.write_text(json.dumps({"uri": "/api/find", "time": 1795420800, "code": 200,
+                               "method": "POST", "q": "refund policy"}) + "\n")  # fmt: skip
+    assert _total(_ingest(cli, db_path, str(log)))["stored"] == 1
+    assert _events(db_path, "query") == [("refund policy",)]
