@@ -6,6 +6,7 @@ and exits with the code, never a traceback (unless ``--debug``).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 EXIT_FAILURE = 1
@@ -16,11 +17,21 @@ EXIT_CONFLICT = 5  # a write on a stale read of a gold item: someone changed it 
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell counts a command SIGINT ended
 
 
+# What DuckDB quotes of the data it failed on: the start of a JSON text ('Input: "{\"tickets\":
+# …" when casting from …'), a value it could not convert. A file's text (an address, a key) is
+# never part of an error: the byte offset and the file's name say where to look.
+_QUOTED_INPUT = re.compile(r'\s*\bInput: ".*"(?: when casting from [\w ]+)?')
+_QUOTED_VALUE = re.compile(r"(Could not convert string) '.*?'( to )")
+
+
 def error_line(exc: BaseException) -> str:
     """An exception's first line, as a one-line error quotes it (its class's name if it says
-    nothing): DuckDB's messages run on over several lines."""
+    nothing): DuckDB's messages run on over several lines. The data DuckDB quotes is left out."""
     said = str(exc).strip()
-    return said.splitlines()[0] if said else type(exc).__name__
+    if not said:
+        return type(exc).__name__
+    line = _QUOTED_INPUT.sub("", said.splitlines()[0])
+    return _QUOTED_VALUE.sub(r"\1 a value\2", line)
 
 
 class GoldmineError(Exception):

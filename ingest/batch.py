@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from goldmine.errors import InputError
+from goldmine.errors import InputError, error_line
 from goldmine.ingest.files import (
     InputFile,
     discover_keys,
@@ -1170,7 +1170,7 @@ def _execute(con, sql: str, params: dict[str, Any], path: str | None = None):
     try:
         return run_sql(con, sql, params)
     except duckdb.ConversionException as exc:
-        raise InputError(f"cannot convert a value: {str(exc).splitlines()[0]}", path=path) from exc
+        raise InputError(f"cannot convert a value: {error_line(exc)}", path=path) from exc
 
 
 def _now() -> datetime:

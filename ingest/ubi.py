@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 
-from goldmine.errors import InputError
+from goldmine.errors import InputError, error_line
 from goldmine.ingest.batch import Source
 from goldmine.ingest.files import InputFile, check_json, run_sql
 from goldmine.ingest.formats import read_raw
@@ -146,7 +146,8 @@ def source(con: duckdb.DuckDBPyConnection, queries: InputFile, events: InputFile
         try:
             con.execute(_EVENTS, {"object_paths": _OBJECT_ID, "ordinal_paths": _ORDINAL})
         except duckdb.Error as exc:
-            raise InputError(f"cannot read UBI events: {exc}", path=events.path) from exc
+            said = error_line(exc)
+            raise InputError(f"cannot read UBI events: {said}", path=events.path) from exc
         read_raw(con, queries)
         check_json(con)
 
