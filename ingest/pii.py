@@ -529,12 +529,22 @@ def _id_checks(regions: tuple[str, ...]) -> tuple[tuple[re.Pattern, re.Pattern |
     return tuple(out)
 
 
+# Three years in a row ("tax slabs 2023 2024 2025") have an Aadhaar's printed layout, and one
+# such list in ten passes its check: years, unless a word names an Aadhaar.
+_YEARS = re.compile(r"(?:19|20)\d\d(?:[ -](?:19|20)\d\d)+")
+_AADHAAR_WORDS = re.compile(rf"\b(?:aadhaar|aadhar|uidai|uid){_ID_NAME_TAIL}", re.I)
+
+
 def _national_ids(text: str, regions: tuple[str, ...]):
     """National-id spans of the regions' numbers whose check python-stdnum accepts; not after
-    a word that names a parcel's number ("fedex 7749 1234 5678" passes Aadhaar's check)."""
+    a word that names a parcel's number ("fedex 7749 1234 5678" passes Aadhaar's check), nor a
+    list of years where no word names the id."""
     for found, named, module in _id_checks(regions):
         for m in found.finditer(text):
-            if named is None and _named(_PARCEL_WORDS, text, m.start()):
+            if named is None and (
+                _named(_PARCEL_WORDS, text, m.start())
+                or (_YEARS.fullmatch(m.group()) and not _named(_AADHAAR_WORDS, text, m.start()))
+            ):
                 continue
             if (named is None or _named(named, text, m.start())) and _id_valid(module, m.group()):
                 yield m.start(), m.end()

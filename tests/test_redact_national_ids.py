@@ -29,6 +29,7 @@ def redacted(text: str, regions: tuple[str, ...] | None = None) -> str:
         ("my aadhaar 2341 2341 2346 is linked", "my aadhaar <NATIONAL_ID> is linked"),
         ("update address for 4991 1866 5246", "update address for <NATIONAL_ID>"),
         ("Aadhar no: 499118665246", "Aadhar no: <NATIONAL_ID>"),
+        ("my aadhaar 2023 2024 2025", "my aadhaar <NATIONAL_ID>"),  # years' digits, but named
         ("PAN AAPFU0939F not linked to aadhaar", "PAN <NATIONAL_ID> not linked to aadhaar"),
         ("pan card aapfu0939f", "pan card <NATIONAL_ID>"),
         # Germany: the tax id (Steuer-IdNr), named
@@ -95,6 +96,10 @@ def test_national_ids_of_a_configured_region_are_redacted(region, text, expected
         (("BR",), "ISBN 978-3-16-148410-0"),
         (None, "11010519491231002X"),  # a Chinese resident id, China not configured nor named
         (("CN",), "身份证 110105194912310021"),  # the wrong check digit
+        # three years in a row, spaced as an Aadhaar is printed, and one in ten passes its check
+        (None, "income tax slabs 2023 2024 2025 compared"),
+        (None, "annual report 2004 2006 2008"),
+        (None, "budget 2023-2024-2025 plan"),
     ],
 )
 def test_look_alikes_are_left_as_written(regions, text):
