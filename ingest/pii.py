@@ -160,8 +160,10 @@ _JOIN = r"(?: ?\(|\) ?| / |[ .\-/\u2010-\u2013])"
 # A "+" may come URL-encoded (phone=%2B447911123456), or in brackets: "(+44 7911 123456)" is
 # the number after the bracket, where "(415) 555" is one from the bracket.
 _PLUS = r"(?:\+|%2B) ?"
+# Not digits a dash joins to a word: an order's or a project's code ("ORD-2024-884213").
 PHONE = re.compile(
-    rf"(?:(?<![{_W}+(])(?:{_PLUS}|\()?|(?<=\(){_PLUS})\d+(?:{_JOIN}\d+)*(?![{_W}]|[.,]\d)",
+    rf"(?:(?<![{_W}+(])(?<![{_W}]-)(?:{_PLUS}|\()?|(?<=\(){_PLUS})\d+(?:{_JOIN}\d+)*"
+    rf"(?![{_W}]|[.,]\d)",
     re.IGNORECASE,
 )
 # Not an npm scope ("@types/node"): a handle is followed by no slash.

@@ -345,6 +345,27 @@ def test_an_orders_number_stays(text):
     assert redacted(text) == text
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["where is ORD-2024-884213", "SO-2024-000123 not shipped", "PRJ-2024-884213-A budget",
+     "INV-0171-1234567 unpaid"],
+)  # fmt: skip
+def test_a_code_whose_digits_follow_a_word_and_a_dash_stays(text):
+    """An order's or a project's code ("ORD-2024-884213") is one word, its digits joined to
+    letters by a dash, as a card's digits are never taken there: "2024-884213" is a valid
+    number of one of the regions, and the code became "ORD-<PHONE>"."""
+    assert redacted(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("hotline: +49 30 1234567", "hotline: <PHONE>"), ("Tel.: -0171 1234567", "Tel.: -<PHONE>"),
+     ("Tel.-Nr. 030 12345678", "Tel.-Nr. <PHONE>"), ("tel:-+4930123456", "tel:-<PHONE>")],
+)  # fmt: skip
+def test_a_phone_after_a_dash_that_joins_no_word_is_still_found(text, expected):
+    assert redacted(text) == expected
+
+
 def test_the_weeks_formats_reach_no_table_of_a_redacted_import(tmp_path, db_path):
     """Where a wrapped card and a PEM key really come: a ticket's body and a chat turn of
     several lines, and a CSV search log whose quoted query holds a line break."""
