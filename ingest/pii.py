@@ -45,6 +45,12 @@ SECRET_MARKS = (
     r"|(?i:bearer\s|(?:key|secret|token|passw(?:or)?d|pwd)[\"']?\s*[:=])"
     r"|(?i:\b(?:passw(?:or)?d|pwd)\s+(?:is|was)\s)"
     r"|-----BEGIN [A-Z0-9 ]*PRIVATE KEY"
+    # a header's credential, curl's user, a short name, a key said in prose, a password in words
+    # of other languages (RE2 reads \b as ASCII's: none before those)
+    r"|(?i:authorization|\s(?:-u|--user)[\s=]|(?:pass|sig|signature)[\"']?\s*[:=])"
+    r"|(?i:(?:key|token|secret)\s+(?:is|was)\s)"
+    r"|(?i:passwort|kennwort|mot de passe|mdp|contrase|senha|wachtwoord|has[lł]o|parola"
+    r"|l[oö]senord|salasana|пароль|密码|パスワード)"
 )
 # The zero of each run of ten decimal digits past ASCII (Unicode category Nd, as Python 3.11's
 # unicodedata lists them; a test checks the list against it): scanning every code point at
@@ -601,9 +607,32 @@ _BEARER = re.compile(r"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{16,}=*)(?![A-Za-z0-9._
 _SECRET_HINT = re.compile(SECRET_MARKS)
 # HTTP Basic credentials: base64 of "user:password".
 _BASIC = re.compile(r"(?i:\bbasic)\s+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])")
+# A name ending in key, secret, token or password; or pass, sig or signature alone or after a
+# separator ("DB_PASS", "X-Amz-Signature": not "bypass"), whose value must hold a digit.
 _NAMED_SECRET = re.compile(
-    r"(?i:\b[a-z_.-]*(?:key|secret|token|passw(?:or)?d|pwd))[\"']?(\s*[:=]\s*)[\"']?"
+    r"(?i:\b(?:[a-z_.-]*(?:key|secret|token|passw(?:or)?d|pwd)"
+    r"|(?:[a-z_.-]*[_.-])?(?P<short>pass|sig|signature)))[\"']?(\s*[:=]\s*)[\"']?"
     r"([^\s\"'&,;<>]{6,})"
+)
+# An HTTP Authorization header's credential, after its scheme whatever it is ("Token",
+# "ApiKey", "SSWS"); Bearer and Basic are read above as well.
+_AUTHORIZATION = re.compile(
+    r"(?i:\bauthorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z][A-Za-z0-9-]*\s+)?"
+    r"([A-Za-z0-9._~+/=-]{8,})(?![A-Za-z0-9._~+/=-])"
+)
+# curl's user and password ("curl -u admin:s3cret"): the password, unless a shell variable.
+_CURL_USER = re.compile(
+    r"(?i:\bcurl\b)[^\n]*?\s(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']+:(?!\$)([^\s\"'@]+)"
+)
+# An AWS secret access key (40 characters of base64) pasted beside its key id.
+_AWS_PAIR = re.compile(
+    r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}[^\n]{1,40}?"
+    r"(?<![A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+)
+# A key or a token said in prose ("my api key is 9944b0…"): long, letters and digits.
+_SAID_KEY = re.compile(
+    r"(?i:\b(?:key|token|secret))\s+(?:is|was)\s+[\"']?([A-Za-z0-9._~+/=-]{16,})"
+    r"(?![A-Za-z0-9._~+/=-])"
 )
 # What a password "is" that names how it is kept, not the password ("password is sha256 hashed").
 _SCHEMES = frozenset(
@@ -612,8 +641,13 @@ _SCHEMES = frozenset(
 )  # fmt: skip
 # A password said in prose ("password: Tr0ub4dor&3", "my password is hunter2"): the value runs
 # to the next space (a URL's "&" ends the one above), less a closing stop.
+# Also written as JSON ('"password": "…"') and in the words of other languages.
 _SAID_PASSWORD = re.compile(
-    r"(?i:\b(?:passw(?:or)?d|pwd))(?:\s*:\s+|\s+(?:is|was)\s+)[\"']?([^\s\"']{4,}?)[\"'.,;!?)]*(?=\s|$)"
+    r"(?i:(?<![^\W\d_])(?:passw(?:or)?d|pwd|passwort|kennwort|mot de passe|mdp|contraseña"
+    r"|contrasena|senha|wachtwoord|hasło|haslo|parola|lösenord|losenord|salasana|пароль)"
+    r"|密码|パスワード)"
+    r"(?:[\"']?\s*[:：]\s*|\s+(?:is|was|est|ist|es|é|era|war|était|jest|är|on)\s+)[\"']?"
+    r"([^\s\"']{4,}?)[\"'.,;!?)]*(?=\s|$)"
 )
 
 # An ISO date anywhere in a run ("2017-10-20 10"), or a whole run that is a day-month-year. The
@@ -989,9 +1023,27 @@ def _secrets(text: str):
                 and value.lower() not in _SCHEMES):  # fmt: skip
             yield m.start(1), m.end(1)
     for m in _NAMED_SECRET.finditer(text):
-        value, spaced = m.group(2), m.group(1).strip() != m.group(1)
-        if not spaced or (_has_digit(value) and any(c.isalpha() for c in value)):
-            yield m.start(2), m.end(2)
+        value, spaced = m.group(3), m.group(2).strip() != m.group(2)
+        if (not spaced and not m.group("short")) or (
+            _has_digit(value) and any(c.isalpha() for c in value)
+        ):
+            yield m.start(3), m.end(3)
+    yield from _pasted_secrets(text)
+
+
+def _pasted_secrets(text: str):
+    """A header's credential, curl's password, an AWS secret beside its key id and a key said
+    in prose: each holds a digit (an AWS secret letters of both cases too)."""
+    for rx in (_AUTHORIZATION, _SAID_KEY):
+        for m in rx.finditer(text):
+            if _has_digit(m.group(1)) and any(c.isalpha() for c in m.group(1)):
+                yield m.start(1), m.end(1)
+    for m in _CURL_USER.finditer(text):
+        yield m.start(1), m.end(1)
+    for m in _AWS_PAIR.finditer(text):
+        key = m.group(1)
+        if _has_digit(key) and not key.isupper() and not key.islower():
+            yield m.start(1), m.end(1)
 
 
 def _cards(text: str):

@@ -9,6 +9,11 @@ from __future__ import annotations
 
 import json
 
+import duckdb
+import pytest
+
+from goldmine.ingest.redact import make_redactor, redact_text
+
 from helpers import run_cli
 
 KEY = "sk_live_4eC39HqLyjWDarjtT1zdp7dc"
@@ -26,3 +31,72 @@ def test_a_json_file_that_does_not_parse_is_named_without_its_text(tmp_path, db_
         assert "cannot read as json" in out.stderr and "byte" in out.stderr
         for secret in (KEY, "sk_live", "jane", "declined"):
             assert secret not in out.stderr, out.stderr
+
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+DRF = "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"
+
+
+def redacted(text: str) -> str:
+    return redact_text(duckdb.connect(), text, make_redactor(True))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # an HTTP Authorization header's credential, whatever its scheme
+        (f"Authorization: Token {DRF}", "Authorization: Token <SECRET>"),
+        (f"curl -H 'authorization: token {DRF}' https://api.example.com",
+         "curl -H 'authorization: token <SECRET>' https://api.example.com"),
+        (f'"Authorization": "ApiKey {DRF}"', '"Authorization": "ApiKey <SECRET>"'),
+        # curl's user and password: the password
+        ("curl -u admin:S3cretPass1 https://api.example.com",
+         "curl -u admin:<SECRET> https://api.example.com"),
+        ("curl --user 'bob:hunter22' https://x.example.com",
+         "curl --user 'bob:<SECRET>' https://x.example.com"),
+        # an AWS key pair pasted as the console shows it: the secret beside its key id
+        (f"aws keys AKIAIOSFODNN7EXAMPLE / {AWS_SECRET} stopped working",
+         "aws keys <SECRET> / <SECRET> stopped working"),
+        (f"AKIAIOSFODNN7EXAMPLE,{AWS_SECRET}", "<SECRET>,<SECRET>"),
+        # a key said in prose, as a password is
+        (f"my api key is {DRF} and it fails", "my api key is <SECRET> and it fails"),
+        (f"the token was {DRF}", "the token was <SECRET>"),
+        # a password's value whole, quoted in JSON-like text
+        ('"password": "Tr0ub4dor&3"', '"password": "<SECRET>"'),
+        # a password named short, a signed URL's signature
+        ("DB_PASS=hunter22", "DB_PASS=<SECRET>"),
+        ("login?user=admin&pass=Secret123", "login?user=admin&pass=<SECRET>"),
+        ("https://acct.blob.core.windows.net/c/f.txt?sv=2020-08-04&sig=AbCdEf1234567890%2BgH",
+         "https://acct.blob.core.windows.net/c/f.txt?sv=2020-08-04&sig=<SECRET>"),
+        ("f.pdf?X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c2",
+         "f.pdf?X-Amz-Signature=<SECRET>"),
+        # a password said in another language
+        ("Passwort: Geheim123", "Passwort: <SECRET>"),
+        ("mon mot de passe est Secret123", "mon mot de passe est <SECRET>"),
+        ("contraseña: Secreto123", "contraseña: <SECRET>"),
+        ("minha senha é Segredo123", "minha senha é <SECRET>"),
+    ],
+)  # fmt: skip
+def test_credentials_as_tickets_paste_them_are_redacted(text, expected):
+    assert redacted(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorization: Bearer",
+        "authorization: required for admin",
+        "curl -u $USER:$PASS https://api.example.com",
+        "the key is in the drawer",
+        "token is expired",
+        "bypass=enabled",
+        "compass: 12 degrees",
+        "signature=required",
+        "Passwort vergessen",
+        "mot de passe oublié",
+        "AKIAIOSFODNN7EXAMPLE was rotated",
+    ],
+)
+def test_their_look_alikes_stay(text):
+    out = redacted(text)
+    assert out.replace("<SECRET>", "AKIAIOSFODNN7EXAMPLE") == text, out
