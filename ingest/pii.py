@@ -686,7 +686,7 @@ _NANP_LAYOUT = re.compile(r"(?:\+?1[ .-]?)?(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\
 _VERSION_WORDS = re.compile(
     r"\b(?:version|ver|release|build|v|android|ios|ipados|macos|osx|windows|linux|ubuntu|"
     r"debian|kernel|chrome|chromium|firefox|safari|edge|opera|firmware|fw|bios|driver|sdk|"
-    r"patch|update|upgrade|node|python|java|php)\.?\s*$",
+    r"patch|update|upgrade|python|java|php)\.?\s*$",
     re.IGNORECASE,
 )
 

@@ -100,3 +100,17 @@ def test_credentials_as_tickets_paste_them_are_redacted(text, expected):
 def test_their_look_alikes_stay(text):
     out = redacted(text)
     assert out.replace("<SECRET>", "AKIAIOSFODNN7EXAMPLE") == text, out
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("k8s node 10.244.0.5 NotReady", "k8s node <IPV4> NotReady"),
+        ("drain node 192.168.49.2 first", "drain node <IPV4> first"),
+        ("android 14.0.0.1 crash", "android 14.0.0.1 crash"),  # a version, as before
+    ],
+)
+def test_a_cluster_nodes_address_is_no_version(text, expected):
+    """Node.js numbers its releases in three parts: a dotted quad after "node" is a machine's
+    address (Kubernetes names its nodes so), and was kept as a version."""
+    assert redacted(text) == expected
