@@ -41,6 +41,8 @@ DEFAULT_REGIONS = ("US", "GB", "DE", "FR", "IN")
 SECRET_MARKS = (
     r"AKIA|ASIA|ABIA|ACCA|eyJ|gh[pousr]_|github_pat_|xox[abposr]-|sk-|_live_|_test_|AIza"
     r"|glpat-|npm_|hf_|SG\.|[0-9]:AA|hooks\.slack\.com/|/api/webhooks/"
+    r"|shp[acps][atsc]_|do[por]_v1_|xapp-|pypi-|ya29\.|ATATT3|sq0|dapi|PMAK-|lin_api_|ntn_"
+    r"|gsk_|r8_|pplx-|xai-"
     r"|(?i:basic)\s+[A-Za-z0-9+/]{4,}[0-9+/=]"
     r"|(?i:bearer\s|(?:key|secret|token|passw(?:or)?d|pwd)[\"']?\s*[:=])"
     r"|(?i:\b(?:passw(?:or)?d|pwd)\s+(?:is|was)\s)"
@@ -585,6 +587,13 @@ SECRET = re.compile(
     # GitLab, npm and Hugging Face tokens, SendGrid keys, a Telegram bot's token
     r"|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{36}|hf_[A-Za-z0-9]{30,}"
     r"|SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}|[0-9]{8,10}:AA[A-Za-z0-9_-]{30,40}"
+    # Shopify, DigitalOcean, Slack app, PyPI, Google OAuth, Atlassian, Square, Databricks,
+    # Postman, Linear, Notion, and the Groq, Replicate, Perplexity and xAI model APIs' keys
+    r"|shp(?:at|ca|pa|ss)_[A-Fa-f0-9]{32}|do[por]_v1_[a-f0-9]{64}|xapp-[0-9]-[A-Za-z0-9-]{20,}"
+    r"|pypi-AgE[A-Za-z0-9_-]{50,}|ya29\.[A-Za-z0-9_-]{20,}|ATATT3[A-Za-z0-9_=-]{20,}"
+    r"|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|dapi[a-f0-9]{32}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"
+    r"|lin_api_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37,}"
+    r"|pplx-[A-Za-z0-9]{48,}|xai-[A-Za-z0-9]{60,}"
     r")(?![A-Za-z0-9_-])"
 )
 # A Slack or Discord webhook's URL is its own credential: the path after the service's part.

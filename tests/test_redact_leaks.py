@@ -114,3 +114,38 @@ def test_a_cluster_nodes_address_is_no_version(text, expected):
     """Node.js numbers its releases in three parts: a dotted quad after "node" is a machine's
     address (Kubernetes names its nodes so), and was kept as a version."""
     assert redacted(text) == expected
+
+
+_HEX = "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "shpat_" + _HEX[:32],  # Shopify admin API
+        "shpss_" + _HEX[:32].upper(),
+        "dop_v1_" + _HEX[:64],  # DigitalOcean
+        "xapp-1-A0123456789-1234567890123-" + _HEX[:32],  # Slack app-level token
+        "pypi-AgEIcHlwaS5vcmcCJDEyMzQ1Njc4LTEyMzQtMTIzNC0xMjM0LTEyMzQ1Njc4OTAxMgAC",
+        "ya29.a0AfH6SMBx1234567890abcdefghijKLMNOP_qrs-tuv",  # Google OAuth access token
+        "ATATT3xFfGF0" + "Ab1_Cd2-" * 4,  # Atlassian API token
+        "sq0atp-" + "A1b2C3d4E5f6G7h8I9j0K1",  # Square
+        "dapi" + _HEX[:32],  # Databricks
+        "PMAK-" + _HEX[:24] + "-" + _HEX[:34],  # Postman
+        "lin_api_" + "aB3" * 13 + "x",  # Linear
+        "gsk_" + "aB3" * 17,  # Groq
+        "r8_" + "aB3" * 13,  # Replicate
+        "pplx-" + "aB3" * 16,  # Perplexity
+    ],
+)
+def test_more_issuers_keys_are_redacted(key):
+    assert redacted(f"our key {key} stopped working") == "our key <SECRET> stopped working"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["shpat_ missing from docs", "pypi-server config", "ya29 error", "sq0 region", "dapi docs",
+     "xai-grok pricing", "r8_ prefix meaning", "gsk_ keys rotate monthly"],
+)  # fmt: skip
+def test_a_prefix_alone_is_no_key(text):
+    assert redacted(text) == text
