@@ -94,7 +94,7 @@ CANDIDATE = (
     + "]"
     + r"|(?i:\sat\s+[a-z0-9-]+\s+dot\s)"
     # a JSON escape (``\u0040``, ``\u00fc``): JSON text is read decoded (``_redact_json``)
-    + r"|\\u[0-9A-Fa-f]{4}"
+    + r"|\\u[0-9A-Fa-f]{4}|&#(?:64|[xX]40);"
     + r"|"
     + SECRET_MARKS
 )
@@ -129,6 +129,10 @@ _FOLD = {
 # the word joiner and its kin, a BOM. They are looked through, and the span keeps them.
 INVISIBLE = "\u00ad\u180e\u200b-\u200f\u2060-\u2064\ufeff"
 _INVISIBLE = re.compile(f"[{INVISIBLE}]")
+# An @ written as JSON's or JavaScript's escape, or as HTML's entity, in a text that is no JSON
+# document (a payload pasted into a ticket, a JSON line cut short): read as the @ it is.
+_ESCAPED_AT = r"\\u0040|&#(?:64|[xX]40);"
+_HIDDEN = re.compile(f"[{INVISIBLE}]|{_ESCAPED_AT}")
 
 # ASCII word characters bound the digit-based types, as RE2's \b did: "é4111…" is a card.
 _W = r"A-Za-z0-9_"
@@ -924,13 +928,27 @@ def find(
     (an email before a handle, an IPv6 before the IPv4 it may end with, a card before a phone);
     a span overlapping one already taken is dropped. Invisible characters (``INVISIBLE``) are
     looked through: a span holds those inside it."""
-    if not _INVISIBLE.search(text):
+    if not _HIDDEN.search(text):
         return _find(text, regions, handles)
-    kept = [i for i, c in enumerate(text) if not _INVISIBLE.match(c)]
-    seen = "".join(text[i] for i in kept)
-    return [
-        (kept[start], kept[end - 1] + 1, kind) for start, end, kind in _find(seen, regions, handles)
-    ]
+    # The text as read: invisible characters out, an escaped @ as one "@"; each character read
+    # keeps the span it came from.
+    seen, starts, ends, last = [], [], [], 0
+    for m in _HIDDEN.finditer(text):
+        for i in range(last, m.start()):
+            seen.append(text[i])
+            starts.append(i)
+            ends.append(i + 1)
+        if not _INVISIBLE.fullmatch(m.group()):
+            seen.append("@")
+            starts.append(m.start())
+            ends.append(m.end())
+        last = m.end()
+    for i in range(last, len(text)):
+        seen.append(text[i])
+        starts.append(i)
+        ends.append(i + 1)
+    found = _find("".join(seen), regions, handles)
+    return [(starts[start], ends[end - 1], kind) for start, end, kind in found]
 
 
 def _find(text: str, regions: tuple[str, ...], handles: bool) -> list[tuple[int, int, str]]:

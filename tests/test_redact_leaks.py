@@ -149,3 +149,35 @@ def test_more_issuers_keys_are_redacted(key):
 )  # fmt: skip
 def test_a_prefix_alone_is_no_key(text):
     assert redacted(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a JSON payload pasted into a ticket, the text around it no JSON
+        ('payload {"email":"jane.doe\\u0040example.com","id":7} failed',
+         'payload {"email":"<EMAIL>","id":7} failed'),
+        # a JSON line cut short
+        ('{"email":"jane.doe\\u0040example.com","na', '{"email":"<EMAIL>","na'),
+        # HTML's entities, as a web form's copy keeps them
+        ("write to jane.doe&#64;example.com", "write to <EMAIL>"),
+        ("write to jane.doe&#x40;example.com today", "write to <EMAIL> today"),
+        # with an invisible character as well
+        ("jane\u200b.doe\\u0040example.com", "<EMAIL>"),
+    ],
+)  # fmt: skip
+def test_an_escaped_at_in_text_that_is_no_json_is_an_at(text, expected):
+    """JSON text is read decoded; an escape in a text that is not one JSON document (a payload
+    quoted in a ticket, a line cut short) hid the address from the checks."""
+    assert redacted(text) == expected
+
+
+def test_a_pasted_payloads_address_is_not_stored(tmp_path, db_path):
+    body = 'the webhook sent {"customer":{"email":"jane.doe\\u0040example.com"}} twice'
+    tickets = [{"id": 1, "subject": "webhook", "description": body, "status": "open"}]
+    (tmp_path / "t.json").write_text(json.dumps({"tickets": tickets}))
+    out = run_cli("--db", str(db_path), "ingest", "tickets", str(tmp_path / "t.json"))
+    assert out.returncode == 0, out.stderr
+    with duckdb.connect(str(db_path), read_only=True) as con:
+        stored = str(con.execute("SELECT * FROM tickets").fetchall())
+    assert "jane" not in stored and "<EMAIL>" in stored
