@@ -1259,7 +1259,7 @@ def is_phone(text: str, start: int, s: str, regions: tuple[str, ...], whole: boo
     if not 7 <= len(digits) <= 15 or _DATE.fullmatch(s) or _ISO_DATE.search(s):
         return False
     international = s.startswith("+") or (s.startswith("00") and not s.startswith("000"))
-    context = _context(text, start)
+    context = _context(text, start, start + len(s))
     if international:
         number = "+" + digits[2:] if s.startswith("00") else s
         return _valid_anywhere(number) or (
@@ -1330,21 +1330,35 @@ _NUMBER_WORDS = frozenset(
 _NUMBER_SUFFIX = re.compile(r"-?(?:nr|nummer)$|-(?:no|num|number)$")
 
 
-def _context(text: str, start: int) -> bool | None:
+def _context(text: str, start: int, end: int) -> bool | None:
     """True if the nearest word before ``start`` (within 40 characters) says phone, False if
     it says order/ISBN/..., else None. A word that only says "number" goes by the word before
-    it ("order number" is an order's). The word after counts when nothing comes before."""
+    it ("order number" is an order's). The word after counts when nothing comes before: the
+    first three words after ``end`` ("9876543210 is my mobile", "… is my order number")."""
     before = [w.lower() for w in _WORD.findall(text, max(0, start - 40), start)]
     for i in range(len(before) - 1, -1, -1):
-        word = _NUMBER_SUFFIX.sub("", before[i]) or before[i]
-        if _UNSPACED_PHONE_WORDS.search(word):
-            return True
-        if word in _NUMBER_WORDS and i > 0 and before[i - 1] in NOT_PHONE_WORDS:
-            return False
-        if word in PHONE_WORDS:
-            return True
-        if word in NOT_PHONE_WORDS:
-            return False
+        said = _says(before, i)
+        if said is not None:
+            return said
+    after = [w.lower() for w in _WORD.findall(text, end, end + 30)[:3]]
+    for i in range(len(after)):
+        said = _says(after, i)
+        if said is not None:
+            return said
+    return None
+
+
+def _says(words: list[str], i: int) -> bool | None:
+    """Whether ``words[i]`` says phone (True), something else (False), or neither (None)."""
+    word = _NUMBER_SUFFIX.sub("", words[i]) or words[i]
+    if _UNSPACED_PHONE_WORDS.search(word):
+        return True
+    if word in _NUMBER_WORDS and i > 0 and words[i - 1] in NOT_PHONE_WORDS:
+        return False
+    if word in PHONE_WORDS:
+        return True
+    if word in NOT_PHONE_WORDS:
+        return False
     return None
 
 

@@ -181,3 +181,27 @@ def test_a_pasted_payloads_address_is_not_stored(tmp_path, db_path):
     with duckdb.connect(str(db_path), read_only=True) as con:
         stored = str(con.execute("SELECT * FROM tickets").fetchall())
     assert "jane" not in stored and "<EMAIL>" in stored
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("9876543210 is my mobile", "<PHONE> is my mobile"),
+        ("07911123456 is my phone number", "<PHONE> is my phone number"),
+        ("4155552671 (mobile) after 5pm", "<PHONE> (mobile) after 5pm"),
+        ("reach me on 4155552671 call anytime", "reach me on <PHONE> call anytime"),
+    ],
+)
+def test_a_bare_number_named_a_phone_by_the_words_after_it_is_redacted(text, expected):
+    """The word after a bare run of digits says what it is when nothing before does, as the
+    rules always said; only the words before were read."""
+    assert redacted(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["9876543210 is my order number", "4155552671 invoice for the mobile plan",
+     "order 9876543210 mobile case", "1700000000 timestamp of the call"],
+)  # fmt: skip
+def test_a_bare_number_named_otherwise_after_it_stays(text):
+    assert redacted(text) == text
