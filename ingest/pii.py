@@ -51,6 +51,7 @@ SECRET_MARKS = (
     # of other languages (RE2 reads \b as ASCII's: none before those)
     r"|(?i:authorization|\s(?:-u|--user)[\s=]|(?:pass|sig|signature)[\"']?\s*[:=])"
     r"|(?i:(?:key|token|secret)\s+(?:is|was)\s)"
+    r"|(?i:(?:key|secret|token|passw(?:or)?d|pwd|pass|sig|signature)%(?:25)?3D)"
     r"|(?i:passwort|kennwort|mot de passe|mdp|contrase|senha|wachtwoord|has[lł]o|parola"
     r"|l[oö]senord|salasana|пароль|密码|パスワード)"
 )
@@ -627,6 +628,17 @@ _NAMED_SECRET = re.compile(
     r"|(?:[a-z_.-]*[_.-])?(?P<short>pass|sig|signature)))[\"']?(\s*[:=]\s*)[\"']?"
     r"([^\s\"'&,;<>]{6,})"
 )
+# The same in a URL inside another's query string ("next=%2Fa%3Ftoken%3D…%26x%3D1"), its = and
+# & encoded once or twice: the name after an encoded ? or &, the value to the next encoded & or #.
+_ENCODED_AFTER = "|".join(f"(?<=%{q}3F)|(?<=%{q}26)" for q in ("", "25"))
+_NAMED_ENCODED = re.compile(
+    rf"(?:{_ENCODED_AFTER}|\b)(?:[a-z_.-]*(?:key|secret|token|passw(?:or)?d|pwd)"
+    r"|(?:[a-z_.-]*[_.-])?(?:pass|sig|signature))%(?:25)?3D"
+    r"((?:[^\s\"'&,;<>%]|%(?!(?:25)?2[36])(?:25)?[0-9A-F]{2})+)",
+    re.IGNORECASE,
+)
+# A Telegram bot's token in its API's URLs (https://api.telegram.org/bot<token>/sendMessage).
+_BOT_URL = re.compile(r"/bot([0-9]{8,10}:AA[A-Za-z0-9_-]{30,40})(?![A-Za-z0-9_-])")
 # An HTTP Authorization header's credential, after its scheme whatever it is ("Token",
 # "ApiKey", "SSWS"); Bearer and Basic are read above as well.
 _AUTHORIZATION = re.compile(
@@ -1059,13 +1071,20 @@ def _secrets(text: str):
 
 
 def _pasted_secrets(text: str):
-    """A header's credential, curl's password, an AWS secret beside its key id and a key said
-    in prose: each holds a digit (an AWS secret letters of both cases too)."""
+    """A header's credential, curl's password, an AWS secret beside its key id, a key said in
+    prose, a named value in an encoded URL and a bot's token in its URL: each holds a digit (an
+    AWS secret letters of both cases too)."""
     for rx in (_AUTHORIZATION, _SAID_KEY):
         for m in rx.finditer(text):
             if _has_digit(m.group(1)) and any(c.isalpha() for c in m.group(1)):
                 yield m.start(1), m.end(1)
     for m in _CURL_USER.finditer(text):
+        yield m.start(1), m.end(1)
+    for m in _NAMED_ENCODED.finditer(text):
+        value = m.group(1)
+        if len(value) >= 6 and _has_digit(value) and any(c.isalpha() for c in value):
+            yield m.start(1), m.end(1)
+    for m in _BOT_URL.finditer(text):
         yield m.start(1), m.end(1)
     for m in _AWS_PAIR.finditer(text):
         key = m.group(1)

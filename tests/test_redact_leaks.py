@@ -205,3 +205,34 @@ def test_a_bare_number_named_a_phone_by_the_words_after_it_is_redacted(text, exp
 )  # fmt: skip
 def test_a_bare_number_named_otherwise_after_it_stays(text):
     assert redacted(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a URL inside another's query string (a login's next=, an OAuth redirect_uri, a
+        # referrer), its = and & encoded
+        ("https://app.com/login?next=%2Faccount%3Ftoken%3Dabc123def456ghi%26x%3D1",
+         "https://app.com/login?next=%2Faccount%3Ftoken%3D<SECRET>%26x%3D1"),
+        ("redirect_uri=https%3A%2F%2Fapp.com%2Fcb%3Fapi_key%3DAbC123dEf456",
+         "redirect_uri=https%3A%2F%2Fapp.com%2Fcb%3Fapi_key%3D<SECRET>"),
+        ("ref=https%3A%2F%2Fx.com%2F%3Fpassword%3DSecret123%23top",
+         "ref=https%3A%2F%2Fx.com%2F%3Fpassword%3D<SECRET>%23top"),
+        ("u=https%253A%252F%252Fx.com%252F%253Fsig%253DAbCdEf123456%2526a%253D1",
+         "u=https%253A%252F%252Fx.com%252F%253Fsig%253D<SECRET>%2526a%253D1"),
+        # a Telegram bot's token in its API's URL, "bot" written before it
+        ("https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage",
+         "https://api.telegram.org/bot<SECRET>/sendMessage"),
+    ],
+)  # fmt: skip
+def test_a_secret_in_an_encoded_url_or_a_bots_url_is_redacted(text, expected):
+    assert redacted(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["next=%2Fsearch%3Fq%3Dtoken%26page%3D2", "q=monkey%3Dbusiness",
+     "https://x.com/?keyword%3Dshoes2024"],
+)  # fmt: skip
+def test_an_encoded_query_without_a_secret_stays(text):
+    assert redacted(text) == text
