@@ -708,10 +708,13 @@ _EXTENSION = re.compile(
 _NANP_LAYOUT = re.compile(r"(?:\+?1[ .-]?)?(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4}")
 # A dotted quad right after one of these words is a version ("android 14.0.0.1", "firmware
 # 2.1.0.14"), not an address: a product is named by its release in four parts as often as not.
+# So is a document's section ("requirement 8.3.6.1", "§ 4.1.2.3"): standards, contracts and
+# manuals number theirs so.
 _VERSION_WORDS = re.compile(
-    r"\b(?:version|ver|release|build|v|android|ios|ipados|macos|osx|windows|linux|ubuntu|"
+    r"(?:\b(?:version|ver|release|build|v|android|ios|ipados|macos|osx|windows|linux|ubuntu|"
     r"debian|kernel|chrome|chromium|firefox|safari|edge|opera|firmware|fw|bios|driver|sdk|"
-    r"patch|update|upgrade|python|java|php)\.?\s*$",
+    r"patch|update|upgrade|python|java|php|section|sec|subsection|clause|chapter|ch|paragraph"
+    r"|para|article|art|step|requirement|req|appendix|annex|figure|fig)\.?|§)\s*$",
     re.IGNORECASE,
 )
 

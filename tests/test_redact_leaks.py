@@ -236,3 +236,25 @@ def test_a_secret_in_an_encoded_url_or_a_bots_url_is_redacted(text, expected):
 )  # fmt: skip
 def test_an_encoded_query_without_a_secret_stays(text):
     assert redacted(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["see section 2.3.1.4 of the spec", "clause 4.2.1.3 warranty", "requirement 8.3.6.1",
+     "PCI DSS req 8.3.1.1 passwords", "paragraph 3.1.2.1", "chapter 1.2.3.4 exercises",
+     "article 5.1.2.3 of the contract", "appendix 2.1.1.4", "§ 4.1.2.3 BGB",
+     "step 1.2.1.1 install"],
+)  # fmt: skip
+def test_a_documents_section_number_is_no_address(text):
+    """Standards, contracts and manuals number their sections in four parts: a query into such
+    a corpus ("requirement 8.3.6.1") lost its section to <IPV4>."""
+    assert redacted(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("firewall rule 10.1.2.3 blocks", "firewall rule <IPV4> blocks"),
+     ("section of the log: 10.1.2.3 denied", "section of the log: <IPV4> denied")],
+)  # fmt: skip
+def test_an_address_after_other_words_is_still_one(text, expected):
+    assert redacted(text) == expected
