@@ -31,7 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from goldmine.endpoints import is_http_url, retry_after
+from goldmine.endpoints import SECRET_NAME, is_http_url, retry_after, secret_pair, shown_url
 from goldmine.errors import InputError
 from goldmine.eval.http_client import Moved, NotJson, Session, Unreadable
 from goldmine.gold import Gold, Run, id_text
@@ -351,17 +351,9 @@ class HttpOptions:
 
     @property
     def shown_url(self) -> str:
-        """The URL as shown and kept (messages, the store, the history CSV that goes into the
-        user's repository): a password in it and every key-like query parameter as ***."""
-        parts = urllib.parse.urlsplit(self.url)
-        netloc = parts.netloc
-        if parts.password is not None:
-            netloc = f"{parts.username}:***@{netloc.rpartition('@')[2]}"
-        query = "&".join(
-            f"{pair.partition('=')[0]}=***" if _secret_pair(pair) else pair
-            for pair in parts.query.split("&")
-        )
-        return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
+        """The URL as shown and kept: a password in it and every key-like query parameter as
+        *** (``endpoints.shown_url``)."""
+        return shown_url(self.url)
 
     def request(self) -> tuple[str, dict[str, str]]:
         """The URL to ask and the headers to send: a user and password in the URL (as
@@ -385,25 +377,12 @@ class HttpOptions:
         found += [
             urllib.parse.unquote_plus(pair.partition("=")[2])
             for pair in parts.query.split("&")
-            if _secret_pair(pair)
+            if secret_pair(pair)
         ]
         for name, value in self.headers:
-            if _SECRET_NAME.search(name) or name.lower() in ("authorization", "cookie"):
+            if SECRET_NAME.search(name) or name.lower() in ("authorization", "cookie"):
                 found += [value, value.partition(" ")[2]]  # "Bearer sk-…" and "sk-…"
         return sorted({f for f in found if len(f) >= 4}, key=len, reverse=True)
-
-
-# A query parameter or header whose value is a credential: key, api_key, x-api-key,
-# subscription-key, access_token, client_secret, password, sig (Azure's signed URLs), auth.
-_SECRET_NAME = re.compile(
-    r"(?i)(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|passwd|pwd|sig|signature|auth"
-    r"|credentials?)$"
-)
-
-
-def _secret_pair(pair: str) -> bool:
-    name, sep, value = pair.partition("=")
-    return bool(sep and value and _SECRET_NAME.search(urllib.parse.unquote_plus(name)))
 
 
 def scrub(text: str, secrets: Sequence[str]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import re
 import time
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 RETRY_AFTER_MAX_S = 60.0  # a longer Retry-After is not waited for: backoff instead
 
@@ -18,6 +18,34 @@ def is_http_url(url: str) -> bool:
     each retried with backoff, as if the server were down: the callers refuse it at once."""
     parts = urlsplit(url)
     return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+
+
+# A query parameter or header whose value is a credential: key, api_key, x-api-key,
+# subscription-key, access_token, client_secret, password, sig (Azure's signed URLs), auth.
+SECRET_NAME = re.compile(
+    r"(?i)(?:^|[-_.])(?:api[-_]?key|key|token|secret|password|passwd|pwd|sig|signature|auth"
+    r"|credentials?)$"
+)
+
+
+def secret_pair(pair: str) -> bool:
+    """Whether a query string's ``name=value`` carries a credential."""
+    name, sep, value = pair.partition("=")
+    return bool(sep and value and SECRET_NAME.search(unquote_plus(name)))
+
+
+def shown_url(url: str) -> str:
+    """``url`` as shown and kept (messages, the store, a history file that goes into the
+    user's repository): a password in it and every key-like query parameter as ***."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = f"{parts.username}:***@{netloc.rpartition('@')[2]}"
+    query = "&".join(
+        f"{pair.partition('=')[0]}=***" if secret_pair(pair) else pair
+        for pair in parts.query.split("&")
+    )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def retry_after(headers) -> float | None:

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from goldmine.config import load_config
-from goldmine.endpoints import gist, is_http_url, retry_after
+from goldmine.endpoints import gist, is_http_url, retry_after, shown_url
 from goldmine.errors import InputError
 from goldmine.output import progress, warn
 from goldmine.text import sha256_text
@@ -112,6 +112,12 @@ class Settings:
     def endpoint(self) -> str:
         return self.base_url.rstrip("/")
 
+    @property
+    def shown_endpoint(self) -> str:
+        """The endpoint as messages, --json and the store show it: a password or a key in its
+        address as *** (``endpoints.shown_url``)."""
+        return shown_url(self.endpoint)
+
 
 def settings(
     base_url: str | None = None,
@@ -161,7 +167,7 @@ def _check_url(url: str) -> None:
     """An endpoint that is no http(s) address is bad input, said at once (``is_http_url``)."""
     if not is_http_url(url):
         raise InputError(
-            f"--base-url must be an http:// or https:// URL with a host, got {url!r} "
+            f"--base-url must be an http:// or https:// URL with a host, got {shown_url(url)!r} "
             "(e.g. http://127.0.0.1:11434/v1 for Ollama)"
         )
 
@@ -484,7 +490,7 @@ async def _post(
 
     loop = asyncio.get_running_loop()
     end = loop.time() + s.timeout
-    no_answer = f"no answer from {s.endpoint} in {s.timeout:g} s; --timeout to wait longer"
+    no_answer = f"no answer from {s.shown_endpoint} in {s.timeout:g} s; --timeout to wait longer"
     attempt, hops, url = 0, 0, "chat/completions"
     while True:
         attempt += 1

@@ -124,7 +124,7 @@ def judge(store: Store, s: Settings, *, limit: int | None = None) -> JudgeResult
     if limit is not None and limit < 1:
         raise InputError("--limit must be at least 1")
     prompt = load_prompt("judge")
-    result = JudgeResult(s.endpoint, s.model, prompt.version)
+    result = JudgeResult(s.shown_endpoint, s.model, prompt.version)
     with store.open() as con:
         snapshot_id, _ = gi.current_snapshot(con)
         pairs = gi.fetch_dicts(
@@ -170,8 +170,8 @@ def judge(store: Store, s: Settings, *, limit: int | None = None) -> JudgeResult
         at = gi.now()
         rows = [
             (p["query_id"], p["chunk_id"], found[p["key"]][1]["grade"],
-             found[p["key"]][1]["reason"], s.endpoint, s.model, prompt.version, p["query_hash"],
-             p["text_hash"], found[p["key"]][0], at)
+             found[p["key"]][1]["reason"], s.shown_endpoint, s.model, prompt.version,
+             p["query_hash"], p["text_hash"], found[p["key"]][0], at)
             for p in todo if p["key"] in found
         ]  # fmt: skip
         if rows:

@@ -78,7 +78,7 @@ def record_calls(
             first + i,
             kind,
             a.key,
-            s.endpoint,
+            s.shown_endpoint,
             s.model,
             prompt.version,
             a.ok,

@@ -274,7 +274,7 @@ def synth(
     the real traffic they match, written as drafted items in one transaction."""
     _check(style, match, per_chunk, n_chunks, doc, cluster)
     prompt = load_prompt("synth")
-    result = SynthResult(s.endpoint, s.model, prompt.version)
+    result = SynthResult(s.shown_endpoint, s.model, prompt.version)
     with store.open() as con:
         ids = cluster_chunks(con, cluster) if cluster is not None else None
         n = n_chunks if n_chunks else (None if doc or ids else DEFAULT_CHUNKS)
@@ -467,7 +467,8 @@ class _Writer:
         )
         self.model_item(qid, chunk, link, call_id, covered_qid)
         detail = {
-            "endpoint": self.s.endpoint, "model": self.s.model, "prompt_version": self.version,
+            "endpoint": self.s.shown_endpoint, "model": self.s.model,
+            "prompt_version": self.version,
             "chunk_id": chunk["chunk_id"], "chunk_text_hash": chunk["text_hash"],
             "snapshot_id": snapshot_id, "style": self.style, "call_id": call_id,
             "requested_by": self.by,
@@ -489,7 +490,7 @@ class _Writer:
         self.con.execute(
             "INSERT INTO gold_model_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                qid, chunk["chunk_id"], chunk["text_hash"], snapshot_id, self.s.endpoint,
+                qid, chunk["chunk_id"], chunk["text_hash"], snapshot_id, self.s.shown_endpoint,
                 self.s.model, self.version, self.style, call_id,
                 covered["query"] if covered else None, covered["norm"] if covered else None,
                 covered_qid, link["fuzzy"], link["cosine"], gi.now(),

@@ -407,3 +407,19 @@ def test_ctrl_c_keeps_the_questions_already_drafted(store: Path) -> None:
         assert again.returncode == 0, again.stderr
         asked = {user_data(r["body"])["passage"] for r in server.requests}
     assert asked and not asked & set(answered)
+
+
+def test_a_password_or_key_in_the_base_url_is_never_shown_nor_kept(cli, store: Path) -> None:
+    """A gateway's address may carry a password or a key (``https://u:pw@host/v1``,
+    ``?api_key=…``): the messages, --json and the store (``gold_llm_calls``, the synth history)
+    showed it as typed, where ``eval run --http`` shows ***."""
+    with serve(lambda body, n: Reply(status=503)) as server:
+        url = server.base_url.replace("http://", "http://bob:Sekrit9x@") + "?api_key=K3yK3yK3y"
+        out = cli("--db", str(store), "gold", "synth", "--base-url", url, "--model", "m1",
+                  "--match", "fuzzy", "--chunks", "2", "--json")  # fmt: skip
+    said = out.stdout + out.stderr
+    assert "HTTP 503" in said and "bob:***@" in said, said
+    stored = str(_rows(store, "SELECT * FROM gold_llm_calls"))
+    assert "bob:***@" in stored and "api_key=***" in stored
+    for secret in ("Sekrit9x", "K3yK3yK3y"):
+        assert secret not in said and secret not in stored
