@@ -42,7 +42,7 @@ SECRET_MARKS = (
     r"AKIA|ASIA|ABIA|ACCA|eyJ|gh[pousr]_|github_pat_|xox[abposr]-|sk-|_live_|_test_|AIza"
     r"|glpat-|npm_|hf_|SG\.|[0-9]:AA|hooks\.slack\.com/|/api/webhooks/"
     r"|shp[acps][atsc]_|do[por]_v1_|xapp-|pypi-|ya29\.|ATATT3|sq0|dapi|PMAK-|lin_api_|ntn_"
-    r"|gsk_|r8_|pplx-|xai-"
+    r"|gsk_|r8_|pplx-|xai-|whsec_|key-[a-f0-9]"
     r"|(?i:basic)\s+[A-Za-z0-9+/]{4,}[0-9+/=]"
     r"|(?i:bearer\s|(?:key|secret|token|passw(?:or)?d|pwd)[\"']?\s*[:=])"
     r"|(?i:\b(?:passw(?:or)?d|pwd)\s+(?:is|was)\s)"
@@ -599,6 +599,8 @@ SECRET = re.compile(
     r"|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|dapi[a-f0-9]{32}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"
     r"|lin_api_[A-Za-z0-9]{40}|ntn_[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{48,}|r8_[A-Za-z0-9]{37,}"
     r"|pplx-[A-Za-z0-9]{48,}|xai-[A-Za-z0-9]{60,}"
+    # a Stripe webhook's signing secret, a Mailgun key
+    r"|whsec_[A-Za-z0-9+/]{24,}|key-[a-f0-9]{32}"
     r")(?![A-Za-z0-9_-])"
 )
 # A Slack or Discord webhook's URL is its own credential: the path after the service's part.

@@ -136,6 +136,8 @@ _HEX = "0123456789abcdef" * 4
         "gsk_" + "aB3" * 17,  # Groq
         "r8_" + "aB3" * 13,  # Replicate
         "pplx-" + "aB3" * 16,  # Perplexity
+        "whsec_" + "aB3" * 11,  # a Stripe webhook's signing secret
+        "key-" + _HEX[:32],  # Mailgun
     ],
 )
 def test_more_issuers_keys_are_redacted(key):
@@ -144,8 +146,9 @@ def test_more_issuers_keys_are_redacted(key):
 
 @pytest.mark.parametrize(
     "text",
-    ["shpat_ missing from docs", "pypi-server config", "ya29 error", "sq0 region", "dapi docs",
-     "xai-grok pricing", "r8_ prefix meaning", "gsk_ keys rotate monthly"],
+    ["shpat_ missing from docs", "pypi-server config", "whsec_ prefix", "key-value store",
+     "ya29 error", "sq0 region", "dapi docs", "xai-grok pricing", "r8_ prefix meaning",
+     "gsk_ keys rotate monthly"],
 )  # fmt: skip
 def test_a_prefix_alone_is_no_key(text):
     assert redacted(text) == text
