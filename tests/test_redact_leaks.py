@@ -2,7 +2,10 @@
 
 Real files as the tools write them (a Zendesk export cut short, a chat export that is no JSON), a
 real store, and the command's own stderr: DuckDB's JSON reader quotes the start of the text it
-could not parse, which held the customer's address and key.
+could not parse, which held the customer's address and key. Then the texts a probe found stored
+as typed (credentials as tickets paste them, an escaped @, a number said to be a phone after
+it) and the ones it found destroyed (a section number taken for an address), each through the
+same SQL an import runs (``redact_text``).
 """
 
 from __future__ import annotations
