@@ -129,14 +129,21 @@ FROM read_parquet($path, file_row_number = true)
 """
 
 # A JSON document: an array of records, an object wrapping one (``{"tickets": […]}``,
-# an OpenSearch ``_search`` dump), or a single record.
+# an OpenSearch ``_search`` dump: each hit's ``_source`` with its ``_id``), or a single record.
 _READ_JSON = """
 CREATE OR REPLACE TEMP TABLE gm_src AS
 WITH doc AS (SELECT content::JSON AS j FROM read_text($path)),
 items AS (
     SELECT CASE
         WHEN json_type(j) = 'ARRAY' THEN json_extract(j, '$[*]')
-        WHEN json_type(j, '$.hits.hits') = 'ARRAY' THEN json_extract(j, '$.hits.hits[*]._source')
+        -- a hit's _id is beside its _source (a corpus's ids, an index's event ids): kept
+        WHEN json_type(j, '$.hits.hits') = 'ARRAY' THEN list_transform(
+            list_filter(json_extract(j, '$.hits.hits[*]'),
+                        lambda h: (h -> '$._source') IS NOT NULL),
+            lambda h: CASE WHEN json_type(h, '$._source') = 'OBJECT'
+                                AND json_type(h, '$._id') IN ('VARCHAR', 'BIGINT', 'UBIGINT')
+                           THEN json_merge_patch(json_object('_id', h -> '$._id'), h -> '$._source')
+                           ELSE h -> '$._source' END)
         WHEN json_type(j, $wrapper) = 'ARRAY' THEN json_extract(j, $wrapper || '[*]')
         ELSE [j] END AS records
     FROM doc
