@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from goldmine.errors import GoldmineError, InputError, error_line
+from goldmine.ingest.fields import json_path
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,49 @@ SELECT row_number() OVER () AS line, json_object('id', e.key, 'text', e.value)::
        NULL::VARCHAR AS err
 FROM entries
 """
+
+# LlamaIndex's persisted docstore (SimpleDocumentStore: docstore.json, ``docstore/data`` a node
+# id -> {"__type__", "__data__": node}; ``__data__`` JSON text in releases before 0.9): a node a
+# record {id, doc_id (its SOURCE relationship, "1"), text, metadata, offsets}, in its order. The
+# node's templates, embedding and relationships are LlamaIndex's own, not the chunk's.
+_READ_LLAMAINDEX_DOCSTORE = """
+CREATE OR REPLACE TEMP TABLE gm_src AS
+WITH doc AS (SELECT content::JSON AS j FROM read_text($path)),
+entries AS (
+    SELECT unnest(map_entries(json_transform(j -> $data, '"MAP(VARCHAR, JSON)"'))) AS e FROM doc
+),
+nodes AS (
+    SELECT row_number() OVER () AS line, e.key AS key, e.value AS value,
+           CASE WHEN json_type(e.value, '$.__data__') = 'VARCHAR'
+                THEN try_cast(e.value ->> '$.__data__' AS JSON)
+                ELSE coalesce(e.value -> '$.__data__', e.value) END AS d
+    FROM entries
+)
+SELECT line,
+       CASE WHEN json_type(d) = 'OBJECT' THEN json_object(
+           'id', coalesce(d ->> '$.id_', key),
+           'doc_id', d ->> '$.relationships."1".node_id',
+           'text', coalesce(d -> '$.text', d -> '$.text_resource.text'),
+           'metadata', nullif(d -> '$.metadata', '{}'),
+           'start_char_idx', d -> '$.start_char_idx',
+           'end_char_idx', d -> '$.end_char_idx')::VARCHAR
+       ELSE value::VARCHAR END AS raw,
+       CASE WHEN json_type(d) IS DISTINCT FROM 'OBJECT' THEN 'not a JSON object' END AS err
+FROM nodes
+"""
+
+
+def _docstore_data(keys: list[str]) -> str | None:
+    """The key of a LlamaIndex docstore's nodes (``docstore/data``, or another namespace's
+    ``NAME/data``), when the document is one: its keys are NAME/data, NAME/metadata and
+    NAME/ref_doc_info alone."""
+    data = [k for k in keys if k.endswith("/data")]
+    names = {k.rsplit("/", 1)[0] for k in keys}
+    parts = {k.rsplit("/", 1)[-1] for k in keys if "/" in k}
+    if len(data) == 1 and len(names) == 1 and parts <= {"data", "metadata", "ref_doc_info"}:
+        return json_path(data[0])
+    return None
+
 
 _WRAPPERS = (
     "tickets",
@@ -355,6 +399,10 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
     keys = keys or []
     if {"queries", "corpus", "relevant_docs"} <= set(keys):
         con.execute(_READ_LLAMAINDEX_CORPUS, {"path": path})
+        return
+    data = _docstore_data(keys)
+    if data is not None:
+        con.execute(_READ_LLAMAINDEX_DOCSTORE, {"path": path, "data": data})
         return
     wrapper = next((f'$."{k}"' for k in _WRAPPERS if k in keys), None)
     # A HAL page (Help Scout's API): its records are _embedded's first list. A record of its own

@@ -309,7 +309,9 @@ def discover(
             packed = [p for p in files if p.suffix in (".Z", ".z") and _unix_compressed(p)]
             if packed:
                 _refuse_unix_compress(packed[0], len(packed))
-            inside = [p for p in files if _known(p) and not _slack_meta(p)]
+            inside = [
+                p for p in files if _known(p) and not _slack_meta(p) and not _llamaindex_meta(p)
+            ]
             items = [
                 _named(detect(p, forced, encoding), documents)
                 for p in _of_folder(inside, documents)
@@ -356,6 +358,20 @@ def _slack_meta(path: Path) -> bool:
         and (folder / "users.json").is_file()
         and any((folder / n).is_file() for n in ("channels.json", "groups.json", "dms.json"))
     )
+
+
+# A LlamaIndex persist folder's stores beside its docstore.json (which holds the nodes): the
+# index's structure, the embeddings, the graph. Vector stores are named NAMESPACE__vector_store.
+_LLAMAINDEX_META = ("index_store.json", "graph_store.json", "property_graph_store.json")
+
+
+def _llamaindex_meta(path: Path) -> bool:
+    """Whether a file found in a folder is a LlamaIndex persist folder's store other than its
+    docstore (``storage_context.persist()``): left out, as it holds no text of a chunk."""
+    name = path.name
+    return (name in _LLAMAINDEX_META or name.endswith("vector_store.json")) and (
+        path.parent / "docstore.json"
+    ).is_file()
 
 
 def _of_folder(paths: list[Path], documents: bool) -> list[Path]:

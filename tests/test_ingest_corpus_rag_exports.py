@@ -51,3 +51,61 @@ def test_an_elasticsearch_search_response_keeps_each_hits_id(cli, tmp_path) -> N
          '{"tags":["account"]}'),
         ("kb-2", None, "Invoices", None, "Sent on the first of the month.", None),
     ]  # fmt: skip
+
+
+def _text_node(node_id: str, text: str, source: str, doc: str) -> dict:
+    """A TextNode as SimpleDocumentStore.persist writes it (llama-index-core 0.10-0.12)."""
+    data = {
+        "id_": node_id, "embedding": None,
+        "metadata": {"file_path": source, "file_name": source.rsplit("/", 1)[-1],
+                     "file_type": "text/markdown", "file_size": 812},
+        "excluded_embed_metadata_keys": ["file_name", "file_type", "file_size"],
+        "excluded_llm_metadata_keys": ["file_name", "file_type", "file_size"],
+        "relationships": {
+            "1": {"node_id": doc, "node_type": "4", "metadata": {"file_path": source},
+                  "hash": "5d0f", "class_name": "RelatedNodeInfo"},
+        },
+        "metadata_template": "{key}: {value}", "metadata_separator": "\n", "text": text,
+        "mimetype": "text/plain", "start_char_idx": 0, "end_char_idx": len(text),
+        "metadata_seperator": "\n", "text_template": "{metadata_str}\n\n{content}",
+        "class_name": "TextNode",
+    }  # fmt: skip
+    return {"__data__": data, "__type__": "1"}
+
+
+def test_a_llamaindex_docstore_is_read_a_node_a_chunk(cli, tmp_path) -> None:
+    """``storage_context.persist()``'s docstore.json (``docstore/data``: node id -> TextNode) was
+    refused as having no id or text; its nodes are the chunks, their source document the doc id.
+    In the persist folder, the index and vector stores beside it are no chunks."""
+    nodes = {
+        "n-1": _text_node("n-1", "Reset your password from the account page.", "docs/a.md", "D1"),
+        "n-2": _text_node("n-2", "Invoices are sent on the first.", "docs/b.md", "D2"),
+        "n-3": _text_node("n-3", "", "docs/c.md", "D3"),  # an empty node: a reject, not lost
+    }
+    store = {
+        "docstore/metadata": {k: {"doc_hash": "h", "ref_doc_id": f"D{k[-1]}"} for k in nodes},
+        "docstore/data": nodes,
+        "docstore/ref_doc_info": {f"D{k[-1]}": {"node_ids": [k], "metadata": {}} for k in nodes},
+    }
+    persist = tmp_path / "storage"
+    persist.mkdir()
+    (persist / "docstore.json").write_text(json.dumps(store))
+    (persist / "index_store.json").write_text(json.dumps({"index_store/data": {"i": {
+        "__type__": "vector_store", "__data__": json.dumps({"index_id": "i"})}}}))  # fmt: skip
+    vectors = {"embedding_dict": {"n-1": [0.1]}, "text_id_to_ref_doc_id": {"n-1": "D1"},
+               "metadata_dict": {}}  # fmt: skip
+    (persist / "default__vector_store.json").write_text(json.dumps(vectors))
+    (persist / "graph_store.json").write_text(json.dumps({"graph_dict": {}}))
+    db = tmp_path / "s.duckdb"
+    out = ingest(cli, db, str(persist))
+    assert [f["path"].rsplit("/", 1)[-1] for f in out["files"]] == ["docstore.json"]
+    assert out["total"] == {"rows_in": 3, "stored": 2, "rejected": 1, "already_present": 0}
+    rows = stored(db)
+    assert [r[:5] for r in rows] == [
+        ("n-1", "D1", None, None, "Reset your password from the account page."),
+        ("n-2", "D2", None, None, "Invoices are sent on the first."),
+    ]
+    meta = json.loads(rows[0][5])
+    assert meta["metadata"]["file_path"] == "docs/a.md"
+    assert "Reset" not in rows[0][5]  # the text is not kept twice, nor the node's templates
+    assert "text_template" not in meta and "embedding" not in meta
