@@ -148,9 +148,12 @@ def field_access(
     # DuckDB's struct fields ignore case, so of two names differing in case only one can be read:
     # an extra field that is another's twin is left out (the line is still imported).
     lowered = {k.lower() for k in columns}
+    # An object column a field is read from is kept too, less the fields read from it: the rest
+    # of a payload (a chunk's source beside its text) is no field's, and was lost unsaid.
+    patches = _read_paths(keys)
     kept = []
     for k in extra_keys:
-        if k.lower() not in lowered:
+        if k in patches or k.lower() not in lowered:
             lowered.add(k.lower())
             kept.append(k)
     extra_keys = kept
@@ -193,9 +196,14 @@ def field_access(
         params["gm_extra_keys"] = extra_keys
         # An extra passed through natively (a Parquet string or list of strings) has no text.
         pairs = ", ".join(
-            f"coalesce(gm_c{i}::VARCHAR, to_json(gm_s{i})::VARCHAR, to_json(gm_n{i})::VARCHAR)"
-            for i in (positions[k] for k in extra_keys)
+            _less_read(positions[k], j)
+            if k in patches
+            else f"coalesce(gm_c{i}::VARCHAR, to_json(gm_s{i})::VARCHAR, to_json(gm_n{i})::VARCHAR)"
+            for j, (k, i) in enumerate((k, positions[k]) for k in extra_keys)
         )
+        for j, k in enumerate(extra_keys):
+            if k in patches:
+                params[f"gm_unread{j}"] = json.dumps(patches[k])
         extra = (
             "CASE WHEN err IS NULL THEN nullif(to_json(map_from_entries(list_filter("
             f"list_zip($gm_extra_keys, [{pairs}]::JSON[]), "
@@ -209,6 +217,33 @@ def field_access(
     )
     sql = f"SELECT line, raw, err, gm_seen, gm_line, {columns_sql}{extra} AS x FROM gm_rows"
     return sql, params
+
+
+def _read_paths(keys: list[str]) -> dict[str, dict]:
+    """Per object column read by a nested field, a JSON merge patch removing the paths read."""
+    patches: dict[str, dict] = {}
+    for k in keys:
+        if not isinstance(k, NestedKey):
+            continue
+        node: dict | None = patches.setdefault(k.head, {})
+        for part in k.below[:-1]:
+            if node is None or (part in node and node[part] is None):
+                node = None  # a path above it is removed whole
+                break
+            node = node.setdefault(part, {})
+        if node is not None:
+            node[k.below[-1]] = None
+    return patches
+
+
+def _less_read(position: int, j: int) -> str:
+    """An object column's JSON less the fields read from it (``gm_unread<j>``, a merge patch of
+    nulls); nothing when nothing else is in it."""
+    got = f"gm_c{position}"
+    return (
+        f"CASE WHEN json_type({got}::VARCHAR) = 'OBJECT' THEN nullif(json_merge_patch("
+        f"{got}::VARCHAR, $gm_unread{j})::VARCHAR, '{{}}') ELSE {got}::VARCHAR END"
+    )
 
 
 def _nested_value(key: NestedKey, head: int, param: str) -> tuple[str, str]:

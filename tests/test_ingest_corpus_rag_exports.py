@@ -109,3 +109,23 @@ def test_a_llamaindex_docstore_is_read_a_node_a_chunk(cli, tmp_path) -> None:
     assert meta["metadata"]["file_path"] == "docs/a.md"
     assert "Reset" not in rows[0][5]  # the text is not kept twice, nor the node's templates
     assert "text_template" not in meta and "embedding" not in meta
+
+
+def test_a_field_mapped_inside_an_object_keeps_the_objects_other_fields(cli, tmp_path) -> None:
+    """Qdrant's points (a LangChain store's payload: page_content beside metadata) read with
+    ``--map text=payload.page_content``: the rest of the payload, the chunk's source, was lost
+    without a word, since the whole object column counted as read."""
+    points = [
+        {"id": 1, "payload": {"page_content": "Reset your password.",
+                              "metadata": {"source": "docs/a.md", "page": 2}}, "vector": None},
+        {"id": "7c1e", "payload": {"page_content": "Invoices come monthly."}, "vector": None},
+    ]  # fmt: skip
+    path = tmp_path / "points.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in points))
+    db = tmp_path / "s.duckdb"
+    ingest(cli, db, str(path), "--map", "text=payload.page_content")
+    assert [(r[0], r[4], r[5]) for r in stored(db)] == [
+        ("1", "Reset your password.",
+         '{"payload":{"metadata":{"source":"docs/a.md","page":2}}}'),
+        ("7c1e", "Invoices come monthly.", None),
+    ]  # fmt: skip
