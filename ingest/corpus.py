@@ -26,7 +26,8 @@ from goldmine.ingest.target import Target
 _FALLBACK_TEXT = ("segment", "page_content", "abstract")
 
 ALIASES: dict[str, tuple[str, ...]] = {
-    # docno: TREC's and PyTerrier's; corpus_id: BEIR's qrels name (corpus-id in words)
+    # docno: TREC's and PyTerrier's; corpus_id: BEIR's qrels name (corpus-id in words);
+    # element_id: Unstructured's elements
     "chunk_id": (
         "chunk_id",
         "id",
@@ -38,6 +39,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "corpus_id",
         "uuid",
         "guid",
+        "element_id",
     ),  # fmt: skip
     "doc_id": ("doc_id", "document_id", "parent_id", "source_id"),
     "title": ("title", "heading", "name", "wikipedia_title"),

@@ -129,3 +129,26 @@ def test_a_field_mapped_inside_an_object_keeps_the_objects_other_fields(cli, tmp
          '{"payload":{"metadata":{"source":"docs/a.md","page":2}}}'),
         ("7c1e", "Invoices come monthly.", None),
     ]  # fmt: skip
+
+
+def test_unstructured_elements_are_read_an_element_a_chunk(cli, tmp_path) -> None:
+    """Unstructured's element JSON (``elements_to_json``: type, element_id, text, metadata) was
+    refused as having no id: ``element_id`` is its elements' id."""
+    meta = {"filename": "guide.pdf", "filetype": "application/pdf", "languages": ["eng"],
+            "page_number": 1}  # fmt: skip
+    elements = [
+        {"type": "Title", "element_id": "3f1a", "text": "Passwords", "metadata": meta},
+        {"type": "NarrativeText", "element_id": "9b2c", "text": "Reset it from the account.",
+         "metadata": {**meta, "parent_id": "3f1a"}},
+        {"type": "PageBreak", "element_id": "77aa", "text": "", "metadata": meta},
+    ]  # fmt: skip
+    path = tmp_path / "guide.pdf.json"
+    path.write_text(json.dumps(elements, indent=4))
+    db = tmp_path / "s.duckdb"
+    out = ingest(cli, db, str(path))
+    assert out["total"] == {"rows_in": 3, "stored": 2, "rejected": 1, "already_present": 0}
+    rows = stored(db)
+    assert [(r[0], r[4]) for r in rows] == [("3f1a", "Passwords"),
+                                           ("9b2c", "Reset it from the account.")]  # fmt: skip
+    assert json.loads(rows[1][5])["metadata"]["filename"] == "guide.pdf"
+    assert json.loads(rows[1][5])["type"] == "NarrativeText"
