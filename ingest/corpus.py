@@ -15,7 +15,15 @@ from typing import Any
 import duckdb
 
 from goldmine.errors import InputError
-from goldmine.ingest.fields import column_words, field_access, resolve_fields, typ, val
+from goldmine.ingest.fields import (
+    NestedKey,
+    column_words,
+    field_access,
+    nested_key,
+    resolve_fields,
+    typ,
+    val,
+)
 from goldmine.ingest.files import InputFile
 from goldmine.ingest.html_text import HTML_MACROS
 from goldmine.ingest.target import Target
@@ -60,6 +68,33 @@ ALIASES: dict[str, tuple[str, ...]] = {
 
 COLUMNS = ("chunk_id", "doc_id", "title", "url", "text", "text_hash", "metadata")
 
+# The object a vector store or an index keeps a record's fields in, beside its id: Qdrant's
+# payload, Weaviate's properties, an Elasticsearch hit's _source (elasticdump's lines), a
+# LangChain Document serialized by ``dumps`` (its kwargs; its own "id" is the class's path).
+_WRAPPED = ("payload", "properties", "_source", "kwargs")
+
+
+def _wrapped_fields(
+    keys: list[str], fields: dict[str, list[str]], mapping: dict[str, str]
+) -> dict[str, list[str]]:
+    """A record with no text field of its own whose text is in a wrapping object: each field
+    not mapped read from that object too (after the record's own, save a LangChain kwargs'
+    id), so that the object's other fields stay its metadata."""
+    wrapper = next((k for k in keys if k.lower() in _WRAPPED), None)
+    if wrapper is None or "text" in fields or "text" in mapping:
+        return fields
+    present, by_lower = set(keys), {k.lower(): k for k in keys}
+    out = dict(fields)
+    for name, names in ALIASES.items():
+        if name in mapping:
+            continue
+        inner = [nested_key(f"{wrapper}.{a}", present, by_lower) for a in names if a != "abstract"]
+        own = fields.get(name, [])
+        if name == "chunk_id" and wrapper.lower() == "kwargs" and "lc" in present:
+            own = []  # {"lc": 1, "id": ["langchain", "schema", "document", "Document"], …}
+        out[name] = list(own) + [k for k in inner if k is not None]
+    return out
+
 
 def collections(items: list[InputFile]) -> list[InputFile]:
     """A ``.tsv`` corpus is a TSV collection (MS MARCO's ``collection.tsv``, DPR's
@@ -79,7 +114,7 @@ def current_snapshot_id(con: duckdb.DuckDBPyConnection) -> int | None:
 
 
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
-    fields = resolve_fields(keys, ALIASES, mapping, strict=True)
+    fields = _wrapped_fields(keys, resolve_fields(keys, ALIASES, mapping, strict=True), mapping)
     # ir_datasets' docs, doc_id and text: a document is one chunk. Not parent_id or source_id,
     # which name the document a file's chunks come from.
     from_doc = [k for k in fields.get("doc_id", []) if column_words(k) == "doc_id"]
@@ -95,6 +130,13 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         )
     known = {k for names in fields.values() for k in names}
     access, params = field_access(fields, [k for k in keys if k not in known], ("text",))
+    wrapped = [k for k in fields.get("text", []) if isinstance(k, NestedKey)]
+    params["gm_no_text"] = (
+        f" ({wrapped[0].head} holds no text field goldmine knows, --map "
+        f"text={wrapped[0].head}.FIELD names it)"
+        if wrapped and "text" not in mapping
+        else ""
+    )
     params["gm_from_doc"] = (
         " (the ids are the file's doc_id: if its rows are chunks of documents, name their own "
         "id with --map chunk_id=COLUMN)"
@@ -121,7 +163,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
                  WHEN gm_blank({cid}) THEN 'missing chunk id'
-                 WHEN gm_blank({text}) THEN 'missing text'
+                 WHEN gm_blank({text}) THEN 'missing text' || $gm_no_text
                  WHEN {kind} <> 'VARCHAR' AND NOT gm_paragraphs AND NOT gm_titled
                      THEN 'wrong type: text is ' || gm_jtype({kind})
             END AS reason,

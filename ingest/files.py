@@ -223,7 +223,31 @@ _WRAPPERS = (
     "results",
     "rows",
     "searches",  # Algolia's Analytics API: {"searches": [{"search", "count", "nbHits"}]}
+    "objects",  # Weaviate's /v1/objects: {"objects": [{"id", "class", "properties"}]}
 )
+
+# Chroma's ``collection.get()`` saved as JSON: ids, documents and metadatas side by side, a
+# record {id, text, metadata} an id, in its order (a query's result, lists of lists, is not one).
+_READ_CHROMA_GET = """
+CREATE OR REPLACE TEMP TABLE gm_src AS
+WITH doc AS (SELECT content::JSON AS j FROM read_text($path))
+SELECT i AS line,
+       json_object('id', j -> ('$.ids[' || (i - 1) || ']'),
+                   'text', j -> ('$.documents[' || (i - 1) || ']'),
+                   'metadata', j -> ('$.metadatas[' || (i - 1) || ']'))::VARCHAR AS raw,
+       NULL::VARCHAR AS err
+FROM doc, range(1, json_array_length(j, '$.ids')::BIGINT + 1) r(i)
+"""
+
+
+def _chroma_get(con: duckdb.DuckDBPyConnection, path: str, keys: list[str]) -> bool:
+    """Whether the document is a Chroma ``get()``: ids (strings) and documents, lists."""
+    if not {"ids", "documents", "metadatas"} <= set(keys):
+        return False
+    sql = """SELECT json_type(j, '$.ids') = 'ARRAY' AND json_type(j, '$.documents') = 'ARRAY'
+                    AND coalesce(json_type(j, '$.ids[0]') = 'VARCHAR', true)
+             FROM (SELECT content::JSON AS j FROM read_text(?))"""
+    return bool(con.execute(sql, [path]).fetchall()[0][0])
 
 
 def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
@@ -404,7 +428,12 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
     if data is not None:
         con.execute(_READ_LLAMAINDEX_DOCSTORE, {"path": path, "data": data})
         return
+    if _chroma_get(con, path, keys):
+        con.execute(_READ_CHROMA_GET, {"path": path})
+        return
     wrapper = next((f'$."{k}"' for k in _WRAPPERS if k in keys), None)
+    if wrapper is None and "result" in keys:  # Qdrant's scroll: {"result": {"points": […]}}
+        wrapper = '$."result"."points"'
     # A HAL page (Help Scout's API): its records are _embedded's first list. A record of its own
     # (one conversation, its threads under _embedded) is read whole.
     page = "_embedded" in keys and set(keys) <= {"_embedded", "_links", "page"}

@@ -152,3 +152,83 @@ def test_unstructured_elements_are_read_an_element_a_chunk(cli, tmp_path) -> Non
                                            ("9b2c", "Reset it from the account.")]  # fmt: skip
     assert json.loads(rows[1][5])["metadata"]["filename"] == "guide.pdf"
     assert json.loads(rows[1][5])["type"] == "NarrativeText"
+
+
+def _lines(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_a_vector_stores_points_are_read_from_their_payload(cli, tmp_path) -> None:
+    """A record whose text is inside an object (Qdrant's payload, Weaviate's properties, an
+    elasticdump line's _source, a LangChain ``dumps`` Document's kwargs) was refused as having
+    no text, to be named field by field with --map; the object is read as the record, its
+    other fields kept as metadata, the id the record's own."""
+    db = tmp_path / "s.duckdb"
+    qdrant = {"result": {"points": [
+        {"id": 1, "payload": {"page_content": "Reset your password.",
+                              "metadata": {"source": "docs/a.md"}}, "vector": None},
+        {"id": "5c56c793-69f3-4fbf-87e6-c4bf54c28c26",
+         "payload": {"page_content": "Invoices come monthly.", "metadata": {}}},
+    ], "next_page_offset": None}, "status": "ok", "time": 0.002}  # fmt: skip
+    (tmp_path / "scroll.json").write_text(json.dumps(qdrant))
+    ingest(cli, db, str(tmp_path / "scroll.json"))
+    assert [(r[0], r[4], r[5]) for r in stored(db)] == [
+        ("1", "Reset your password.", '{"payload":{"metadata":{"source":"docs/a.md"}}}'),
+        ("5c56c793-69f3-4fbf-87e6-c4bf54c28c26", "Invoices come monthly.",
+         '{"payload":{"metadata":{}}}'),
+    ]  # fmt: skip
+
+    weaviate = {"objects": [
+        {"class": "Doc", "creationTimeUnix": 1764000000000, "id": "w-1",
+         "properties": {"title": "Passwords", "content": "Reset it.", "url": "https://kb/1"},
+         "vectorWeights": None},
+    ], "totalResults": 1, "deprecations": None}  # fmt: skip
+    (tmp_path / "objects.json").write_text(json.dumps(weaviate))
+    db = tmp_path / "w.duckdb"
+    ingest(cli, db, str(tmp_path / "objects.json"))
+    assert [r[:5] for r in stored(db)] == [("w-1", None, "Passwords", "https://kb/1", "Reset it.")]
+
+    dump = _lines(tmp_path / "dump.jsonl", [
+        {"_index": "kb", "_id": "kb-1", "_score": 1, "_source": {"title": "T", "body": "Text."}},
+    ])  # fmt: skip
+    db = tmp_path / "e.duckdb"
+    ingest(cli, db, str(dump))
+    assert [r[:5] for r in stored(db)] == [("kb-1", None, "T", None, "Text.")]
+
+    lc = {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "document", "Document"],
+          "kwargs": {"id": "lc-1", "metadata": {"source": "a.md"}, "page_content": "Hello.",
+                     "type": "Document"}}  # fmt: skip
+    (tmp_path / "docs.json").write_text(json.dumps([lc], indent=2))
+    db = tmp_path / "l.duckdb"
+    ingest(cli, db, str(tmp_path / "docs.json"))
+    assert [(r[0], r[4]) for r in stored(db)] == [("lc-1", "Hello.")]
+
+
+def test_a_chroma_collection_get_is_read_an_id_a_chunk(cli, tmp_path) -> None:
+    """``collection.get()`` saved as JSON: ids, documents and metadatas side by side."""
+    got = {"ids": ["c-1", "c-2", "c-3"], "embeddings": None,
+           "documents": ["Reset your password.", "Invoices come monthly.", None],
+           "uris": None, "data": None,
+           "metadatas": [{"source": "a.md"}, None, {"source": "c.md"}],
+           "included": ["metadatas", "documents"]}  # fmt: skip
+    (tmp_path / "get.json").write_text(json.dumps(got))
+    db = tmp_path / "s.duckdb"
+    out = ingest(cli, db, str(tmp_path / "get.json"))
+    assert out["total"] == {"rows_in": 3, "stored": 2, "rejected": 1, "already_present": 0}
+    assert [(r[0], r[4], r[5]) for r in stored(db)] == [
+        ("c-1", "Reset your password.", '{"metadata":{"source":"a.md"}}'),
+        ("c-2", "Invoices come monthly.", None),
+    ]
+
+
+def test_a_payload_without_a_text_field_goldmine_knows_names_map(cli, tmp_path) -> None:
+    path = _lines(tmp_path / "points.jsonl", [{"id": 1, "payload": {"chunk_txt": "hello"}}])
+    db = tmp_path / "s.duckdb"
+    result = cli("--db", str(db), "ingest", "corpus", str(path))
+    assert result.returncode == 4
+    assert "missing text (payload holds no text field goldmine knows, --map text=payload.FIELD " \
+        "names it)" in result.stderr  # fmt: skip
+    result = cli("--db", str(db), "ingest", "corpus", str(path), "--map", "text=payload.chunk_txt")
+    assert result.returncode == 0, result.stderr
+    assert [(r[0], r[4]) for r in stored(db)] == [("1", "hello")]
