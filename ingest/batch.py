@@ -37,6 +37,7 @@ from goldmine.ingest.files import (
     fix_reject_lines,
     materialized_rows,
     parquet_schema,
+    reader_note,
     run_sql,
     sample_keys,
     streaming_rows,
@@ -859,7 +860,7 @@ def _write_batch(
     )
     result.stored = (target.store or store_new_rows)(con, target, batch_id)
     result.already_present = result.rows_in - result.stored - result.rejected
-    result.note = result.note or _encoding_note(con, source)
+    result.note = result.note or reader_note(con) or _encoding_note(con, source)
     finish_batch(con, batch_id, result, target)
     if target.summary:
         result.extra = target.summary(con, batch_id)

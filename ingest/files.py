@@ -123,11 +123,30 @@ _JSONL_ERR = (
 # A Parquet row as a JSON object of its own columns: the row number the reader is asked for
 # numbers the line and is not a field of the record.
 _PARQUET_ROW = "to_json(struct_pack(*COLUMNS(* EXCLUDE (file_row_number))))::VARCHAR"
-_READ_PARQUET = f"""
+# Less the columns of embeddings (``$vectors``, see ``_vector_columns``).
+_READ_PARQUET = """
 CREATE OR REPLACE TEMP TABLE gm_src AS
-SELECT file_row_number + 1 AS line, {_PARQUET_ROW} AS raw, NULL::VARCHAR AS err
+SELECT file_row_number + 1 AS line,
+       to_json(struct_pack(*COLUMNS(lambda c: c <> 'file_row_number'
+                                             AND NOT list_contains($vectors, c))))::VARCHAR AS raw,
+       NULL::VARCHAR AS err
 FROM read_parquet($path, file_row_number = true)
 """
+
+# A column of embeddings: a list of numbers named as one (Cohere's emb, LanceDB's vector, a
+# data set's embeddings or title_embedding). Made JSON text for a row's metadata it cost 29x
+# the time and 40x the store of the rest (768 numbers a row); no one reads it there.
+_VECTOR_TYPE = re.compile(r"(FLOAT|DOUBLE|HALF|DECIMAL\(\d+,\d+\))\[\d*\]")
+_VECTOR_NAME = re.compile(r"(?i)(.*[_\-.])?(emb|embeddings?|vectors?|dense_?vec(tor)?s?)")
+
+
+def _vector_columns(con: duckdb.DuckDBPyConnection, item: InputFile) -> list[str]:
+    return [
+        name
+        for name, kind in parquet_schema(con, item).items()
+        if _VECTOR_TYPE.fullmatch(kind) and _VECTOR_NAME.fullmatch(name)
+    ]
+
 
 # A JSON document: an array of records, an object wrapping one (``{"tickets": […]}``,
 # an OpenSearch ``_search`` dump: each hit's ``_source`` with its ``_id``), or a single record.
@@ -255,7 +274,9 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
     params = {"path": str(item.path), "compression": item.compression}
     try:
         if item.format == "parquet":
-            con.execute(_READ_PARQUET, {"path": str(item.path)})
+            vectors = _vector_columns(con, item)
+            con.execute(_READ_PARQUET, {"path": str(item.path), "vectors": vectors})
+            _left_out_note(con, vectors)
             con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
         elif item.format == "json":
             _read_json_document(con, item)
@@ -270,6 +291,27 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
             _lines_view(con, header=0, jsonl=True)
     except duckdb.Error as exc:
         raise unreadable(item, exc) from exc
+
+
+def _left_out_note(con: duckdb.DuckDBPyConnection, vectors: list[str]) -> None:
+    """``gm_reader_note``: what the reader left out of the file's records, for its note."""
+    n = len(vectors)
+    note = (
+        f"left out {n} column{'s' if n > 1 else ''} of embeddings (lists of numbers, not "
+        f"metadata): {', '.join(vectors)}"
+        if vectors
+        else ""
+    )
+    con.execute("CREATE OR REPLACE TEMP TABLE gm_reader_note AS SELECT ?::VARCHAR AS note", [note])
+
+
+def reader_note(con: duckdb.DuckDBPyConnection) -> str:
+    """The note ``read_raw`` left for the file read last, if any."""
+    if not con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = 'gm_reader_note'"
+    ).fetchall()[0][0]:
+        return ""
+    return con.execute("SELECT note FROM gm_reader_note").fetchall()[0][0] or ""
 
 
 def unreadable(item: InputFile, exc: duckdb.Error) -> GoldmineError:

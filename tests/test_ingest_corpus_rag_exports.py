@@ -232,3 +232,34 @@ def test_a_payload_without_a_text_field_goldmine_knows_names_map(cli, tmp_path) 
     result = cli("--db", str(db), "ingest", "corpus", str(path), "--map", "text=payload.chunk_txt")
     assert result.returncode == 0, result.stderr
     assert [(r[0], r[4]) for r in stored(db)] == [("1", "hello")]
+
+
+def test_a_parquet_corpus_with_embeddings_leaves_the_vectors_out(cli, tmp_path) -> None:
+    """A data set published with its embeddings (Cohere's Wikipedia: id, title, text, url, emb)
+    had each vector stored as JSON text in the chunk's metadata: 20,000 chunks of 768 numbers
+    took 46 s and 2.4 GB against 1.6 s without, and a store 40 times the size. A column of
+    embeddings (numbers, named as one) is no metadata: it is left out, and the file's note says
+    which; another list of numbers is kept."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    flat = pa.array([0.25, -0.5, 0.125, 1.0, 0.0, 0.5], type=pa.float32())
+    table = pa.table({
+        "id": ["w1", "w2"], "title": ["Alpha", "Beta"], "text": ["alpha text", "beta text"],
+        "langs": pa.array([["en"], ["en", "de"]]), "views": [10.5, 2.0],
+        "emb": pa.FixedSizeListArray.from_arrays(flat, 3),
+        "title_embedding": pa.array([[1.0, 2.0], [3.0, 4.0]], type=pa.list_(pa.float64())),
+        "bbox": pa.array([[1.0, 2.0], [3.0]], type=pa.list_(pa.float64())),
+    })  # fmt: skip
+    path = tmp_path / "train-00000-of-00001.parquet"
+    pq.write_table(table, path)
+    db = tmp_path / "s.duckdb"
+    out = ingest(cli, db, str(path))
+    assert out["total"] == {"rows_in": 2, "stored": 2, "rejected": 0, "already_present": 0}
+    assert out["files"][0]["note"] == (
+        "left out 2 columns of embeddings (lists of numbers, not metadata): emb, title_embedding"
+    )
+    assert [(r[0], r[2], r[4], r[5]) for r in stored(db)] == [
+        ("w1", "Alpha", "alpha text", '{"bbox":[1.0,2.0],"langs":["en"],"views":10.5}'),
+        ("w2", "Beta", "beta text", '{"bbox":[3.0],"langs":["en","de"],"views":2.0}'),
+    ]
