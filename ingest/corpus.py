@@ -129,7 +129,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
             "name them with --map chunk_id=COLUMN --map text=COLUMN"
         )
     known = {k for names in fields.values() for k in names}
-    access, params = field_access(fields, [k for k in keys if k not in known], ("text",))
+    extras = [k for k in keys if k not in known]
+    access, params = field_access(fields, extras, ("text",), vectors=True)  # no embeddings
     wrapped = [k for k in fields.get("text", []) if isinstance(k, NestedKey)]
     params["gm_no_text"] = (
         f" ({wrapped[0].head} holds no text field goldmine knows, --map "

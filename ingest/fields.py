@@ -20,6 +20,11 @@ from goldmine.output import warn
 # for them (a corpus's text was read from its title instead), a warning for the rest.
 REQUIRED = frozenset({"query", "text", "chunk_id"})
 
+# A field of embeddings, by its name (Cohere's emb, Haystack's and LlamaIndex's embedding,
+# LanceDB's and Qdrant's vector, a data set's title_embedding): a list of numbers there is no
+# metadata (``field_access``'s ``vectors``; a Parquet column of them, ``files.read_raw``).
+VECTOR_NAME = re.compile(r"(?i)(.*[_\-.])?(emb|embeddings?|vectors?|dense_?vec(tor)?s?)")
+
 
 def resolve_fields(
     keys: list[str],
@@ -125,7 +130,10 @@ def json_path(key: str) -> str:
 
 
 def field_access(
-    fields: dict[str, list[str]], extra_keys: list[str], typed: tuple[str, ...] = ()
+    fields: dict[str, list[str]],
+    extra_keys: list[str],
+    typed: tuple[str, ...] = (),
+    vectors: bool = False,
 ) -> tuple[str, dict[str, Any]]:
     """SQL selecting ``line, raw, err, gm_v1, gm_t1, …, x`` from ``gm_rows``.
 
@@ -133,7 +141,8 @@ def field_access(
     ``gm_c<i>``/``gm_n<i>``/``gm_s<i>`` triple per field (see ``files.field_columns``): the
     fields named in ``typed`` and the extra fields come as JSON, so a type can be checked and
     extras kept as they were, the rest as text. ``gm_v<i>``/``gm_t<i>`` (value, JSON type) follow
-    the order of ``fields``' source keys; ``val``/``typ`` name them.
+    the order of ``fields``' source keys; ``val``/``typ`` name them. ``vectors``: an extra
+    field named as embeddings (``VECTOR_NAME``) holding a list of numbers is left out.
     """
     keys = [k for names in fields.values() for k in names]
     typed_keys = {k for name in typed for k in fields.get(name, [])}
@@ -198,7 +207,9 @@ def field_access(
         pairs = ", ".join(
             _less_read(positions[k], j)
             if k in patches
-            else f"coalesce(gm_c{i}::VARCHAR, to_json(gm_s{i})::VARCHAR, to_json(gm_n{i})::VARCHAR)"
+            else _no_vector(_extra(i))
+            if vectors and VECTOR_NAME.fullmatch(k)
+            else _extra(i)
             for j, (k, i) in enumerate((k, positions[k]) for k in extra_keys)
         )
         for j, k in enumerate(extra_keys):
@@ -217,6 +228,18 @@ def field_access(
     )
     sql = f"SELECT line, raw, err, gm_seen, gm_line, {columns_sql}{extra} AS x FROM gm_rows"
     return sql, params
+
+
+def _extra(i: int) -> str:
+    return f"coalesce(gm_c{i}::VARCHAR, to_json(gm_s{i})::VARCHAR, to_json(gm_n{i})::VARCHAR)"
+
+
+def _no_vector(value: str) -> str:
+    """An extra field's value, none where it is a list of numbers (an embedding)."""
+    return (
+        f"CASE WHEN json_type({value}) = 'ARRAY' AND json_type({value}, '$[0]') IN "
+        f"('DOUBLE', 'BIGINT', 'UBIGINT') THEN NULL ELSE {value} END"
+    )
 
 
 def _read_paths(keys: list[str]) -> dict[str, dict]:

@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 
 from goldmine.errors import GoldmineError, InputError, error_line
-from goldmine.ingest.fields import json_path
+from goldmine.ingest.fields import VECTOR_NAME, json_path
 
 
 @dataclass(frozen=True)
@@ -137,14 +137,13 @@ FROM read_parquet($path, file_row_number = true)
 # data set's embeddings or title_embedding). Made JSON text for a row's metadata it cost 29x
 # the time and 40x the store of the rest (768 numbers a row); no one reads it there.
 _VECTOR_TYPE = re.compile(r"(FLOAT|DOUBLE|HALF|DECIMAL\(\d+,\d+\))\[\d*\]")
-_VECTOR_NAME = re.compile(r"(?i)(.*[_\-.])?(emb|embeddings?|vectors?|dense_?vec(tor)?s?)")
 
 
 def _vector_columns(con: duckdb.DuckDBPyConnection, item: InputFile) -> list[str]:
     return [
         name
         for name, kind in parquet_schema(con, item).items()
-        if _VECTOR_TYPE.fullmatch(kind) and _VECTOR_NAME.fullmatch(name)
+        if _VECTOR_TYPE.fullmatch(kind) and VECTOR_NAME.fullmatch(name)
     ]
 
 
@@ -243,6 +242,7 @@ _WRAPPERS = (
     "rows",
     "searches",  # Algolia's Analytics API: {"searches": [{"search", "count", "nbHits"}]}
     "objects",  # Weaviate's /v1/objects: {"objects": [{"id", "class", "properties"}]}
+    "documents",  # Haystack's InMemoryDocumentStore.save_to_disk: its to_dict, and documents
 )
 
 # Chroma's ``collection.get()`` saved as JSON: ids, documents and metadatas side by side, a

@@ -263,3 +263,32 @@ def test_a_parquet_corpus_with_embeddings_leaves_the_vectors_out(cli, tmp_path) 
         ("w1", "Alpha", "alpha text", '{"bbox":[1.0,2.0],"langs":["en"],"views":10.5}'),
         ("w2", "Beta", "beta text", '{"bbox":[3.0],"langs":["en","de"],"views":2.0}'),
     ]
+
+
+def test_a_haystack_in_memory_store_saved_to_disk_is_read(cli, tmp_path) -> None:
+    """InMemoryDocumentStore.save_to_disk: the store's to_dict with its documents (each
+    ``Document.to_dict(flatten=False)``) under ``documents``; it was refused, its keys
+    (type, init_parameters, documents) taken for one record's. Each document's embedding is no
+    metadata: left out."""
+    docs = [
+        {"id": "a1", "content": "Reset your password.", "blob": None,
+         "meta": {"file_path": "docs/a.md", "page_number": 1}, "score": None,
+         "embedding": [0.25, -0.5, 0.125], "sparse_embedding": None},
+        {"id": "b2", "content": "Invoices come monthly.", "blob": None, "meta": {},
+         "score": None, "embedding": None, "sparse_embedding": None},
+    ]  # fmt: skip
+    store = {
+        "type": "haystack.document_stores.in_memory.document_store.InMemoryDocumentStore",
+        "init_parameters": {"bm25_tokenization_regex": r"(?u)\b\w\w+\b",
+                            "bm25_algorithm": "BM25L", "bm25_parameters": {},
+                            "embedding_similarity_function": "dot_product", "index": "9f1c"},
+        "documents": docs,
+    }  # fmt: skip
+    (tmp_path / "store.json").write_text(json.dumps(store))
+    db = tmp_path / "s.duckdb"
+    out = ingest(cli, db, str(tmp_path / "store.json"))
+    assert out["total"] == {"rows_in": 2, "stored": 2, "rejected": 0, "already_present": 0}
+    assert [(r[0], r[4], r[5]) for r in stored(db)] == [
+        ("a1", "Reset your password.", '{"meta":{"file_path":"docs/a.md","page_number":1}}'),
+        ("b2", "Invoices come monthly.", '{"meta":{}}'),
+    ]
