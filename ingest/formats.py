@@ -112,6 +112,8 @@ def detect(
             fmt = _by_content(head)
     if fmt == "json" and not forced and _json_lines(head):
         fmt = "jsonl"  # JSON lines named .json (Elasticsearch's slow log, BigQuery's exports)
+    elif fmt == "jsonl" and not forced and _json_document(head):
+        fmt = "json"  # a document named .jsonl (json.dump(records, f, indent=2))
     if fmt not in FORMATS:
         raise InputError(
             "unknown file format: goldmine reads "
@@ -158,6 +160,14 @@ def _one_record(text: bytes) -> bool:
     return isinstance(value, dict) and not any(
         isinstance(v, list) and v and isinstance(v[0], dict) for v in value.values()
     )
+
+
+def _json_document(head: bytes) -> bool:
+    """Whether a .jsonl file's first line opens a JSON document, not a record: it starts an
+    array, or is a brace alone (a pretty-printed object). A record's line that is cut or
+    malformed stays that line's reject."""
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    return text[:1] == b"[" or text.split(b"\n", 1)[0].strip() == b"{"
 
 
 def _json_lines(head: bytes) -> bool:

@@ -292,3 +292,17 @@ def test_a_haystack_in_memory_store_saved_to_disk_is_read(cli, tmp_path) -> None
         ("a1", "Reset your password.", '{"meta":{"file_path":"docs/a.md","page_number":1}}'),
         ("b2", "Invoices come monthly.", '{"meta":{}}'),
     ]
+
+
+def test_a_json_document_named_jsonl_is_read_as_one(cli, tmp_path) -> None:
+    """``json.dump(docs, f, indent=2)`` into ``docs.jsonl``: every line of the array was a
+    'malformed JSON' reject, and the import stored nothing. A file whose first line opens a
+    document (``[``, or a ``{`` alone) holds no JSON lines: it is read as the document."""
+    docs = [{"id": "a", "text": "alpha"}, {"id": "b", "text": "beta"}]
+    (tmp_path / "docs.jsonl").write_text(json.dumps(docs, indent=2))
+    (tmp_path / "one.jsonl").write_text(json.dumps({"records": docs}, indent=2))
+    for name in ("docs.jsonl", "one.jsonl"):
+        db = tmp_path / f"{name}.duckdb"
+        out = ingest(cli, db, str(tmp_path / name))
+        assert out["files"][0]["format"] == "json"
+        assert [(r[0], r[4]) for r in stored(db)] == [("a", "alpha"), ("b", "beta")]
