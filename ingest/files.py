@@ -151,7 +151,7 @@ def _vector_columns(con: duckdb.DuckDBPyConnection, item: InputFile) -> list[str
 # an OpenSearch ``_search`` dump: each hit's ``_source`` with its ``_id``), or a single record.
 _READ_JSON = """
 CREATE OR REPLACE TEMP TABLE gm_src AS
-WITH doc AS (SELECT content::JSON AS j FROM read_text($path)),
+WITH doc AS (SELECT content::JSON AS j FROM /*doc*/read_text($path)),
 items AS (
     SELECT CASE
         WHEN json_type(j) = 'ARRAY' THEN json_extract(j, '$[*]')
@@ -176,7 +176,7 @@ FROM items, range(1, len(records) + 1) r(i)
 # records {id, text}, in its order; its queries and relevant_docs are gold import's to read.
 _READ_LLAMAINDEX_CORPUS = """
 CREATE OR REPLACE TEMP TABLE gm_src AS
-WITH doc AS (SELECT content::JSON AS j FROM read_text($path)),
+WITH doc AS (SELECT content::JSON AS j FROM /*doc*/read_text($path)),
 entries AS (
     SELECT unnest(map_entries(json_transform(j -> '$.corpus', '"MAP(VARCHAR, JSON)"'))) AS e
     FROM doc WHERE json_type(j, '$.corpus') = 'OBJECT'
@@ -192,7 +192,7 @@ FROM entries
 # node's templates, embedding and relationships are LlamaIndex's own, not the chunk's.
 _READ_LLAMAINDEX_DOCSTORE = """
 CREATE OR REPLACE TEMP TABLE gm_src AS
-WITH doc AS (SELECT content::JSON AS j FROM read_text($path)),
+WITH doc AS (SELECT content::JSON AS j FROM /*doc*/read_text($path)),
 entries AS (
     SELECT unnest(map_entries(json_transform(j -> $data, '"MAP(VARCHAR, JSON)"'))) AS e FROM doc
 ),
@@ -249,7 +249,7 @@ _WRAPPERS = (
 # record {id, text, metadata} an id, in its order (a query's result, lists of lists, is not one).
 _READ_CHROMA_GET = """
 CREATE OR REPLACE TEMP TABLE gm_src AS
-WITH doc AS (SELECT content::JSON AS j FROM read_text($path))
+WITH doc AS (SELECT content::JSON AS j FROM /*doc*/read_text($path))
 SELECT i AS line,
        json_object('id', j -> ('$.ids[' || (i - 1) || ']'),
                    'text', j -> ('$.documents[' || (i - 1) || ']'),
@@ -259,14 +259,14 @@ FROM doc, range(1, json_array_length(j, '$.ids')::BIGINT + 1) r(i)
 """
 
 
-def _chroma_get(con: duckdb.DuckDBPyConnection, path: str, keys: list[str]) -> bool:
+def _chroma_get(con: duckdb.DuckDBPyConnection, item: InputFile, keys: list[str]) -> bool:
     """Whether the document is a Chroma ``get()``: ids (strings) and documents, lists."""
     if not {"ids", "documents", "metadatas"} <= set(keys):
         return False
     sql = """SELECT json_type(j, '$.ids') = 'ARRAY' AND json_type(j, '$.documents') = 'ARRAY'
                     AND coalesce(json_type(j, '$.ids[0]') = 'VARCHAR', true)
-             FROM (SELECT content::JSON AS j FROM read_text(?))"""
-    return bool(con.execute(sql, [path]).fetchall()[0][0])
+             FROM (SELECT content::JSON AS j FROM /*doc*/read_text($path))"""
+    return bool(_run_document(con, sql, item).fetchall()[0][0])
 
 
 def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
@@ -447,31 +447,46 @@ def drop_raw(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"DROP TABLE {name}")
 
 
-def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
-    path = str(item.path)
+# A compressed document (gzip, zstd: the others are read from a plain copy) read whole, as
+# read_text reads a plain one; its size is bounded by the memory limit, not the reader's 16 MB.
+_COMPRESSED_DOCUMENT = """(SELECT json::VARCHAR AS content FROM read_json_objects($path,
+    format = 'unstructured', compression = $compression, maximum_object_size = 4294967295))"""
+
+
+def _run_document(
+    con: duckdb.DuckDBPyConnection, sql: str, item: InputFile, params: dict | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Run one of the document readers over ``item``, plain or compressed."""
+    args = {"path": str(item.path), **(params or {})}
     if item.compression != "none":
-        raise InputError("compressed .json documents are not supported; use JSONL", path=path)
-    if _starts_with_array(item.path):
-        con.execute(_READ_JSON_ARRAY, {"path": path})
+        sql = sql.replace("/*doc*/read_text($path)", _COMPRESSED_DOCUMENT)
+        args["compression"] = item.compression
+    return con.execute(sql, args)
+
+
+def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
+    if _starts_with_array(item):
+        con.execute(_READ_JSON_ARRAY, {"path": str(item.path), "compression": item.compression})
         return
     # The document's keys, and the lists under its _embedded (a HAL page's records), in one read
-    keys, embedded = con.execute(
+    keys, embedded = _run_document(
+        con,
         "SELECT CASE WHEN json_type(j) = 'OBJECT' THEN json_keys(j) END, "
         "list_filter(json_keys(j, '$._embedded'), "
         "lambda k: json_type(j -> '$._embedded' -> k) = 'ARRAY') "
-        "FROM (SELECT content::JSON AS j FROM read_text(?))",
-        [path],
+        "FROM (SELECT content::JSON AS j FROM /*doc*/read_text($path))",
+        item,
     ).fetchall()[0]
     keys = keys or []
     if {"queries", "corpus", "relevant_docs"} <= set(keys):
-        con.execute(_READ_LLAMAINDEX_CORPUS, {"path": path})
+        _run_document(con, _READ_LLAMAINDEX_CORPUS, item)
         return
     data = _docstore_data(keys)
     if data is not None:
-        con.execute(_READ_LLAMAINDEX_DOCSTORE, {"path": path, "data": data})
+        _run_document(con, _READ_LLAMAINDEX_DOCSTORE, item, {"data": data})
         return
-    if _chroma_get(con, path, keys):
-        con.execute(_READ_CHROMA_GET, {"path": path})
+    if _chroma_get(con, item, keys):
+        _run_document(con, _READ_CHROMA_GET, item)
         return
     wrapper = next((f'$."{k}"' for k in _WRAPPERS if k in keys), None)
     if wrapper is None and "result" in keys:  # Qdrant's scroll: {"result": {"points": […]}}
@@ -481,7 +496,7 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
     page = "_embedded" in keys and set(keys) <= {"_embedded", "_links", "page"}
     if wrapper is None and page and embedded and '"' not in embedded[0]:
         wrapper = f'$."_embedded"."{embedded[0]}"'
-    con.execute(_READ_JSON, {"path": path, "wrapper": wrapper or "$.none"})
+    _run_document(con, _READ_JSON, item, {"wrapper": wrapper or "$.none"})
 
 
 # A document that is an array of records is read element by element by DuckDB's JSON reader,
@@ -495,14 +510,16 @@ CREATE OR REPLACE TEMP TABLE gm_src AS
 SELECT row_number() OVER () AS line, coalesce(raw, 'null') AS raw,
        CASE WHEN raw IS NULL OR NOT starts_with(raw, '{') THEN 'not a JSON object' END AS err
 FROM (SELECT j::VARCHAR AS raw
-      FROM read_json($path, format = 'array', records = false, columns = {'j': 'JSON'}))
+      FROM read_json($path, format = 'array', records = false, columns = {'j': 'JSON'},
+                     compression = $compression))
 """
 
 
-def _starts_with_array(path: Path) -> bool:
+def _starts_with_array(item: InputFile) -> bool:
     """Whether a JSON document's first character (after a BOM and white space) opens an array."""
-    with path.open("rb") as f:
-        head = f.read(65536)
+    from goldmine.ingest.scan import read_head
+
+    head = read_head(item.path, item.compression, 65536)
     return head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")[:1] == b"["
 
 

@@ -306,3 +306,25 @@ def test_a_json_document_named_jsonl_is_read_as_one(cli, tmp_path) -> None:
         out = ingest(cli, db, str(tmp_path / name))
         assert out["files"][0]["format"] == "json"
         assert [(r[0], r[4]) for r in stored(db)] == [("a", "alpha"), ("b", "beta")]
+
+
+def test_a_compressed_json_document_is_read(cli, tmp_path) -> None:
+    """A gzipped docstore.json, search response or array of documents was refused ("compressed
+    .json documents are not supported; use JSONL"), though the same file plain was read."""
+    import gzip
+
+    docs = [{"id": "a", "text": "alpha"}, {"id": "b", "text": "beta"}]
+    nodes = {d["id"]: {"__data__": {"id_": d["id"], "text": d["text"], "relationships": {}},
+                       "__type__": "1"} for d in docs}  # fmt: skip
+    hits = [{"_id": d["id"], "_source": {"body": d["text"]}} for d in docs]
+    files = {
+        "docs.json.gz": docs,
+        "docstore.json.gz": {"docstore/data": nodes, "docstore/metadata": {}},
+        "search.json.gz": {"took": 1, "hits": {"hits": hits}},
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(gzip.compress(json.dumps(content, indent=1).encode()))
+        db = tmp_path / f"{name}.duckdb"
+        out = ingest(cli, db, str(tmp_path / name))
+        assert out["files"][0]["format"] == "json+gzip"
+        assert [(r[0], r[4]) for r in stored(db)] == [("a", "alpha"), ("b", "beta")], name
