@@ -289,8 +289,58 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
         else:
             con.execute(_READ_LINES, params)
             _lines_view(con, header=0, jsonl=True)
+            _bulk_records(con)
     except duckdb.Error as exc:
         raise unreadable(item, exc) from exc
+
+
+# An Elasticsearch/OpenSearch _bulk body: an action line ({"index": {"_index", "_id"}}), then
+# the document (none after a delete). A document is a record with its action's _id; an action
+# line is no record.
+_BULK_ACTION = (
+    "(json_type(raw) = 'OBJECT' AND json_array_length(json_keys(raw)) = 1 "
+    "AND json_keys(raw)[1] IN ('index', 'create', 'update', 'delete') "
+    "AND json_type(raw -> ('$.' || json_keys(raw)[1])) = 'OBJECT')"
+)
+_BULK = f"""
+CREATE OR REPLACE TEMP VIEW gm_raw AS
+SELECT line, CASE WHEN err IS NULL AND json_type(raw) = 'OBJECT' AND action_id IS NOT NULL
+                  THEN json_merge_patch(json_object('_id', action_id), raw)::VARCHAR
+                  ELSE raw END AS raw, err
+FROM (SELECT line, raw, err, action,
+             lag(CASE WHEN action THEN json_extract(raw -> ('$.' || json_keys(raw)[1]), '$._id')
+                 END) OVER (ORDER BY line) AS action_id
+      FROM (SELECT line, raw, err, coalesce(err IS NULL AND {_BULK_ACTION}, false) AS action
+            FROM gm_bulk_lines))
+WHERE NOT action
+"""
+
+
+def _is_bulk_action(raw: str) -> bool:
+    import json
+
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return False
+    return (
+        isinstance(value, dict)
+        and len(value) == 1
+        and next(iter(value)) in ("index", "create", "update", "delete")
+        and isinstance(next(iter(value.values())), dict)
+    )
+
+
+def _bulk_records(con: duckdb.DuckDBPyConnection) -> None:
+    """A JSONL file whose first record is a _bulk action is read as a _bulk body."""
+    first = con.execute(
+        "SELECT raw FROM gm_raw WHERE err IS NULL ORDER BY line LIMIT 1"
+    ).fetchall()  # told in Python: the file's every line is not parsed for it
+    if not first or not _is_bulk_action(first[0][0]):
+        return
+    con.execute("DROP VIEW IF EXISTS gm_bulk_lines")
+    con.execute("ALTER VIEW gm_raw RENAME TO gm_bulk_lines")
+    con.execute(_BULK)
 
 
 def _left_out_note(con: duckdb.DuckDBPyConnection, vectors: list[str]) -> None:
@@ -440,6 +490,7 @@ def check_json(con: duckdb.DuckDBPyConnection) -> None:
 def drop_raw(con: duckdb.DuckDBPyConnection) -> None:
     """Drop the batch's temp tables and views (all named ``gm_…``)."""
     con.execute("DROP VIEW IF EXISTS gm_raw")
+    con.execute("DROP VIEW IF EXISTS gm_bulk_lines")
     names = con.execute(
         "SELECT table_name FROM duckdb_tables() WHERE temporary AND starts_with(table_name, 'gm_')"
     ).fetchall()

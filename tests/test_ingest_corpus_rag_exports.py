@@ -328,3 +328,36 @@ def test_a_compressed_json_document_is_read(cli, tmp_path) -> None:
         out = ingest(cli, db, str(tmp_path / name))
         assert out["files"][0]["format"] == "json+gzip"
         assert [(r[0], r[4]) for r in stored(db)] == [("a", "alpha"), ("b", "beta")], name
+
+
+def test_an_elasticsearch_bulk_file_is_read_a_source_a_chunk(cli, tmp_path) -> None:
+    """A ``_bulk`` NDJSON file (an action line naming the index and ``_id``, then the
+    document): it was refused as having no id, or with an id field in the documents each action
+    line was a 'missing text' reject. Each document is a chunk, its id its action's ``_id``."""
+    lines = [
+        {"index": {"_index": "kb", "_id": "kb-1"}},
+        {"title": "Passwords", "text": "Reset it from the account page.", "lang": "en"},
+        {"create": {"_index": "kb", "_id": "kb-2"}},
+        {"title": "Invoices", "text": "Sent on the first."},
+        {"delete": {"_index": "kb", "_id": "kb-0"}},
+        {"index": {"_index": "kb", "_id": "kb-3"}},
+        {"title": "Empty"},
+    ]
+    path = _lines(tmp_path / "bulk.ndjson", lines)
+    db = tmp_path / "s.duckdb"
+    out = ingest(cli, db, str(path))
+    assert out["total"] == {"rows_in": 3, "stored": 3, "rejected": 0, "already_present": 0}
+    assert [(r[0], r[2], r[4], r[5]) for r in stored(db)] == [
+        ("kb-1", "Passwords", "Reset it from the account page.", '{"lang":"en"}'),
+        ("kb-2", "Invoices", "Sent on the first.", None),
+        ("kb-3", "Empty", "Empty", None),  # a title alone is the text, as for any record
+    ]
+
+
+def test_two_bulk_files_are_one_snapshot(cli, tmp_path) -> None:
+    for n in (1, 2):
+        _lines(tmp_path / f"part-{n}.ndjson", [{"index": {"_id": f"d{n}"}}, {"text": f"t{n}"}])
+    db = tmp_path / "s.duckdb"
+    out = ingest(cli, db, str(tmp_path / "part-1.ndjson"), str(tmp_path / "part-2.ndjson"))
+    assert out["total"]["stored"] == 2
+    assert [(r[0], r[4]) for r in stored(db)] == [("d1", "t1"), ("d2", "t2")]
