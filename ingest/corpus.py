@@ -74,6 +74,33 @@ COLUMNS = ("chunk_id", "doc_id", "title", "url", "text", "text_hash", "metadata"
 _WRAPPED = ("payload", "properties", "_source", "kwargs")
 
 
+# A chunk's title, url and document as RAG frameworks keep them, in its metadata object:
+# LangChain's metadata (source, title), Haystack's meta, LlamaIndex's (file_path, ref_doc_id,
+# document_title), BEIR's metadata.url.
+_METADATA = ("metadata", "meta")
+_IN_METADATA: dict[str, tuple[str, ...]] = {
+    "doc_id": ("doc_id", "document_id", "ref_doc_id", "source", "file_path"),
+    "title": ("title", "document_title"),
+    "url": ("url", "source_url", "link"),
+}
+
+
+def _metadata_fields(
+    keys: list[str], fields: dict[str, list[str]], mapping: dict[str, str]
+) -> dict[str, list[str]]:
+    """A title, url or doc id the record has not (nor a --map names) read from its metadata
+    object, where it has one; the fields read leave that object (``fields.field_access``)."""
+    head = next((k for k in keys if k.lower() in _METADATA), None)
+    if head is None:
+        return fields
+    present, by_lower = set(keys), {k.lower(): k for k in keys}
+    out = dict(fields)
+    for name, names in _IN_METADATA.items():
+        if name not in fields and name not in mapping:
+            out[name] = [nested_key(f"{head}.{a}", present, by_lower) for a in names]
+    return out
+
+
 def _wrapped_fields(
     keys: list[str], fields: dict[str, list[str]], mapping: dict[str, str]
 ) -> dict[str, list[str]]:
@@ -115,6 +142,7 @@ def current_snapshot_id(con: duckdb.DuckDBPyConnection) -> int | None:
 
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
     fields = _wrapped_fields(keys, resolve_fields(keys, ALIASES, mapping, strict=True), mapping)
+    fields = _metadata_fields(keys, fields, mapping)
     # ir_datasets' docs, doc_id and text: a document is one chunk. Not parent_id or source_id,
     # which name the document a file's chunks come from.
     from_doc = [k for k in fields.get("doc_id", []) if column_words(k) == "doc_id"]

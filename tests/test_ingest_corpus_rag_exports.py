@@ -216,9 +216,9 @@ def test_a_chroma_collection_get_is_read_an_id_a_chunk(cli, tmp_path) -> None:
     db = tmp_path / "s.duckdb"
     out = ingest(cli, db, str(tmp_path / "get.json"))
     assert out["total"] == {"rows_in": 3, "stored": 2, "rejected": 1, "already_present": 0}
-    assert [(r[0], r[4], r[5]) for r in stored(db)] == [
-        ("c-1", "Reset your password.", '{"metadata":{"source":"a.md"}}'),
-        ("c-2", "Invoices come monthly.", None),
+    assert [(r[0], r[1], r[4], r[5]) for r in stored(db)] == [
+        ("c-1", "a.md", "Reset your password.", None),  # its source: LangChain's document
+        ("c-2", None, "Invoices come monthly.", None),
     ]
 
 
@@ -288,9 +288,9 @@ def test_a_haystack_in_memory_store_saved_to_disk_is_read(cli, tmp_path) -> None
     db = tmp_path / "s.duckdb"
     out = ingest(cli, db, str(tmp_path / "store.json"))
     assert out["total"] == {"rows_in": 2, "stored": 2, "rejected": 0, "already_present": 0}
-    assert [(r[0], r[4], r[5]) for r in stored(db)] == [
-        ("a1", "Reset your password.", '{"meta":{"file_path":"docs/a.md","page_number":1}}'),
-        ("b2", "Invoices come monthly.", '{"meta":{}}'),
+    assert [(r[0], r[1], r[4], r[5]) for r in stored(db)] == [
+        ("a1", "docs/a.md", "Reset your password.", '{"meta":{"page_number":1}}'),
+        ("b2", None, "Invoices come monthly.", None),
     ]
 
 
@@ -361,3 +361,33 @@ def test_two_bulk_files_are_one_snapshot(cli, tmp_path) -> None:
     out = ingest(cli, db, str(tmp_path / "part-1.ndjson"), str(tmp_path / "part-2.ndjson"))
     assert out["total"]["stored"] == 2
     assert [(r[0], r[4]) for r in stored(db)] == [("d1", "t1"), ("d2", "t2")]
+
+
+def test_a_chunks_title_url_and_document_are_read_from_its_metadata(cli, tmp_path) -> None:
+    """LangChain's documents (page_content beside metadata: source, title), Haystack's
+    (content beside meta) and BEIR's corpus (metadata.url) keep a chunk's title, url and
+    document in its metadata object: the chunk had no title (which BM25 drafts and review
+    show), url or document id. Read from there where the record has none of its own; the
+    rest of the object stays the chunk's metadata."""
+    lc = [
+        {"id": "c1", "page_content": "Reset it.", "type": "Document",
+         "metadata": {"source": "https://kb/pw", "title": "Passwords", "start_index": 0}},
+        {"id": "c2", "page_content": "Monthly.", "metadata": {"file_path": "docs/b.md"}},
+    ]  # fmt: skip
+    db = tmp_path / "s.duckdb"
+    ingest(cli, db, str(_lines(tmp_path / "lc.jsonl", lc)))
+    assert stored(db) == [
+        ("c1", "https://kb/pw", "Passwords", None, "Reset it.",
+         '{"metadata":{"start_index":0},"type":"Document"}'),
+        ("c2", "docs/b.md", None, None, "Monthly.", None),
+    ]  # fmt: skip
+    own = [{"id": "c3", "title": "Own", "page_content": "Own.", "metadata": {"title": "Kept"}}]
+    db = tmp_path / "o.duckdb"
+    ingest(cli, db, str(_lines(tmp_path / "own.jsonl", own)))  # a file's own title field wins
+    assert stored(db) == [("c3", None, "Own", None, "Own.", '{"metadata":{"title":"Kept"}}')]
+    beir = [
+        {"_id": "d1", "title": "", "text": "x", "metadata": {"url": "https://p/1", "pmid": "7"}}
+    ]
+    db = tmp_path / "b.duckdb"
+    ingest(cli, db, str(_lines(tmp_path / "corpus.jsonl", beir)))
+    assert stored(db) == [("d1", None, "", "https://p/1", "x", '{"metadata":{"pmid":"7"}}')]

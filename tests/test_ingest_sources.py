@@ -229,7 +229,11 @@ def test_public_corpora_name_their_text_in_their_own_words(tmp_path, db_path):
         "The segment's text.",
         '{"headings":"H","start_char":0}',
     ) in texts
-    assert ("lc-1", "A page.", '{"metadata":{"source":"x"}}') in texts
+    assert ("lc-1", "A page.", None) in texts  # its metadata's source is its document:
+    with open_store(db_path) as con:
+        assert con.execute("SELECT doc_id FROM chunks WHERE chunk_id = 'lc-1'").fetchall() == [
+            ("x",)
+        ]
     # beside a text, an abstract is the chunk's metadata
     assert ("p1", "The body.", '{"abstract":"The abstract."}') in texts
 
