@@ -202,7 +202,10 @@ nodes AS (
                 THEN try_cast(e.value ->> '$.__data__' AS JSON)
                 ELSE coalesce(e.value -> '$.__data__', e.value) END AS d
     FROM entries
-)
+),
+-- the documents nodes were parsed from (their SOURCE), where the store holds them too (an
+-- ingestion pipeline's docstore): their nodes are the chunks
+parents AS (SELECT DISTINCT d ->> '$.relationships."1".node_id' AS id FROM nodes)
 SELECT line,
        CASE WHEN json_type(d) = 'OBJECT' THEN json_object(
            'id', coalesce(d ->> '$.id_', key),
@@ -212,9 +215,24 @@ SELECT line,
            'start_char_idx', d -> '$.start_char_idx',
            'end_char_idx', d -> '$.end_char_idx')::VARCHAR
        ELSE value::VARCHAR END AS raw,
-       CASE WHEN json_type(d) IS DISTINCT FROM 'OBJECT' THEN 'not a JSON object' END AS err
+       CASE WHEN json_type(d) IS DISTINCT FROM 'OBJECT' THEN 'not a JSON object' END AS err,
+       coalesce(d ->> '$.id_', key) IN (SELECT id FROM parents WHERE id IS NOT NULL) AS gm_parent
 FROM nodes
 """
+
+
+def _parents_note(con: duckdb.DuckDBPyConnection) -> None:
+    """Leave out of ``gm_src`` a docstore's documents whose nodes it holds, and say so."""
+    n = con.execute("SELECT count(*) FROM gm_src WHERE gm_parent").fetchall()[0][0]
+    con.execute("DELETE FROM gm_src WHERE gm_parent")
+    con.execute("ALTER TABLE gm_src DROP COLUMN gm_parent")
+    note = (
+        f"left out {n} document{'s' if n > 1 else ''} whose nodes the docstore holds "
+        f"({'their' if n > 1 else 'its'} nodes are the chunks)"
+        if n
+        else ""
+    )
+    con.execute("CREATE OR REPLACE TEMP TABLE gm_reader_note AS SELECT ?::VARCHAR AS note", [note])
 
 
 def _docstore_data(keys: list[str]) -> str | None:
@@ -535,6 +553,7 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
     data = _docstore_data(keys)
     if data is not None:
         _run_document(con, _READ_LLAMAINDEX_DOCSTORE, item, {"data": data})
+        _parents_note(con)
         return
     if _chroma_get(con, item, keys):
         _run_document(con, _READ_CHROMA_GET, item)

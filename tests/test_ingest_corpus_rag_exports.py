@@ -391,3 +391,35 @@ def test_a_chunks_title_url_and_document_are_read_from_its_metadata(cli, tmp_pat
     db = tmp_path / "b.duckdb"
     ingest(cli, db, str(_lines(tmp_path / "corpus.jsonl", beir)))
     assert stored(db) == [("d1", None, "", "https://p/1", "x", '{"metadata":{"pmid":"7"}}')]
+
+
+def test_a_docstore_holding_its_documents_beside_their_nodes_stores_the_nodes(cli, tmp_path):
+    """An ingestion pipeline with a docstore keeps its Documents (``__type__`` 4) beside the
+    nodes parsed from them: each Document, its whole text, was stored as one more chunk. A
+    Document whose nodes the store holds is left out, the note saying how many."""
+    text = "Reset your password from the account page. Invoices are sent monthly."
+    document = {
+        "__type__": "4",
+        "__data__": {
+            "id_": "D1",
+            "text": text,
+            "metadata": {},
+            "relationships": {},
+            "class_name": "Document",
+        },
+    }
+    nodes = {
+        "D1": document,
+        "n-1": _text_node("n-1", text[:42], "docs/a.md", "D1"),
+        "n-2": _text_node("n-2", text[43:], "docs/a.md", "D1"),
+        "D2": {"__type__": "4", "__data__": {"id_": "D2", "text": "A document not split.",
+                                             "relationships": {}, "class_name": "Document"}},
+    }  # fmt: skip
+    (tmp_path / "docstore.json").write_text(json.dumps({"docstore/data": nodes}))
+    db = tmp_path / "s.duckdb"
+    out = ingest(cli, db, str(tmp_path / "docstore.json"))
+    assert out["files"][0]["note"] == (
+        "left out 1 document whose nodes the docstore holds (its nodes are the chunks)"
+    )
+    assert [r[0] for r in stored(db)] == ["D2", "n-1", "n-2"]
+    assert out["total"] == {"rows_in": 3, "stored": 3, "rejected": 0, "already_present": 0}
