@@ -153,8 +153,10 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         fields["text"] = texts
     if keys and not {"chunk_id", "text"} <= set(fields):
         raise InputError(
-            f"chunks need an id and a text field (found {', '.join(keys[:12])}); "
-            "name them with --map chunk_id=COLUMN --map text=COLUMN"
+            f"chunks need an id and a text field (found {', '.join(keys[:12])}); goldmine "
+            "reads an id (id, _id, chunk_id, docid, docno, …) and a text (text, content, "
+            "body, passage, page_content, …): name them with --map chunk_id=COLUMN --map "
+            "text=COLUMN, or a collection's layout with --format smart|trec|tsv"
         )
     known = {k for names in fields.values() for k in names}
     extras = [k for k in keys if k not in known]

@@ -423,3 +423,18 @@ def test_a_docstore_holding_its_documents_beside_their_nodes_stores_the_nodes(cl
     )
     assert [r[0] for r in stored(db)] == ["D2", "n-1", "n-2"]
     assert out["total"] == {"rows_in": 3, "stored": 3, "rejected": 0, "already_present": 0}
+
+
+def test_a_layout_goldmine_cannot_read_is_refused_naming_what_it_reads(cli, tmp_path) -> None:
+    """The refusal named the file's fields and --map, not the names goldmine looks for: a
+    user could not tell whether ``doc_text`` was near a name it knows."""
+    path = _lines(tmp_path / "odd.jsonl", [{"key": "a", "doc_text": "alpha"}])
+    db = tmp_path / "s.duckdb"
+    result = cli("--db", str(db), "ingest", "corpus", str(path))
+    assert result.returncode == 2
+    line = result.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert "found doc_text, key" in line
+    assert "an id (id, _id, chunk_id, docid, " in line and "a text (text, content, " in line
+    assert "--map chunk_id=COLUMN --map text=COLUMN" in line and "--format" in line
+    assert not db.exists()
