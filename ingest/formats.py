@@ -319,6 +319,7 @@ def discover(
             packed = [p for p in files if p.suffix in (".Z", ".z") and _unix_compressed(p)]
             if packed:
                 _refuse_unix_compress(packed[0], len(packed))
+            _refuse_saved_dataset(files)
             inside = [
                 p for p in files if _known(p) and not _slack_meta(p) and not _llamaindex_meta(p)
             ]
@@ -350,6 +351,21 @@ def discover(
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", path=item.path) from exc
     return found
+
+
+def _refuse_saved_dataset(files: list[Path]) -> None:
+    """A Hugging Face ``datasets`` folder written by ``save_to_disk``: its records are in Arrow
+    files (its dataset_info.json and state.json are no records), refused saying how to have
+    them as Parquet."""
+    for state in (f for f in files if f.name == "state.json"):
+        folder = state.parent
+        if (folder / "dataset_info.json").is_file() and any(folder.glob("*.arrow")):
+            raise InputError(
+                "is a Hugging Face datasets folder (save_to_disk): its records are in Arrow "
+                "files, which goldmine does not read; write them as Parquet with "
+                "datasets.load_from_disk(FOLDER).to_parquet('corpus.parquet') and import that",
+                path=folder,
+            )
 
 
 # A Slack export's workspace files, beside its folder per channel of messages per day.

@@ -438,3 +438,22 @@ def test_a_layout_goldmine_cannot_read_is_refused_naming_what_it_reads(cli, tmp_
     assert "an id (id, _id, chunk_id, docid, " in line and "a text (text, content, " in line
     assert "--map chunk_id=COLUMN --map text=COLUMN" in line and "--format" in line
     assert not db.exists()
+
+
+def test_a_datasets_save_to_disk_folder_is_refused_saying_how_to_read_it(cli, tmp_path) -> None:
+    """``Dataset.save_to_disk`` writes Arrow files beside dataset_info.json and state.json: the
+    import read dataset_info.json as a corpus and was refused for its fields (citation,
+    description, …), which said nothing of the Arrow files holding the records."""
+    folder = tmp_path / "wiki"
+    folder.mkdir()
+    (folder / "data-00000-of-00001.arrow").write_bytes(b"\xff\xff\xff\xff" + b"\0" * 60)
+    (folder / "dataset_info.json").write_text(json.dumps({"citation": "", "features": {}}))
+    (folder / "state.json").write_text(json.dumps({"_data_files": [
+        {"filename": "data-00000-of-00001.arrow"}], "_fingerprint": "f"}))  # fmt: skip
+    db = tmp_path / "s.duckdb"
+    result = cli("--db", str(db), "ingest", "corpus", str(folder))
+    assert result.returncode == 2
+    said = result.stderr.strip()
+    assert "\n" not in said
+    assert "save_to_disk" in said and "Arrow" in said and ".to_parquet(" in said
+    assert not db.exists()
