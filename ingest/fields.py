@@ -235,10 +235,14 @@ def _extra(i: int) -> str:
 
 
 def _no_vector(value: str) -> str:
-    """An extra field's value, none where it is a list of numbers (an embedding)."""
+    """An extra field's value, none where it is a list of numbers (an embedding) or an object
+    of lists and objects (a vector store's named vectors, dense and sparse)."""
     return (
         f"CASE WHEN json_type({value}) = 'ARRAY' AND json_type({value}, '$[0]') IN "
-        f"('DOUBLE', 'BIGINT', 'UBIGINT') THEN NULL ELSE {value} END"
+        f"('DOUBLE', 'BIGINT', 'UBIGINT') THEN NULL "
+        f"WHEN json_type({value}) = 'OBJECT' AND list_bool_and(list_transform("
+        f"json_extract({value}, '$.*'), lambda v: json_type(v) IN ('ARRAY', 'OBJECT'))) "
+        f"THEN NULL ELSE {value} END"
     )
 
 

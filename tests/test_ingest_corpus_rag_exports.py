@@ -457,3 +457,17 @@ def test_a_datasets_save_to_disk_folder_is_refused_saying_how_to_read_it(cli, tm
     assert "\n" not in said
     assert "save_to_disk" in said and "Arrow" in said and ".to_parquet(" in said
     assert not db.exists()
+
+
+def test_a_points_named_vectors_are_left_out_too(cli, tmp_path) -> None:
+    """A Qdrant point with named vectors (``"vector": {"dense": [...], "sparse": {"indices",
+    "values"}}``) kept them as metadata, the embedding left out only as a plain list."""
+    point = {
+        "id": 3,
+        "payload": {"text": "Reset it."},
+        "vector": {"dense": [0.5, -0.25], "sparse": {"indices": [1, 9], "values": [0.2, 0.4]}},
+    }
+    path = _lines(tmp_path / "points.jsonl", [point])
+    db = tmp_path / "s.duckdb"
+    ingest(cli, db, str(path))
+    assert [(r[0], r[4], r[5]) for r in stored(db)] == [("3", "Reset it.", None)]
