@@ -76,10 +76,10 @@ _WRAPPED = ("payload", "properties", "_source", "kwargs")
 
 # A chunk's title, url and document as RAG frameworks keep them, in its metadata object:
 # LangChain's metadata (source, title), Haystack's meta, LlamaIndex's (file_path, ref_doc_id,
-# document_title), BEIR's metadata.url.
+# document_title), Unstructured's elements' (filename), BEIR's metadata.url.
 _METADATA = ("metadata", "meta")
 _IN_METADATA: dict[str, tuple[str, ...]] = {
-    "doc_id": ("doc_id", "document_id", "ref_doc_id", "source", "file_path"),
+    "doc_id": ("doc_id", "document_id", "ref_doc_id", "source", "file_path", "filename"),
     "title": ("title", "document_title"),
     "url": ("url", "source_url", "link"),
 }

@@ -150,7 +150,8 @@ def test_unstructured_elements_are_read_an_element_a_chunk(cli, tmp_path) -> Non
     rows = stored(db)
     assert [(r[0], r[4]) for r in rows] == [("3f1a", "Passwords"),
                                            ("9b2c", "Reset it from the account.")]  # fmt: skip
-    assert json.loads(rows[1][5])["metadata"]["filename"] == "guide.pdf"
+    assert [r[1] for r in rows] == ["guide.pdf", "guide.pdf"]  # its file: the chunks' document
+    assert json.loads(rows[1][5])["metadata"]["filetype"] == "application/pdf"
     assert json.loads(rows[1][5])["type"] == "NarrativeText"
 
 
