@@ -155,13 +155,23 @@ WITH doc AS (SELECT content::JSON AS j FROM /*doc*/read_text($path)),
 items AS (
     SELECT CASE
         WHEN json_type(j) = 'ARRAY' THEN json_extract(j, '$[*]')
-        -- a hit's _id is beside its _source (a corpus's ids, an index's event ids): kept
+        -- a hit's _id is beside its _source (a corpus's ids, an index's event ids): kept; a
+        -- hit of fields alone (_source: false) is its fields, a one-value list that value
         WHEN json_type(j, '$.hits.hits') = 'ARRAY' THEN list_transform(
             list_filter(json_extract(j, '$.hits.hits[*]'),
-                        lambda h: (h -> '$._source') IS NOT NULL),
+                        lambda h: (h -> '$._source') IS NOT NULL
+                                  OR json_type(h, '$.fields') = 'OBJECT'),
             lambda h: CASE WHEN json_type(h, '$._source') = 'OBJECT'
                                 AND json_type(h, '$._id') IN ('VARCHAR', 'BIGINT', 'UBIGINT')
                            THEN json_merge_patch(json_object('_id', h -> '$._id'), h -> '$._source')
+                           WHEN (h -> '$._source') IS NULL THEN json_merge_patch(
+                               coalesce(json_object('_id', h -> '$._id'), '{}'),
+                               to_json(map_from_entries(list_transform(map_entries(
+                                   json_transform(h -> '$.fields', '"MAP(VARCHAR, JSON)"')),
+                                   lambda e: {'key': e.key, 'value': CASE
+                                       WHEN json_type(e.value) = 'ARRAY'
+                                            AND json_array_length(e.value) = 1
+                                       THEN e.value -> '$[0]' ELSE e.value END}))))
                            ELSE h -> '$._source' END)
         WHEN json_type(j, $wrapper) = 'ARRAY' THEN json_extract(j, $wrapper || '[*]')
         ELSE [j] END AS records

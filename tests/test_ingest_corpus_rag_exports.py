@@ -472,3 +472,22 @@ def test_a_points_named_vectors_are_left_out_too(cli, tmp_path) -> None:
     db = tmp_path / "s.duckdb"
     ingest(cli, db, str(path))
     assert [(r[0], r[4], r[5]) for r in stored(db)] == [("3", "Reset it.", None)]
+
+
+def test_a_search_response_of_fields_without_source_is_read(cli, tmp_path) -> None:
+    """A search asking for ``fields`` (``_source: false``) gives each hit its fields as lists:
+    the hits were skipped and the file said to hold no rows ('an empty file, or a header
+    alone'). Each hit is its fields, a one-value list its value, with its _id."""
+    hits = [
+        {"_index": "kb", "_id": "a", "_score": 1.0, "fields": {"text": ["alpha"], "title": ["A"],
+                                                               "tags": ["x", "y"]}},
+        {"_index": "kb", "_id": "b", "_score": 0.5, "fields": {"text": ["beta"]}},
+    ]  # fmt: skip
+    (tmp_path / "search.json").write_text(json.dumps({"took": 2, "hits": {"hits": hits}}))
+    db = tmp_path / "s.duckdb"
+    out = ingest(cli, db, str(tmp_path / "search.json"))
+    assert out["total"]["stored"] == 2
+    assert [(r[0], r[2], r[4], r[5]) for r in stored(db)] == [
+        ("a", "A", "alpha", '{"tags":["x","y"]}'),
+        ("b", None, "beta", None),
+    ]
