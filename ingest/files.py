@@ -287,6 +287,53 @@ FROM doc, range(1, json_array_length(j, '$.ids')::BIGINT + 1) r(i)
 """
 
 
+# A pandas DataFrame written by to_json: its default orient="columns" (a column an object of
+# row labels, in the rows' order) and orient="split" (columns, index, data), a row a record.
+_READ_PANDAS_COLUMNS = """
+CREATE OR REPLACE TEMP TABLE gm_src AS
+WITH doc AS (SELECT json_transform(content::JSON, '"MAP(VARCHAR, MAP(VARCHAR, JSON))"') AS m
+             FROM /*doc*/read_text($path)),
+s AS (SELECT m, map_keys(m) AS cols, map_keys(m[map_keys(m)[1]]) AS rows FROM doc)
+SELECT i AS line, to_json(map_from_entries(list_transform(cols,
+           lambda c: {'key': c, 'value': m[c][rows[i]]})))::VARCHAR AS raw,
+       NULL::VARCHAR AS err
+FROM s, range(1, len(rows) + 1) r(i)
+"""
+# orient="index": a row label (0, 1, …) an object of the row's fields
+_READ_PANDAS_INDEX = """
+CREATE OR REPLACE TEMP TABLE gm_src AS
+WITH doc AS (SELECT map_values(json_transform(content::JSON, '"MAP(VARCHAR, JSON)"')) AS v
+             FROM /*doc*/read_text($path))
+SELECT i AS line, v[i]::VARCHAR AS raw, NULL::VARCHAR AS err FROM doc, range(1, len(v) + 1) r(i)
+"""
+_READ_PANDAS_SPLIT = """
+CREATE OR REPLACE TEMP TABLE gm_src AS
+WITH doc AS (SELECT json_transform(j -> '$.columns', '["VARCHAR"]') AS cols,
+                    json_transform(j -> '$.data', '[["JSON"]]') AS data
+             FROM (SELECT content::JSON AS j FROM /*doc*/read_text($path)))
+SELECT i AS line,
+       CASE WHEN len(data[i]) = len(cols)
+            THEN to_json(map_from_entries(list_zip(cols, data[i])))::VARCHAR END AS raw,
+       CASE WHEN len(data[i]) IS DISTINCT FROM len(cols)
+            THEN 'wrong number of fields' END AS err
+FROM doc, range(1, len(data) + 1) r(i)
+"""
+
+
+def _pandas_columns(con: duckdb.DuckDBPyConnection, item: InputFile, keys: list[str]) -> bool:
+    """Whether the document is in pandas' default to_json layout (orient="columns"), or its
+    orient="index": an object of objects that all have the same keys."""
+    if len(keys) < 2 or "hits" in keys:  # a search response: _READ_JSON's
+        return False
+    # every value an object, all with the same row labels: no record is written so
+    sql = """SELECT list_bool_and(list_transform(v, lambda x: json_type(x) = 'OBJECT'))
+                    AND len(list_distinct(list_transform(v, lambda x: json_keys(x)::VARCHAR))) = 1
+                    AND json_array_length(json_keys(v[1])) > 0
+             FROM (SELECT map_values(json_transform(content::JSON, '"MAP(VARCHAR, JSON)"')) AS v
+                   FROM /*doc*/read_text($path))"""
+    return bool(_run_document(con, sql, item).fetchall()[0][0])
+
+
 def _chroma_get(con: duckdb.DuckDBPyConnection, item: InputFile, keys: list[str]) -> bool:
     """Whether the document is a Chroma ``get()``: ids (strings) and documents, lists."""
     if not {"ids", "documents", "metadatas"} <= set(keys):
@@ -568,6 +615,9 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
     if _chroma_get(con, item, keys):
         _run_document(con, _READ_CHROMA_GET, item)
         return
+    if {"columns", "data"} <= set(keys) <= {"columns", "index", "data"}:
+        _run_document(con, _READ_PANDAS_SPLIT, item)
+        return
     wrapper = next((f'$."{k}"' for k in _WRAPPERS if k in keys), None)
     if wrapper is None and "result" in keys:  # Qdrant's scroll: {"result": {"points": […]}}
         wrapper = '$."result"."points"'
@@ -576,6 +626,10 @@ def _read_json_document(con: duckdb.DuckDBPyConnection, item: InputFile) -> None
     page = "_embedded" in keys and set(keys) <= {"_embedded", "_links", "page"}
     if wrapper is None and page and embedded and '"' not in embedded[0]:
         wrapper = f'$."_embedded"."{embedded[0]}"'
+    if wrapper is None and _pandas_columns(con, item, keys):
+        rows = all(k.isdigit() for k in keys)  # orient="index": the labels of a RangeIndex
+        _run_document(con, _READ_PANDAS_INDEX if rows else _READ_PANDAS_COLUMNS, item)
+        return
     _run_document(con, _READ_JSON, item, {"wrapper": wrapper or "$.none"})
 
 

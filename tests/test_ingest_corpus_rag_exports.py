@@ -491,3 +491,24 @@ def test_a_search_response_of_fields_without_source_is_read(cli, tmp_path) -> No
         ("a", "A", "alpha", '{"tags":["x","y"]}'),
         ("b", None, "beta", None),
     ]
+
+
+def test_a_dataframe_written_by_pandas_to_json_is_read_a_row_a_chunk(cli, tmp_path) -> None:
+    """``df.to_json("corpus.json")`` (pandas' default, a column an object of row labels) was
+    read as one record, every column an object, and rejected ('text is an object');
+    ``orient="split"`` made each row a 'not a JSON object' reject."""
+    columns = {"id": {"0": "d1", "1": "d2"}, "title": {"0": "A", "1": None},
+               "text": {"0": "alpha", "1": "beta"}, "lang": {"0": "en", "1": "de"}}  # fmt: skip
+    split = {"columns": ["id", "title", "text", "lang"], "index": [0, 1],
+             "data": [["d1", "A", "alpha", "en"], ["d2", None, "beta", "de"]]}  # fmt: skip
+    index = {"0": {"id": "d1", "title": "A", "text": "alpha", "lang": "en"},
+             "1": {"id": "d2", "title": None, "text": "beta", "lang": "de"}}  # fmt: skip
+    for name, content in (("columns.json", columns), ("split.json", split), ("index.json", index)):
+        (tmp_path / name).write_text(json.dumps(content))
+        db = tmp_path / f"{name}.duckdb"
+        out = ingest(cli, db, str(tmp_path / name))
+        assert out["total"]["stored"] == 2, name
+        assert [(r[0], r[2], r[4], r[5]) for r in stored(db)] == [
+            ("d1", "A", "alpha", '{"lang":"en"}'),
+            ("d2", None, "beta", '{"lang":"de"}'),
+        ], name
