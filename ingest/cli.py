@@ -440,8 +440,10 @@ def corpus_cmd(
     as_json: JsonOption = False,
     allow_empty: AllowEmptyOption = False,
 ) -> None:
-    """Corpus chunks (JSONL/Parquet, BEIR corpus.jsonl, SMART, TREC SGML, TSV collections, told
-    by content): each import is a snapshot."""
+    """Corpus chunks (JSONL/Parquet, BEIR corpus.jsonl, SMART, TREC SGML, TSV collections; RAG
+    stores' exports: LlamaIndex docstore.json, LangChain and Haystack documents, Elasticsearch
+    responses and _bulk bodies, Qdrant, Weaviate and Chroma records; told by content): each
+    import is a snapshot."""
     _import("corpus", db, as_json, allow_empty, paths=paths, fmt=fmt, mapping=mapping, label=label,
             encoding=encoding)  # fmt: skip
 
