@@ -168,6 +168,12 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         if wrapped and "text" not in mapping
         else ""
     )
+    # LangChain's Document.id is None unless given: its dumps have a null id on every row
+    params["gm_no_id"] = (
+        " (a LangChain Document saved without one, --map chunk_id=metadata.FIELD names one)"
+        if "page_content" in keys and "chunk_id" not in mapping
+        else ""
+    )
     params["gm_from_doc"] = (
         " (the ids are the file's doc_id: if its rows are chunks of documents, name their own "
         "id with --map chunk_id=COLUMN)"
@@ -193,7 +199,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         FROM (
         SELECT line, raw,
             CASE WHEN err IS NOT NULL THEN err
-                 WHEN gm_blank({cid}) THEN 'missing chunk id'
+                 WHEN gm_blank({cid}) THEN 'missing chunk id' || $gm_no_id
                  WHEN gm_blank({text}) THEN 'missing text' || $gm_no_text
                  WHEN {kind} <> 'VARCHAR' AND NOT gm_paragraphs AND NOT gm_titled
                      THEN 'wrong type: text is ' || gm_jtype({kind})

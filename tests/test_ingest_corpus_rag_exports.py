@@ -512,3 +512,16 @@ def test_a_dataframe_written_by_pandas_to_json_is_read_a_row_a_chunk(cli, tmp_pa
             ("d1", "A", "alpha", '{"lang":"en"}'),
             ("d2", None, "beta", '{"lang":"de"}'),
         ], name
+
+
+def test_langchain_documents_saved_without_ids_say_how_to_name_one(cli, tmp_path) -> None:
+    """``[d.model_dump() for d in docs]`` of Documents made without an id writes "id": null:
+    every row was 'missing chunk id', with nothing said of where an id could come from."""
+    rows = [{"id": None, "metadata": {"source": "a.md", "chunk": i}, "page_content": f"t{i}",
+             "type": "Document"} for i in range(2)]  # fmt: skip
+    path = _lines(tmp_path / "docs.jsonl", rows)
+    db = tmp_path / "s.duckdb"
+    result = cli("--db", str(db), "ingest", "corpus", str(path))
+    assert result.returncode == 4
+    assert "missing chunk id (a LangChain Document saved without one, --map " \
+        "chunk_id=metadata.FIELD names one)" in result.stderr  # fmt: skip
