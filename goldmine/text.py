@@ -25,6 +25,15 @@ _PUNCT = re.compile(r"((?<=[^\W_])[+#]+(?![+#]|[^\W_]))|[^\w\s]|_", re.UNICODE)
 # people type a word without them that a text writes with them.
 ARABIC_OPTIONAL = re.compile("[\u0640\u064b-\u065f\u0670]")
 _SPACE = re.compile(r"\s+", re.UNICODE)
+# Unicode's default-ignorable code points (DerivedCoreProperties: zero-width space and joiners,
+# soft hyphen, BOM, direction marks and controls, variation selectors, fillers, tags): nothing
+# to draw, so "reset pass\u200bword" shows as "reset password" and must be that query, not
+# "reset pass word". NFKC_Casefold (ICU's and Lucene's search folding) removes them outright.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
 _WS = r"\t\n\x0B\x0C\r\x1C-\x1F "  # what Python's str.isspace() calls whitespace in ASCII
 # C0 and C1 controls but tab and line ends: a terminal acts on them (ESC starts a sequence that
 # clears the screen or retitles the window) and HTML cannot carry some (NUL). And the bidi
@@ -60,7 +69,10 @@ def normalize_query(text: str) -> str:
     A combining mark is part of its word, not punctuation: Hindi, Thai and Hebrew write vowels
     and points as marks ("दिन" and "दान" are two words). Arabic's optional vowel marks are
     dropped (``ARABIC_OPTIONAL``), and case folding's dotted i (İ folds to i and a combining dot)
-    is an i."""
+    is an i. A character Unicode says to ignore (a zero-width space, a soft hyphen) is dropped,
+    as NFKC_Casefold drops it: it joins the word it sits in, never splits it."""
+    if not text.isascii():
+        text = _IGNORABLE.sub("", text)
     text = unicodedata.normalize("NFKC", text).casefold()
     if text.isascii():
         text = _PUNCT.sub(_sign_or_space, text)

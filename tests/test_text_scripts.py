@@ -65,3 +65,25 @@ def test_a_corpus_without_marks_keeps_the_plain_word_pattern() -> None:
 
     assert token_pattern(["Reset your password", "café crème", "重置密码"]) == PLAIN_PATTERN
     assert token_pattern(["Reset your password", "मुझे अपनी किताब"]) == marked_pattern()
+
+
+@pytest.mark.parametrize(
+    ("text", "plain"),
+    [
+        ("reset pass\u200bword", "reset password"),  # a zero-width space pasted from a page
+        ("re\u00adset password", "reset password"),  # a soft hyphen
+        ("reset\u2060password", "resetpassword"),  # a word joiner
+        ("\ufeffreset password", "reset password"),  # a byte-order mark at a file's start
+        ("如何\u200b重置密码", "如何重置密码"),
+        ("می\u200cخواهم", "میخواهم"),  # Persian's zero-width non-joiner, often left out
+        ("मैं\u200dने", "मैंने"),  # a zero-width joiner changes how it is drawn, not the word
+        ("abc\u200fdef", "abcdef"),  # a right-to-left mark
+        ("葛\U000e0100城", "葛城"),  # an ideograph's variation selector
+    ],
+)
+def test_invisible_characters_leave_the_word_whole(text: str, plain: str) -> None:
+    """Characters Unicode says to ignore when they cannot be drawn (zero-width space and
+    joiners, soft hyphen, BOM, direction marks, variation selectors) were spaces: "reset
+    pass\u200bword" was the query "reset pass word", apart from "reset password" it shows as.
+    NFKC_Casefold, ICU's and Lucene's search folding, drops them."""
+    assert normalize_query(text) == normalize_query(plain)
