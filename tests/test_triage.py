@@ -23,6 +23,7 @@ from goldmine.triage.dedupe import (
     words_compatible,
 )
 from goldmine.triage.events import aggregate_queries, build_events, fill_non_ascii
+from goldmine.triage.tags import has_acronym
 
 from helpers import T0, TRIAGE_QUERIES, add_searches, load_queries
 
@@ -1028,3 +1029,21 @@ def test_terms_keep_their_marks_whole():
     assert "refusé" in got[4]
     every = {t for terms in got.values() for t in terms for t in t.split()}
     assert not every & {"ckerstattung", "ru", "पस", "பணம", "refuse"}, got
+
+
+@pytest.mark.parametrize(
+    ("raw", "acronym"),
+    [
+        ("RESET PASSWORD", False),  # two words shouted: PASSWORD is no acronym, so nor is RESET
+        ("CARD DECLINED!!", False),
+        ("WHERE IS MY CARD", False),
+        ("ATM", True),
+        ("ATM PIN", True),
+        ("PIN change at ATM", True),
+        ("VPN setup", True),
+    ],
+)
+def test_a_query_shouted_in_two_words_holds_no_acronym(raw: str, acronym: bool) -> None:
+    """Only three words or more in capitals counted as shouting: "RESET PASSWORD", the same
+    query as "reset password", was tagged acronym, and the starter took it as an awkward one."""
+    assert has_acronym(raw) is acronym

@@ -4,7 +4,8 @@
   everything else is a keyword query.
 - ``acronym``: an all-caps word of 2-6 letters ("ATM", "PTO"; not an order code such as
   "NW-123456" nor a redaction placeholder such as "<EMAIL>"), a dotted one ("u.s.", "e.g."), or a
-  word the corpus expands ("... (IBAN)").
+  word the corpus expands ("... (IBAN)"); never in a query typed all in capitals of three words
+  or more, or holding a word of seven letters or more ("RESET PASSWORD": shouting).
 - ``follow-up``: a turn that leans on the one before — not first in its session and opening with
   "and", "what about", … or a pronoun with no referent; in chat also a bare one- or two-word turn.
 - ``typo``: a word that is rare among the queries (in at most two of them), absent from the corpus
@@ -46,6 +47,7 @@ QUESTION_START = (
     r"were|will|would|should|shall|may|might|must|have|has|am|isn|aren|don|doesn|didn|won|cant)\b"
 )
 ACRONYM = re.compile(r"(?<![\w.<>-])(?:[A-Z]{2,6}s?|(?:[A-Za-z]\.){2,})(?![\w<>-])")
+_LONG_WORD = re.compile(r"[^\W\d_]{7,}")
 NOT_ACRONYMS = frozenset(["OK", "OKAY", "HI", "PS", "AM", "PM"])
 EXPANDED = r"\(([A-Z][A-Za-z0-9&]{1,7})\)"
 RARE_DF, COMMON_DF = 2, 3
@@ -251,7 +253,9 @@ def acronym_queries(con: duckdb.DuckDBPyConnection, snapshot: int | None) -> set
 
 def has_acronym(raw: str) -> bool:
     """An all-caps or dotted token in a text that is not shouted as a whole."""
-    if raw.isupper() and len(raw.split()) > 2:  # "WHERE IS MY CARD" is shouting, not acronyms
+    if raw.isupper() and (len(raw.split()) > 2 or _LONG_WORD.search(raw)):
+        # "WHERE IS MY CARD" is shouting, not acronyms; so is "RESET PASSWORD": a word of seven
+        # letters or more is no acronym, so its capitals, and its neighbours', are the typist's
         return False
     return any(m.group(0).upper() not in NOT_ACRONYMS for m in ACRONYM.finditer(raw))
 
