@@ -316,6 +316,28 @@ def test_a_cluster_the_latest_run_made_is_new_whatever_its_dates(db_path, cli):
     assert set(shown(cli, db_path, "--new")) == {7}
 
 
+def test_a_late_week_marks_only_its_own_clusters_new(db_path, cli):
+    """A week's searches dated before the last run's newest (a late export, or one user's search
+    weeks ahead of the rest) leave the newest search where it was: the run was taken for one
+    with nothing new, no earlier run saw less, and every cluster was new."""
+    with open_store(db_path) as con:
+        triaged(con)
+        con.execute("UPDATE triage_runs SET n_queries = 7 WHERE run_id = 1")
+        con.execute(
+            "INSERT INTO triage_query_days (source, day, norm_query, first_seen, last_seen, "
+            "n_events) VALUES ('searchlog', ?, 'card not arrived', ?, ?, 12)",
+            [T0.date(), T0, T0 + timedelta(days=1)],
+        )
+        cluster_of_one(con, 7, "atm near me", 9, 9, T0 - timedelta(days=2))
+        summarize_clusters(con, 2)
+        assert set(shown(cli, db_path, "--new")) == {7}
+        # the same traffic again keeps what that week found new
+        done_run(con, 2, T0 + timedelta(days=3), watermark=T0 + timedelta(days=1))
+        con.execute("UPDATE triage_runs SET n_queries = 8 WHERE run_id = 2")
+        summarize_clusters(con, 3)
+    assert set(shown(cli, db_path, "--new")) == {7}
+
+
 def test_a_label_written_over_lines_is_shown_on_one(db_path, cli):
     """banking77 holds texts that start with a line end ('\\nWhere can I withdraw money from?'):
     the table's label cell began with an empty line."""

@@ -154,9 +154,9 @@ def show_cmd(
         bool,
         typer.Option(
             "--new",
-            help="Only clusters first seen after the previous run that saw less traffic (a "
-            "run with nothing new keeps the last week's), or made by the latest run (a late "
-            "week's new intents too).",
+            help="Only clusters first seen after the previous run that saw less traffic "
+            "(an older newest search or fewer queries; a run with nothing new keeps the last "
+            "week's), or made since that run (a late week's new intents too).",
         ),
     ] = False,
     tag: Annotated[

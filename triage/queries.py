@@ -56,11 +56,13 @@ def summarize_clusters(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
         ),
         prev AS (
             -- the last run that saw less traffic than this one: a run with nothing new since
-            -- the last keeps what that one found new
-            SELECT max(watermark) AS watermark FROM triage_runs
+            -- the last keeps what that one found new. Less traffic: an older newest search, or
+            -- fewer queries (a late week's searches leave the newest where it was)
+            SELECT max(watermark) AS watermark, max(run_id) AS run_id FROM triage_runs
             WHERE status = 'done' AND run_id < $run_id
-              AND watermark < coalesce((SELECT max(last_seen) FROM triage_query_days),
-                                       'infinity'::TIMESTAMP)
+              AND (watermark < coalesce((SELECT max(last_seen) FROM triage_query_days),
+                                        'infinity'::TIMESTAMP)
+                   OR n_queries < (SELECT count(*) FROM triage_queries))
         ),
         tag_n AS (
             SELECT cluster_id, tag, count(*) AS n FROM
@@ -93,10 +95,10 @@ def summarize_clusters(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
                (SELECT json_group_object(tag, n) FROM tag_n t WHERE t.cluster_id = c.cluster_id)
                    AS tag_counts,
                s.sources,
-               -- New: first seen after the previous run, or a cluster this run made (a week
+               -- New: first seen after the previous run, or a cluster made since it (a week
                -- that arrives late is dated before the previous run's newest search).
                prev.watermark IS NULL OR c.first_seen > prev.watermark
-                   OR coalesce(k.run_id = $run_id, false) AS is_new,
+                   OR coalesce(k.run_id > prev.run_id, false) AS is_new,
                k.centroid, k.run_id AS created_run_id
         FROM c CROSS JOIN g CROSS JOIN prev
         LEFT JOIN src s USING (cluster_id)
