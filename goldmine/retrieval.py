@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from goldmine.errors import InputError, NotFoundError
-from goldmine.text import ARABIC_OPTIONAL, is_word_mark
+from goldmine.text import ARABIC_OPTIONAL, IGNORABLE, is_word_mark
 
 if TYPE_CHECKING:
     import duckdb
@@ -153,10 +153,12 @@ def token_pattern(texts: Sequence[str]) -> str:
 def fold(text: str) -> str:
     """Text as BM25 reads it: NFKC (full- and half-width forms, decomposed accents as one letter)
     and without Arabic's optional vowel marks (``text.ARABIC_OPTIONAL``), which people leave out
-    of a query a text writes them in. ASCII text is as it is."""
+    of a query a text writes them in, nor the characters Unicode says to ignore (``text.IGNORABLE``:
+    a page's soft hyphen, a pasted zero-width space), which would cut a word in two. ASCII text is
+    as it is."""
     if text.isascii():
         return text
-    return ARABIC_OPTIONAL.sub("", unicodedata.normalize("NFKC", text))
+    return ARABIC_OPTIONAL.sub("", unicodedata.normalize("NFKC", IGNORABLE.sub("", text)))
 
 
 def cjk_bigrams(text: str) -> str:

@@ -29,7 +29,7 @@ _SPACE = re.compile(r"\s+", re.UNICODE)
 # soft hyphen, BOM, direction marks and controls, variation selectors, fillers, tags): nothing
 # to draw, so "reset pass\u200bword" shows as "reset password" and must be that query, not
 # "reset pass word". NFKC_Casefold (ICU's and Lucene's search folding) removes them outright.
-_IGNORABLE = re.compile(
+IGNORABLE = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
     "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
@@ -72,7 +72,7 @@ def normalize_query(text: str) -> str:
     is an i. A character Unicode says to ignore (a zero-width space, a soft hyphen) is dropped,
     as NFKC_Casefold drops it: it joins the word it sits in, never splits it."""
     if not text.isascii():
-        text = _IGNORABLE.sub("", text)
+        text = IGNORABLE.sub("", text)
     text = unicodedata.normalize("NFKC", text).casefold()
     if text.isascii():
         text = _PUNCT.sub(_sign_or_space, text)

@@ -87,3 +87,13 @@ def test_invisible_characters_leave_the_word_whole(text: str, plain: str) -> Non
     pass\u200bword" was the query "reset pass word", apart from "reset password" it shows as.
     NFKC_Casefold, ICU's and Lucene's search folding, drops them."""
     assert normalize_query(text) == normalize_query(plain)
+
+
+def test_bm25_reads_a_word_with_an_invisible_character_whole() -> None:
+    """A soft hyphen in a page's text (HTML's &shy;) and a zero-width space pasted into a query
+    cut the word in two for BM25: "pass\u00adword" was the terms "pass" and "word"."""
+    ids = ["soft", "other"]
+    texts = ["Reset your pass\u00adword under Settings.", "Close your account under Profile."]
+    retriever = build_retriever_from_chunks(ids, texts, "bm25")
+    hits = retriever.search(["password", "pass\u200bword", "in\u00adfor\u00adma\u00adtion"], 1)
+    assert [h[0][0] if h else None for h in hits] == ["soft", "soft", None]
