@@ -223,6 +223,28 @@ def test_a_chroma_collection_get_is_read_an_id_a_chunk(cli, tmp_path) -> None:
     ]
 
 
+def test_a_large_chroma_get_or_pandas_frame_is_read_in_one_pass(cli, tmp_path) -> None:
+    """Each record was cut from the whole document by its own JSON path (Chroma's ids[i], a
+    pandas column's row label): the document parsed again for every record, so a Chroma get()
+    of 4,000 chunks (1 MB) ran out of 100 MB, and one of 20,000 out of 18 GB; pandas' default
+    to_json of 20,000 rows took 100 s and 5 GB. Each list is now read once."""
+    n = 4000
+    texts = [f"document {i} about refunds and orders" for i in range(n)]
+    got = {"ids": [f"c-{i}" for i in range(n)], "documents": texts,
+           "metadatas": [{"source": f"d{i // 10}.md"} for i in range(n)]}  # fmt: skip
+    columns = {"id": {str(i): f"p-{i}" for i in range(n)}, "text": dict(enumerate(texts))}
+    for name, body in (("get.json", got), ("frame.json", columns)):
+        (tmp_path / name).write_text(json.dumps(body))
+        db = tmp_path / f"{name}.duckdb"
+        result = cli("--db", str(db), "ingest", "corpus", str(tmp_path / name), "--json",
+                     env={"GOLDMINE_MEMORY_LIMIT": "100MB"})  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["total"]["stored"] == n
+        rows = stored(db)
+        assert len(rows) == n and rows[0][4] == "document 0 about refunds and orders"
+    assert stored(tmp_path / "get.json.duckdb")[1][:2] == ("c-1", "d0.md")
+
+
 def test_a_payload_without_a_text_field_goldmine_knows_names_map(cli, tmp_path) -> None:
     path = _lines(tmp_path / "points.jsonl", [{"id": 1, "payload": {"chunk_txt": "hello"}}])
     db = tmp_path / "s.duckdb"
