@@ -161,6 +161,9 @@ def search_signals() -> dict[str, str]:
     }
 
 
+# The usual web-log session cut: half an hour without a search (a log that names no session).
+SESSION_GAP_S = 30 * 60
+
 # Order within a session: by time (unknown times last), ties by the event's key.
 SEQ = (
     "CASE WHEN session_id IS NOT NULL THEN row_number() OVER ("

@@ -31,7 +31,7 @@ import duckdb
 from goldmine.errors import InputError
 from goldmine.ingest.files import excel_sep, head_lines, run_sql
 from goldmine.ingest.html_text import ENTITY_MACROS
-from goldmine.signals import TIME_RANGE
+from goldmine.signals import SESSION_GAP_S, TIME_RANGE
 
 # Columns that hold one click per row (a clicked document, or the rank clicked): their presence
 # tells a click-level export from an event-level log (whose clicks are a list per search).
@@ -44,7 +44,6 @@ _USER = ("anonid", "user_id", "userid", "user", "uid", "client_id", "visitor_id"
 _SESSION = ("session_id", "sessionid", "session", "sid")
 _QUERY = ("query", "q", "query_text", "search_term", "search_query", "keywords")
 _TIME = ("querytime", "query_time", "ts", "timestamp", "time", "datetime", "event_time", "date")
-_SESSION_GAP_S = 30 * 60  # the usual web-log session cut: half an hour without a search
 
 # The root element's name, after an XML declaration, comments and a DOCTYPE (with or without
 # an internal subset).
@@ -1031,7 +1030,7 @@ def _read_access_log(con, path: Path, compression: str) -> None:
         con, path, compression, "accesslog",
         lambda lines, _params: (sql.replace("{lines}", lines), params),
     )  # fmt: skip
-    con.execute(_ACCESS_EVENTS.replace("{gap}", str(_SESSION_GAP_S)))
+    con.execute(_ACCESS_EVENTS.replace("{gap}", str(SESSION_GAP_S)))
     con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
     searches, requests = con.execute(
         "SELECT (SELECT count(*) FROM gm_src), count(*) FROM gm_access WHERE request"
@@ -1131,7 +1130,7 @@ def _click_events(part: dict[str, str], others: list[tuple[str, str]], rows: str
     extra = (
         f"to_json(map($others, [{', '.join(c for _, c in others)}]))" if others else "'{}'::JSON"
     )
-    gap = _SESSION_GAP_S
+    gap = SESSION_GAP_S
     # A struct made JSON once: json_object of the same members took a tenth longer.
     event = """to_json({
         'event_id': CASE WHEN q IS NOT NULL THEN

@@ -555,6 +555,37 @@ def session_track_rows(path) -> list[tuple]:
     return rows
 
 
+def test_a_log_with_users_and_times_but_no_sessions_is_cut_into_sessions(db_path):
+    """A search log giving user_id and ts but no session_id (most warehouse tables) had no
+    session at all: no reformulation or follow-up ever fired. A user's searches with no
+    session are cut into sessions at half an hour without a search, as web logs are."""
+    rows = [  # (event, user, seconds after T0, query, results shown)
+        ("u1", "ana", 0, "reset pasword", 0), ("u2", "ana", 20, "reset password", 5),
+        ("u3", "ana", 4000, "what about the pdf", 5),  # an hour on: a new session, no follow-up
+        ("u4", "ben", 0, "invoice download", 3), ("u5", "ben", 30, "and the old ones", 3),
+        ("u6", None, 0, "refund status", 0), ("u7", None, 10, "refund status order", 0),
+    ]  # fmt: skip
+    with open_store(db_path) as con:
+        con.executemany(
+            """INSERT INTO search_events (event_id, batch_id, source, ts, user_id, query,
+                                          num_results, result_ids)
+               VALUES (?, 1, 'searchlog', ?, ?, ?, ?, [])""",
+            [(e, T0 + timedelta(seconds=sec), u, q, n) for e, u, sec, q, n in rows],
+        )
+        with transaction(con):
+            build_events(con, None, 300)
+        ev = {
+            r[0]: r[1:]
+            for r in con.execute(
+                "SELECT event_key, is_reformulated, is_follow_up, session_id FROM triage_events"
+            ).fetchall()
+        }
+    assert ev["u1"][0] is True and ev["u2"][0] is False
+    assert ev["u3"][1] is False and ev["u5"][1] is True
+    assert ev["u1"][2] == ev["u2"][2] != ev["u3"][2]
+    assert ev["u6"][2] is None and ev["u6"][0] is False  # no user: no session to put it in
+
+
 def test_session_track_reformulations_and_no_clicks(db_path, shared_dataset):
     rows = session_track_rows(
         shared_dataset("datasets", "trec_session_track", "sessiontrack2012.xml")

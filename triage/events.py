@@ -36,6 +36,7 @@ from goldmine.signals import (  # noqa: F401
     FOLLOW_UP_START,
     NEGATIVE_FEEDBACK,
     SEQ,
+    SESSION_GAP_S,
     STOP_WORDS,
     SUMMARY_COLUMNS,
     query_day_sql,
@@ -82,22 +83,40 @@ def search_rows() -> str:
     does not know."""
     signal = search_signals()
     return f"""
-        SELECT source, event_key, ts, session_id, query,
+        SELECT source, event_key, ts, coalesce(session_id, user_session) AS session_id, query,
                {signal["is_zero_results"]} AS is_zero_results,
                {signal["is_no_click"]} AND source <> 'manual' AS is_no_click,
                {signal["is_negative_feedback"]} AS is_negative_feedback,
                false AS is_ticket, dont_know AS is_chat_fail
         FROM (
-            SELECT e.source, e.event_id AS event_key, e.ts, e.session_id, e.query,
-                   coalesce(e.num_results, len(e.result_ids)) AS shown,
-                   coalesce(len(e.clicked_ids), 0) AS clicks,
-                   e.batch_id IN (SELECT DISTINCT batch_id FROM search_events
-                                  WHERE len(clicked_ids) > 0) AS tracks_clicks,
-                   lower(trim(e.feedback)) AS fb, coalesce(t.dont_know, false) AS dont_know
-            FROM search_events e
-            LEFT JOIN trace_retrievals t ON e.source = 'traces' AND t.event_id = e.event_id
-            WHERE {_SINCE.format(ts="e.ts")}
+            WITH events AS (
+                SELECT e.source, e.event_id AS event_key, e.ts, e.session_id, e.user_id, e.query,
+                       coalesce(e.num_results, len(e.result_ids)) AS shown,
+                       coalesce(len(e.clicked_ids), 0) AS clicks,
+                       e.batch_id IN (SELECT DISTINCT batch_id FROM search_events
+                                      WHERE len(clicked_ids) > 0) AS tracks_clicks,
+                       lower(trim(e.feedback)) AS fb, coalesce(t.dont_know, false) AS dont_know
+                FROM search_events e
+                LEFT JOIN trace_retrievals t ON e.source = 'traces' AND t.event_id = e.event_id
+                WHERE {_SINCE.format(ts="e.ts")}
+            )
+            SELECT events.*, u.user_session FROM events
+            LEFT JOIN ({_USER_SESSIONS}) u USING (source, event_key)
         )"""
+
+
+# A search with no session but a user and a time (a warehouse table's user_id and ts) is put in
+# a session of its user's searches, cut at half an hour without one as web logs are cut (the
+# click-level reader's rule): without one, no reformulation or follow-up could ever be told.
+_USER_SESSIONS = f"""
+    SELECT source, event_key, 'user:' || user_id || '@' || strftime(max(
+        CASE WHEN prev IS NULL OR date_diff('second', prev, ts) > {SESSION_GAP_S} THEN ts END)
+        OVER (PARTITION BY user_id ORDER BY ts, event_key ROWS UNBOUNDED PRECEDING),
+        '%Y-%m-%dT%H:%M:%S') AS user_session
+    FROM (SELECT source, event_key, user_id, ts,
+                 lag(ts) OVER (PARTITION BY user_id ORDER BY ts, event_key) AS prev
+          FROM events WHERE session_id IS NULL AND user_id IS NOT NULL AND ts IS NOT NULL)
+"""
 
 
 def ticket_rows() -> str:
