@@ -642,10 +642,11 @@ _NAMED_ENCODED = re.compile(
 # A Telegram bot's token in its API's URLs (https://api.telegram.org/bot<token>/sendMessage).
 _BOT_URL = re.compile(r"/bot([0-9]{8,10}:AA[A-Za-z0-9_-]{30,40})(?![A-Za-z0-9_-])")
 # An HTTP Authorization header's credential, after its scheme whatever it is ("Token",
-# "ApiKey", "SSWS"); Bearer and Basic are read above as well.
+# "ApiKey", "SSWS"); Bearer and Basic are read above as well. The credential runs to a space, a
+# quote or a separator: a password used as one keeps its punctuation ("Summer2024!").
 _AUTHORIZATION = re.compile(
     r"(?i:\bauthorization)[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z][A-Za-z0-9-]*\s+)?"
-    r"([A-Za-z0-9._~+/=-]{8,})(?![A-Za-z0-9._~+/=-])"
+    r"([^\s\"',;<>]{8,})(?![^\s\"',;<>])"
 )
 # curl's user and password ("curl -u admin:s3cret"): the password, unless a shell variable.
 _CURL_USER = re.compile(

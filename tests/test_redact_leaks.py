@@ -52,6 +52,8 @@ def redacted(text: str) -> str:
         (f"curl -H 'authorization: token {DRF}' https://api.example.com",
          "curl -H 'authorization: token <SECRET>' https://api.example.com"),
         (f'"Authorization": "ApiKey {DRF}"', '"Authorization": "ApiKey <SECRET>"'),
+        # a password used as the credential: its punctuation too (the "!" was left)
+        ("Authorization: Bearer Summer2024!", "Authorization: Bearer <SECRET>"),
         # curl's user and password: the password
         ("curl -u admin:S3cretPass1 https://api.example.com",
          "curl -u admin:<SECRET> https://api.example.com"),
