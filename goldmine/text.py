@@ -34,6 +34,8 @@ IGNORABLE = re.compile(
     "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
     "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
 )
+# The same class in RE2's syntax, for DuckDB: the code points written as \x{...}.
+IGNORABLE_RE2 = "".join(c if c in "[]-" else f"\\x{{{ord(c):04X}}}" for c in IGNORABLE.pattern)
 _WS = r"\t\n\x0B\x0C\r\x1C-\x1F "  # what Python's str.isspace() calls whitespace in ASCII
 # C0 and C1 controls but tab and line ends: a terminal acts on them (ESC starts a sequence that
 # clears the screen or retitles the window) and HTML cannot carry some (NUL). And the bidi

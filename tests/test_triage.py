@@ -586,6 +586,25 @@ def test_a_log_with_users_and_times_but_no_sessions_is_cut_into_sessions(db_path
     assert ev["u6"][2] is None and ev["u6"][0] is False  # no user: no session to put it in
 
 
+def test_a_query_shows_as_a_spelling_without_invisible_characters(db_path):
+    """The most frequent spelling was shown, and went into gold items as it was, even when it
+    held a zero-width space (pasted from a web page): it looks the same, and is not what a
+    person types. A spelling without one is shown where the query has one."""
+    with open_store(db_path) as con:
+        add_searches(
+            con,
+            [("z1", "a", 0, "reset pass\u200bword", 2, [], None),
+             ("z2", "b", 0, "reset pass\u200bword", 2, [], None),
+             ("z3", "c", 0, "reset password", 2, [], None),
+             ("z4", "d", 0, "wi\u00adfi setup", 2, [], None)],
+        )  # fmt: skip
+        with transaction(con):
+            build_events(con, None, 300)
+            aggregate_queries(con)
+        shown = dict(con.execute("SELECT norm_query, query FROM triage_queries").fetchall())
+    assert shown == {"reset password": "reset password", "wifi setup": "wi\u00adfi setup"}
+
+
 def test_session_track_reformulations_and_no_clicks(db_path, shared_dataset):
     rows = session_track_rows(
         shared_dataset("datasets", "trec_session_track", "sessiontrack2012.xml")

@@ -46,7 +46,7 @@ from goldmine.signals import (  # noqa: F401
 )
 
 # fill_non_ascii is shared with ingest's analytics summaries (ingest may not import triage).
-from goldmine.text import fill_non_ascii, norm_sql
+from goldmine.text import IGNORABLE_RE2, fill_non_ascii, norm_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -290,13 +290,16 @@ def aggregate_queries(con: duckdb.DuckDBPyConnection, since: datetime | None = N
                src.n_by_source, sha256(agg.norm_query) AS text_hash,
                a.canonical_query, a.cluster_id, a.fuzzy_score
         FROM agg
-        JOIN (SELECT norm_query, first(query ORDER BY n DESC, query) AS query
+        JOIN (SELECT norm_query,  -- a spelling holding no invisible character, where one does
+                     first(query ORDER BY regexp_matches(query, $invisible), n DESC, query)
+                         AS query
               FROM spell GROUP BY norm_query) b USING (norm_query)
         JOIN (SELECT norm_query, list(source ORDER BY source) AS sources,
                      json_group_object(source, n) AS n_by_source
               FROM per_source GROUP BY norm_query) src USING (norm_query)
         LEFT JOIN triage_assignments a USING (norm_query)
-        """
+        """,
+        {"invisible": IGNORABLE_RE2},
     )
     return con.execute("SELECT count(*) FROM triage_queries").fetchall()[0][0]
 
