@@ -140,6 +140,17 @@ def current_snapshot_id(con: duckdb.DuckDBPyConnection) -> int | None:
     return con.execute("SELECT max(snapshot_id) FROM corpus_snapshots").fetchall()[0][0]
 
 
+def _whole(value: str, kind: str) -> str:
+    """SQL of a chunk id as it is read: trimmed (" d5 ": a log's ids are trimmed, so a click
+    matches), and a whole float its integer (7.0, as pandas keeps an integer column that had a
+    gap, is 7: qrels, runs and logs name it so)."""
+    number = f"try_cast({value} AS DOUBLE)"
+    return (
+        f"CASE WHEN {kind} = 'DOUBLE' AND {number} = trunc({number}) AND abs({number}) < 1e15 "
+        f"THEN {number}::BIGINT::VARCHAR ELSE trim({value}) END"
+    )
+
+
 def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, Any]]:
     fields = _wrapped_fields(keys, resolve_fields(keys, ALIASES, mapping, strict=True), mapping)
     fields = _metadata_fields(keys, fields, mapping)
@@ -160,7 +171,8 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
         )
     known = {k for names in fields.values() for k in names}
     extras = [k for k in keys if k not in known]
-    access, params = field_access(fields, extras, ("text",), vectors=True)  # no embeddings
+    # text and chunk id typed (a text's type is checked, a float id read whole); no embeddings
+    access, params = field_access(fields, extras, ("text", "chunk_id"), vectors=True)
     wrapped = [k for k in fields.get("text", []) if isinstance(k, NestedKey)]
     params["gm_no_text"] = (
         f" ({wrapped[0].head} holds no text field goldmine knows, --map "
@@ -204,7 +216,7 @@ def stage_sql(keys: list[str], mapping: dict[str, str]) -> tuple[str, dict[str, 
                  WHEN {kind} <> 'VARCHAR' AND NOT gm_paragraphs AND NOT gm_titled
                      THEN 'wrong type: text is ' || gm_jtype({kind})
             END AS reason,
-            trim({cid}) AS chunk_id,  -- " d5 ": a log's ids are trimmed, so a click matches
+            {_whole(cid, typ(fields, "chunk_id"))} AS chunk_id,
             {val(fields, "doc_id")} AS doc_id,
             {title} AS title,
             {val(fields, "url")} AS url,

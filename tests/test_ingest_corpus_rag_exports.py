@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from goldmine.store import open_store
 
 
@@ -547,3 +549,20 @@ def test_langchain_documents_saved_without_ids_say_how_to_name_one(cli, tmp_path
     assert result.returncode == 4
     assert "missing chunk id (a LangChain Document saved without one, --map " \
         "chunk_id=metadata.FIELD names one)" in result.stderr  # fmt: skip
+
+
+def test_a_frames_float_ids_and_index_column_read_as_the_frame_meant(cli, tmp_path) -> None:
+    """pandas keeps an integer id column that had a gap as floats, and to_parquet writes its
+    index as __index_level_0__: chunk 7 was stored as "7.0" (no qrels or run names it so; both
+    read 7.0 as 7) and every chunk's metadata held the frame's row number."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"id": [7, None, 9], "text": ["seven", "none", "nine"]}).dropna()
+    frame = frame.set_index(pd.Index([10, 11]))  # not a RangeIndex: written as a column
+    frame.to_parquet(tmp_path / "c.parquet")
+    (tmp_path / "c.jsonl").write_text('{"id": 7.0, "text": "seven"}\n{"id": 7.5, "text": "x"}\n')
+    for name in ("c.parquet", "c.jsonl"):
+        db = tmp_path / f"{name}.duckdb"
+        ingest(cli, db, str(tmp_path / name))
+        rows = stored(db)
+        assert rows[0][0] == "7" and rows[0][5] is None, rows
+    assert [r[0] for r in stored(tmp_path / "c.jsonl.duckdb")] == ["7", "7.5"]
