@@ -123,12 +123,13 @@ _JSONL_ERR = (
 # A Parquet row as a JSON object of its own columns: the row number the reader is asked for
 # numbers the line and is not a field of the record.
 _PARQUET_ROW = "to_json(struct_pack(*COLUMNS(* EXCLUDE (file_row_number))))::VARCHAR"
-# Less the columns of embeddings (``$vectors``, see ``_vector_columns``).
+# Less the columns left out (``$left_out``): embeddings (``_vector_columns``) and pandas' index
+# (``_index_columns``).
 _READ_PARQUET = """
 CREATE OR REPLACE TEMP TABLE gm_src AS
 SELECT file_row_number + 1 AS line,
        to_json(struct_pack(*COLUMNS(lambda c: c <> 'file_row_number'
-                                             AND NOT list_contains($vectors, c))))::VARCHAR AS raw,
+                                             AND NOT list_contains($left_out, c))))::VARCHAR AS raw,
        NULL::VARCHAR AS err
 FROM read_parquet($path, file_row_number = true)
 """
@@ -137,6 +138,15 @@ FROM read_parquet($path, file_row_number = true)
 # data set's embeddings or title_embedding). Made JSON text for a row's metadata it cost 29x
 # the time and 40x the store of the rest (768 numbers a row); no one reads it there.
 _VECTOR_TYPE = re.compile(r"(FLOAT|DOUBLE|HALF|DECIMAL\(\d+,\d+\))\[\d*\]")
+
+
+# pandas' name for a frame's unnamed index written as a column (string labels, a filtered
+# frame's row numbers): a row label of the frame, no field of the record.
+_PANDAS_INDEX = re.compile(r"__index_level_\d+__")
+
+
+def _index_columns(con: duckdb.DuckDBPyConnection, item: InputFile) -> list[str]:
+    return [name for name in parquet_schema(con, item) if _PANDAS_INDEX.fullmatch(name)]
 
 
 def _vector_columns(con: duckdb.DuckDBPyConnection, item: InputFile) -> list[str]:
@@ -360,7 +370,8 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
     try:
         if item.format == "parquet":
             vectors = _vector_columns(con, item)
-            con.execute(_READ_PARQUET, {"path": str(item.path), "vectors": vectors})
+            left_out = vectors + _index_columns(con, item)
+            con.execute(_READ_PARQUET, {"path": str(item.path), "left_out": left_out})
             _left_out_note(con, vectors)
             con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
         elif item.format == "json":

@@ -566,3 +566,15 @@ def test_a_frames_float_ids_and_index_column_read_as_the_frame_meant(cli, tmp_pa
         rows = stored(db)
         assert rows[0][0] == "7" and rows[0][5] is None, rows
     assert [r[0] for r in stored(tmp_path / "c.jsonl.duckdb")] == ["7", "7.5"]
+
+
+def test_a_frames_unnamed_index_is_no_metadata(cli, tmp_path) -> None:
+    """pandas writes a frame's unnamed index that is no plain row count (string labels, a
+    filtered frame's) as the column __index_level_0__: every chunk's metadata held it."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"id": ["a", "b"], "text": ["x y", "z w"], "lang": ["en", "de"]},
+                         index=["r1", "r2"])  # fmt: skip
+    frame.to_parquet(tmp_path / "c.parquet")
+    db = tmp_path / "c.duckdb"
+    ingest(cli, db, str(tmp_path / "c.parquet"))
+    assert [(r[0], r[5]) for r in stored(db)] == [("a", '{"lang":"en"}'), ("b", '{"lang":"de"}')]
