@@ -102,7 +102,26 @@ def decode_text(data: bytes, path: Path) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise InputError("not valid UTF-8", path=path, line=line) from exc
+        raise _not_utf8(data, exc.start, path, line) from exc
+
+
+def _not_utf8(data: bytes, at: int, path: Path, line: int) -> InputError:
+    """What a file that is no UTF-8 looks like: binary (control bytes past a few), or text in
+    another encoding (a byte of Latin-1's or Windows-1252's accented letters)."""
+    head = data[:4096]
+    controls = sum(1 for b in head if b < 32 and b not in (9, 10, 13))
+    if controls * 20 > len(head):
+        return InputError(
+            "is not text (binary bytes in its first 4 KB): a run or a gold file is text "
+            "(TREC lines, JSON lines, CSV/TSV) or Parquet",
+            path=path,
+        )
+    return InputError(
+        f"byte 0x{data[at]:02x} at line {line} is no UTF-8 (Latin-1 or Windows-1252 text?): "
+        "save it as UTF-8",
+        path=path,
+        line=line,
+    )
 
 
 def _lines(text: str):

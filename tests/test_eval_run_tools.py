@@ -394,3 +394,25 @@ def test_a_gold_set_given_as_the_run_is_sent_to_gold(cli, tmp_path, body) -> Non
     path.write_text(body)
     got = scored(cli, tmp_path, path)
     assert got["returncode"] == 2 and "pass it as --gold" in got["stderr"], got
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (
+            b"q1 Q0 caf\xe9 1 2.0 r\n",
+            "byte 0xe9 at line 1 is no UTF-8 (Latin-1 or Windows-1252 text?): save it as UTF-8",
+        ),
+        (
+            bytes(range(1, 32)) * 20 + b"\xff\xfe\x00\x81",
+            "is not text (binary bytes in its first 4 KB)",
+        ),
+    ],
+)
+def test_a_run_that_is_no_utf8_says_what_it_looks_like(cli, tmp_path, data, says) -> None:
+    """A run saved as Latin-1 and a binary file both said 'not valid UTF-8' alone."""
+    path = tmp_path / "run.txt"
+    path.write_bytes(data)
+    got = scored(cli, tmp_path, path)
+    assert got["returncode"] == 2 and says in got["stderr"], got
+    assert got["stderr"].count("\n") == 1
