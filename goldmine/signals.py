@@ -171,6 +171,24 @@ SEQ = (
 )
 
 
+def user_sessions_sql(events: str) -> str:
+    """Per search of ``events`` (``source, event_key, ts, session_id, user_id``) that has no
+    session but a user and a time (a warehouse table's user_id and ts): ``user_session``, its
+    user's session, cut at ``SESSION_GAP_S`` without a search as web logs are cut (the
+    click-level reader's rule), known by its user and its first search's time. Without it no
+    reformulation or follow-up could ever be told. Both engines run it (``to_spark``)."""
+    return f"""
+        SELECT source, event_key, 'user:' || user_id || '@' || CAST(max(
+            CASE WHEN prev IS NULL OR date_diff('second', prev, ts) > {SESSION_GAP_S} THEN ts END)
+            OVER (PARTITION BY user_id ORDER BY ts, event_key
+                  ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS VARCHAR) AS user_session
+        FROM (SELECT source, event_key, user_id, ts,
+                     lag(ts) OVER (PARTITION BY user_id ORDER BY ts, event_key) AS prev
+              FROM {events}
+              WHERE session_id IS NULL AND user_id IS NOT NULL AND ts IS NOT NULL)
+    """
+
+
 def session_sql(events: str) -> str:
     """Per event of a session: the previous query, whether the next query (within ``$window``
     seconds) reformulates it (different but similar: a shared content word, or Jaro-Winkler >=

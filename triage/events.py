@@ -36,13 +36,13 @@ from goldmine.signals import (  # noqa: F401
     FOLLOW_UP_START,
     NEGATIVE_FEEDBACK,
     SEQ,
-    SESSION_GAP_S,
     STOP_WORDS,
     SUMMARY_COLUMNS,
     query_day_sql,
     search_signals,
     session_sql,
     sql_list,
+    user_sessions_sql,
 )
 
 # fill_non_ascii is shared with ingest's analytics summaries (ingest may not import triage).
@@ -101,22 +101,8 @@ def search_rows() -> str:
                 WHERE {_SINCE.format(ts="e.ts")}
             )
             SELECT events.*, u.user_session FROM events
-            LEFT JOIN ({_USER_SESSIONS}) u USING (source, event_key)
+            LEFT JOIN ({user_sessions_sql("events")}) u USING (source, event_key)
         )"""
-
-
-# A search with no session but a user and a time (a warehouse table's user_id and ts) is put in
-# a session of its user's searches, cut at half an hour without one as web logs are cut (the
-# click-level reader's rule): without one, no reformulation or follow-up could ever be told.
-_USER_SESSIONS = f"""
-    SELECT source, event_key, 'user:' || user_id || '@' || strftime(max(
-        CASE WHEN prev IS NULL OR date_diff('second', prev, ts) > {SESSION_GAP_S} THEN ts END)
-        OVER (PARTITION BY user_id ORDER BY ts, event_key ROWS UNBOUNDED PRECEDING),
-        '%Y-%m-%dT%H:%M:%S') AS user_session
-    FROM (SELECT source, event_key, user_id, ts,
-                 lag(ts) OVER (PARTITION BY user_id ORDER BY ts, event_key) AS prev
-          FROM events WHERE session_id IS NULL AND user_id IS NOT NULL AND ts IS NOT NULL)
-"""
 
 
 def ticket_rows() -> str:

@@ -494,6 +494,14 @@ def summarize(spark: SparkSession, events: DataFrame, window_s: int) -> DataFram
         "tracks_clicks", F.max(F.col("clicks") > 0).over(Window.partitionBy("file"))
     )
     good.createOrReplaceTempView("gm_good")
+    if "user_id" in good.columns:  # a user's searches with no session: sessions of theirs
+        sessions = _sql(spark, signals.user_sessions_sql("gm_good"))
+        good = (
+            good.join(sessions, ["source", "event_key"], "left")
+            .withColumn("session_id", F.coalesce("session_id", "user_session"))
+            .drop("user_session")
+        )
+        good.createOrReplaceTempView("gm_good")
     ascii_norm = _sql(spark, f"SELECT *, {norm_sql('query', '$1')} AS gm_norm FROM gm_good")
     # Non-ASCII text: normalize_query itself (NFKC, case folding), once per distinct text.
     other = (
