@@ -123,8 +123,8 @@ _JSONL_ERR = (
 # A Parquet row as a JSON object of its own columns: the row number the reader is asked for
 # numbers the line and is not a field of the record.
 _PARQUET_ROW = "to_json(struct_pack(*COLUMNS(* EXCLUDE (file_row_number))))::VARCHAR"
-# Less the columns left out (``$left_out``): embeddings (``_vector_columns``) and pandas' index
-# (``_index_columns``).
+# Less the columns left out (``$left_out``): embeddings and pandas' index
+# (``_left_out_columns``).
 _READ_PARQUET = """
 CREATE OR REPLACE TEMP TABLE gm_src AS
 SELECT file_row_number + 1 AS line,
@@ -145,16 +145,12 @@ _VECTOR_TYPE = re.compile(r"(FLOAT|DOUBLE|HALF|DECIMAL\(\d+,\d+\))\[\d*\]")
 _PANDAS_INDEX = re.compile(r"__index_level_\d+__")
 
 
-def _index_columns(con: duckdb.DuckDBPyConnection, item: InputFile) -> list[str]:
-    return [name for name in parquet_schema(con, item) if _PANDAS_INDEX.fullmatch(name)]
-
-
-def _vector_columns(con: duckdb.DuckDBPyConnection, item: InputFile) -> list[str]:
-    return [
-        name
-        for name, kind in parquet_schema(con, item).items()
-        if _VECTOR_TYPE.fullmatch(kind) and VECTOR_NAME.fullmatch(name)
-    ]
+def _left_out_columns(schema: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Of a Parquet file's columns (``parquet_schema``, read once), those of embeddings and
+    those of pandas' index: neither is a field of the record."""
+    vectors = [n for n, kind in schema.items() if _VECTOR_TYPE.fullmatch(kind)
+               and VECTOR_NAME.fullmatch(n)]  # fmt: skip
+    return vectors, [n for n in schema if _PANDAS_INDEX.fullmatch(n)]
 
 
 # A JSON document: an array of records, an object wrapping one (``{"tickets": […]}``,
@@ -369,8 +365,8 @@ def read_raw(con: duckdb.DuckDBPyConnection, item: InputFile) -> None:
     params = {"path": str(item.path), "compression": item.compression}
     try:
         if item.format == "parquet":
-            vectors = _vector_columns(con, item)
-            left_out = vectors + _index_columns(con, item)
+            vectors, index = _left_out_columns(parquet_schema(con, item))
+            left_out = vectors + index
             con.execute(_READ_PARQUET, {"path": str(item.path), "left_out": left_out})
             _left_out_note(con, vectors)
             con.execute("CREATE OR REPLACE TEMP VIEW gm_raw AS SELECT line, raw, err FROM gm_src")
